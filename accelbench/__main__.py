@@ -1,0 +1,3 @@
+from accelbench.cli.main import main
+
+raise SystemExit(main())

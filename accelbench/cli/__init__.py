@@ -1,0 +1,1 @@
+"""The command line: thin commands that parse arguments, call the library and print."""

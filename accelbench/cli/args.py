@@ -1,0 +1,89 @@
+"""Argument parsing shared by every command: one-line errors, common options, list values."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+from accelbench.devices import check_device_name
+from accelbench.errors import UsageError
+
+_TAG_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage dump) that says where to look."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def list_of(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    """A comma-separated list whose elements are each parsed by ``kind``: ``--m 512,1024``."""
+
+    def parse(text: str) -> list[Any]:
+        parts = [p.strip() for p in text.split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(f"empty element in list {text!r}")
+        return [kind(p) for p in parts]
+
+    parse.__name__ = f"list of {getattr(kind, '__name__', 'values')}"
+    return parse
+
+
+def device_name(text: str) -> str:
+    try:
+        return check_device_name(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def tag(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not _TAG_KEY.match(key) or not value:
+        raise argparse.ArgumentTypeError(f"tags are KEY=VALUE with KEY of letters, digits, _.- (got {text!r})")
+    return key, value
+
+
+def add_store_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        type=Path,
+        metavar="PATH",
+        help="results store (SQLite file); default $ACCELBENCH_HOME/accelbench.db or ~/.local/share/accelbench/",
+    )
+
+
+def add_common_options(p: argparse.ArgumentParser) -> None:
+    """The options every measuring command takes."""
+    g = p.add_argument_group("common options")
+    g.add_argument("--device", type=device_name, metavar="DEV", help="auto (default: cuda if present, else cpu), cpu, cuda, cuda:N")
+    add_store_option(g)  # type: ignore[arg-type]
+    g.add_argument("--out", type=Path, metavar="DIR", default=Path("accelbench-runs"), help="parent of run folders (default ./accelbench-runs)")
+    g.add_argument("--tag", type=tag, action="append", default=[], metavar="KEY=VALUE", help="label the results, repeatable (e.g. --tag nvlink=off)")
+    g.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads for torch (default: torch's choice, recorded)")
+    g.add_argument("--timeout", type=positive_float, metavar="S", help="seconds before a benchmark is killed and recorded as failed")

@@ -1,0 +1,112 @@
+"""Commands that describe: ``system`` (this machine) and ``list`` (the benchmarks)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    system = sub.add_parser(
+        "system",
+        help="describe this machine: CPU, memory, OS, torch, accelerators, peak figures",
+        description="Print the machine's profile, as recorded with every result (imports torch).",
+    )
+    system.add_argument("--json", action="store_true", help="print the profile as JSON")
+    system.set_defaults(handler=cmd_system)
+
+    ls = sub.add_parser("list", help="every benchmark with a one-line description", description="List the benchmarks.")
+    ls.add_argument("--all", action="store_true", help="include the harness self-checks (selftest/*)")
+    ls.set_defaults(handler=cmd_list)
+
+
+def cmd_list(ns: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from accelbench.cli.render import console
+    from accelbench.registry import BENCHMARKS
+
+    table = Table()
+    table.add_column("benchmark")
+    table.add_column("description")
+    for info in BENCHMARKS.values():
+        if info.hidden and not ns.all:
+            continue
+        table.add_row(info.name, info.description)
+    console.print(table)
+    if not ns.all:
+        console.print("[dim]harness self-checks (selftest/ok, raise, crash, hang): accelbench list --all[/]")
+    return 0
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def cmd_system(ns: argparse.Namespace) -> int:
+    from accelbench.system.profile import collect_profile
+
+    profile = collect_profile()
+    if ns.json:
+        sys.stdout.write(json.dumps(profile, indent=2, sort_keys=True) + "\n")
+        return 0
+    from rich.table import Table
+
+    from accelbench.cli.render import console
+
+    cpu, t = profile["cpu"], profile["torch"]
+    table = Table(title=f"system {profile['fingerprint']}", title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    clock = f" @ {cpu['clock_ghz']:.2f} GHz" if cpu.get("clock_ghz") else ""
+    table.add_row("CPU", f"{cpu['model']}{clock}")
+    table.add_row("cores", f"{cpu['physical_cores']} physical, {cpu['logical_cores']} logical ({cpu['arch']})")
+    table.add_row("ISA", " ".join(cpu["flags"]) or "-")
+    table.add_row("memory", _gib(profile["memory"]["total_bytes"]))
+    table.add_row("OS", f"{profile['os']['name']} (kernel {profile['os']['kernel']})")
+    table.add_row("Python", profile["python"]["version"])
+    table.add_row("PyTorch", f"{t['version']}, {t['num_threads']} threads by default")
+    table.add_row("CUDA / cuDNN / NCCL", " / ".join(str(t[k]) if t[k] is not None else "-" for k in ("cuda", "cudnn", "nccl")))
+    for acc in profile["accelerators"]:
+        facts = [
+            _gib(acc["memory_bytes"]),
+            f"{acc['multiprocessors']} SMs",
+            f"cc {acc['compute_capability']}",
+        ]
+        if acc.get("driver"):
+            facts.append(f"driver {acc['driver']}")
+        if acc.get("max_sm_clock_mhz"):
+            facts.append(f"{acc['max_sm_clock_mhz']} MHz max")
+        if acc.get("power_limit_w"):
+            facts.append(f"{acc['power_limit_w']:.0f} W limit")
+        table.add_row(f"GPU {acc['index']}", f"{acc['name']}: " + ", ".join(facts))
+    if not profile["accelerators"]:
+        table.add_row("GPUs", "none visible to torch")
+    console.print(table)
+    console.print(_peaks_table(profile))
+    topo = next((acc.get("topology") for acc in profile["accelerators"] if acc.get("topology")), None)
+    if topo:
+        console.print("GPU interconnect (nvidia-smi topo -m):")
+        console.print(topo, markup=False)
+    return 0
+
+
+def _peaks_table(profile: dict[str, Any]) -> Any:
+    import torch
+    from rich.table import Table
+
+    from accelbench.system.specs import peak_for
+
+    table = Table(title="peak TFLOPS used for % of peak", title_justify="left")
+    table.add_column("device")
+    for p in ("fp32", "tf32", "fp16", "bf16"):
+        table.add_column(p, justify="right")
+    table.add_column("source")
+    devices = [torch.device("cpu")] + [torch.device("cuda", a["index"]) for a in profile["accelerators"]]
+    for dev in devices:
+        peaks = [peak_for(dev, p) for p in ("fp32", "tf32", "fp16", "bf16")]
+        source = next((pk.source for pk in peaks if pk), "not in the spec table")
+        table.add_row(str(dev), *[f"{pk.tflops:.3g}" if pk else "-" for pk in peaks], source)
+    return table

@@ -1,0 +1,155 @@
+"""Commands that measure: ``run`` (suites) and ``kernels`` (one kernel from the command line)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+from accelbench.cli import args as a
+from accelbench.errors import UsageError
+from accelbench.suite.suites import BUILTIN, Suite, expand, make_entry
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run a suite (default: quick on a CPU-only machine, standard with a GPU)",
+        description=(
+            "Run benchmarks, each in its own process with a timeout; a crash, OOM or hang is recorded as "
+            "failed and the suite goes on. Every record is stored the moment it is measured.\n\n"
+            f"TARGET is a built-in suite ({', '.join(BUILTIN)}), a suite file (.toml), or benchmark names "
+            "(see 'accelbench list'); several may be given."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("targets", nargs="*", metavar="TARGET", help="suite, suite file or benchmark (default: quick/standard)")
+    run.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run: skip what already finished")
+    run.add_argument("--retry-failed", action="store_true", help="with --resume, also re-run benchmarks that failed")
+    a.add_common_options(run)
+    run.set_defaults(handler=cmd_run)
+
+    kernels = sub.add_parser(
+        "kernels",
+        help="kernel benchmarks (DeepBench): gemm",
+        description="Time one kernel on the command line. Size and precision flags take comma lists (--m 512,1024) to sweep.",
+    )
+    ksub = kernels.add_subparsers(dest="kernel", metavar="KERNEL", parser_class=a.Parser)
+    kernels.set_defaults(help_parser=kernels)
+    gemm = ksub.add_parser(
+        "gemm",
+        help="dense matrix multiply: seconds, TFLOPS (2*M*N*K per call), % of peak",
+        description=(
+            "C[M,N] = A[M,K] @ B[K,N] (batched with --batch). Reports seconds per call (median with 95% CI), "
+            "achieved TFLOPS and % of the device's peak; the output is checked against an fp64 reference first."
+        ),
+    )
+    g = gemm.add_argument_group("GEMM")
+    for dim in ("m", "n", "k"):
+        g.add_argument(f"--{dim}", type=a.list_of(a.positive_int), default=[1024], metavar="N", help=f"{dim.upper()} dimension (default 1024)")
+    g.add_argument("--batch", type=a.list_of(a.positive_int), default=[1], metavar="B", help="batch count; >1 uses batched GEMM (default 1)")
+    g.add_argument(
+        "--precision",
+        type=a.list_of(_precision),
+        default=["fp32"],
+        metavar="P",
+        help="fp32, tf32, fp16 or bf16 (comma list allowed; default fp32)",
+    )
+    g.add_argument("--no-check", dest="check", action="store_false", help="skip the check against the fp64 reference")
+    _add_timing_options(gemm)
+    a.add_common_options(gemm)
+    gemm.set_defaults(handler=cmd_kernel, benchmark="kernels/gemm", sweep=("m", "n", "k", "batch", "precision"))
+
+
+def _precision(text: str) -> str:
+    from accelbench.devices.precision import MATMUL_PRECISIONS
+
+    if text not in MATMUL_PRECISIONS:
+        raise argparse.ArgumentTypeError(f"unknown precision {text!r}: choose from {', '.join(MATMUL_PRECISIONS)}")
+    return text
+
+
+def _add_timing_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("measurement")
+    g.add_argument("--min-time", type=float, default=0.5, metavar="S", help="keep sampling for at least S seconds (default 0.5)")
+    g.add_argument("--max-time", type=float, default=10.0, metavar="S", help="stop sampling after S seconds (default 10)")
+    g.add_argument("--min-reps", type=a.positive_int, default=10, metavar="N", help="at least N samples (default 10)")
+    g.add_argument("--warmup", type=float, default=0.1, metavar="S", help="warm-up seconds before sampling (default 0.1)")
+    g.add_argument(
+        "--cache",
+        choices=("auto", "hot", "cold"),
+        default="auto",
+        help="cold flushes the GPU's L2 between samples (auto: cold on CUDA, hot on CPU)",
+    )
+
+
+def _options(ns: argparse.Namespace) -> Any:
+    from accelbench.suite.runner import RunOptions
+
+    return RunOptions(
+        device=ns.device,
+        threads=ns.threads,
+        tags=dict(ns.tag),
+        timeout=ns.timeout,
+        out_dir=ns.out,
+        retry_failed=getattr(ns, "retry_failed", False),
+        command=shlex.join(["accelbench", *sys.argv[1:]]),
+    )
+
+
+def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = None) -> int:
+    """Open the store (failing before anything runs), run with progress, print the summary."""
+    from accelbench.cli.render import ProgressObserver, console, results_table
+    from accelbench.results.store import Store
+    from accelbench.suite.runner import run_suite
+    from accelbench.system.profile import collect_profile
+
+    store = Store(ns.db)
+    profile = collect_profile()
+    if suite is None and resume is None:
+        from accelbench.suite.suites import builtin_suite
+
+        suite = builtin_suite("standard" if profile["accelerators"] else "quick")
+    with ProgressObserver() as observer:
+        summary = run_suite(
+            suite or Suite("resume", []), store, _options(ns), observer, resume=resume, profile=profile
+        )
+    if summary.results:
+        console.print(results_table(summary.results, title=f"run {summary.run_id}"))
+    counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
+    console.print(
+        f"{counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped; "
+        f"stored in {store.path}; run folder {summary.run_dir}"
+    )
+    if summary.interrupted:
+        console.print(f"[yellow]interrupted[/]: finished results are kept; continue with: accelbench run --resume {summary.run_id}")
+        return 130
+    return 1 if counts["failed"] else 0
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    from accelbench.suite.suites import resolve_targets
+
+    if ns.retry_failed and not ns.resume:
+        raise UsageError("--retry-failed only applies with --resume RUN_ID")
+    if ns.resume:
+        if ns.targets:
+            raise UsageError("give either targets or --resume RUN_ID, not both")
+        return _execute(ns, None, resume=ns.resume)
+    suite = resolve_targets(ns.targets) if ns.targets else None
+    return _execute(ns, suite)
+
+
+def cmd_kernel(ns: argparse.Namespace) -> int:
+    grid = {name: getattr(ns, name) for name in ns.sweep}
+    fixed = {
+        "min_time": ns.min_time,
+        "max_time": ns.max_time,
+        "min_reps": ns.min_reps,
+        "warmup": ns.warmup,
+        "cache": ns.cache,
+        "check": ns.check,
+    }
+    entries = [make_entry(ns.benchmark, {**combo, **fixed}) for combo in expand(grid)]
+    return _execute(ns, Suite(ns.benchmark, entries, source="command line"))

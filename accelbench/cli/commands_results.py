@@ -1,0 +1,177 @@
+"""Commands that read results: ``results list|show|runs|export|import`` and ``compare``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from accelbench.cli import args as a
+from accelbench.errors import UsageError
+
+
+def register(sub: Any) -> None:
+    res = sub.add_parser("results", help="list, show, export and import stored results", description="Read the results store.")
+    res.set_defaults(help_parser=res)
+    rsub = res.add_subparsers(dest="results_command", metavar="ACTION", parser_class=a.Parser)
+
+    ls = rsub.add_parser("list", help="one line per stored result", description="List stored results, oldest first.")
+    _add_filters(ls)
+    ls.add_argument("--limit", type=a.positive_int, metavar="N", help="only the N most recent")
+    ls.set_defaults(handler=cmd_list)
+
+    show = rsub.add_parser("show", help="one result in full (JSON)", description="Print one record, found by id or unique id prefix.")
+    show.add_argument("id", help="result id or its unique prefix (see 'results list')")
+    a.add_store_option(show)
+    show.set_defaults(handler=cmd_show)
+
+    runs = rsub.add_parser("runs", help="the stored runs", description="List runs: id, when, command, result counts.")
+    a.add_store_option(runs)
+    runs.set_defaults(handler=cmd_runs)
+
+    exp = rsub.add_parser("export", help="write results as JSON, CSV or Markdown", description="Export results (all, or filtered).")
+    _add_filters(exp)
+    exp.add_argument("--format", choices=("json", "csv", "md"), default="json", help="output format (default json)")
+    exp.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    exp.set_defaults(handler=cmd_export)
+
+    imp = rsub.add_parser(
+        "import",
+        help="merge a run folder or results file from another machine",
+        description="Merge records made elsewhere into the local store; importing the same records twice adds nothing.",
+    )
+    imp.add_argument("path", type=Path, help="a run folder, a results.jsonl, or a JSON export")
+    a.add_store_option(imp)
+    imp.set_defaults(handler=cmd_import)
+
+    cmp_ = sub.add_parser(
+        "compare",
+        help="ratios between two runs or tagged sets, with a noise-aware verdict",
+        description=(
+            "Pair the results of BASELINE and CANDIDATE by benchmark and workload parameters, show each side's "
+            "metric, the ratio and a verdict: 'faster'/'slower' when the 95%% confidence intervals do not "
+            "overlap, 'within noise' when they do.\n\nSelectors: a run id (or unique prefix), or tag:KEY=VALUE "
+            "(e.g. tag:gpu=v100; several as tag:a=1,b=2)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmp_.add_argument("baseline", help="run id or tag:KEY=VALUE")
+    cmp_.add_argument("candidate", help="run id or tag:KEY=VALUE")
+    cmp_.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="PARAM",
+        help="also pair records that differ in PARAM (e.g. --ignore precision to compare fp16 with fp32)",
+    )
+    cmp_.add_argument("--metric", help="compare this metric instead of each benchmark's primary one (e.g. seconds)")
+    cmp_.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    a.add_store_option(cmp_)
+    cmp_.set_defaults(handler=cmd_compare)
+
+
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", metavar="RUN_ID", help="only this run (id or unique prefix)")
+    p.add_argument("--benchmark", metavar="NAME", help="only this benchmark, or a group such as 'kernels'")
+    p.add_argument("--status", choices=("ok", "failed", "skipped"), help="only records with this status")
+    p.add_argument("--tag", type=a.tag, action="append", default=[], metavar="KEY=VALUE", help="only records with this tag (repeatable)")
+    a.add_store_option(p)
+
+
+def _store(ns: argparse.Namespace) -> Any:
+    from accelbench.results.store import Store
+
+    return Store(ns.db, readonly=True)
+
+
+def _filtered(ns: argparse.Namespace) -> list[Any]:
+    store = _store(ns)
+    run_id = None
+    if ns.run:
+        run_id = store.resolve_run_id(ns.run)
+        if run_id is None:
+            raise UsageError(f"unknown run id {ns.run!r}; see 'accelbench results runs'")
+    return store.query(run_id=run_id, benchmark=ns.benchmark, status=ns.status, tags=dict(ns.tag) or None)
+
+
+def cmd_list(ns: argparse.Namespace) -> int:
+    from accelbench.cli.render import console, results_table
+
+    results = _filtered(ns)
+    if ns.limit:
+        results = results[-ns.limit :]
+    if not results:
+        console.print("no results match")
+        return 0
+    console.print(results_table(results, show_ids=True))
+    return 0
+
+
+def cmd_show(ns: argparse.Namespace) -> int:
+    record = _store(ns).get(ns.id)
+    sys.stdout.write(json.dumps(record.to_dict(), indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def cmd_runs(ns: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from accelbench.cli.render import console
+
+    store = _store(ns)
+    table = Table()
+    table.add_column("run", no_wrap=True)
+    for col in ("created", "command", "ok", "failed", "skipped", "tags"):
+        table.add_column(col)
+    for run in store.runs():
+        res = store.query(run_id=run.run_id)
+        counts = [str(sum(r.status == s for r in res)) for s in ("ok", "failed", "skipped")]
+        tags = " ".join(f"{k}={v}" for k, v in run.tags.items())
+        table.add_row(run.run_id, run.created_at[:19].replace("T", " "), run.command, *counts, tags)
+    console.print(table)
+    return 0
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    from accelbench.results.exchange import export
+
+    text = export(_filtered(ns), ns.format)
+    if ns.output:
+        try:
+            ns.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {ns.output}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_import(ns: argparse.Namespace) -> int:
+    from accelbench.results.exchange import import_path
+    from accelbench.results.store import Store
+
+    store = Store(ns.db)
+    new, present = import_path(store, ns.path)
+    print(f"imported {new} new result(s), {present} already present, into {store.path}")
+    return 0
+
+
+def cmd_compare(ns: argparse.Namespace) -> int:
+    from accelbench.cli.render import compare_table, console
+    from accelbench.results.compare import compare, select
+
+    store = _store(ns)
+    base, cand = select(store, ns.baseline), select(store, ns.candidate)
+    rows = compare(base, cand, ignore=ns.ignore, metric=ns.metric)
+    if ns.json:
+        sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
+        return 0
+    if not rows:
+        raise UsageError(
+            f"{ns.baseline} and {ns.candidate} have no benchmark with the same parameters in common; "
+            "--ignore PARAM pairs records that differ in PARAM"
+        )
+    console.print(compare_table(rows, ns.baseline, ns.candidate))
+    return 0

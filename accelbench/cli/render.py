@@ -1,0 +1,139 @@
+"""Rich output: the live progress of a suite and the tables people read afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from accelbench.cli import format as fmt
+from accelbench.registry import describe_params
+from accelbench.results.record import Result
+from accelbench.suite.suites import Entry
+
+STATUS_STYLE = {"ok": "green", "failed": "red", "skipped": "yellow"}
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+class ProgressObserver:
+    """Shows one progress bar for the suite and a line per finished entry."""
+
+    def __init__(self) -> None:
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(bar_width=20),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}", style="dim"),
+            console=console,
+            transient=True,
+        )
+        self.task: Any = None
+
+    def __enter__(self) -> "ProgressObserver":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def suite_started(self, run_id: str, run_dir: Path, todo: list[Entry], already_done: int) -> None:
+        resumed = f", {already_done} already done" if already_done else ""
+        console.print(f"run [bold]{run_id}[/]: {len(todo)} benchmark(s){resumed}; folder {run_dir}")
+        self.task = self.progress.add_task("starting", total=len(todo), status="")
+
+    def entry_started(self, index: int, total: int, entry: Entry) -> None:
+        self.progress.update(self.task, description=entry.label, status="starting")
+
+    def entry_progress(self, message: str) -> None:
+        self.progress.update(self.task, status=message)
+
+    def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None:
+        for r in results:
+            style = STATUS_STYLE[r.status]
+            line = f"[{style}]{r.status:>7}[/] {entry.label}  {fmt.outcome(r)}  [dim]({seconds:.1f} s)[/]"
+            self.progress.console.print(line)
+            for w in r.warnings:
+                self.progress.console.print(f"        [yellow]warning:[/] {w}")
+        self.progress.advance(self.task)
+
+
+def results_table(results: list[Result], title: str | None = None, show_ids: bool = False) -> Table:
+    """One row per record: what ran, its primary figure or why there is none, the other metrics.
+
+    Warnings (noise, contention) are numbered in the last column and spelled out in
+    the caption, so that the table stays readable in 80 columns.
+    """
+    table = Table(title=title, title_justify="left", caption_justify="left")
+    if show_ids:
+        table.add_column("id", style="dim", no_wrap=True)
+    table.add_column("benchmark", no_wrap=True)
+    table.add_column("workload")
+    table.add_column("device", no_wrap=True)
+    table.add_column("result", justify="right")
+    table.add_column("details")
+    table.add_column("!", style="yellow")
+    notes: list[str] = []
+    for r in results:
+        if r.status == "ok":
+            result = fmt.outcome(r)
+            details = ", ".join(
+                fmt.metric(m) if name != "pct_of_peak" else f"{fmt.number(m.value, 3)}% of peak"
+                for name, m in sorted(r.metrics.items(), key=lambda kv: kv[0] != "seconds")
+                if name != r.primary_metric and name != "arithmetic_intensity"
+            )
+            if (r.details.get("peak") or {}).get("estimated") and "pct_of_peak" in r.metrics:
+                details += " (est.)"
+        else:
+            result = f"[{STATUS_STYLE[r.status]}]{r.status}[/]"
+            details = r.error or r.reason or ""
+        marks = []
+        for w in r.warnings:
+            if w not in notes:
+                notes.append(w)
+            marks.append(str(notes.index(w) + 1))
+        row = [r.benchmark, describe_params(r.benchmark, r.params), str(r.params.get("device", "")), result, details, ",".join(marks)]
+        if show_ids:
+            row.insert(0, r.id[:8])
+        table.add_row(*row)
+    if notes:
+        table.caption = "\n".join(f"[yellow]{i}[/] {w}" for i, w in enumerate(notes, 1))
+    return table
+
+
+def compare_table(rows: list[Any], baseline: str, candidate: str) -> Table:
+    from accelbench.results.compare import geometric_mean
+
+    table = Table(title=f"{candidate} vs {baseline}", title_justify="left")
+    for col, just in (
+        ("benchmark", "left"),
+        ("workload", "left"),
+        ("metric", "left"),
+        ("baseline", "right"),
+        ("candidate", "right"),
+        ("ratio", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    colour = {"faster": "green", "better": "green", "slower": "red", "worse": "red"}
+    for r in rows:
+        v = r.verdict
+        table.add_row(
+            r.benchmark,
+            r.workload,
+            r.metric,
+            f"{fmt.metric(r.baseline)} {fmt.ci_percent(r.baseline)}",
+            f"{fmt.metric(r.candidate)} {fmt.ci_percent(r.candidate)}",
+            f"{r.ratio:.2f}x",
+            f"[{colour.get(v, 'dim')}]{v}[/]",
+        )
+    gm = geometric_mean(r.speedup for r in rows)
+    if gm is not None:
+        table.caption = f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(rows)} benchmark(s)"
+    return table

@@ -1,0 +1,84 @@
+"""CUDA-only timing pieces, kept small because no GPU is available to test them here.
+
+Follows ``triton.testing.do_bench``: one pair of CUDA events per sample recorded on
+the current stream, an L2-sized buffer zeroed between samples so each call starts
+with a cold cache, and a single synchronisation after the last sample so that no
+host round-trip sits inside the timed region.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import torch
+
+#: Larger than the L2 of any current NVIDIA GPU (H100: 50 MB, B200: 126 MB); do_bench uses 256 MB.
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+def l2_flush_buffer(device: "torch.device") -> "torch.Tensor":
+    import torch
+
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device)
+
+
+def estimate_call_seconds(
+    fn: Callable[[], object], device: "torch.device", flush: "torch.Tensor | None", calls: int = 5
+) -> float:
+    """Rough per-call time (including the flush) used to size warm-up and repetitions."""
+    import torch
+
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize(device)
+    start.record()
+    for _ in range(calls):
+        if flush is not None:
+            flush.zero_()
+        fn()
+    end.record()
+    torch.cuda.synchronize(device)
+    return start.elapsed_time(end) / 1e3 / calls
+
+
+def time_with_events(
+    fn: Callable[[], object], device: "torch.device", reps: int, flush: "torch.Tensor | None"
+) -> list[float]:
+    """Seconds of each of ``reps`` calls, measured on the GPU by CUDA events."""
+    import torch
+
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    torch.cuda.synchronize(device)
+    for i in range(reps):
+        if flush is not None:
+            flush.zero_()  # outside the events: the flush is not timed
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize(device)
+    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+
+
+def time_graph_replay(
+    fn: Callable[[], object], device: "torch.device", reps: int
+) -> list[float]:
+    """Per-call seconds of ``fn`` captured once in a CUDA graph and replayed.
+
+    Replay removes the CPU launch overhead that dominates kernels shorter than
+    a few tens of microseconds, which is what the hardware would do under a
+    graph-capturing framework.
+    """
+    import torch
+
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(3):  # warm-up on a side stream, as the CUDA-graph docs require
+            fn()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return time_with_events(graph.replay, device, reps, flush=None)

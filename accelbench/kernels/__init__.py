@@ -1,0 +1,1 @@
+"""Kernel benchmarks (DeepBench's building blocks): one module per kernel."""

@@ -1,0 +1,1 @@
+"""How a number is measured: timers, statistics, and the conditions a measurement ran under."""

@@ -1,0 +1,97 @@
+"""The conditions a measurement ran under.
+
+On a shared host a neighbour can halve a CPU figure, and a GPU that throttles
+for heat or power reports a slower kernel than it can run. Recording CPU steal,
+other processes' CPU use and the GPU clock beside every number lets a reader tell
+a slow machine from a busy one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import psutil
+
+#: Hypervisor steal above this share of CPU time marks a result as contended.
+STEAL_THRESHOLD = 0.05
+#: Other processes using more than this share of all CPUs mark a result as contended.
+OTHER_CPU_THRESHOLD = 0.10
+
+_BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
+
+
+def _system_busy_and_steal() -> tuple[float, float, float]:
+    t = psutil.cpu_times()
+    busy = sum(getattr(t, f, 0.0) for f in _BUSY_FIELDS)
+    steal = getattr(t, "steal", 0.0)
+    total = sum(t._asdict().values()) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+    return busy, steal, total
+
+
+def _own_cpu_seconds() -> float:
+    t = psutil.Process().cpu_times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@dataclass
+class Conditions:
+    """What else was happening on the machine while a measurement ran."""
+
+    threads: int
+    cpu_count: int
+    wall_seconds: float = 0.0
+    steal_fraction: float = 0.0
+    other_cpu_fraction: float = 0.0
+    gpu: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def contended(self) -> bool:
+        return bool(self.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["contended"] = self.contended
+        return d
+
+
+class ConditionsMonitor:
+    """Context manager that samples /proc/stat (via psutil) before and after a measurement."""
+
+    def __init__(self, threads: int, gpu_index: int | None = None) -> None:
+        self.conditions = Conditions(threads=threads, cpu_count=os.cpu_count() or 1)
+        self._gpu_index = gpu_index
+
+    def __enter__(self) -> "ConditionsMonitor":
+        self._t0 = time.perf_counter()
+        self._busy0, self._steal0, self._total0 = _system_busy_and_steal()
+        self._own0 = _own_cpu_seconds()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        c = self.conditions
+        c.wall_seconds = time.perf_counter() - self._t0
+        busy, steal, total = _system_busy_and_steal()
+        own = _own_cpu_seconds() - self._own0
+        d_total = max(total - self._total0, 1e-9)
+        c.steal_fraction = max(0.0, (steal - self._steal0) / d_total)
+        capacity = max(c.wall_seconds * c.cpu_count, 1e-9)
+        c.other_cpu_fraction = min(1.0, max(0.0, (busy - self._busy0 - own) / capacity))
+        if c.steal_fraction > STEAL_THRESHOLD:
+            c.warnings.append(
+                f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time"
+            )
+        if c.other_cpu_fraction > OTHER_CPU_THRESHOLD:
+            c.warnings.append(
+                f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs"
+            )
+        if self._gpu_index is not None:
+            from accelbench.system.nvidia import clocks_and_throttle
+
+            c.gpu = clocks_and_throttle(self._gpu_index)
+            reasons = c.gpu.get("throttle_reasons") or []
+            if reasons:
+                c.warnings.append(f"GPU throttled: {', '.join(reasons)}")

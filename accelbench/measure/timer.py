@@ -1,0 +1,138 @@
+"""Time a callable on a device, the one way every accelbench benchmark does it.
+
+Warm-up first (caches, allocator, lazy initialisation, clock ramp-up), then
+repetitions until both a minimum count and a minimum time are reached, never
+beyond a maximum time. On the CPU each sample is read from a monotonic
+nanosecond clock; on CUDA from events recorded on the stream (see
+:mod:`accelbench.devices.cuda`), with the L2 cache flushed between samples in
+"cold" mode. Other accelerators fall back to wall time with a synchronisation
+after each sample, and say so in ``Measurement.clock``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Literal
+
+from accelbench.errors import UsageError
+from accelbench.measure.stats import Measurement
+
+if TYPE_CHECKING:
+    import torch
+
+CacheMode = Literal["hot", "cold"]
+
+
+@dataclass(frozen=True)
+class TimerConfig:
+    """Budgets of one measurement; the defaults suit a kernel taking microseconds to seconds."""
+
+    warmup_seconds: float = 0.1
+    min_warmup_calls: int = 2
+    min_reps: int = 10
+    min_time: float = 0.5
+    max_time: float = 10.0
+    max_reps: int = 100_000
+    cache: CacheMode = "hot"
+    #: On host-timed devices, calls shorter than this are grouped so the clock's resolution does not matter.
+    min_sample_seconds: float = 20e-6
+
+    def __post_init__(self) -> None:
+        if self.min_reps < 1 or self.max_reps < self.min_reps:
+            raise UsageError("repetitions: need 1 <= --min-reps <= max reps")
+        if self.min_time < 0 or self.max_time <= 0 or self.max_time < self.min_time:
+            raise UsageError("timing budget: need 0 <= --min-time <= --max-time and --max-time > 0")
+        if self.warmup_seconds < 0 or self.min_warmup_calls < 0:
+            raise UsageError("warm-up must not be negative")
+        if self.cache not in ("hot", "cold"):
+            raise UsageError(f"cache mode {self.cache!r}: use hot or cold")
+
+
+class Timer:
+    """Measures ``fn`` on ``device``; ``fn`` takes no arguments and enqueues the work."""
+
+    def __init__(
+        self,
+        fn: Callable[[], object],
+        device: "torch.device | str" = "cpu",
+        config: TimerConfig | None = None,
+    ) -> None:
+        import torch
+
+        self.fn = fn
+        self.device = torch.device(device)
+        self.config = config or TimerConfig()
+
+    def measure(self) -> Measurement:
+        if self.device.type == "cuda":
+            return self._measure_cuda()
+        return self._measure_host()
+
+    def _measure_host(self) -> Measurement:
+        from accelbench.devices import synchronize
+
+        cfg, fn, dev = self.config, self.fn, self.device
+        clock = time.perf_counter_ns
+        sync_each = dev.type != "cpu"
+        t_begin = clock()
+        warm = 0
+        while warm < cfg.min_warmup_calls or (clock() - t_begin) < cfg.warmup_seconds * 1e9:
+            fn()
+            warm += 1
+            if sync_each:
+                synchronize(dev)
+        per_call = (clock() - t_begin) / 1e9 / max(warm, 1)
+        number = 1
+        if per_call < cfg.min_sample_seconds and per_call > 0:
+            number = math.ceil(cfg.min_sample_seconds / per_call)
+        elif per_call == 0:
+            number = 1000
+
+        samples: list[float] = []
+        start = clock()
+        min_ns, max_ns = cfg.min_time * 1e9, cfg.max_time * 1e9
+        while True:
+            t0 = clock()
+            for _ in range(number):
+                fn()
+            if sync_each:
+                synchronize(dev)
+            t1 = clock()
+            samples.append((t1 - t0) / 1e9 / number)
+            elapsed = t1 - start
+            if len(samples) >= cfg.max_reps or elapsed >= max_ns:
+                break
+            if len(samples) >= cfg.min_reps and elapsed >= min_ns:
+                break
+        return Measurement(
+            samples=tuple(samples),
+            calls_per_sample=number,
+            warmup_calls=warm,
+            total_seconds=(clock() - t_begin) / 1e9,
+            clock="perf_counter_ns" if not sync_each else f"perf_counter_ns+{dev.type}_synchronize",
+            meta={"cache": "hot"},
+        )
+
+    def _measure_cuda(self) -> Measurement:
+        from accelbench.devices import cuda
+
+        cfg, fn, dev = self.config, self.fn, self.device
+        t_begin = time.perf_counter()
+        flush = cuda.l2_flush_buffer(dev) if cfg.cache == "cold" else None
+        est = max(cuda.estimate_call_seconds(fn, dev, flush), 1e-7)
+        warm = max(cfg.min_warmup_calls, math.ceil(cfg.warmup_seconds / est))
+        for _ in range(warm):
+            fn()
+        reps = max(cfg.min_reps, math.ceil(cfg.min_time / est))
+        reps = min(reps, cfg.max_reps, max(cfg.min_reps, int(cfg.max_time / est)))
+        samples = cuda.time_with_events(fn, dev, reps, flush)
+        return Measurement(
+            samples=tuple(samples),
+            calls_per_sample=1,
+            warmup_calls=warm + 5,
+            total_seconds=time.perf_counter() - t_begin,
+            clock="cuda_event",
+            meta={"cache": cfg.cache},
+        )

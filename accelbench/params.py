@@ -1,0 +1,118 @@
+"""Parameters of a benchmark: typed dataclasses built from the CLI, a suite file or Python.
+
+Every knob that can change a number is a field, so that it is validated in one
+place, recorded with the result, and part of the key that ``--resume`` and
+``compare`` match on. Invalid values raise UsageError before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from accelbench.devices import check_device_name
+from accelbench.errors import UsageError
+
+P = TypeVar("P", bound="CommonParams")
+
+
+@dataclass(frozen=True)
+class CommonParams:
+    """Where and with how many CPU threads; shared by every benchmark."""
+
+    device: str = "auto"
+    threads: int | None = None
+
+    def validate(self) -> None:
+        check_device_name(self.device)
+        if self.threads is not None and self.threads < 1:
+            raise UsageError(f"threads must be a positive integer, got {self.threads}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class TimingParams(CommonParams):
+    """The measurement budget of a kernel benchmark (see :class:`accelbench.measure.timer.TimerConfig`)."""
+
+    min_time: float = 0.5
+    max_time: float = 10.0
+    min_reps: int = 10
+    warmup: float = 0.1
+    cache: str = "auto"
+
+    def validate(self) -> None:
+        super().validate()
+        if self.cache not in ("auto", "hot", "cold"):
+            raise UsageError(f"cache mode {self.cache!r}: use auto, hot or cold")
+        self.timer_config("cpu")  # TimerConfig checks the budgets
+
+    def timer_config(self, device_type: str) -> Any:
+        from accelbench.measure.timer import TimerConfig
+
+        cache = self.cache if self.cache != "auto" else ("cold" if device_type == "cuda" else "hot")
+        return TimerConfig(
+            warmup_seconds=self.warmup,
+            min_reps=self.min_reps,
+            min_time=self.min_time,
+            max_time=self.max_time,
+            cache=cache,  # type: ignore[arg-type]
+        )
+
+
+def _coerce(name: str, value: Any, annotation: Any) -> Any:
+    """Convert ``value`` (from TOML or a CLI string) to the field's type, or say what is wrong."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(name, value, inner[0])
+    try:
+        if annotation is bool:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+                return value.lower() in ("true", "1", "yes")
+            raise ValueError
+        if annotation is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if annotation is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if annotation is str:
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                raise ValueError
+            return str(value)
+    except (TypeError, ValueError):
+        kind = getattr(annotation, "__name__", str(annotation))
+        raise UsageError(f"parameter {name!r} must be {kind}, got {value!r}") from None
+    return value
+
+
+def build_params(cls: type[P], values: dict[str, Any], benchmark: str) -> P:
+    """``cls(**values)`` with unknown names rejected, types coerced and the result validated."""
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise UsageError(
+            f"{benchmark} has no parameter {unknown[0]!r}; its parameters are: {', '.join(sorted(known))}"
+        )
+    coerced = {k: _coerce(k, v, hints[k]) for k, v in values.items()}
+    params = cls(**coerced)
+    params.validate()
+    return params
+
+
+def positive(name: str, value: int) -> None:
+    if value < 1:
+        raise UsageError(f"{name} must be a positive integer, got {value}")

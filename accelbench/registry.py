@@ -1,0 +1,126 @@
+"""The list of benchmarks: a name, a one-line description, a parameter class, and where the code is.
+
+The implementation is named by a ``module:function`` string and imported only in
+the process that runs it, so listing benchmarks or parsing a suite never imports
+torch. A benchmark function takes its parameters and a :class:`RunContext` and
+yields :class:`accelbench.results.record.Result` objects; it never prints results
+or touches the store.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from accelbench.errors import UsageError
+from accelbench.kernels.specs import GemmParams
+from accelbench.params import CommonParams, build_params
+from accelbench.suite.selftest import CrashParams, HangParams, OkParams, RaiseParams
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the runner gives a benchmark besides its parameters."""
+
+    log_dir: Path
+    progress: Callable[[str], None] = lambda message: None
+
+
+@dataclass(frozen=True)
+class BenchmarkInfo:
+    name: str
+    description: str
+    params: type[CommonParams]
+    target: str  # "module:function"
+    timeout: float = 600.0
+    primary_metric: str | None = None
+    hidden: bool = False
+
+    def load(self) -> Callable[[Any, RunContext], Iterable[Any]]:
+        module, _, func = self.target.partition(":")
+        return getattr(importlib.import_module(module), func)
+
+    def make_params(self, values: dict[str, Any]) -> CommonParams:
+        return build_params(self.params, values, self.name)
+
+
+BENCHMARKS: dict[str, BenchmarkInfo] = {
+    info.name: info
+    for info in (
+        BenchmarkInfo(
+            "kernels/gemm",
+            "dense matrix multiply C = A @ B (batched with --batch): seconds, TFLOPS, % of peak",
+            GemmParams,
+            "accelbench.kernels.gemm:run",
+            timeout=600,
+            primary_metric="tflops",
+        ),
+        BenchmarkInfo(
+            "selftest/ok",
+            "harness check: times a tiny pure-Python loop and succeeds",
+            OkParams,
+            "accelbench.suite.selftest:run_ok",
+            timeout=60,
+            primary_metric="seconds",
+            hidden=True,
+        ),
+        BenchmarkInfo(
+            "selftest/raise",
+            "harness check: raises an exception (recorded as failed)",
+            RaiseParams,
+            "accelbench.suite.selftest:run_raise",
+            timeout=60,
+            hidden=True,
+        ),
+        BenchmarkInfo(
+            "selftest/crash",
+            "harness check: kills its own process (segfault, abort, SIGKILL as from the OOM killer)",
+            CrashParams,
+            "accelbench.suite.selftest:run_crash",
+            timeout=60,
+            hidden=True,
+        ),
+        BenchmarkInfo(
+            "selftest/hang",
+            "harness check: sleeps past its timeout (recorded as failed)",
+            HangParams,
+            "accelbench.suite.selftest:run_hang",
+            timeout=5,
+            hidden=True,
+        ),
+    )
+}
+
+
+def get(name: str) -> BenchmarkInfo:
+    info = BENCHMARKS.get(name)
+    if info is None:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(BENCHMARKS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "; see 'accelbench list'"
+        raise UsageError(f"unknown benchmark {name!r}{hint}")
+    return info
+
+
+#: Parameters that say how or where a figure was measured, not what was measured;
+#: ``compare`` ignores them when it pairs records of two machines.
+CONTEXT_PARAMS = frozenset({"device", "threads", "min_time", "max_time", "min_reps", "warmup"})
+
+
+def describe_params(benchmark: str, params: dict[str, Any]) -> str:
+    """The parameters that differ from the benchmark's defaults, as ``k=v`` words."""
+    info = BENCHMARKS.get(benchmark)
+    defaults = info.params().to_dict() if info else {}
+    order = {k: i for i, k in enumerate(defaults)}
+    words = []
+    for k, v in sorted(params.items(), key=lambda kv: order.get(kv[0], len(order))):
+        if k in CONTEXT_PARAMS or k in ("cache", "check"):
+            continue
+        if k == "precision":
+            words.append(str(v))
+        elif k not in defaults or defaults[k] != v or k in ("m", "n", "k"):
+            words.append(f"{k}={v}")
+    return " ".join(words)

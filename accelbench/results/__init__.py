@@ -1,0 +1,1 @@
+"""What comes out: the result record, the SQLite store, run folders, export and comparison."""

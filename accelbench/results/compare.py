@@ -1,0 +1,133 @@
+"""Compare two sets of results: what the articles did by hand ("V100 was 3.6x a T4").
+
+Records are paired by benchmark and the parameters that define the workload
+(device, threads and timing budgets are ignored, and ``ignore`` drops more, e.g.
+``precision`` to compare fp16 with fp32). The verdict uses the 95% confidence
+intervals: two intervals that overlap are "within noise", however large the ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from accelbench.errors import UsageError
+from accelbench.registry import CONTEXT_PARAMS, describe_params
+from accelbench.results.record import Metric, Result
+from accelbench.results.store import Store
+
+#: Without confidence intervals, a ratio closer to 1 than this is called noise.
+NO_CI_MARGIN = 0.05
+
+_TAG_RE = re.compile(r"^tag:([A-Za-z0-9_.-]+)=(.+)$")
+
+
+@dataclass(frozen=True)
+class Row:
+    benchmark: str
+    workload: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+    baseline: Metric
+    candidate: Metric
+
+    @property
+    def ratio(self) -> float:
+        """candidate / baseline of the metric itself."""
+        return self.candidate.value / self.baseline.value if self.baseline.value else math.inf
+
+    @property
+    def speedup(self) -> float:
+        """> 1 when the candidate is better, whichever direction the metric runs."""
+        return self.ratio if self.higher_is_better else (1 / self.ratio if self.ratio else math.inf)
+
+    @property
+    def verdict(self) -> str:
+        b, c = self.baseline.ci95, self.candidate.ci95
+        if b is not None and c is not None:
+            overlap = not (c[0] > b[1] or c[1] < b[0])
+            if overlap:
+                return "within noise"
+        elif abs(self.speedup - 1) <= NO_CI_MARGIN:
+            return "within noise"
+        better = self.speedup > 1
+        return ("faster" if better else "slower") if _is_speed(self.unit) else ("better" if better else "worse")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "workload": self.workload,
+            "metric": self.metric,
+            "unit": self.unit,
+            "baseline": self.baseline.to_dict(),
+            "candidate": self.candidate.to_dict(),
+            "ratio": self.ratio,
+            "speedup": self.speedup,
+            "verdict": self.verdict,
+        }
+
+
+def _is_speed(unit: str) -> bool:
+    return unit in ("s", "ms", "us") or "/s" in unit or "FLOPS" in unit or unit.endswith("B/s")
+
+
+def select(store: Store, selector: str) -> list[Result]:
+    """``tag:KEY=VALUE`` (several joined by commas), or a run id or its unique prefix."""
+    m = _TAG_RE.match(selector)
+    if m:
+        tags = dict(part.split("=", 1) for part in selector[4:].split(",") if "=" in part)
+        results = store.query(tags=tags, status="ok")
+        if not results:
+            raise UsageError(f"no results carry {selector}; see 'accelbench results list' for tags")
+        return results
+    if selector.startswith("tag:"):
+        raise UsageError(f"bad selector {selector!r}: write tag:KEY=VALUE, e.g. tag:gpu=v100")
+    run_id = store.resolve_run_id(selector)
+    if run_id is None:
+        raise UsageError(f"unknown run id {selector!r}; see 'accelbench results runs'")
+    return store.query(run_id=run_id, status="ok")
+
+
+def workload_key(result: Result, ignore: Iterable[str] = ()) -> str:
+    drop = CONTEXT_PARAMS | set(ignore)
+    params = {k: v for k, v in result.params.items() if k not in drop}
+    return json.dumps([result.benchmark, params], sort_keys=True)
+
+
+def _latest_by_key(results: list[Result], ignore: Iterable[str]) -> dict[str, Result]:
+    out: dict[str, Result] = {}
+    for r in sorted(results, key=lambda r: r.started_at):
+        if r.status == "ok":
+            out[workload_key(r, ignore)] = r
+    return out
+
+
+def compare(
+    baseline: list[Result], candidate: list[Result], *, ignore: Iterable[str] = (), metric: str | None = None
+) -> list[Row]:
+    """One row per workload present on both sides, on its primary metric (or ``metric``)."""
+    ignore = tuple(ignore)
+    base, cand = _latest_by_key(baseline, ignore), _latest_by_key(candidate, ignore)
+    rows = []
+    for key, b in base.items():
+        c = cand.get(key)
+        if c is None:
+            continue
+        name = metric or b.primary_metric or next(iter(b.metrics), None)
+        if name is None or name not in b.metrics or name not in c.metrics:
+            continue
+        bm, cm = b.metrics[name], c.metrics[name]
+        workload = describe_params(b.benchmark, {k: v for k, v in b.params.items() if k not in ignore})
+        rows.append(Row(b.benchmark, workload, name, bm.unit, bm.higher_is_better, bm, cm))
+    return rows
+
+
+def geometric_mean(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v > 0 and math.isfinite(v)]
+    if not vals:
+        return None
+    return math.exp(math.fsum(math.log(v) for v in vals) / len(vals))

@@ -1,0 +1,1 @@
+"""Suites of benchmarks and the isolated runner that executes them."""

@@ -1,0 +1,330 @@
+"""Runs a suite: each entry in its own process, with a timeout, committing records as they come.
+
+Isolation is what lets a suite survive its benchmarks: a segfault, an OOM kill,
+an exception or a hang ends only that entry's process, which is recorded as a
+``failed`` record with the cause, and the suite goes on. Ctrl-C (or SIGTERM from a
+scheduler) kills the current entry and stops; every record committed so far stays,
+and ``--resume RUN_ID`` runs what is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator, Protocol
+
+from accelbench.errors import UsageError
+from accelbench.results.record import Result, now_iso, schema_errors
+from accelbench.results.runfolder import DEFAULT_OUT, RunFolder
+from accelbench.results.store import RunInfo, Store
+from accelbench.suite.suites import Entry, Suite, make_entry
+
+POLL_SECONDS = 0.2
+
+
+def new_run_id() -> str:
+    return datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Run-wide settings from the common command-line options."""
+
+    device: str | None = None
+    threads: int | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    out_dir: Path = DEFAULT_OUT
+    retry_failed: bool = False
+    command: str = ""
+
+
+class Observer(Protocol):
+    """Receives the runner's events; the CLI draws progress and tables from them."""
+
+    def suite_started(self, run_id: str, run_dir: Path, todo: list[Entry], already_done: int) -> None: ...
+    def entry_started(self, index: int, total: int, entry: Entry) -> None: ...
+    def entry_progress(self, message: str) -> None: ...
+    def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None: ...
+
+
+class _Silent:
+    def suite_started(self, *a: Any) -> None: ...
+    def entry_started(self, *a: Any) -> None: ...
+    def entry_progress(self, *a: Any) -> None: ...
+    def entry_finished(self, *a: Any) -> None: ...
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    run_dir: Path
+    results: list[Result]
+    interrupted: bool = False
+    already_done: int = 0
+
+
+def apply_common(suite: Suite, device: str | None, threads: int | None) -> Suite:
+    """Command-line --device/--threads override the suite's values for every entry."""
+    if device is None and threads is None:
+        return suite
+    entries = []
+    for e in suite.entries:
+        params = dict(e.params)
+        if device is not None:
+            params["device"] = device
+        if threads is not None:
+            params["threads"] = threads
+        entries.append(make_entry(e.benchmark, params, e.timeout))
+    return replace(suite, entries=entries)
+
+
+class _Interrupted(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """A batch scheduler's SIGTERM stops the suite as Ctrl-C does (records kept)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class SuiteRunner:
+    def __init__(self, store: Store, profile: dict[str, Any], options: RunOptions, observer: Observer | None = None):
+        self.store = store
+        self.profile = profile
+        self.options = options
+        self.observer = observer or _Silent()
+
+    def run(self, suite: Suite, resume: str | None = None) -> RunSummary:
+        run_id, suite, folder, done = self._start(suite, resume)
+        todo = [e for e in suite.entries if e.key not in done]
+        summary = RunSummary(run_id, folder.path, [], already_done=len(suite.entries) - len(todo))
+        self.observer.suite_started(run_id, folder.path, todo, summary.already_done)
+        with _sigterm_as_interrupt():
+            for i, entry in enumerate(todo, 1):
+                self.observer.entry_started(i, len(todo), entry)
+                t0 = time.perf_counter()
+                try:
+                    results = self._run_entry(run_id, folder, entry, i)
+                except _Interrupted as stop:
+                    summary.results += stop.args[0]
+                    summary.interrupted = True
+                    break
+                summary.results += results
+                self.observer.entry_finished(entry, results, time.perf_counter() - t0)
+        return summary
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _start(self, suite: Suite, resume: str | None) -> tuple[str, Suite, RunFolder, set[str]]:
+        if resume is None:
+            run_id = new_run_id()
+            folder = RunFolder(self.options.out_dir, run_id)
+            self.store.add_run(
+                RunInfo(
+                    run_id=run_id,
+                    created_at=now_iso(),
+                    command=self.options.command,
+                    suite=suite.to_dict(),
+                    fingerprint=self.profile["fingerprint"],
+                    tags=self.options.tags,
+                    run_dir=str(folder.path.resolve()),
+                )
+            )
+            folder.write_json("suite.json", suite.to_dict())
+            done: set[str] = set()
+        else:
+            full = self.store.resolve_run_id(resume)
+            info = self.store.get_run(full) if full else None
+            if info is None:
+                raise UsageError(f"no run {resume!r} to resume in {self.store.path}; see 'accelbench results runs'")
+            run_id = info.run_id
+            suite = Suite.from_dict(info.suite)
+            folder = RunFolder(Path(info.run_dir).parent if info.run_dir else self.options.out_dir, run_id)
+            statuses = ("ok", "skipped") if self.options.retry_failed else ("ok", "skipped", "failed")
+            done = self.store.done_spec_keys(run_id, statuses)
+        folder.write_json("system.json", self.profile)
+        return run_id, suite, folder, done
+
+    # -- one entry ------------------------------------------------------------------------
+
+    def _timeout(self, entry: Entry) -> float:
+        from accelbench import registry
+
+        return self.options.timeout or entry.timeout or registry.get(entry.benchmark).timeout
+
+    def _run_entry(self, run_id: str, folder: RunFolder, entry: Entry, index: int) -> list[Result]:
+        work = folder.path / ".work"
+        work.mkdir(exist_ok=True)
+        out = work / f"{index:03d}-{entry.key}.jsonl"
+        out.unlink(missing_ok=True)
+        log_path = folder.log_path(index, entry.label)
+        timeout = self._timeout(entry)
+        cmd = [sys.executable, "-X", "faulthandler", "-m", "accelbench.suite.worker", json.dumps(entry.to_dict()), str(out), str(folder.logs)]
+        committed: list[Result] = []
+        tail = _Tail(out)
+        finished = False
+        started = now_iso()
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+            deadline = time.monotonic() + timeout
+            timed_out = False
+            try:
+                while True:
+                    try:
+                        proc.wait(timeout=POLL_SECONDS)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    finished |= self._drain(tail, run_id, folder, entry, committed)
+                    if proc.returncode is not None:
+                        break
+                    if time.monotonic() > deadline:
+                        timed_out = True
+                        _kill_group(proc)
+                        break
+            except KeyboardInterrupt:
+                _kill_group(proc)
+                self._drain(tail, run_id, folder, entry, committed)
+                raise _Interrupted(committed) from None
+            finished |= self._drain(tail, run_id, folder, entry, committed)
+        if not finished:
+            cause = _cause(proc.returncode, timed_out, timeout, log_path)
+            failed = Result(benchmark=entry.benchmark, params=entry.params, status="failed", error=cause, started_at=started)
+            failed.details = {"log": str(log_path)}
+            self._commit(failed, run_id, folder, entry)
+            committed.append(failed)
+        out.unlink(missing_ok=True)
+        return committed
+
+    def _drain(self, tail: "_Tail", run_id: str, folder: RunFolder, entry: Entry, committed: list[Result]) -> bool:
+        finished = False
+        for msg in tail.read():
+            kind = msg.get("type")
+            if kind == "progress":
+                self.observer.entry_progress(str(msg.get("message", "")))
+            elif kind == "result":
+                result = Result.from_dict(msg["record"])
+                committed.append(self._commit(result, run_id, folder, entry))
+            elif kind == "done":
+                finished = True
+        return finished
+
+    def _commit(self, result: Result, run_id: str, folder: RunFolder, entry: Entry) -> Result:
+        """Fill in the run-level fields, then store and append; an invalid record becomes a failed one."""
+        result.run_id = run_id
+        result.spec_key = entry.key
+        result.tags = dict(self.options.tags)
+        result.system = {"fingerprint": self.profile["fingerprint"], "profile": self.profile}
+        try:
+            problems = schema_errors(json.loads(result.to_json()))
+        except ValueError as exc:  # NaN or infinity in a metric
+            problems = [str(exc)]
+        if problems:
+            result = replace(
+                result,
+                status="failed",
+                metrics={},
+                error=f"the benchmark produced an invalid record: {problems[0]}",
+                samples=None,
+            )
+        self.store.add(result)
+        folder.append(result)
+        return result
+
+
+class _Tail:
+    """Reads complete JSON lines appended to a file by the worker."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.buffer = b""
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(chunk)
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        out = []
+        for line in lines:
+            with contextlib.suppress(json.JSONDecodeError):
+                out.append(json.loads(line))
+        return out
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _cause(returncode: int | None, timed_out: bool, timeout: float, log_path: Path) -> str:
+    if timed_out:
+        return f"timed out after {timeout:g} s and was killed; raise it with --timeout or 'timeout =' in the suite file"
+    last = _last_line(log_path)
+    detail = f" (last output: {last})" if last else ""
+    if returncode is not None and returncode < 0:
+        sig = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else str(-returncode)
+        hint = {
+            "SIGKILL": "killed by SIGKILL, most likely by the kernel's OOM killer: out of memory",
+            "SIGSEGV": "crashed with a segmentation fault (SIGSEGV)",
+            "SIGABRT": "aborted (SIGABRT)",
+            "SIGBUS": "crashed with a bus error (SIGBUS)",
+        }.get(sig, f"killed by signal {sig}")
+        return f"the benchmark process {hint}{detail}"
+    return f"the benchmark process exited with status {returncode} before finishing{detail}"
+
+
+def _last_line(path: Path) -> str:
+    try:
+        data = path.read_bytes()[-4000:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def run_suite(
+    suite: Suite,
+    store: Store,
+    options: RunOptions | None = None,
+    observer: Observer | None = None,
+    resume: str | None = None,
+    profile: dict[str, Any] | None = None,
+) -> RunSummary:
+    """Run ``suite`` isolated, storing every record; the library entry point behind ``accelbench run``."""
+    from accelbench.system.profile import collect_profile
+
+    options = options or RunOptions()
+    if resume is None:
+        suite = apply_common(suite, options.device, options.threads)
+    return SuiteRunner(store, profile or collect_profile(), options, observer).run(suite, resume)

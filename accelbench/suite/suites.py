@@ -1,0 +1,191 @@
+"""Suites: ordered lists of (benchmark, parameters) entries, built in or from a TOML file.
+
+A suite file is a plain TOML document, the same format as the built-in suites
+(``accelbench/suite/builtin/*.toml``)::
+
+    name = "my-gemms"
+    description = "square GEMMs in two precisions"
+
+    [defaults]            # optional, applied to every entry
+    min_time = 1.0
+
+    [[benchmark]]
+    name = "kernels/gemm"
+    timeout = 300         # optional, seconds
+    params = { m = 4096, n = 4096, k = 4096, precision = ["fp32", "bf16"] }
+
+A list value expands into one entry per element (several lists: their product),
+which is how a file describes a sweep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from accelbench import registry
+from accelbench.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+BUILTIN = ("quick", "standard")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One benchmark with fully validated parameters; the unit the runner isolates."""
+
+    benchmark: str
+    params: dict[str, Any]
+    timeout: float | None = None
+
+    @property
+    def key(self) -> str:
+        """Identifies the entry across a resume: the benchmark and every parameter."""
+        blob = json.dumps({"benchmark": self.benchmark, "params": self.params}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark} {registry.describe_params(self.benchmark, self.params)}".strip()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "params": self.params, "timeout": self.timeout}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Entry":
+        return make_entry(d["benchmark"], d["params"], d.get("timeout"))
+
+
+@dataclass
+class Suite:
+    name: str
+    entries: list[Entry]
+    description: str = ""
+    source: str = "builtin"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "entries": [e.to_dict() for e in self.entries],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Suite":
+        return cls(
+            name=d["name"],
+            description=d.get("description", ""),
+            source=d.get("source", "stored"),
+            entries=[Entry.from_dict(e) for e in d["entries"]],
+        )
+
+
+def make_entry(benchmark: str, params: dict[str, Any], timeout: float | None = None) -> Entry:
+    """Validate ``params`` for ``benchmark`` and store them complete (defaults filled in)."""
+    info = registry.get(benchmark)
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise UsageError(f"{benchmark}: timeout must be a positive number of seconds, got {timeout!r}")
+    return Entry(benchmark, info.make_params(params).to_dict(), float(timeout) if timeout else None)
+
+
+def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """A dict whose list values are alternatives -> every combination, in file order."""
+    keys = list(params)
+    choices = [v if isinstance(v, list) else [v] for v in params.values()]
+    for key, values in zip(keys, choices):
+        if not values:
+            raise UsageError(f"parameter {key!r} has an empty list of values")
+    return [dict(zip(keys, combo)) for combo in itertools.product(*choices)]
+
+
+def parse_suite(doc: dict[str, Any], source: str) -> Suite:
+    where = f"suite {source}"
+    allowed = {"name", "description", "defaults", "benchmark"}
+    extra = sorted(set(doc) - allowed)
+    if extra:
+        raise UsageError(f"{where}: unknown top-level key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}")
+    benches = doc.get("benchmark")
+    if not isinstance(benches, list) or not benches:
+        raise UsageError(f"{where}: needs at least one [[benchmark]] table")
+    defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise UsageError(f"{where}: [defaults] must be a table of parameters")
+    entries: list[Entry] = []
+    for i, b in enumerate(benches, 1):
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str):
+            raise UsageError(f"{where}: benchmark #{i} needs a name, e.g. name = \"kernels/gemm\"")
+        unknown = sorted(set(b) - {"name", "params", "timeout"})
+        if unknown:
+            raise UsageError(f"{where}: benchmark #{i} ({b['name']}) has unknown key {unknown[0]!r}; use name, params, timeout")
+        params = b.get("params", {})
+        if not isinstance(params, dict):
+            raise UsageError(f"{where}: params of benchmark #{i} must be a table")
+        info = registry.get(b["name"])
+        applicable = {k: v for k, v in defaults.items() if k in info.params.__dataclass_fields__}
+        for combo in expand({**applicable, **params}):
+            try:
+                entries.append(make_entry(b["name"], combo, b.get("timeout")))
+            except UsageError as exc:
+                raise UsageError(f"{where}, benchmark #{i}: {exc}") from None
+    return Suite(
+        name=str(doc.get("name") or Path(source).stem),
+        description=str(doc.get("description", "")),
+        entries=entries,
+        source=source,
+    )
+
+
+def load_suite_file(path: str | Path) -> Suite:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read suite file {p}: {exc.strerror}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"suite file {p} is not valid TOML: {exc}") from None
+    return parse_suite(doc, str(p))
+
+
+def builtin_suite(name: str) -> Suite:
+    if name not in BUILTIN:
+        raise UsageError(f"unknown suite {name!r}; built-in suites: {', '.join(BUILTIN)}")
+    text = (resources.files("accelbench.suite") / "builtin" / f"{name}.toml").read_text(encoding="utf-8")
+    suite = parse_suite(tomllib.loads(text), name)
+    suite.source = "builtin"
+    return suite
+
+
+def resolve_targets(targets: list[str]) -> Suite:
+    """``accelbench run`` arguments (suite names, TOML files, benchmark names) -> one suite."""
+    if len(targets) == 1 and targets[0] in BUILTIN:
+        return builtin_suite(targets[0])
+    entries: list[Entry] = []
+    names = []
+    for t in targets:
+        if t in BUILTIN:
+            entries += builtin_suite(t).entries
+        elif t.endswith(".toml") or Path(t).is_file():
+            entries += load_suite_file(t).entries
+        elif "/" in t:
+            entries.append(make_entry(t, {}))
+        else:
+            raise UsageError(
+                f"{t!r} is neither a suite ({', '.join(BUILTIN)}), a suite file (.toml) nor a benchmark name; "
+                "see 'accelbench list'"
+            )
+        names.append(Path(t).stem if t.endswith(".toml") else t)
+    return Suite(name="+".join(names), entries=entries, source="command line")

@@ -1,0 +1,100 @@
+"""Runs one suite entry; executed in its own process by the runner, or inline by Python users.
+
+The child reports through a JSON-lines file rather than stdout, so that whatever
+a library prints cannot corrupt a result; each record is written (and flushed)
+as soon as the benchmark yields it, so a crash later in the same entry cannot
+take it away.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from accelbench import registry
+from accelbench.errors import BenchmarkSkipped, UsageError
+from accelbench.results.record import Result, now_iso
+from accelbench.suite.suites import Entry
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def _failure(entry: Entry, error: str, started: str) -> Result:
+    return Result(benchmark=entry.benchmark, params=entry.params, status="failed", error=error, started_at=started)
+
+
+def _describe(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "OutOfMemoryError" or isinstance(exc, MemoryError):
+        return f"out of memory: {exc}".strip().rstrip(":") + "; try smaller sizes or batch"
+    return f"{name}: {exc}"
+
+
+def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
+    """Run ``entry``'s benchmark, emitting progress and result messages; never raises."""
+    started = now_iso()
+    count = 0
+
+    def emit_result(result: Result) -> None:
+        nonlocal count, started
+        result.started_at, result.ended_at = started, now_iso()
+        started = result.ended_at
+        emit({"type": "result", "record": result.to_dict()})
+        count += 1
+
+    try:
+        info = registry.get(entry.benchmark)
+        params = info.make_params(entry.params)
+        ctx = registry.RunContext(log_dir, progress=lambda m: emit({"type": "progress", "message": m}))
+        for result in info.load()(params, ctx):
+            if result.primary_metric is None:
+                result.primary_metric = info.primary_metric
+            emit_result(result)
+    except BenchmarkSkipped as exc:
+        emit_result(Result(benchmark=entry.benchmark, params=entry.params, status="skipped", reason=str(exc)))
+    except UsageError as exc:
+        emit_result(_failure(entry, str(exc), started))
+    except Exception as exc:  # a failing benchmark is recorded, never fatal to the suite
+        traceback.print_exc()
+        emit_result(_failure(entry, _describe(exc), started))
+    else:
+        if count == 0:
+            emit_result(_failure(entry, "the benchmark produced no result", started))
+    emit({"type": "done"})
+
+
+def run_inline(entry: Entry, log_dir: Path = Path("."), on_progress: Callable[[str], None] | None = None) -> list[Result]:
+    """Run an entry in this process (no isolation) and return its records."""
+    results: list[Result] = []
+
+    def emit(msg: dict[str, Any]) -> None:
+        if msg["type"] == "result":
+            results.append(Result.from_dict(msg["record"]))
+        elif msg["type"] == "progress" and on_progress:
+            on_progress(msg["message"])
+
+    execute(entry, log_dir, emit)
+    return results
+
+
+def main(argv: list[str]) -> int:
+    entry = Entry(**json.loads(argv[0]))
+    out = Path(argv[1])
+    log_dir = Path(argv[2])
+    with out.open("a", encoding="utf-8") as f:
+
+        def emit(msg: dict[str, Any]) -> None:
+            msg["time"] = time.time()
+            f.write(json.dumps(msg) + "\n")
+            f.flush()
+
+        execute(entry, log_dir, emit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""The machine a result was measured on: profile, fingerprint and peak figures."""

@@ -1,0 +1,103 @@
+"""Describe the machine a result came from, as the articles' configuration tables do.
+
+The profile travels inside every result record, so that results imported from
+another machine still say what they were measured on; the fingerprint groups
+records of the same hardware and software stack.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+from typing import Any
+
+import psutil
+
+from accelbench.system import cpu, nvidia
+
+
+def _os_name() -> str:
+    try:
+        with open("/etc/os-release", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.version()}"
+
+
+def _torch_section() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        import torch
+    except ImportError:
+        return {"version": None, "cuda": None, "cudnn": None, "nccl": None}, []
+    has_cuda = torch.cuda.is_available()
+    section: dict[str, Any] = {
+        "version": torch.__version__,
+        "cuda": torch.version.cuda if has_cuda else None,
+        "cuda_build": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if has_cuda else None,
+        "nccl": None,
+        "num_threads": torch.get_num_threads(),
+    }
+    accelerators: list[dict[str, Any]] = []
+    if has_cuda:
+        try:
+            section["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        except Exception:  # torch built without NCCL
+            section["nccl"] = None
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            acc: dict[str, Any] = {
+                "index": i,
+                "name": p.name,
+                "memory_bytes": p.total_memory,
+                "multiprocessors": p.multi_processor_count,
+                "compute_capability": f"{p.major}.{p.minor}",
+            }
+            acc.update(nvidia.device_facts(i))
+            accelerators.append(acc)
+        topo = nvidia.topology()
+        if topo and accelerators:
+            accelerators[0]["topology"] = topo
+    return section, accelerators
+
+
+def fingerprint(profile: dict[str, Any]) -> str:
+    """Stable hash of what determines performance: hardware and the software stack."""
+    key = {
+        "cpu": [profile["cpu"]["model"], profile["cpu"]["physical_cores"], profile["cpu"]["logical_cores"]],
+        "memory_gib": round(profile["memory"]["total_bytes"] / 2**30),
+        "accelerators": [[a.get("name"), a.get("memory_bytes"), a.get("driver")] for a in profile["accelerators"]],
+        "os": profile["os"]["kernel"],
+        "python": ".".join(profile["python"]["version"].split(".")[:2]),
+        "torch": [profile["torch"]["version"], profile["torch"]["cuda"], profile["torch"]["cudnn"]],
+    }
+    blob = json.dumps(key, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def collect_profile() -> dict[str, Any]:
+    """The machine's profile as a JSON-ready dict (imports torch)."""
+    torch_section, accelerators = _torch_section()
+    profile: dict[str, Any] = {
+        "hostname": platform.node(),
+        "cpu": {
+            "model": cpu.cpu_model(),
+            "physical_cores": cpu.physical_cores(),
+            "logical_cores": psutil.cpu_count() or 1,
+            "clock_ghz": cpu.cpu_clock_ghz(),
+            "flags": cpu.cpu_flags(),
+            "arch": platform.machine(),
+        },
+        "memory": {"total_bytes": psutil.virtual_memory().total},
+        "os": {"name": _os_name(), "kernel": platform.release(), "system": platform.system()},
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "torch": torch_section,
+        "accelerators": accelerators,
+    }
+    profile["fingerprint"] = fingerprint(profile)
+    return profile

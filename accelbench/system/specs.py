@@ -1,0 +1,102 @@
+"""The accelerator spec table shipped with accelbench, and the peak of any device.
+
+% of peak is only honest when the peak's origin is visible, so every :class:`Peak`
+carries its source: a datasheet row for a GPU, an estimate for a CPU.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+PRECISION_COLUMNS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+@dataclass(frozen=True)
+class AcceleratorSpec:
+    name: str
+    match: str
+    peaks: dict[str, float]  # precision -> dense TFLOPS (TOPS for int8)
+    mem_gb: float | None
+    mem_bw_gbs: float | None
+    tdp_w: float | None
+    derived: tuple[str, ...]
+    source: str
+    notes: str
+
+    def matches(self, device_name: str) -> bool:
+        return bool(self.match) and re.search(self.match, device_name, re.IGNORECASE) is not None
+
+
+@dataclass(frozen=True)
+class Peak:
+    tflops: float
+    source: str
+    estimated: bool
+
+
+def _num(text: str) -> float | None:
+    text = text.strip()
+    return float(text) if text else None
+
+
+@functools.lru_cache(maxsize=1)
+def load_specs() -> tuple[AcceleratorSpec, ...]:
+    path = resources.files("accelbench.system") / "data" / "accelerator_specs.csv"
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            peaks = {p: v for p in PRECISION_COLUMNS if (v := _num(row[p])) is not None}
+            rows.append(
+                AcceleratorSpec(
+                    name=row["name"],
+                    match=row["match"],
+                    peaks=peaks,
+                    mem_gb=_num(row["mem_gb"]),
+                    mem_bw_gbs=_num(row["mem_bw_gbs"]),
+                    tdp_w=_num(row["tdp_w"]),
+                    derived=tuple(row["derived"].split()),
+                    source=row["source"],
+                    notes=row["notes"],
+                )
+            )
+    return tuple(rows)
+
+
+def find_spec(device_name: str) -> AcceleratorSpec | None:
+    """The first row whose pattern matches the name torch reports for the device."""
+    for spec in load_specs():
+        if spec.matches(device_name):
+            return spec
+    return None
+
+
+def peak_for(device: "torch.device", precision: str, threads: int | None = None) -> Peak | None:
+    """Peak TFLOPS of ``device`` at ``precision``, or None when nothing trustworthy is known.
+
+    On the CPU the estimate counts the cores actually used (``threads``, capped at
+    the physical cores), since a 2-thread run cannot use a 64-core socket's peak.
+    """
+    if device.type == "cuda":
+        import torch
+
+        spec = find_spec(torch.cuda.get_device_name(device))
+        if spec is None or precision not in spec.peaks:
+            return None
+        return Peak(spec.peaks[precision], f"{spec.name}: {spec.source}", precision in spec.derived)
+    if device.type == "cpu" and precision != "tf32":
+        from accelbench.system.cpu import estimated_peak_tflops, physical_cores
+
+        cores = physical_cores() if threads is None else max(1, min(threads, physical_cores()))
+        est = estimated_peak_tflops(precision, cores)
+        if est is None:
+            return None
+        return Peak(est[0], est[1], True)
+    return None
