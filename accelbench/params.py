@@ -104,9 +104,7 @@ def build_params(cls: type[P], values: dict[str, Any], benchmark: str) -> P:
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise UsageError(
-            f"{benchmark} has no parameter {unknown[0]!r}; its parameters are: {', '.join(sorted(known))}"
-        )
+        raise UsageError(f"{benchmark} has no parameter {unknown[0]!r}; its parameters are: {', '.join(sorted(known))}")
     coerced = {k: _coerce(k, v, hints[k]) for k, v in values.items()}
     params = cls(**coerced)
     params.validate()

@@ -81,9 +81,31 @@ def add_store_option(p: argparse.ArgumentParser) -> None:
 def add_common_options(p: argparse.ArgumentParser) -> None:
     """The options every measuring command takes."""
     g = p.add_argument_group("common options")
-    g.add_argument("--device", type=device_name, metavar="DEV", help="auto (default: cuda if present, else cpu), cpu, cuda, cuda:N")
+    g.add_argument(
+        "--device", type=device_name, metavar="DEV", help="auto (default: cuda if present, else cpu), cpu, cuda, cuda:N"
+    )
     add_store_option(g)  # type: ignore[arg-type]
-    g.add_argument("--out", type=Path, metavar="DIR", default=Path("accelbench-runs"), help="parent of run folders (default ./accelbench-runs)")
-    g.add_argument("--tag", type=tag, action="append", default=[], metavar="KEY=VALUE", help="label the results, repeatable (e.g. --tag nvlink=off)")
-    g.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads for torch (default: torch's choice, recorded)")
-    g.add_argument("--timeout", type=positive_float, metavar="S", help="seconds before a benchmark is killed and recorded as failed")
+    g.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        default=Path("accelbench-runs"),
+        help="parent of run folders (default ./accelbench-runs)",
+    )
+    g.add_argument(
+        "--tag",
+        type=tag,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="label the results, repeatable (e.g. --tag nvlink=off)",
+    )
+    g.add_argument(
+        "--threads", type=positive_int, metavar="N", help="CPU threads for torch (default: torch's choice, recorded)"
+    )
+    g.add_argument(
+        "--timeout",
+        type=positive_float,
+        metavar="S",
+        help="seconds before a benchmark is killed and recorded as failed",
+    )

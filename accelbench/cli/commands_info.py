@@ -68,7 +68,9 @@ def cmd_system(ns: argparse.Namespace) -> int:
     table.add_row("OS", f"{profile['os']['name']} (kernel {profile['os']['kernel']})")
     table.add_row("Python", profile["python"]["version"])
     table.add_row("PyTorch", f"{t['version']}, {t['num_threads']} threads by default")
-    table.add_row("CUDA / cuDNN / NCCL", " / ".join(str(t[k]) if t[k] is not None else "-" for k in ("cuda", "cudnn", "nccl")))
+    table.add_row(
+        "CUDA / cuDNN / NCCL", " / ".join(str(t[k]) if t[k] is not None else "-" for k in ("cuda", "cudnn", "nccl"))
+    )
     for acc in profile["accelerators"]:
         facts = [
             _gib(acc["memory_bytes"]),

@@ -24,7 +24,9 @@ def register(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("targets", nargs="*", metavar="TARGET", help="suite, suite file or benchmark (default: quick/standard)")
+    run.add_argument(
+        "targets", nargs="*", metavar="TARGET", help="suite, suite file or benchmark (default: quick/standard)"
+    )
     run.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run: skip what already finished")
     run.add_argument("--retry-failed", action="store_true", help="with --resume, also re-run benchmarks that failed")
     a.add_common_options(run)
@@ -33,7 +35,9 @@ def register(sub: Any) -> None:
     kernels = sub.add_parser(
         "kernels",
         help="kernel benchmarks (DeepBench): gemm",
-        description="Time one kernel on the command line. Size and precision flags take comma lists (--m 512,1024) to sweep.",
+        description=(
+            "Time one kernel on the command line. Size and precision flags take comma lists (--m 512,1024) to sweep."
+        ),
     )
     ksub = kernels.add_subparsers(dest="kernel", metavar="KERNEL", parser_class=a.Parser)
     kernels.set_defaults(help_parser=kernels)
@@ -47,8 +51,20 @@ def register(sub: Any) -> None:
     )
     g = gemm.add_argument_group("GEMM")
     for dim in ("m", "n", "k"):
-        g.add_argument(f"--{dim}", type=a.list_of(a.positive_int), default=[1024], metavar="N", help=f"{dim.upper()} dimension (default 1024)")
-    g.add_argument("--batch", type=a.list_of(a.positive_int), default=[1], metavar="B", help="batch count; >1 uses batched GEMM (default 1)")
+        g.add_argument(
+            f"--{dim}",
+            type=a.list_of(a.positive_int),
+            default=[1024],
+            metavar="N",
+            help=f"{dim.upper()} dimension (default 1024)",
+        )
+    g.add_argument(
+        "--batch",
+        type=a.list_of(a.positive_int),
+        default=[1],
+        metavar="B",
+        help="batch count; >1 uses batched GEMM (default 1)",
+    )
     g.add_argument(
         "--precision",
         type=a.list_of(_precision),
@@ -72,10 +88,16 @@ def _precision(text: str) -> str:
 
 def _add_timing_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("measurement")
-    g.add_argument("--min-time", type=float, default=0.5, metavar="S", help="keep sampling for at least S seconds (default 0.5)")
-    g.add_argument("--max-time", type=float, default=10.0, metavar="S", help="stop sampling after S seconds (default 10)")
+    g.add_argument(
+        "--min-time", type=float, default=0.5, metavar="S", help="keep sampling for at least S seconds (default 0.5)"
+    )
+    g.add_argument(
+        "--max-time", type=float, default=10.0, metavar="S", help="stop sampling after S seconds (default 10)"
+    )
     g.add_argument("--min-reps", type=a.positive_int, default=10, metavar="N", help="at least N samples (default 10)")
-    g.add_argument("--warmup", type=float, default=0.1, metavar="S", help="warm-up seconds before sampling (default 0.1)")
+    g.add_argument(
+        "--warmup", type=float, default=0.1, metavar="S", help="warm-up seconds before sampling (default 0.1)"
+    )
     g.add_argument(
         "--cache",
         choices=("auto", "hot", "cold"),
@@ -112,9 +134,7 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
 
         suite = builtin_suite("standard" if profile["accelerators"] else "quick")
     with ProgressObserver() as observer:
-        summary = run_suite(
-            suite or Suite("resume", []), store, _options(ns), observer, resume=resume, profile=profile
-        )
+        summary = run_suite(suite or Suite("resume", []), store, _options(ns), observer, resume=resume, profile=profile)
     if summary.results:
         console.print(results_table(summary.results, title=f"run {summary.run_id}"))
     counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
@@ -123,7 +143,10 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
         f"stored in {store.path}; run folder {summary.run_dir}"
     )
     if summary.interrupted:
-        console.print(f"[yellow]interrupted[/]: finished results are kept; continue with: accelbench run --resume {summary.run_id}")
+        console.print(
+            "[yellow]interrupted[/]: finished results are kept; continue with: "
+            f"accelbench run --resume {summary.run_id}"
+        )
         return 130
     return 1 if counts["failed"] else 0
 

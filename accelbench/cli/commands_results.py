@@ -13,7 +13,9 @@ from accelbench.errors import UsageError
 
 
 def register(sub: Any) -> None:
-    res = sub.add_parser("results", help="list, show, export and import stored results", description="Read the results store.")
+    res = sub.add_parser(
+        "results", help="list, show, export and import stored results", description="Read the results store."
+    )
     res.set_defaults(help_parser=res)
     rsub = res.add_subparsers(dest="results_command", metavar="ACTION", parser_class=a.Parser)
 
@@ -22,7 +24,9 @@ def register(sub: Any) -> None:
     ls.add_argument("--limit", type=a.positive_int, metavar="N", help="only the N most recent")
     ls.set_defaults(handler=cmd_list)
 
-    show = rsub.add_parser("show", help="one result in full (JSON)", description="Print one record, found by id or unique id prefix.")
+    show = rsub.add_parser(
+        "show", help="one result in full (JSON)", description="Print one record, found by id or unique id prefix."
+    )
     show.add_argument("id", help="result id or its unique prefix (see 'results list')")
     a.add_store_option(show)
     show.set_defaults(handler=cmd_show)
@@ -31,7 +35,9 @@ def register(sub: Any) -> None:
     a.add_store_option(runs)
     runs.set_defaults(handler=cmd_runs)
 
-    exp = rsub.add_parser("export", help="write results as JSON, CSV or Markdown", description="Export results (all, or filtered).")
+    exp = rsub.add_parser(
+        "export", help="write results as JSON, CSV or Markdown", description="Export results (all, or filtered)."
+    )
     _add_filters(exp)
     exp.add_argument("--format", choices=("json", "csv", "md"), default="json", help="output format (default json)")
     exp.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
@@ -76,7 +82,14 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", metavar="RUN_ID", help="only this run (id or unique prefix)")
     p.add_argument("--benchmark", metavar="NAME", help="only this benchmark, or a group such as 'kernels'")
     p.add_argument("--status", choices=("ok", "failed", "skipped"), help="only records with this status")
-    p.add_argument("--tag", type=a.tag, action="append", default=[], metavar="KEY=VALUE", help="only records with this tag (repeatable)")
+    p.add_argument(
+        "--tag",
+        type=a.tag,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only records with this tag (repeatable)",
+    )
     a.add_store_option(p)
 
 

@@ -98,7 +98,14 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
             if w not in notes:
                 notes.append(w)
             marks.append(str(notes.index(w) + 1))
-        row = [r.benchmark, describe_params(r.benchmark, r.params), str(r.params.get("device", "")), result, details, ",".join(marks)]
+        row = [
+            r.benchmark,
+            describe_params(r.benchmark, r.params),
+            str(r.params.get("device", "")),
+            result,
+            details,
+            ",".join(marks),
+        ]
         if show_ids:
             row.insert(0, r.id[:8])
         table.add_row(*row)

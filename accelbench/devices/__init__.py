@@ -20,9 +20,7 @@ _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|mps|xpu)(:\d+)?$")
 def check_device_name(name: str) -> str:
     """Validate the spelling of a device before torch is imported (for fast CLI errors)."""
     if not _DEVICE_RE.match(name) or (name.startswith("auto") and ":" in name):
-        raise UsageError(
-            f"unknown device {name!r}: use auto, cpu, cuda or cuda:N (also mps, xpu)"
-        )
+        raise UsageError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N (also mps, xpu)")
     return name
 
 

@@ -58,12 +58,10 @@ def time_with_events(
         fn()
         ends[i].record()
     torch.cuda.synchronize(device)
-    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
-def time_graph_replay(
-    fn: Callable[[], object], device: "torch.device", reps: int
-) -> list[float]:
+def time_graph_replay(fn: Callable[[], object], device: "torch.device", reps: int) -> list[float]:
     """Per-call seconds of ``fn`` captured once in a CUDA graph and replayed.
 
     Replay removes the CPU launch overhead that dominates kernels shorter than

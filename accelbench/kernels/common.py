@@ -91,7 +91,11 @@ def kernel_result(
     metrics = {
         "seconds": Metric(seconds, "s", False, (lo, hi), measurement.n, measurement.summary()),
         "tflops": Metric(
-            flops / seconds / 1e12, "TFLOPS", True, (flops / hi / 1e12, flops / lo / 1e12) if lo > 0 else None, measurement.n
+            flops / seconds / 1e12,
+            "TFLOPS",
+            True,
+            (flops / hi / 1e12, flops / lo / 1e12) if lo > 0 else None,
+            measurement.n,
         ),
         "arithmetic_intensity": Metric(flops / bytes_moved, "FLOP/byte", True, None, None),
     }

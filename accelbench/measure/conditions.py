@@ -81,13 +81,9 @@ class ConditionsMonitor:
         capacity = max(c.wall_seconds * c.cpu_count, 1e-9)
         c.other_cpu_fraction = min(1.0, max(0.0, (busy - self._busy0 - own) / capacity))
         if c.steal_fraction > STEAL_THRESHOLD:
-            c.warnings.append(
-                f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time"
-            )
+            c.warnings.append(f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time")
         if c.other_cpu_fraction > OTHER_CPU_THRESHOLD:
-            c.warnings.append(
-                f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs"
-            )
+            c.warnings.append(f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs")
         if self._gpu_index is not None:
             from accelbench.system.nvidia import clocks_and_throttle
 

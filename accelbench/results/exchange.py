@@ -37,8 +37,17 @@ def to_csv(results: list[Result]) -> str:
         row += [_cell(r.params.get(k)) for k in param_keys]
         for k in metric_keys:
             m = r.metrics.get(k)
-            row += [m.value, m.ci95[0], m.ci95[1], m.unit] if m and m.ci95 else [m.value if m else "", "", "", m.unit if m else ""]
-        row += [r.error or "", r.reason or "", ";".join(f"{k}={v}" for k, v in sorted(r.tags.items())), " | ".join(r.warnings)]
+            row += (
+                [m.value, m.ci95[0], m.ci95[1], m.unit]
+                if m and m.ci95
+                else [m.value if m else "", "", "", m.unit if m else ""]
+            )
+        row += [
+            r.error or "",
+            r.reason or "",
+            ";".join(f"{k}={v}" for k, v in sorted(r.tags.items())),
+            " | ".join(r.warnings),
+        ]
         w.writerow(row)
     return buf.getvalue()
 
@@ -61,7 +70,15 @@ def to_markdown(results: list[Result]) -> str:
         cpu = r.system.get("profile", {}).get("cpu", {}).get("model", "")
         accs = r.system.get("profile", {}).get("accelerators") or []
         system = accs[0]["name"] if accs else cpu
-        cells = [r.benchmark, describe_params(r.benchmark, r.params), str(r.params.get("device", "")), r.status, result, ci, system]
+        cells = [
+            r.benchmark,
+            describe_params(r.benchmark, r.params),
+            str(r.params.get("device", "")),
+            r.status,
+            result,
+            ci,
+            system,
+        ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -90,7 +107,9 @@ def _read_records(path: Path) -> tuple[list[dict[str, Any]], Path | None]:
         except json.JSONDecodeError as exc:
             raise UsageError(f"{path} is not JSON ({exc.msg})") from None
         if not isinstance(data, list):
-            raise UsageError(f"{path} should hold a list of records, as 'accelbench results export --format json' writes")
+            raise UsageError(
+                f"{path} should hold a list of records, as 'accelbench results export --format json' writes"
+            )
         return data, None
     return list(iter_jsonl(path)), path.parent
 

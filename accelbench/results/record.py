@@ -123,9 +123,7 @@ class Result:
 def _validator() -> Any:
     import jsonschema
 
-    schema = json.loads(
-        (resources.files("accelbench.results") / "result.schema.json").read_text(encoding="utf-8")
-    )
+    schema = json.loads((resources.files("accelbench.results") / "result.schema.json").read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)

@@ -119,15 +119,15 @@ class SuiteRunner:
 
     def run(self, suite: Suite, resume: str | None = None) -> RunSummary:
         run_id, suite, folder, done = self._start(suite, resume)
-        todo = [e for e in suite.entries if e.key not in done]
+        todo = [(key, e) for key, e in suite.keyed_entries() if key not in done]
         summary = RunSummary(run_id, folder.path, [], already_done=len(suite.entries) - len(todo))
-        self.observer.suite_started(run_id, folder.path, todo, summary.already_done)
+        self.observer.suite_started(run_id, folder.path, [e for _, e in todo], summary.already_done)
         with _sigterm_as_interrupt():
-            for i, entry in enumerate(todo, 1):
+            for i, (key, entry) in enumerate(todo, 1):
                 self.observer.entry_started(i, len(todo), entry)
                 t0 = time.perf_counter()
                 try:
-                    results = self._run_entry(run_id, folder, entry, i)
+                    results = self._run_entry(run_id, folder, key, entry, i)
                 except _Interrupted as stop:
                     summary.results += stop.args[0]
                     summary.interrupted = True
@@ -175,14 +175,23 @@ class SuiteRunner:
 
         return self.options.timeout or entry.timeout or registry.get(entry.benchmark).timeout
 
-    def _run_entry(self, run_id: str, folder: RunFolder, entry: Entry, index: int) -> list[Result]:
+    def _run_entry(self, run_id: str, folder: RunFolder, key: str, entry: Entry, index: int) -> list[Result]:
         work = folder.path / ".work"
         work.mkdir(exist_ok=True)
         out = work / f"{index:03d}-{entry.key}.jsonl"
         out.unlink(missing_ok=True)
         log_path = folder.log_path(index, entry.label)
         timeout = self._timeout(entry)
-        cmd = [sys.executable, "-X", "faulthandler", "-m", "accelbench.suite.worker", json.dumps(entry.to_dict()), str(out), str(folder.logs)]
+        cmd = [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-m",
+            "accelbench.suite.worker",
+            json.dumps(entry.to_dict()),
+            str(out),
+            str(folder.logs),
+        ]
         committed: list[Result] = []
         tail = _Tail(out)
         finished = False
@@ -199,7 +208,7 @@ class SuiteRunner:
                         proc.wait(timeout=POLL_SECONDS)
                     except subprocess.TimeoutExpired:
                         pass
-                    finished |= self._drain(tail, run_id, folder, entry, committed)
+                    finished |= self._drain(tail, run_id, folder, key, committed)
                     if proc.returncode is not None:
                         break
                     if time.monotonic() > deadline:
@@ -208,19 +217,21 @@ class SuiteRunner:
                         break
             except KeyboardInterrupt:
                 _kill_group(proc)
-                self._drain(tail, run_id, folder, entry, committed)
+                self._drain(tail, run_id, folder, key, committed)
                 raise _Interrupted(committed) from None
-            finished |= self._drain(tail, run_id, folder, entry, committed)
+            finished |= self._drain(tail, run_id, folder, key, committed)
         if not finished:
             cause = _cause(proc.returncode, timed_out, timeout, log_path)
-            failed = Result(benchmark=entry.benchmark, params=entry.params, status="failed", error=cause, started_at=started)
+            failed = Result(
+                benchmark=entry.benchmark, params=entry.params, status="failed", error=cause, started_at=started
+            )
             failed.details = {"log": str(log_path)}
-            self._commit(failed, run_id, folder, entry)
+            self._commit(failed, run_id, folder, key)
             committed.append(failed)
         out.unlink(missing_ok=True)
         return committed
 
-    def _drain(self, tail: "_Tail", run_id: str, folder: RunFolder, entry: Entry, committed: list[Result]) -> bool:
+    def _drain(self, tail: "_Tail", run_id: str, folder: RunFolder, key: str, committed: list[Result]) -> bool:
         finished = False
         for msg in tail.read():
             kind = msg.get("type")
@@ -228,15 +239,15 @@ class SuiteRunner:
                 self.observer.entry_progress(str(msg.get("message", "")))
             elif kind == "result":
                 result = Result.from_dict(msg["record"])
-                committed.append(self._commit(result, run_id, folder, entry))
+                committed.append(self._commit(result, run_id, folder, key))
             elif kind == "done":
                 finished = True
         return finished
 
-    def _commit(self, result: Result, run_id: str, folder: RunFolder, entry: Entry) -> Result:
+    def _commit(self, result: Result, run_id: str, folder: RunFolder, key: str) -> Result:
         """Fill in the run-level fields, then store and append; an invalid record becomes a failed one."""
         result.run_id = run_id
-        result.spec_key = entry.key
+        result.spec_key = key
         result.tags = dict(self.options.tags)
         result.system = {"fingerprint": self.profile["fingerprint"], "profile": self.profile}
         try:

@@ -74,6 +74,15 @@ class Suite:
     source: str = "builtin"
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def keyed_entries(self) -> list[tuple[str, Entry]]:
+        """Entries with keys unique within the suite: a repeated entry gets ``#2``, ``#3``..."""
+        seen: dict[str, int] = {}
+        out = []
+        for e in self.entries:
+            n = seen[e.key] = seen.get(e.key, 0) + 1
+            out.append((e.key if n == 1 else f"{e.key}#{n}", e))
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -104,10 +113,10 @@ def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
     """A dict whose list values are alternatives -> every combination, in file order."""
     keys = list(params)
     choices = [v if isinstance(v, list) else [v] for v in params.values()]
-    for key, values in zip(keys, choices):
+    for key, values in zip(keys, choices, strict=True):
         if not values:
             raise UsageError(f"parameter {key!r} has an empty list of values")
-    return [dict(zip(keys, combo)) for combo in itertools.product(*choices)]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*choices)]
 
 
 def parse_suite(doc: dict[str, Any], source: str) -> Suite:
@@ -125,10 +134,12 @@ def parse_suite(doc: dict[str, Any], source: str) -> Suite:
     entries: list[Entry] = []
     for i, b in enumerate(benches, 1):
         if not isinstance(b, dict) or not isinstance(b.get("name"), str):
-            raise UsageError(f"{where}: benchmark #{i} needs a name, e.g. name = \"kernels/gemm\"")
+            raise UsageError(f'{where}: benchmark #{i} needs a name, e.g. name = "kernels/gemm"')
         unknown = sorted(set(b) - {"name", "params", "timeout"})
         if unknown:
-            raise UsageError(f"{where}: benchmark #{i} ({b['name']}) has unknown key {unknown[0]!r}; use name, params, timeout")
+            raise UsageError(
+                f"{where}: benchmark #{i} ({b['name']}) has unknown key {unknown[0]!r}; use name, params, timeout"
+            )
         params = b.get("params", {})
         if not isinstance(params, dict):
             raise UsageError(f"{where}: params of benchmark #{i} must be a table")

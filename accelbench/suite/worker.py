@@ -67,7 +67,9 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
     emit({"type": "done"})
 
 
-def run_inline(entry: Entry, log_dir: Path = Path("."), on_progress: Callable[[str], None] | None = None) -> list[Result]:
+def run_inline(
+    entry: Entry, log_dir: Path = Path("."), on_progress: Callable[[str], None] | None = None
+) -> list[Result]:
     """Run an entry in this process (no isolation) and return its records."""
     results: list[Result] = []
 

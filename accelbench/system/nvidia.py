@@ -50,7 +50,9 @@ def clocks_and_throttle(index: int) -> dict[str, Any]:
         return {}
     try:
         h = nv.nvmlDeviceGetHandleByIndex(index)
-        getter = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        getter = (
+            getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        )
         mask = int(getter(h))
         return {
             "sm_clock_mhz": nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),

@@ -1,0 +1,62 @@
+import math
+import random
+
+import pytest
+
+from accelbench.measure.stats import Measurement, median_ci_ranks, quantile
+
+
+def test_statistics_of_known_samples():
+    m = Measurement(tuple(float(x) for x in [5, 1, 4, 2, 3, 10, 6, 7, 9, 8]))
+    assert m.n == 10
+    assert m.median == 5.5
+    assert m.mean == 5.5
+    assert m.min == 1 and m.max == 10
+    assert m.std == pytest.approx(math.sqrt(sum((x - 5.5) ** 2 for x in range(1, 11)) / 9))
+    # numpy-style linear interpolation: position (n-1)*q
+    assert m.p90 == pytest.approx(9.1)
+    assert m.p99 == pytest.approx(9.91)
+    assert m.iqr == pytest.approx(7.75 - 3.25)
+    assert m.cv == pytest.approx(m.std / 5.5)
+    # n = 10: P(X <= 1) = 11/1024 <= 0.025 < P(X <= 2) = 56/1024, so the CI is [x(2), x(9)]
+    assert m.ci95 == (2.0, 9.0)
+
+
+def test_median_ci_ranks_small_and_large():
+    assert median_ci_ranks(5) == (0, 4)  # 1/32 > 0.025: widest possible
+    assert median_ci_ranks(6) == (0, 5)
+    assert median_ci_ranks(10) == (1, 8)
+    lo, hi = median_ci_ranks(5000)
+    assert lo < 2500 < hi and (hi - lo) < 200
+
+
+def test_median_ci_covers_the_true_median_about_95_percent():
+    rng = random.Random(1)
+    covered = 0
+    trials = 400
+    for _ in range(trials):
+        samples = tuple(rng.expovariate(1.0) for _ in range(31))
+        lo, hi = Measurement(samples).ci95
+        covered += lo <= math.log(2) <= hi
+    assert 0.92 <= covered / trials <= 0.995
+
+
+def test_noise_warning_only_above_threshold():
+    quiet = Measurement((1.0, 1.01, 0.99, 1.0, 1.02))
+    noisy = Measurement((1.0, 2.0, 0.5, 1.5, 1.0))
+    assert quiet.noise_warning() is None
+    assert "noisy" in noisy.noise_warning()
+
+
+def test_invalid_samples_rejected():
+    with pytest.raises(ValueError):
+        Measurement(())
+    with pytest.raises(ValueError):
+        Measurement((1.0, float("nan")))
+    with pytest.raises(ValueError):
+        quantile([1.0], 1.5)
+
+
+def test_summary_has_every_statistic():
+    s = Measurement((1.0, 2.0, 3.0)).summary()
+    assert set(s) == {"median", "mean", "std", "min", "max", "p90", "p99", "iqr", "cv", "ci95_low", "ci95_high"}

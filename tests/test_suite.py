@@ -1,0 +1,150 @@
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from accelbench.errors import UsageError
+from accelbench.suite.runner import RunOptions, run_suite
+from accelbench.suite.suites import Suite, builtin_suite, load_suite_file, make_entry, resolve_targets
+from accelbench.suite.worker import run_inline
+
+
+def _suite(*entries):
+    return Suite("t", [make_entry(name, params, timeout) for name, params, timeout in entries])
+
+
+def test_failures_are_recorded_and_the_suite_goes_on(tmp_path, store, profile):
+    suite = _suite(
+        ("selftest/ok", {}, None),
+        ("selftest/raise", {"message": "kaput"}, None),
+        ("selftest/crash", {"how": "segfault"}, None),
+        ("selftest/crash", {"how": "kill"}, None),
+        ("selftest/hang", {}, 1.5),
+        ("selftest/ok", {"iterations": 10}, None),
+    )
+    t0 = time.perf_counter()
+    summary = run_suite(suite, store, RunOptions(out_dir=tmp_path / "runs"), profile=profile)
+    assert time.perf_counter() - t0 < 60
+    statuses = [r.status for r in summary.results]
+    assert statuses == ["ok", "failed", "failed", "failed", "failed", "ok"]
+    errors = [r.error for r in summary.results]
+    assert "RuntimeError: kaput" in errors[1]
+    assert "segmentation fault" in errors[2]
+    assert "out of memory" in errors[3]
+    assert "timed out after 1.5 s" in errors[4]
+    # every record is in the store and in the run folder
+    assert store.count() == 6
+    lines = (summary.run_dir / "results.jsonl").read_text().splitlines()
+    assert [json.loads(x)["status"] for x in lines] == statuses
+    assert json.loads((summary.run_dir / "system.json").read_text())["fingerprint"] == profile["fingerprint"]
+    assert all(r.system["fingerprint"] == profile["fingerprint"] for r in summary.results)
+
+
+def test_resume_skips_what_finished(tmp_path, store, profile):
+    suite = _suite(("selftest/ok", {}, None), ("selftest/raise", {}, None))
+    first = run_suite(suite, store, RunOptions(out_dir=tmp_path), profile=profile)
+    again = run_suite(Suite("x", []), store, RunOptions(out_dir=tmp_path), resume=first.run_id[:12], profile=profile)
+    assert again.run_id == first.run_id and again.already_done == 2 and again.results == []
+    retry = run_suite(
+        Suite("x", []), store, RunOptions(out_dir=tmp_path, retry_failed=True), resume=first.run_id, profile=profile
+    )
+    assert [r.benchmark for r in retry.results] == ["selftest/raise"]
+    assert len(store.query(run_id=first.run_id)) == 3
+    with pytest.raises(UsageError, match="no run"):
+        run_suite(Suite("x", []), store, RunOptions(out_dir=tmp_path), resume="nope", profile=profile)
+
+
+def test_ctrl_c_keeps_finished_records_and_resume_finishes(tmp_path, cli_env):
+    db = tmp_path / "s.db"
+    cmd = [sys.executable, "-m", "accelbench", "run", "selftest/ok", "selftest/hang", "selftest/ok"]
+    cmd += ["--db", str(db), "--out", str(tmp_path / "runs"), "--timeout", "60"]
+    proc = subprocess.Popen(cmd, env=cli_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from accelbench.results.store import Store
+
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        time.sleep(0.3)
+        if db.exists() and Store(db, readonly=True).count() >= 1:
+            break
+    time.sleep(1.0)  # now inside selftest/hang
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert "--resume" in out
+    s = Store(db, readonly=True)
+    assert [r.status for r in s.query()] == ["ok"]
+    run_id = s.runs()[0].run_id
+    done = subprocess.run(
+        [sys.executable, "-m", "accelbench", "run", "--resume", run_id, "--db", str(db), "--timeout", "1"],
+        env=cli_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1  # the hang fails on its 1 s timeout
+    statuses = sorted(r.status for r in Store(db, readonly=True).query(run_id=run_id))
+    assert statuses == ["failed", "ok", "ok"]
+
+
+def test_suite_file_expands_lists_and_applies_defaults(tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text(
+        'name = "mine"\n[defaults]\nmin_time = 0.2\n'
+        '[[benchmark]]\nname = "kernels/gemm"\ntimeout = 30\n'
+        'params = { m = [64, 128], n = 64, k = 64, precision = ["fp32", "bf16"] }\n'
+    )
+    suite = load_suite_file(f)
+    assert suite.name == "mine" and len(suite.entries) == 4
+    assert {(e.params["m"], e.params["precision"]) for e in suite.entries} == {
+        (64, "fp32"),
+        (64, "bf16"),
+        (128, "fp32"),
+        (128, "bf16"),
+    }
+    assert all(e.params["min_time"] == 0.2 and e.timeout == 30 for e in suite.entries)
+    assert len({e.key for e in suite.entries}) == 4
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name = [", "not valid TOML"),
+        ('name = "x"\n', "at least one"),
+        ('[[benchmark]]\nname = "kernels/nope"\n', "unknown benchmark"),
+        ('[[benchmark]]\nname = "kernels/gemm"\nparams = { m = 0 }\n', "--m must be a positive integer"),
+        ('[[benchmark]]\nname = "kernels/gemm"\nparams = { m = "big" }\n', "must be int"),
+        ('[[benchmark]]\nname = "kernels/gemm"\nparams = { colour = 1 }\n', "no parameter 'colour'"),
+        ('[[benchmark]]\nname = "kernels/gemm"\nparams = { precision = "fp64" }\n', "unknown precision"),
+        ('[[benchmark]]\nname = "kernels/gemm"\ntimeout = -1\n', "timeout must be a positive"),
+        ('bogus = 1\n[[benchmark]]\nname = "kernels/gemm"\n', "unknown top-level key"),
+    ],
+)
+def test_malformed_suite_files(tmp_path, text, message):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(UsageError, match=message):
+        load_suite_file(f)
+
+
+def test_builtin_suites_and_targets():
+    quick = builtin_suite("quick")
+    assert quick.entries and all(e.benchmark == "kernels/gemm" for e in quick.entries)
+    assert builtin_suite("standard").entries
+    mixed = resolve_targets(["selftest/ok", "quick"])
+    assert len(mixed.entries) == len(quick.entries) + 1
+    with pytest.raises(UsageError, match="neither a suite"):
+        resolve_targets(["fastest"])
+    with pytest.raises(UsageError, match="did you mean 'kernels/gemm'"):
+        resolve_targets(["kernels/gem"])
+
+
+def test_inline_run_returns_records():
+    results = run_inline(make_entry("selftest/ok", {}), Path("."))
+    assert results[0].status == "ok" and results[0].metrics["seconds"].value > 0
+    failed = run_inline(make_entry("selftest/raise", {"message": "x"}))
+    assert failed[0].status == "failed" and failed[0].error == "RuntimeError: x"
