@@ -6,11 +6,11 @@ import sys
 import textwrap
 
 import pytest
+from helpers import make_result
 
 from accelbench.errors import UsageError
 from accelbench.results.record import Result, schema_errors, validate
 from accelbench.results.store import Store
-from helpers import make_result
 
 
 def test_round_trip(store):

@@ -41,7 +41,13 @@ def test_tiny_calls_are_grouped_per_sample():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(min_reps=0), dict(min_time=2.0, max_time=1.0), dict(max_time=0), dict(cache="lukewarm"), dict(warmup_seconds=-1)],
+    [
+        dict(min_reps=0),
+        dict(min_time=2.0, max_time=1.0),
+        dict(max_time=0),
+        dict(cache="lukewarm"),
+        dict(warmup_seconds=-1),
+    ],
 )
 def test_bad_budgets_are_usage_errors(kwargs):
     with pytest.raises(UsageError):

@@ -43,10 +43,10 @@ def register(sub: Any) -> None:
     kernels.set_defaults(help_parser=kernels)
     gemm = ksub.add_parser(
         "gemm",
-        help="dense matrix multiply: seconds, TFLOPS (2*M*N*K per call), % of peak",
+        help="dense matrix multiply: seconds, TFLOPS (2*M*N*K per call), %% of peak",
         description=(
             "C[M,N] = A[M,K] @ B[K,N] (batched with --batch). Reports seconds per call (median with 95% CI), "
-            "achieved TFLOPS and % of the device's peak; the output is checked against an fp64 reference first."
+            "achieved TFLOPS and %% of the device's peak; the output is checked against an fp64 reference first."
         ),
     )
     g = gemm.add_argument_group("GEMM")

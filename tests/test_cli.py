@@ -1,0 +1,157 @@
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import run_cli
+
+SUBCOMMANDS = [
+    [],
+    ["run"],
+    ["kernels"],
+    ["kernels", "gemm"],
+    ["results"],
+    ["results", "list"],
+    ["results", "show"],
+    ["results", "runs"],
+    ["results", "export"],
+    ["results", "import"],
+    ["compare"],
+    ["system"],
+    ["list"],
+]
+
+
+@pytest.mark.parametrize("words", SUBCOMMANDS, ids=lambda w: " ".join(w) or "top")
+def test_help_is_complete_and_fast(words, cli_env, tmp_path):
+    t0 = time.perf_counter()
+    p = run_cli([*words, "--help"], cli_env, tmp_path)
+    elapsed = time.perf_counter() - t0
+    assert p.returncode == 0 and p.stdout.startswith("usage: accelbench")
+    assert elapsed < 3.0  # a fresh interpreter; the no-torch check below is the strict one
+
+
+def test_parsing_does_not_import_torch():
+    code = (
+        "import sys; from accelbench.cli.main import build_parser; "
+        "build_parser().parse_args(['kernels', 'gemm', '--m', '8']); print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+BAD = [
+    (["frobnicate"], "invalid choice"),
+    (["run", "kernels/gemmm"], "unknown benchmark"),
+    (["run", "nosuchsuite"], "neither a suite"),
+    (["run", "missing.toml"], "cannot read suite file"),
+    (["kernels", "gemm", "--precision", "fp7"], "unknown precision"),
+    (["kernels", "gemm", "--m", "0"], "positive integer"),
+    (["kernels", "gemm", "--n", "-5"], "positive integer"),
+    (["kernels", "gemm", "--k", "12,,3"], "empty element"),
+    (["kernels", "gemm", "--device", "tpu"], "unknown device"),
+    (["kernels", "gemm", "--threads", "0"], "positive integer"),
+    (["kernels", "gemm", "--tag", "novalue"], "KEY=VALUE"),
+    (["kernels", "gemm", "--min-time", "5", "--max-time", "1"], "--min-time"),
+    (["run", "--retry-failed"], "only applies with --resume"),
+    (["results", "export", "--format", "xml"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD, ids=lambda x: " ".join(x) if isinstance(x, list) else None)
+def test_bad_input_is_one_line_exit_2(args, message, cli_env, tmp_path):
+    p = run_cli(args, cli_env, tmp_path)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert message in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_malformed_suite_file_and_unwritable_store(cli_env, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[benchmark]]\nname = 'kernels/gemm'\nparams = { m = -1 }\n")
+    p = run_cli(["run", str(bad)], cli_env, tmp_path)
+    assert p.returncode == 2 and "positive integer" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    p = run_cli(["run", "selftest/ok", "--db", str(blocker / "x.db")], cli_env, tmp_path)
+    assert p.returncode == 2 and "cannot write results store" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
+    fast = ["--min-time", "0.05", "--min-reps", "5", "--threads", "2"]
+    db = str(tmp_path / "a.db")
+    p = run_cli(
+        ["kernels", "gemm", "--m", "64,128", "--n", "64", "--k", "64", "--db", db, "--tag", "box=a", *fast],
+        cli_env,
+        tmp_path,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "TFLOPS" in p.stdout and "2 ok, 0 failed" in p.stdout
+    p = run_cli(
+        ["kernels", "gemm", "--m", "64,128", "--n", "64", "--k", "64", "--db", db, "--tag", "box=b", *fast],
+        cli_env,
+        tmp_path,
+    )
+    assert p.returncode == 0, p.stderr
+
+    listed = run_cli(["results", "list", "--db", db], cli_env, tmp_path)
+    assert listed.returncode == 0 and listed.stdout.count("kernels/gemm") == 4
+
+    exported = run_cli(["results", "export", "--db", db, "--format", "json"], cli_env, tmp_path)
+    records = json.loads(exported.stdout)
+    assert len(records) == 4 and {r["tags"]["box"] for r in records} == {"a", "b"}
+    csv_out = run_cli(["results", "export", "--db", db, "--format", "csv", "--tag", "box=a"], cli_env, tmp_path)
+    assert csv_out.stdout.splitlines()[0].startswith("id,run_id,benchmark") and len(csv_out.stdout.splitlines()) == 3
+    md = run_cli(["results", "export", "--db", db, "--format", "md"], cli_env, tmp_path)
+    assert md.stdout.startswith("| benchmark |") and md.stdout.count("kernels/gemm") == 4
+
+    shown = run_cli(["results", "show", records[0]["id"][:10], "--db", db], cli_env, tmp_path)
+    assert json.loads(shown.stdout)["id"] == records[0]["id"]
+
+    cmp_ = run_cli(["compare", "tag:box=a", "tag:box=b", "--db", db, "--json"], cli_env, tmp_path)
+    rows = json.loads(cmp_.stdout)
+    assert len(rows) == 2 and all(r["verdict"] in ("faster", "slower", "within noise") for r in rows)
+    table = run_cli(["compare", "tag:box=a", "tag:box=b", "--db", db], cli_env, tmp_path)
+    assert "geometric mean" in table.stdout
+
+    # a run folder made "on another machine" merges into a second store, once
+    run_dir = next((tmp_path / "accelbench-runs").iterdir())
+    other = str(tmp_path / "b.db")
+    first = run_cli(["results", "import", str(run_dir), "--db", other], cli_env, tmp_path)
+    assert first.returncode == 0 and "imported 2 new" in first.stdout
+    second = run_cli(["results", "import", str(run_dir), "--db", other], cli_env, tmp_path)
+    assert "imported 0 new result(s), 2 already present" in second.stdout
+    run_id = run_dir.name
+    cmp_run = run_cli(["compare", run_id, "tag:box=b", "--db", db, "--json"], cli_env, tmp_path)
+    assert len(json.loads(cmp_run.stdout)) == 2
+
+
+def test_compare_unknown_run_and_import_garbage(cli_env, tmp_path):
+    db = str(tmp_path / "c.db")
+    assert run_cli(["run", "selftest/ok", "--db", db], cli_env, tmp_path).returncode == 0
+    p = run_cli(["compare", "20990101-nope", "tag:x=y", "--db", db], cli_env, tmp_path)
+    assert p.returncode == 2 and "unknown run id" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text('{"id": "x"}\n')
+    p = run_cli(["results", "import", str(junk), "--db", db], cli_env, tmp_path)
+    assert p.returncode == 2 and "not a valid accelbench result" in p.stderr
+    p = run_cli(["results", "show", "zzz", "--db", db], cli_env, tmp_path)
+    assert p.returncode == 2 and "no result" in p.stderr
+
+
+def test_system_json_and_table(cli_env, tmp_path):
+    p = run_cli(["system", "--json"], cli_env, tmp_path)
+    prof = json.loads(p.stdout)
+    assert prof["fingerprint"] and prof["cpu"]["logical_cores"] >= 1
+    table = run_cli(["system"], cli_env, tmp_path)
+    assert "CPU" in table.stdout and "peak TFLOPS" in table.stdout
+
+
+def test_list_shows_benchmarks(cli_env, tmp_path):
+    p = run_cli(["list"], cli_env, tmp_path)
+    assert "kernels/gemm" in p.stdout and "selftest/crash" not in p.stdout
+    assert "selftest/crash" in run_cli(["list", "--all"], cli_env, tmp_path).stdout

@@ -1,0 +1,50 @@
+import pytest
+from helpers import make_result
+
+from accelbench.errors import UsageError
+from accelbench.results.compare import compare, geometric_mean, select
+
+
+def test_verdicts_follow_the_confidence_intervals():
+    base = [make_result(value=1.0, ci=(0.95, 1.05))]
+    faster = compare(base, [make_result(run_id="b", value=2.0, ci=(1.9, 2.1))])
+    assert faster[0].ratio == pytest.approx(2.0) and faster[0].verdict == "faster"
+    slower = compare(base, [make_result(run_id="b", value=0.5, ci=(0.45, 0.55))])
+    assert slower[0].verdict == "slower" and slower[0].speedup == pytest.approx(0.5)
+    noisy = compare(base, [make_result(run_id="b", value=1.3, ci=(0.9, 1.7))])
+    assert noisy[0].verdict == "within noise"  # 1.3x, but the intervals overlap
+    no_ci = compare([make_result(value=1.0, ci=None)], [make_result(run_id="b", value=1.02, ci=None)])
+    assert no_ci[0].verdict == "within noise"
+
+
+def test_pairing_by_workload_and_ignore():
+    fp32 = make_result(params={"m": 8, "precision": "fp32", "device": "cpu", "threads": 2})
+    fp16 = make_result(run_id="b", value=3.0, params={"m": 8, "precision": "fp16", "device": "cuda:0", "threads": 8})
+    assert compare([fp32], [fp16]) == []
+    rows = compare([fp32], [fp16], ignore=["precision"])
+    assert len(rows) == 1 and rows[0].ratio == pytest.approx(3.0)
+
+
+def test_latest_record_wins_on_each_side():
+    old = make_result(value=1.0, started_at="2026-01-01T00:00:00.000+00:00")
+    new = make_result(value=2.0, started_at="2026-02-01T00:00:00.000+00:00")
+    rows = compare([new, old], [make_result(run_id="b", value=2.0)])
+    assert rows[0].baseline.value == 2.0
+
+
+def test_selectors(store):
+    store.add(make_result(run_id="20260101-a", tags={"gpu": "t4"}))
+    store.add(make_result(run_id="20260102-b", tags={"gpu": "v100"}))
+    assert len(select(store, "tag:gpu=t4")) == 1
+    assert len(select(store, "20260102")) == 1
+    with pytest.raises(UsageError, match="unknown run id"):
+        select(store, "1999")
+    with pytest.raises(UsageError, match="no results carry"):
+        select(store, "tag:gpu=a100")
+    with pytest.raises(UsageError, match="bad selector"):
+        select(store, "tag:gpu")
+
+
+def test_geometric_mean():
+    assert geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
+    assert geometric_mean([]) is None
