@@ -136,13 +136,16 @@ def cmd_runs(ns: argparse.Namespace) -> int:
     store = _store(ns)
     table = Table()
     table.add_column("run", no_wrap=True)
-    for col in ("created", "command", "ok", "failed", "skipped", "tags"):
-        table.add_column(col)
+    table.add_column("created", no_wrap=True)
+    table.add_column("results", no_wrap=True)
+    table.add_column("tags")
+    table.add_column("command", overflow="fold")
     for run in store.runs():
         res = store.query(run_id=run.run_id)
-        counts = [str(sum(r.status == s for r in res)) for s in ("ok", "failed", "skipped")]
+        counts = ", ".join(f"{n} {s}" for s in ("ok", "failed", "skipped") if (n := sum(r.status == s for r in res)))
         tags = " ".join(f"{k}={v}" for k, v in run.tags.items())
-        table.add_row(run.run_id, run.created_at[:19].replace("T", " "), run.command, *counts, tags)
+        command = run.command.removeprefix("accelbench ")
+        table.add_row(run.run_id, run.created_at[:16].replace("T", " "), counts or "none", tags, command)
     console.print(table)
     return 0
 
