@@ -155,3 +155,13 @@ def test_list_shows_benchmarks(cli_env, tmp_path):
     p = run_cli(["list"], cli_env, tmp_path)
     assert "kernels/gemm" in p.stdout and "selftest/crash" not in p.stdout
     assert "selftest/crash" in run_cli(["list", "--all"], cli_env, tmp_path).stdout
+
+
+def test_a_device_this_machine_lacks_is_bad_input(cli_env, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    p = run_cli(["kernels", "gemm", "--device", "cuda", "--db", str(tmp_path / "d.db")], cli_env, tmp_path)
+    assert p.returncode == 2 and "CUDA is not available" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1

@@ -148,3 +148,22 @@ def test_inline_run_returns_records():
     assert results[0].status == "ok" and results[0].metrics["seconds"].value > 0
     failed = run_inline(make_entry("selftest/raise", {"message": "x"}))
     assert failed[0].status == "failed" and failed[0].error == "RuntimeError: x"
+
+
+def test_a_killed_runner_takes_its_benchmark_with_it(tmp_path, cli_env):
+    import psutil
+
+    cmd = [sys.executable, "-m", "accelbench", "run", "selftest/hang", "--db", str(tmp_path / "s.db"), "--timeout", "120"]
+    proc = subprocess.Popen(cmd, env=cli_env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parent = psutil.Process(proc.pid)
+    deadline = time.time() + 60
+    children = []
+    while time.time() < deadline and not children:
+        time.sleep(0.2)
+        children = parent.children()
+    assert children, "the runner never started its worker"
+    worker = children[0]
+    proc.kill()
+    proc.wait()
+    gone, alive = psutil.wait_procs([worker], timeout=10)
+    assert worker in gone

@@ -129,6 +129,10 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
 
     store = Store(ns.db)
     profile = collect_profile()
+    if ns.device is not None:
+        from accelbench.devices import resolve_device
+
+        resolve_device(ns.device)  # a device this machine lacks is bad input, not a failed benchmark
     if suite is None and resume is None:
         from accelbench.suite.suites import builtin_suite
 

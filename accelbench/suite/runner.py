@@ -198,7 +198,12 @@ class SuiteRunner:
         started = now_iso()
         with log_path.open("ab") as log:
             proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
             deadline = time.monotonic() + timeout
             timed_out = False
@@ -290,6 +295,20 @@ class _Tail:
             with contextlib.suppress(json.JSONDecodeError):
                 out.append(json.loads(line))
         return out
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGKILL it if the runner itself is killed.
+
+    Without this, a runner killed by SIGKILL would leave its benchmark running
+    (it is in its own session, out of reach of the terminal's Ctrl-C).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
