@@ -35,7 +35,9 @@ def bare_loop(n: int, seconds: float) -> float:
 
 
 def harness(n: int, seconds: float, threads: int) -> float:
-    entry = make_entry("kernels/gemm", {"m": n, "n": n, "k": n, "threads": threads, "min_time": seconds, "check": False})
+    entry = make_entry(
+        "kernels/gemm", {"m": n, "n": n, "k": n, "threads": threads, "min_time": seconds, "check": False}
+    )
     [result] = run_inline(entry)
     return result.metrics["seconds"].value
 

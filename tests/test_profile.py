@@ -63,3 +63,12 @@ def test_cpu_peak_is_an_estimate_from_the_isa():
     if peak is not None:
         assert peak.estimated and "estimate" in peak.source and peak.tflops > 0
     assert peak_for(torch.device("cpu"), "tf32") is None
+
+
+def test_nvml_throttle_bits_decode_to_slowdowns_only():
+    from accelbench.system.nvidia import clocks_and_throttle, decode_throttle
+
+    assert decode_throttle(0x1 | 0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert decode_throttle(0x1) == []  # idle is not a slowdown
+    if not torch.cuda.is_available():
+        assert clocks_and_throttle(0) == {}

@@ -153,7 +153,17 @@ def test_inline_run_returns_records():
 def test_a_killed_runner_takes_its_benchmark_with_it(tmp_path, cli_env):
     import psutil
 
-    cmd = [sys.executable, "-m", "accelbench", "run", "selftest/hang", "--db", str(tmp_path / "s.db"), "--timeout", "120"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelbench",
+        "run",
+        "selftest/hang",
+        "--db",
+        str(tmp_path / "s.db"),
+        "--timeout",
+        "120",
+    ]
     proc = subprocess.Popen(cmd, env=cli_env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parent = psutil.Process(proc.pid)
     deadline = time.time() + 60

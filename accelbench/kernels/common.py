@@ -31,8 +31,7 @@ def prepare(params: CommonParams) -> tuple["torch.device", int]:
     from accelbench.devices import resolve_device
 
     device = resolve_device(params.device)
-    if params.threads is not None:
-        torch.set_num_threads(params.threads)
+    torch.set_num_threads(params.threads or torch.get_num_threads())
     return device, torch.get_num_threads()
 
 

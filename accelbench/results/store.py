@@ -38,6 +38,12 @@ CREATE TABLE IF NOT EXISTS results (
     started_at  TEXT NOT NULL,
     record_json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS entries (
+    run_id      TEXT NOT NULL,
+    spec_key    TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    PRIMARY KEY (run_id, spec_key)
+);
 CREATE INDEX IF NOT EXISTS results_run ON results(run_id);
 CREATE INDEX IF NOT EXISTS results_bench ON results(benchmark);
 """
@@ -208,12 +214,16 @@ class Store:
     def count(self) -> int:
         return self._conn.execute("SELECT count(*) FROM results").fetchone()[0]
 
-    def done_spec_keys(self, run_id: str, statuses: tuple[str, ...]) -> set[str]:
-        marks = ",".join("?" * len(statuses))
-        rows = self._conn.execute(
-            f"SELECT spec_key FROM results WHERE run_id = ? AND status IN ({marks})", (run_id, *statuses)
-        )
-        return {r[0] for r in rows}
+    def mark_entry(self, run_id: str, spec_key: str, status: str) -> None:
+        """Record that a suite entry ran to its end ("ok" or "failed"); an interrupted one is not marked."""
+        with _transaction(self._conn):
+            self._conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (run_id, spec_key, status))
+
+    def finished_entries(self, run_id: str, include_failed: bool = True) -> set[str]:
+        sql = "SELECT spec_key FROM entries WHERE run_id = ?"
+        if not include_failed:
+            sql += " AND status = 'ok'"
+        return {r[0] for r in self._conn.execute(sql, (run_id,))}
 
 
 class _transaction:

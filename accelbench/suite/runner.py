@@ -163,8 +163,7 @@ class SuiteRunner:
             run_id = info.run_id
             suite = Suite.from_dict(info.suite)
             folder = RunFolder(Path(info.run_dir).parent if info.run_dir else self.options.out_dir, run_id)
-            statuses = ("ok", "skipped") if self.options.retry_failed else ("ok", "skipped", "failed")
-            done = self.store.done_spec_keys(run_id, statuses)
+            done = self.store.finished_entries(run_id, include_failed=not self.options.retry_failed)
         folder.write_json("system.json", self.profile)
         return run_id, suite, folder, done
 
@@ -234,6 +233,8 @@ class SuiteRunner:
             self._commit(failed, run_id, folder, key)
             committed.append(failed)
         out.unlink(missing_ok=True)
+        status = "failed" if any(r.status == "failed" for r in committed) else "ok"
+        self.store.mark_entry(run_id, key, status)
         return committed
 
     def _drain(self, tail: "_Tail", run_id: str, folder: RunFolder, key: str, committed: list[Result]) -> bool:

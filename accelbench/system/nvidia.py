@@ -39,6 +39,21 @@ def _nvml() -> Any | None:
     return pynvml
 
 
+def _handle(nv: Any, torch_index: int) -> Any:
+    """The NVML handle of torch's device ``torch_index``.
+
+    torch numbers devices after CUDA_VISIBLE_DEVICES, NVML does not; the UUID is
+    the same on both sides, so it is used when torch can report it.
+    """
+    try:
+        import torch
+
+        uuid = str(torch.cuda.get_device_properties(torch_index).uuid)
+        return nv.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+    except Exception:
+        return nv.nvmlDeviceGetHandleByIndex(torch_index)
+
+
 def decode_throttle(mask: int) -> list[str]:
     """The slowdown reasons set in an NVML clock-event mask."""
     return [name for bit, name in _THROTTLE_BITS.items() if mask & bit and name in _SLOWDOWN]
@@ -49,7 +64,7 @@ def clocks_and_throttle(index: int) -> dict[str, Any]:
     if nv is None:
         return {}
     try:
-        h = nv.nvmlDeviceGetHandleByIndex(index)
+        h = _handle(nv, index)
         getter = (
             getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
         )
@@ -73,7 +88,7 @@ def device_facts(index: int) -> dict[str, Any]:
         return {}
     facts: dict[str, Any] = {}
     try:
-        h = nv.nvmlDeviceGetHandleByIndex(index)
+        h = _handle(nv, index)
         facts["driver"] = _text(nv.nvmlSystemGetDriverVersion())
         facts["max_sm_clock_mhz"] = nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)
         facts["max_mem_clock_mhz"] = nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM)
