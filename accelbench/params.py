@@ -19,6 +19,44 @@ from accelbench.errors import UsageError
 P = TypeVar("P", bound="CommonParams")
 
 
+def opt(
+    default: Any,
+    help: str,
+    *,
+    choices: tuple[str, ...] | None = None,
+    flag: str | None = None,
+    metavar: str | None = None,
+    sweep: bool = True,
+) -> Any:
+    """A parameter field that also describes its command-line flag.
+
+    The CLI builds each kernel's flags from these, so a knob is declared once:
+    its type and default here, its words in ``--help``, its validation in
+    ``validate()``. ``sweep`` fields accept comma lists on the command line.
+    """
+    return dataclasses.field(
+        default=default,
+        metadata={"help": help, "choices": choices, "flag": flag, "metavar": metavar, "sweep": sweep},
+    )
+
+
+_SIZE_SUFFIX = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20}
+_SIZE_SUFFIX |= {"G": 2**30, "GB": 2**30, "GIB": 2**30}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``4096``, ``64K``, ``256M``, ``1G`` (binary multiples)."""
+    t = text.strip().upper()
+    num = t.rstrip("KMGIB")
+    try:
+        value = float(num) * _SIZE_SUFFIX[t[len(num) :]]
+    except (ValueError, KeyError):
+        raise UsageError(f"bad size {text!r}: write bytes, or a number with K, M or G (e.g. 64M)") from None
+    if value < 1 or not value.is_integer():
+        raise UsageError(f"size {text!r} must be a positive whole number of bytes")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class CommonParams:
     """Where and with how many CPU threads; shared by every benchmark."""
@@ -33,6 +71,23 @@ class CommonParams:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def check_environment(self, device_type: str) -> None:
+        """Reject, before anything runs, what this machine cannot do (overridden where it matters)."""
+
+    @classmethod
+    def describe(cls, p: dict[str, Any]) -> str:
+        """A short description of the workload in ``p`` (a record's params) for tables.
+
+        The default lists the values that differ from the defaults; kernels override it
+        with the notation of their field (``1024x1024x1024 fp32``).
+        """
+        defaults = cls().to_dict()
+        skip = {f.name for f in fields(KernelParams)}
+        words = [
+            str(v) if k == "precision" else f"{k}={v}" for k, v in p.items() if k not in skip and defaults.get(k) != v
+        ]
+        return " ".join(words)
 
 
 @dataclass(frozen=True)
@@ -62,6 +117,18 @@ class TimingParams(CommonParams):
             max_time=self.max_time,
             cache=cache,  # type: ignore[arg-type]
         )
+
+
+@dataclass(frozen=True)
+class KernelParams(TimingParams):
+    """What every kernel benchmark adds: the reference check and CUDA graph replay."""
+
+    check: bool = opt(True, "check the output against an fp64 reference first", sweep=False)
+    graph: bool = opt(False, "also time CUDA graph replay, beside eager (CUDA only)", sweep=False)
+
+    def check_environment(self, device_type: str) -> None:
+        if self.graph and device_type != "cuda":
+            raise UsageError(f"--graph times CUDA graph replay and needs a CUDA device, not {device_type}")
 
 
 def _coerce(name: str, value: Any, annotation: Any) -> Any:

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from accelbench.errors import UsageError
-from accelbench.kernels.specs import GemmParams
+from accelbench.kernels.specs import (
+    AllreduceParams,
+    AttentionParams,
+    ConvParams,
+    GemmParams,
+    MembwParams,
+    RnnParams,
+    SparseParams,
+)
 from accelbench.params import CommonParams, build_params
 from accelbench.suite.selftest import CrashParams, HangParams, OkParams, RaiseParams
 
@@ -56,6 +64,49 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.kernels.gemm:run",
             timeout=600,
             primary_metric="tflops",
+        ),
+        BenchmarkInfo(
+            "kernels/conv",
+            "2-D convolution, forward / backward-data / backward-filter, NCHW or NHWC: seconds, TFLOPS, % of peak",
+            ConvParams,
+            "accelbench.kernels.conv:run",
+            primary_metric="tflops",
+        ),
+        BenchmarkInfo(
+            "kernels/rnn",
+            "one vanilla RNN, LSTM or GRU layer over a sequence, inference or training: seconds, TFLOPS",
+            RnnParams,
+            "accelbench.kernels.rnn:run",
+            primary_metric="tflops",
+        ),
+        BenchmarkInfo(
+            "kernels/attention",
+            "scaled dot-product attention, forward or forward+backward, causal or not: seconds, TFLOPS",
+            AttentionParams,
+            "accelbench.kernels.attention:run",
+            primary_metric="tflops",
+        ),
+        BenchmarkInfo(
+            "kernels/sparse",
+            "sparse x dense GEMM at a density (CSR), or 2:4 semi-structured on Ampere+: seconds, TFLOPS",
+            SparseParams,
+            "accelbench.kernels.sparse:run",
+            primary_metric="tflops",
+        ),
+        BenchmarkInfo(
+            "kernels/membw",
+            "device memory bandwidth, STREAM copy or triad: seconds, GB/s, % of peak",
+            MembwParams,
+            "accelbench.kernels.membw:run",
+            primary_metric="gbps",
+        ),
+        BenchmarkInfo(
+            "kernels/allreduce",
+            "all-reduce over N processes under torchrun (NCCL on GPUs, gloo on CPUs): algorithm and bus GB/s",
+            AllreduceParams,
+            "accelbench.kernels.allreduce:run",
+            timeout=1800,
+            primary_metric="busbw_gbps",
         ),
         BenchmarkInfo(
             "selftest/ok",
@@ -111,16 +162,9 @@ CONTEXT_PARAMS = frozenset({"device", "threads", "min_time", "max_time", "min_re
 
 
 def describe_params(benchmark: str, params: dict[str, Any]) -> str:
-    """The parameters that differ from the benchmark's defaults, as ``k=v`` words."""
+    """A short human description of a workload: the benchmark's own ``describe``, or ``k=v`` words."""
     info = BENCHMARKS.get(benchmark)
-    defaults = info.params().to_dict() if info else {}
-    order = {k: i for i, k in enumerate(defaults)}
-    words = []
-    for k, v in sorted(params.items(), key=lambda kv: order.get(kv[0], len(order))):
-        if k in CONTEXT_PARAMS or k in ("cache", "check"):
-            continue
-        if k == "precision":
-            words.append(str(v))
-        elif k not in defaults or defaults[k] != v or k in ("m", "n", "k"):
-            words.append(f"{k}={v}")
+    if info is not None:
+        return info.params.describe(params)
+    words = [f"{k}={v}" for k, v in params.items() if k not in CONTEXT_PARAMS]
     return " ".join(words)

@@ -49,10 +49,31 @@ def list_of(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
         parts = [p.strip() for p in text.split(",")]
         if not all(parts):
             raise argparse.ArgumentTypeError(f"empty element in list {text!r}")
-        return [kind(p) for p in parts]
+        out: list[Any] = []
+        for p in parts:
+            out += int_range(p) if ":" in p else [kind(p)]
+        return out
 
     parse.__name__ = f"list of {getattr(kind, '__name__', 'values')}"
     return parse
+
+
+def int_range(text: str) -> list[int]:
+    """``START:STOP:xF`` (geometric) or ``START:STOP:+S`` (arithmetic), both ends included."""
+    try:
+        start_s, stop_s, step_s = text.split(":")
+        start, stop = int(start_s), int(stop_s)
+        geometric = step_s.startswith("x")
+        step = int(step_s[1:]) if step_s[:1] in ("x", "+") else int(step_s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad range {text!r}: write START:STOP:xFACTOR or START:STOP:+STEP") from None
+    if start < 1 or stop < start or step < (2 if geometric else 1):
+        raise argparse.ArgumentTypeError(f"bad range {text!r}: need 1 <= START <= STOP and a step that grows")
+    values, v = [], start
+    while v <= stop and len(values) < 1000:
+        values.append(v)
+        v = v * step if geometric else v + step
+    return values
 
 
 def device_name(text: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
-from accelbench.suite.suites import BUILTIN, Suite, expand, make_entry
+from accelbench.suite.suites import BUILTIN, Suite
 
 
 def register(sub: Any) -> None:
@@ -34,56 +34,30 @@ def register(sub: Any) -> None:
 
     kernels = sub.add_parser(
         "kernels",
-        help="kernel benchmarks (DeepBench): gemm",
+        help="kernel benchmarks (DeepBench): gemm, conv, rnn, attention, sparse, membw, allreduce",
         description=(
-            "Time one kernel on the command line. Size and precision flags take comma lists (--m 512,1024) to sweep."
+            "Time one kernel from the command line, on one shape, a sweep (size and option flags take "
+            "comma lists or ranges such as 256:4096:x2) or a named shape set (--set). 'accelbench kernels "
+            "--sets' lists the sets."
         ),
     )
+    kernels.add_argument("--sets", action="store_true", help="list the named shape sets and their sizes")
+    kernels.set_defaults(handler=cmd_kernel_sets, help_parser=kernels)
     ksub = kernels.add_subparsers(dest="kernel", metavar="KERNEL", parser_class=a.Parser)
-    kernels.set_defaults(help_parser=kernels)
-    gemm = ksub.add_parser(
-        "gemm",
-        help="dense matrix multiply: seconds, TFLOPS (2*M*N*K per call), %% of peak",
-        description=(
-            "C[M,N] = A[M,K] @ B[K,N] (batched with --batch). Reports seconds per call (median with 95% CI), "
-            "achieved TFLOPS and %% of the device's peak; the output is checked against an fp64 reference first."
-        ),
-    )
-    g = gemm.add_argument_group("GEMM")
-    for dim in ("m", "n", "k"):
-        g.add_argument(
-            f"--{dim}",
-            type=a.list_of(a.positive_int),
-            default=[1024],
-            metavar="N",
-            help=f"{dim.upper()} dimension (default 1024)",
-        )
-    g.add_argument(
-        "--batch",
-        type=a.list_of(a.positive_int),
-        default=[1],
-        metavar="B",
-        help="batch count; >1 uses batched GEMM (default 1)",
-    )
-    g.add_argument(
-        "--precision",
-        type=a.list_of(_precision),
-        default=["fp32"],
-        metavar="P",
-        help="fp32, tf32, fp16 or bf16 (comma list allowed; default fp32)",
-    )
-    g.add_argument("--no-check", dest="check", action="store_false", help="skip the check against the fp64 reference")
-    _add_timing_options(gemm)
-    a.add_common_options(gemm)
-    gemm.set_defaults(handler=cmd_kernel, benchmark="kernels/gemm", sweep=("m", "n", "k", "batch", "precision"))
+    from accelbench.cli.kernel_args import add_param_flags, add_set_flags
+    from accelbench.registry import BENCHMARKS
 
-
-def _precision(text: str) -> str:
-    from accelbench.devices.precision import MATMUL_PRECISIONS
-
-    if text not in MATMUL_PRECISIONS:
-        raise argparse.ArgumentTypeError(f"unknown precision {text!r}: choose from {', '.join(MATMUL_PRECISIONS)}")
-    return text
+    for info in BENCHMARKS.values():
+        if not info.name.startswith("kernels/"):
+            continue
+        short = info.name.split("/", 1)[1]
+        doc = (info.params.__doc__ or "").strip()
+        kp = ksub.add_parser(short, help=info.description.replace("%", "%%"), description=f"{info.description}. {doc}")
+        add_param_flags(kp, info.params, short)
+        add_set_flags(kp, info.name)
+        _add_timing_options(kp)
+        a.add_common_options(kp)
+        kp.set_defaults(handler=cmd_kernel, benchmark=info.name)
 
 
 def _add_timing_options(p: argparse.ArgumentParser) -> None:
@@ -104,6 +78,8 @@ def _add_timing_options(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="cold flushes the GPU's L2 between samples (auto: cold on CUDA, hot on CPU)",
     )
+    g.add_argument("--no-check", dest="check", action="store_false", help="skip the check against the fp64 reference")
+    g.add_argument("--graph", action="store_true", help="also time CUDA graph replay, beside eager (CUDA only)")
 
 
 def _options(ns: argparse.Namespace) -> Any:
@@ -133,6 +109,8 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
         from accelbench.devices import resolve_device
 
         resolve_device(ns.device)  # a device this machine lacks is bad input, not a failed benchmark
+    if suite is not None:
+        _check_environment(suite, ns.device)
     if suite is None and resume is None:
         from accelbench.suite.suites import builtin_suite
 
@@ -155,6 +133,16 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
     return 1 if counts["failed"] else 0
 
 
+def _check_environment(suite: Suite, device: str | None) -> None:
+    """What the machine cannot do (a missing GPU, too many processes) is bad input: fail before running."""
+    from accelbench import registry
+    from accelbench.devices import resolve_device
+
+    for entry in suite.entries:
+        params = registry.get(entry.benchmark).make_params(entry.params)
+        params.check_environment(resolve_device(device or params.device).type)
+
+
 def cmd_run(ns: argparse.Namespace) -> int:
     from accelbench.suite.suites import resolve_targets
 
@@ -169,14 +157,26 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
 
 def cmd_kernel(ns: argparse.Namespace) -> int:
-    grid = {name: getattr(ns, name) for name in ns.sweep}
-    fixed = {
-        "min_time": ns.min_time,
-        "max_time": ns.max_time,
-        "min_reps": ns.min_reps,
-        "warmup": ns.warmup,
-        "cache": ns.cache,
-        "check": ns.check,
-    }
-    entries = [make_entry(ns.benchmark, {**combo, **fixed}) for combo in expand(grid)]
+    from accelbench.cli.kernel_args import entries_from_args
+    from accelbench.registry import get
+
+    entries = entries_from_args(ns, ns.benchmark, get(ns.benchmark).params)
     return _execute(ns, Suite(ns.benchmark, entries, source="command line"))
+
+
+def cmd_kernel_sets(ns: argparse.Namespace) -> int:
+    if not ns.sets:
+        ns.help_parser.print_help()
+        return 0
+    from rich.table import Table
+
+    from accelbench.cli.render import console
+    from accelbench.kernels.sets import all_sets
+
+    table = Table()
+    for col in ("kernel", "set", "shapes"):
+        table.add_column(col)
+    for s in all_sets():
+        table.add_row(s.benchmark.split("/", 1)[1], s.name, str(len(s.rows)))
+    console.print(table)
+    return 0

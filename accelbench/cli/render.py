@@ -64,6 +64,15 @@ class ProgressObserver:
         self.progress.advance(self.task)
 
 
+def _detail(name: str, m: Any) -> str:
+    if name == "pct_of_peak":
+        return f"{fmt.number(m.value, 3)}% of peak"
+    if name == "seconds":
+        return fmt.metric(m)
+    label = name.removesuffix("_gbps").removesuffix("_tflops").replace("_", " ")
+    return f"{label} {fmt.metric(m)}"
+
+
 def results_table(results: list[Result], title: str | None = None, show_ids: bool = False) -> Table:
     """One row per record: what ran, its primary figure or why there is none, the other metrics.
 
@@ -84,7 +93,7 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
         if r.status == "ok":
             result = fmt.outcome(r)
             details = ", ".join(
-                fmt.metric(m) if name != "pct_of_peak" else f"{fmt.number(m.value, 3)}% of peak"
+                _detail(name, m)
                 for name, m in sorted(r.metrics.items(), key=lambda kv: kv[0] != "seconds")
                 if name != r.primary_metric and name != "arithmetic_intensity"
             )

@@ -1,27 +1,49 @@
 """What every kernel benchmark does around its own computation.
 
-Setting up the device and threads, checking the kernel's output against a
-higher-precision reference (so a wrong kernel cannot report a fast time), timing
-it under recorded conditions, and turning the measurement into the standard
-``seconds`` / ``tflops`` / ``pct_of_peak`` metrics.
+A kernel module builds a :class:`KernelCase` (the call to time, its FLOP and byte
+counts, and how to check its output); :func:`measure_case` does the rest the same
+way for every kernel: check the output against a higher-precision reference (so
+a wrong kernel cannot report a fast time), time it under recorded conditions, and
+turn the measurement into the standard ``seconds`` / ``tflops`` (or ``gbps``) /
+``arithmetic_intensity`` / ``pct_of_peak`` metrics.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.measure.stats import Measurement
 from accelbench.measure.timer import Timer
 from accelbench.params import CommonParams, TimingParams
 from accelbench.results.record import Metric, Result
-from accelbench.system.specs import peak_for
+from accelbench.system.specs import bandwidth_peak_for, peak_for
 
 if TYPE_CHECKING:
     import torch
 
+    from accelbench.registry import RunContext
+
 #: Largest acceptable relative (Frobenius) error against the fp64 reference, per precision.
-TOLERANCE = {"fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 5e-2}
+#: Inputs are rounded to the precision first, so this bounds accumulation and output rounding only.
+TOLERANCE = {"fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 5e-2, "int8": 1e-9, "fp8": 5e-2}
+
+
+@dataclass
+class KernelCase:
+    """One kernel call, ready to be checked and timed."""
+
+    fn: Callable[[], object]
+    precision: str
+    flops: float | None  # per call; None for memory-bound kernels
+    bytes_moved: float  # minimum traffic per call
+    error: Callable[[], float] | None = None  # runs the kernel once, returns its relative error
+    tolerance: float | None = None
+    throughput: Literal["tflops", "gbps"] = "tflops"
+    details: dict[str, Any] = field(default_factory=dict)
+    #: further TFLOPS metrics from other FLOP counts, e.g. a sparse kernel's dense equivalent
+    extra_flops: dict[str, float] = field(default_factory=dict)
 
 
 def prepare(params: CommonParams) -> tuple["torch.device", int]:
@@ -36,8 +58,9 @@ def prepare(params: CommonParams) -> tuple["torch.device", int]:
 
 
 def relative_error(out: "torch.Tensor", ref: "torch.Tensor") -> float:
-    diff = (out.double() - ref).norm().item()
-    scale = ref.norm().item()
+    """||out - ref|| / ||ref|| (Frobenius), computed in fp64."""
+    diff = (out.double() - ref.double()).norm().item()
+    scale = ref.double().norm().item()
     return diff / scale if scale > 0 else diff
 
 
@@ -61,14 +84,55 @@ def time_kernel(
     fn: Callable[[], object], device: "torch.device", threads: int, params: TimingParams
 ) -> tuple[Measurement, dict[str, Any]]:
     """Measure ``fn`` with the parameters' budget, recording the conditions it ran under."""
-    gpu_index = device.index if device.type == "cuda" else None
-    if device.type == "cuda" and gpu_index is None:
+    gpu_index = None
+    if device.type == "cuda":
         import torch
 
-        gpu_index = torch.cuda.current_device()
+        gpu_index = device.index if device.index is not None else torch.cuda.current_device()
     with ConditionsMonitor(threads, gpu_index) as monitor:
         measurement = Timer(fn, device, params.timer_config(device.type)).measure()
     return measurement, monitor.conditions.to_dict()
+
+
+def measure_case(
+    benchmark: str,
+    params: TimingParams,
+    record: dict[str, Any],
+    case: KernelCase,
+    device: "torch.device",
+    threads: int,
+    ctx: "RunContext",
+) -> Result:
+    """Check, time and report one kernel call; the shared path of every kernel benchmark."""
+    details = dict(case.details)
+    if getattr(params, "check", True) and case.error is not None:
+        ctx.progress("checking against the fp64 reference")
+        err = case.error()
+        details["relative_error"] = err
+        tol = case.tolerance if case.tolerance is not None else TOLERANCE[case.precision]
+        if not err <= tol:
+            return wrong_result(benchmark, record, err, tol)
+    ctx.progress("timing")
+    measurement, conditions = time_kernel(case.fn, device, threads, params)
+    result = kernel_result(benchmark, record, measurement, conditions, case, device, threads, details)
+    if getattr(params, "graph", False) and device.type == "cuda":
+        ctx.progress("timing CUDA graph replay")
+        _add_graph_metrics(result, case, device, params)
+    return result
+
+
+def _throughput_metrics(prefix: str, case: KernelCase, m: Measurement) -> dict[str, Metric]:
+    lo, hi = m.ci95
+    seconds = m.median
+    if case.throughput == "gbps":
+        work, unit, scale = case.bytes_moved, "GB/s", 1e9
+    else:
+        work, unit, scale = float(case.flops or 0.0), "TFLOPS", 1e12
+    ci = (work / hi / scale, work / lo / scale) if lo > 0 else None
+    return {
+        f"{prefix}seconds": Metric(seconds, "s", False, (lo, hi), m.n, m.summary()),
+        f"{prefix}{case.throughput}": Metric(work / seconds / scale, unit, True, ci, m.n),
+    }
 
 
 def kernel_result(
@@ -76,36 +140,31 @@ def kernel_result(
     params: dict[str, Any],
     measurement: Measurement,
     conditions: dict[str, Any],
-    *,
+    case: KernelCase,
     device: "torch.device",
-    flops: float,
-    bytes_moved: float,
-    precision: str,
     threads: int,
-    details: dict[str, Any] | None = None,
+    details: dict[str, Any],
 ) -> Result:
-    """The standard record of a compute kernel: seconds, TFLOPS, intensity and % of peak."""
-    seconds = measurement.median
+    """The standard record of a kernel: seconds, TFLOPS or GB/s, intensity and % of peak."""
+    metrics = _throughput_metrics("", case, measurement)
     lo, hi = measurement.ci95
-    metrics = {
-        "seconds": Metric(seconds, "s", False, (lo, hi), measurement.n, measurement.summary()),
-        "tflops": Metric(
-            flops / seconds / 1e12,
-            "TFLOPS",
-            True,
-            (flops / hi / 1e12, flops / lo / 1e12) if lo > 0 else None,
-            measurement.n,
-        ),
-        "arithmetic_intensity": Metric(flops / bytes_moved, "FLOP/byte", True, None, None),
-    }
-    info = dict(details or {})
-    peak = peak_for(device, precision, threads)
+    for name, flops in case.extra_flops.items():
+        ci = (flops / hi / 1e12, flops / lo / 1e12) if lo > 0 else None
+        metrics[name] = Metric(flops / measurement.median / 1e12, "TFLOPS", True, ci, measurement.n)
+    if case.flops is not None and case.bytes_moved > 0:
+        metrics["arithmetic_intensity"] = Metric(case.flops / case.bytes_moved, "FLOP/byte", True, None, None)
+    if case.throughput == "gbps":
+        bw = bandwidth_peak_for(device)
+        peak = (bw[0], bw[1], False) if bw else None
+    else:
+        p = peak_for(device, case.precision, threads)
+        peak = (p.tflops, p.source, p.estimated) if p else None
     if peak is not None:
-        tf = metrics["tflops"]
-        ci = (100 * tf.ci95[0] / peak.tflops, 100 * tf.ci95[1] / peak.tflops) if tf.ci95 else None
-        metrics["pct_of_peak"] = Metric(100 * tf.value / peak.tflops, "%", True, ci, measurement.n)
-        info["peak"] = {"tflops": peak.tflops, "source": peak.source, "estimated": peak.estimated}
-    info.update(
+        tp = metrics[case.throughput]
+        ci = (100 * tp.ci95[0] / peak[0], 100 * tp.ci95[1] / peak[0]) if tp.ci95 else None
+        metrics["pct_of_peak"] = Metric(100 * tp.value / peak[0], "%", True, ci, measurement.n)
+        details["peak"] = {"value": peak[0], "unit": tp.unit, "source": peak[1], "estimated": peak[2]}
+    details.update(
         {
             "clock": measurement.clock,
             "calls_per_sample": measurement.calls_per_sample,
@@ -114,14 +173,28 @@ def kernel_result(
             "cache": measurement.meta.get("cache"),
         }
     )
+    if case.flops is not None:
+        details["flops_per_call"] = case.flops
+    details["bytes_per_call"] = case.bytes_moved
     warnings = [w for w in [measurement.noise_warning(), *conditions.get("warnings", [])] if w]
     return Result(
         benchmark=benchmark,
         params=params,
         metrics=metrics,
-        primary_metric="tflops",
+        primary_metric=case.throughput,
         warnings=warnings,
         conditions=conditions,
         samples=list(measurement.samples),
-        details=info,
+        details=details,
     )
+
+
+def _add_graph_metrics(result: Result, case: KernelCase, device: "torch.device", params: TimingParams) -> None:
+    """CUDA graph replay beside eager: what the kernel costs without the CPU launch overhead."""
+    from accelbench.devices import cuda
+
+    cfg = params.timer_config("cuda")
+    est = max(result.metrics["seconds"].value, 1e-7)
+    reps = min(cfg.max_reps, max(cfg.min_reps, int(cfg.min_time / est)))
+    samples = cuda.time_graph_replay(case.fn, device, reps)
+    result.metrics.update(_throughput_metrics("graph_", case, Measurement(tuple(samples), clock="cuda_graph")))

@@ -1,29 +1,27 @@
 """GEMM: the kernel behind fully connected layers, attention projections and most of training.
 
 FLOPs per call: 2*M*N*K per matrix (one multiply and one add per term of each
-dot product), times the batch. Operands are allocated once and the product is
-written into a preallocated output, as DeepBench does, so that allocation is not
-what is timed.
+dot product), times the batch. Operands are allocated once and, where torch
+allows, the product is written into a preallocated output, as DeepBench does, so
+that allocation is not what is timed. ``a_t``/``b_t`` store A or B transposed
+(DeepBench's columns), which selects a different cuBLAS/oneDNN kernel.
+int8 runs through ``torch._int_mm`` (int32 accumulation) and fp8 (e4m3) through
+``torch._scaled_mm`` with unit scales and bf16 output: PyTorch's documented paths.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
 from accelbench.devices.precision import matmul_mode, torch_dtype, unsupported_reason
-from accelbench.kernels.common import (
-    TOLERANCE,
-    kernel_result,
-    prepare,
-    relative_error,
-    skipped,
-    time_kernel,
-    wrong_result,
-)
+from accelbench.kernels.common import KernelCase, measure_case, prepare, relative_error, skipped
 from accelbench.kernels.specs import GemmParams
 from accelbench.registry import RunContext
 from accelbench.results.record import Result
+
+if TYPE_CHECKING:
+    import torch
 
 NAME = "kernels/gemm"
 
@@ -32,60 +30,93 @@ def gemm_flops(m: int, n: int, k: int, batch: int = 1) -> int:
     return 2 * m * n * k * batch
 
 
-def gemm_bytes(m: int, n: int, k: int, batch: int, element_size: int) -> int:
+def gemm_bytes(m: int, n: int, k: int, batch: int, in_size: int, out_size: int | None = None) -> int:
     """Minimum traffic: read A and B once, write C once."""
-    return (m * k + k * n + m * n) * batch * element_size
+    return ((m * k + k * n) * in_size + m * n * (out_size or in_size)) * batch
+
+
+def _operand(rows: int, cols: int, batch: int, transposed: bool, gen: "torch.Generator") -> "torch.Tensor":
+    """A [batch,] rows x cols operand, stored transposed (a strided view) when asked."""
+    import torch
+
+    shape = (batch, cols, rows) if transposed else (batch, rows, cols)
+    t = torch.randn(shape, generator=gen)
+    return t.transpose(-1, -2) if transposed else t
+
+
+def low_precision_reason(p: GemmParams, device: "torch.device") -> str | None:
+    """Shape limits of torch's int8/fp8 GEMM paths."""
+    if p.precision not in ("int8", "fp8"):
+        return None
+    if p.batch > 1:
+        return f"batched {p.precision} GEMM has no documented PyTorch path (torch._int_mm/_scaled_mm are 2-D)"
+    if p.precision == "fp8" and any(d % 16 for d in (p.m, p.n, p.k)):
+        return "fp8 GEMM (torch._scaled_mm) needs M, N and K to be multiples of 16"
+    if p.precision == "int8" and device.type == "cuda" and (p.m <= 16 or p.k % 8 or p.n % 8):
+        return "int8 GEMM (torch._int_mm) on CUDA needs M > 16 and K, N multiples of 8"
+    return None
+
+
+def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
+    import torch
+
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    dtype = torch_dtype(p.precision)
+    a32 = _operand(p.m, p.k, p.batch, p.a_t, gen)
+    b32 = _operand(p.k, p.n, p.batch, p.b_t, gen)
+    if p.precision == "int8":
+        a32, b32 = (t.mul(30).round().clamp(-127, 127) for t in (a32, b32))
+    a = a32.to(device=device, dtype=dtype)
+    b = b32.to(device=device, dtype=dtype)
+    out_size = a.element_size()
+    if p.precision == "int8":
+        a, b = a[0], b[0]
+
+        def fn() -> object:
+            return torch._int_mm(a, b)
+
+        out_size = 4
+    elif p.precision == "fp8":
+        a, b = a[0], b[0].t().contiguous().t()  # _scaled_mm wants B column-major
+        one = torch.ones((), device=device)
+
+        def fn() -> object:
+            return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+        out_size = 2
+    else:
+        c = torch.empty((p.batch, p.m, p.n), device=device, dtype=dtype)
+        if p.batch == 1:
+            a, b, c2 = a[0], b[0], c[0]
+
+            def fn() -> object:
+                return torch.mm(a, b, out=c2)
+        else:
+
+            def fn() -> object:
+                return torch.bmm(a, b, out=c)
+
+    def error() -> float:
+        out = fn()
+        return relative_error(out, torch.matmul(a.double(), b.double()))  # type: ignore[arg-type]
+
+    return KernelCase(
+        fn=fn,
+        precision=p.precision,
+        flops=gemm_flops(p.m, p.n, p.k, p.batch),
+        bytes_moved=gemm_bytes(p.m, p.n, p.k, p.batch, a.element_size(), out_size),
+        error=error,
+        details={"device_name": device_label(device), "dtype": str(dtype).replace("torch.", "")},
+    )
 
 
 def run(params: GemmParams, ctx: RunContext) -> Iterator[Result]:
-    import torch
-
     device, threads = prepare(params)
     record = params.to_dict() | {"device": str(device), "threads": threads}
-    reason = unsupported_reason(device, params.precision)
+    reason = unsupported_reason(device, params.precision) or low_precision_reason(params, device)
     if reason:
         yield skipped(NAME, record, reason)
         return
-    dtype = torch_dtype(params.precision)
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    shape_a = (params.batch, params.m, params.k)
-    shape_b = (params.batch, params.k, params.n)
-    a = torch.randn(shape_a, generator=gen).to(device=device, dtype=dtype)
-    b = torch.randn(shape_b, generator=gen).to(device=device, dtype=dtype)
-    c = torch.empty((params.batch, params.m, params.n), device=device, dtype=dtype)
-    if params.batch == 1:
-        a, b, c = a[0], b[0], c[0]
-
-        def fn() -> object:
-            return torch.mm(a, b, out=c)
-    else:
-
-        def fn() -> object:
-            return torch.bmm(a, b, out=c)
-
-    details = {"device_name": device_label(device), "dtype": str(dtype).replace("torch.", "")}
     with matmul_mode(device, params.precision):
-        if params.check:
-            ctx.progress("checking against the fp64 reference")
-            fn()
-            ref = torch.matmul(a.double(), b.double())
-            err = relative_error(c, ref)
-            del ref
-            details["relative_error"] = err
-            if err > TOLERANCE[params.precision]:
-                yield wrong_result(NAME, record, err, TOLERANCE[params.precision])
-                return
-        ctx.progress("timing")
-        measurement, conditions = time_kernel(fn, device, threads, params)
-    yield kernel_result(
-        NAME,
-        record,
-        measurement,
-        conditions,
-        device=device,
-        flops=gemm_flops(params.m, params.n, params.k, params.batch),
-        bytes_moved=gemm_bytes(params.m, params.n, params.k, params.batch, a.element_size()),
-        precision=params.precision,
-        threads=threads,
-        details=details,
-    )
+        case = build_case(params, device)
+        yield measure_case(NAME, params, record, case, device, threads, ctx)

@@ -65,10 +65,23 @@ def physical_cores() -> int:
     return psutil.cpu_count(logical=False) or psutil.cpu_count() or 1
 
 
-def flops_per_cycle(precision: str, flags: list[str]) -> tuple[int, str]:
-    """FLOPs per cycle per core, and the unit assumed (two FMA pipes where a core may have one)."""
+def flops_per_cycle(precision: str, flags: list[str]) -> tuple[int, str] | None:
+    """FLOPs (int8: ops) per cycle per core and the unit assumed, or None when no unit is known.
+
+    Two FMA pipes are assumed where a core may have one: the estimate is an upper bound.
+    """
     f = set(flags)
     fp32_avx512 = "avx512f" in f
+    if precision == "fp8":
+        return None  # no CPU has fp8 arithmetic units; torch emulates it
+    if precision == "int8":
+        if "amx_int8" in f:
+            return 2048, "AMX-INT8 tile unit"
+        if "avx512_vnni" in f:
+            return 256, "avx512_vnni, 2 units"
+        if "avx_vnni" in f:
+            return 128, "avx_vnni, 2 units"
+        return None
     if precision in ("bf16", "fp16"):
         if f"amx_{precision}" in f:
             return 1024, f"AMX-{precision.upper()} tile unit"
@@ -97,6 +110,9 @@ def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | Non
     ghz = cpu_clock_ghz()
     if not ghz:
         return None
-    per_cycle, unit = flops_per_cycle(precision, cpu_flags())
+    found = flops_per_cycle(precision, cpu_flags())
+    if found is None:
+        return None
+    per_cycle, unit = found
     tflops = cores * ghz * 1e9 * per_cycle / 1e12
     return tflops, f"estimate: {cores} cores x {ghz:.2f} GHz x {per_cycle} FLOP/cycle ({unit})"

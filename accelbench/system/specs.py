@@ -100,3 +100,15 @@ def peak_for(device: "torch.device", precision: str, threads: int | None = None)
             return None
         return Peak(est[0], est[1], True)
     return None
+
+
+def bandwidth_peak_for(device: "torch.device") -> tuple[float, str] | None:
+    """(peak memory bandwidth in GB/s, source) from the spec table; CPUs have no trustworthy figure."""
+    if device.type != "cuda":
+        return None
+    import torch
+
+    spec = find_spec(torch.cuda.get_device_name(device))
+    if spec is None or spec.mem_bw_gbs is None:
+        return None
+    return spec.mem_bw_gbs, f"{spec.name}: {spec.source}"

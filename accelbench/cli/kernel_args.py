@@ -1,0 +1,136 @@
+"""Command-line flags built from a kernel's parameter dataclass, and the entries they describe.
+
+Each kernel declares its knobs once (:func:`accelbench.params.opt`); this module
+turns them into flags with the same words for every kernel, and turns parsed
+flags, ``--set``/``--limit`` and ``--sweep`` into suite entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import typing
+from dataclasses import MISSING, fields
+from typing import Any
+
+from accelbench.cli import args as a
+from accelbench.errors import UsageError
+from accelbench.params import KernelParams
+from accelbench.suite.suites import Entry, expand, make_entry
+
+#: Fields every kernel has; their flags come from the shared option groups.
+BASE_FIELDS = {f.name for f in fields(KernelParams)}
+
+
+def _flag(f: Any) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def _element_parser(f: Any, hint: Any) -> Any:
+    choices = f.metadata.get("choices")
+    if choices:
+
+        def choice(text: str) -> str:
+            if text not in choices:
+                raise argparse.ArgumentTypeError(f"unknown value {text!r}: choose from {', '.join(choices)}")
+            return text
+
+        choice.__name__ = "choice"
+        return choice
+    inner = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
+    base = inner[0]
+    if base is int:
+        return _int
+    if base is float:
+        return _float
+    return str
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def add_param_flags(parser: argparse.ArgumentParser, params_cls: type, title: str) -> None:
+    """One flag per field of ``params_cls`` that is not a shared option."""
+    hints = typing.get_type_hints(params_cls)
+    group = parser.add_argument_group(title)
+    for f in fields(params_cls):
+        if f.name in BASE_FIELDS:
+            continue
+        meta = f.metadata
+        default = f.default if f.default is not MISSING else None
+        help_text = f"{meta.get('help', '')} (default {default})".replace("%", "%%")
+        if hints[f.name] is bool:
+            group.add_argument(_flag(f), dest=f.name, action="store_const", const=[True], default=None, help=help_text)
+            continue
+        parse = _element_parser(f, hints[f.name])
+        choices = meta.get("choices")
+        metavar = meta.get("metavar") or ("|".join(choices) if choices else f.name.upper())
+        if meta.get("sweep", True):
+            group.add_argument(
+                _flag(f),
+                dest=f.name,
+                type=a.list_of(parse),
+                default=None,
+                metavar=metavar,
+                help=help_text + "; a list sweeps",
+            )
+        else:
+            group.add_argument(
+                _flag(f), dest=f.name, type=lambda t, p=parse: [p(t)], default=None, metavar=metavar, help=help_text
+            )
+
+
+def add_set_flags(parser: argparse.ArgumentParser, kernel: str) -> None:
+    from accelbench.kernels.sets import sets_for
+
+    names = [s.name for s in sets_for(kernel)]
+    g = parser.add_argument_group("shape sets")
+    if names:
+        g.add_argument("--set", metavar="NAME", help=f"run a named shape set: {', '.join(names)}")
+        g.add_argument("--limit", type=a.positive_int, metavar="N", help="with --set: only the first N shapes")
+    g.add_argument(
+        "--sweep",
+        action="store_true",
+        help="lists of the same length vary together (one point per position) instead of forming every combination",
+    )
+
+
+def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type) -> list[Entry]:
+    """Every (shape, option) combination the flags ask for, validated."""
+    given = {f.name: getattr(ns, f.name) for f in fields(params_cls) if f.name not in BASE_FIELDS}
+    given = {k: v for k, v in given.items() if v is not None}
+    shared = {k: getattr(ns, k) for k in ("min_time", "max_time", "min_reps", "warmup", "cache")}
+    shared |= {"check": ns.check, "graph": ns.graph}
+    rows: list[dict[str, Any]] = [{}]
+    set_name = getattr(ns, "set", None)
+    if set_name:
+        from accelbench.kernels.sets import load_set
+
+        shape_set = load_set(benchmark, set_name)
+        clash = sorted(set(given) & set(shape_set.columns))
+        if clash:
+            raise UsageError(f"--set {set_name} gives the shapes; drop --{clash[0].replace('_', '-')}")
+        rows = shape_set.rows[: ns.limit] if ns.limit else shape_set.rows
+    elif getattr(ns, "limit", None):
+        raise UsageError("--limit only applies with --set NAME")
+    combos = _zip(given) if ns.sweep else expand(given)
+    return [make_entry(benchmark, {**row, **combo, **shared}) for row in rows for combo in combos]
+
+
+def _zip(given: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """--sweep: lists advance together; a single value is used at every point."""
+    lengths = {len(v) for v in given.values() if len(v) > 1}
+    if len(lengths) > 1:
+        raise UsageError("--sweep needs every list to have the same length (or a single value)")
+    n = lengths.pop() if lengths else 1
+    return [{k: (v[i] if len(v) > 1 else v[0]) for k, v in given.items()} for i in range(n)]

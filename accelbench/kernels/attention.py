@@ -1,0 +1,113 @@
+"""Scaled dot-product attention, the core of every transformer, through F.scaled_dot_product_attention.
+
+FLOPs of the forward pass: 4 * batch * heads * seq_len^2 * head_dim, two matrix
+products (Q @ K^T and P @ V) of 2 * S * S * D each; a causal mask skips half of
+the score matrix, so it counts half. The backward pass counts 2.5x the forward
+(five S x S x D products: recomputing the scores, and the gradients of Q, K, V
+and P), so ``fwd_bwd`` is 3.5x forward: the convention of FlashAttention's
+published benchmarks, which makes figures comparable with theirs.
+PyTorch picks the kernel (FlashAttention, memory-efficient, or math); the one it
+could use is recorded with the result.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from accelbench.devices import device_label
+from accelbench.devices.precision import matmul_mode, torch_dtype, unsupported_reason
+from accelbench.kernels.common import KernelCase, measure_case, prepare, relative_error, skipped
+from accelbench.kernels.specs import AttentionParams
+from accelbench.registry import RunContext
+from accelbench.results.record import Result
+
+if TYPE_CHECKING:
+    import torch
+
+NAME = "kernels/attention"
+
+
+def attention_flops(p: AttentionParams) -> float:
+    forward = 4 * p.batch * p.heads * p.seq_len * p.seq_len * p.dim
+    if p.causal:
+        forward /= 2
+    return forward * (3.5 if p.phase == "fwd_bwd" else 1.0)
+
+
+def attention_bytes(p: AttentionParams, element_size: int) -> int:
+    """Read Q, K, V and write O once (a fused kernel never stores the S x S scores)."""
+    one = p.batch * p.heads * p.seq_len * p.dim
+    forward = 4 * one * element_size
+    return forward * (3 if p.phase == "fwd_bwd" else 1)
+
+
+def _backend(q: "torch.Tensor", causal: bool) -> str:
+    """The fused kernel PyTorch can use for these inputs (CUDA only), or 'math'."""
+
+    if q.device.type != "cuda":
+        return "cpu (flash-attention CPU kernel or math)"
+    from torch.backends.cuda import (
+        SDPAParams,
+        can_use_efficient_attention,
+        can_use_flash_attention,
+    )
+
+    try:
+        params = SDPAParams(q, q, q, None, 0.0, causal, False)
+        if can_use_flash_attention(params):
+            return "flash"
+        if can_use_efficient_attention(params):
+            return "memory-efficient"
+    except (TypeError, RuntimeError):  # the SDPAParams signature differs across versions
+        return "unknown"
+    return "math"
+
+
+def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    dtype = torch_dtype(p.precision)
+    train = p.phase == "fwd_bwd"
+    shape = (p.batch, p.heads, p.seq_len, p.dim)
+    q, k, v = (torch.randn(shape, generator=gen).to(device=device, dtype=dtype).requires_grad_(train) for _ in range(3))
+    grad = torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
+
+    def step(qq: "torch.Tensor", kk: "torch.Tensor", vv: "torch.Tensor", g: "torch.Tensor") -> tuple[object, ...]:
+        if not train:
+            with torch.inference_mode():
+                return (F.scaled_dot_product_attention(qq, kk, vv, is_causal=p.causal),)
+        for t in (qq, kk, vv):
+            t.grad = None
+        out = F.scaled_dot_product_attention(qq, kk, vv, is_causal=p.causal)
+        out.backward(g)
+        return out.detach(), qq.grad, kk.grad, vv.grad
+
+    def fn() -> object:
+        return step(q, k, v, grad)
+
+    def error() -> float:
+        outs = fn()
+        refs = step(*(t.detach().double().requires_grad_(train) for t in (q, k, v)), grad.double())
+        return max(relative_error(o, r) for o, r in zip(outs, refs, strict=True))  # type: ignore[arg-type]
+
+    return KernelCase(
+        fn=fn,
+        precision=p.precision,
+        flops=attention_flops(p),
+        bytes_moved=attention_bytes(p, q.element_size()),
+        error=error,
+        details={"device_name": device_label(device), "head_dim": p.dim, "sdpa_backend": _backend(q, p.causal)},
+    )
+
+
+def run(params: AttentionParams, ctx: RunContext) -> Iterator[Result]:
+    device, threads = prepare(params)
+    record = params.to_dict() | {"device": str(device), "threads": threads, "head_dim": params.dim}
+    reason = unsupported_reason(device, params.precision)
+    if reason:
+        yield skipped(NAME, record, reason)
+        return
+    with matmul_mode(device, params.precision):
+        yield measure_case(NAME, params, record, build_case(params, device), device, threads, ctx)

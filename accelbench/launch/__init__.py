@@ -1,0 +1,1 @@
+"""How a benchmark is launched: in one process, or over several with torchrun."""

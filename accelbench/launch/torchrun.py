@@ -1,0 +1,55 @@
+"""Launch a module over N local processes with torchrun (``torch.distributed.run``).
+
+torchrun sets RANK, WORLD_SIZE, LOCAL_RANK and the rendezvous for every process;
+``--standalone`` runs the rendezvous on this host, on a free loopback port. A rank
+that dies makes torchrun stop the others and exit non-zero; a rank that hangs is
+ended by the collective's own timeout and, past that, by the caller's timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from accelbench.errors import UsageError
+
+
+def check_nproc(nproc: int, device_type: str) -> None:
+    """Bad input, before anything is launched: more processes than devices."""
+    if device_type == "cuda":
+        import torch
+
+        have = torch.cuda.device_count()
+        if nproc > have:
+            raise UsageError(f"--nproc {nproc} needs {nproc} GPUs; this machine has {have}")
+    else:
+        have = os.cpu_count() or 1
+        if nproc > have:
+            raise UsageError(f"--nproc {nproc} exceeds the {have} CPU cores here; use --nproc {have} or fewer")
+
+
+def run_torchrun(module: str, args: list[str], nproc: int, log: Path, timeout: float) -> None:
+    """Run ``python -m module args`` on ``nproc`` local ranks; raise RuntimeError with the cause on failure."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes=1",
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=0",
+        "-m",
+        module,
+        *args,
+    ]
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    with log.open("ab") as out:
+        try:
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"torchrun did not finish within {timeout:g} s (see {log})") from None
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        raise RuntimeError(f"torchrun exited with status {proc.returncode}: {tail[0][:300]} (see {log})")
