@@ -165,6 +165,6 @@ def describe_params(benchmark: str, params: dict[str, Any]) -> str:
     """A short human description of a workload: the benchmark's own ``describe``, or ``k=v`` words."""
     info = BENCHMARKS.get(benchmark)
     if info is not None:
-        return info.params.describe(params)
+        return info.params.describe(info.params().to_dict() | params)
     words = [f"{k}={v}" for k, v in params.items() if k not in CONTEXT_PARAMS]
     return " ".join(words)

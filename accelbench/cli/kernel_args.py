@@ -31,7 +31,7 @@ def _element_parser(f: Any, hint: Any) -> Any:
 
         def choice(text: str) -> str:
             if text not in choices:
-                raise argparse.ArgumentTypeError(f"unknown value {text!r}: choose from {', '.join(choices)}")
+                raise argparse.ArgumentTypeError(f"unknown {f.name} {text!r}: choose from {', '.join(choices)}")
             return text
 
         choice.__name__ = "choice"
