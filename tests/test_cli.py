@@ -11,6 +11,12 @@ SUBCOMMANDS = [
     ["run"],
     ["kernels"],
     ["kernels", "gemm"],
+    ["kernels", "conv"],
+    ["kernels", "rnn"],
+    ["kernels", "attention"],
+    ["kernels", "sparse"],
+    ["kernels", "membw"],
+    ["kernels", "allreduce"],
     ["results"],
     ["results", "list"],
     ["results", "show"],
@@ -56,6 +62,16 @@ BAD = [
     (["kernels", "gemm", "--min-time", "5", "--max-time", "1"], "--min-time"),
     (["run", "--retry-failed"], "only applies with --resume"),
     (["results", "export", "--format", "xml"], "invalid choice"),
+    (["kernels", "gemm", "--set", "deepbench-all"], "unknown shape set"),
+    (["kernels", "gemm", "--set", "deepbench-train", "--m", "5"], "gives the shapes"),
+    (["kernels", "gemm", "--limit", "3"], "only applies with --set"),
+    (["kernels", "gemm", "--m", "1,2", "--n", "1,2,3", "--sweep"], "same length"),
+    (["kernels", "gemm", "--m", "9:1:x2"], "bad range"),
+    (["kernels", "conv", "--w", "4", "--filter-w", "9"], "larger than the padded input"),
+    (["kernels", "attention", "--heads", "5", "--width", "512"], "must divide"),
+    (["kernels", "sparse", "--density", "0"], "(0, 1]"),
+    (["kernels", "allreduce", "--nproc", "4096"], "--nproc 4096"),
+    (["kernels", "gemm", "--graph", "--device", "cpu"], "needs a CUDA device"),
 ]
 
 
@@ -165,3 +181,20 @@ def test_a_device_this_machine_lacks_is_bad_input(cli_env, tmp_path):
     p = run_cli(["kernels", "gemm", "--device", "cuda", "--db", str(tmp_path / "d.db")], cli_env, tmp_path)
     assert p.returncode == 2 and "CUDA is not available" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_kernel_sets_sweep_and_limit(cli_env, tmp_path):
+    listing = run_cli(["kernels", "--sets"], cli_env, tmp_path)
+    assert listing.returncode == 0
+    assert "deepbench-inference-server" in listing.stdout and "transformer" in listing.stdout
+    db = str(tmp_path / "k.db")
+    fast = ["--min-time", "0.02", "--min-reps", "3", "--threads", "2", "--db", db]
+    p = run_cli(["kernels", "gemm", "--set", "deepbench-inference-device", "--limit", "2", *fast], cli_env, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "2 ok" in p.stdout
+    p = run_cli(
+        ["kernels", "gemm", "--m", "16:64:x2", "--n", "16:64:x2", "--k", "16", "--sweep", *fast], cli_env, tmp_path
+    )
+    assert p.returncode == 0 and "3 ok" in p.stdout
+    for shape in ("16x16x16", "32x32x16", "64x64x16"):
+        assert shape in p.stdout

@@ -109,8 +109,6 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
         from accelbench.devices import resolve_device
 
         resolve_device(ns.device)  # a device this machine lacks is bad input, not a failed benchmark
-    if suite is not None:
-        _check_environment(suite, ns.device)
     if suite is None and resume is None:
         from accelbench.suite.suites import builtin_suite
 
@@ -161,7 +159,9 @@ def cmd_kernel(ns: argparse.Namespace) -> int:
     from accelbench.registry import get
 
     entries = entries_from_args(ns, ns.benchmark, get(ns.benchmark).params)
-    return _execute(ns, Suite(ns.benchmark, entries, source="command line"))
+    suite = Suite(ns.benchmark, entries, source="command line")
+    _check_environment(suite, ns.device)
+    return _execute(ns, suite)
 
 
 def cmd_kernel_sets(ns: argparse.Namespace) -> int:

@@ -121,7 +121,8 @@ def compare(
         if name is None or name not in b.metrics or name not in c.metrics:
             continue
         bm, cm = b.metrics[name], c.metrics[name]
-        workload = describe_params(b.benchmark, {k: v for k, v in b.params.items() if k not in ignore})
+        wb, wc = describe_params(b.benchmark, b.params), describe_params(c.benchmark, c.params)
+        workload = wb if wb == wc else f"{wb} vs {wc}"
         rows.append(Row(b.benchmark, workload, name, bm.unit, bm.higher_is_better, bm, cm))
     return rows
 

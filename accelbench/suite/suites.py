@@ -14,6 +14,12 @@ A suite file is a plain TOML document, the same format as the built-in suites
     timeout = 300         # optional, seconds
     params = { m = 4096, n = 4096, k = 4096, precision = ["fp32", "bf16"] }
 
+    [[benchmark]]
+    name = "kernels/conv"
+    set = "deepbench-inference-server"   # a named shape set (accelbench kernels --sets)
+    limit = 20                           # optional: its first 20 shapes
+    params = { precision = "fp16" }
+
 A list value expands into one entry per element (several lists: their product),
 which is how a file describes a sweep.
 """
@@ -135,27 +141,45 @@ def parse_suite(doc: dict[str, Any], source: str) -> Suite:
     for i, b in enumerate(benches, 1):
         if not isinstance(b, dict) or not isinstance(b.get("name"), str):
             raise UsageError(f'{where}: benchmark #{i} needs a name, e.g. name = "kernels/gemm"')
-        unknown = sorted(set(b) - {"name", "params", "timeout"})
+        unknown = sorted(set(b) - {"name", "params", "timeout", "set", "limit"})
         if unknown:
             raise UsageError(
-                f"{where}: benchmark #{i} ({b['name']}) has unknown key {unknown[0]!r}; use name, params, timeout"
+                f"{where}: benchmark #{i} ({b['name']}) has unknown key {unknown[0]!r}; "
+                "use name, params, set, limit, timeout"
             )
         params = b.get("params", {})
         if not isinstance(params, dict):
             raise UsageError(f"{where}: params of benchmark #{i} must be a table")
         info = registry.get(b["name"])
         applicable = {k: v for k, v in defaults.items() if k in info.params.__dataclass_fields__}
-        for combo in expand({**applicable, **params}):
-            try:
-                entries.append(make_entry(b["name"], combo, b.get("timeout")))
-            except UsageError as exc:
-                raise UsageError(f"{where}, benchmark #{i}: {exc}") from None
+        try:
+            rows = _set_rows(b)
+            for row in rows:
+                for combo in expand({**applicable, **params}):
+                    entries.append(make_entry(b["name"], {**row, **combo}, b.get("timeout")))
+        except UsageError as exc:
+            raise UsageError(f"{where}, benchmark #{i}: {exc}") from None
     return Suite(
         name=str(doc.get("name") or Path(source).stem),
         description=str(doc.get("description", "")),
         entries=entries,
         source=source,
     )
+
+
+def _set_rows(b: dict[str, Any]) -> list[dict[str, Any]]:
+    """The shapes of ``set = "NAME"`` (first ``limit`` of them), or one empty row."""
+    if "set" not in b:
+        if "limit" in b:
+            raise UsageError("'limit' only applies with 'set'")
+        return [{}]
+    from accelbench.kernels.sets import load_set
+
+    limit = b.get("limit")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise UsageError(f"limit must be a positive integer, got {limit!r}")
+    names = b["set"] if isinstance(b["set"], list) else [b["set"]]
+    return [row for name in names for row in load_set(b["name"], str(name)).rows[:limit]]
 
 
 def load_suite_file(path: str | Path) -> Suite:
