@@ -154,9 +154,9 @@ def test_shape_sets_load_with_the_published_counts():
 
 
 TIMED = [
-    ("kernels/conv", {"w": 28, "h": 28, "c": 32, "n": 4, "k": 32}),
-    ("kernels/attention", {"batch": 2, "heads": 4, "seq_len": 256, "head_dim": 64, "precision": "fp32"}),
-    ("kernels/rnn", {"hidden": 256, "batch": 16, "timesteps": 10}),
+    ("kernels/conv", {"w": 56, "h": 56, "c": 64, "n": 4, "k": 64}),
+    ("kernels/attention", {"batch": 2, "heads": 8, "seq_len": 512, "head_dim": 64, "precision": "fp32"}),
+    ("kernels/rnn", {"hidden": 512, "batch": 16, "timesteps": 10}),
     ("kernels/membw", {"op": "triad", "size": "16M"}),
 ]
 
