@@ -83,6 +83,52 @@ def run_inline(
     return results
 
 
+def child_main(entry: dict[str, Any], out: str, log_dir: str, log_path: str, runner_pid: int) -> None:
+    """Entry point of an isolated worker process (forked by the runner's forkserver).
+
+    It leads a session of its own, so that the runner can kill it with everything it
+    started (torchrun ranks) and a Ctrl-C in the terminal reaches only the runner;
+    it dies with the runner; and its output goes to the entry's log file.
+    """
+    import faulthandler
+    import os
+
+    if hasattr(os, "setsid"):
+        os.setsid()
+    _watch_runner(runner_pid)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    faulthandler.enable(file=sys.stderr)
+    main([json.dumps(entry), out, log_dir])
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def _watch_runner(runner_pid: int, interval: float = 0.5) -> None:
+    """Kill this worker's session when the runner is gone, so no benchmark outlives a killed runner.
+
+    (The worker's parent is the forkserver, not the runner, so the kernel's
+    parent-death signal cannot be used.)
+    """
+    import os
+    import signal
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                os.kill(runner_pid, 0)
+            except ProcessLookupError:
+                os.killpg(os.getpgid(0), signal.SIGKILL)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, name="accelbench-runner-watch", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
     entry = Entry(**json.loads(argv[0]))
     out = Path(argv[1])
