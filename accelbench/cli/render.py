@@ -57,10 +57,11 @@ class ProgressObserver:
     def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None:
         for r in results:
             style = STATUS_STYLE[r.status]
-            line = f"[{style}]{r.status:>7}[/] {entry.label}  {fmt.outcome(r)}  [dim]({seconds:.1f} s)[/]"
+            flags = sorted({w.split(":", 1)[0] for w in r.warnings})
+            flag = f" [yellow]{', '.join(flags)}[/]" if flags else ""
+            label = f"{r.benchmark} {describe_params(r.benchmark, r.params)}"
+            line = f"[{style}]{r.status:>7}[/] {label}  {fmt.outcome(r)}{flag}  [dim]({seconds:.1f} s)[/]"
             self.progress.console.print(line)
-            for w in r.warnings:
-                self.progress.console.print(f"        [yellow]warning:[/] {w}")
         self.progress.advance(self.task)
 
 
@@ -119,7 +120,12 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
             row.insert(0, r.id[:8])
         table.add_row(*row)
     if notes:
-        table.caption = "\n".join(f"[yellow]{i}[/] {w}" for i, w in enumerate(notes, 1))
+        lines = [f"[yellow]{i}[/] {w}" for i, w in enumerate(notes, 1)]
+        if any(w.startswith("noisy") for w in notes):
+            lines.append("noisy results: re-run on a quieter machine, or with a longer --min-time")
+        if any(w.startswith("contended") for w in notes):
+            lines.append("contended results: other load shared this machine; compare only figures measured together")
+        table.caption = "\n".join(lines)
     return table
 
 

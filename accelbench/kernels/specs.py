@@ -78,11 +78,11 @@ class ConvParams(KernelParams):
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
-        words = [
-            f"{p['w']}x{p['h']}x{p['c']} n={p['n']} k={p['k']}",
-            f"{p['filter_w']}x{p['filter_h']}",
-            f"pad {p['pad_w']},{p['pad_h']} stride {p['stride_w']},{p['stride_h']}",
-        ]
+        pad = p["pad_w"] if p["pad_w"] == p["pad_h"] else f"{p['pad_w']},{p['pad_h']}"
+        stride = p["stride_w"] if p["stride_w"] == p["stride_h"] else f"{p['stride_w']},{p['stride_h']}"
+        words = [f"{p['w']}x{p['h']}x{p['c']} n={p['n']} k={p['k']} {p['filter_w']}x{p['filter_h']}"]
+        words += [f"pad {pad}"] if pad else []
+        words += [f"stride {stride}"] if stride != 1 else []
         if p.get("groups", 1) > 1:
             words.append(f"groups={p['groups']}")
         return " ".join([*words, p["phase"], p["layout"], p["precision"]])

@@ -148,8 +148,7 @@ class Measurement:
         if not self.noisy:
             return None
         return (
-            f"noisy: CV {self.cv:.0%} > {NOISE_CV_THRESHOLD:.0%} over {self.n} samples; "
-            "re-run on a quieter machine or with a longer --min-time"
+            f"noisy: CV {self.cv:.0%} > {NOISE_CV_THRESHOLD:.0%} over {self.n} samples"
         )
 
     def summary(self) -> dict[str, float]:
