@@ -92,6 +92,9 @@ def test_sparse_reports_useful_and_dense_equivalent_rates():
         ("kernels/sparse", {"m": 64, "n": 8, "k": 64, "precision": "int8"}, "int8"),
         ("kernels/gemm", {"m": 32, "n": 32, "k": 32, "batch": 2, "precision": "int8"}, "batched int8"),
         ("kernels/gemm", {"m": 24, "n": 32, "k": 32, "precision": "fp8"}, "multiples of 16"),
+        ("kernels/conv", {"w": 8, "h": 8, "c": 4, "n": 1, "k": 4, "precision": "int8"}, "no documented PyTorch int8"),
+        ("kernels/attention", {"batch": 1, "heads": 1, "seq_len": 8, "precision": "fp8"}, "no documented PyTorch fp8"),
+        ("kernels/rnn", {"hidden": 8, "batch": 1, "timesteps": 2, "precision": "int8"}, "no documented PyTorch int8"),
     ],
 )
 def test_what_the_device_cannot_run_is_skipped_with_a_reason(name, params, why):

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
-from accelbench.devices.precision import matmul_mode, torch_dtype, unsupported_reason
-from accelbench.kernels.common import KernelCase, measure_case, prepare, relative_error, skipped
+from accelbench.devices.precision import FLOAT_PRECISIONS, matmul_mode, torch_dtype, unsupported_reason
+from accelbench.kernels.common import KernelCase, measure_case, no_path_reason, prepare, relative_error, skipped
 from accelbench.kernels.specs import AttentionParams
 from accelbench.registry import RunContext
 from accelbench.results.record import Result
@@ -24,6 +24,7 @@ from accelbench.results.record import Result
 if TYPE_CHECKING:
     import torch
 
+SUPPORTED = FLOAT_PRECISIONS
 NAME = "kernels/attention"
 
 
@@ -105,7 +106,7 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
 def run(params: AttentionParams, ctx: RunContext) -> Iterator[Result]:
     device, threads = prepare(params)
     record = params.to_dict() | {"device": str(device), "threads": threads, "head_dim": params.dim}
-    reason = unsupported_reason(device, params.precision)
+    reason = no_path_reason(NAME, params.precision, SUPPORTED) or unsupported_reason(device, params.precision)
     if reason:
         yield skipped(NAME, record, reason)
         return

@@ -64,6 +64,13 @@ def relative_error(out: "torch.Tensor", ref: "torch.Tensor") -> float:
     return diff / scale if scale > 0 else diff
 
 
+def no_path_reason(benchmark: str, precision: str, supported: tuple[str, ...]) -> str | None:
+    """A precision this kernel has no documented PyTorch path for, on any device."""
+    if precision in supported:
+        return None
+    return f"{benchmark} has no documented PyTorch {precision} kernel; it runs in {', '.join(supported)}"
+
+
 def skipped(benchmark: str, params: dict[str, Any], reason: str) -> Result:
     return Result(benchmark=benchmark, params=params, status="skipped", reason=reason)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from accelbench.devices import device_label
-from accelbench.devices.precision import matmul_mode, torch_dtype, unsupported_reason
-from accelbench.kernels.common import KernelCase, measure_case, prepare, relative_error, skipped
+from accelbench.devices.precision import FLOAT_PRECISIONS, matmul_mode, torch_dtype, unsupported_reason
+from accelbench.kernels.common import KernelCase, measure_case, no_path_reason, prepare, relative_error, skipped
 from accelbench.kernels.specs import ConvParams
 from accelbench.registry import RunContext
 from accelbench.results.record import Result
@@ -22,6 +22,7 @@ from accelbench.results.record import Result
 if TYPE_CHECKING:
     import torch
 
+SUPPORTED = FLOAT_PRECISIONS
 NAME = "kernels/conv"
 
 
@@ -101,7 +102,7 @@ def build_case(p: ConvParams, device: "torch.device") -> KernelCase:
 def run(params: ConvParams, ctx: RunContext) -> Iterator[Result]:
     device, threads = prepare(params)
     record = params.to_dict() | {"device": str(device), "threads": threads}
-    reason = unsupported_reason(device, params.precision)
+    reason = no_path_reason(NAME, params.precision, SUPPORTED) or unsupported_reason(device, params.precision)
     if reason:
         yield skipped(NAME, record, reason)
         return

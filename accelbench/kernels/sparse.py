@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterator
 from accelbench.devices import device_label
 from accelbench.devices.precision import torch_dtype, unsupported_reason
 from accelbench.errors import BenchmarkSkipped
-from accelbench.kernels.common import KernelCase, measure_case, prepare, relative_error, skipped
+from accelbench.kernels.common import KernelCase, measure_case, no_path_reason, prepare, relative_error, skipped
 from accelbench.kernels.specs import SparseParams
 from accelbench.registry import RunContext
 from accelbench.results.record import Result
@@ -24,6 +24,7 @@ from accelbench.results.record import Result
 if TYPE_CHECKING:
     import torch
 
+SUPPORTED = ("fp32", "fp16", "bf16", "int8")
 NAME = "kernels/sparse"
 
 
@@ -111,7 +112,11 @@ def build_case(p: SparseParams, device: "torch.device") -> KernelCase:
 def run(params: SparseParams, ctx: RunContext) -> Iterator[Result]:
     device, threads = prepare(params)
     record = params.to_dict() | {"device": str(device), "threads": threads}
-    reason = unsupported_reason(device, params.precision) or setup_reason(params, device)
+    reason = (
+        no_path_reason(NAME, params.precision, SUPPORTED)
+        or unsupported_reason(device, params.precision)
+        or setup_reason(params, device)
+    )
     if reason:
         yield skipped(NAME, record, reason)
         return

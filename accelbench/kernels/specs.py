@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.devices.precision import FLOAT_PRECISIONS, MATMUL_PRECISIONS, check_precision
+from accelbench.devices.precision import ALL_PRECISIONS, MATMUL_PRECISIONS, check_precision
 from accelbench.errors import UsageError
 from accelbench.params import KernelParams, opt, positive
 
@@ -74,7 +74,7 @@ class ConvParams(KernelParams):
     groups: int = opt(1, "groups (c and k must be multiples; c = groups is depthwise)")
     phase: str = opt("fwd", "which pass: forward, backward-data, backward-filter, or all three", choices=CONV_PHASES)
     layout: str = opt("nchw", "memory layout: nchw, or nhwc (channels_last)", choices=("nchw", "nhwc"))
-    precision: str = opt("fp32", "operand precision", choices=FLOAT_PRECISIONS)
+    precision: str = opt("fp32", "operand precision", choices=ALL_PRECISIONS)
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
@@ -102,7 +102,7 @@ class ConvParams(KernelParams):
             raise UsageError(f"--c ({self.c}) and --k ({self.k}) must be multiples of --groups ({self.groups})")
         _choice("phase", self.phase, CONV_PHASES)
         _choice("layout", self.layout, ("nchw", "nhwc"))
-        check_precision(self.precision, FLOAT_PRECISIONS)
+        check_precision(self.precision, ALL_PRECISIONS)
 
     def output_hw(self) -> tuple[int, int]:
         out_h = (self.h + 2 * self.pad_h - self.filter_h) // self.stride_h + 1
@@ -123,7 +123,7 @@ class RnnParams(KernelParams):
     timesteps: int = opt(50, "sequence length")
     cell: str = opt("lstm", "cell type: vanilla (tanh), lstm or gru", choices=RNN_CELLS)
     phase: str = opt("fwd", "fwd (inference) or fwd_bwd (training)", choices=PHASES)
-    precision: str = opt("fp32", "operand precision", choices=FLOAT_PRECISIONS)
+    precision: str = opt("fp32", "operand precision", choices=ALL_PRECISIONS)
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
@@ -135,7 +135,7 @@ class RnnParams(KernelParams):
             positive(f"--{name}", getattr(self, name))
         _choice("cell", self.cell, RNN_CELLS)
         _choice("phase", self.phase, PHASES)
-        check_precision(self.precision, FLOAT_PRECISIONS)
+        check_precision(self.precision, ALL_PRECISIONS)
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class AttentionParams(KernelParams):
     width: int | None = opt(None, "model width; sets head_dim = width / heads")
     causal: bool = opt(False, "causal mask (decoder self-attention)", sweep=False)
     phase: str = opt("fwd", "fwd or fwd_bwd", choices=PHASES)
-    precision: str = opt("fp16", "operand precision", choices=FLOAT_PRECISIONS)
+    precision: str = opt("fp16", "operand precision", choices=ALL_PRECISIONS)
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
@@ -166,7 +166,7 @@ class AttentionParams(KernelParams):
             if self.width % self.heads:
                 raise UsageError(f"--heads ({self.heads}) must divide --width ({self.width})")
         _choice("phase", self.phase, PHASES)
-        check_precision(self.precision, FLOAT_PRECISIONS)
+        check_precision(self.precision, ALL_PRECISIONS)
 
     @property
     def dim(self) -> int:
@@ -182,7 +182,7 @@ class SparseParams(KernelParams):
     k: int = opt(4096, "columns of A / rows of B")
     density: float = opt(0.1, "fraction of A that is non-zero, in (0, 1]")
     format: str = opt("csr", "csr (any device), or semi24: 2:4 semi-structured (Ampere+)", choices=("csr", "semi24"))
-    precision: str = opt("fp32", "operand precision", choices=("fp32", "fp16", "bf16", "int8"))
+    precision: str = opt("fp32", "operand precision", choices=ALL_PRECISIONS)
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
@@ -197,7 +197,7 @@ class SparseParams(KernelParams):
         _choice("format", self.format, ("csr", "semi24"))
         if self.format == "semi24" and self.density != 0.5:
             raise UsageError("--format semi24 keeps 2 of every 4 values: use --density 0.5")
-        check_precision(self.precision, ("fp32", "fp16", "bf16", "int8"))
+        check_precision(self.precision, ALL_PRECISIONS)
 
 
 @dataclass(frozen=True)

@@ -147,9 +147,7 @@ class Measurement:
     def noise_warning(self) -> str | None:
         if not self.noisy:
             return None
-        return (
-            f"noisy: CV {self.cv:.0%} > {NOISE_CV_THRESHOLD:.0%} over {self.n} samples"
-        )
+        return f"noisy: CV {self.cv:.0%} > {NOISE_CV_THRESHOLD:.0%} over {self.n} samples"
 
     def summary(self) -> dict[str, float]:
         """The derived statistics, as stored beside the metric."""
