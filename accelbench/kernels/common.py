@@ -124,7 +124,10 @@ def measure_case(
     result = kernel_result(benchmark, record, measurement, conditions, case, device, threads, details)
     if getattr(params, "graph", False) and device.type == "cuda":
         ctx.progress("timing CUDA graph replay")
-        _add_graph_metrics(result, case, device, params)
+        try:
+            _add_graph_metrics(result, case, device, params)
+        except RuntimeError as exc:  # e.g. an op that cannot be captured; eager figures stand
+            result.warnings.append(f"CUDA graph capture failed: {str(exc).splitlines()[0][:200]}")
     return result
 
 

@@ -70,14 +70,15 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
     b = b32.to(device=device, dtype=dtype)
     out_size = a.element_size()
     if p.precision == "int8":
-        a, b = a[0], b[0]
+        # cuBLASLt's int8 path wants plain row-major operands; a transposed view is materialised
+        a, b = a[0].contiguous(), b[0].contiguous()
 
         def fn() -> object:
             return torch._int_mm(a, b)
 
         out_size = 4
     elif p.precision == "fp8":
-        a, b = a[0], b[0].t().contiguous().t()  # _scaled_mm wants B column-major
+        a, b = a[0].contiguous(), b[0].t().contiguous().t()  # _scaled_mm wants A row-major, B column-major
         one = torch.ones((), device=device)
 
         def fn() -> object:
