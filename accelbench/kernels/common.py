@@ -11,7 +11,7 @@ turn the measurement into the standard ``seconds`` / ``tflops`` (or ``gbps``) /
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.measure.stats import Measurement
@@ -69,6 +69,47 @@ def no_path_reason(benchmark: str, precision: str, supported: tuple[str, ...]) -
     if precision in supported:
         return None
     return f"{benchmark} has no documented PyTorch {precision} kernel; it runs in {', '.join(supported)}"
+
+
+def max_relative_error(outs: object, refs: object) -> float:
+    """The worst relative error over a kernel's outputs (one tensor, or a tuple of them)."""
+    o = outs if isinstance(outs, tuple) else (outs,)
+    r = refs if isinstance(refs, tuple) else (refs,)
+    return max(relative_error(a, b) for a, b in zip(o, r, strict=True))  # type: ignore[arg-type]
+
+
+def run_kernel(
+    benchmark: str,
+    params: TimingParams,
+    ctx: "RunContext",
+    build: Callable[[Any, "torch.device"], KernelCase],
+    supported: tuple[str, ...],
+    *,
+    shape_reason: Callable[[Any, "torch.device"], str | None] | None = None,
+    record_extra: dict[str, Any] | None = None,
+) -> Iterator[Result]:
+    """The ``run`` of every single-process kernel: device, skips, precision mode, check, time, record."""
+    from accelbench.devices.precision import matmul_mode, unsupported_reason
+    from accelbench.errors import BenchmarkSkipped
+
+    device, threads = prepare(params)
+    record = params.to_dict() | {"device": str(device), "threads": threads} | (record_extra or {})
+    precision = getattr(params, "precision", "fp32")
+    reason = (
+        no_path_reason(benchmark, precision, supported)
+        or unsupported_reason(device, precision)
+        or (shape_reason(params, device) if shape_reason else None)
+    )
+    if reason:
+        yield skipped(benchmark, record, reason)
+        return
+    with matmul_mode(device, precision):
+        try:
+            case = build(params, device)
+        except BenchmarkSkipped as exc:
+            yield skipped(benchmark, record, str(exc))
+            return
+        yield measure_case(benchmark, params, record, case, device, threads, ctx)
 
 
 def skipped(benchmark: str, params: dict[str, Any], reason: str) -> Result:

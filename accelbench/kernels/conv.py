@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from accelbench.devices import device_label
-from accelbench.devices.precision import FLOAT_PRECISIONS, matmul_mode, torch_dtype, unsupported_reason
-from accelbench.kernels.common import KernelCase, measure_case, no_path_reason, prepare, relative_error, skipped
+from accelbench.devices.precision import FLOAT_PRECISIONS, torch_dtype
+from accelbench.kernels.common import KernelCase, max_relative_error, run_kernel
 from accelbench.kernels.specs import ConvParams
 from accelbench.registry import RunContext
 from accelbench.results.record import Result
@@ -84,10 +84,7 @@ def build_case(p: ConvParams, device: "torch.device") -> KernelCase:
         return op(x, wgt, gy)
 
     def error() -> float:
-        outs, refs = fn(), op(x.double(), wgt.double(), gy.double())
-        if not isinstance(outs, tuple):
-            outs, refs = (outs,), (refs,)
-        return max(relative_error(o, r) for o, r in zip(outs, refs, strict=True))  # type: ignore[arg-type]
+        return max_relative_error(fn(), op(x.double(), wgt.double(), gy.double()))
 
     return KernelCase(
         fn=fn,
@@ -100,11 +97,4 @@ def build_case(p: ConvParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: ConvParams, ctx: RunContext) -> Iterator[Result]:
-    device, threads = prepare(params)
-    record = params.to_dict() | {"device": str(device), "threads": threads}
-    reason = no_path_reason(NAME, params.precision, SUPPORTED) or unsupported_reason(device, params.precision)
-    if reason:
-        yield skipped(NAME, record, reason)
-        return
-    with matmul_mode(device, params.precision):
-        yield measure_case(NAME, params, record, build_case(params, device), device, threads, ctx)
+    return run_kernel(NAME, params, ctx, build_case, SUPPORTED)

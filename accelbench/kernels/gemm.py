@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
-from accelbench.devices.precision import matmul_mode, torch_dtype, unsupported_reason
-from accelbench.kernels.common import KernelCase, measure_case, prepare, relative_error, skipped
+from accelbench.devices.precision import MATMUL_PRECISIONS, torch_dtype
+from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import GemmParams
 from accelbench.registry import RunContext
 from accelbench.results.record import Result
@@ -112,12 +112,4 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: GemmParams, ctx: RunContext) -> Iterator[Result]:
-    device, threads = prepare(params)
-    record = params.to_dict() | {"device": str(device), "threads": threads}
-    reason = unsupported_reason(device, params.precision) or low_precision_reason(params, device)
-    if reason:
-        yield skipped(NAME, record, reason)
-        return
-    with matmul_mode(device, params.precision):
-        case = build_case(params, device)
-        yield measure_case(NAME, params, record, case, device, threads, ctx)
+    return run_kernel(NAME, params, ctx, build_case, MATMUL_PRECISIONS, shape_reason=low_precision_reason)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
-from accelbench.kernels.common import KernelCase, measure_case, prepare, relative_error
+from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import MembwParams
 from accelbench.params import parse_size
 from accelbench.registry import RunContext
@@ -68,6 +68,4 @@ def build_case(p: MembwParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: MembwParams, ctx: RunContext) -> Iterator[Result]:
-    device, threads = prepare(params)
-    record = params.to_dict() | {"device": str(device), "threads": threads}
-    yield measure_case(NAME, params, record, build_case(params, device), device, threads, ctx)
+    return run_kernel(NAME, params, ctx, build_case, ("fp32",))

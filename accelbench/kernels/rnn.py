@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
-from accelbench.devices.precision import FLOAT_PRECISIONS, matmul_mode, torch_dtype, unsupported_reason
-from accelbench.kernels.common import KernelCase, measure_case, no_path_reason, prepare, relative_error, skipped
+from accelbench.devices.precision import FLOAT_PRECISIONS, torch_dtype
+from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import RnnParams
 from accelbench.registry import RunContext
 from accelbench.results.record import Result
@@ -93,11 +93,4 @@ def build_case(p: RnnParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: RnnParams, ctx: RunContext) -> Iterator[Result]:
-    device, threads = prepare(params)
-    record = params.to_dict() | {"device": str(device), "threads": threads}
-    reason = no_path_reason(NAME, params.precision, SUPPORTED) or unsupported_reason(device, params.precision)
-    if reason:
-        yield skipped(NAME, record, reason)
-        return
-    with matmul_mode(device, params.precision):
-        yield measure_case(NAME, params, record, build_case(params, device), device, threads, ctx)
+    return run_kernel(NAME, params, ctx, build_case, SUPPORTED)

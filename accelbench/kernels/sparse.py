@@ -14,9 +14,9 @@ import warnings
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
-from accelbench.devices.precision import torch_dtype, unsupported_reason
+from accelbench.devices.precision import torch_dtype
 from accelbench.errors import BenchmarkSkipped
-from accelbench.kernels.common import KernelCase, measure_case, no_path_reason, prepare, relative_error, skipped
+from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import SparseParams
 from accelbench.registry import RunContext
 from accelbench.results.record import Result
@@ -110,19 +110,4 @@ def build_case(p: SparseParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: SparseParams, ctx: RunContext) -> Iterator[Result]:
-    device, threads = prepare(params)
-    record = params.to_dict() | {"device": str(device), "threads": threads}
-    reason = (
-        no_path_reason(NAME, params.precision, SUPPORTED)
-        or unsupported_reason(device, params.precision)
-        or setup_reason(params, device)
-    )
-    if reason:
-        yield skipped(NAME, record, reason)
-        return
-    try:
-        case = build_case(params, device)
-    except BenchmarkSkipped as exc:
-        yield skipped(NAME, record, str(exc))
-        return
-    yield measure_case(NAME, params, record, case, device, threads, ctx)
+    return run_kernel(NAME, params, ctx, build_case, SUPPORTED, shape_reason=setup_reason)
