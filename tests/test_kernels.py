@@ -148,6 +148,7 @@ def test_shape_sets_load_with_the_published_counts():
     assert counts[("kernels/sparse", "deepbench-inference-server")] == 24
     assert counts[("kernels/sparse", "deepbench-inference-device")] == 8
     assert counts[("kernels/gemm", "transformer")] == 24 and counts[("kernels/attention", "transformer")] == 8
+    assert counts[("kernels/allreduce", "deepbench-train")] == 7
     # every row of every set is a valid entry
     for s in all_sets():
         for row in s.rows:

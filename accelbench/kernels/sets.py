@@ -56,6 +56,11 @@ def _sparse(r: dict[str, str]) -> dict[str, Any]:
     return {"m": int(r["m"]), "n": int(r["n"]), "k": int(r["k"]), "density": round(1.0 - float(r["sparsity"]), 6)}
 
 
+def _allreduce(r: dict[str, str]) -> dict[str, Any]:
+    """DeepBench lists message sizes in floats; accelbench's --sizes are bytes."""
+    return {"sizes": str(int(r["floats"]) * 4)}
+
+
 def _attention(r: dict[str, str]) -> dict[str, Any]:
     row: dict[str, Any] = {k: int(r[k]) for k in ("batch", "heads", "seq_len", "head_dim")}
     return row | {"causal": _bool(r["causal"])}
@@ -67,6 +72,7 @@ _CONVERT: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {
     "rnn": _rnn,
     "sparse_gemm": _sparse,
     "attention": _attention,
+    "all_reduce": _allreduce,
 }
 #: benchmark -> (file prefix, [(set name, file stem)])
 _SETS: dict[str, tuple[str, list[tuple[str, str]]]] = {
@@ -75,6 +81,7 @@ _SETS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "kernels/rnn": ("rnn", [(n, f"rnn_{s}_set") for n, s in DEEPBENCH]),
     "kernels/sparse": ("sparse_gemm", [(n, f"sparse_gemm_{s}_set") for n, s in DEEPBENCH[1:]]),
     "kernels/attention": ("attention", [("transformer", "attention_transformer_set")]),
+    "kernels/allreduce": ("all_reduce", [("train", "all_reduce")]),
 }
 
 
@@ -113,10 +120,3 @@ def load_set(benchmark: str, name: str) -> ShapeSet:
             f"unknown shape set {name!r} for {benchmark}; its sets: {have} (see 'accelbench kernels --sets')"
         )
     return found[name]
-
-
-def allreduce_sizes() -> str:
-    """DeepBench's all-reduce message sizes (floats), as a byte list for ``--sizes``."""
-    path = resources.files("accelbench.kernels") / "sets" / "all_reduce.csv"
-    with path.open(encoding="utf-8") as f:
-        return ",".join(str(int(r["floats"]) * 4) for r in csv.DictReader(f))
