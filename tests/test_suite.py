@@ -68,8 +68,11 @@ def test_ctrl_c_keeps_finished_records_and_resume_finishes(tmp_path, cli_env):
     deadline = time.time() + 60
     while time.time() < deadline:
         time.sleep(0.3)
-        if db.exists() and Store(db, readonly=True).count() >= 1:
-            break
+        try:
+            if db.exists() and Store(db, readonly=True).count() >= 1:
+                break
+        except UsageError:  # the runner is still creating the store
+            continue
     time.sleep(1.0)  # now inside selftest/hang
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

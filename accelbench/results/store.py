@@ -93,6 +93,8 @@ class Store:
                 conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
                 conn.execute("SELECT count(*) FROM results").fetchone()
             except sqlite3.DatabaseError as exc:
+                if "no such table" in str(exc):
+                    raise UsageError(f"no results in {self.path} yet; run a benchmark first") from None
                 raise UsageError(f"cannot read results store {self.path}: {exc}") from None
             return conn
         try:
