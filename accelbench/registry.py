@@ -26,6 +26,7 @@ from accelbench.kernels.specs import (
 )
 from accelbench.params import CommonParams, build_params
 from accelbench.suite.selftest import CrashParams, HangParams, OkParams, RaiseParams
+from accelbench.train.specs import TrainParams
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,14 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.kernels.allreduce:run",
             timeout=1800,
             primary_metric="busbw_gbps",
+        ),
+        BenchmarkInfo(
+            "train/throughput",
+            "training samples/s of a model on synthetic data (per-device batch), any precision: tf_cnn_benchmarks",
+            TrainParams,
+            "accelbench.train.run:run",
+            timeout=3600,
+            primary_metric="throughput",
         ),
         BenchmarkInfo(
             "selftest/ok",

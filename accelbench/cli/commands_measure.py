@@ -32,6 +32,7 @@ def register(sub: Any) -> None:
     a.add_common_options(run)
     run.set_defaults(handler=cmd_run)
 
+    _register_train(sub)
     kernels = sub.add_parser(
         "kernels",
         help="kernel benchmarks (DeepBench): gemm, conv, rnn, attention, sparse, membw, allreduce",
@@ -58,6 +59,31 @@ def register(sub: Any) -> None:
         _add_timing_options(kp)
         a.add_common_options(kp)
         kp.set_defaults(handler=cmd_kernel, benchmark=info.name)
+
+
+def _register_train(sub: Any) -> None:
+    from accelbench.cli.kernel_args import add_param_flags
+    from accelbench.train.specs import TrainParams
+
+    train = sub.add_parser(
+        "train",
+        help="training throughput (samples/s) of a model on synthetic data, as tf_cnn_benchmarks measured it",
+        description=(
+            "Train MODEL on synthetic batches generated on the device: --warmup steps, then --num-batches "
+            "measured steps in windows of --display-every. Reports samples/s (median over windows, with a "
+            "95% CI), seconds per step, peak memory, and TFLOPS and % of peak from the model's counted FLOPs. "
+            "--batch-size is PER DEVICE. Size and option flags take comma lists to sweep (--batch-size 32,64,128)."
+        ),
+    )
+    train.add_argument(
+        "model",
+        type=a.list_of(str),
+        metavar="MODEL",
+        help="model name (see 'accelbench list --models'), a comma list, or package.module:Class for your own",
+    )
+    add_param_flags(train, TrainParams, "training", skip=frozenset({"model"}))
+    a.add_common_options(train)
+    train.set_defaults(handler=cmd_train)
 
 
 def _add_timing_options(p: argparse.ArgumentParser) -> None:
@@ -161,6 +187,22 @@ def cmd_kernel(ns: argparse.Namespace) -> int:
     entries = entries_from_args(ns, ns.benchmark, get(ns.benchmark).params)
     suite = Suite(ns.benchmark, entries, source="command line")
     _check_environment(suite, ns.device)
+    return _execute(ns, suite)
+
+
+def cmd_train(ns: argparse.Namespace) -> int:
+    from accelbench.cli.kernel_args import entries_from_args
+    from accelbench.cli.render import console
+    from accelbench.train.specs import TrainParams
+
+    ns.model = ns.model  # a list: models sweep like any other flag
+    ns.sweep = False
+    entries = entries_from_args(ns, "train/throughput", TrainParams)
+    suite = Suite("train", entries, source="command line")
+    _check_environment(suite, ns.device)
+    console.print(
+        "[dim]batch sizes are per device: the global batch is the per-device batch x the number of devices[/]"
+    )
     return _execute(ns, suite)
 
 

@@ -46,3 +46,10 @@ def outcome(r: Result) -> str:
         return ""
     ci = ci_percent(m)
     return f"{metric(m)} {ci}".strip()
+
+
+def bytes_(value: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{number(value / scale, 3)} {unit}"
+    return f"{value:.0f} B"

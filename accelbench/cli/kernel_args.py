@@ -14,11 +14,18 @@ from typing import Any
 
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
-from accelbench.params import KernelParams
+from accelbench.params import CommonParams, KernelParams
 from accelbench.suite.suites import Entry, expand, make_entry
 
 #: Fields every kernel has; their flags come from the shared option groups.
 BASE_FIELDS = {f.name for f in fields(KernelParams)}
+
+
+def _base_fields(params_cls: type) -> set[str]:
+    """The fields whose flags come from shared groups: the kernel knobs for kernels, else device/threads."""
+    if issubclass(params_cls, KernelParams):
+        return BASE_FIELDS
+    return {f.name for f in fields(CommonParams)}
 
 
 def _flag(f: Any) -> str:
@@ -59,15 +66,18 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
-def add_param_flags(parser: argparse.ArgumentParser, params_cls: type, title: str) -> None:
-    """One flag per field of ``params_cls`` that is not a shared option."""
+def add_param_flags(
+    parser: argparse.ArgumentParser, params_cls: type, title: str, skip: frozenset[str] = frozenset()
+) -> None:
+    """One flag per field of ``params_cls`` that is not a shared option (nor in ``skip``)."""
     hints = typing.get_type_hints(params_cls)
     group = parser.add_argument_group(title)
+    base = _base_fields(params_cls)
     for f in fields(params_cls):
-        if f.name in BASE_FIELDS:
+        if f.name in base or f.name in skip:
             continue
         meta = f.metadata
-        default = f.default if f.default is not MISSING else None
+        default = f.default if f.default not in (MISSING, "") else "none"
         help_text = f"{meta.get('help', '')} (default {default})".replace("%", "%%")
         if hints[f.name] is bool:
             group.add_argument(_flag(f), dest=f.name, action="store_const", const=[True], default=None, help=help_text)
@@ -107,10 +117,11 @@ def add_set_flags(parser: argparse.ArgumentParser, kernel: str) -> None:
 
 def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type) -> list[Entry]:
     """Every (shape, option) combination the flags ask for, validated."""
-    given = {f.name: getattr(ns, f.name) for f in fields(params_cls) if f.name not in BASE_FIELDS}
+    base = _base_fields(params_cls)
+    given = {f.name: getattr(ns, f.name, None) for f in fields(params_cls) if f.name not in base}
     given = {k: v for k, v in given.items() if v is not None}
-    shared = {k: getattr(ns, k) for k in ("min_time", "max_time", "min_reps", "warmup", "cache")}
-    shared |= {"check": ns.check, "graph": ns.graph}
+    shared_names = ("min_time", "max_time", "min_reps", "warmup", "cache", "check", "graph")
+    shared = {k: getattr(ns, k) for k in shared_names if k in base and hasattr(ns, k)}
     rows: list[dict[str, Any]] = [{}]
     set_name = getattr(ns, "set", None)
     if set_name:

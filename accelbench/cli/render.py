@@ -68,10 +68,29 @@ class ProgressObserver:
 def _detail(name: str, m: Any) -> str:
     if name == "pct_of_peak":
         return f"{fmt.number(m.value, 3)}% of peak"
-    if name == "seconds":
+    if name in ("seconds", "tflops"):
         return fmt.metric(m)
+    if name == "step_seconds":
+        return f"{fmt.metric(m)}/step"
+    if name == "peak_memory_bytes":
+        return f"{fmt.bytes_(m.value)} peak memory"
     label = name.removesuffix("_gbps").removesuffix("_tflops").replace("_", " ")
     return f"{label} {fmt.metric(m)}"
+
+
+def _details(r: Result) -> str:
+    shown = []
+    primary = r.primary
+    for name, m in sorted(r.metrics.items(), key=lambda kv: kv[0] not in ("seconds", "step_seconds")):
+        if name in (r.primary_metric, "arithmetic_intensity"):
+            continue
+        if name == "throughput_per_device" and primary is not None and m.value == primary.value:
+            continue  # one device: the same figure
+        shown.append(_detail(name, m))
+    text = ", ".join(shown)
+    if (r.details.get("peak") or {}).get("estimated") and "pct_of_peak" in r.metrics:
+        text += " (est.)"
+    return text
 
 
 def results_table(results: list[Result], title: str | None = None, show_ids: bool = False) -> Table:
@@ -93,13 +112,7 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
     for r in results:
         if r.status == "ok":
             result = fmt.outcome(r)
-            details = ", ".join(
-                _detail(name, m)
-                for name, m in sorted(r.metrics.items(), key=lambda kv: kv[0] != "seconds")
-                if name != r.primary_metric and name != "arithmetic_intensity"
-            )
-            if (r.details.get("peak") or {}).get("estimated") and "pct_of_peak" in r.metrics:
-                details += " (est.)"
+            details = _details(r)
         else:
             result = f"[{STATUS_STYLE[r.status]}]{r.status}[/]"
             details = r.error or r.reason or ""
@@ -122,7 +135,7 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
     if notes:
         lines = [f"[yellow]{i}[/] {w}" for i, w in enumerate(notes, 1)]
         if any(w.startswith("noisy") for w in notes):
-            lines.append("noisy results: re-run on a quieter machine, or with a longer --min-time")
+            lines.append("noisy results: re-run on a quieter machine, or measure longer (--min-time, --num-batches)")
         if any(w.startswith("contended") for w in notes):
             lines.append("contended results: other load shared this machine; compare only figures measured together")
         table.caption = "\n".join(lines)

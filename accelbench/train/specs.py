@@ -1,0 +1,77 @@
+"""Parameters of the training-throughput benchmark (torch-free)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.errors import UsageError
+from accelbench.params import CommonParams, opt, positive
+
+TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16")
+
+
+@dataclass(frozen=True)
+class TrainParams(CommonParams):
+    """Train ``model`` on synthetic batches: ``warmup`` steps, then ``num_batches`` measured steps."""
+
+    model: str = opt("resnet50", "model name (accelbench list --models) or package.module:Class", sweep=False)
+    batch_size: str = opt("default", "per-device batch size: N, 'default' (the model's) or 'auto' (largest that fits)")
+    precision: str = opt("fp32", "fp32, tf32, amp_fp16 or amp_bf16 (torch.autocast + GradScaler)")
+    compile: bool = opt(False, "torch.compile the model", sweep=False)
+    channels_last: bool = opt(False, "NHWC memory layout (image models only)", sweep=False)
+    optimizer: str = opt("sgd", "sgd (momentum 0.9) or adamw", choices=("sgd", "adamw"))
+    warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
+    num_batches: int = opt(100, "measured steps", sweep=False)
+    display_every: int = opt(10, "steps per measurement window (the throughput samples)", sweep=False)
+    scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
+    memory_cap: str = opt(
+        "", "with --batch-size auto: treat more than this much memory (e.g. 4G) as out of memory", sweep=False
+    )
+
+    def validate(self) -> None:
+        from accelbench.params import parse_size
+        from accelbench.workloads import model_info
+
+        super().validate()
+        info = model_info(self.model)
+        if self.batch_size not in ("default", "auto"):
+            try:
+                value = int(self.batch_size)
+            except ValueError:
+                raise UsageError(
+                    f"--batch-size must be a positive integer, 'default' or 'auto', got {self.batch_size!r}"
+                ) from None
+            positive("--batch-size", value)
+        if self.precision not in TRAIN_PRECISIONS:
+            raise UsageError(f"unknown precision {self.precision!r}: choose one of {', '.join(TRAIN_PRECISIONS)}")
+        if self.optimizer not in ("sgd", "adamw"):
+            raise UsageError(f"unknown optimizer {self.optimizer!r}: use sgd or adamw")
+        if self.scale not in ("full", "tiny"):
+            raise UsageError(f"unknown scale {self.scale!r}: use full or tiny")
+        if self.warmup < 0:
+            raise UsageError(f"--warmup must not be negative, got {self.warmup}")
+        positive("--num-batches", self.num_batches)
+        positive("--display-every", self.display_every)
+        if self.display_every > self.num_batches:
+            raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
+        if self.channels_last and not info.image_input:
+            raise UsageError(f"--channels-last applies to image models; {info.name} has no 4-D image input")
+        if self.memory_cap:
+            parse_size(self.memory_cap)
+            if self.batch_size != "auto":
+                raise UsageError("--memory-cap only applies with --batch-size auto")
+
+    def check_environment(self, device_type: str) -> None:
+        if self.precision == "tf32" and device_type != "cuda":
+            raise UsageError(f"tf32 is an NVIDIA Tensor Core mode; the {device_type} device cannot run it")
+
+    @classmethod
+    def describe(cls, p: dict[str, Any]) -> str:
+        words = [p["model"], f"bs={p['batch_size']}/device", p["precision"]]
+        words += [w for w in ("compile", "channels_last") if p.get(w)]
+        if p.get("optimizer", "sgd") != "sgd":
+            words.append(p["optimizer"])
+        if p.get("scale", "full") != "full":
+            words.append(p["scale"])
+        return " ".join(words)

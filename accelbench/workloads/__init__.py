@@ -1,0 +1,53 @@
+"""What is trained and served: models behind the :class:`~accelbench.workloads.base.Workload` contract.
+
+The registry names each built-in model; ``module:Class`` names a user's own
+workload class (see :mod:`accelbench.workloads.base`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+
+from accelbench.errors import UsageError
+from accelbench.workloads.base import ModelInfo, Workload
+
+MODELS: dict[str, str] = {
+    "resnet18": "accelbench.workloads.vision:ResNet18",
+    "resnet50": "accelbench.workloads.vision:ResNet50",
+    "resnet152": "accelbench.workloads.vision:ResNet152",
+    "inception_v3": "accelbench.workloads.vision:InceptionV3",
+    "inception_v4": "accelbench.workloads.vision:InceptionV4",
+    "vgg16": "accelbench.workloads.vision:VGG16",
+    "nasnet": "accelbench.workloads.vision:NASNet",
+    "transformer": "accelbench.workloads.translation:TransformerBase",
+    "bert": "accelbench.workloads.language:BertBase",
+    "bert-large": "accelbench.workloads.language:BertLarge",
+    "ncf": "accelbench.workloads.recommendation:NCF",
+}
+
+
+def _load(path: str) -> type[Workload]:
+    module, _, cls = path.partition(":")
+    try:
+        obj = getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"cannot load workload {path!r}: {exc}") from None
+    if not (isinstance(obj, type) and issubclass(obj, Workload)):
+        raise UsageError(f"{path!r} is not a subclass of accelbench.workloads.base.Workload")
+    return obj
+
+
+def workload_class(name: str) -> type[Workload]:
+    """A built-in model by name, or a user's ``package.module:Class``."""
+    if ":" in name:
+        return _load(name)
+    if name not in MODELS:
+        close = difflib.get_close_matches(name, list(MODELS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; models: {', '.join(MODELS)}"
+        raise UsageError(f"unknown model {name!r}{hint}")
+    return _load(MODELS[name])
+
+
+def model_info(name: str) -> ModelInfo:
+    return workload_class(name).info

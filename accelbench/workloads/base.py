@@ -1,0 +1,79 @@
+"""The workload contract: what accelbench needs to train (or serve) a model on synthetic data.
+
+A workload builds the model for a configuration, makes a synthetic batch on the
+device (so the input pipeline is not what is measured), and computes the loss.
+Its :class:`ModelInfo` says what it is without building anything: domain,
+sample unit, default per-device batch size, input shape. Every built-in model
+implements this contract, and so can a user's own::
+
+    from accelbench.workloads.base import ModelInfo, Workload
+
+    class MyMLP(Workload):
+        info = ModelInfo(name="my-mlp", domain="tabular", sample_unit="rows",
+                         input_shape="(batch, 512)", default_batch={"cpu": 256, "cuda": 4096})
+
+        def build(self, scale):
+            import torch
+            width = 2048 if scale == "full" else 64
+            return torch.nn.Sequential(torch.nn.Linear(512, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
+
+        def synthetic_batch(self, batch_size, device, scale):
+            import torch
+            return torch.randn(batch_size, 512, device=device), torch.randint(0, 10, (batch_size,), device=device)
+
+        def loss(self, model, batch):
+            import torch.nn.functional as F
+            x, y = batch
+            return F.cross_entropy(model(x), y)
+
+    # accelbench train mypackage.models:MyMLP --batch-size 1024
+
+``scale`` is ``"full"`` (the published configuration, the default) or ``"tiny"``
+(a few layers and small inputs, so a CPU runs a step in well under a second).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+SCALES = ("full", "tiny")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    domain: str
+    sample_unit: str
+    input_shape: str
+    #: published per-device batch size by device class ("cuda", "cpu")
+    default_batch: dict[str, int] = field(default_factory=lambda: {"cuda": 64, "cpu": 16})
+    #: whether inputs are N x C x H x W images (so --channels-last applies)
+    image_input: bool = False
+    source: str = ""
+    description: str = ""
+
+    def batch_for(self, device_type: str) -> int:
+        return self.default_batch.get(device_type, self.default_batch.get("cuda", 32))
+
+
+class Workload(ABC):
+    """One trainable model on synthetic data; subclasses set ``info`` and the three methods."""
+
+    info: ModelInfo
+
+    @abstractmethod
+    def build(self, scale: str) -> "torch.nn.Module":
+        """The model, randomly initialised (nothing is downloaded)."""
+
+    @abstractmethod
+    def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
+        """Inputs and targets for one step, created directly on ``device``."""
+
+    @abstractmethod
+    def loss(self, model: "torch.nn.Module", batch: Any) -> "torch.Tensor":
+        """The training objective of one batch (a scalar)."""

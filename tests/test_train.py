@@ -1,0 +1,98 @@
+import math
+
+import pytest
+import torch
+
+from accelbench.errors import UsageError
+from accelbench.suite.suites import make_entry
+from accelbench.suite.worker import run_inline
+from accelbench.workloads import MODELS, workload_class
+
+QUICK = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "threads": 2}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_model_builds_and_trains_two_steps(name):
+    workload = workload_class(name)()
+    model = workload.build("tiny")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    batch = workload.synthetic_batch(2, torch.device("cpu"), "tiny")
+    for _ in range(2):
+        opt.zero_grad()
+        loss = workload.loss(model, batch)
+        loss.backward()
+        opt.step()
+        assert math.isfinite(loss.item())
+    info = workload.info
+    assert info.name == name and info.domain and info.sample_unit and info.batch_for("cuda") > 0
+
+
+def test_train_record_has_throughput_memory_and_flops():
+    [r] = run_inline(make_entry("train/throughput", {"model": "resnet18", "batch_size": "4", **QUICK}))
+    assert r.status == "ok", r.error
+    assert r.params["batch_size"] == 4 and r.params["global_batch_size"] == 4 and r.params["nproc"] == 1
+    tp, step = r.metrics["throughput"], r.metrics["step_seconds"]
+    assert tp.unit == "images/s" and tp.value == pytest.approx(4 / step.value)
+    assert tp.n == 2 and len(r.samples) == 2  # 4 measured steps in windows of 2
+    assert r.metrics["peak_memory_bytes"].value > 0
+    # FLOPs per sample counted by torch, at least the forward pass of resnet18 at 64x64 (~0.15 GFLOP)
+    assert r.details["flops_per_sample"] > 1e8 and r.metrics["tflops"].value > 0
+
+
+def test_amp_bf16_on_cpu():
+    [r] = run_inline(
+        make_entry("train/throughput", {"model": "bert", "batch_size": "4", "precision": "amp_bf16", **QUICK})
+    )
+    assert r.status == "ok", r.error
+    assert r.params["precision"] == "amp_bf16" and math.isfinite(r.details["final_loss"])
+
+
+def test_auto_batch_stops_at_the_memory_cap():
+    import psutil
+
+    cap = psutil.Process().memory_info().rss + 2**29  # what is in use now plus 512 MiB
+    entry = make_entry(
+        "train/throughput",
+        {"model": "train_fixtures:WideMLP", "batch_size": "auto", "memory_cap": str(cap), **QUICK},
+    )
+    [r] = run_inline(entry)
+    assert r.status == "ok", r.error
+    trials = r.details["auto_batch_trials"]
+    chosen = r.params["batch_size"]
+    assert any(not t["fits"] for t in trials), trials  # the search did hit the cap
+    assert all(t["fits"] for t in trials if t["batch_size"] <= chosen)
+    assert 8 <= chosen < min(t["batch_size"] for t in trials if not t["fits"])
+    assert r.params["batch_size_request"] == "auto"
+
+
+def test_oom_at_a_fixed_batch_is_a_failed_record_and_auto_finds_what_fits():
+    [failed] = run_inline(
+        make_entry("train/throughput", {"model": "train_fixtures:OomAbove64", "batch_size": "128", **QUICK})
+    )
+    assert failed.status == "failed"
+    assert "batch size 128 per device did not fit" in failed.error and "auto" in failed.error
+    [auto] = run_inline(
+        make_entry("train/throughput", {"model": "train_fixtures:OomAbove64", "batch_size": "auto", **QUICK})
+    )
+    assert auto.status == "ok" and auto.params["batch_size"] == 64
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"model": "resnet51"}, "did you mean 'resnet50'"),
+        ({"batch_size": "0"}, "positive integer"),
+        ({"batch_size": "lots"}, "'default' or 'auto'"),
+        ({"num_batches": 0}, "positive"),
+        ({"warmup": -1}, "must not be negative"),
+        ({"precision": "fp8"}, "unknown precision"),
+        ({"model": "ncf", "channels_last": True}, "no 4-D image input"),
+        ({"display_every": 50, "num_batches": 20}, "must not exceed"),
+        ({"memory_cap": "1G"}, "only applies with --batch-size auto"),
+        ({"model": "train_fixtures:NotAWorkload"}, "not a subclass"),
+        ({"model": "nosuchmodule:Thing"}, "cannot load workload"),
+    ],
+)
+def test_bad_training_input(params, message):
+    with pytest.raises(UsageError, match=message):
+        make_entry("train/throughput", params)

@@ -1,0 +1,46 @@
+"""User-defined workloads for the training tests (also an example of the Workload contract)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from accelbench.workloads.base import ModelInfo, Workload
+
+
+class WideMLP(Workload):
+    """About 1 MB of activations and gradients per sample, so memory grows visibly with the batch."""
+
+    info = ModelInfo("wide-mlp", "test", "rows", "(batch, 256)", default_batch={"cpu": 8, "cuda": 8})
+
+    def build(self, scale):
+        return torch.nn.Sequential(torch.nn.Linear(256, 65536), torch.nn.ReLU(), torch.nn.Linear(65536, 2))
+
+    def synthetic_batch(self, batch_size, device, scale):
+        return torch.randn(batch_size, 256, device=device), torch.randint(0, 2, (batch_size,), device=device)
+
+    def loss(self, model, batch):
+        x, y = batch
+        return F.cross_entropy(model(x), y)
+
+
+class OomAbove64(Workload):
+    """Raises torch's out-of-memory error for batches over 64, as a GPU would."""
+
+    info = ModelInfo("oom-above-64", "test", "rows", "(batch, 8)", default_batch={"cpu": 16, "cuda": 16})
+
+    def build(self, scale):
+        return torch.nn.Linear(8, 2)
+
+    def synthetic_batch(self, batch_size, device, scale):
+        return torch.randn(batch_size, 8, device=device), torch.randint(0, 2, (batch_size,), device=device)
+
+    def loss(self, model, batch):
+        x, y = batch
+        if x.shape[0] > 64:
+            raise torch.OutOfMemoryError(f"Tried to allocate {x.shape[0]} rows (simulated)")
+        return F.cross_entropy(model(x), y)
+
+
+class NotAWorkload:
+    pass
