@@ -19,6 +19,7 @@ def register(sub: Any) -> None:
 
     ls = sub.add_parser("list", help="every benchmark with a one-line description", description="List the benchmarks.")
     ls.add_argument("--all", action="store_true", help="include the harness self-checks (selftest/*)")
+    ls.add_argument("--models", action="store_true", help="list the models 'accelbench train' can train")
     ls.set_defaults(handler=cmd_list)
 
 
@@ -27,6 +28,9 @@ def cmd_list(ns: argparse.Namespace) -> int:
 
     from accelbench.cli.render import console
     from accelbench.registry import BENCHMARKS
+
+    if ns.models:
+        return _list_models()
 
     table = Table()
     table.add_column("benchmark")
@@ -38,6 +42,33 @@ def cmd_list(ns: argparse.Namespace) -> int:
     console.print(table)
     if not ns.all:
         console.print("[dim]harness self-checks (selftest/ok, raise, crash, hang): accelbench list --all[/]")
+    return 0
+
+
+def _list_models() -> int:
+    from rich.table import Table
+
+    from accelbench.cli.render import console
+    from accelbench.workloads import MODELS, model_info
+
+    table = Table(caption="default batch sizes are per device", caption_justify="left")
+    table.add_column("model", no_wrap=True)
+    table.add_column("domain")
+    table.add_column("samples")
+    table.add_column("input")
+    table.add_column("batch GPU", justify="right")
+    table.add_column("batch CPU", justify="right")
+    for name in MODELS:
+        info = model_info(name)
+        table.add_row(
+            name,
+            info.domain,
+            info.sample_unit,
+            info.input_shape,
+            str(info.batch_for("cuda")),
+            str(info.batch_for("cpu")),
+        )
+    console.print(table)
     return 0
 
 

@@ -141,13 +141,21 @@ def _cuda_window(trainer: Trainer, steps: int) -> float:
 
 
 class PeakMemory:
-    """Peak device memory (CUDA allocator) or peak process RSS (CPU, sampled) over a block."""
+    """Peak memory over a block: the CUDA allocator's peak, or on a CPU the process's resident set.
 
-    def __init__(self, device: "torch.device") -> None:
+    With ``sample=True`` (the auto-batch trials) a thread polls the RSS every 5 ms
+    to see each trial's own peak; a measured run must not share its CPU with a
+    polling thread, so there the kernel's lifetime peak (``ru_maxrss``) is read at
+    the end instead.
+    """
+
+    def __init__(self, device: "torch.device", sample: bool = False) -> None:
         self.device = device
+        self.sample = sample
         self.peak = 0
         self.start = 0
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "PeakMemory":
         if self.device.type == "cuda":
@@ -155,17 +163,18 @@ class PeakMemory:
 
             torch.cuda.reset_peak_memory_stats(self.device)
             self.start = torch.cuda.memory_allocated(self.device)
-        else:
-            import psutil
+            return self
+        import psutil
 
-            proc = psutil.Process()
-            self.peak = self.start = proc.memory_info().rss
+        proc = psutil.Process()
+        self.peak = self.start = proc.memory_info().rss
+        if self.sample:
 
-            def sample() -> None:
+            def poll() -> None:
                 while not self._stop.wait(0.005):
                     self.peak = max(self.peak, proc.memory_info().rss)
 
-            self._thread = threading.Thread(target=sample, daemon=True)
+            self._thread = threading.Thread(target=poll, daemon=True)
             self._thread.start()
         return self
 
@@ -179,9 +188,15 @@ class PeakMemory:
             import torch
 
             self.peak = torch.cuda.max_memory_allocated(self.device)
-        else:
+        elif self._thread is not None:
             self._stop.set()
             self._thread.join()
+        else:
+            import resource
+            import sys
+
+            scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+            self.peak = max(self.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
 
 
 def is_oom(exc: BaseException) -> bool:

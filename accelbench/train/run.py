@@ -54,7 +54,7 @@ def find_batch(
         with loop.freed(device):
             try:
                 trainer = loop.make_trainer(workload, model, params, device, batch)
-                with loop.PeakMemory(device) as mem:
+                with loop.PeakMemory(device, sample=True) as mem:
                     for _ in range(2):
                         trainer.step()
                     synchronize(device)
