@@ -24,6 +24,7 @@ SUBCOMMANDS = [
     ["results", "export"],
     ["results", "import"],
     ["compare"],
+    ["train"],
     ["system"],
     ["list"],
 ]
@@ -72,6 +73,13 @@ BAD = [
     (["kernels", "sparse", "--density", "0"], "(0, 1]"),
     (["kernels", "allreduce", "--nproc", "4096"], "--nproc 4096"),
     (["kernels", "gemm", "--graph", "--device", "cpu"], "needs a CUDA device"),
+    (["train", "resnet51"], "did you mean 'resnet50'"),
+    (["train", "resnet18", "--batch-size", "0"], "positive integer"),
+    (["train", "resnet18", "--num-batches", "0"], "positive"),
+    (["train", "ncf", "--channels-last"], "no 4-D image input"),
+    (["train", "resnet18", "--precision", "tf32", "--device", "cpu"], "cannot run it"),
+    (["train", "resnet18", "--nproc", "512"], "--nproc 512"),
+    (["train", "resnet18", "--batch-size", "auto", "--nproc", "2"], "auto searches on one device"),
 ]
 
 
@@ -198,3 +206,11 @@ def test_kernel_sets_sweep_and_limit(cli_env, tmp_path):
     assert p.returncode == 0 and "3 ok" in p.stdout
     for shape in ("16x16x16", "32x32x16", "64x64x16"):
         assert shape in p.stdout
+
+
+def test_train_scaling_table(cli_env, tmp_path):
+    args = ["train", "ncf", "--scale", "tiny", "--batch-size", "64", "--nproc", "1,2", "--num-batches", "4"]
+    args += ["--display-every", "2", "--warmup", "1", "--db", str(tmp_path / "t.db")]
+    p = run_cli(args, cli_env, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "per device" in p.stdout and "scaling over devices" in p.stdout and "efficiency" in p.stdout, p.stdout

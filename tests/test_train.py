@@ -96,3 +96,36 @@ def test_oom_at_a_fixed_batch_is_a_failed_record_and_auto_finds_what_fits():
 def test_bad_training_input(params, message):
     with pytest.raises(UsageError, match=message):
         make_entry("train/throughput", params)
+
+
+DDP = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "nproc": 2}
+
+
+def test_two_process_gloo_ddp_yields_one_aggregated_record(tmp_path):
+    single = run_inline(make_entry("train/throughput", {"model": "ncf", "batch_size": "64", **QUICK}), tmp_path)
+    [r] = run_inline(make_entry("train/throughput", {"model": "ncf", "batch_size": "64", **DDP}), tmp_path)
+    assert single[0].status == "ok" and r.status == "ok", r.error
+    assert r.params["nproc"] == 2 and r.params["global_batch_size"] == 128 and r.details["world_size"] == 2
+    tp, per_device = r.metrics["throughput"], r.metrics["throughput_per_device"]
+    assert tp.value == pytest.approx(128 / r.metrics["step_seconds"].value)
+    assert per_device.value == pytest.approx(tp.value / 2)
+    assert r.details["backend"] == "gloo"
+
+
+def test_a_dead_rank_ends_the_run_with_a_clear_error(tmp_path):
+    import time
+
+    t0 = time.perf_counter()
+    entry = make_entry("train/throughput", {"model": "train_fixtures:DiesOnRank1", **DDP})
+    [r] = run_inline(entry, tmp_path)
+    assert r.status == "failed" and "a rank failed" in r.error and "exited with status" in r.error
+    assert time.perf_counter() - t0 < 120
+
+
+def test_distributed_input_checks():
+    with pytest.raises(UsageError, match="auto searches on one device"):
+        make_entry("train/throughput", {"batch_size": "auto", "nproc": 2})
+    with pytest.raises(UsageError, match="--rdzv-endpoint"):
+        make_entry("train/throughput", {"nnodes": 2})
+    with pytest.raises(UsageError, match="--node-rank"):
+        make_entry("train/throughput", {"nnodes": 2, "node_rank": 2, "rdzv_endpoint": "h:29500"})

@@ -44,3 +44,18 @@ class OomAbove64(Workload):
 
 class NotAWorkload:
     pass
+
+
+class DiesOnRank1(OomAbove64):
+    """Rank 1 of a distributed run dies in its first step, as a crashed GPU worker would."""
+
+    info = ModelInfo("dies-on-rank-1", "test", "rows", "(batch, 8)", default_batch={"cpu": 8, "cuda": 8})
+
+    def loss(self, model, batch):
+        import os
+
+        import torch.distributed as dist
+
+        if dist.is_initialized() and dist.get_rank() == 1:
+            os._exit(13)
+        return super().loss(model, batch)

@@ -122,7 +122,7 @@ def _options(ns: argparse.Namespace) -> Any:
     )
 
 
-def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = None) -> int:
+def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = None, after: Any = None) -> int:
     """Open the store (failing before anything runs), run with progress, print the summary."""
     from accelbench.cli.render import ProgressObserver, console, results_table
     from accelbench.results.store import Store
@@ -143,6 +143,8 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
         summary = run_suite(suite or Suite("resume", []), store, _options(ns), observer, resume=resume, profile=profile)
     if summary.results:
         console.print(results_table(summary.results, title=f"run {summary.run_id}"))
+        if after is not None:
+            after(summary)
     counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
     console.print(
         f"{counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped; "
@@ -195,15 +197,23 @@ def cmd_train(ns: argparse.Namespace) -> int:
     from accelbench.cli.render import console
     from accelbench.train.specs import TrainParams
 
-    ns.model = ns.model  # a list: models sweep like any other flag
-    ns.sweep = False
+    ns.sweep = False  # ns.model is a list: models sweep like any other flag
     entries = entries_from_args(ns, "train/throughput", TrainParams)
     suite = Suite("train", entries, source="command line")
     _check_environment(suite, ns.device)
     console.print(
         "[dim]batch sizes are per device: the global batch is the per-device batch x the number of devices[/]"
     )
-    return _execute(ns, suite)
+    return _execute(ns, suite, after=_print_scaling)
+
+
+def _print_scaling(summary: Any) -> None:
+    from accelbench.cli.render import console, scaling_table
+    from accelbench.results.scaling import scaling_rows
+
+    rows = scaling_rows(summary.results)
+    if rows:
+        console.print(scaling_table(rows))
 
 
 def cmd_kernel_sets(ns: argparse.Namespace) -> int:

@@ -172,3 +172,17 @@ def compare_table(rows: list[Any], baseline: str, candidate: str) -> Table:
     if gm is not None:
         table.caption = f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(rows)} benchmark(s)"
     return table
+
+
+def scaling_table(rows: list[Any]) -> Table:
+    table = Table(title="scaling over devices (batch per device fixed)", title_justify="left")
+    for col, just in (("workload", "left"), ("devices", "right"), ("throughput", "right"), ("speedup", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    table.add_column("efficiency", justify="right")
+    for r in rows:
+        speedup = f"{r.speedup:.2f}x" if r.speedup is not None else "-"
+        eff = f"{r.efficiency:.0%}" if r.efficiency is not None else "-"
+        table.add_row(
+            r.workload, str(r.devices), f"{fmt.metric(r.throughput)} {fmt.ci_percent(r.throughput)}", speedup, eff
+        )
+    return table

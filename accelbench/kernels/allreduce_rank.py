@@ -11,6 +11,7 @@ import argparse
 import datetime
 import json
 import os
+import sys
 import time
 
 import torch
@@ -72,8 +73,13 @@ def main() -> None:
     if rank == 0:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump({"world_size": world, "backend": args.backend, "results": results}, f)
+    dist.barrier()
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
     main()
+    # Skip interpreter teardown: gloo's threads can abort the process in C++ destructors at exit.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

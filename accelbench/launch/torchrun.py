@@ -30,14 +30,32 @@ def check_nproc(nproc: int, device_type: str) -> None:
             raise UsageError(f"--nproc {nproc} exceeds the {have} CPU cores here; use --nproc {have} or fewer")
 
 
-def run_torchrun(module: str, args: list[str], nproc: int, log: Path, timeout: float) -> None:
-    """Run ``python -m module args`` on ``nproc`` local ranks; raise RuntimeError with the cause on failure."""
+def run_torchrun(
+    module: str,
+    args: list[str],
+    nproc: int,
+    log: Path,
+    timeout: float,
+    *,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    rdzv_endpoint: str = "",
+) -> None:
+    """Run ``python -m module args`` on ``nproc`` ranks per node; raise RuntimeError with the cause on failure.
+
+    One node uses ``--standalone``; several nodes meet at ``rdzv_endpoint`` (host:port of
+    the first node) with the c10d rendezvous, each started with its own ``node_rank``.
+    """
+    if nnodes > 1:
+        where = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", "--rdzv-backend=c10d"]
+        where += [f"--rdzv-endpoint={rdzv_endpoint}", "--rdzv-id=accelbench"]
+    else:
+        where = ["--standalone", "--nnodes=1"]
     cmd = [
         sys.executable,
         "-m",
         "torch.distributed.run",
-        "--standalone",
-        "--nnodes=1",
+        *where,
         f"--nproc-per-node={nproc}",
         "--max-restarts=0",
         "-m",

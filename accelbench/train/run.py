@@ -13,6 +13,7 @@ import math
 from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.precision import matmul_mode, unsupported_reason
+from accelbench.errors import UsageError
 from accelbench.kernels.common import prepare
 from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.params import parse_size
@@ -118,12 +119,88 @@ def _failed(record: dict[str, Any], error: str) -> Result:
 
 
 def run(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
+    if params.world_size > 1:
+        yield from run_distributed(params, ctx)
+        return
+    yield from run_single(params, ctx)
+
+
+def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
+    """DDP over ``nproc`` processes per node under torchrun; rank 0's figures become the record."""
+    import json
+    import uuid
+
+    from accelbench.launch.torchrun import check_nproc, run_torchrun
+    from accelbench.measure.stats import Measurement
+
+    device, threads = prepare(params)
+    workload = workload_class(params.model)
+    info = workload.info
+    record: dict[str, Any] = params.to_dict() | {"device": device.type, "nproc": params.nproc}
+    try:
+        check_nproc(params.nproc, device.type)
+    except UsageError as exc:  # in a suite, a machine with fewer devices skips this point
+        yield Result(NAME, record, status="skipped", reason=str(exc))
+        return
+    peak_precision = loop.PEAK_PRECISION[params.precision]
+    reason = unsupported_reason(device, peak_precision)
+    if reason:
+        yield Result(NAME, record, status="skipped", reason=reason)
+        return
+    batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
+    world = params.world_size
+    record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch * world}
+    out = ctx.log_dir / f"train-ddp-{uuid.uuid4().hex[:8]}.json"
+    budget = 300 + 20 * (params.warmup + params.num_batches)
+    args = ["--params", json.dumps(params.to_dict()), "--batch", str(batch), "--out", str(out), "--timeout", "300"]
+    ctx.progress(f"torchrun: {params.nproc} process(es) x {params.nnodes} node(s)")
+    with ConditionsMonitor(threads) as monitor:
+        try:
+            run_torchrun(
+                "accelbench.train.ddp_rank",
+                args,
+                params.nproc,
+                ctx.log_dir / f"train-ddp-{out.stem[-8:]}.log",
+                timeout=budget,
+                nnodes=params.nnodes,
+                node_rank=params.node_rank,
+                rdzv_endpoint=params.rdzv_endpoint,
+            )
+        except RuntimeError as exc:
+            yield _failed(record, f"a rank failed or hung, so the run was stopped: {exc}")
+            return
+    if not out.exists():
+        yield Result(NAME, record, status="skipped", reason=f"node {params.node_rank}: node 0 records the result")
+        return
+    data = json.loads(out.read_text(encoding="utf-8"))
+    out.unlink()
+    m = Measurement(tuple(data["samples"]), clock="cuda_event" if device.type == "cuda" else "perf_counter_ns")
+    details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
+    details |= {"world_size": data["world_size"], "backend": data["backend"], "final_loss": data["loss"]}
+    record["threads"] = data["threads"]
+    yield _result(
+        record,
+        m,
+        batch,
+        int(data["peak_memory_bytes"]),
+        data["flops_per_sample"],
+        device,
+        data["threads"],
+        peak_precision,
+        info.sample_unit,
+        details,
+        monitor.conditions.to_dict(),
+        world=data["world_size"],
+    )
+
+
+def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     import torch
 
     device, threads = prepare(params)
     workload = workload_class(params.model)()
     info = workload.info
-    record: dict[str, Any] = params.to_dict() | {"device": str(device), "threads": threads, "nproc": 1}
+    record: dict[str, Any] = params.to_dict() | {"device": str(device), "threads": threads}
     peak_precision = loop.PEAK_PRECISION[params.precision]
     reason = unsupported_reason(device, peak_precision if params.precision != "fp32" else "fp32")
     if reason:
@@ -202,14 +279,17 @@ def _result(
     unit: str,
     details: dict[str, Any],
     conditions: dict[str, Any],
+    world: int = 1,
 ) -> Result:
     """The record: system throughput (median over windows, with CI), per device, step time, memory, FLOPs."""
     lo, hi = m.ci95
-    rate = batch / m.median
-    rate_ci = (batch / hi, batch / lo) if lo > 0 else None
+    global_batch = batch * world
+    rate = global_batch / m.median
+    rate_ci = (global_batch / hi, global_batch / lo) if lo > 0 else None
+    per_device_ci = (rate_ci[0] / world, rate_ci[1] / world) if rate_ci else None
     metrics = {
         "throughput": Metric(rate, f"{unit}/s", True, rate_ci, m.n),
-        "throughput_per_device": Metric(rate, f"{unit}/s", True, rate_ci, m.n),
+        "throughput_per_device": Metric(rate / world, f"{unit}/s", True, per_device_ci, m.n),
         "step_seconds": Metric(m.median, "s", False, (lo, hi), m.n, m.summary()),
         "peak_memory_bytes": Metric(float(peak_memory), "B", False, None, None),
     }
@@ -220,7 +300,7 @@ def _result(
         )
         peak = peak_for(device, precision, threads)
         if peak is not None:
-            metrics["pct_of_peak"] = Metric(100 * tflops / peak.tflops, "%", True, None, m.n)
+            metrics["pct_of_peak"] = Metric(100 * tflops / (peak.tflops * world), "%", True, None, m.n)
             details["peak"] = {
                 "value": peak.tflops,
                 "unit": "TFLOPS",

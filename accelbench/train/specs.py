@@ -25,6 +25,10 @@ class TrainParams(CommonParams):
     num_batches: int = opt(100, "measured steps", sweep=False)
     display_every: int = opt(10, "steps per measurement window (the throughput samples)", sweep=False)
     scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
+    nproc: int = opt(1, "processes (devices) per node, DDP under torchrun; a list makes a scaling table")
+    nnodes: int = opt(1, "nodes (multi-node: start accelbench on every node)", sweep=False)
+    node_rank: int = opt(0, "this node's rank, 0 to nnodes-1 (e.g. $SLURM_NODEID)", sweep=False)
+    rdzv_endpoint: str = opt("", "host:port of node 0 for a multi-node rendezvous", sweep=False)
     memory_cap: str = opt(
         "", "with --batch-size auto: treat more than this much memory (e.g. 4G) as out of memory", sweep=False
     )
@@ -57,18 +61,36 @@ class TrainParams(CommonParams):
             raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
         if self.channels_last and not info.image_input:
             raise UsageError(f"--channels-last applies to image models; {info.name} has no 4-D image input")
+        positive("--nproc", self.nproc)
+        positive("--nnodes", self.nnodes)
+        if not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--node-rank must be in 0..{self.nnodes - 1}, got {self.node_rank}")
+        if self.nnodes > 1 and ":" not in self.rdzv_endpoint:
+            raise UsageError("several nodes need --rdzv-endpoint HOST:PORT (node 0's address)")
+        if self.world_size > 1 and self.batch_size == "auto":
+            raise UsageError("--batch-size auto searches on one device: find it with --nproc 1, then pass the number")
         if self.memory_cap:
             parse_size(self.memory_cap)
             if self.batch_size != "auto":
                 raise UsageError("--memory-cap only applies with --batch-size auto")
 
+    @property
+    def world_size(self) -> int:
+        return self.nproc * self.nnodes
+
     def check_environment(self, device_type: str) -> None:
+        if self.nproc > 1:
+            from accelbench.launch.torchrun import check_nproc
+
+            check_nproc(self.nproc, device_type)
         if self.precision == "tf32" and device_type != "cuda":
             raise UsageError(f"tf32 is an NVIDIA Tensor Core mode; the {device_type} device cannot run it")
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
         words = [p["model"], f"bs={p['batch_size']}/device", p["precision"]]
+        if p.get("nproc", 1) * p.get("nnodes", 1) > 1:
+            words.append(f"x{p['nproc'] * p.get('nnodes', 1)} devices")
         words += [w for w in ("compile", "channels_last") if p.get(w)]
         if p.get("optimizer", "sgd") != "sgd":
             words.append(p["optimizer"])

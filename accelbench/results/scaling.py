@@ -1,0 +1,58 @@
+"""Scaling over device counts, as seed 001's table: throughput, speedup over one device, efficiency.
+
+Records of the same workload (every parameter equal but ``nproc``/``nnodes``)
+form one series; speedup is throughput(N) / throughput(1) and scaling
+efficiency is throughput(N) / (N x throughput(1)).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from accelbench.registry import describe_params
+from accelbench.results.record import Metric, Result
+
+SCALE_PARAMS = ("nproc", "nnodes", "global_batch_size", "threads", "node_rank", "rdzv_endpoint")
+
+
+@dataclass(frozen=True)
+class ScalingRow:
+    workload: str
+    devices: int
+    throughput: Metric
+    speedup: float | None
+    efficiency: float | None
+
+
+def _devices(r: Result) -> int:
+    return int(r.params.get("nproc", 1)) * int(r.params.get("nnodes", 1))
+
+
+def scaling_rows(results: list[Result], metric: str = "throughput") -> list[ScalingRow]:
+    """One row per (workload, device count), in series that have at least two device counts."""
+    series: dict[str, dict[int, Result]] = {}
+    for r in results:
+        if r.status != "ok" or metric not in r.metrics:
+            continue
+        key = json.dumps([r.benchmark, {k: v for k, v in r.params.items() if k not in SCALE_PARAMS}], sort_keys=True)
+        series.setdefault(key, {})[_devices(r)] = r
+    rows = []
+    for points in series.values():
+        if len(points) < 2:
+            continue
+        base = points.get(1)
+        for n in sorted(points):
+            r = points[n]
+            value = r.metrics[metric].value
+            speedup = value / base.metrics[metric].value if base else None
+            rows.append(
+                ScalingRow(
+                    workload=describe_params(r.benchmark, {**r.params, "nproc": 1, "nnodes": 1}),
+                    devices=n,
+                    throughput=r.metrics[metric],
+                    speedup=speedup,
+                    efficiency=speedup / n if speedup is not None else None,
+                )
+            )
+    return rows
