@@ -178,11 +178,12 @@ def test_kernel_time_agrees_with_torch_utils_benchmark(name, params):
     p = info.make_params(params)
     module = importlib.import_module(info.target.split(":")[0])
     case = module.build_case(p, torch.device("cpu"))
-    ratios = []
-    for _ in range(3):
-        ours = Timer(case.fn, "cpu", TimerConfig(min_time=0.4, max_time=3.0)).measure().median
-        ref = TorchTimer("fn()", globals={"fn": case.fn}, num_threads=2).blocked_autorange(min_run_time=0.4).median
-        ratios.append(ours / ref)
-        if abs(ratios[-1] - 1) < 0.10:
+    # Noise on a shared machine only ever adds time: alternate the two timers and compare each one's best.
+    ours, theirs = [], []
+    for _ in range(5):
+        ours.append(Timer(case.fn, "cpu", TimerConfig(min_time=0.4, max_time=3.0)).measure().median)
+        ref = TorchTimer("fn()", globals={"fn": case.fn}, num_threads=2)
+        theirs.append(ref.blocked_autorange(min_run_time=0.4).median)
+        if abs(min(ours) / min(theirs) - 1) < 0.10:
             break
-    assert min(abs(r - 1) for r in ratios) < 0.10, ratios
+    assert abs(min(ours) / min(theirs) - 1) < 0.10, (ours, theirs)

@@ -63,15 +63,14 @@ def test_gemm_agrees_with_torch_utils_benchmark():
     c = torch.empty(512, 512)
     fn = lambda: torch.mm(a, b, out=c)  # noqa: E731
     cfg = TimerConfig(min_time=0.5, max_time=3.0, min_reps=10)
-    ratios = []
-    for _ in range(3):  # interleaved, so both see the same neighbours on this shared machine
-        ours = Timer(fn, "cpu", cfg).measure().median
-        theirs = TorchTimer("torch.mm(a, b, out=c)", globals={"torch": torch, "a": a, "b": b, "c": c}, num_threads=2)
-        ref = theirs.blocked_autorange(min_run_time=0.5).median
-        ratios.append(ours / ref)
-        if abs(ratios[-1] - 1) < 0.10:
+    ours, theirs = [], []
+    for _ in range(5):  # interleaved, so both see the same neighbours; noise only adds time: compare bests
+        ours.append(Timer(fn, "cpu", cfg).measure().median)
+        ref = TorchTimer("torch.mm(a, b, out=c)", globals={"torch": torch, "a": a, "b": b, "c": c}, num_threads=2)
+        theirs.append(ref.blocked_autorange(min_run_time=0.5).median)
+        if abs(min(ours) / min(theirs) - 1) < 0.10:
             break
-    assert min(abs(r - 1) for r in ratios) < 0.10, ratios
+    assert abs(min(ours) / min(theirs) - 1) < 0.10, (ours, theirs)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA event timing and L2 flush need an NVIDIA GPU")

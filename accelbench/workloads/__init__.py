@@ -23,7 +23,11 @@ MODELS: dict[str, str] = {
     "transformer": "accelbench.workloads.translation:TransformerBase",
     "bert": "accelbench.workloads.language:BertBase",
     "bert-large": "accelbench.workloads.language:BertLarge",
+    "ssd": "accelbench.workloads.detection:SSD300",
+    "maskrcnn": "accelbench.workloads.detection:MaskRCNN",
     "ncf": "accelbench.workloads.recommendation:NCF",
+    "dlrm": "accelbench.workloads.recommendation:DLRM",
+    "unet3d": "accelbench.workloads.medical:UNet3DWorkload",
 }
 
 

@@ -1,4 +1,4 @@
-"""Recommendation: NCF (NeuMF, He et al. 2017) at MovieLens-20M size, as MLPerf trains it.
+"""Recommendation: NCF (NeuMF, He et al. 2017) at MovieLens-20M size, and DLRM, as MLPerf trains them.
 
 Generalised matrix factorisation and an MLP over user and item embeddings,
 fused by a final linear layer; binary cross-entropy on (user, item, clicked)
@@ -83,3 +83,86 @@ class NCF(Workload):
 
         users, items, labels = batch
         return F.binary_cross_entropy_with_logits(model(users, items).float(), labels)
+
+
+@dataclass(frozen=True)
+class DlrmConfig:
+    dense: int = 13
+    tables: int = 26
+    rows: int = 100_000
+    dim: int = 128
+    bottom: tuple[int, ...] = (512, 256, 128)
+    top: tuple[int, ...] = (1024, 1024, 512, 256, 1)
+
+
+DLRM_TINY = DlrmConfig(tables=4, rows=1000, dim=8, bottom=(16, 8), top=(16, 1))
+
+
+def _dlrm(cfg: DlrmConfig) -> "torch.nn.Module":
+    import torch
+    from torch import nn
+
+    def mlp(sizes: tuple[int, ...], last_act: bool) -> nn.Sequential:
+        layers: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            layers.append(nn.Linear(a, b))
+            if last_act or i < len(sizes) - 2:
+                layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+
+    features = cfg.tables + 1
+    interactions = features * (features - 1) // 2
+
+    class DLRM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bottom = mlp((cfg.dense, *cfg.bottom), last_act=True)
+            self.embeddings = nn.ModuleList(nn.EmbeddingBag(cfg.rows, cfg.dim, mode="sum") for _ in range(cfg.tables))
+            self.top = mlp((cfg.dim + interactions, *cfg.top), last_act=False)
+            rows, cols = torch.tril_indices(features, features, offset=-1)
+            self.register_buffer("rows", rows, persistent=False)
+            self.register_buffer("cols", cols, persistent=False)
+
+        def forward(self, dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+            x = self.bottom(dense)
+            embedded = [emb(sparse[:, i : i + 1]) for i, emb in enumerate(self.embeddings)]
+            t = torch.stack([x, *embedded], dim=1)  # (batch, features, dim)
+            dots = torch.bmm(t, t.transpose(1, 2))[:, self.rows, self.cols]  # pairwise dot interaction
+            return self.top(torch.cat([x, dots], dim=1)).squeeze(1)
+
+    return DLRM()
+
+
+class DLRM(Workload):
+    info = ModelInfo(
+        name="dlrm",
+        domain="recommendation",
+        sample_unit="samples",
+        input_shape="(batch, 13) dense + (batch, 26) categorical ids",
+        default_batch={"cuda": 32768, "cpu": 2048},
+        source=(
+            "DLRM with MLPerf's architecture (bottom MLP 512-256-128, 26 tables of dim 128, dot interaction, "
+            "top MLP 1024-1024-512-256-1); tables hashed to 100,000 rows (Criteo 1TB's are ~100 GB)"
+        ),
+    )
+
+    def cfg(self, scale: str) -> DlrmConfig:
+        return DlrmConfig() if scale == "full" else DLRM_TINY
+
+    def build(self, scale: str) -> "torch.nn.Module":
+        return _dlrm(self.cfg(scale))
+
+    def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
+        import torch
+
+        cfg = self.cfg(scale)
+        dense = torch.rand(batch_size, cfg.dense, device=device).log1p()
+        sparse = torch.randint(0, cfg.rows, (batch_size, cfg.tables), device=device)
+        clicks = (torch.rand(batch_size, device=device) < 0.03).float()
+        return dense, sparse, clicks
+
+    def loss(self, model: "torch.nn.Module", batch: Any) -> "torch.Tensor":
+        import torch.nn.functional as F
+
+        dense, sparse, clicks = batch
+        return F.binary_cross_entropy_with_logits(model(dense, sparse).float(), clicks)

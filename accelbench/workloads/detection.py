@@ -1,0 +1,101 @@
+"""Object detection and instance segmentation: SSD300 and Mask R-CNN from torchvision.
+
+Both take a list of images and a list of target dicts and return a dict of
+losses (classification, box regression, and for Mask R-CNN the RPN and mask
+losses), summed here as the training objective. Synthetic targets place a few
+random boxes (and, for Mask R-CNN, filled masks) in each image. No weights are
+downloaded (``weights=None, weights_backbone=None``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from accelbench.workloads.base import ModelInfo, Workload
+
+if TYPE_CHECKING:
+    import torch
+
+OBJECTS_PER_IMAGE = 4
+
+
+def _targets(batch_size: int, size: int, classes: int, device: "torch.device", masks: bool) -> list[dict[str, Any]]:
+    import torch
+
+    out = []
+    for _ in range(batch_size):
+        xy = torch.rand(OBJECTS_PER_IMAGE, 2, device=device) * size * 0.6
+        wh = torch.rand(OBJECTS_PER_IMAGE, 2, device=device) * size * 0.3 + size * 0.05
+        boxes = torch.cat([xy, xy + wh], dim=1)
+        target: dict[str, Any] = {
+            "boxes": boxes,
+            "labels": torch.randint(1, classes, (OBJECTS_PER_IMAGE,), device=device),
+        }
+        if masks:
+            m = torch.zeros(OBJECTS_PER_IMAGE, size, size, dtype=torch.uint8, device=device)
+            for i, (x0, y0, x1, y1) in enumerate(boxes.round().long().tolist()):
+                m[i, y0:y1, x0:x1] = 1
+            target["masks"] = m
+        out.append(target)
+    return out
+
+
+class _Detector(Workload):
+    size = 300
+    tiny_size = 128
+    classes = 91  # COCO's category ids
+    masks = False
+
+    def image_size(self, scale: str) -> int:
+        return self.size if scale == "full" else self.tiny_size
+
+    def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
+        import torch
+
+        s = self.image_size(scale)
+        images = [torch.rand(3, s, s, device=device) for _ in range(batch_size)]
+        classes = self.classes if scale == "full" else 5
+        return images, _targets(batch_size, s, classes, device, self.masks)
+
+    def loss(self, model: "torch.nn.Module", batch: Any) -> "torch.Tensor":
+        images, targets = batch
+        losses = model(images, targets)
+        return sum(losses.values())  # type: ignore[return-value]
+
+
+class SSD300(_Detector):
+    info = ModelInfo(
+        name="ssd",
+        domain="object detection",
+        sample_unit="images",
+        input_shape="list of (3, 300, 300) images + boxes",
+        default_batch={"cuda": 64, "cpu": 2},
+        source="torchvision.models.detection.ssd300_vgg16 (SSD300, as MLPerf v0.5)",
+    )
+
+    def build(self, scale: str) -> "torch.nn.Module":
+        from torchvision.models.detection import ssd300_vgg16
+
+        classes = self.classes if scale == "full" else 5
+        return ssd300_vgg16(weights=None, weights_backbone=None, num_classes=classes)
+
+
+class MaskRCNN(_Detector):
+    size = 800
+    tiny_size = 128
+    masks = True
+    info = ModelInfo(
+        name="maskrcnn",
+        domain="instance segmentation",
+        sample_unit="images",
+        input_shape="list of (3, 800, 800) images + boxes and masks",
+        default_batch={"cuda": 4, "cpu": 1},
+        source="torchvision.models.detection.maskrcnn_resnet50_fpn (Mask R-CNN, ResNet-50 FPN)",
+    )
+
+    def build(self, scale: str) -> "torch.nn.Module":
+        from torchvision.models.detection import maskrcnn_resnet50_fpn
+
+        s = self.image_size(scale)
+        classes = self.classes if scale == "full" else 5
+        return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=classes, min_size=s, max_size=s)
