@@ -129,3 +129,32 @@ def test_distributed_input_checks():
         make_entry("train/throughput", {"nnodes": 2})
     with pytest.raises(UsageError, match="--node-rank"):
         make_entry("train/throughput", {"nnodes": 2, "node_rank": 2, "rdzv_endpoint": "h:29500"})
+
+
+def test_rnnt_loss_equals_the_sum_over_every_alignment():
+    """The lattice recursion against brute force: every path of T blanks and U labels."""
+    from accelbench.workloads.speech import rnnt_loss
+
+    torch.manual_seed(0)
+    t_len, u_len, vocab = 4, 3, 5
+    logits = torch.randn(1, t_len, u_len + 1, vocab, dtype=torch.float64, requires_grad=True)
+    targets = torch.tensor([[1, 3, 2]])
+    lp = logits.log_softmax(-1)[0]
+    paths = []
+
+    def walk(t, u, acc):
+        if t == t_len - 1 and u == u_len:
+            paths.append(acc + lp[t, u, 0])
+            return
+        if t < t_len - 1:
+            walk(t + 1, u, acc + lp[t, u, 0])
+        if u < u_len:
+            walk(t, u + 1, acc + lp[t, u, targets[0, u]])
+
+    walk(0, 0, torch.zeros((), dtype=torch.float64))
+    assert len(paths) == math.comb(t_len - 1 + u_len, u_len)
+    brute = -torch.logsumexp(torch.stack(paths), 0)
+    ours = rnnt_loss(logits, targets)
+    assert ours.item() == pytest.approx(brute.item(), rel=1e-5)
+    ours.backward()
+    assert torch.isfinite(logits.grad).all()

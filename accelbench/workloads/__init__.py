@@ -21,12 +21,14 @@ MODELS: dict[str, str] = {
     "vgg16": "accelbench.workloads.vision:VGG16",
     "nasnet": "accelbench.workloads.vision:NASNet",
     "transformer": "accelbench.workloads.translation:TransformerBase",
+    "gnmt": "accelbench.workloads.translation:GNMT",
     "bert": "accelbench.workloads.language:BertBase",
     "bert-large": "accelbench.workloads.language:BertLarge",
     "ssd": "accelbench.workloads.detection:SSD300",
     "maskrcnn": "accelbench.workloads.detection:MaskRCNN",
     "ncf": "accelbench.workloads.recommendation:NCF",
     "dlrm": "accelbench.workloads.recommendation:DLRM",
+    "rnnt": "accelbench.workloads.speech:RNNT",
     "unet3d": "accelbench.workloads.medical:UNet3DWorkload",
 }
 

@@ -1,4 +1,4 @@
-"""Translation: the Transformer (base) of Vaswani et al. on WMT English-German-sized inputs.
+"""Translation: the Transformer (base) and GNMT on WMT English-German-sized inputs.
 
 ``torch.nn.Transformer`` with the base configuration (6 + 6 layers, 512 wide, 8
 heads, feed-forward 2048), shared source/target embeddings over a 33,708-token
@@ -75,6 +75,98 @@ class TransformerBase(Workload):
 
     def build(self, scale: str) -> "torch.nn.Module":
         return _model(self.cfg(scale))
+
+    def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
+        import torch
+
+        cfg = self.cfg(scale)
+        src = torch.randint(0, cfg.vocab, (batch_size, cfg.seq_len), device=device)
+        tgt = torch.randint(0, cfg.vocab, (batch_size, cfg.seq_len + 1), device=device)
+        return src, tgt
+
+    def loss(self, model: "torch.nn.Module", batch: Any) -> "torch.Tensor":
+        import torch.nn.functional as F
+
+        src, tgt = batch
+        logits = model(src, tgt[:, :-1])
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1), label_smoothing=0.1)
+
+
+@dataclass(frozen=True)
+class GnmtConfig:
+    hidden: int = 1024
+    layers: int = 4
+    vocab: int = 32320
+    seq_len: int = 50
+
+
+GNMT_TINY = GnmtConfig(hidden=64, layers=4, vocab=1000, seq_len=12)
+
+
+def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
+    import torch
+    from torch import nn
+
+    h = cfg.hidden
+
+    class Attention(nn.Module):
+        """Normalised Bahdanau (additive) attention, as in the GNMT reference."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.query = nn.Linear(h, h, bias=False)
+            self.key = nn.Linear(h, h, bias=False)
+            self.v = nn.Parameter(torch.empty(h).uniform_(-0.1, 0.1))
+            self.g = nn.Parameter(torch.tensor(1.0 / math.sqrt(h)))
+            self.b = nn.Parameter(torch.zeros(h))
+
+        def forward(self, q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+            v = self.g * self.v / self.v.norm()
+            scores = torch.tanh(self.query(q).unsqueeze(2) + self.key(keys).unsqueeze(1) + self.b) @ v
+            return scores.softmax(dim=-1) @ keys  # (batch, target, hidden) context
+
+    class GNMT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.src_embed = nn.Embedding(cfg.vocab, h)
+            self.tgt_embed = nn.Embedding(cfg.vocab, h)
+            self.enc_bi = nn.LSTM(h, h // 2, batch_first=True, bidirectional=True)
+            self.enc = nn.ModuleList(nn.LSTM(h, h, batch_first=True) for _ in range(cfg.layers - 1))
+            self.dec_first = nn.LSTM(h, h, batch_first=True)
+            self.attention = Attention()
+            self.dec = nn.ModuleList(nn.LSTM(2 * h, h, batch_first=True) for _ in range(cfg.layers - 1))
+            self.classifier = nn.Linear(h, cfg.vocab)
+
+        def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+            x, _ = self.enc_bi(self.src_embed(src))
+            for i, layer in enumerate(self.enc):
+                y, _ = layer(x)
+                x = y + x if i > 0 else y  # residual connections from the third encoder layer on
+            y, _ = self.dec_first(self.tgt_embed(tgt))
+            context = self.attention(y, x)  # attention from the first decoder layer feeds every later one
+            for i, layer in enumerate(self.dec):
+                out, _ = layer(torch.cat([y, context], dim=-1))
+                y = out + y if i > 0 else out
+            return self.classifier(y)
+
+    return GNMT()
+
+
+class GNMT(Workload):
+    info = ModelInfo(
+        name="gnmt",
+        domain="translation",
+        sample_unit="sentence pairs",
+        input_shape="(batch, 50) source and target tokens",
+        default_batch={"cuda": 128, "cpu": 8},
+        source="GNMT (Wu et al. 2016) in MLPerf's configuration: 4+4 LSTM layers of 1024, attention; in accelbench",
+    )
+
+    def cfg(self, scale: str) -> GnmtConfig:
+        return GnmtConfig() if scale == "full" else GNMT_TINY
+
+    def build(self, scale: str) -> "torch.nn.Module":
+        return _gnmt(self.cfg(scale))
 
     def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
         import torch
