@@ -43,3 +43,12 @@ def test_kernels_on_cuda(name, params):
 def test_allreduce_over_nccl(tmp_path):
     results = run_inline(make_entry("kernels/allreduce", {"nproc": 2, "sizes": "1M", "device": "cuda"}), tmp_path)
     assert results[0].status == "ok" and results[0].params["backend"] == "nccl"
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "amp_fp16", "amp_bf16"])
+def test_training_on_cuda(precision):
+    params = {"model": "resnet18", "batch_size": "32", "precision": precision, "warmup": 2, "num_batches": 6}
+    [r] = run_inline(make_entry("train/throughput", {**params, "display_every": 3, "device": "cuda"}))
+    assert r.status in ("ok", "skipped"), r.error
+    if r.status == "ok":
+        assert r.details["clock"] == "cuda_event" and r.metrics["peak_memory_bytes"].value > 0
