@@ -60,21 +60,11 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
     return Seq2Seq()
 
 
-class TransformerBase(Workload):
-    info = ModelInfo(
-        name="transformer",
-        domain="translation",
-        sample_unit="sentence pairs",
-        input_shape="(batch, 128) source and target tokens",
-        default_batch={"cuda": 128, "cpu": 8},
-        source="Transformer base (Vaswani et al. 2017) on torch.nn.Transformer; defined in accelbench",
-    )
+class _Translation(Workload):
+    """Teacher-forced next-token prediction on random sentence pairs, label-smoothed (0.1) as published."""
 
-    def cfg(self, scale: str) -> TransformerConfig:
-        return TransformerConfig() if scale == "full" else TINY
-
-    def build(self, scale: str) -> "torch.nn.Module":
-        return _model(self.cfg(scale))
+    def cfg(self, scale: str) -> Any:
+        raise NotImplementedError
 
     def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
         import torch
@@ -90,6 +80,23 @@ class TransformerBase(Workload):
         src, tgt = batch
         logits = model(src, tgt[:, :-1])
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1), label_smoothing=0.1)
+
+
+class TransformerBase(_Translation):
+    info = ModelInfo(
+        name="transformer",
+        domain="translation",
+        sample_unit="sentence pairs",
+        input_shape="(batch, 128) source and target tokens",
+        default_batch={"cuda": 128, "cpu": 8},
+        source="Transformer base (Vaswani et al. 2017) on torch.nn.Transformer; defined in accelbench",
+    )
+
+    def cfg(self, scale: str) -> TransformerConfig:
+        return TransformerConfig() if scale == "full" else TINY
+
+    def build(self, scale: str) -> "torch.nn.Module":
+        return _model(self.cfg(scale))
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,7 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
     return GNMT()
 
 
-class GNMT(Workload):
+class GNMT(_Translation):
     info = ModelInfo(
         name="gnmt",
         domain="translation",
@@ -167,18 +174,3 @@ class GNMT(Workload):
 
     def build(self, scale: str) -> "torch.nn.Module":
         return _gnmt(self.cfg(scale))
-
-    def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
-        import torch
-
-        cfg = self.cfg(scale)
-        src = torch.randint(0, cfg.vocab, (batch_size, cfg.seq_len), device=device)
-        tgt = torch.randint(0, cfg.vocab, (batch_size, cfg.seq_len + 1), device=device)
-        return src, tgt
-
-    def loss(self, model: "torch.nn.Module", batch: Any) -> "torch.Tensor":
-        import torch.nn.functional as F
-
-        src, tgt = batch
-        logits = model(src, tgt[:, :-1])
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1), label_smoothing=0.1)
