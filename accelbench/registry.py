@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from accelbench.errors import UsageError
+from accelbench.infer.specs import InferParams
 from accelbench.kernels.specs import (
     AllreduceParams,
     AttentionParams,
@@ -116,6 +117,14 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.train.run:run",
             timeout=3600,
             primary_metric="throughput",
+        ),
+        BenchmarkInfo(
+            "infer/loadgen",
+            "inference under the MLPerf LoadGen: Offline, Server, SingleStream or MultiStream, VALID or why not",
+            InferParams,
+            "accelbench.infer.run:run",
+            timeout=1800,
+            primary_metric=None,
         ),
         BenchmarkInfo(
             "selftest/ok",

@@ -33,6 +33,7 @@ def register(sub: Any) -> None:
     run.set_defaults(handler=cmd_run)
 
     _register_train(sub)
+    _register_infer(sub)
     kernels = sub.add_parser(
         "kernels",
         help="kernel benchmarks (DeepBench): gemm, conv, rnn, attention, sparse, membw, allreduce",
@@ -84,6 +85,28 @@ def _register_train(sub: Any) -> None:
     add_param_flags(train, TrainParams, "training", skip=frozenset({"model"}))
     a.add_common_options(train)
     train.set_defaults(handler=cmd_train)
+
+
+def _register_infer(sub: Any) -> None:
+    from accelbench.cli.kernel_args import add_param_flags
+    from accelbench.infer.specs import InferParams
+
+    infer = sub.add_parser(
+        "infer",
+        help="inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
+        description=(
+            "Serve MODEL to the MLPerf LoadGen (mlcommons-loadgen) in a scenario, through a batching system "
+            "under test. A short probe sets LoadGen's hints first. Records the scenario's metric (Offline "
+            "samples/s, Server QPS, SingleStream p90 latency, MultiStream p99 latency), latency percentiles, "
+            "and LoadGen's VALID/INVALID verdict with the reasons in plain words, read from "
+            "mlperf_log_detail.txt. The quick profile takes seconds and is non-compliant; official follows "
+            "LoadGen's 600 s rules."
+        ),
+    )
+    infer.add_argument("model", type=a.list_of(str), metavar="MODEL", help="model name, or a comma list")
+    add_param_flags(infer, InferParams, "inference", skip=frozenset({"model"}))
+    a.add_common_options(infer)
+    infer.set_defaults(handler=cmd_infer)
 
 
 def _add_timing_options(p: argparse.ArgumentParser) -> None:
@@ -214,6 +237,16 @@ def _print_scaling(summary: Any) -> None:
     rows = scaling_rows(summary.results)
     if rows:
         console.print(scaling_table(rows))
+
+
+def cmd_infer(ns: argparse.Namespace) -> int:
+    from accelbench.cli.kernel_args import entries_from_args
+    from accelbench.infer.specs import InferParams
+
+    ns.sweep = False  # ns.model is a list
+    suite = Suite("infer", entries_from_args(ns, "infer/loadgen", InferParams), source="command line")
+    _check_environment(suite, ns.device)
+    return _execute(ns, suite)
 
 
 def cmd_kernel_sets(ns: argparse.Namespace) -> int:

@@ -74,6 +74,8 @@ def _detail(name: str, m: Any) -> str:
         return f"{fmt.metric(m)}/step"
     if name == "peak_memory_bytes":
         return f"{fmt.bytes_(m.value)} peak memory"
+    if name.startswith("latency_p"):
+        return f"{name.removeprefix('latency_').removesuffix('_seconds').replace('_', '.')} {fmt.metric(m)}"
     label = name.removesuffix("_gbps").removesuffix("_tflops").replace("_", " ")
     return f"{label} {fmt.metric(m)}"
 
@@ -86,7 +88,11 @@ def _details(r: Result) -> str:
             continue
         if name == "throughput_per_device" and primary is not None and m.value == primary.value:
             continue  # one device: the same figure
+        if name.startswith("latency_") and name not in ("latency_p50_seconds", "latency_p99_seconds"):
+            continue  # the full set is in the record; the table shows the median and the tail
         shown.append(_detail(name, m))
+    if "valid" in r.params:
+        shown.insert(0, "VALID" if r.params["valid"] else "[red]INVALID[/]")
     text = ", ".join(shown)
     if (r.details.get("peak") or {}).get("estimated") and "pct_of_peak" in r.metrics:
         text += " (est.)"

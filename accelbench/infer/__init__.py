@@ -1,0 +1,1 @@
+"""Inference under the real MLPerf LoadGen: scenarios, a batching system under test, log parsing."""

@@ -1,0 +1,58 @@
+"""Read LoadGen's verdict from ``mlperf_log_detail.txt`` (its structured MLLOG lines, not the summary).
+
+Each line ``:::MLLOG {json}`` carries a key and a value; the result keys say
+whether the run is VALID and, when it is not, which rule failed. Those rules are
+turned into plain words with the fix a user would apply.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+PREFIX = ":::MLLOG "
+
+
+def read_detail(path: Path) -> dict[str, Any]:
+    """Every key's last value (later lines override earlier ones)."""
+    values: dict[str, Any] = {}
+    errors: list[str] = []
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.startswith(PREFIX):
+                continue
+            try:
+                item = json.loads(line[len(PREFIX) :])
+            except json.JSONDecodeError:
+                continue
+            values[item["key"]] = item.get("value")
+            meta = item.get("metadata") or {}
+            if meta.get("is_error"):
+                errors.append(f"{item['key']}: {item.get('value')}")
+    values["_errors"] = errors
+    return values
+
+
+def invalid_reasons(d: dict[str, Any], scenario: str) -> list[str]:
+    """Why LoadGen called the run INVALID, each with the fix."""
+    reasons = []
+    if d.get("result_min_duration_met") is False:
+        hint = {
+            "offline": "raise the expected throughput (--duration is met only if LoadGen issues enough samples)",
+            "server": "raise --target-qps or --duration",
+            "singlestream": "lower the expected latency or raise --duration",
+            "multistream": "lower the expected latency or raise --duration",
+        }[scenario]
+        reasons.append(f"min duration not met: the run ended before the minimum duration; {hint}")
+    if d.get("result_min_queries_met") is False:
+        reasons.append("min queries not met: LoadGen issued fewer queries than required; run longer")
+    if d.get("result_perf_constraints_met") is False:
+        bound = d.get("requested_server_target_latency_ns") or d.get("requested_multi_stream_target_latency_ns")
+        where = f" of {int(bound) / 1e6:g} ms" if bound else ""
+        fix = "lower --target-qps" if scenario == "server" else "lower --samples-per-query"
+        reasons.append(f"latency bound{where} violated at the target percentile; {fix}")
+    if d.get("early_stopping_met") is False:
+        reasons.append("early stopping criterion not met: too few queries for the latency percentile; run longer")
+    reasons += [f"LoadGen error: {e}" for e in d.get("_errors", [])]
+    return reasons or ["LoadGen reported INVALID (see mlperf_log_detail.txt)"]

@@ -1,0 +1,74 @@
+"""LoadGen scenarios on CPU: the real mlcommons-loadgen driving accelbench's batching SUT."""
+
+import pytest
+
+from accelbench.errors import UsageError
+from accelbench.infer.logs import invalid_reasons, read_detail
+from accelbench.suite.suites import make_entry
+from accelbench.suite.worker import run_inline
+
+NULL = {"backend": "null", "threads": 2, "batch_size": 8}
+
+
+@pytest.mark.parametrize("scenario", ["offline", "server", "singlestream", "multistream"])
+def test_each_scenario_is_valid_with_the_null_backend(scenario, tmp_path):
+    [r] = run_inline(make_entry("infer/loadgen", {"scenario": scenario, **NULL}), tmp_path)
+    assert r.status == "ok", r.error
+    assert r.params["valid"] is True, r.details.get("invalid_reasons")
+    assert r.metrics[r.primary_metric].value > 0
+    assert {"latency_p50_seconds", "latency_p99_seconds"} <= set(r.metrics)
+    log_dir = tmp_path / r.details["loadgen_log_dir"].split("/")[-1]
+    assert (log_dir / "mlperf_log_detail.txt").is_file() and (log_dir / "mlperf_log_summary.txt").is_file()
+
+
+def test_null_backend_is_not_the_bottleneck(tmp_path):
+    [off] = run_inline(make_entry("infer/loadgen", {"scenario": "offline", **NULL}), tmp_path)
+    [srv] = run_inline(make_entry("infer/loadgen", {"scenario": "server", "target_qps": 20000, **NULL}), tmp_path)
+    assert off.metrics["samples_per_second"].value > 20_000
+    assert srv.params["valid"] and srv.metrics["queries_per_second"].value > 15_000
+
+
+@pytest.mark.parametrize("scenario", ["offline", "singlestream"])
+def test_a_small_model_serves_validly(scenario, tmp_path):
+    params = {"model": "resnet18", "scale": "tiny", "scenario": scenario, "threads": 2, "batch_size": 4}
+    [r] = run_inline(make_entry("infer/loadgen", params), tmp_path)
+    assert r.status == "ok" and r.params["valid"], (r.error, r.details.get("invalid_reasons"))
+    assert r.details["sut_samples"] > 0
+
+
+def test_a_violated_latency_bound_is_explained(tmp_path):
+    params = {"model": "resnet18", "scale": "tiny", "scenario": "server", "threads": 2, "batch_size": 4}
+    [r] = run_inline(make_entry("infer/loadgen", {**params, "latency_bound_ms": 0.01, "target_qps": 50}), tmp_path)
+    assert r.status == "ok" and r.params["valid"] is False
+    assert any("latency bound of 0.01 ms violated" in w for w in r.details["invalid_reasons"])
+    assert any(w.startswith("INVALID:") for w in r.warnings)
+
+
+def test_invalid_reasons_in_plain_words(tmp_path):
+    detail = tmp_path / "mlperf_log_detail.txt"
+    detail.write_text(
+        ':::MLLOG {"key": "result_validity", "value": "INVALID", "metadata": {}}\n'
+        ':::MLLOG {"key": "result_min_duration_met", "value": false, "metadata": {}}\n'
+        ':::MLLOG {"key": "result_min_queries_met", "value": true, "metadata": {}}\n'
+        "not a log line\n"
+    )
+    d = read_detail(detail)
+    assert d["result_validity"] == "INVALID"
+    [reason] = invalid_reasons(d, "offline")
+    assert reason.startswith("min duration not met") and "expected throughput" in reason
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"scenario": "batch"}, "unknown scenario"),
+        ({"backend": "tensorrt"}, "unknown backend"),
+        ({"profile": "fast"}, "unknown profile"),
+        ({"latency_bound_ms": -1}, "must not be negative"),
+        ({"samples_per_query": 0}, "positive"),
+        ({"model": "resnet5"}, "unknown model"),
+    ],
+)
+def test_bad_inference_input(params, message):
+    with pytest.raises(UsageError, match=message):
+        make_entry("infer/loadgen", params)
