@@ -137,7 +137,10 @@ def test_malformed_suite_files(tmp_path, text, message):
 def test_builtin_suites_and_targets():
     quick = builtin_suite("quick")
     kernels = {"gemm", "conv", "rnn", "attention", "sparse", "membw", "allreduce"}
-    assert {e.benchmark for e in quick.entries} == {f"kernels/{k}" for k in kernels} | {"train/throughput", "infer/loadgen"}
+    assert {e.benchmark for e in quick.entries} == {f"kernels/{k}" for k in kernels} | {
+        "train/throughput",
+        "infer/loadgen",
+    }
     assert builtin_suite("standard").entries
     mixed = resolve_targets(["selftest/ok", "quick"])
     assert len(mixed.entries) == len(quick.entries) + 1
