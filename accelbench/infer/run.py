@@ -133,7 +133,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     log_settings.log_output.outdir = str(outdir)
     log_settings.log_output.copy_summary_to_stdout = False
     max_wait = params.max_wait_ms / 1000 if params.scenario == "server" else 0.0
-    sut_impl = BatchingSUT(predict, qsl_lib, params.batch_size, max_wait)
+    sut_impl = BatchingSUT(None if params.backend == "null" else predict, qsl_lib, params.batch_size, max_wait)
     sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
     qsl = lg.ConstructQSL(total, total, qsl_lib.load, qsl_lib.unload)
     ctx.progress(f"LoadGen {params.scenario} ({params.profile})")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -35,8 +36,14 @@ class SampleLibrary:
 
 
 class BatchingSUT:
-    def __init__(self, predict: Callable[[list[Any]], object], qsl: SampleLibrary, batch_size: int, max_wait: float):
-        self.predict = predict
+    def __init__(
+        self,
+        predict: Callable[[list[Any]], object] | None,
+        qsl: SampleLibrary,
+        batch_size: int,
+        max_wait: float,
+    ):
+        self.predict = predict  # None: the null backend, which answers without touching the inputs
         self.qsl = qsl
         self.batch_size = batch_size
         self.max_wait = max_wait
@@ -48,8 +55,7 @@ class BatchingSUT:
         self._worker.start()
 
     def issue(self, query_samples: list[Any]) -> None:
-        for q in query_samples:
-            self.queue.put(q)
+        self.queue.put(list(query_samples))  # one queue item per LoadGen call, however many samples
 
     def flush(self) -> None:
         pass
@@ -58,29 +64,43 @@ class BatchingSUT:
         self.queue.put(None)
         self._worker.join()
 
+    def _take(self, pending: deque[Any], block_until: float | None) -> bool:
+        """Move the next issued list into ``pending``; False when stopping or (with a deadline) on timeout."""
+        try:
+            if block_until is None:
+                item = self.queue.get()
+            else:
+                remaining = block_until - time.perf_counter()
+                item = self.queue.get_nowait() if remaining <= 0 else self.queue.get(timeout=remaining)
+        except queue.Empty:
+            return False
+        if item is None:
+            self._stopping = True
+            return False
+        pending.extend(item)
+        return True
+
     def _serve(self) -> None:
         import mlperf_loadgen as lg
 
+        pending: deque[Any] = deque()
+        self._stopping = False
         while True:
-            first = self.queue.get()
-            if first is None:
+            if not pending and not self._take(pending, None):
                 return
-            batch = [first]
             deadline = time.perf_counter() + self.max_wait
-            while len(batch) < self.batch_size:
-                try:
-                    remaining = deadline - time.perf_counter()
-                    item = self.queue.get_nowait() if remaining <= 0 else self.queue.get(timeout=remaining)
-                except queue.Empty:
+            while len(pending) < self.batch_size and not self._stopping:
+                # take what is already waiting at once; wait for more only up to the deadline (Server)
+                if not self._take(pending, deadline if self.max_wait > 0 else time.perf_counter()):
                     break
-                if item is None:
-                    self.queue.put(None)
-                    break
-                batch.append(item)
+            batch = [pending.popleft() for _ in range(min(self.batch_size, len(pending)))]
             try:
-                self.predict([self.qsl.loaded[q.index] for q in batch])
+                if self.predict is not None:
+                    self.predict([self.qsl.loaded[q.index] for q in batch])
             except BaseException as exc:  # keep answering LoadGen; the run is reported failed afterwards
                 self.error = self.error or exc
             self.batches += 1
             self.samples += len(batch)
             lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in batch])
+            if self._stopping and not pending:
+                return
