@@ -1,44 +1,59 @@
 """LoadGen scenarios on CPU: the real mlcommons-loadgen driving accelbench's batching SUT."""
 
+from pathlib import Path
+
 import pytest
 
 from accelbench.errors import UsageError
 from accelbench.infer.logs import invalid_reasons, read_detail
-from accelbench.suite.suites import make_entry
-from accelbench.suite.worker import run_inline
+from accelbench.suite.runner import RunOptions, run_suite
+from accelbench.suite.suites import Suite, make_entry
 
 NULL = {"backend": "null", "threads": 2, "batch_size": 8}
 
 
+@pytest.fixture
+def run_isolated(tmp_path, store, profile):
+    """Each scenario in its own fresh process, as the runner does: LoadGen keeps process-global state."""
+
+    def run(params: dict) -> list:
+        suite = Suite("t", [make_entry("infer/loadgen", params)])
+        return run_suite(suite, store, RunOptions(out_dir=tmp_path), profile=profile).results
+
+    return run
+
+
 @pytest.mark.parametrize("scenario", ["offline", "server", "singlestream", "multistream"])
-def test_each_scenario_is_valid_with_the_null_backend(scenario, tmp_path):
-    [r] = run_inline(make_entry("infer/loadgen", {"scenario": scenario, **NULL}), tmp_path)
+def test_each_scenario_is_valid_with_the_null_backend(scenario, run_isolated):
+    [r] = run_isolated({"scenario": scenario, **NULL})
     assert r.status == "ok", r.error
     assert r.params["valid"] is True, r.details.get("invalid_reasons")
     assert r.metrics[r.primary_metric].value > 0
     assert {"latency_p50_seconds", "latency_p99_seconds"} <= set(r.metrics)
-    log_dir = tmp_path / r.details["loadgen_log_dir"].split("/")[-1]
+    log_dir = Path(r.details["loadgen_log_dir"])
     assert (log_dir / "mlperf_log_detail.txt").is_file() and (log_dir / "mlperf_log_summary.txt").is_file()
 
 
-def test_null_backend_is_not_the_bottleneck(tmp_path):
-    [off] = run_inline(make_entry("infer/loadgen", {"scenario": "offline", **NULL}), tmp_path)
-    [srv] = run_inline(make_entry("infer/loadgen", {"scenario": "server", "target_qps": 20000, **NULL}), tmp_path)
+def test_null_backend_is_not_the_bottleneck(run_isolated):
+    [off] = run_isolated({"scenario": "offline", **NULL})
+    # bench/loadgen_overhead.py measures the ceiling (VALID at 40k QPS here); a test keeps a margin for noise
+    [srv] = run_isolated({"scenario": "server", "target_qps": 5000, **NULL})
     assert off.metrics["samples_per_second"].value > 20_000
-    assert srv.params["valid"] and srv.metrics["queries_per_second"].value > 15_000
+    assert srv.params["valid"], srv.details.get("invalid_reasons")
+    assert srv.metrics["queries_per_second"].value > 4_000
 
 
 @pytest.mark.parametrize("scenario", ["offline", "singlestream"])
-def test_a_small_model_serves_validly(scenario, tmp_path):
+def test_a_small_model_serves_validly(scenario, run_isolated):
     params = {"model": "resnet18", "scale": "tiny", "scenario": scenario, "threads": 2, "batch_size": 4}
-    [r] = run_inline(make_entry("infer/loadgen", params), tmp_path)
+    [r] = run_isolated(params)
     assert r.status == "ok" and r.params["valid"], (r.error, r.details.get("invalid_reasons"))
     assert r.details["sut_samples"] > 0
 
 
-def test_a_violated_latency_bound_is_explained(tmp_path):
+def test_a_violated_latency_bound_is_explained(run_isolated):
     params = {"model": "resnet18", "scale": "tiny", "scenario": "server", "threads": 2, "batch_size": 4}
-    [r] = run_inline(make_entry("infer/loadgen", {**params, "latency_bound_ms": 0.01, "target_qps": 50}), tmp_path)
+    [r] = run_isolated({**params, "latency_bound_ms": 0.01, "target_qps": 50})
     assert r.status == "ok" and r.params["valid"] is False
     assert any("latency bound of 0.01 ms violated" in w for w in r.details["invalid_reasons"])
     assert any(w.startswith("INVALID:") for w in r.warnings)

@@ -34,7 +34,7 @@ DEFAULT_BOUND_MS = 100.0
 QSL_SAMPLES = {"quick": 64, "official": 1024}
 #: A Python SUT answers at most a few hundred thousand samples/s, whatever the backend; planning
 #: LoadGen's queries for more (a null backend probes as infinitely fast) would only waste memory.
-MAX_PLANNED_RATE = 200_000.0
+MAX_PLANNED_RATE = 1_000_000.0
 #: Without --target-qps, Server is asked for a quarter of the probed throughput (at most 20k QPS), which a
 #: batching SUT meets within the bound; --mode find-peak (coming) searches for the highest valid rate.
 SERVER_FRACTION, SERVER_DEFAULT_MAX = 0.25, 20_000.0
