@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
-import sys
 import time
 
 import torch
 import torch.distributed as dist
+
+from accelbench.launch.torchrun import exit_rank, finish_rank
 
 
 def _time_one(t: torch.Tensor, device: torch.device) -> float:
@@ -70,16 +70,9 @@ def main() -> None:
             if flag.item() == 1.0 or len(samples) >= 100_000:
                 break
         results.append({"bytes": numel * 4, "samples": samples, "correct": correct})
-    if rank == 0:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"world_size": world, "backend": args.backend, "results": results}, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    finish_rank(rank, args.out, {"world_size": world, "backend": args.backend, "results": results})
 
 
 if __name__ == "__main__":
     main()
-    # Skip interpreter teardown: gloo's threads can abort the process in C++ destructors at exit.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_rank()

@@ -13,12 +13,12 @@ import argparse
 import datetime
 import json
 import os
-import sys
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from accelbench.launch.torchrun import exit_rank, finish_rank
 from accelbench.train import loop
 from accelbench.train.specs import TrainParams
 from accelbench.workloads import workload_class
@@ -55,27 +55,19 @@ def main() -> None:
     dist.all_reduce(samples, op=dist.ReduceOp.MAX)  # the slowest rank sets each window's step time
     peak = torch.tensor([float(mem.peak)], dtype=torch.float64, device=device)
     dist.all_reduce(peak, op=dist.ReduceOp.MAX)
-    if rank == 0:
-        result = {
-            "world_size": world,
-            "samples": samples.tolist(),
-            "flops_per_sample": flops,
-            "peak_memory_bytes": peak.item(),
-            "loss": loss,
-            "backend": dist.get_backend(),
-            "device_type": device.type,
-            "threads": torch.get_num_threads(),
-        }
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(result, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    result = {
+        "world_size": world,
+        "samples": samples.tolist(),
+        "flops_per_sample": flops,
+        "peak_memory_bytes": peak.item(),
+        "loss": loss,
+        "backend": dist.get_backend(),
+        "device_type": device.type,
+        "threads": torch.get_num_threads(),
+    }
+    finish_rank(rank, args.out, result)
 
 
 if __name__ == "__main__":
     main()
-    # Skip interpreter teardown: gloo's threads can abort the process in C++ destructors at exit
-    # ("terminate called without an active exception") after the work is done and written.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_rank()
