@@ -38,13 +38,16 @@ def invalid_reasons(d: dict[str, Any], scenario: str) -> list[str]:
     """Why LoadGen called the run INVALID, each with the fix."""
     reasons = []
     if d.get("result_min_duration_met") is False:
+        measured = d.get("result_samples_per_second") or d.get("result_completed_samples_per_sec")
         hint = {
-            "offline": "raise the expected throughput (--duration is met only if LoadGen issues enough samples)",
+            "offline": f"raise --expected-qps to {float(measured) * 1.1:.0f} (10% over the measured throughput)"
+            if measured
+            else "raise --expected-qps",
             "server": "raise --target-qps or --duration",
             "singlestream": "lower the expected latency or raise --duration",
             "multistream": "lower the expected latency or raise --duration",
         }[scenario]
-        reasons.append(f"min duration not met: the run ended before the minimum duration; {hint}")
+        reasons.append(f"min duration not met: LoadGen ran out of planned queries before the minimum duration; {hint}")
     if d.get("result_min_queries_met") is False:
         reasons.append("min queries not met: LoadGen issued fewer queries than required; run longer")
     if d.get("result_perf_constraints_met") is False:

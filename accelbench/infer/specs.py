@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.infer.backends import BACKENDS, backend
 from accelbench.params import CommonParams, opt, positive
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
-BACKENDS = ("torch", "null")
+MODES = ("performance", "accuracy", "find-peak")
 PROFILES = ("quick", "official")
-INFER_PRECISIONS = ("fp32", "amp_fp16", "amp_bf16")
+INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "int8")
 
 
 @dataclass(frozen=True)
@@ -20,39 +22,105 @@ class InferParams(CommonParams):
 
     model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)
     scenario: str = opt("offline", "LoadGen scenario", choices=SCENARIOS)
-    backend: str = opt(
-        "torch", "torch (eager PyTorch), or null (returns at once: the harness's own limit)", choices=BACKENDS
+    mode: str = opt(
+        "performance",
+        "performance (LoadGen's figures), accuracy (quality vs the FP32 reference, 99%/99.9% gates), "
+        "find-peak (highest valid Server QPS / MultiStream samples per query)",
+        choices=MODES,
     )
-    precision: str = opt("fp32", "fp32, amp_fp16 or amp_bf16 (torch.autocast)", choices=INFER_PRECISIONS)
+    backend: str = opt(
+        "torch", "how the model runs: " + ", ".join(BACKENDS) + ", or package.module:Class", metavar="BACKEND"
+    )
+    precision: str = opt(
+        "auto",
+        "auto (the backend's own: fp32, int8 for --backend int8), fp32, amp_fp16, amp_bf16",
+        choices=INFER_PRECISIONS,
+    )
     batch_size: int = opt(8, "largest batch the system under test forms from waiting samples")
     max_wait_ms: float = opt(2.0, "Server: longest a sample waits for a batch to fill", sweep=False)
-    profile: str = opt("quick", "quick (seconds; non-compliant) or official (LoadGen's 600 s rules)", choices=PROFILES)
+    devices: int = opt(1, "devices serving (one SUT worker per device: cuda:0..N-1; on a CPU, N instances)")
+    profile: str = opt(
+        "quick", "quick (seconds; non-compliant) or official (LoadGen's mlperf.conf rules)", choices=PROFILES
+    )
     target_qps: float = opt(0.0, "Server: target queries/s (0: measured by a calibration probe)", sweep=False)
+    expected_qps: float = opt(0.0, "Offline: LoadGen's expected throughput (0: measured by the probe)", sweep=False)
     latency_bound_ms: float = opt(0.0, "Server/MultiStream latency bound (0: the model's MLPerf bound)", sweep=False)
     samples_per_query: int = opt(8, "MultiStream: samples per query", sweep=False)
     duration: float = opt(0.0, "minimum run seconds (0: the profile's: 2 s quick, 600 s official)", sweep=False)
+    dataset: str = opt(
+        "",
+        "accuracy: directory of the model's dataset (empty: synthetic samples, FP32 answers as labels)",
+        sweep=False,
+        metavar="DIR",
+    )
+    checkpoint: str = opt(
+        "", "a state_dict (.pt) to load into the model (empty: random weights)", sweep=False, metavar="FILE"
+    )
+    service_ms: float = opt(1.0, "--backend sleep: seconds (ms) each batch takes", sweep=False)
     scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
 
-    def validate(self) -> None:
-        from accelbench.workloads import model_info
+    @property
+    def effective_precision(self) -> str:
+        if self.precision != "auto":
+            return self.precision
+        return "int8" if self.backend == "int8" else "fp32"
 
+    def validate(self) -> None:
         super().validate()
-        if self.backend != "null":
-            model_info(self.model)
-        for name, allowed in (("scenario", SCENARIOS), ("backend", BACKENDS), ("profile", PROFILES)):
+        for name, allowed in (("scenario", SCENARIOS), ("mode", MODES), ("profile", PROFILES)):
             if getattr(self, name) not in allowed:
                 raise UsageError(f"unknown {name} {getattr(self, name)!r}: choose one of {', '.join(allowed)}")
         if self.precision not in INFER_PRECISIONS:
             raise UsageError(f"unknown precision {self.precision!r}: choose one of {', '.join(INFER_PRECISIONS)}")
+        impl = backend(self.backend)
+        impl.check(self.effective_precision)
         positive("--batch-size", self.batch_size)
         positive("--samples-per-query", self.samples_per_query)
-        if self.latency_bound_ms < 0 or self.target_qps < 0 or self.duration < 0 or self.max_wait_ms < 0:
-            raise UsageError("--latency-bound-ms, --target-qps, --duration and --max-wait-ms must not be negative")
+        positive("--devices", self.devices)
+        if (
+            min(self.latency_bound_ms, self.target_qps, self.expected_qps) < 0
+            or self.duration < 0
+            or self.max_wait_ms < 0
+        ):
+            raise UsageError(
+                "--latency-bound-ms, --target-qps, --expected-qps, --duration and --max-wait-ms must not be negative"
+            )
+        if self.service_ms <= 0:
+            raise UsageError(f"--service-ms must be positive, got {self.service_ms}")
+        if self.mode == "find-peak" and self.scenario not in ("server", "multistream"):
+            raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
+        if self.mode == "accuracy" and not impl.runs_model:
+            raise UsageError(f"--mode accuracy needs a backend that runs the model, not {self.backend}")
+        if self.checkpoint and not Path(self.checkpoint).is_file():
+            raise UsageError(f"checkpoint {self.checkpoint} does not exist: give a state_dict saved with torch.save")
+        if self.dataset and self.mode != "accuracy":
+            raise UsageError("--dataset is read in --mode accuracy only (performance runs use synthetic samples)")
+        if impl.runs_model or self.mode == "accuracy":
+            self._check_model()
+
+    def _check_model(self) -> None:
+        from accelbench.infer.served import ADAPTERS
+        from accelbench.workloads import model_info
+
+        info = model_info(self.model)
+        adapter = ADAPTERS.get(info.domain)
+        if adapter is None:
+            raise UsageError(
+                f"serving {self.model} ({info.domain}) is not supported yet; served: {', '.join(ADAPTERS)}"
+            )
+        if adapter.server_bound_ms is None and self.scenario in ("server", "multistream"):
+            raise UsageError(f"{self.model} is served in offline and singlestream only, as in MLPerf Inference")
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
-        words = [p["model"] if p.get("backend") != "null" else "null backend", p["scenario"]]
-        words += [f"bs<={p['batch_size']}", p["precision"], p["profile"]]
+        words = [p["model"] if p.get("backend") not in ("null", "sleep") else f"{p['backend']} backend", p["scenario"]]
+        if p.get("mode", "performance") != "performance":
+            words.append(p["mode"])
+        if p.get("backend") not in ("torch", "null", "sleep"):  # a named backend, or a user's class
+            words.append(p["backend"])
+        words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
+        if p.get("devices", 1) > 1:
+            words.append(f"x{p['devices']}")
         if p.get("scale", "full") != "full":
             words.append(p["scale"])
         return " ".join(words)

@@ -1,11 +1,13 @@
 """The system under test and the query sample library that LoadGen drives.
 
-The SUT is a worker thread with a queue, never a thread per query: LoadGen's
-issue callback only enqueues; the worker takes up to ``batch_size`` waiting
-samples (in Server, waiting at most ``max_wait`` for a batch to fill), runs the
-backend once on the stacked inputs, and completes every sample of the batch
-through ``QuerySamplesComplete``. The QSL materialises inputs on the device when
-LoadGen loads them and drops them when it unloads them.
+The SUT is one worker thread per serving device with a shared queue, never a
+thread per query: LoadGen's issue callback only enqueues; a worker takes up to
+``batch_size`` waiting samples (in Server, waiting at most ``max_wait`` for a
+batch to fill), runs its backend once on the collated inputs, and completes
+every sample of the batch through ``QuerySamplesComplete`` - with each sample's
+answer attached in accuracy mode, which LoadGen writes to its accuracy log. The
+QSL materialises inputs when LoadGen loads them and drops them when it unloads
+them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import queue
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -35,37 +38,61 @@ class SampleLibrary:
             self.loaded.pop(i, None)
 
 
+@dataclass
+class Worker:
+    """One serving device: its backend's predict (None: answer at once) and where its inputs must live."""
+
+    predict: Callable[[Any], Any] | None
+    device: Any = None
+
+
 class BatchingSUT:
     def __init__(
         self,
-        predict: Callable[[list[Any]], object] | None,
+        workers: list[Worker],
         qsl: SampleLibrary,
         batch_size: int,
         max_wait: float,
+        collate: Callable[[list[Any]], Any] = list,
+        answers: Callable[[Any], list[Any]] | None = None,
     ):
-        self.predict = predict  # None: the null backend, which answers without touching the inputs
         self.qsl = qsl
         self.batch_size = batch_size
         self.max_wait = max_wait
+        self.collate = collate
+        self.answers = answers  # accuracy mode: each sample's answer goes back to LoadGen
         self.queue: queue.Queue[Any] = queue.Queue()
         self.batches = 0
         self.samples = 0
+        self.per_worker = [0] * len(workers)
         self.error: BaseException | None = None
-        self._worker = threading.Thread(target=self._serve, name="accelbench-sut", daemon=True)
-        self._worker.start()
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._serve, args=(i, w), name=f"accelbench-sut-{i}", daemon=True)
+            for i, w in enumerate(workers)
+        ]
+        for t in self._threads:
+            t.start()
 
     def issue(self, query_samples: list[Any]) -> None:
-        self.queue.put(list(query_samples))  # one queue item per LoadGen call, however many samples
+        samples = list(query_samples)
+        if len(self._threads) == 1 or len(samples) <= self.batch_size:
+            self.queue.put(samples)  # one queue item per LoadGen call, however many samples
+            return
+        for start in range(0, len(samples), self.batch_size):  # several workers share a large query
+            self.queue.put(samples[start : start + self.batch_size])
 
     def flush(self) -> None:
         pass
 
     def stop(self) -> None:
-        self.queue.put(None)
-        self._worker.join()
+        for _ in self._threads:
+            self.queue.put(None)
+        for t in self._threads:
+            t.join()
 
-    def _take(self, pending: deque[Any], block_until: float | None) -> bool:
-        """Move the next issued list into ``pending``; False when stopping or (with a deadline) on timeout."""
+    def _take(self, pending: deque[Any], block_until: float | None) -> bool | None:
+        """Move the next issued list into ``pending``; False on timeout, None when told to stop."""
         try:
             if block_until is None:
                 item = self.queue.get()
@@ -75,32 +102,50 @@ class BatchingSUT:
         except queue.Empty:
             return False
         if item is None:
-            self._stopping = True
-            return False
+            return None
         pending.extend(item)
         return True
 
-    def _serve(self) -> None:
+    def _serve(self, index: int, worker: Worker) -> None:
         import mlperf_loadgen as lg
 
         pending: deque[Any] = deque()
-        self._stopping = False
+        stopping = False
         while True:
-            if not pending and not self._take(pending, None):
-                return
+            if not pending:
+                if stopping or not self._take(pending, None):
+                    return
             deadline = time.perf_counter() + self.max_wait
-            while len(pending) < self.batch_size and not self._stopping:
+            while len(pending) < self.batch_size and not stopping:
                 # take what is already waiting at once; wait for more only up to the deadline (Server)
-                if not self._take(pending, deadline if self.max_wait > 0 else time.perf_counter()):
+                got = self._take(pending, deadline if self.max_wait > 0 else time.perf_counter())
+                stopping = got is None
+                if not got:
                     break
             batch = [pending.popleft() for _ in range(min(self.batch_size, len(pending)))]
+            if not batch:
+                continue
+            payloads = None
             try:
-                if self.predict is not None:
-                    self.predict([self.qsl.loaded[q.index] for q in batch])
+                if worker.predict is not None:
+                    inputs = self.collate([self.qsl.loaded[q.index] for q in batch])
+                    if worker.device is not None:
+                        inputs = tuple(t.to(worker.device, non_blocking=True) for t in inputs)
+                    out = worker.predict(inputs)
+                    if self.answers is not None:
+                        payloads = self.answers(out)
             except BaseException as exc:  # keep answering LoadGen; the run is reported failed afterwards
                 self.error = self.error or exc
-            self.batches += 1
-            self.samples += len(batch)
-            lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in batch])
-            if self._stopping and not pending:
-                return
+            with self._lock:
+                self.batches += 1
+                self.samples += len(batch)
+                self.per_worker[index] += len(batch)
+            if payloads is None:
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in batch])
+            else:  # LoadGen copies each answer during the call; the arrays stay alive until it returns
+                lg.QuerySamplesComplete(
+                    [
+                        lg.QuerySampleResponse(q.id, a.ctypes.data, a.nbytes)
+                        for q, a in zip(batch, payloads, strict=True)
+                    ]
+                )

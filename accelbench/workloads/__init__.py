@@ -7,9 +7,9 @@ workload class (see :mod:`accelbench.workloads.base`).
 from __future__ import annotations
 
 import difflib
-import importlib
 
 from accelbench.errors import UsageError
+from accelbench.plugins import load_class
 from accelbench.workloads.base import ModelInfo, Workload
 
 MODELS: dict[str, str] = {
@@ -34,14 +34,7 @@ MODELS: dict[str, str] = {
 
 
 def _load(path: str) -> type[Workload]:
-    module, _, cls = path.partition(":")
-    try:
-        obj = getattr(importlib.import_module(module), cls)
-    except (ImportError, AttributeError) as exc:
-        raise UsageError(f"cannot load workload {path!r}: {exc}") from None
-    if not (isinstance(obj, type) and issubclass(obj, Workload)):
-        raise UsageError(f"{path!r} is not a subclass of accelbench.workloads.base.Workload")
-    return obj
+    return load_class(path, Workload, "workload")
 
 
 def workload_class(name: str) -> type[Workload]:

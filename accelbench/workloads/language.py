@@ -53,15 +53,35 @@ def _bert_model(cfg: BertConfig) -> "torch.nn.Module":
             for emb in (self.words, self.positions, self.segments):
                 nn.init.normal_(emb.weight, std=0.02)  # BERT's initializer range
 
-        def forward(self, tokens: torch.Tensor, segments: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        def encode(self, tokens: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
             pos = torch.arange(tokens.shape[1], device=tokens.device)
-            x = self.norm(self.words(tokens) + self.positions(pos) + self.segments(segments))
-            x = self.encoder(x)
+            return self.encoder(self.norm(self.words(tokens) + self.positions(pos) + self.segments(segments)))
+
+        def forward(self, tokens: torch.Tensor, segments: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+            x = self.encode(tokens, segments)
             # only the masked positions go through the vocabulary projection, as reference implementations do
             picked = self.transform(x[masked])
             return picked @ self.words.weight.t() + self.bias
 
     return Bert()
+
+
+def span_model(cfg: BertConfig, seq_len: int | None = None) -> "torch.nn.Module":
+    """The encoder with SQuAD's span head (start and end logits per token), as MLPerf Inference serves BERT."""
+    from dataclasses import replace
+
+    from torch import nn
+
+    class BertSpans(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = _bert_model(replace(cfg, seq_len=seq_len or cfg.seq_len))
+            self.span = nn.Linear(cfg.hidden, 2)
+
+        def forward(self, tokens: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
+            return self.span(self.bert.encode(tokens, segments))  # (batch, seq, 2)
+
+    return BertSpans()
 
 
 class BertWorkload(Workload):

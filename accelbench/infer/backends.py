@@ -1,0 +1,232 @@
+"""How a served model runs: the backends the system under test can call.
+
+A backend turns a built PyTorch model into ``predict(batch inputs) -> outputs``
+(or ``None`` for the harness-only backends). Adding one is one small class and
+one line in :data:`BACKENDS`::
+
+    class MyBackend(Backend):
+        name, summary = "mine", "my runtime"
+        def load(self, served, model, device, precision, calibration):
+            return lambda inputs: my_runtime(model, inputs)
+
+Backends that need a package accelbench does not install by default name the
+pip extra that brings it, and are refused at the command line when it is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
+
+    from accelbench.infer.served import Inputs, Served
+
+Predict = Callable[["Inputs"], Any]
+
+
+class Backend:
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    precisions: ClassVar[tuple[str, ...]] = ("fp32",)
+    #: (python module, pip extra) the backend needs beyond accelbench's own dependencies
+    needs: ClassVar[tuple[str, str] | None] = None
+    #: whether it runs the model (False: answers without computing, to measure the harness)
+    runs_model: ClassVar[bool] = True
+
+    def check(self, precision: str) -> None:
+        if precision not in self.precisions:
+            raise UsageError(
+                f"backend {self.name} runs {', '.join(self.precisions)}, not {precision}: pick one of those "
+                "or another --backend"
+            )
+        if self.needs and importlib.util.find_spec(self.needs[0]) is None:
+            raise UsageError(
+                f"backend {self.name} needs the {self.needs[0]} package: pip install 'accelbench[{self.needs[1]}]'"
+            )
+
+    def load(
+        self,
+        served: "Served",
+        model: "torch.nn.Module",
+        device: "torch.device",
+        precision: str,
+        calibration: list["Inputs"],
+    ) -> Predict | None:
+        raise NotImplementedError
+
+
+class TorchEager(Backend):
+    name, summary = "torch", "PyTorch eager; amp_fp16/amp_bf16 through torch.autocast"
+    precisions = ("fp32", "amp_fp16", "amp_bf16")
+
+    def prepare_model(self, model: "torch.nn.Module") -> Any:
+        return model
+
+    def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
+        import torch
+
+        dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(precision)
+        run = self.prepare_model(model)
+
+        def predict(inputs: "Inputs") -> Any:
+            with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                out = served.forward(run, inputs)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            return out
+
+        return predict
+
+
+class TorchCompiled(TorchEager):
+    name, summary = "compile", "PyTorch with torch.compile (compiled during the calibration probe, not timed)"
+
+    def prepare_model(self, model: "torch.nn.Module") -> Any:
+        import torch
+
+        return torch.compile(model, dynamic=True)
+
+
+class OnnxRuntime(Backend):
+    name, summary = "onnxruntime", "ONNX Runtime on the model exported by torch.onnx (pip extra: onnx)"
+    needs = ("onnxruntime", "onnx")
+
+    def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
+
+        workdir = Path(tempfile.mkdtemp(prefix="accelbench-onnx-"))
+        path = export(model.cpu(), calibration[0], workdir / "model.onnx")
+        model.to(device)
+        return _session_predict(self.finish(path, calibration), device)
+
+    def finish(self, path: Path, calibration: list["Inputs"]) -> Path:
+        return path
+
+
+class OnnxRuntimeInt8(OnnxRuntime):
+    name = "int8"
+    summary = "INT8: ONNX Runtime static QDQ quantization calibrated on the first samples (pip extra: onnx)"
+    precisions = ("int8",)
+
+    def finish(self, path: Path, calibration: list["Inputs"]) -> Path:
+        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+        names = _input_names(path)
+
+        class Reader(CalibrationDataReader):
+            def __init__(self) -> None:
+                self.items = iter([{n: t.cpu().numpy() for n, t in zip(names, x, strict=True)} for x in calibration])
+
+            def get_next(self) -> dict[str, Any] | None:
+                return next(self.items, None)
+
+        out = path.with_name("model.int8.onnx")
+        quantize_static(
+            str(path),
+            str(out),
+            Reader(),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            activation_type=QuantType.QInt8,
+            weight_type=QuantType.QInt8,
+        )
+        return out
+
+
+class Null(Backend):
+    name, summary = "null", "answers at once without running a model: the harness's own ceiling"
+    runs_model = False
+    precisions = ("fp32", "amp_fp16", "amp_bf16", "int8")
+
+    def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
+        return None
+
+
+class Sleep(Null):
+    name, summary = "sleep", "sleeps --service-ms per batch: a system with a known capacity, to check the harness"
+
+    def __init__(self, service_ms: float = 1.0) -> None:
+        self.service_ms = service_ms
+
+    def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
+        seconds = self.service_ms / 1000
+
+        def predict(inputs: "Inputs") -> None:
+            end = time.perf_counter() + seconds
+            time.sleep(seconds)
+            while time.perf_counter() < end:  # sleep may return early on some systems
+                pass
+
+        return predict
+
+
+BACKENDS: dict[str, type[Backend]] = {
+    b.name: b for b in (TorchEager, TorchCompiled, OnnxRuntime, OnnxRuntimeInt8, Null, Sleep)
+}
+
+
+def backend(name: str, service_ms: float = 1.0) -> Backend:
+    """A built-in backend by name, or a user's ``package.module:Class`` (a :class:`Backend` subclass)."""
+    if ":" in name:
+        from accelbench.plugins import load_class
+
+        return load_class(name, Backend, "backend")()
+    if name not in BACKENDS:
+        raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}, or package.module:Class")
+    return Sleep(service_ms) if name == "sleep" else BACKENDS[name]()
+
+
+def export(model: "torch.nn.Module", example: "Inputs", path: Path) -> Path:
+    """torch.onnx's exporter with a dynamic batch dimension, so any batch the SUT forms runs."""
+    import torch
+
+    batch = torch.export.Dim("batch", min=1, max=4096)
+    example = tuple(t.cpu() for t in example)
+    names = [f"input_{i}" for i in range(len(example))]
+    try:
+        torch.onnx.export(
+            model.eval(),
+            example,
+            str(path),
+            dynamo=True,
+            input_names=names,
+            dynamic_shapes=tuple({0: batch} for _ in example),
+            external_data=False,
+            verbose=False,
+        )
+    except Exception as exc:  # noqa: BLE001 - an exporter failure is a property of the model, said in one line
+        raise UsageError(
+            f"torch.onnx could not export this model for ONNX Runtime: {str(exc).splitlines()[0]}"
+        ) from None
+    return path
+
+
+def _input_names(path: Path) -> list[str]:
+    import onnx
+
+    return [i.name for i in onnx.load(str(path), load_external_data=False).graph.input]
+
+
+def _session_predict(path: Path, device: "torch.device") -> Predict:
+    import onnxruntime as ort
+    import torch
+
+    providers = ["CPUExecutionProvider"]
+    if device.type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers():
+        providers.insert(0, ("CUDAExecutionProvider", {"device_id": device.index or 0}))
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    session = ort.InferenceSession(str(path), options, providers=providers)
+    names = [i.name for i in session.get_inputs()]
+
+    def predict(inputs: "Inputs") -> Any:
+        out = session.run(None, {n: t.cpu().numpy() for n, t in zip(names, inputs, strict=True)})
+        return torch.from_numpy(out[0])
+
+    return predict

@@ -1,0 +1,113 @@
+"""Accuracy-mode datasets in their standard on-disk formats, read from a local directory (nothing is downloaded).
+
+A :class:`Samples` gives LoadGen's query sample library what it needs: how many
+samples there are, sample ``i``'s inputs (loaded only when LoadGen asks, so a
+large set need not fit in memory), and the labels the quality metric scores
+answers against. A directory that does not hold the expected files is a usage
+error that names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+#: ImageNet's per-channel mean and deviation: the normalisation torchvision's classifiers are trained with
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+@dataclass
+class Samples:
+    load_one: Callable[[int], tuple["torch.Tensor", ...]]
+    labels: list[Any]
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def inputs(self, index: int, device: "torch.device") -> tuple["torch.Tensor", ...]:
+        return tuple(t.unsqueeze(0).to(device) for t in self.load_one(index))
+
+
+def _directory(root: Path, expected: str) -> Path:
+    if not root.is_dir():
+        raise UsageError(f"dataset directory {root} does not exist; it should hold {expected}")
+    return root
+
+
+def image_folder(root: Path, size: int) -> Samples:
+    """ImageFolder layout (``root/<class>/<image>``, or the same under ``root/val``): resize, centre crop, normalise.
+
+    Class indices are the sorted folder names, as torchvision's ImageFolder (and
+    ImageNet's synset order) number them.
+    """
+    from PIL import Image
+    from torchvision import transforms
+
+    expected = "one sub-folder per class holding .png/.jpg images (an ImageFolder, or one under val/)"
+    root = _directory(root, expected)
+    if (root / "val").is_dir():
+        root = root / "val"
+    classes = sorted(p.name for p in root.iterdir() if p.is_dir())
+    files = [
+        (f, c)
+        for c, name in enumerate(classes)
+        for f in sorted((root / name).iterdir())
+        if f.suffix.lower() in IMAGE_SUFFIXES
+    ]
+    if not files:
+        raise UsageError(f"no images in {root}: expected {expected}")
+    prep = transforms.Compose(
+        [
+            transforms.Resize(size * 256 // 224),
+            transforms.CenterCrop(size),
+            transforms.ToTensor(),
+            transforms.Normalize(MEAN, STD),
+        ]
+    )
+
+    def load(i: int) -> tuple["torch.Tensor", ...]:
+        with Image.open(files[i][0]) as img:
+            return (prep(img.convert("RGB")),)
+
+    return Samples(load, [c for _, c in files], f"ImageFolder {root} ({len(files)} images, {len(classes)} classes)")
+
+
+def npy_cases(root: Path) -> Samples:
+    """KiTS19 as the MLPerf 3D U-Net reference preprocesses it: ``case_NNNNN_x.npy`` (C, D, H, W) and ``_y.npy``."""
+    import numpy as np
+    import torch
+
+    expected = "case_*_x.npy volumes (channels, depth, height, width) with matching case_*_y.npy labels"
+    root = _directory(root, expected)
+    volumes = sorted(root.glob("*_x.npy"))
+    if not volumes:
+        raise UsageError(f"no *_x.npy volumes in {root}: expected {expected}")
+    missing = [v.name for v in volumes if not v.with_name(v.name[: -len("_x.npy")] + "_y.npy").is_file()]
+    if missing:
+        raise UsageError(f"{root} lacks the labels of {', '.join(missing[:3])}: expected {expected}")
+
+    def load(i: int) -> tuple["torch.Tensor", ...]:
+        return (torch.from_numpy(np.load(volumes[i]).astype(np.float32)),)
+
+    labels: list[Any] = [_LazyLabel(v.with_name(v.name[: -len("_x.npy")] + "_y.npy")) for v in volumes]
+    return Samples(load, labels, f"{len(volumes)} KiTS19 cases in {root}")
+
+
+class _LazyLabel:
+    """A label volume read only when scored (a whole label set may not fit in memory)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy as np
+
+        return np.load(self.path).astype(dtype or np.int64)

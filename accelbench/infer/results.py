@@ -1,0 +1,139 @@
+"""Result records of LoadGen runs: the scenario's metric, latency percentiles, validity in plain words."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from accelbench.infer.logs import invalid_reasons
+from accelbench.infer.specs import InferParams
+from accelbench.results.record import Metric, Result
+
+if TYPE_CHECKING:
+    from accelbench.infer.accuracy import Verdict
+    from accelbench.infer.run import Outcome
+    from accelbench.infer.settings import Probe
+
+NAME = "infer/loadgen"
+PERCENTILES = (
+    ("result_50.00_percentile_latency_ns", "latency_p50_seconds"),
+    ("result_90.00_percentile_latency_ns", "latency_p90_seconds"),
+    ("result_95.00_percentile_latency_ns", "latency_p95_seconds"),
+    ("result_99.00_percentile_latency_ns", "latency_p99_seconds"),
+    ("result_99.90_percentile_latency_ns", "latency_p99_9_seconds"),
+    ("result_mean_latency_ns", "latency_mean_seconds"),
+    ("result_min_latency_ns", "latency_min_seconds"),
+    ("result_max_latency_ns", "latency_max_seconds"),
+)
+
+
+def _metric(value: float, unit: str, higher: bool) -> Metric:
+    return Metric(value, unit, higher, None, None)
+
+
+def scenario_metric(scenario: str, d: dict[str, Any]) -> tuple[str, Metric]:
+    if scenario == "offline":
+        return "samples_per_second", _metric(float(d.get("result_samples_per_second", 0.0)), "samples/s", True)
+    if scenario == "server":
+        value = d.get("result_scheduled_samples_per_sec") or d.get("result_completed_samples_per_sec") or 0.0
+        return "queries_per_second", _metric(float(value), "queries/s", True)
+    if scenario == "singlestream":
+        return "p90_latency_seconds", _metric(d.get("result_90.00_percentile_latency_ns", 0) / 1e9, "s", False)
+    ns = d.get("result_99.00_percentile_per_query_latency_ns") or d.get("result_99.00_percentile_latency_ns", 0)
+    return "p99_latency_seconds", _metric(ns / 1e9, "s", False)
+
+
+def multistream_within_bound(d: dict[str, Any], bound_ms: float) -> bool:
+    """LoadGen >= 2.0 has no MultiStream bound (its metric is the p99 query latency); accelbench holds it to one."""
+    ns = d.get("result_99.00_percentile_per_query_latency_ns") or d.get("result_99.00_percentile_latency_ns", 0)
+    return ns / 1e6 <= bound_ms
+
+
+def performance_result(
+    params: InferParams, record: dict[str, Any], outcome: "Outcome", probe: "Probe", extra: dict[str, Any] | None = None
+) -> Result:
+    from accelbench.infer.settings import bound_ms
+
+    d = outcome.detail
+    name, primary = scenario_metric(params.scenario, d)
+    metrics = {name: primary}
+    if primary.higher_is_better and params.devices > 1:
+        metrics[f"{name}_per_device"] = _metric(primary.value / params.devices, primary.unit + " per device", True)
+    for key, label in PERCENTILES:
+        if key in d:
+            metrics[label] = _metric(d[key] / 1e9, "s", False)
+    valid = d.get("result_validity") == "VALID"
+    bound = bound_ms(params) if params.scenario in ("server", "multistream") else None
+    details: dict[str, Any] = {
+        "valid": valid,
+        "loadgen_log_dir": str(outcome.outdir),
+        "compliant": params.profile == "official",
+        "probe": probe.to_dict(),
+        "latency_bound_ms": bound,
+        "sut_batches": outcome.sut.batches,
+        "sut_samples": outcome.sut.samples,
+        "samples_per_device": outcome.sut.per_worker,
+        "loadgen_version": d.get("loadgen_version"),
+        "target_qps": d.get("requested_server_target_qps") if params.scenario == "server" else None,
+    } | (extra or {})
+    reasons = [] if valid else invalid_reasons(d, params.scenario)
+    if params.scenario == "multistream" and bound is not None and not multistream_within_bound(d, bound):
+        valid = False
+        reasons.append(
+            f"latency bound of {bound:g} ms violated: the 99th-percentile query latency is "
+            f"{primary.value * 1e3:.3g} ms; lower --samples-per-query"
+        )
+    details["valid"] = valid
+    return _record(params, record | {"valid": valid}, metrics, name, details, reasons, outcome.conditions)
+
+
+def _record(
+    params: InferParams,
+    record: dict[str, Any],
+    metrics: dict[str, Metric],
+    primary: str,
+    details: dict[str, Any],
+    reasons: list[str],
+    conditions: dict[str, Any],
+) -> Result:
+    warnings = [w for w in conditions.get("warnings", []) if w]
+    if reasons:
+        details["invalid_reasons"] = reasons
+        warnings = [f"INVALID: {r}" for r in reasons] + warnings
+    if params.profile == "quick":
+        warnings.append("non-compliant: the quick profile is shorter than MLPerf's rules")
+    return Result(
+        NAME,
+        record | {"devices": params.devices},
+        metrics=metrics,
+        primary_metric=primary,
+        warnings=warnings,
+        conditions=conditions,
+        details=details,
+    )
+
+
+def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outcome", verdict: "Verdict") -> Result:
+    metrics = {
+        verdict.metric: _metric(verdict.quality, "fraction", True),
+        f"reference_{verdict.metric}": _metric(verdict.reference, "fraction", True),
+        "quality_ratio": _metric(verdict.ratio, "x FP32", True),
+    }
+    details = {
+        "valid": verdict.passed,
+        "accuracy_gates": verdict.gates,
+        "labels": verdict.labels,
+        "samples": verdict.samples,
+        "loadgen_log_dir": str(outcome.outdir),
+        "loadgen_validity": outcome.detail.get("result_validity"),
+        "compliant": params.profile == "official",
+    }
+    reasons = []
+    if not verdict.passed:
+        failed = [g for g, ok in verdict.gates.items() if not ok]
+        reasons.append(
+            f"accuracy below {', '.join(failed)} of the FP32 reference: {verdict.metric} {verdict.quality:.4f} "
+            f"vs {verdict.reference:.4f} ({verdict.ratio:.2%})"
+        )
+    return _record(
+        params, record | {"valid": verdict.passed}, metrics, verdict.metric, details, reasons, outcome.conditions
+    )

@@ -1,0 +1,229 @@
+"""A workload as LoadGen serves it: one sample's inputs, how samples batch, what one answer is, how answers score.
+
+Training needs a loss; serving needs the answer a client gets (a class, a span,
+a click probability, a segmentation) and the model's MLPerf quality metric over
+those answers. Each adapter below covers one domain of workloads, so any model
+of that domain (a user's ``pkg.mod:Class`` too) is servable. Answers are small
+numpy arrays: they are what the system under test hands back to LoadGen, what
+LoadGen writes (hex-encoded) to ``mlperf_log_accuracy.json``, and what the
+quality metric reads back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from accelbench.errors import UsageError
+from accelbench.workloads import workload_class
+from accelbench.workloads.base import Workload
+
+if TYPE_CHECKING:
+    import torch
+
+    from accelbench.infer.datasets import Samples
+
+Inputs = tuple["torch.Tensor", ...]
+
+
+class Served:
+    """The serving side of a workload; subclasses say how its answers look and score."""
+
+    #: the quality metric and MLPerf's accuracy gates (fractions of the FP32 reference)
+    quality_name: ClassVar[str] = "agreement"
+    gates: ClassVar[tuple[float, ...]] = (0.99, 0.999)
+    #: MLPerf Inference v0.7 datacenter Server latency bound (seed 002); None: Offline only
+    server_bound_ms: ClassVar[float | None] = 100.0
+    answer_dtype: ClassVar[Any] = np.float32
+    #: how many leading elements of ``synthetic_batch`` are inputs (the rest are targets)
+    n_inputs: ClassVar[int] = 1
+    dataset_hint: ClassVar[str] = ""
+
+    def __init__(self, workload: Workload, scale: str) -> None:
+        self.workload = workload
+        self.scale = scale
+
+    def build(self) -> "torch.nn.Module":
+        return self.workload.build(self.scale)
+
+    def synthetic(self, index: int, device: "torch.device") -> Inputs:
+        """Sample ``index`` of the performance set: the same input every time it is asked for."""
+        import torch
+
+        torch.manual_seed(index)
+        batch = self.workload.synthetic_batch(1, device, self.scale)
+        return tuple(batch[: self.n_inputs])
+
+    def collate(self, samples: list[Inputs]) -> Inputs:
+        import torch
+
+        return tuple(torch.cat(parts) for parts in zip(*samples, strict=True))
+
+    def forward(self, model: "torch.nn.Module", inputs: Inputs) -> Any:
+        return model(*inputs)
+
+    def answers(self, outputs: Any) -> list[np.ndarray]:
+        """One answer per sample of the batch, as the client would receive it."""
+        raise NotImplementedError
+
+    def quality(self, answers: list[np.ndarray], labels: list[Any]) -> float:
+        raise NotImplementedError
+
+    def dataset(self, root: Path) -> "Samples":
+        raise UsageError(
+            f"no dataset loader for {self.workload.info.name} yet: accuracy mode serves image classifiers "
+            "(ImageFolder) and unet3d (.npy cases)"
+        )
+
+
+class Classifier(Served):
+    quality_name = "top1"
+    gates = (0.99,)
+    server_bound_ms = 15.0
+    answer_dtype = np.int32
+    dataset_hint = "an ImageFolder: one sub-folder per class (sorted names = class indices) of .png/.jpg images"
+
+    def answers(self, outputs: Any) -> list[np.ndarray]:
+        import torch
+
+        top = outputs.float().argmax(dim=1).to("cpu", dtype=torch.int32).numpy()
+        return [top[i : i + 1] for i in range(top.shape[0])]
+
+    def quality(self, answers: list[np.ndarray], labels: list[Any]) -> float:
+        return float(np.mean([int(a[0]) == int(y) for a, y in zip(answers, labels, strict=True)]))
+
+    def dataset(self, root: Path) -> "Samples":
+        import torch
+
+        from accelbench.infer.datasets import image_folder
+
+        shape = self.synthetic(0, torch.device("cpu"))[0].shape
+        return image_folder(root, size=int(shape[-1]))
+
+
+class Segmenter3D(Served):
+    quality_name = "mean_dice"
+    server_bound_ms = None  # MLPerf runs 3D U-Net in Offline (and SingleStream) only
+    answer_dtype = np.uint8
+    dataset_hint = "KiTS19 cases preprocessed as the MLPerf reference does: case_*_x.npy volumes, case_*_y.npy labels"
+
+    def answers(self, outputs: Any) -> list[np.ndarray]:
+        import torch
+
+        classes = outputs.float().argmax(dim=1).to("cpu", dtype=torch.uint8).numpy()
+        return [classes[i].reshape(-1) for i in range(classes.shape[0])]
+
+    def quality(self, answers: list[np.ndarray], labels: list[Any]) -> float:
+        """Mean DICE over the foreground classes (kidney, tumour), as the KiTS19 metric."""
+        scores = []
+        for a, y in zip(answers, labels, strict=True):
+            y = np.asarray(y).reshape(-1)
+            for cls in range(1, int(max(a.max(initial=0), y.max(initial=0))) + 1):
+                p, t = a == cls, y == cls
+                denom = p.sum() + t.sum()
+                scores.append(1.0 if denom == 0 else 2.0 * (p & t).sum() / denom)
+        return float(np.mean(scores)) if scores else 1.0
+
+    def dataset(self, root: Path) -> "Samples":
+        from accelbench.infer.datasets import npy_cases
+
+        return npy_cases(root)
+
+
+class SpanReader(Served):
+    """BERT on SQuAD: a start/end span over a 384-token sequence (MLPerf's BERT benchmark)."""
+
+    quality_name = "span_exact_match"
+    server_bound_ms = 130.0
+    answer_dtype = np.int32
+    seq_len: ClassVar[int] = 384
+
+    def build(self) -> "torch.nn.Module":
+        from accelbench.workloads.language import span_model
+
+        return span_model(self.workload.cfg(self.scale), self.seq_len if self.scale == "full" else None)
+
+    def synthetic(self, index: int, device: "torch.device") -> Inputs:
+        import torch
+
+        cfg = self.workload.cfg(self.scale)
+        seq = self.seq_len if self.scale == "full" else cfg.seq_len
+        g = torch.Generator().manual_seed(index)
+        tokens = torch.randint(0, cfg.vocab, (1, seq), generator=g)
+        segments = (torch.arange(seq) >= seq // 4).long().unsqueeze(0)  # a question, then its context
+        return tokens.to(device), segments.to(device)
+
+    def answers(self, outputs: Any) -> list[np.ndarray]:
+        import torch
+
+        spans = outputs.float().argmax(dim=1).to("cpu", dtype=torch.int32).numpy()  # (batch, 2): start, end
+        return [spans[i] for i in range(spans.shape[0])]
+
+    def quality(self, answers: list[np.ndarray], labels: list[Any]) -> float:
+        return float(np.mean([tuple(a) == tuple(y) for a, y in zip(answers, labels, strict=True)]))
+
+
+class ClickPredictor(Served):
+    quality_name = "auc"
+    server_bound_ms = 30.0
+    n_inputs = 2
+
+    def answers(self, outputs: Any) -> list[np.ndarray]:
+        probs = outputs.float().sigmoid().cpu().numpy().astype(np.float32)
+        return [probs[i : i + 1] for i in range(probs.shape[0])]
+
+    def quality(self, answers: list[np.ndarray], labels: list[Any]) -> float:
+        """ROC AUC from ranks (ties averaged), as sklearn's roc_auc_score."""
+        from scipy.stats import rankdata
+
+        scores = np.concatenate(answers)
+        y = np.asarray(labels, dtype=bool)
+        pos, neg = int(y.sum()), int((~y).sum())
+        if pos == 0 or neg == 0:
+            return float("nan")
+        ranks = rankdata(scores)
+        return float((ranks[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+class Detector(Served):
+    """SSD: boxes, scores and labels after the model's own non-maximum suppression."""
+
+    quality_name = "detections"
+    server_bound_ms = 100.0
+
+    def synthetic(self, index: int, device: "torch.device") -> Inputs:
+        images = super().synthetic(index, device)[0]
+        return (images[0].unsqueeze(0),)
+
+    def forward(self, model: "torch.nn.Module", inputs: Inputs) -> Any:
+        return model(list(inputs[0]))
+
+    def answers(self, outputs: Any) -> list[np.ndarray]:
+        import torch
+
+        rows = []
+        for det in outputs:
+            table = torch.cat([det["boxes"], det["scores"][:, None], det["labels"][:, None].to(det["boxes"])], 1)
+            rows.append(table.float().cpu().numpy().reshape(-1))
+        return rows
+
+
+#: workload domain -> serving adapter
+ADAPTERS: dict[str, type[Served]] = {
+    "image classification": Classifier,
+    "medical imaging": Segmenter3D,
+    "language": SpanReader,
+    "recommendation": ClickPredictor,
+    "object detection": Detector,
+}
+
+
+def served(model: str, scale: str) -> Served:
+    workload = workload_class(model)()
+    adapter = ADAPTERS.get(workload.info.domain)
+    if adapter is None:
+        servable = ", ".join(sorted(ADAPTERS))
+        raise UsageError(f"serving {model} ({workload.info.domain}) is not supported yet; domains served: {servable}")
+    return adapter(workload, scale)

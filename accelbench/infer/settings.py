@@ -1,0 +1,138 @@
+"""LoadGen's TestSettings from accelbench's parameters and a calibration probe of the system under test.
+
+``quick`` sets a short duration and just enough queries for LoadGen's tail
+estimate (non-compliant). ``official`` loads LoadGen's own ``mlperf.conf``
+rules (600 s minimum, the official RNG seeds, per-model bounds) through
+``TestSettings.FromConfig``; accelbench then sets only the hints it measured.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from accelbench.infer.specs import InferParams
+
+if TYPE_CHECKING:
+    from accelbench.infer.run import Serving
+
+#: A Python SUT answers at most a few hundred thousand samples/s, whatever the backend; planning
+#: LoadGen's queries for more (a null backend probes as infinitely fast) would only waste memory.
+MAX_PLANNED_RATE = 1_000_000.0
+#: Without --target-qps, Server is asked for a quarter of the probed throughput (at most 20k QPS), which a
+#: batching SUT meets within the bound; --mode find-peak searches for the highest valid rate.
+SERVER_FRACTION, SERVER_DEFAULT_MAX = 0.25, 20_000.0
+#: Server and MultiStream judge the 99th percentile; with no late query, early stopping needs about this many.
+QUICK_TAIL_QUERIES = 662
+DEFAULT_BOUND_MS = 100.0
+#: accelbench model -> the name mlperf.conf uses for it (others get mlperf.conf's "*" rules)
+MLPERF_NAMES = {
+    "resnet50": "resnet50",
+    "bert": "bert-99",
+    "bert-large": "bert-99",
+    "dlrm": "dlrm-v2-99",
+    "rnnt": "rnnt",
+    "unet3d": "3d-unet-99",
+}
+SCENARIO_NAMES = {
+    "offline": "Offline",
+    "server": "Server",
+    "singlestream": "SingleStream",
+    "multistream": "MultiStream",
+}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a short timing of the backend says: the hints LoadGen needs so a run is not INVALID for want of queries."""
+
+    rate: float  # samples/s at the full batch, over all serving devices
+    single: float  # seconds for one sample
+
+    def to_dict(self) -> dict[str, float]:
+        return {"samples_per_second": self.rate, "single_sample_seconds": self.single}
+
+
+def probe(serving: "Serving", params: InferParams) -> Probe:
+    predict = serving.workers[0].predict
+    if predict is None:
+        return Probe(MAX_PLANNED_RATE, 1e-7)
+    n = max(params.batch_size, params.samples_per_query)
+    samples = [serving.make_input(i % serving.total) for i in range(n)]
+    full, one = serving.collate(samples[: params.batch_size]), serving.collate(samples[:1])
+    for _ in range(2):  # warm-up; also where torch.compile compiles both shapes
+        predict(full)
+        predict(one)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        predict(full)
+    per_batch = (time.perf_counter() - t0) / 3
+    t0 = time.perf_counter()
+    for _ in range(5):
+        predict(one)
+    single = (time.perf_counter() - t0) / 5
+    rate = params.batch_size / max(per_batch, 1e-9) * len(serving.workers)
+    return Probe(min(rate, MAX_PLANNED_RATE), max(single, 1e-7))
+
+
+def bound_ms(params: InferParams) -> float:
+    """The Server/MultiStream latency bound: the flag, or the model's MLPerf bound."""
+    if params.latency_bound_ms:
+        return params.latency_bound_ms
+    try:
+        from accelbench.infer.served import ADAPTERS
+        from accelbench.workloads import model_info
+
+        adapter = ADAPTERS.get(model_info(params.model).domain)
+    except Exception:  # noqa: BLE001 - a harness-only backend may name no servable model
+        adapter = None
+    return (adapter.server_bound_ms if adapter else None) or DEFAULT_BOUND_MS
+
+
+def base(params: InferParams, mode: str = "performance") -> Any:
+    import mlperf_loadgen as lg
+
+    s = lg.TestSettings()
+    if params.profile == "official":
+        import tempfile
+        from pathlib import Path
+
+        user_conf = Path(tempfile.mkdtemp(prefix="accelbench-lg-")) / "user.conf"
+        user_conf.write_text("# accelbench sets its measured hints on the settings object\n")
+        name = MLPERF_NAMES.get(params.model, params.model)
+        if s.FromConfig(str(user_conf), name, SCENARIO_NAMES[params.scenario], 1) != 0:
+            raise RuntimeError(f"LoadGen could not load mlperf.conf for {name} {SCENARIO_NAMES[params.scenario]}")
+    s.scenario = getattr(lg.TestScenario, SCENARIO_NAMES[params.scenario])
+    s.mode = lg.TestMode.AccuracyOnly if mode == "accuracy" else lg.TestMode.PerformanceOnly
+    if params.profile == "quick" or params.duration:
+        s.min_duration_ms = int((params.duration or 2.0) * 1000)
+    if params.profile == "quick":
+        # enough queries for LoadGen's early-stopping estimate of the tail percentile, and no more
+        s.min_query_count = {"offline": 1, "singlestream": 64}.get(params.scenario, QUICK_TAIL_QUERIES)
+    if params.latency_bound_ms or params.profile == "quick":
+        s.server_target_latency_ns = int(bound_ms(params) * 1e6)
+    return s
+
+
+def performance_settings(
+    params: InferParams,
+    p: Probe,
+    target_qps: float | None = None,
+    samples_per_query: int | None = None,
+    mode: str = "performance",
+    reuse: Any = None,
+) -> Any:
+    """Settings with the probe's hints; ``reuse`` keeps an already-configured object (FromConfig runs once)."""
+    s = reuse if reuse is not None else base(params, mode)
+    spq = samples_per_query or params.samples_per_query
+    s.offline_expected_qps = params.expected_qps or p.rate * 1.1
+    s.single_stream_expected_latency_ns = int(p.single * 1e9)
+    s.server_target_qps = target_qps or params.target_qps or max(1.0, min(p.rate * SERVER_FRACTION, SERVER_DEFAULT_MAX))
+    s.multi_stream_samples_per_query = spq
+    s.multi_stream_expected_latency_ns = int(spq / p.rate * 1e9)
+    return s
+
+
+def accuracy_settings(params: InferParams, p: Probe) -> Any:
+    return performance_settings(params, p, mode="accuracy")

@@ -1,0 +1,155 @@
+"""Accuracy mode against the FP32 reference, backends, find-peak, and LoadGen's INVALID verdicts explained."""
+
+import pytest
+from infer_fixtures import checkpoint, write_colour_folder
+
+from accelbench.errors import UsageError
+from accelbench.infer.accuracy import Verdict, agreement
+from accelbench.infer.served import served
+from accelbench.suite.runner import RunOptions, run_suite
+from accelbench.suite.suites import Suite, make_entry
+
+COLOUR = {"model": "infer_fixtures:ColourNet", "threads": 2, "batch_size": 4}
+
+
+@pytest.fixture
+def run_isolated(tmp_path, store, profile):
+    def run(params: dict) -> list:
+        suite = Suite("t", [make_entry("infer/loadgen", params)])
+        return run_suite(suite, store, RunOptions(out_dir=tmp_path), profile=profile).results
+
+    return run
+
+
+@pytest.fixture
+def colours(tmp_path):
+    return write_colour_folder(tmp_path / "colours")
+
+
+def test_accuracy_on_a_dataset_passes_and_a_perturbed_model_fails(run_isolated, colours, tmp_path):
+    good = checkpoint(tmp_path / "good.pt")
+    [ok] = run_isolated({**COLOUR, "mode": "accuracy", "dataset": str(colours), "checkpoint": str(good)})
+    assert ok.status == "ok", ok.error
+    assert ok.metrics["top1"].value == 1.0 and ok.details["samples"] == 24
+    assert ok.params["valid"] and ok.details["accuracy_gates"] == {"99%": True}
+
+    # the served model is perturbed (a user backend that shifts every answer); the FP32 reference is not
+    shifted = "infer_fixtures:ShiftedClasses"
+    [bad] = run_isolated(
+        {**COLOUR, "mode": "accuracy", "dataset": str(colours), "checkpoint": str(good), "backend": shifted}
+    )
+    assert bad.status == "ok", bad.error
+    assert bad.metrics["top1"].value == 0.0 and bad.metrics["reference_top1"].value == 1.0
+    assert bad.params["valid"] is False and any("below 99% of the FP32 reference" in w for w in bad.warnings)
+
+
+def test_a_perturbed_checkpoint_is_scored_against_its_labels(run_isolated, colours, tmp_path):
+    bad = checkpoint(tmp_path / "bad.pt", permute=True)
+    [r] = run_isolated({**COLOUR, "mode": "accuracy", "dataset": str(colours), "checkpoint": str(bad)})
+    assert r.status == "ok", r.error
+    assert r.metrics["top1"].value < 0.5 and r.metrics["reference_top1"].value == r.metrics["top1"].value
+
+
+def test_without_a_dataset_the_fp32_answers_are_the_labels(run_isolated):
+    """dlrm's answers are click probabilities: the served FP32 model reproduces the reference's within 1e-3."""
+    [r] = run_isolated({"model": "dlrm", "scale": "tiny", "threads": 2, "batch_size": 8, "mode": "accuracy"})
+    assert r.status == "ok", r.error
+    assert r.metrics["fp32_agreement"].value == 1.0 and r.params["valid"] and r.details["labels"] == "fp32-reference"
+    assert r.details["samples"] == 256
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "int8", "compile"])
+def test_backends_serve_the_labelled_set_accurately(backend, run_isolated, colours, tmp_path):
+    pytest.importorskip("onnxruntime")
+    good = checkpoint(tmp_path / "good.pt")
+    params = {**COLOUR, "mode": "accuracy", "dataset": str(colours), "checkpoint": str(good), "backend": backend}
+    [r] = run_isolated(params)
+    assert r.status == "ok", r.error
+    assert r.metrics["top1"].value == 1.0 and r.params["valid"]
+    assert r.params["precision"] == ("int8" if backend == "int8" else "fp32")
+
+
+def test_find_peak_converges_on_a_known_service_time(run_isolated):
+    """8 samples per 2 ms batch: at most 4000 samples/s, and queries of at most 8 x (bound / 2 ms) samples."""
+    sleep = {"backend": "sleep", "service_ms": 2.0, "batch_size": 8, "threads": 2, "mode": "find-peak"}
+    [srv] = run_isolated({**sleep, "scenario": "server", "latency_bound_ms": 20, "duration": 1})
+    assert srv.status == "ok", srv.error
+    peak = srv.details["find_peak"]["peak"]
+    assert 0.6 * 4000 <= peak <= 4000 * 1.02, srv.details["find_peak"]["trials"]
+    assert srv.params["valid"] and srv.details["find_peak"]["trials"][-1]["confirmation"]
+    values = [t["value"] for t in srv.details["find_peak"]["trials"] if not t["confirmation"]]
+    valid = [t["value"] for t in srv.details["find_peak"]["trials"] if t["valid"] and not t["confirmation"]]
+    invalid = [v for v in values if v not in valid]
+    assert not invalid or min(invalid) / max(valid) <= 1.02 + 1e-9 or min(invalid) > peak
+
+    [ms] = run_isolated({**sleep, "scenario": "multistream", "latency_bound_ms": 10, "duration": 0.5})
+    assert ms.status == "ok", ms.error
+    spq = ms.metrics["peak_samples_per_query"].value
+    assert 16 <= spq <= 40 and ms.params["valid"], ms.details["find_peak"]["trials"]
+    assert ms.metrics["p99_latency_seconds"].value <= 0.010
+
+
+def test_too_short_a_run_is_explained(run_isolated):
+    """LoadGen plans Offline from the expected throughput; a far too low one ends the run early."""
+    params = {"backend": "sleep", "service_ms": 1.0, "batch_size": 8, "threads": 2, "expected_qps": 100}
+    [r] = run_isolated(params)
+    assert r.status == "ok" and r.params["valid"] is False
+    [reason] = [x for x in r.details["invalid_reasons"] if x.startswith("min duration not met")]
+    assert "raise --expected-qps to" in reason
+
+
+def test_two_serving_instances_split_the_work(run_isolated):
+    [r] = run_isolated({"backend": "sleep", "service_ms": 1.0, "batch_size": 4, "threads": 2, "devices": 2})
+    assert r.status == "ok" and r.params["devices"] == 2
+    assert len(r.details["samples_per_device"]) == 2 and min(r.details["samples_per_device"]) > 0
+    assert r.metrics["samples_per_second_per_device"].value == pytest.approx(r.metrics["samples_per_second"].value / 2)
+
+
+def test_served_answers_and_metrics():
+    import torch
+
+    spec = served("dlrm", "tiny")
+    assert spec.quality([__import__("numpy").array([p]) for p in (0.9, 0.8, 0.3, 0.1)], [1, 1, 0, 0]) == 1.0
+    assert agreement([__import__("numpy").array([1])], [[2]]) == 0.0
+    bert = served("bert", "tiny")
+    tokens, segments = bert.synthetic(3, torch.device("cpu"))
+    assert torch.equal(tokens, bert.synthetic(3, torch.device("cpu"))[0])
+    out = bert.forward(bert.build().eval(), bert.collate([(tokens, segments)] * 2))
+    assert [a.shape for a in bert.answers(out)] == [(2,), (2,)]
+    assert Verdict("top1", 0.995, 1.0, {"99%": True, "99.9%": False}, 10, "dataset").passed
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"mode": "accuracy", "backend": "null"}, "needs a backend that runs the model"),
+        ({"mode": "find-peak", "scenario": "offline"}, "find-peak searches"),
+        ({"backend": "onnxruntime", "precision": "amp_fp16"}, "runs fp32, not amp_fp16"),
+        ({"model": "unet3d", "scenario": "server"}, "offline and singlestream only"),
+        ({"model": "gnmt"}, "not supported yet"),
+        ({"checkpoint": "/nonexistent.pt"}, "does not exist"),
+        ({"dataset": "/tmp"}, "accuracy only"),
+        ({"service_ms": 0}, "must be positive"),
+        ({"devices": 0}, "positive"),
+    ],
+)
+def test_bad_serving_input(params, message):
+    with pytest.raises(UsageError, match=message):
+        make_entry("infer/loadgen", params)
+
+
+def test_missing_backend_package_names_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "onnxruntime" else real(n, *a))
+    with pytest.raises(UsageError, match=r"pip install 'accelbench\[onnx\]'"):
+        make_entry("infer/loadgen", {"backend": "onnxruntime"})
+
+
+def test_a_dataset_directory_without_images_is_named(tmp_path):
+    (tmp_path / "cls").mkdir()
+    with pytest.raises(UsageError, match="no images in"):
+        served("resnet18", "tiny").dataset(tmp_path)
+    with pytest.raises(UsageError, match="case_"):
+        served("unet3d", "tiny").dataset(tmp_path)
