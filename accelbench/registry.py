@@ -28,6 +28,7 @@ from accelbench.kernels.specs import (
 from accelbench.params import CommonParams, build_params
 from accelbench.suite.selftest import CrashParams, HangParams, OkParams, RaiseParams
 from accelbench.train.specs import TrainParams
+from accelbench.tta.specs import TtaParams
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,14 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.infer.run:run",
             timeout=1800,
             primary_metric=None,
+        ),
+        BenchmarkInfo(
+            "tta/time_to_target",
+            "time (and cost) to a quality target on real data over seeds, olympic mean, MLPerf logs: MLPerf Training",
+            TtaParams,
+            "accelbench.tta.run:run",
+            timeout=7 * 24 * 3600,
+            primary_metric="time_to_target_seconds",
         ),
         BenchmarkInfo(
             "selftest/ok",

@@ -70,7 +70,7 @@ def test_invalid_reasons_in_plain_words(tmp_path):
     d = read_detail(detail)
     assert d["result_validity"] == "INVALID"
     [reason] = invalid_reasons(d, "offline")
-    assert reason.startswith("min duration not met") and "expected throughput" in reason
+    assert reason.startswith("min duration not met") and "raise --expected-qps" in reason
 
 
 @pytest.mark.parametrize(

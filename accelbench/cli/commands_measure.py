@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
 
     _register_train(sub)
     _register_infer(sub)
+    _register_tta(sub)
     kernels = sub.add_parser(
         "kernels",
         help="kernel benchmarks (DeepBench): gemm, conv, rnn, attention, sparse, membw, allreduce",
@@ -245,6 +246,40 @@ def cmd_infer(ns: argparse.Namespace) -> int:
 
     ns.sweep = False  # ns.model is a list
     suite = Suite("infer", entries_from_args(ns, "infer/loadgen", InferParams), source="command line")
+    _check_environment(suite, ns.device)
+    return _execute(ns, suite)
+
+
+def _register_tta(sub: Any) -> None:
+    from accelbench.cli.kernel_args import add_param_flags
+    from accelbench.tta.recipes import RECIPES
+    from accelbench.tta.specs import TtaParams
+
+    tta = sub.add_parser(
+        "tta",
+        help="time (and cost) to accuracy on real data over several seeds: MLPerf Training, DAWNBench",
+        description=(
+            "Train WORKLOAD on its real dataset until the quality target, --seeds times, each seed with its "
+            "own MLPerf-format log (mlperf-logging) in the run folder. The clock starts after model creation "
+            "and data staging (MLPerf's run_start) and stops at the first evaluation that reaches the target. "
+            "The score is the olympic mean (the fastest and the slowest runs dropped); a run that hits "
+            "--max-epochs counts as the slowest, and more than one such run makes the result invalid. With a "
+            "price per hour (--price-per-hour, or price_per_hour in config.toml) the cost to accuracy is "
+            f"recorded too. Workloads: {', '.join(RECIPES)}; digits needs no download (scikit-learn ships it)."
+        ),
+    )
+    tta.add_argument("workload", type=a.list_of(str), metavar="WORKLOAD", help="workload name, or a comma list")
+    add_param_flags(tta, TtaParams, "tta", skip=frozenset({"workload"}))
+    a.add_common_options(tta)
+    tta.set_defaults(handler=cmd_tta)
+
+
+def cmd_tta(ns: argparse.Namespace) -> int:
+    from accelbench.cli.kernel_args import entries_from_args
+    from accelbench.tta.specs import TtaParams
+
+    ns.sweep = False
+    suite = Suite("tta", entries_from_args(ns, "tta/time_to_target", TtaParams), source="command line")
     _check_environment(suite, ns.device)
     return _execute(ns, suite)
 

@@ -26,6 +26,8 @@ SERVER_FRACTION, SERVER_DEFAULT_MAX = 0.25, 20_000.0
 #: Server and MultiStream judge the 99th percentile; with no late query, early stopping needs about this many.
 QUICK_TAIL_QUERIES = 662
 DEFAULT_BOUND_MS = 100.0
+#: SingleStream planning for a backend that does no work: below this LoadGen schedules millions of idle queries
+HARNESS_LATENCY = 1e-5
 #: accelbench model -> the name mlperf.conf uses for it (others get mlperf.conf's "*" rules)
 MLPERF_NAMES = {
     "resnet50": "resnet50",
@@ -56,8 +58,8 @@ class Probe:
 
 def probe(serving: "Serving", params: InferParams) -> Probe:
     predict = serving.workers[0].predict
-    if predict is None:
-        return Probe(MAX_PLANNED_RATE, 1e-7)
+    if predict is None:  # no model: LoadGen's own per-query round trip (~10 us) is the latency to plan for
+        return Probe(MAX_PLANNED_RATE, HARNESS_LATENCY)
     n = max(params.batch_size, params.samples_per_query)
     samples = [serving.make_input(i % serving.total) for i in range(n)]
     full, one = serving.collate(samples[: params.batch_size]), serving.collate(samples[:1])

@@ -1,0 +1,47 @@
+"""The user's settings file: ``$ACCELBENCH_HOME/config.toml`` (else the XDG config directory).
+
+Only facts about the user's machine live here, never benchmark parameters::
+
+    # ~/.config/accelbench/config.toml
+    price_per_hour = 3.06   # USD per hour of this machine: cost to accuracy
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def config_path() -> Path:
+    home = os.environ.get("ACCELBENCH_HOME")
+    if home:
+        return Path(home).expanduser() / "config.toml"
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "accelbench" / "config.toml"
+
+
+def load() -> dict[str, Any]:
+    path = config_path()
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid TOML ({exc}); fix or remove it") from None
+
+
+def price_per_hour() -> float:
+    """USD per hour of this machine from the config file (0 when not set)."""
+    value = load().get("price_per_hour", 0.0)
+    if not isinstance(value, (int, float)) or value < 0:
+        raise UsageError(f"price_per_hour in {config_path()} must be a non-negative number, got {value!r}")
+    return float(value)

@@ -1,0 +1,167 @@
+"""One seed's run to target: the MLPerf clock, the evaluation cadence, the log, the quality curve.
+
+The clock starts at ``run_start``, after the model is built (and compiled) and
+the data staged, as MLPerf Training defines it, and stops at the first
+evaluation that reaches the target; evaluation time counts, as it does in
+MLPerf. On a GPU the device is synchronised before the clock is read.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from mlperf_logging.mllog import constants as C
+
+from accelbench.tta.mlperf_log import RunLog
+from accelbench.tta.recipes.base import Recipe
+from accelbench.tta.specs import TtaParams
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass
+class SeedRun:
+    seed: int
+    converged: bool
+    time_to_target: float | None
+    epochs: int
+    samples: int
+    train_seconds: float
+    final_quality: float
+    curve: list[dict[str, float]] = field(default_factory=list)
+    log: str | None = None
+    status: str = "success"
+
+    @property
+    def throughput(self) -> float:
+        return self.samples / self.train_seconds if self.train_seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"throughput": self.throughput}
+
+
+def precision_of(params: TtaParams, recipe: Recipe, device: "torch.device") -> str:
+    if params.precision != "auto":
+        return params.precision
+    return recipe.gpu_precision if device.type == "cuda" else "fp32"
+
+
+@dataclass
+class Job:
+    """What every seed shares: the recipe, the staged data, and where and how it trains."""
+
+    recipe: Recipe
+    train: Any
+    val: Any
+    params: TtaParams
+    device: "torch.device"
+    batch: int
+    target: float
+    max_epochs: int
+    platform: str
+    rank: int = 0
+    world: int = 1
+    wrap: Callable[[Any], Any] = lambda m: m  # DDP on several ranks
+    progress: Callable[[str], None] = lambda message: None
+
+
+def _sync(device: "torch.device") -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
+    import torch
+
+    r, p = job.recipe, job.params
+    global_batch = job.batch * job.world
+    precision = precision_of(p, r, job.device)
+    dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(precision)
+    log.start(C.INIT_START)
+    log.submission(r.mlperf_benchmark, job.platform, closed=r.mlperf_benchmark == "resnet")
+    log.event(C.CACHE_CLEAR, True)
+    log.event(C.SEED, seed)
+    _seed_everything(seed)
+    model = job.wrap(r.build((job.train, job.val), p.scale).to(job.device))
+    steps = r.steps_per_epoch(job.train, global_batch)
+    schedule = r.schedule(model, global_batch, steps, job.max_epochs)
+    scaler = torch.amp.GradScaler(job.device.type, enabled=precision == "amp_fp16")
+    runner = torch.compile(model) if p.compile else model
+    if p.compile:  # compile (forward and backward) before the clock; the weights and statistics are put back
+        state = copy.deepcopy(model.state_dict())
+        batch = next(iter(r.batches(job.train, job.batch, 0, seed, job.rank, job.world, job.device)))
+        with torch.autocast(job.device.type, dtype=dtype, enabled=dtype is not None):
+            r.loss(runner, batch).backward()
+        model.load_state_dict(state)
+        schedule.optimizer.zero_grad(set_to_none=True)
+    hyper = schedule.hyperparameters()
+    if "model_bn_span" in hyper:
+        hyper["model_bn_span"] = job.batch
+    for key, value in hyper.items():
+        log.event(key, value)
+    log.event(C.GLOBAL_BATCH_SIZE, global_batch)
+    log.event(C.GRADIENT_ACCUMULATION_STEPS, 1)
+    log.event(C.TRAIN_SAMPLES, r.train_samples(job.train))
+    log.event(C.EVAL_SAMPLES, r.eval_samples(job.val))
+    log.end(C.INIT_STOP)
+    _sync(job.device)
+    log.start(C.RUN_START)
+    t0 = time.perf_counter()
+    run = SeedRun(seed, False, None, 0, 0, 0.0, 0.0)
+    step = 0
+    quality = 0.0
+    for epoch in range(1, job.max_epochs + 1):
+        if (epoch - 1) % r.eval_every == 0:
+            log.start(C.BLOCK_START, first_epoch_num=epoch, epoch_count=min(r.eval_every, job.max_epochs - epoch + 1))
+        log.start(C.EPOCH_START, epoch_num=epoch)
+        model.train()
+        t_train = time.perf_counter()
+        for batch in r.batches(job.train, job.batch, epoch, seed, job.rank, job.world, job.device):
+            schedule.step(step)
+            with torch.autocast(job.device.type, dtype=dtype, enabled=dtype is not None):
+                loss = r.loss(runner, batch)
+            schedule.optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(schedule.optimizer)
+            scaler.update()
+            step += 1
+            run.samples += int(batch[0].shape[0]) * job.world
+        _sync(job.device)
+        run.train_seconds += time.perf_counter() - t_train
+        log.end(C.EPOCH_STOP, epoch_num=epoch)
+        run.epochs = epoch
+        if epoch % r.eval_every and epoch != job.max_epochs:
+            continue
+        log.end(C.BLOCK_STOP, first_epoch_num=epoch - (epoch - 1) % r.eval_every)
+        log.start(C.EVAL_START, epoch_num=epoch)
+        model.eval()
+        quality = r.evaluate(model, job.val, job.device)
+        _sync(job.device)
+        elapsed = time.perf_counter() - t0
+        log.event(C.EVAL_ACCURACY, quality, epoch_num=epoch)
+        log.end(C.EVAL_STOP, epoch_num=epoch)
+        run.curve.append({"epoch": epoch, "seconds": elapsed, "quality": quality, "samples": run.samples})
+        job.progress(f"seed {seed} epoch {epoch}: {r.metric} {quality:.4f} at {elapsed:.1f} s")
+        if quality >= job.target:
+            run.converged, run.time_to_target = True, elapsed
+            break
+    run.final_quality = quality
+    run.status = C.SUCCESS if run.converged else C.ABORTED
+    log.end(C.RUN_STOP, status=run.status)
+    return run

@@ -1,0 +1,123 @@
+"""The recipe contract: what time-to-accuracy needs from a workload beyond what throughput needs.
+
+A recipe names its quality metric and default target, loads its real data from
+the standard on-disk format, builds the model, its optimizer and schedule,
+yields training batches for one epoch (each rank its own shard), and evaluates.
+Its hyper-parameters are what the MLPerf log records. The loop in
+:mod:`accelbench.tta.loop` does the rest (clock, evaluation cadence, logs).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator
+
+if TYPE_CHECKING:
+    import torch
+
+    from accelbench.tta.datasets import TensorSplit
+
+
+@dataclass
+class Schedule:
+    """An optimizer and the learning-rate update called after every step."""
+
+    optimizer: "torch.optim.Optimizer"
+    step: Any  # callable(step_index) -> None
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {}
+
+
+class Recipe(ABC):
+    name: ClassVar[str]
+    metric: ClassVar[str] = "top1"
+    metric_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    target: ClassVar[float]
+    max_epochs: ClassVar[int]
+    #: per-device batch size by device type
+    batch_size: ClassVar[dict[str, int]]
+    #: evaluate every this many epochs (MLPerf ResNet: every 4)
+    eval_every: ClassVar[int] = 1
+    #: the value of MLPerf's submission_benchmark key
+    mlperf_benchmark: ClassVar[str]
+    #: the default precision on a GPU (CPUs train in fp32)
+    gpu_precision: ClassVar[str] = "fp32"
+    needs_data_dir: ClassVar[bool] = True
+    data_hint: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+
+    @abstractmethod
+    def load(self, data_dir: Path | None, scale: str) -> tuple[Any, Any]:
+        """(train, evaluation) data, staged before the clock starts."""
+
+    @abstractmethod
+    def build(self, data: Any, scale: str) -> "torch.nn.Module": ...
+
+    @abstractmethod
+    def schedule(self, model: "torch.nn.Module", global_batch: int, steps_per_epoch: int, epochs: int) -> Schedule: ...
+
+    @abstractmethod
+    def batches(
+        self, train: Any, batch: int, epoch: int, seed: int, rank: int, world: int, device: "torch.device"
+    ) -> Iterator[tuple[Any, ...]]:
+        """One epoch of this rank's batches, shuffled by (seed, epoch)."""
+
+    @abstractmethod
+    def steps_per_epoch(self, train: Any, global_batch: int) -> int: ...
+
+    @abstractmethod
+    def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor": ...
+
+    @abstractmethod
+    def evaluate(self, model: "torch.nn.Module", val: Any, device: "torch.device") -> float: ...
+
+    def train_samples(self, train: Any) -> int:
+        return len(train)
+
+    def eval_samples(self, val: Any) -> int:
+        return len(val)
+
+
+class TensorClassification(Recipe):
+    """Image classification on a set staged as tensors: shuffled batches, optional augmentation, top-1."""
+
+    def steps_per_epoch(self, train: "TensorSplit", global_batch: int) -> int:
+        return max(1, len(train) // global_batch)
+
+    def augment(self, x: "torch.Tensor", generator: "torch.Generator") -> "torch.Tensor":
+        return x
+
+    def normalize(self, x: "torch.Tensor") -> "torch.Tensor":
+        return x
+
+    def batches(self, train, batch, epoch, seed, rank, world, device):  # type: ignore[no-untyped-def]
+        import torch
+
+        g = torch.Generator().manual_seed(seed * 1000 + epoch)
+        order = torch.randperm(len(train), generator=g)
+        steps = self.steps_per_epoch(train, batch * world)
+        for s in range(steps):
+            idx = order[(s * world + rank) * batch : (s * world + rank + 1) * batch]
+            x = self.augment(train.x[idx], g)
+            yield self.normalize(x).to(device, non_blocking=True), train.y[idx].to(device, non_blocking=True)
+
+    def loss(self, model, batch):  # type: ignore[no-untyped-def]
+        import torch.nn.functional as F
+
+        x, y = batch
+        return F.cross_entropy(model(x), y, label_smoothing=self.label_smoothing)
+
+    label_smoothing: ClassVar[float] = 0.0
+
+    def evaluate(self, model, val, device):  # type: ignore[no-untyped-def]
+        import torch
+
+        correct = 0
+        with torch.no_grad():
+            for start in range(0, len(val), 1024):
+                x = self.normalize(val.x[start : start + 1024]).to(device)
+                correct += int((model(x).argmax(1).cpu() == val.y[start : start + 1024]).sum())
+        return correct / len(val)

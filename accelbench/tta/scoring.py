@@ -1,0 +1,46 @@
+"""MLPerf's scoring of several seeds: the olympic mean of the times to target, and when a set is invalid."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Score:
+    time_to_target: float | None  # the olympic mean (None when the set is invalid)
+    fastest: float | None
+    slowest: float | None  # None when a run did not converge (it counts as the slowest)
+    spread: float | None  # (slowest - fastest) / mean of the converged runs
+    converged: int
+    runs: int
+    valid: bool
+    reason: str = ""
+
+
+def olympic(times: list[float | None]) -> Score:
+    """Drop the fastest and the slowest run (with 3 or more) and average the rest.
+
+    A run that did not reach the target (``None``) counts as the slowest; more
+    than one such run makes the result invalid, as MLPerf Training's rules say.
+    With fewer than three runs nothing is dropped, so one non-converged run
+    already leaves no valid mean.
+    """
+    if not times:
+        raise ValueError("no runs to score")
+    done = sorted(t for t in times if t is not None)
+    failed = len(times) - len(done)
+    fastest = done[0] if done else None
+    slowest = None if failed else done[-1]
+    spread = (done[-1] - done[0]) / statistics.fmean(done) if len(done) > 1 else (0.0 if done else None)
+    base = dict(fastest=fastest, slowest=slowest, spread=spread, converged=len(done), runs=len(times))
+    if failed > 1:
+        return Score(None, valid=False, reason=f"{failed} of {len(times)} runs did not reach the target", **base)
+    if len(times) >= 3:
+        ordered = done + [float("inf")] * failed
+        kept = ordered[1:-1]
+        return Score(statistics.fmean(kept), valid=True, **base)
+    if failed:
+        why = "the run did not reach the target" if len(times) == 1 else "a run did not reach the target"
+        return Score(None, valid=False, reason=f"{why}; with fewer than 3 seeds none is dropped", **base)
+    return Score(statistics.fmean(done), valid=True, **base)

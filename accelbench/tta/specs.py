@@ -1,0 +1,74 @@
+"""Parameters of the time-to-accuracy benchmark (torch-free)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UsageError
+from accelbench.params import CommonParams, opt, positive
+
+TTA_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16")
+
+
+@dataclass(frozen=True)
+class TtaParams(CommonParams):
+    """Train ``workload`` on real data until its quality target, ``seeds`` times; score the olympic mean."""
+
+    workload: str = opt("digits", "digits, mnist, cifar10, imagenet, movielens, or package.module:Class", sweep=False)
+    target: float = opt(
+        0.0, "quality target (0: the workload's: digits 0.98, mnist 0.99, cifar10 0.94, ...)", sweep=False
+    )
+    seeds: int = opt(3, "runs, each with its own seed; the score drops the fastest and the slowest", sweep=False)
+    seed: int = opt(-1, "first seed (the others follow it); -1 draws them at random, as MLPerf does", sweep=False)
+    max_epochs: int = opt(0, "epoch cap per run (0: the workload's); a run that hits it did not converge", sweep=False)
+    data_dir: str = opt(
+        "", "directory of the dataset in its standard format (not needed for digits)", sweep=False, metavar="DIR"
+    )
+    batch_size: int = opt(0, "per-device batch size (0: the recipe's)")
+    precision: str = opt(
+        "auto", "auto (the recipe's on a GPU, fp32 on a CPU), fp32, amp_fp16, amp_bf16", choices=TTA_PRECISIONS
+    )
+    compile: bool = opt(False, "torch.compile the model (compilation happens before the clock starts)", sweep=False)
+    nproc: int = opt(1, "processes (devices), DDP under torchrun with the per-device batch")
+    price_per_hour: float = opt(
+        0.0, "USD per hour of the machine (0: from the config file's price_per_hour, if any)", sweep=False
+    )
+    scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
+
+    def validate(self) -> None:
+        from accelbench.tta.recipes import recipe
+
+        super().validate()
+        r = recipe(self.workload)
+        lo, hi = r.metric_range
+        if self.target and not lo < self.target <= hi:
+            raise UsageError(f"--target {self.target:g} is outside {r.metric}'s range ({lo:g}, {hi:g}]")
+        if self.target < 0:
+            raise UsageError(f"--target must be positive, got {self.target:g}")
+        positive("--seeds", self.seeds)
+        positive("--nproc", self.nproc)
+        if self.max_epochs < 0 or self.batch_size < 0:
+            raise UsageError("--max-epochs and --batch-size must not be negative")
+        if self.price_per_hour < 0:
+            raise UsageError(f"--price-per-hour must be positive, got {self.price_per_hour:g}")
+        if self.precision not in TTA_PRECISIONS:
+            raise UsageError(f"unknown precision {self.precision!r}: choose one of {', '.join(TTA_PRECISIONS)}")
+        if r.needs_data_dir and not self.data_dir:
+            raise UsageError(f"{r.name} reads its dataset from --data-dir DIR: {r.data_hint}")
+        if self.data_dir and not Path(self.data_dir).expanduser().is_dir():
+            raise UsageError(f"--data-dir {self.data_dir} is not a directory; {r.name} expects {r.data_hint}")
+
+    @classmethod
+    def describe(cls, p: dict[str, Any]) -> str:
+        words = [p["workload"], f"x{p['seeds']} seeds"]
+        if p.get("target"):
+            words.append(f"to {p['target']:g}")
+        if p.get("nproc", 1) > 1:
+            words.append(f"nproc={p['nproc']}")
+        if p.get("precision", "auto") != "auto":
+            words.append(p["precision"])
+        if p.get("scale", "full") != "full":
+            words.append(p["scale"])
+        return " ".join(words)

@@ -1,0 +1,215 @@
+"""Time to accuracy: digits end to end, the real-format loaders, olympic scoring, MLPerf logs."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tta_fixtures import write_cifar, write_imagefolder, write_mnist, write_ratings
+
+from accelbench.errors import UsageError
+from accelbench.suite.runner import RunOptions, run_suite
+from accelbench.suite.suites import Suite, make_entry
+from accelbench.tta import datasets
+from accelbench.tta.scoring import olympic
+
+TTA = "tta/time_to_target"
+
+
+@pytest.fixture
+def run_isolated(tmp_path, store, profile):
+    def run(params: dict) -> list:
+        suite = Suite("t", [make_entry(TTA, {"threads": 2, **params})])
+        return run_suite(suite, store, RunOptions(out_dir=tmp_path), profile=profile).results
+
+    return run
+
+
+def test_digits_reaches_98_percent_with_two_seeds(run_isolated):
+    [r] = run_isolated({"workload": "digits", "seeds": 2, "seed": 7, "price_per_hour": 3.6})
+    assert r.status == "ok", r.error or r.reason
+    seeds = r.details["seeds"]
+    assert [s["seed"] for s in seeds] == [7, 8] and all(s["converged"] for s in seeds)
+    assert all(s["curve"][-1]["quality"] >= 0.98 for s in seeds)
+    times = [s["time_to_target"] for s in seeds]
+    assert r.metrics["time_to_target_seconds"].value == pytest.approx(sum(times) / 2)
+    assert r.metrics["time_to_target_seconds"].value < 60
+    assert r.metrics["cost_to_target_usd"].value == pytest.approx(r.metrics["time_to_target_seconds"].value / 1000)
+    assert r.metrics["epochs_to_target"].value >= 1 and r.metrics["train_throughput"].value > 0
+    for s in seeds:
+        curve = s["curve"]
+        assert [c["epoch"] for c in curve] == list(range(1, len(curve) + 1))
+        assert all(a["seconds"] < b["seconds"] for a, b in zip(curve, curve[1:], strict=False))
+
+    from mlperf_logging.compliance_checker import mlp_parser
+
+    for path in r.details["mlperf_logs"]:
+        lines, errors = mlp_parser.parse_file(path, ruleset="4.0.0")
+        assert not errors
+        keys = [ll.key for ll in lines]
+        for key in (
+            "submission_benchmark",
+            "init_start",
+            "init_stop",
+            "run_start",
+            "run_stop",
+            "seed",
+            "global_batch_size",
+            "epoch_start",
+            "eval_accuracy",
+            "train_samples",
+            "eval_samples",
+        ):
+            assert key in keys, key
+        assert lines[keys.index("run_stop")].value["metadata"]["status"] == "success"
+        assert keys.index("init_stop") < keys.index("run_start") < keys.index("eval_accuracy")
+
+
+def test_a_run_that_misses_the_target_makes_a_small_set_invalid(run_isolated):
+    [r] = run_isolated({"workload": "digits", "seeds": 1, "seed": 1, "max_epochs": 1, "target": 0.9999})
+    assert r.status == "failed" and "did not reach the target" in r.error
+    [seed] = r.details["seeds"]
+    assert not seed["converged"] and seed["status"] == "aborted" and seed["epochs"] == 1
+
+
+def test_imagenet_log_passes_mlperf_compliance_but_for_accuracy(run_isolated, tmp_path):
+    data = write_imagefolder(tmp_path / "imagenet")
+    [r] = run_isolated(
+        {
+            "workload": "imagenet",
+            "data_dir": str(data),
+            "scale": "tiny",
+            "seeds": 1,
+            "seed": 3,
+            "max_epochs": 1,
+            "batch_size": 4,
+        }
+    )
+    [log] = r.details["mlperf_logs"]
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlperf_logging.compliance_checker",
+            "--usage",
+            "training",
+            "--ruleset",
+            "4.0.0",
+            "--log_output",
+            str(tmp_path / "cc.log"),
+            log,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    text = out.stdout + out.stderr
+    failed = [line for line in text.splitlines() if "Failed" in line or "ERROR" in line and "FAILED" not in line]
+    assert failed and all("eval_accuracy" in line for line in failed), text
+
+
+@pytest.mark.parametrize(
+    "workload, writer",
+    [("cifar10", write_cifar), ("movielens", lambda p: write_ratings(p, items=1500)), ("mnist", write_mnist)],
+)
+def test_each_real_format_recipe_trains_an_epoch(workload, writer, run_isolated, tmp_path):
+    data = writer(tmp_path / workload)
+    params = {"workload": workload, "data_dir": str(data), "scale": "tiny", "seeds": 1, "seed": 1, "max_epochs": 1}
+    params |= {"batch_size": 16, "target": 0.999}
+    [r] = run_isolated(params)
+    # one epoch cannot reach 0.999: the record is the non-converged set, with the epoch trained and evaluated
+    assert r.status == "failed" and "did not reach the target" in r.error, r.error
+    [seed] = r.details["seeds"]
+    assert seed["epochs"] == 1 and seed["samples"] > 0 and len(seed["curve"]) == 1
+    assert 0.0 <= seed["curve"][0]["quality"] <= 1.0 and Path(seed["log"]).is_file()
+
+
+def test_idx_reader(tmp_path):
+    root = write_mnist(tmp_path / "m", n_train=20, n_test=10)
+    train, test = datasets.mnist(root)
+    assert train.x.shape == (20, 1, 28, 28) and test.y.shape == (10,) and float(train.x.max()) == 1.0
+    (root / "t10k-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x05ab")
+    with pytest.raises(UsageError, match="truncated"):
+        datasets.mnist(root)
+    (root / "t10k-labels-idx1-ubyte").unlink()
+    with pytest.raises(UsageError, match="t10k-labels-idx1-ubyte"):
+        datasets.mnist(root)
+
+
+def test_cifar_reader(tmp_path):
+    train, test = datasets.cifar10(write_cifar(tmp_path / "c", per_batch=4))
+    assert train.x.shape == (20, 3, 32, 32) and len(test) == 4 and train.y.dtype.is_floating_point is False
+    (tmp_path / "c" / "cifar-10-batches-py" / "test_batch").write_bytes(b"not a pickle")
+    with pytest.raises(UsageError, match="not a CIFAR-10 python batch"):
+        datasets.cifar10(tmp_path / "c")
+    with pytest.raises(UsageError, match="data_batch_1"):
+        datasets.cifar10(tmp_path)
+
+
+def test_imagefolder_reader(tmp_path):
+    train, val = datasets.imagenet(write_imagefolder(tmp_path / "i", classes=3, train=2, val=1), size=32)
+    assert len(train) == 6 and len(val) == 3 and train.classes == val.classes
+    x, y = val[2]
+    assert x.shape == (3, 32, 32) and y == 2
+    with pytest.raises(UsageError, match="train/ and val/"):
+        datasets.imagenet(tmp_path, size=32)
+
+
+def test_ratings_reader_holds_out_each_users_latest(tmp_path):
+    r = datasets.movielens(write_ratings(tmp_path / "ml", users=5, items=20, per_user=4))
+    assert r.users == 5 and len(r.test_users) == 5 and len(r.train_users) == 15
+    assert all(i in r.seen[u] for u, i in zip(r.test_users, r.test_items, strict=False))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "ratings.csv").write_text("user,item\n1,2\n")
+    with pytest.raises(UsageError, match="userId,movieId,rating,timestamp"):
+        datasets.movielens(tmp_path / "bad")
+
+
+def test_olympic_scoring():
+    assert olympic([5.0, 1.0, 3.0, 4.0, 100.0]).time_to_target == pytest.approx(4.0)
+    s = olympic([3.0, None, 2.0, 4.0])  # the non-converged run is the slowest and is dropped
+    assert s.valid and s.time_to_target == pytest.approx(3.5) and s.slowest is None and s.converged == 3
+    bad = olympic([3.0, None, None, 4.0, 5.0])
+    assert not bad.valid and bad.time_to_target is None and "2 of 5" in bad.reason
+    assert olympic([2.0, 4.0]).time_to_target == 3.0 and not olympic([2.0, None]).valid
+    assert olympic([1.0, 2.0, 3.0]).spread == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"workload": "digitz"}, "did you mean 'digits'"),
+        ({"workload": "digits", "target": 1.5}, "outside top1's range"),
+        ({"workload": "digits", "seeds": 0}, "positive"),
+        ({"workload": "digits", "price_per_hour": -1}, "must be positive"),
+        ({"workload": "mnist"}, "train-images-idx3-ubyte"),
+        ({"workload": "cifar10", "data_dir": "/nonexistent"}, "not a directory"),
+    ],
+)
+def test_bad_tta_input(params, message):
+    with pytest.raises(UsageError, match=message):
+        make_entry(TTA, params)
+
+
+def test_price_from_the_config_file(tmp_path, monkeypatch):
+    from accelbench import config
+
+    monkeypatch.setenv("ACCELBENCH_HOME", str(tmp_path))
+    assert config.price_per_hour() == 0.0
+    (tmp_path / "config.toml").write_text("price_per_hour = 2.5\n")
+    assert config.price_per_hour() == 2.5
+    (tmp_path / "config.toml").write_text("price_per_hour = 'cheap'\n")
+    with pytest.raises(UsageError, match="non-negative number"):
+        config.price_per_hour()
+
+
+def test_cifar_augmentation_keeps_shape_and_flips():
+    import torch
+
+    from accelbench.tta.recipes.cifar import Cifar10
+
+    x = torch.rand(8, 3, 32, 32)
+    out = Cifar10().augment(x, torch.Generator().manual_seed(0))
+    assert out.shape == x.shape and not torch.equal(out, x)
+    assert np.isclose(float((out == 0).float().mean()), 0.0625, atol=0.05)

@@ -1,0 +1,73 @@
+"""Tiny datasets written in their real on-disk formats: IDX, CIFAR-10 python pickles, ImageFolder, ratings.csv."""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+
+def write_idx(path: Path, array: np.ndarray, compress: bool = False) -> Path:
+    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    data = header + array.astype(np.uint8).tobytes()
+    if compress:
+        path = path.with_name(path.name + ".gz")
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def write_mnist(root: Path, n_train: int = 64, n_test: int = 32) -> Path:
+    rng = np.random.default_rng(0)
+    root.mkdir(parents=True, exist_ok=True)
+    for prefix, n, gz in (("train", n_train, True), ("t10k", n_test, False)):
+        labels = rng.integers(0, 10, n)
+        images = np.zeros((n, 28, 28), np.uint8)
+        for i, y in enumerate(labels):  # a bright bar whose row says the digit: learnable
+            images[i, 2 + 2 * y : 4 + 2 * y, 4:24] = 255
+        write_idx(root / f"{prefix}-images-idx3-ubyte", images, compress=gz)
+        write_idx(root / f"{prefix}-labels-idx1-ubyte", labels, compress=gz)
+    return root
+
+
+def write_cifar(root: Path, per_batch: int = 16) -> Path:
+    rng = np.random.default_rng(0)
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        batch = {
+            b"data": rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
+            b"labels": rng.integers(0, 10, per_batch).tolist(),
+            b"batch_label": name.encode(),
+        }
+        with (folder / name).open("wb") as f:
+            pickle.dump(batch, f)
+    return root
+
+
+def write_imagefolder(root: Path, classes: int = 2, train: int = 6, val: int = 3) -> Path:
+    rng = np.random.default_rng(0)
+    for split, n in (("train", train), ("val", val)):
+        for c in range(classes):
+            d = root / split / f"n{c:08d}"
+            d.mkdir(parents=True)
+            for i in range(n):
+                pixels = rng.integers(0, 256, (40, 56, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(d / f"{i}.{'JPEG' if i % 2 else 'png'}")
+    return root
+
+
+def write_ratings(root: Path, users: int = 30, items: int = 60, per_user: int = 8) -> Path:
+    rng = np.random.default_rng(0)
+    root.mkdir(parents=True, exist_ok=True)
+    lines = ["userId,movieId,rating,timestamp"]
+    for u in range(1, users + 1):
+        for t, m in enumerate(rng.choice(items, per_user, replace=False)):
+            lines.append(f"{u},{m * 7 + 1},{rng.integers(1, 6)}.0,{1000 + t}")
+    (root / "ratings.csv").write_text("\n".join(lines) + "\n")
+    return root
