@@ -106,17 +106,26 @@ def test_two_serving_instances_split_the_work(run_isolated):
 
 
 def test_served_answers_and_metrics():
+    import numpy as np
     import torch
 
     spec = served("dlrm", "tiny")
-    assert spec.quality([__import__("numpy").array([p]) for p in (0.9, 0.8, 0.3, 0.1)], [1, 1, 0, 0]) == 1.0
-    assert agreement([__import__("numpy").array([1])], [[2]]) == 0.0
+    assert spec.quality([np.array([p]) for p in (0.9, 0.8, 0.3, 0.1)], [1, 1, 0, 0]) == 1.0
+    assert agreement([np.array([1])], [[2]]) == 0.0
     bert = served("bert", "tiny")
     tokens, segments = bert.synthetic(3, torch.device("cpu"))
     assert torch.equal(tokens, bert.synthetic(3, torch.device("cpu"))[0])
     out = bert.forward(bert.build().eval(), bert.collate([(tokens, segments)] * 2))
     assert [a.shape for a in bert.answers(out)] == [(2,), (2,)]
     assert Verdict("top1", 0.995, 1.0, {"99%": True, "99.9%": False}, 10, "dataset").passed
+    rnnt = served("rnnt", "tiny")
+    model = rnnt.build().eval()
+    with torch.no_grad():
+        seqs = rnnt.forward(model, rnnt.collate([rnnt.synthetic(i, torch.device("cpu")) for i in range(3)]))
+    assert len(seqs) == 3 and all(0 not in seq for seq in seqs)  # blank is never emitted
+    words = [np.array([2, 3, 1, 4, 5]), np.array([6, 1, 7])]  # "ab cd", "e f"
+    assert rnnt.quality(words, words) == 1.0
+    assert rnnt.quality([np.array([2, 3, 1, 4, 9]), np.array([6])], words) == pytest.approx(1 - 2 / 4)
 
 
 @pytest.mark.parametrize(
@@ -153,3 +162,17 @@ def test_a_dataset_directory_without_images_is_named(tmp_path):
         served("resnet18", "tiny").dataset(tmp_path)
     with pytest.raises(UsageError, match="case_"):
         served("unet3d", "tiny").dataset(tmp_path)
+
+
+def test_the_official_profile_loads_mlperf_conf():
+    """LoadGen reads mlperf.conf once per process: checked in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "from accelbench.infer.settings import base; from accelbench.infer.specs import InferParams; "
+        "s = base(InferParams(model='resnet50', scenario='server', profile='official')); "
+        "print(s.min_duration_ms, s.server_target_latency_ns, s.qsl_rng_seed != 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["600000", "15000000", "True"]

@@ -140,6 +140,7 @@ def test_builtin_suites_and_targets():
     assert {e.benchmark for e in quick.entries} == {f"kernels/{k}" for k in kernels} | {
         "train/throughput",
         "infer/loadgen",
+        "tta/time_to_target",
     }
     assert builtin_suite("standard").entries
     mixed = resolve_targets(["selftest/ok", "quick"])

@@ -66,6 +66,15 @@ def test_digits_reaches_98_percent_with_two_seeds(run_isolated):
         assert keys.index("init_stop") < keys.index("run_start") < keys.index("eval_accuracy")
 
 
+def test_two_ranks_train_one_model_with_ddp(run_isolated):
+    [r] = run_isolated({"workload": "digits", "seeds": 1, "seed": 3, "nproc": 2, "threads": 1})
+    assert r.status == "ok", r.error
+    [seed] = r.details["seeds"]
+    assert seed["converged"] and r.params["nproc"] == 2
+    lines = Path(seed["log"]).read_text().splitlines()
+    assert '"key": "global_batch_size", "value": 128' in "\n".join(lines)  # 2 ranks x 64 per device
+
+
 def test_a_run_that_misses_the_target_makes_a_small_set_invalid(run_isolated):
     [r] = run_isolated({"workload": "digits", "seeds": 1, "seed": 1, "max_epochs": 1, "target": 0.9999})
     assert r.status == "failed" and "did not reach the target" in r.error

@@ -97,11 +97,17 @@ def _register_infer(sub: Any) -> None:
         help="inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
         description=(
             "Serve MODEL to the MLPerf LoadGen (mlcommons-loadgen) in a scenario, through a batching system "
-            "under test. A short probe sets LoadGen's hints first. Records the scenario's metric (Offline "
-            "samples/s, Server QPS, SingleStream p90 latency, MultiStream p99 latency), latency percentiles, "
-            "and LoadGen's VALID/INVALID verdict with the reasons in plain words, read from "
-            "mlperf_log_detail.txt. The quick profile takes seconds and is non-compliant; official follows "
-            "LoadGen's 600 s rules."
+            "under test (one worker per device, a shared queue, --batch-size and --max-wait-ms). A short probe "
+            "sets LoadGen's hints first. --mode performance records the scenario's metric (Offline samples/s, "
+            "Server QPS, SingleStream p90 latency, MultiStream p99 latency), latency percentiles and LoadGen's "
+            "VALID/INVALID verdict with the reasons in plain words, read from mlperf_log_detail.txt. --mode "
+            "accuracy scores the answers LoadGen logged (mlperf_log_accuracy.json) against an FP32 eager run "
+            "of the same weights on the same samples (with --dataset DIR: against its labels) and applies "
+            "MLPerf's 99%/99.9% gates. --mode find-peak bisects the highest valid Server QPS (2%) or the "
+            "largest MultiStream query within --latency-bound-ms, then confirms it with a full run. Backends: "
+            "torch, compile, onnxruntime and int8 (pip install 'accelbench[onnx]'), null and sleep (harness "
+            "checks), or a user's package.module:Class. The quick profile takes seconds and is non-compliant; "
+            "official loads LoadGen's mlperf.conf (600 s, official seeds)."
         ),
     )
     infer.add_argument("model", type=a.list_of(str), metavar="MODEL", help="model name, or a comma list")

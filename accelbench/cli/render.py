@@ -74,10 +74,26 @@ def _detail(name: str, m: Any) -> str:
         return f"{fmt.metric(m)}/step"
     if name == "peak_memory_bytes":
         return f"{fmt.bytes_(m.value)} peak memory"
+    if name in _PLAIN:
+        return _PLAIN[name](m.value)
+    if name.startswith("reference_"):
+        return f"FP32 reference {fmt.number(m.value, 4)}"
+    if name.endswith("_latency_seconds"):
+        return f"{name.removesuffix('_latency_seconds')} per query {fmt.metric(m)}"
     if name.startswith("latency_p"):
         return f"{name.removeprefix('latency_').removesuffix('_seconds').replace('_', '.')} {fmt.metric(m)}"
     label = name.removesuffix("_gbps").removesuffix("_tflops").replace("_", " ")
     return f"{label} {fmt.metric(m)}"
+
+
+_PLAIN = {
+    "epochs_to_target": lambda v: f"{fmt.number(v, 3)} epochs",
+    "samples_to_target": lambda v: f"{fmt.number(v, 4)} samples",
+    "train_throughput": lambda v: f"training {fmt.number(v, 4)} samples/s",
+    "time_to_target_spread": lambda v: f"spread {v:.0%}",
+    "cost_to_target_usd": lambda v: f"${v:.4g}",
+    "quality_ratio": lambda v: f"{v:.2%} of FP32",
+}
 
 
 def _details(r: Result) -> str:

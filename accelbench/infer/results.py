@@ -114,8 +114,8 @@ def _record(
 
 def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outcome", verdict: "Verdict") -> Result:
     metrics = {
-        verdict.metric: _metric(verdict.quality, "fraction", True),
-        f"reference_{verdict.metric}": _metric(verdict.reference, "fraction", True),
+        verdict.metric: _metric(verdict.quality, verdict.metric.replace("_", " "), True),
+        f"reference_{verdict.metric}": _metric(verdict.reference, verdict.metric.replace("_", " "), True),
         "quality_ratio": _metric(verdict.ratio, "x FP32", True),
     }
     details = {

@@ -210,6 +210,76 @@ class Detector(Served):
         return rows
 
 
+class Transcriber(Served):
+    """RNN-T with MLPerf's greedy decoder: per encoder frame, emit symbols until blank (at most 30 per frame)."""
+
+    quality_name = "word_accuracy"
+    server_bound_ms = 1000.0
+    answer_dtype = np.int32
+    MAX_SYMBOLS = 30
+
+    def forward(self, model: "torch.nn.Module", inputs: Inputs) -> Any:
+        import torch
+
+        from accelbench.workloads.speech import BLANK
+
+        x, _ = model.pre(inputs[0])
+        b, t, h = x.shape
+        enc, _ = model.post(x[:, : t - t % 2].reshape(b, t // 2, 2 * h))
+        enc = model.enc_proj(enc)
+        symbol = torch.full((b, 1), BLANK, dtype=torch.long, device=enc.device)
+        g, state = model.pred(model.embed(symbol))
+        out: list[list[int]] = [[] for _ in range(b)]
+        for frame in range(enc.shape[1]):
+            active = torch.ones(b, dtype=torch.bool, device=enc.device)
+            for _ in range(self.MAX_SYMBOLS):
+                k = model.out(torch.relu(enc[:, frame] + model.pred_proj(g[:, -1]))).argmax(-1)
+                emit = active & (k != BLANK)
+                if not bool(emit.any()):
+                    break
+                for i in emit.nonzero().flatten().tolist():
+                    out[i].append(int(k[i]))
+                g2, state2 = model.pred(model.embed(k[:, None]), state)
+                keep = emit.view(1, b, 1)  # only samples that emitted advance their prediction network
+                state = (torch.where(keep, state2[0], state[0]), torch.where(keep, state2[1], state[1]))
+                g = torch.where(emit.view(b, 1, 1), g2, g)
+                active = emit
+        return out
+
+    def answers(self, outputs: Any) -> list[np.ndarray]:
+        return [np.asarray(seq, dtype=np.int32) for seq in outputs]
+
+    def quality(self, answers: list[np.ndarray], labels: list[Any]) -> float:
+        """1 - word error rate, words split at the space symbol (1), as MLPerf's RNN-T accuracy script."""
+        errors = words = 0
+        for a, y in zip(answers, labels, strict=True):
+            hyp, ref = _words(a), _words(np.asarray(y))
+            errors += _edit_distance(hyp, ref)
+            words += max(1, len(ref))
+        return 1.0 - errors / words if words else 1.0
+
+
+def _words(symbols: np.ndarray) -> list[tuple[int, ...]]:
+    text, word = [], []
+    for s in symbols.tolist():
+        if s == 1:
+            if word:
+                text.append(tuple(word))
+            word = []
+        else:
+            word.append(s)
+    return text + ([tuple(word)] if word else [])
+
+
+def _edit_distance(a: list[Any], b: list[Any]) -> int:
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
 #: workload domain -> serving adapter
 ADAPTERS: dict[str, type[Served]] = {
     "image classification": Classifier,
@@ -217,6 +287,7 @@ ADAPTERS: dict[str, type[Served]] = {
     "language": SpanReader,
     "recommendation": ClickPredictor,
     "object detection": Detector,
+    "speech recognition": Transcriber,
 }
 
 

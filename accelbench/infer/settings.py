@@ -26,6 +26,9 @@ SERVER_FRACTION, SERVER_DEFAULT_MAX = 0.25, 20_000.0
 #: Server and MultiStream judge the 99th percentile; with no late query, early stopping needs about this many.
 QUICK_TAIL_QUERIES = 662
 DEFAULT_BOUND_MS = 100.0
+#: Offline plans for this multiple of the probed throughput: a probe disturbed by other load must not end the run
+#: before its minimum duration (too low a plan is INVALID; too high only makes the run longer)
+OFFLINE_HEADROOM = 1.5
 #: SingleStream planning for a backend that does no work: below this LoadGen schedules millions of idle queries
 HARNESS_LATENCY = 1e-5
 #: accelbench model -> the name mlperf.conf uses for it (others get mlperf.conf's "*" rules)
@@ -128,7 +131,7 @@ def performance_settings(
     """Settings with the probe's hints; ``reuse`` keeps an already-configured object (FromConfig runs once)."""
     s = reuse if reuse is not None else base(params, mode)
     spq = samples_per_query or params.samples_per_query
-    s.offline_expected_qps = params.expected_qps or p.rate * 1.1
+    s.offline_expected_qps = params.expected_qps or p.rate * OFFLINE_HEADROOM
     s.single_stream_expected_latency_ns = int(p.single * 1e9)
     s.server_target_qps = target_qps or params.target_qps or max(1.0, min(p.rate * SERVER_FRACTION, SERVER_DEFAULT_MAX))
     s.multi_stream_samples_per_query = spq

@@ -56,7 +56,7 @@ class InferParams(CommonParams):
     checkpoint: str = opt(
         "", "a state_dict (.pt) to load into the model (empty: random weights)", sweep=False, metavar="FILE"
     )
-    service_ms: float = opt(1.0, "--backend sleep: seconds (ms) each batch takes", sweep=False)
+    service_ms: float = opt(1.0, "--backend sleep: milliseconds each batch takes", sweep=False)
     scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
 
     @property

@@ -107,6 +107,7 @@ def _distributed(params: TtaParams, seeds: list[int], ctx: RunContext) -> tuple[
     except RuntimeError as exc:
         raise RuntimeError(f"a rank failed or hung, so the run was stopped: {exc}") from None
     data = json.loads(out.read_text(encoding="utf-8"))
+    out.unlink()
     runs = [SeedRun(**{k: v for k, v in d.items() if k != "throughput"}) for d in data["runs"]]
     return runs, data["job"]
 
