@@ -131,7 +131,7 @@ def performance_settings(
     """Settings with the probe's hints; ``reuse`` keeps an already-configured object (FromConfig runs once)."""
     s = reuse if reuse is not None else base(params, mode)
     spq = samples_per_query or params.samples_per_query
-    s.offline_expected_qps = params.expected_qps or p.rate * OFFLINE_HEADROOM
+    s.offline_expected_qps = params.expected_qps or min(p.rate * OFFLINE_HEADROOM, MAX_PLANNED_RATE)
     s.single_stream_expected_latency_ns = int(p.single * 1e9)
     s.server_target_qps = target_qps or params.target_qps or max(1.0, min(p.rate * SERVER_FRACTION, SERVER_DEFAULT_MAX))
     s.multi_stream_samples_per_query = spq

@@ -15,7 +15,6 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -36,6 +35,34 @@ class SampleLibrary:
     def unload(self, indices: list[int]) -> None:
         for i in indices:
             self.loaded.pop(i, None)
+
+
+class Pending:
+    """Issued samples not yet batched: a list read from a moving front (slicing, not a per-sample popleft)."""
+
+    __slots__ = ("items", "pos")
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.pos = 0
+
+    def __len__(self) -> int:
+        return len(self.items) - self.pos
+
+    def extend(self, new: list[Any]) -> None:
+        if self.pos:
+            self.items, self.pos = self.items[self.pos :], 0
+        if self.items:
+            self.items.extend(new)
+        else:
+            self.items = new
+
+    def take(self, n: int) -> list[Any]:
+        batch = self.items[self.pos : self.pos + n]
+        self.pos += len(batch)
+        if self.pos == len(self.items):
+            self.items, self.pos = [], 0
+        return batch
 
 
 @dataclass
@@ -62,17 +89,24 @@ class BatchingSUT:
         self.collate = collate
         self.answers = answers  # accuracy mode: each sample's answer goes back to LoadGen
         self.queue: queue.Queue[Any] = queue.Queue()
-        self.batches = 0
-        self.samples = 0
+        # each worker writes only its own slot: no lock on the hot path
         self.per_worker = [0] * len(workers)
+        self.batches_per_worker = [0] * len(workers)
         self.error: BaseException | None = None
-        self._lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._serve, args=(i, w), name=f"accelbench-sut-{i}", daemon=True)
             for i, w in enumerate(workers)
         ]
         for t in self._threads:
             t.start()
+
+    @property
+    def batches(self) -> int:
+        return sum(self.batches_per_worker)
+
+    @property
+    def samples(self) -> int:
+        return sum(self.per_worker)
 
     def issue(self, query_samples: list[Any]) -> None:
         samples = list(query_samples)
@@ -91,7 +125,7 @@ class BatchingSUT:
         for t in self._threads:
             t.join()
 
-    def _take(self, pending: deque[Any], block_until: float | None) -> bool | None:
+    def _take(self, pending: Pending, block_until: float | None) -> bool | None:
         """Move the next issued list into ``pending``; False on timeout, None when told to stop."""
         try:
             if block_until is None:
@@ -109,7 +143,7 @@ class BatchingSUT:
     def _serve(self, index: int, worker: Worker) -> None:
         import mlperf_loadgen as lg
 
-        pending: deque[Any] = deque()
+        pending = Pending()
         stopping = False
         while True:
             if not pending:
@@ -122,7 +156,7 @@ class BatchingSUT:
                 stopping = got is None
                 if not got:
                     break
-            batch = [pending.popleft() for _ in range(min(self.batch_size, len(pending)))]
+            batch = pending.take(self.batch_size)
             if not batch:
                 continue
             payloads = None
@@ -136,10 +170,8 @@ class BatchingSUT:
                         payloads = self.answers(out)
             except BaseException as exc:  # keep answering LoadGen; the run is reported failed afterwards
                 self.error = self.error or exc
-            with self._lock:
-                self.batches += 1
-                self.samples += len(batch)
-                self.per_worker[index] += len(batch)
+            self.batches_per_worker[index] += 1
+            self.per_worker[index] += len(batch)
             if payloads is None:
                 lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in batch])
             else:  # LoadGen copies each answer during the call; the arrays stay alive until it returns
