@@ -56,9 +56,11 @@ def main() -> None:
         for i in range(args.rounds):
             [ours] = run_inline(make_entry("infer/loadgen", {"scenario": "offline", **null}), base)
             our_rates.append(ours.metrics["samples_per_second"].value)
-            planned = float(read_detail(Path(ours.details["loadgen_log_dir"]) / "mlperf_log_detail.txt")[
-                "requested_offline_expected_qps"
-            ])
+            planned = float(
+                read_detail(Path(ours.details["loadgen_log_dir"]) / "mlperf_log_detail.txt")[
+                    "requested_offline_expected_qps"
+                ]
+            )
             (base / f"inline{i}").mkdir()
             inline_rates.append(inline_offline(args.duration, base / f"inline{i}", planned))
         inline, rate = statistics.median(inline_rates), statistics.median(our_rates)
