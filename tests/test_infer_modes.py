@@ -156,8 +156,15 @@ def test_missing_backend_package_names_the_extra(monkeypatch):
         make_entry("infer/loadgen", {"backend": "onnxruntime"})
 
 
-def test_a_dataset_directory_without_images_is_named(tmp_path):
+def test_a_dataset_directory_without_images_is_named(tmp_path, cli_env):
+    from conftest import run_cli
+
     (tmp_path / "cls").mkdir()
+    out = run_cli(["infer", "resnet18", "--mode", "accuracy", "--dataset", str(tmp_path)], cli_env, tmp_path)
+    assert out.returncode == 2 and "no images in" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    with pytest.raises(UsageError, match="no dataset loader for bert"):
+        make_entry("infer/loadgen", {"model": "bert", "mode": "accuracy", "dataset": str(tmp_path)})
     with pytest.raises(UsageError, match="no images in"):
         served("resnet18", "tiny").dataset(tmp_path)
     with pytest.raises(UsageError, match="case_"):

@@ -201,6 +201,17 @@ def test_bad_tta_input(params, message):
         make_entry(TTA, params)
 
 
+def test_a_data_dir_without_the_files_is_one_line(tmp_path, cli_env):
+    from conftest import run_cli
+
+    out = run_cli(["tta", "mnist", "--data-dir", str(tmp_path)], cli_env, tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "train-images-idx3-ubyte" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    for workload, names in (("cifar10", "data_batch_1"), ("imagenet", "train/"), ("movielens", "ratings.csv")):
+        with pytest.raises(UsageError, match=names):
+            make_entry(TTA, {"workload": workload, "data_dir": str(tmp_path)})
+
+
 def test_price_from_the_config_file(tmp_path, monkeypatch):
     from accelbench import config
 

@@ -42,15 +42,8 @@ def _directory(root: Path, expected: str) -> Path:
     return root
 
 
-def image_folder(root: Path, size: int) -> Samples:
-    """ImageFolder layout (``root/<class>/<image>``, or the same under ``root/val``): resize, centre crop, normalise.
-
-    Class indices are the sorted folder names, as torchvision's ImageFolder (and
-    ImageNet's synset order) number them.
-    """
-    from PIL import Image
-    from torchvision import transforms
-
+def check_image_folder(root: Path) -> tuple[Path, list[str], list[tuple[Path, int]]]:
+    """(the folder, its class names, every (image, class index)); a usage error when it holds no images."""
     expected = "one sub-folder per class holding .png/.jpg images (an ImageFolder, or one under val/)"
     root = _directory(root, expected)
     if (root / "val").is_dir():
@@ -64,6 +57,19 @@ def image_folder(root: Path, size: int) -> Samples:
     ]
     if not files:
         raise UsageError(f"no images in {root}: expected {expected}")
+    return root, classes, files
+
+
+def image_folder(root: Path, size: int) -> Samples:
+    """ImageFolder layout (``root/<class>/<image>``, or the same under ``root/val``): resize, centre crop, normalise.
+
+    Class indices are the sorted folder names, as torchvision's ImageFolder (and
+    ImageNet's synset order) number them.
+    """
+    from PIL import Image
+    from torchvision import transforms
+
+    root, classes, files = check_image_folder(root)
     prep = transforms.Compose(
         [
             transforms.Resize(size * 256 // 224),
@@ -80,11 +86,8 @@ def image_folder(root: Path, size: int) -> Samples:
     return Samples(load, [c for _, c in files], f"ImageFolder {root} ({len(files)} images, {len(classes)} classes)")
 
 
-def npy_cases(root: Path) -> Samples:
-    """KiTS19 as the MLPerf 3D U-Net reference preprocesses it: ``case_NNNNN_x.npy`` (C, D, H, W) and ``_y.npy``."""
-    import numpy as np
-    import torch
-
+def check_npy_cases(root: Path) -> list[Path]:
+    """The volume files, each checked to have its label file."""
     expected = "case_*_x.npy volumes (channels, depth, height, width) with matching case_*_y.npy labels"
     root = _directory(root, expected)
     volumes = sorted(root.glob("*_x.npy"))
@@ -93,6 +96,15 @@ def npy_cases(root: Path) -> Samples:
     missing = [v.name for v in volumes if not v.with_name(v.name[: -len("_x.npy")] + "_y.npy").is_file()]
     if missing:
         raise UsageError(f"{root} lacks the labels of {', '.join(missing[:3])}: expected {expected}")
+    return volumes
+
+
+def npy_cases(root: Path) -> Samples:
+    """KiTS19 as the MLPerf 3D U-Net reference preprocesses it: ``case_NNNNN_x.npy`` (C, D, H, W) and ``_y.npy``."""
+    import numpy as np
+    import torch
+
+    volumes = check_npy_cases(root)
 
     def load(i: int) -> tuple["torch.Tensor", ...]:
         return (torch.from_numpy(np.load(volumes[i]).astype(np.float32)),)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from accelbench.errors import UsageError
+from accelbench.infer.datasets import check_image_folder, check_npy_cases
 from accelbench.workloads import workload_class
 from accelbench.workloads.base import Workload
 
@@ -40,6 +41,8 @@ class Served:
     #: how many leading elements of ``synthetic_batch`` are inputs (the rest are targets)
     n_inputs: ClassVar[int] = 1
     dataset_hint: ClassVar[str] = ""
+    #: torch-free check of a dataset directory (None: no loader for this domain yet)
+    check_dataset: ClassVar[Any] = None
 
     def __init__(self, workload: Workload, scale: str) -> None:
         self.workload = workload
@@ -79,6 +82,7 @@ class Served:
 
 
 class Classifier(Served):
+    check_dataset = staticmethod(lambda root: check_image_folder(root))
     quality_name = "top1"
     gates = (0.99,)
     server_bound_ms = 15.0
@@ -104,6 +108,7 @@ class Classifier(Served):
 
 
 class Segmenter3D(Served):
+    check_dataset = staticmethod(lambda root: check_npy_cases(root))
     quality_name = "mean_dice"
     server_bound_ms = None  # MLPerf runs 3D U-Net in Offline (and SingleStream) only
     answer_dtype = np.uint8

@@ -108,6 +108,13 @@ class InferParams(CommonParams):
             raise UsageError(
                 f"serving {self.model} ({info.domain}) is not supported yet; served: {', '.join(ADAPTERS)}"
             )
+        if self.dataset:
+            if adapter.check_dataset is None:
+                raise UsageError(
+                    f"no dataset loader for {self.model} yet: --dataset serves image classifiers (ImageFolder) and "
+                    "unet3d (.npy cases); without it accuracy mode scores agreement with FP32"
+                )
+            adapter.check_dataset(Path(self.dataset).expanduser())
         if adapter.server_bound_ms is None and self.scenario in ("server", "multistream"):
             raise UsageError(f"{self.model} is served in offline and singlestream only, as in MLPerf Inference")
 

@@ -84,22 +84,29 @@ def _find(root: Path, name: str) -> Path | None:
     return None
 
 
+def check_mnist(root: Path) -> list[tuple[Path, Path]]:
+    """The (images, labels) IDX paths of the train and test splits; a usage error naming what is missing."""
+    expected = ", ".join(f for pair in MNIST_FILES.values() for f in pair) + " (optionally .gz)"
+    _require_dir(root, expected)
+    pairs = []
+    for images, labels in MNIST_FILES.values():
+        paths = (_find(root, images), _find(root, labels))
+        if paths[0] is None or paths[1] is None:
+            raise UsageError(f"{root} lacks the MNIST IDX files: expected {expected}")
+        pairs.append((paths[0], paths[1]))
+    return pairs
+
+
 def mnist(root: Path) -> tuple[TensorSplit, TensorSplit]:
     import torch
 
-    expected = ", ".join(f for pair in MNIST_FILES.values() for f in pair) + " (optionally .gz)"
-    _require_dir(root, expected)
     splits = []
-    for images, labels in MNIST_FILES.values():
-        paths = [_find(root, images), _find(root, labels)]
-        if None in paths:
-            raise UsageError(f"{root} lacks the MNIST IDX files: expected {expected}")
-        x, y = read_idx(paths[0]), read_idx(paths[1])  # type: ignore[arg-type]
+    for images, labels in check_mnist(root):
+        x, y = read_idx(images), read_idx(labels)
         if x.ndim != 3 or y.ndim != 1 or x.shape[0] != y.shape[0]:
-            raise UsageError(f"{paths[0]} and {paths[1]} do not match: {x.shape} images, {y.shape} labels")
-        splits.append(
-            TensorSplit(torch.from_numpy(x.copy()).float().unsqueeze(1) / 255.0, torch.from_numpy(y.astype(np.int64)))
-        )
+            raise UsageError(f"{images} and {labels} do not match: {x.shape} images, {y.shape} labels")
+        pixels = torch.from_numpy(x.copy()).float().unsqueeze(1) / 255.0
+        splits.append(TensorSplit(pixels, torch.from_numpy(y.astype(np.int64))))
     return splits[0], splits[1]
 
 
@@ -120,10 +127,8 @@ def _cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return data, labels
 
 
-def cifar10(root: Path) -> tuple[TensorSplit, TensorSplit]:
-    """``cifar-10-batches-py``: data_batch_1..5 and test_batch (dicts of b'data' uint8 Nx3072 and b'labels')."""
-    import torch
-
+def check_cifar10(root: Path) -> Path:
+    """The folder holding the batches (``root`` or ``root/cifar-10-batches-py``)."""
     expected = ", ".join(CIFAR_TRAIN + [CIFAR_TEST]) + " (the cifar-10-batches-py folder)"
     _require_dir(root, expected)
     if (root / "cifar-10-batches-py").is_dir():
@@ -131,6 +136,14 @@ def cifar10(root: Path) -> tuple[TensorSplit, TensorSplit]:
     missing = [n for n in CIFAR_TRAIN + [CIFAR_TEST] if not (root / n).is_file()]
     if missing:
         raise UsageError(f"{root} lacks {', '.join(missing)}: expected {expected}")
+    return root
+
+
+def cifar10(root: Path) -> tuple[TensorSplit, TensorSplit]:
+    """``cifar-10-batches-py``: data_batch_1..5 and test_batch (dicts of b'data' uint8 Nx3072 and b'labels')."""
+    import torch
+
+    root = check_cifar10(root)
     parts = [_cifar_batch(root / n) for n in CIFAR_TRAIN]
     train_x = np.concatenate([p[0] for p in parts])
     train_y = np.concatenate([p[1] for p in parts])
@@ -145,18 +158,22 @@ def cifar10(root: Path) -> tuple[TensorSplit, TensorSplit]:
 # --- ImageNet: ImageFolder train/ and val/ ----------------------------------------------------------
 
 
-def imagenet(root: Path, size: int) -> tuple[Any, Any]:
-    """``train/<class>/*.JPEG`` and ``val/<class>/*.JPEG``, the layout torchvision's ImageFolder reads."""
-    from torchvision import datasets, transforms
-
-    from accelbench.infer.datasets import IMAGE_SUFFIXES, MEAN, STD
-
+def check_imagenet(root: Path) -> None:
     expected = "train/ and val/ folders, each with one sub-folder per class of JPEG/PNG images"
     _require_dir(root, expected)
     for split in ("train", "val"):
         folder = root / split
         if not folder.is_dir() or not any(p.is_dir() for p in folder.iterdir()):
             raise UsageError(f"{root} lacks {split}/ class folders: expected {expected}")
+
+
+def imagenet(root: Path, size: int) -> tuple[Any, Any]:
+    """``train/<class>/*.JPEG`` and ``val/<class>/*.JPEG``, the layout torchvision's ImageFolder reads."""
+    from torchvision import datasets, transforms
+
+    from accelbench.infer.datasets import IMAGE_SUFFIXES, MEAN, STD
+
+    check_imagenet(root)
     normalize = transforms.Normalize(MEAN, STD)
     train = datasets.ImageFolder(
         str(root / "train"),
@@ -193,7 +210,8 @@ class Ratings:
     seen: list[set[int]]
 
 
-def movielens(root: Path) -> Ratings:
+def check_movielens(root: Path) -> Path:
+    """The ratings.csv path (in ``root`` or ``root/ml-20m``), its header checked."""
     expected = "ratings.csv with the header userId,movieId,rating,timestamp (MovieLens ml-20m)"
     _require_dir(root, expected)
     path = root / "ratings.csv"
@@ -205,6 +223,11 @@ def movielens(root: Path) -> Ratings:
         header = f.readline().strip().split(",")
     if header[:4] != ["userId", "movieId", "rating", "timestamp"]:
         raise UsageError(f"{path} has the header {','.join(header)}: expected {expected}")
+    return path
+
+
+def movielens(root: Path) -> Ratings:
+    path = check_movielens(root)
     table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=(0, 1, 3), dtype=np.int64, ndmin=2)
     if table.size == 0:
         raise UsageError(f"{path} holds no ratings")

@@ -59,6 +59,8 @@ class TtaParams(CommonParams):
             raise UsageError(f"{r.name} reads its dataset from --data-dir DIR: {r.data_hint}")
         if self.data_dir and not Path(self.data_dir).expanduser().is_dir():
             raise UsageError(f"--data-dir {self.data_dir} is not a directory; {r.name} expects {r.data_hint}")
+        if self.data_dir:
+            r.check_data(Path(self.data_dir).expanduser())
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:

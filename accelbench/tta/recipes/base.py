@@ -49,6 +49,9 @@ class Recipe(ABC):
     data_hint: ClassVar[str] = ""
     source: ClassVar[str] = ""
 
+    def check_data(self, data_dir: Path) -> None:
+        """Fail with a usage error naming the expected files, cheaply (no data read): run before any training."""
+
     @abstractmethod
     def load(self, data_dir: Path | None, scale: str) -> tuple[Any, Any]:
         """(train, evaluation) data, staged before the clock starts."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelbench.tta.datasets import TensorSplit, cifar10
+from accelbench.tta.datasets import TensorSplit, check_cifar10, cifar10
 from accelbench.tta.recipes.base import Schedule, TensorClassification
 
 if TYPE_CHECKING:
@@ -72,6 +72,9 @@ class Cifar10(TensorClassification):
     data_hint = "cifar-10-batches-py: data_batch_1 .. data_batch_5 and test_batch (the python pickle batches)"
     source = "David Page's ResNet-9 DAWNBench recipe: batch 512, Nesterov SGD, one-cycle LR to 0.4, 24 epochs"
     PEAK_LR, PEAK_EPOCH, WEIGHT_DECAY = 0.4, 5, 5e-4
+
+    def check_data(self, data_dir: Path) -> None:
+        check_cifar10(data_dir)
 
     def load(self, data_dir: Path | None, scale: str) -> tuple[TensorSplit, TensorSplit]:
         assert data_dir is not None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from accelbench.tta.datasets import imagenet
+from accelbench.tta.datasets import check_imagenet, imagenet
 from accelbench.tta.recipes.base import Recipe, Schedule
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ class ImageNet(Recipe):
     BASE_LR_PER_256, END_LR, WARMUP_EPOCHS, MOMENTUM, WEIGHT_DECAY = 0.256, 0.0001, 2, 0.875, 5e-5
     #: DataLoader worker processes per rank
     workers = 8
+
+    def check_data(self, data_dir: Path) -> None:
+        check_imagenet(data_dir)
 
     def load(self, data_dir: Path | None, scale: str) -> tuple[Any, Any]:
         assert data_dir is not None

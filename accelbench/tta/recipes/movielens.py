@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from accelbench.tta.datasets import Ratings, movielens
+from accelbench.tta.datasets import Ratings, check_movielens, movielens
 from accelbench.tta.recipes.base import Recipe, Schedule
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ class MovieLens(Recipe):
     data_hint = "ratings.csv (userId,movieId,rating,timestamp) of MovieLens ml-20m"
     source = "NeuMF (64-dim MF + MLP 256-256-128-64), Adam lr 0.0045 betas (0.25, 0.5): MLPerf NCF reference"
     LR, BETAS = 0.0045, (0.25, 0.5)
+
+    def check_data(self, data_dir: Path) -> None:
+        check_movielens(data_dir)
 
     def load(self, data_dir: Path | None, scale: str) -> tuple[Ratings, Any]:
         assert data_dir is not None

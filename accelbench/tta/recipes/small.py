@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelbench.tta.datasets import TensorSplit, digits, mnist
+from accelbench.tta.datasets import TensorSplit, check_mnist, digits, mnist
 from accelbench.tta.recipes.base import Schedule, TensorClassification
 
 if TYPE_CHECKING:
@@ -78,6 +78,9 @@ class Mnist(_AdamW, TensorClassification):
     data_hint = "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte"
     source = "the digits CNN at 28x28 with AdamW, lr 2e-3, batch 128 (about 99.2% after a few epochs)"
     MEAN, STD = 0.1307, 0.3081  # MNIST's pixel statistics
+
+    def check_data(self, data_dir: Path) -> None:
+        check_mnist(data_dir)
 
     def load(self, data_dir: Path | None, scale: str) -> tuple[TensorSplit, TensorSplit]:
         assert data_dir is not None
