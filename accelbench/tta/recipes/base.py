@@ -51,6 +51,7 @@ class Recipe(ABC):
 
     def check_data(self, data_dir: Path) -> None:
         """Fail with a usage error naming the expected files, cheaply (no data read): run before any training."""
+        return None  # a recipe without a data directory (digits) has nothing to check
 
     @abstractmethod
     def load(self, data_dir: Path | None, scale: str) -> tuple[Any, Any]:
