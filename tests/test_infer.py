@@ -25,7 +25,10 @@ def run_isolated(tmp_path, store, profile):
 
 @pytest.mark.parametrize("scenario", ["offline", "server", "singlestream", "multistream"])
 def test_each_scenario_is_valid_with_the_null_backend(scenario, run_isolated):
-    [r] = run_isolated({"scenario": scenario, **NULL})
+    # Server's default for a null backend is 20k QPS, the harness's ceiling on a noisy 2-core machine (see
+    # bench/loadgen_overhead.py); validity is checked with a margin
+    target = {"target_qps": 5000} if scenario == "server" else {}
+    [r] = run_isolated({"scenario": scenario, **NULL, **target})
     assert r.status == "ok", r.error
     assert r.params["valid"] is True, r.details.get("invalid_reasons")
     assert r.metrics[r.primary_metric].value > 0
