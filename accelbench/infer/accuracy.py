@@ -61,9 +61,11 @@ def reference_answers(
     import torch
 
     answers: list[np.ndarray] = []
+    device = next(iter(model.parameters())).device
     with torch.inference_mode():
         for start in range(0, count, batch_size):
             inputs = served.collate([load(i) for i in range(start, min(count, start + batch_size))])
+            inputs = tuple(t.to(device) for t in inputs)
             answers += [a.copy() for a in served.answers(served.forward(model, inputs))]
     return answers
 

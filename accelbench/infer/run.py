@@ -103,7 +103,8 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         replica = copy.deepcopy(model).to(d)
         predict = impl.load(spec, replica, d, params.effective_precision, calibration)
         workers.append(Worker(predict, d if len(devices) > 1 else None))
-    return Serving(workers, make_input, total, spec.collate, spec, model, threads, device, dataset)
+    reference = model.to(devices[0])  # the FP32 eager reference of accuracy mode, beside the first replica
+    return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset)
 
 
 def _path(text: str) -> Any:
