@@ -183,3 +183,24 @@ def test_the_official_profile_loads_mlperf_conf():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["600000", "15000000", "True"]
+
+
+def test_dlrm_accuracy_on_criteo_lines(run_isolated, tmp_path):
+    import random
+
+    rng = random.Random(0)
+    lines = []
+    for _ in range(64):
+        dense = [str(rng.randint(0, 50)) if rng.random() > 0.1 else "" for _ in range(13)]
+        cats = [f"{rng.getrandbits(32):08x}" if rng.random() > 0.1 else "" for _ in range(26)]
+        lines.append("\t".join([str(int(rng.random() < 0.3)), *dense, *cats]))
+    (tmp_path / "criteo").mkdir()
+    (tmp_path / "criteo" / "day_23").write_text("\n".join(lines) + "\n")
+    params = {"model": "dlrm", "scale": "tiny", "threads": 2, "mode": "accuracy", "dataset": str(tmp_path / "criteo")}
+    [r] = run_isolated(params)
+    assert r.status == "ok", r.error
+    assert r.details["samples"] == 64 and r.details["labels"] == "dataset"
+    assert 0.0 <= r.metrics["auc"].value <= 1.0 and r.metrics["quality_ratio"].value == pytest.approx(1.0)
+    (tmp_path / "criteo" / "day_23").write_text("1\t2\t3\n")
+    [bad] = run_isolated(params)
+    assert bad.status == "failed" and "Criteo has 40" in bad.error

@@ -123,3 +123,43 @@ class _LazyLabel:
         import numpy as np
 
         return np.load(self.path).astype(dtype or np.int64)
+
+
+#: Criteo day files hold ~180M lines; accuracy mode reads at most this many (in file order)
+CRITEO_MAX_SAMPLES = 1_000_000
+CRITEO_EXPECTED = "Criteo click logs: day_* (Terabyte) or train.txt/test.txt (Kaggle) or *.tsv, tab-separated"
+
+
+def check_criteo(root: Path) -> list[Path]:
+    root = _directory(root, CRITEO_EXPECTED)
+    files = sorted(
+        p for p in root.iterdir() if p.is_file() and (p.name.startswith("day_") or p.suffix in (".tsv", ".txt"))
+    )
+    if not files:
+        raise UsageError(f"no Criteo files in {root}: expected {CRITEO_EXPECTED}")
+    return files
+
+
+def criteo(root: Path, tables: int, rows: int) -> Samples:
+    """Label, 13 integer and 26 hex categorical columns per line, as DLRM's reference preprocesses them:
+    dense -> log(1 + max(x, 0)), categorical -> hex value modulo the table's rows (empty fields are 0)."""
+    import numpy as np
+    import torch
+
+    labels, dense, sparse = [], [], []
+    for path in check_criteo(root):
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                cols = line.rstrip("\n").split("\t")
+                if len(cols) != 40:
+                    raise UsageError(f"{path}: a line has {len(cols)} tab-separated columns; Criteo has 40")
+                labels.append(int(cols[0] or 0))
+                dense.append([max(int(c), 0) if c else 0 for c in cols[1:14]])
+                sparse.append([int(c, 16) % rows if c else 0 for c in cols[14 : 14 + tables]])
+                if len(labels) >= CRITEO_MAX_SAMPLES:
+                    break
+        if len(labels) >= CRITEO_MAX_SAMPLES:
+            break
+    x = torch.from_numpy(np.log1p(np.asarray(dense, dtype=np.float32)))
+    idx = torch.from_numpy(np.asarray(sparse, dtype=np.int64))
+    return Samples(lambda i: (x[i], idx[i]), labels, f"{len(labels)} Criteo lines in {root}")

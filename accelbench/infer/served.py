@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from accelbench.errors import UsageError
-from accelbench.infer.datasets import check_image_folder, check_npy_cases
+from accelbench.infer.datasets import check_criteo, check_image_folder, check_npy_cases
 from accelbench.workloads import workload_class
 from accelbench.workloads.base import Workload
 
@@ -76,8 +76,8 @@ class Served:
 
     def dataset(self, root: Path) -> "Samples":
         raise UsageError(
-            f"no dataset loader for {self.workload.info.name} yet: accuracy mode serves image classifiers "
-            "(ImageFolder) and unet3d (.npy cases)"
+            f"no dataset loader for {self.workload.info.name} yet: accuracy mode reads image classifiers "
+            "(ImageFolder), unet3d (.npy cases) and dlrm (Criteo logs)"
         )
 
 
@@ -171,6 +171,7 @@ class SpanReader(Served):
 
 
 class ClickPredictor(Served):
+    check_dataset = staticmethod(lambda root: check_criteo(root))
     quality_name = "auc"
     server_bound_ms = 30.0
     n_inputs = 2
@@ -190,6 +191,14 @@ class ClickPredictor(Served):
             return float("nan")
         ranks = rankdata(scores)
         return float((ranks[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+    def dataset(self, root: Path) -> "Samples":
+        from accelbench.infer.datasets import criteo
+
+        cfg = self.workload.cfg(self.scale)
+        if not hasattr(cfg, "tables"):
+            return super().dataset(root)  # NCF: no Criteo-style input
+        return criteo(root, cfg.tables, cfg.rows)
 
 
 class Detector(Served):

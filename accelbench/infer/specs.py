@@ -111,8 +111,8 @@ class InferParams(CommonParams):
         if self.dataset:
             if adapter.check_dataset is None:
                 raise UsageError(
-                    f"no dataset loader for {self.model} yet: --dataset serves image classifiers (ImageFolder) and "
-                    "unet3d (.npy cases); without it accuracy mode scores agreement with FP32"
+                    f"no dataset loader for {self.model} yet: --dataset reads image classifiers (ImageFolder), "
+                    "unet3d (.npy cases) and dlrm (Criteo logs); without it accuracy mode scores agreement with FP32"
                 )
             adapter.check_dataset(Path(self.dataset).expanduser())
         if adapter.server_bound_ms is None and self.scenario in ("server", "multistream"):
