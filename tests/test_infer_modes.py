@@ -1,5 +1,6 @@
 """Accuracy mode against the FP32 reference, backends, find-peak, and LoadGen's INVALID verdicts explained."""
 
+import numpy as np
 import pytest
 from infer_fixtures import checkpoint, write_colour_folder
 
@@ -106,7 +107,6 @@ def test_two_serving_instances_split_the_work(run_isolated):
 
 
 def test_served_answers_and_metrics():
-    import numpy as np
     import torch
 
     spec = served("dlrm", "tiny")
@@ -204,3 +204,38 @@ def test_dlrm_accuracy_on_criteo_lines(run_isolated, tmp_path):
     (tmp_path / "criteo" / "day_23").write_text("1\t2\t3\n")
     [bad] = run_isolated(params)
     assert bad.status == "failed" and "Criteo has 40" in bad.error
+
+
+def test_coco_map_on_hand_made_detections():
+    from accelbench.infer.metrics import coco_map
+
+    gt = [np.array([[0, 0, 10, 10, 1]], dtype=float)]
+    assert coco_map([np.array([[0, 0, 10, 10, 0.9, 1]])], gt) == pytest.approx(1.0)
+    # IoU 0.62 is a hit at the thresholds 0.50, 0.55 and 0.60 only: 3 of 10
+    assert coco_map([np.array([[0, 0, 10, 6.2, 0.9, 1]])], gt) == pytest.approx(0.3)
+    # a higher-scored false positive halves the precision at full recall
+    fp_first = np.array([[50, 50, 60, 60, 0.95, 1], [0, 0, 10, 10, 0.9, 1]])
+    assert coco_map([fp_first], gt) == pytest.approx(0.5)
+    assert coco_map([np.zeros((0, 6))], gt) == 0.0
+    assert coco_map([np.array([[0, 0, 10, 10, 0.9, 2]])], gt) == 0.0  # right box, wrong class
+
+
+def test_ssd_accuracy_on_a_coco_split(run_isolated, tmp_path):
+    import json
+
+    from PIL import Image
+
+    root = tmp_path / "coco"
+    (root / "annotations").mkdir(parents=True)
+    (root / "val2017").mkdir()
+    images, anns = [], []
+    for i in range(3):
+        Image.new("RGB", (64, 48), (40 * i, 90, 200)).save(root / "val2017" / f"{i:012d}.jpg")
+        images.append({"id": i + 1, "file_name": f"{i:012d}.jpg", "width": 64, "height": 48})
+        anns.append({"id": i + 1, "image_id": i + 1, "bbox": [4, 4, 30, 20], "category_id": 1, "iscrowd": 0})
+    (root / "annotations" / "instances_val2017.json").write_text(json.dumps({"images": images, "annotations": anns}))
+    params = {"model": "ssd", "scale": "tiny", "threads": 2, "mode": "accuracy", "dataset": str(root), "batch_size": 3}
+    [r] = run_isolated(params)
+    assert r.status == "ok", r.error
+    assert r.details["samples"] == 3 and 0.0 <= r.metrics["map"].value <= 1.0
+    assert r.metrics["map"].value == pytest.approx(r.metrics["reference_map"].value)

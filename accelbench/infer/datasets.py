@@ -163,3 +163,53 @@ def criteo(root: Path, tables: int, rows: int) -> Samples:
     x = torch.from_numpy(np.log1p(np.asarray(dense, dtype=np.float32)))
     idx = torch.from_numpy(np.asarray(sparse, dtype=np.int64))
     return Samples(lambda i: (x[i], idx[i]), labels, f"{len(labels)} Criteo lines in {root}")
+
+
+COCO_EXPECTED = "annotations/instances_<split>.json (COCO format) and the <split>/ folder of its images"
+
+
+def check_coco(root: Path) -> tuple[Path, Path]:
+    """(annotation file, image folder): the first ``annotations/instances_*.json`` with its image folder."""
+    root = _directory(root, COCO_EXPECTED)
+    for ann in sorted((root / "annotations").glob("instances_*.json")) if (root / "annotations").is_dir() else []:
+        images = root / ann.stem.removeprefix("instances_")
+        if images.is_dir():
+            return ann, images
+    raise UsageError(f"{root} lacks a COCO split: expected {COCO_EXPECTED}")
+
+
+def coco(root: Path, size: int) -> Samples:
+    """COCO detection: each image resized to ``size`` x ``size`` (SSD's input), its boxes scaled alike.
+
+    Labels are (G, 5) rows x1 y1 x2 y2 category_id in the resized frame; crowd boxes are left out.
+    """
+    import json
+
+    import numpy as np
+    from PIL import Image
+    from torchvision.transforms.functional import pil_to_tensor, resize
+
+    ann_path, folder = check_coco(root)
+    try:
+        data = json.loads(ann_path.read_text(encoding="utf-8"))
+        images = sorted(data["images"], key=lambda im: im["id"])
+        boxes: dict[int, list[list[float]]] = {im["id"]: [] for im in images}
+        for a in data["annotations"]:
+            if not a.get("iscrowd", 0) and a["image_id"] in boxes:
+                x, y, w, h = a["bbox"]
+                boxes[a["image_id"]].append([x, y, x + w, y + h, a["category_id"]])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{ann_path} is not a COCO instances file ({type(exc).__name__}: {exc})") from None
+    labels = []
+    for im in images:
+        g = np.asarray(boxes[im["id"]], dtype=np.float32).reshape(-1, 5)
+        g[:, [0, 2]] *= size / im["width"]
+        g[:, [1, 3]] *= size / im["height"]
+        labels.append(g)
+
+    def load(i: int) -> tuple["torch.Tensor", ...]:
+        with Image.open(folder / images[i]["file_name"]) as img:
+            pixels = pil_to_tensor(img.convert("RGB")).float() / 255.0
+        return (resize(pixels, [size, size], antialias=True),)
+
+    return Samples(load, labels, f"COCO {folder.name}: {len(images)} images")

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from accelbench.errors import UsageError
-from accelbench.infer.datasets import check_criteo, check_image_folder, check_npy_cases
+from accelbench.infer.datasets import check_coco, check_criteo, check_image_folder, check_npy_cases
+from accelbench.infer.metrics import coco_map, edit_distance, words
 from accelbench.workloads import workload_class
 from accelbench.workloads.base import Workload
 
@@ -202,10 +203,21 @@ class ClickPredictor(Served):
 
 
 class Detector(Served):
-    """SSD: boxes, scores and labels after the model's own non-maximum suppression."""
+    """SSD: boxes, scores and labels after the model's own non-maximum suppression; COCO mAP."""
 
-    quality_name = "detections"
+    check_dataset = staticmethod(lambda root: check_coco(root))
+    quality_name = "map"
     server_bound_ms = 100.0
+
+    def quality(self, answers: list[np.ndarray], labels: list[Any]) -> float:
+        return coco_map(answers, labels)
+
+    def dataset(self, root: Path) -> "Samples":
+        import torch
+
+        from accelbench.infer.datasets import coco
+
+        return coco(root, size=int(self.synthetic(0, torch.device("cpu"))[0].shape[-1]))
 
     def synthetic(self, index: int, device: "torch.device") -> Inputs:
         images = super().synthetic(index, device)[0]
@@ -265,33 +277,12 @@ class Transcriber(Served):
 
     def quality(self, answers: list[np.ndarray], labels: list[Any]) -> float:
         """1 - word error rate, words split at the space symbol (1), as MLPerf's RNN-T accuracy script."""
-        errors = words = 0
+        errors = n_words = 0
         for a, y in zip(answers, labels, strict=True):
-            hyp, ref = _words(a), _words(np.asarray(y))
-            errors += _edit_distance(hyp, ref)
-            words += max(1, len(ref))
-        return 1.0 - errors / words if words else 1.0
-
-
-def _words(symbols: np.ndarray) -> list[tuple[int, ...]]:
-    text, word = [], []
-    for s in symbols.tolist():
-        if s == 1:
-            if word:
-                text.append(tuple(word))
-            word = []
-        else:
-            word.append(s)
-    return text + ([tuple(word)] if word else [])
-
-
-def _edit_distance(a: list[Any], b: list[Any]) -> int:
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[-1]
+            hyp, ref = words(a), words(np.asarray(y))
+            errors += edit_distance(hyp, ref)
+            n_words += max(1, len(ref))
+        return 1.0 - errors / n_words if n_words else 1.0
 
 
 #: workload domain -> serving adapter
