@@ -183,9 +183,11 @@ def get(name: str) -> BenchmarkInfo:
     return info
 
 
-#: Parameters that say how or where a figure was measured, not what was measured;
-#: ``compare`` ignores them when it pairs records of two machines.
-CONTEXT_PARAMS = frozenset({"device", "threads", "min_time", "max_time", "min_reps", "warmup"})
+#: Parameters that say how, where or with which luck (seeds, LoadGen's verdict) a figure was measured, not what
+#: was measured; ``compare`` ignores them when it pairs records of two machines.
+CONTEXT_PARAMS = frozenset(
+    {"device", "threads", "min_time", "max_time", "min_reps", "warmup", "valid", "seed", "seeds_used"}
+)
 
 
 def describe_params(benchmark: str, params: dict[str, Any]) -> str:

@@ -25,6 +25,15 @@ def test_pairing_by_workload_and_ignore():
     assert len(rows) == 1 and rows[0].ratio == pytest.approx(3.0)
 
 
+def test_seeds_and_validity_do_not_split_a_pair():
+    """Two time-to-accuracy sets draw different random seeds; a VALID and an INVALID run are still one workload."""
+    a = make_result(params={"workload": "digits", "seeds_used": [1, 2, 3], "seed": -1, "valid": True})
+    b = make_result(
+        run_id="b", value=2.0, params={"workload": "digits", "seeds_used": [7, 8, 9], "seed": -1, "valid": False}
+    )
+    assert len(compare([a], [b])) == 1
+
+
 def test_latest_record_wins_on_each_side():
     old = make_result(value=1.0, started_at="2026-01-01T00:00:00.000+00:00")
     new = make_result(value=2.0, started_at="2026-02-01T00:00:00.000+00:00")

@@ -131,7 +131,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         yield find_peak(params, serving, probe, record, ctx)
         return
     settings = lgset.performance_settings(params, probe)
-    ctx.progress(f"LoadGen {params.scenario} ({params.profile})")
+    ctx.progress(f"LoadGen {params.scenario} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)")
     outcome = loadgen_run(serving, settings, params, ctx)
     yield performance_result(params, record, outcome, probe)
 
