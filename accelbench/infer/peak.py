@@ -24,11 +24,17 @@ if TYPE_CHECKING:
     from accelbench.infer.run import Outcome, Serving
 
 PRECISION = 0.02
-MAX_HALVINGS = 8
+MAX_HALVINGS = 6
 MAX_SAMPLES_PER_QUERY = 4096
 CONFIRMATIONS = 3
-#: a screening trial: this long and this many queries (enough to see a p99 clearly over or under the bound)
-SCREEN_MS, SCREEN_QUERIES = 1000, 200
+#: a screening trial: about this long, with between these many queries (a p99 clearly over or under the bound)
+SCREEN_MS, SCREEN_MIN_QUERIES, SCREEN_MAX_QUERIES = 1000, 32, 200
+
+
+def screen_queries(scenario: str, value: float, bound_ms: float) -> int:
+    """Queries in about two screening seconds: Server issues ``value`` per second, MultiStream one per bound."""
+    per_second = value if scenario == "server" else 1000.0 / bound_ms
+    return int(min(SCREEN_MAX_QUERIES, max(SCREEN_MIN_QUERIES, 2 * per_second * SCREEN_MS / 1000)))
 
 
 def lgset_met(d: dict[str, Any]) -> bool:
@@ -46,6 +52,11 @@ def find_peak(
     bound = lgset.bound_ms(params)
 
     full = (reuse.min_duration_ms, reuse.min_query_count)
+    if probe.single * 1000 > bound:
+        raise RuntimeError(
+            f"one sample alone takes {probe.single * 1000:.3g} ms, more than the {bound:g} ms bound, so no load "
+            "can meet it: raise --latency-bound-ms or serve faster (--backend, --precision)"
+        )
 
     def trial(value: float, confirm: bool = False) -> tuple[bool, "Outcome"]:
         if params.scenario == "server":
@@ -53,7 +64,8 @@ def find_peak(
         else:
             s = lgset.performance_settings(params, probe, samples_per_query=int(value), reuse=reuse)
         # screening trials are short; only the confirmation runs under the profile's full rules
-        s.min_duration_ms, s.min_query_count = full if confirm else (min(full[0], SCREEN_MS), SCREEN_QUERIES)
+        screen = (min(full[0], SCREEN_MS), screen_queries(params.scenario, value, bound))
+        s.min_duration_ms, s.min_query_count = full if confirm else screen
         kind = "confirmation" if confirm else f"trial {len(trials) + 1}"
         ctx.progress(f"find-peak {kind}: {_label(params, value)}")
         outcome = loadgen_run(serving, s, params, ctx)
