@@ -90,6 +90,12 @@ def test_find_peak_converges_on_a_known_service_time(run_isolated):
     assert ms.metrics["p99_latency_seconds"].value <= 0.010
 
 
+def test_find_peak_stops_at_once_when_one_sample_misses_the_bound(run_isolated):
+    params = {"backend": "sleep", "service_ms": 30.0, "threads": 2, "mode": "find-peak", "latency_bound_ms": 10}
+    [r] = run_isolated({**params, "scenario": "server"})
+    assert r.status == "failed" and "one sample alone takes" in r.error and "raise --latency-bound-ms" in r.error
+
+
 def test_too_short_a_run_is_explained(run_isolated):
     """LoadGen plans Offline from the expected throughput; a far too low one ends the run early."""
     params = {"backend": "sleep", "service_ms": 1.0, "batch_size": 8, "threads": 2, "expected_qps": 100}
