@@ -168,7 +168,11 @@ def test_imagefolder_reader(tmp_path):
 def test_ratings_reader_holds_out_each_users_latest(tmp_path):
     r = datasets.movielens(write_ratings(tmp_path / "ml", users=5, items=20, per_user=4))
     assert r.users == 5 and len(r.test_users) == 5 and len(r.train_users) == 15
-    assert all(i in r.seen[u] for u, i in zip(r.test_users, r.test_items, strict=False))
+    users, items = np.r_[r.train_users, r.test_users].tolist(), np.r_[r.train_items, r.test_items].tolist()
+    pairs = set(zip(users, items, strict=True))
+    grid_u, grid_i = np.divmod(np.arange(r.users * r.items), r.items)
+    expected = [(u, i) in pairs for u, i in zip(grid_u.tolist(), grid_i.tolist(), strict=True)]
+    assert r.rated(grid_u, grid_i).tolist() == expected
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "ratings.csv").write_text("user,item\n1,2\n")
     with pytest.raises(UsageError, match="userId,movieId,rating,timestamp"):

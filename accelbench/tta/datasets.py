@@ -207,7 +207,13 @@ class Ratings:
     train_items: np.ndarray
     test_users: np.ndarray
     test_items: np.ndarray
-    seen: list[set[int]]
+    #: every (user, item) rated, as the sorted keys user * items + item (vectorised membership tests)
+    seen: np.ndarray
+
+    def rated(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        keys = users.astype(np.int64) * self.items + items
+        pos = np.searchsorted(self.seen, keys).clip(max=len(self.seen) - 1)
+        return self.seen[pos] == keys
 
 
 def check_movielens(root: Path) -> Path:
@@ -237,9 +243,7 @@ def movielens(root: Path) -> Ratings:
     order = np.lexsort((np.arange(len(users)), table[:, 2], users))
     users, items = users[order], items[order]
     last = np.r_[users[1:] != users[:-1], True]
-    seen: list[set[int]] = [set() for _ in range(users.max() + 1)]
-    for u, i in zip(users.tolist(), items.tolist(), strict=True):
-        seen[u].add(i)
+    seen = np.unique(users.astype(np.int64) * (int(items.max()) + 1) + items)
     return Ratings(
         users=int(users.max()) + 1,
         items=int(items.max()) + 1,

@@ -113,9 +113,7 @@ def _sample_unseen(r: Ratings, users: np.ndarray, rng: np.random.Generator) -> n
     """Items each user has not rated, drawn uniformly (redrawn where a draw hits a rated item)."""
     items = rng.integers(0, r.items, len(users))
     for _ in range(100):
-        clash = np.fromiter(
-            (i in r.seen[u] for u, i in zip(users.tolist(), items.tolist(), strict=True)), bool, len(users)
-        )
+        clash = r.rated(users, items)
         if not clash.any():
             break
         items[clash] = rng.integers(0, r.items, int(clash.sum()))
