@@ -57,3 +57,17 @@ def test_selectors(store):
 def test_geometric_mean():
     assert geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
     assert geometric_mean([]) is None
+
+
+def test_scaling_of_a_lower_is_better_figure():
+    from accelbench.results.record import Metric
+    from accelbench.results.scaling import scaling_rows
+
+    def tta(nproc: int, seconds: float, seeds: list[int]):
+        r = make_result(params={"workload": "digits", "nproc": nproc, "seeds_used": seeds, "valid": True})
+        r.metrics = {"time_to_target_seconds": Metric(seconds, "s", False, None, 3)}
+        r.primary_metric = "time_to_target_seconds"
+        return r
+
+    rows = scaling_rows([tta(1, 8.0, [1, 2, 3]), tta(4, 2.5, [9, 10, 11])], metric="time_to_target_seconds")
+    assert [(r.devices, r.speedup, r.efficiency) for r in rows] == [(1, 1.0, 1.0), (4, 3.2, 0.8)]

@@ -287,7 +287,16 @@ def cmd_tta(ns: argparse.Namespace) -> int:
     ns.sweep = False
     suite = Suite("tta", entries_from_args(ns, "tta/time_to_target", TtaParams), source="command line")
     _check_environment(suite, ns.device)
-    return _execute(ns, suite)
+    return _execute(ns, suite, after=_print_tta_scaling)
+
+
+def _print_tta_scaling(summary: Any) -> None:
+    from accelbench.cli.render import console, scaling_table
+    from accelbench.results.scaling import scaling_rows
+
+    rows = scaling_rows(summary.results, metric="time_to_target_seconds")
+    if rows:
+        console.print(scaling_table(rows, figure="time to target"))
 
 
 def cmd_kernel_sets(ns: argparse.Namespace) -> int:

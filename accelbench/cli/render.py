@@ -196,9 +196,9 @@ def compare_table(rows: list[Any], baseline: str, candidate: str) -> Table:
     return table
 
 
-def scaling_table(rows: list[Any]) -> Table:
+def scaling_table(rows: list[Any], figure: str = "throughput") -> Table:
     table = Table(title="scaling over devices (batch per device fixed)", title_justify="left")
-    for col, just in (("workload", "left"), ("devices", "right"), ("throughput", "right"), ("speedup", "right")):
+    for col, just in (("workload", "left"), ("devices", "right"), (figure, "right"), ("speedup", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     table.add_column("efficiency", justify="right")
     for r in rows:

@@ -1,8 +1,9 @@
 """Scaling over device counts, as seed 001's table: throughput, speedup over one device, efficiency.
 
-Records of the same workload (every parameter equal but ``nproc``/``nnodes``)
-form one series; speedup is throughput(N) / throughput(1) and scaling
-efficiency is throughput(N) / (N x throughput(1)).
+Records of the same workload (every parameter equal but ``nproc``/``nnodes``
+and the run's context: threads, seeds, verdict) form one series; speedup is
+throughput(N) / throughput(1) - or, for a lower-is-better figure such as the
+time to accuracy, time(1) / time(N) - and scaling efficiency is speedup / N.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from accelbench.registry import describe_params
+from accelbench.registry import CONTEXT_PARAMS, describe_params
 from accelbench.results.record import Metric, Result
 
 SCALE_PARAMS = ("nproc", "nnodes", "global_batch_size", "threads", "node_rank", "rdzv_endpoint")
@@ -35,7 +36,8 @@ def scaling_rows(results: list[Result], metric: str = "throughput") -> list[Scal
     for r in results:
         if r.status != "ok" or metric not in r.metrics:
             continue
-        key = json.dumps([r.benchmark, {k: v for k, v in r.params.items() if k not in SCALE_PARAMS}], sort_keys=True)
+        drop = set(SCALE_PARAMS) | CONTEXT_PARAMS
+        key = json.dumps([r.benchmark, {k: v for k, v in r.params.items() if k not in drop}], sort_keys=True)
         series.setdefault(key, {})[_devices(r)] = r
     rows = []
     for points in series.values():
@@ -44,13 +46,16 @@ def scaling_rows(results: list[Result], metric: str = "throughput") -> list[Scal
         base = points.get(1)
         for n in sorted(points):
             r = points[n]
-            value = r.metrics[metric].value
-            speedup = value / base.metrics[metric].value if base else None
+            m = r.metrics[metric]
+            speedup = None
+            if base:
+                ratio = m.value / base.metrics[metric].value
+                speedup = ratio if m.higher_is_better else 1 / ratio
             rows.append(
                 ScalingRow(
                     workload=describe_params(r.benchmark, {**r.params, "nproc": 1, "nnodes": 1}),
                     devices=n,
-                    throughput=r.metrics[metric],
+                    throughput=m,
                     speedup=speedup,
                     efficiency=speedup / n if speedup is not None else None,
                 )
