@@ -80,6 +80,11 @@ BAD = [
     (["train", "resnet18", "--precision", "tf32", "--device", "cpu"], "cannot run it"),
     (["train", "resnet18", "--nproc", "512"], "--nproc 512"),
     (["train", "resnet18", "--batch-size", "auto", "--nproc", "2"], "auto searches on one device"),
+    (["train", "nomodule:Model"], "cannot load workload 'nomodule:Model'"),
+    (["infer", "resnet50", "--backend", "nomodule:Backend"], "cannot load backend"),
+    (["infer", "resnet50", "--backend", "int8", "--precision", "amp_fp16"], "runs int8, not amp_fp16"),
+    (["tta", "digits", "--nproc", "512"], "--nproc 512"),
+    (["tta", "digits", "--target", "1.5"], "outside top1's range"),
 ]
 
 

@@ -51,7 +51,8 @@ def list_of(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
             raise argparse.ArgumentTypeError(f"empty element in list {text!r}")
         out: list[Any] = []
         for p in parts:
-            out += int_range(p) if ":" in p else [kind(p)]
+            # ranges are for numbers; a name may hold a colon (package.module:Class)
+            out += int_range(p) if ":" in p and kind is not str else [kind(p)]
         return out
 
     parse.__name__ = f"list of {getattr(kind, '__name__', 'values')}"

@@ -37,7 +37,7 @@ def screen_queries(scenario: str, value: float, bound_ms: float) -> int:
     return int(min(SCREEN_MAX_QUERIES, max(SCREEN_MIN_QUERIES, 2 * per_second * SCREEN_MS / 1000)))
 
 
-def lgset_met(d: dict[str, Any]) -> bool:
+def screen_passed(d: dict[str, Any]) -> bool:
     """A screening trial passes if LoadGen's latency constraint held and the SUT kept up with the schedule."""
     return d.get("result_perf_constraints_met", True) is not False and not d.get("_errors")
 
@@ -72,7 +72,7 @@ def find_peak(
         if confirm:
             ok = outcome.detail.get("result_validity") == "VALID"
         else:  # too few queries for early stopping by design: judge the screen by its latency alone
-            ok = lgset_met(outcome.detail)
+            ok = screen_passed(outcome.detail)
         if params.scenario == "multistream":
             ok = ok and multistream_within_bound(outcome.detail, bound)
         p99 = outcome.detail.get("result_99.00_percentile_latency_ns", 0) / 1e9

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.errors import BenchmarkSkipped, UsageError
@@ -80,6 +81,8 @@ def _build(params: InferParams, model_spec: Served) -> "torch.nn.Module":
 
 
 def setup(params: InferParams, ctx: RunContext) -> Serving:
+    import torch
+
     device, threads = prepare(params)
     impl: Backend = backend(params.backend, params.service_ms)
     devices = _devices(params, device)
@@ -88,8 +91,8 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         return Serving(workers, lambda i: i, QSL_SAMPLES[params.profile], list, None, None, threads, device)
     spec = served(params.model, params.scale)
     model = _build(params, spec)
-    host = devices[0] if len(devices) == 1 else device.__class__("cpu")
-    dataset = spec.dataset(_path(params.dataset)) if params.dataset else None
+    host = devices[0] if len(devices) == 1 else torch.device("cpu")  # several devices: each worker copies its batch
+    dataset = spec.dataset(Path(params.dataset).expanduser()) if params.dataset else None
     if dataset is not None:
         make_input: Callable[[int], Any] = lambda i: dataset.inputs(i, host)  # noqa: E731
         total = len(dataset)
@@ -98,19 +101,17 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         total = SYNTHETIC_ACCURACY_SAMPLES if params.mode == "accuracy" else QSL_SAMPLES[params.profile]
     calibration = [make_input(i) for i in range(min(total, 8))]
     ctx.progress(f"loading the {params.backend} backend on {len(devices)} device(s)")
+    # accuracy mode keeps the FP32 eager model untouched as its reference (a backend may convert its replica);
+    # otherwise the last device serves the built model itself rather than a copy
+    keep_reference = params.mode == "accuracy"
     workers = []
-    for d in devices:
-        replica = copy.deepcopy(model).to(d)
+    for i, d in enumerate(devices):
+        last = i == len(devices) - 1
+        replica = (model if last and not keep_reference else copy.deepcopy(model)).to(d)
         predict = impl.load(spec, replica, d, params.effective_precision, calibration)
         workers.append(Worker(predict, d if len(devices) > 1 else None))
-    reference = model.to(devices[0])  # the FP32 eager reference of accuracy mode, beside the first replica
+    reference = model.to(devices[0]) if keep_reference else None
     return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset)
-
-
-def _path(text: str) -> Any:
-    from pathlib import Path
-
-    return Path(text).expanduser()
 
 
 def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:

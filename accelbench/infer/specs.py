@@ -98,6 +98,14 @@ class InferParams(CommonParams):
         if impl.runs_model or self.mode == "accuracy":
             self._check_model()
 
+    def check_environment(self, device_type: str) -> None:
+        if device_type == "cuda" and self.devices > 1:
+            import torch
+
+            have = torch.cuda.device_count()
+            if self.devices > have:
+                raise UsageError(f"--devices {self.devices} needs {self.devices} GPUs; this machine has {have}")
+
     def _check_model(self) -> None:
         from accelbench.infer.served import ADAPTERS
         from accelbench.workloads import model_info

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from accelbench.errors import UsageError
 
@@ -71,6 +72,28 @@ def run_torchrun(
     if proc.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
         raise RuntimeError(f"torchrun exited with status {proc.returncode}: {tail[0][:300]} (see {log})")
+
+
+def start_rank(device: str, threads: int | None, timeout_s: float) -> tuple[Any, int, int, int]:
+    """Join the process group torchrun set up: (this rank's device, local rank, rank, world size).
+
+    One GPU per local rank over NCCL; on CPUs gloo, with the cores split between the node's ranks
+    unless ``threads`` says otherwise.
+    """
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    local_rank = int(os.environ["LOCAL_RANK"])
+    use_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    dev = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(dev)
+    else:
+        torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // int(os.environ["LOCAL_WORLD_SIZE"])))
+    dist.init_process_group("nccl" if use_cuda else "gloo", timeout=datetime.timedelta(seconds=timeout_s))
+    return dev, local_rank, dist.get_rank(), dist.get_world_size()
 
 
 def finish_rank(rank: int, out: str, result: object) -> None:

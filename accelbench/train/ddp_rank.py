@@ -10,15 +10,13 @@ writes the samples and what the parent needs for the record.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from accelbench.launch.torchrun import exit_rank, finish_rank
+from accelbench.launch.torchrun import exit_rank, finish_rank, start_rank
 from accelbench.train import loop
 from accelbench.train.specs import TrainParams
 from accelbench.workloads import workload_class
@@ -32,15 +30,8 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=300)
     args = p.parse_args()
     params = TrainParams(**json.loads(args.params))
-    local_rank = int(os.environ["LOCAL_RANK"])
-    use_cuda = params.device.startswith("cuda") or (params.device == "auto" and torch.cuda.is_available())
-    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
-    if use_cuda:
-        torch.cuda.set_device(device)
-    else:
-        torch.set_num_threads(params.threads or max(1, (os.cpu_count() or 1) // int(os.environ["LOCAL_WORLD_SIZE"])))
-    dist.init_process_group("nccl" if use_cuda else "gloo", timeout=datetime.timedelta(seconds=args.timeout))
-    rank, world = dist.get_rank(), dist.get_world_size()
+    device, local_rank, rank, world = start_rank(params.device, params.threads, args.timeout)
+    use_cuda = device.type == "cuda"
     torch.manual_seed(rank)
     workload = workload_class(params.model)()
     model = loop.prepare_model(workload, params, device)

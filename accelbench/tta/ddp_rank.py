@@ -8,20 +8,19 @@ the MLPerf logs and the seeds' outcomes for the parent.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
 from pathlib import Path
 
-import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from accelbench.launch.torchrun import exit_rank, finish_rank
+from accelbench.launch.torchrun import exit_rank, finish_rank, start_rank
 from accelbench.registry import RunContext
 from accelbench.tta.loop import precision_of
 from accelbench.tta.run import make_job, run_seeds
 from accelbench.tta.specs import TtaParams
+
+#: how long a rank waits for the others in a collective (an ImageNet evaluation on one rank can take minutes)
+RANK_TIMEOUT_S = 1800.0
 
 
 def main() -> None:
@@ -32,15 +31,8 @@ def main() -> None:
     p.add_argument("--log-dir", required=True)
     args = p.parse_args()
     params = TtaParams(**json.loads(args.params))
-    local_rank = int(os.environ["LOCAL_RANK"])
-    use_cuda = params.device.startswith("cuda") or (params.device == "auto" and torch.cuda.is_available())
-    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
-    if use_cuda:
-        torch.cuda.set_device(device)
-    else:
-        torch.set_num_threads(params.threads or max(1, (os.cpu_count() or 1) // int(os.environ["LOCAL_WORLD_SIZE"])))
-    dist.init_process_group("nccl" if use_cuda else "gloo", timeout=datetime.timedelta(minutes=30))
-    rank, world = dist.get_rank(), dist.get_world_size()
+    device, local_rank, rank, world = start_rank(params.device, params.threads, RANK_TIMEOUT_S)
+    use_cuda = device.type == "cuda"
     ctx = RunContext(Path(args.log_dir), (lambda m: print(m, flush=True)) if rank == 0 else (lambda m: None))
     job = make_job(params, device, ctx, rank=rank, world=world)
     job.wrap = lambda m: DistributedDataParallel(m, device_ids=[local_rank] if use_cuda else None)

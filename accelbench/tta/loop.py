@@ -110,7 +110,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
             r.loss(runner, batch).backward()
         model.load_state_dict(state)
         schedule.optimizer.zero_grad(set_to_none=True)
-    hyper = schedule.hyperparameters()
+    hyper = dict(schedule.hyperparameters)
     if "model_bn_span" in hyper:
         hyper["model_bn_span"] = job.batch
     for key, value in hyper.items():

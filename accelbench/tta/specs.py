@@ -62,6 +62,12 @@ class TtaParams(CommonParams):
         if self.data_dir:
             r.check_data(Path(self.data_dir).expanduser())
 
+    def check_environment(self, device_type: str) -> None:
+        if self.nproc > 1:
+            from accelbench.launch.torchrun import check_nproc
+
+            check_nproc(self.nproc, device_type)
+
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
         words = [p["workload"], f"x{p['seeds']} seeds"]

@@ -10,9 +10,9 @@ Its hyper-parameters are what the MLPerf log records. The loop in
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
 if TYPE_CHECKING:
     import torch
@@ -22,13 +22,18 @@ if TYPE_CHECKING:
 
 @dataclass
 class Schedule:
-    """An optimizer and the learning-rate update called after every step."""
+    """An optimizer, its learning rate as a function of the step (None: constant), and what MLPerf's log records."""
 
     optimizer: "torch.optim.Optimizer"
-    step: Any  # callable(step_index) -> None
+    lr_at: Callable[[int], float] | None = None
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
 
-    def hyperparameters(self) -> dict[str, Any]:
-        return {}
+    def step(self, index: int) -> None:
+        """Set the learning rate of step ``index`` before it runs."""
+        if self.lr_at is not None:
+            lr = self.lr_at(index)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
 
 
 class Recipe(ABC):
@@ -88,6 +93,8 @@ class Recipe(ABC):
 class TensorClassification(Recipe):
     """Image classification on a set staged as tensors: shuffled batches, optional augmentation, top-1."""
 
+    label_smoothing: ClassVar[float] = 0.0
+
     def steps_per_epoch(self, train: "TensorSplit", global_batch: int) -> int:
         return max(1, len(train) // global_batch)
 
@@ -113,8 +120,6 @@ class TensorClassification(Recipe):
 
         x, y = batch
         return F.cross_entropy(model(x), y, label_smoothing=self.label_smoothing)
-
-    label_smoothing: ClassVar[float] = 0.0
 
     def evaluate(self, model, val, device):  # type: ignore[no-untyped-def]
         import torch

@@ -116,19 +116,12 @@ class Cifar10(TensorClassification):
         )
         total, peak = max(1, epochs * steps_per_epoch), self.PEAK_EPOCH * steps_per_epoch
 
-        def step(i: int) -> None:
-            lr = lr0 * i / peak if i < peak else lr0 * max(0.0, (total - i) / max(1, total - peak))
-            for group in opt.param_groups:
-                group["lr"] = lr
+        def lr_at(i: int) -> float:  # one cycle: linear up to the peak epoch, linear down to 0 at the end
+            return lr0 * i / peak if i < peak else lr0 * max(0.0, (total - i) / max(1, total - peak))
 
-        sched = Schedule(opt, step)
-        sched.hyperparameters = lambda: {  # type: ignore[method-assign]
-            "opt_name": "sgd_nesterov",
-            "opt_base_learning_rate": lr0,
-            "opt_learning_rate_warmup_epochs": self.PEAK_EPOCH,
-            "opt_weight_decay": self.WEIGHT_DECAY,
-        }
-        return sched
+        hyper = {"opt_name": "sgd_nesterov", "opt_base_learning_rate": lr0}
+        hyper |= {"opt_learning_rate_warmup_epochs": self.PEAK_EPOCH, "opt_weight_decay": self.WEIGHT_DECAY}
+        return Schedule(opt, lr_at, hyper)
 
 
 def _crop(padded: "torch.Tensor", dy: "torch.Tensor", dx: "torch.Tensor") -> "torch.Tensor":

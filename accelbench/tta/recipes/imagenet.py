@@ -67,17 +67,13 @@ class ImageNet(Recipe):
         warm = self.WARMUP_EPOCHS * steps_per_epoch
         decay_steps = max(1, epochs * steps_per_epoch - warm)
 
-        def step(i: int) -> None:
+        def lr_at(i: int) -> float:  # linear warm-up, then polynomial (power 2) decay to the end rate
             if i < warm:
-                lr = base * (i + 1) / warm
-            else:
-                frac = min(1.0, (i - warm) / decay_steps)
-                lr = (base - self.END_LR) * (1 - frac) ** 2 + self.END_LR
-            for group in opt.param_groups:
-                group["lr"] = lr
+                return base * (i + 1) / warm
+            frac = min(1.0, (i - warm) / decay_steps)
+            return (base - self.END_LR) * (1 - frac) ** 2 + self.END_LR
 
-        sched = Schedule(opt, step)
-        sched.hyperparameters = lambda: {  # type: ignore[method-assign]
+        hyper = {
             "opt_name": "sgd",
             "sgd_opt_base_learning_rate": base,
             "sgd_opt_end_learning_rate": self.END_LR,
@@ -88,7 +84,7 @@ class ImageNet(Recipe):
             "opt_learning_rate_warmup_epochs": self.WARMUP_EPOCHS,
             "model_bn_span": None,  # filled by the loop: the per-device batch
         }
-        return sched
+        return Schedule(opt, lr_at, hyper)
 
     def _loader(self, data: Any, batch: int, shuffle_seed: int | None, rank: int, world: int) -> Any:
         import torch

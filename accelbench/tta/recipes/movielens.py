@@ -62,14 +62,8 @@ class MovieLens(Recipe):
         import torch
 
         opt = torch.optim.Adam(model.parameters(), lr=self.LR, betas=self.BETAS, eps=1e-8)
-        sched = Schedule(opt, lambda i: None)
-        sched.hyperparameters = lambda: {  # type: ignore[method-assign]
-            "opt_name": "adam",
-            "opt_base_learning_rate": self.LR,
-            "opt_adam_beta_1": self.BETAS[0],
-            "opt_adam_beta_2": self.BETAS[1],
-        }
-        return sched
+        hyper = {"opt_name": "adam", "opt_base_learning_rate": self.LR}
+        return Schedule(opt, None, hyper | {"opt_adam_beta_1": self.BETAS[0], "opt_adam_beta_2": self.BETAS[1]})
 
     def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
         import torch

@@ -40,13 +40,8 @@ class _AdamW:
         import torch
 
         opt = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        sched = Schedule(opt, lambda step: None)
-        sched.hyperparameters = lambda: {  # type: ignore[method-assign]
-            "opt_name": "adamw",
-            "opt_base_learning_rate": self.lr,
-            "opt_weight_decay": self.weight_decay,
-        }
-        return sched
+        hyper = {"opt_name": "adamw", "opt_base_learning_rate": self.lr, "opt_weight_decay": self.weight_decay}
+        return Schedule(opt, None, hyper)
 
 
 class Digits(_AdamW, TensorClassification):
