@@ -15,4 +15,15 @@ class UsageError(Exception):
 
 
 class BenchmarkSkipped(Exception):
-    """Raised inside a benchmark when the device cannot run the requested variant."""
+    """The one way a benchmark says this machine cannot run the requested variant; the worker records ``skipped``.
+
+    ``record`` is the record's parameters as resolved so far (device, threads), when the benchmark has them.
+    """
+
+    def __init__(self, reason: str, record: dict | None = None) -> None:
+        super().__init__(reason)
+        self.record = record
+
+
+class RecordedElsewhere(Exception):
+    """Raised on a node of a multi-node job whose result another invocation records: no record here, no failure."""

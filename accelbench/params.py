@@ -104,7 +104,12 @@ class TimingParams(CommonParams):
         super().validate()
         if self.cache not in ("auto", "hot", "cold"):
             raise UsageError(f"cache mode {self.cache!r}: use auto, hot or cold")
-        self.timer_config("cpu")  # TimerConfig checks the budgets
+        if self.min_reps < 1:
+            raise UsageError(f"--min-reps must be a positive integer, got {self.min_reps}")
+        if self.min_time < 0 or self.max_time <= 0 or self.max_time < self.min_time:
+            raise UsageError("timing budget: need 0 <= --min-time <= --max-time and --max-time > 0")
+        if self.warmup < 0:
+            raise UsageError(f"--warmup must not be negative, got {self.warmup:g}")
 
     def timer_config(self, device_type: str) -> Any:
         from accelbench.measure.timer import TimerConfig
@@ -129,6 +134,22 @@ class KernelParams(TimingParams):
     def check_environment(self, device_type: str) -> None:
         if self.graph and device_type != "cuda":
             raise UsageError(f"--graph times CUDA graph replay and needs a CUDA device, not {device_type}")
+
+
+@dataclass(frozen=True)
+class NodesParams:
+    """Where the ranks of a torchrun launch meet: declared once for every family that launches ranks."""
+
+    nnodes: int = opt(1, "nodes (multi-node: start accelbench on every node)", sweep=False)
+    node_rank: int = opt(0, "this node's rank, 0 to nnodes-1 (e.g. $SLURM_NODEID); node 0 records", sweep=False)
+    rdzv_endpoint: str = opt("", "host:port of node 0 for a multi-node rendezvous", sweep=False)
+
+    def validate_nodes(self) -> None:
+        positive("--nnodes", self.nnodes)
+        if not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--node-rank must be in 0..{self.nnodes - 1}, got {self.node_rank}")
+        if self.nnodes > 1 and ":" not in self.rdzv_endpoint:
+            raise UsageError("several nodes need --rdzv-endpoint HOST:PORT (node 0's address)")
 
 
 def _coerce(name: str, value: Any, annotation: Any) -> Any:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from accelbench.errors import UsageError
@@ -25,18 +24,12 @@ from accelbench.kernels.specs import (
     RnnParams,
     SparseParams,
 )
+from accelbench.kit.context import RunContext
 from accelbench.params import CommonParams, build_params
+from accelbench.results.describe import plain
 from accelbench.suite.selftest import CrashParams, HangParams, OkParams, RaiseParams
 from accelbench.train.specs import TrainParams
 from accelbench.tta.specs import TtaParams
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What the runner gives a benchmark besides its parameters."""
-
-    log_dir: Path
-    progress: Callable[[str], None] = lambda message: None
 
 
 @dataclass(frozen=True)
@@ -183,17 +176,9 @@ def get(name: str) -> BenchmarkInfo:
     return info
 
 
-#: Parameters that say how, where or with which luck (seeds, LoadGen's verdict) a figure was measured, not what
-#: was measured; ``compare`` ignores them when it pairs records of two machines.
-CONTEXT_PARAMS = frozenset(
-    {"device", "threads", "min_time", "max_time", "min_reps", "warmup", "valid", "seed", "seeds_used"}
-)
-
-
 def describe_params(benchmark: str, params: dict[str, Any]) -> str:
     """A short human description of a workload: the benchmark's own ``describe``, or ``k=v`` words."""
     info = BENCHMARKS.get(benchmark)
     if info is not None:
         return info.params.describe(info.params().to_dict() | params)
-    words = [f"{k}={v}" for k, v in params.items() if k not in CONTEXT_PARAMS]
-    return " ".join(words)
+    return plain(benchmark, params)

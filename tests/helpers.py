@@ -25,7 +25,7 @@ def make_result(
         ended_at=started_at,
     )
     if status == "ok":
-        r.metrics = {"tflops": Metric(value, "TFLOPS", True, ci, 10)}
+        r.metrics = {"tflops": Metric(value=value, unit="TFLOPS", higher_is_better=True, ci95=ci, n=10)}
         r.primary_metric = "tflops"
     elif status == "failed":
         r.error = "boom"

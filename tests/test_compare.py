@@ -65,7 +65,7 @@ def test_scaling_of_a_lower_is_better_figure():
 
     def tta(nproc: int, seconds: float, seeds: list[int]):
         r = make_result(params={"workload": "digits", "nproc": nproc, "seeds_used": seeds, "valid": True})
-        r.metrics = {"time_to_target_seconds": Metric(seconds, "s", False, None, 3)}
+        r.metrics = {"time_to_target_seconds": Metric(value=seconds, unit="s", higher_is_better=False, n=3)}
         r.primary_metric = "time_to_target_seconds"
         return r
 

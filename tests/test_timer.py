@@ -10,33 +10,61 @@ from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.measure.timer import Timer, TimerConfig
 
 
-def test_sleep_is_timed_within_bounds():
-    cfg = TimerConfig(warmup_seconds=0.0, min_reps=5, min_time=0.05, max_time=1.0)
-    m = Timer(lambda: time.sleep(0.002), "cpu", cfg).measure()
-    assert m.n >= 5
-    assert m.calls_per_sample == 1
-    assert 0.002 <= m.median < 0.02
-    assert m.clock == "perf_counter_ns"
+class FakeClock:
+    """A nanosecond clock that only the timed function moves: each call costs ``cost`` seconds."""
+
+    def __init__(self, cost: float) -> None:
+        self.now = 0
+        self.cost_ns = int(cost * 1e9)
+        self.calls = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+    def work(self) -> None:
+        self.calls += 1
+        self.now += self.cost_ns
 
 
-def test_repetitions_stop_at_max_time_and_meet_min_reps():
-    capped = TimerConfig(warmup_seconds=0.0, min_reps=1000, min_time=0.1, max_time=0.2)
-    t0 = time.perf_counter()
-    m = Timer(lambda: time.sleep(0.01), "cpu", capped).measure()
-    assert time.perf_counter() - t0 < 1.5  # max_time wins over min_reps
-    assert 5 <= m.n < 1000
-    counted = TimerConfig(warmup_seconds=0.0, min_reps=30, min_time=0.0, max_time=5.0)
-    assert Timer(lambda: None, "cpu", counted).measure().n == 30
-    timed = TimerConfig(warmup_seconds=0.0, min_reps=1, min_time=0.2, max_time=5.0)
-    m = Timer(lambda: time.sleep(0.01), "cpu", timed).measure()
-    assert m.n * 0.01 >= 0.15  # kept sampling for min_time
+def _fake(cost: float, **config) -> tuple[FakeClock, object]:
+    clock = FakeClock(cost)
+    return clock, Timer(clock.work, "cpu", TimerConfig(**config), clock=clock).measure()
+
+
+def test_each_call_is_one_sample_of_its_cost():
+    clock, m = _fake(0.002, warmup_seconds=0.0, min_reps=5, min_time=0.05, max_time=1.0)
+    assert m.calls_per_sample == 1 and m.clock == "perf_counter_ns"
+    assert m.median == pytest.approx(0.002) and m.n == 25  # min_time 0.05 s at 2 ms a call
+    assert m.total_seconds == pytest.approx(clock.now / 1e9)
+
+
+def test_max_time_wins_over_min_reps():
+    _, m = _fake(0.01, warmup_seconds=0.0, min_reps=1000, min_time=0.1, max_time=0.2)
+    assert m.n == 20  # stopped by max_time, min_reps unmet
+
+
+def test_min_reps_and_min_time_must_both_be_met():
+    _, counted = _fake(1e-3, warmup_seconds=0.0, min_reps=30, min_time=0.0, max_time=5.0)
+    assert counted.n == 30
+    _, timed = _fake(0.01, warmup_seconds=0.0, min_reps=1, min_time=0.2, max_time=5.0)
+    assert timed.n == 20
+
+
+def test_warmup_runs_for_its_seconds_before_sampling():
+    clock, m = _fake(0.01, warmup_seconds=0.1, min_warmup_calls=2, min_reps=3, min_time=0.0, max_time=1.0)
+    assert m.warmup_calls == 10 and clock.calls == 13
 
 
 def test_tiny_calls_are_grouped_per_sample():
-    cfg = TimerConfig(warmup_seconds=0.01, min_reps=5, min_time=0.02, max_time=1.0)
-    m = Timer(lambda: None, "cpu", cfg).measure()
-    assert m.calls_per_sample > 1
-    assert m.median < 20e-6
+    _, m = _fake(1e-6, warmup_seconds=0.001, min_reps=5, min_time=0.0, max_time=1.0)
+    assert 20 <= m.calls_per_sample <= 21  # 20 us per sample at 1 us a call (ceil of a float ratio)
+    assert m.median == pytest.approx(1e-6)
+
+
+def test_a_real_sleep_is_timed_within_bounds():
+    """The default clock: one real check that the seam did not disconnect it."""
+    m = Timer(lambda: time.sleep(0.002), "cpu", TimerConfig(warmup_seconds=0.0, min_reps=3, min_time=0.0)).measure()
+    assert m.n >= 3 and m.median >= 0.002
 
 
 @pytest.mark.parametrize(
@@ -49,9 +77,20 @@ def test_tiny_calls_are_grouped_per_sample():
         dict(warmup_seconds=-1),
     ],
 )
-def test_bad_budgets_are_usage_errors(kwargs):
-    with pytest.raises(UsageError):
+def test_bad_budgets_are_refused(kwargs):
+    with pytest.raises(ValueError):
         TimerConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "params, flag",
+    [({"min_reps": 0}, "--min-reps"), ({"min_time": 2.0, "max_time": 1.0}, "--max-time"), ({"warmup": -1}, "--warmup")],
+)
+def test_bad_budgets_on_the_command_line_name_the_flag(params, flag):
+    from accelbench.suite.suites import make_entry
+
+    with pytest.raises(UsageError, match=flag):
+        make_entry("kernels/gemm", params)
 
 
 def test_gemm_agrees_with_torch_utils_benchmark():
@@ -97,11 +136,17 @@ def test_contention_from_another_process_is_recorded():
     assert {"steal_fraction", "other_cpu_fraction", "threads", "contended"} <= set(d)
 
 
-def test_quiet_measurement_is_not_contended():
-    with ConditionsMonitor(threads=1) as mon:
-        sum(range(2_000_000))
-    # Our own CPU use never counts as contention.
-    assert mon.conditions.other_cpu_fraction < 0.5
+def test_own_cpu_use_is_not_contention(monkeypatch):
+    """Counters as /proc/stat would give them: the machine was busy exactly as long as we were."""
+    from accelbench.measure import conditions
+
+    busy = iter([(100.0, 0.0, 400.0), (101.8, 0.0, 402.0)])
+    own = iter([5.0, 6.8])
+    monkeypatch.setattr(conditions, "_system_busy_and_steal", lambda: next(busy))
+    monkeypatch.setattr(conditions, "_own_cpu_seconds", lambda: next(own))
+    with ConditionsMonitor(threads=2) as mon:
+        pass
+    assert mon.conditions.other_cpu_fraction == 0.0 and not mon.conditions.contended
 
 
 def _agree(ours: list[float], theirs: list[float], tol: float = 0.10) -> bool:

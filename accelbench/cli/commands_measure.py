@@ -9,6 +9,7 @@ from typing import Any
 
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
+from accelbench.registry import describe_params
 from accelbench.suite.suites import BUILTIN, Suite
 
 
@@ -241,7 +242,7 @@ def _print_scaling(summary: Any) -> None:
     from accelbench.cli.render import console, scaling_table
     from accelbench.results.scaling import scaling_rows
 
-    rows = scaling_rows(summary.results)
+    rows = scaling_rows(summary.results, describe=describe_params)
     if rows:
         console.print(scaling_table(rows))
 
@@ -294,7 +295,7 @@ def _print_tta_scaling(summary: Any) -> None:
     from accelbench.cli.render import console, scaling_table
     from accelbench.results.scaling import scaling_rows
 
-    rows = scaling_rows(summary.results, metric="time_to_target_seconds")
+    rows = scaling_rows(summary.results, metric="time_to_target_seconds", describe=describe_params)
     if rows:
         console.print(scaling_table(rows, figure="time to target"))
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
+from accelbench.registry import describe_params
 
 
 def register(sub: Any) -> None:
@@ -153,7 +154,7 @@ def cmd_runs(ns: argparse.Namespace) -> int:
 def cmd_export(ns: argparse.Namespace) -> int:
     from accelbench.results.exchange import export
 
-    text = export(_filtered(ns), ns.format)
+    text = export(_filtered(ns), ns.format, describe_params)
     if ns.output:
         try:
             ns.output.write_text(text, encoding="utf-8")
@@ -169,7 +170,9 @@ def cmd_import(ns: argparse.Namespace) -> int:
     from accelbench.results.store import Store
 
     store = Store(ns.db)
-    new, present = import_path(store, ns.path)
+    new, present, notes = import_path(store, ns.path)
+    for note in notes:
+        print(note)
     print(f"imported {new} new result(s), {present} already present, into {store.path}")
     return 0
 
@@ -180,7 +183,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
 
     store = _store(ns)
     base, cand = select(store, ns.baseline), select(store, ns.candidate)
-    rows = compare(base, cand, ignore=ns.ignore, metric=ns.metric)
+    rows = compare(base, cand, ignore=ns.ignore, metric=ns.metric, describe=describe_params)
     if ns.json:
         sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
         return 0

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from accelbench.cli import format as fmt
 from accelbench.registry import describe_params
+from accelbench.results import format as fmt
 from accelbench.results.record import Result
 from accelbench.suite.suites import Entry
 

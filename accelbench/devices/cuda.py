@@ -61,6 +61,22 @@ def time_with_events(
     return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
+def time_burst(fn: Callable[[], object], device: "torch.device", calls: int) -> float:
+    """Seconds per call of ``calls`` back-to-back calls between one pair of events on the current stream.
+
+    One host wait, at the end: a burst measures what the device sustains, without a launch gap per call.
+    """
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / calls
+
+
 def time_graph_replay(fn: Callable[[], object], device: "torch.device", reps: int) -> list[float]:
     """Per-call seconds of ``fn`` captured once in a CUDA graph and replayed.
 

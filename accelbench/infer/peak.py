@@ -12,16 +12,15 @@ trials are recorded so a user sees how the peak was found.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from accelbench.infer import settings as lgset
+from accelbench.infer.driver import Outcome, Serving, loadgen_run
 from accelbench.infer.results import multistream_within_bound, performance_result
 from accelbench.infer.specs import InferParams
-from accelbench.registry import RunContext
-from accelbench.results.record import Metric, Result
-
-if TYPE_CHECKING:
-    from accelbench.infer.run import Outcome, Serving
+from accelbench.kit import metrics as fig
+from accelbench.kit.context import RunContext
+from accelbench.results.record import Result
 
 PRECISION = 0.02
 MAX_HALVINGS = 6
@@ -43,10 +42,8 @@ def screen_passed(d: dict[str, Any]) -> bool:
 
 
 def find_peak(
-    params: InferParams, serving: "Serving", probe: lgset.Probe, record: dict[str, Any], ctx: RunContext
+    params: InferParams, serving: Serving, probe: lgset.Probe, record: dict[str, Any], ctx: RunContext
 ) -> Result:
-    from accelbench.infer.run import loadgen_run
-
     reuse = lgset.base(params)  # FromConfig reads mlperf.conf once per process: one settings object for all trials
     trials: list[dict[str, Any]] = []
     bound = lgset.bound_ms(params)
@@ -58,7 +55,7 @@ def find_peak(
             "can meet it: raise --latency-bound-ms or serve faster (--backend, --precision)"
         )
 
-    def trial(value: float, confirm: bool = False) -> tuple[bool, "Outcome"]:
+    def trial(value: float, confirm: bool = False) -> tuple[bool, Outcome]:
         if params.scenario == "server":
             s = lgset.performance_settings(params, probe, target_qps=value, reuse=reuse)
         else:
@@ -99,7 +96,7 @@ def find_peak(
         record = record | {"samples_per_query": int(peak)}
     result = performance_result(params, record, outcome, probe, extra)
     if params.scenario == "multistream":
-        result.metrics["peak_samples_per_query"] = Metric(peak, "samples/query", True, None, None)
+        result.metrics["peak_samples_per_query"] = fig.figure(peak, "samples/query", higher_is_better=True)
         result.primary_metric = "peak_samples_per_query"
     return result
 

@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.logs import invalid_reasons
 from accelbench.infer.specs import InferParams
+from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
 if TYPE_CHECKING:
     from accelbench.infer.accuracy import Verdict
-    from accelbench.infer.run import Outcome
+    from accelbench.infer.driver import Outcome
     from accelbench.infer.settings import Probe
 
 NAME = "infer/loadgen"
@@ -27,7 +28,7 @@ PERCENTILES = (
 
 
 def _metric(value: float, unit: str, higher: bool) -> Metric:
-    return Metric(value, unit, higher, None, None)
+    return fig.figure(value, unit, higher_is_better=higher)
 
 
 def scenario_metric(scenario: str, d: dict[str, Any]) -> tuple[str, Metric]:

@@ -13,46 +13,27 @@ throughput unless ``--target-qps`` is given).
 from __future__ import annotations
 
 import copy
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.errors import BenchmarkSkipped, UsageError
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Backend, backend
-from accelbench.infer.logs import read_detail
+from accelbench.infer.driver import QSL_SAMPLES, Serving, loadgen_run
+from accelbench.infer.peak import find_peak
 from accelbench.infer.results import accuracy_result, performance_result
 from accelbench.infer.served import Served, served
 from accelbench.infer.specs import InferParams
-from accelbench.infer.sut import BatchingSUT, SampleLibrary, Worker
-from accelbench.kernels.common import prepare
-from accelbench.measure.conditions import ConditionsMonitor
-from accelbench.registry import RunContext
+from accelbench.infer.sut import Worker
+from accelbench.kit.context import RunContext, prepare
 from accelbench.results.record import Result
 
 if TYPE_CHECKING:
     import torch
 
 NAME = "infer/loadgen"
-QSL_SAMPLES = {"quick": 64, "official": 1024}
 #: accuracy mode on synthetic samples (no --dataset): this many, each answered once
 SYNTHETIC_ACCURACY_SAMPLES = 256
-
-
-@dataclass
-class Serving:
-    """Everything a LoadGen run needs: the workers, the samples and how they batch."""
-
-    workers: list[Worker]
-    make_input: Callable[[int], Any]
-    total: int
-    collate: Callable[[list[Any]], Any]
-    served: Served | None
-    model: Any
-    threads: int
-    device: Any = None
-    dataset: Any = None
 
 
 def _devices(params: InferParams, device: "torch.device") -> list["torch.device"]:
@@ -83,7 +64,8 @@ def _build(params: InferParams, model_spec: Served) -> "torch.nn.Module":
 def setup(params: InferParams, ctx: RunContext) -> Serving:
     import torch
 
-    device, threads = prepare(params)
+    prep = prepare(params)
+    device, threads = prep.device, prep.threads
     impl: Backend = backend(params.backend, params.service_ms)
     devices = _devices(params, device)
     if not impl.runs_model:
@@ -127,54 +109,12 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         yield _accuracy(params, serving, record, probe, ctx)
         return
     if params.mode == "find-peak":
-        from accelbench.infer.peak import find_peak
-
         yield find_peak(params, serving, probe, record, ctx)
         return
     settings = lgset.performance_settings(params, probe)
     ctx.progress(f"LoadGen {params.scenario} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)")
     outcome = loadgen_run(serving, settings, params, ctx)
     yield performance_result(params, record, outcome, probe)
-
-
-@dataclass
-class Outcome:
-    detail: dict[str, Any]
-    conditions: dict[str, Any]
-    outdir: Any
-    sut: BatchingSUT
-
-
-def loadgen_run(
-    serving: Serving, settings: Any, params: InferParams, ctx: RunContext, answers: bool = False
-) -> Outcome:
-    """One LoadGen test: its own log folder, an explicit (absent) audit config, the SUT stopped whatever happens."""
-    import mlperf_loadgen as lg
-
-    outdir = ctx.log_dir / f"loadgen-{params.scenario}-{params.mode}-{uuid.uuid4().hex[:8]}"
-    outdir.mkdir(parents=True)
-    log_settings = lg.LogSettings()
-    log_settings.log_output.outdir = str(outdir)
-    log_settings.log_output.copy_summary_to_stdout = False
-    qsl_lib = SampleLibrary(serving.make_input, serving.total)
-    max_wait = params.max_wait_ms / 1000 if params.scenario == "server" else 0.0
-    respond = serving.served.answers if answers and serving.served is not None else None
-    sut_impl = BatchingSUT(serving.workers, qsl_lib, params.batch_size, max_wait, serving.collate, respond)
-    sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
-    in_memory = min(serving.total, QSL_SAMPLES[params.profile])
-    qsl = lg.ConstructQSL(serving.total, in_memory, qsl_lib.load, qsl_lib.unload)
-    try:
-        with ConditionsMonitor(serving.threads) as monitor:
-            # an explicit audit-config path that does not exist: a stray audit.config must not alter the run
-            lg.StartTestWithLogSettings(sut, qsl, settings, log_settings, str(outdir / "no-audit.config"))
-    finally:
-        sut_impl.stop()
-        lg.DestroyQSL(qsl)
-        lg.DestroySUT(sut)
-    if sut_impl.error is not None:
-        raise sut_impl.error
-    detail = read_detail(outdir / "mlperf_log_detail.txt")
-    return Outcome(detail, monitor.conditions.to_dict(), outdir, sut_impl)
 
 
 def _accuracy(

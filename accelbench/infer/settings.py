@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from accelbench.infer.specs import InferParams
 
 if TYPE_CHECKING:
-    from accelbench.infer.run import Serving
+    from accelbench.infer.driver import Serving
 
 #: A Python SUT answers at most a few hundred thousand samples/s, whatever the backend; planning
 #: LoadGen's queries for more (a null backend probes as infinitely fast) would only waste memory.

@@ -1,78 +1,63 @@
-"""One rank of the all-reduce benchmark; started by torchrun, never imported by the CLI.
+"""One rank of the all-reduce benchmark; started by the kit's launcher, never imported by the CLI.
 
-Every rank times each all_reduce; the per-iteration time is the slowest rank's
-(a collective is done when its last participant is), as nccl-tests reports it.
-Rank 0 writes the samples as JSON for the parent benchmark to turn into records.
+Timed as nccl-tests times it: after a barrier, a burst of back-to-back all-reduces
+between one pair of timestamps, divided by the burst's length; the sample is the
+slowest rank's (a collective is done when its last participant is). The burst
+length comes from a warm-up estimate that every rank agrees on, so that small
+messages are not dominated by one launch and one host wait each.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import os
+import math
 import time
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from accelbench.launch.torchrun import exit_rank, finish_rank
+from accelbench.kit.ranks import Rank, rank_main
+from accelbench.measure.timer import clock_name, time_burst
+
+#: a burst lasts about this long (bounded by MAX_BURST calls)
+BURST_SECONDS, MAX_BURST = 1e-3, 100
 
 
-def _time_one(t: torch.Tensor, device: torch.device) -> float:
-    if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        dist.all_reduce(t)
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3
-    t0 = time.perf_counter_ns()
-    dist.all_reduce(t)
-    return (time.perf_counter_ns() - t0) / 1e9
+def _agree(value: float, op: Any, device: torch.device) -> float:
+    """The value every rank agrees on (the slowest time, whether all are done)."""
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=op)
+    return float(t.item())
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--sizes", required=True)
-    p.add_argument("--backend", required=True)
-    p.add_argument("--device", required=True)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--min-reps", type=int, default=10)
-    p.add_argument("--min-time", type=float, default=0.5)
-    p.add_argument("--timeout", type=float, default=300)
-    p.add_argument("--out", required=True)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
-    local = int(os.environ["LOCAL_RANK"])
-    device = torch.device("cuda", local) if args.device == "cuda" else torch.device("cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.timeout))
-    rank, world = dist.get_rank(), dist.get_world_size()
-    results = []
-    for size in [int(s) for s in args.sizes.split(",")]:
-        numel = max(1, size // 4)
-        t = torch.full((numel,), float(rank + 1), device=device)
-        dist.all_reduce(t)  # warm-up, and the correctness check
-        expected = sum(range(1, world + 1))  # each rank contributed rank + 1
-        correct = bool(torch.all(t == expected).item())
-        for _ in range(3):
-            dist.all_reduce(t)
-        samples: list[float] = []
-        start = time.perf_counter()
-        while True:
-            local_t = torch.tensor([_time_one(t, device)], device=device)
-            dist.all_reduce(local_t, op=dist.ReduceOp.MAX)
-            samples.append(float(local_t.item()))
-            done = len(samples) >= args.min_reps and time.perf_counter() - start >= args.min_time
-            flag = torch.tensor([1.0 if done else 0.0], device=device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MIN)  # every rank stops at the same iteration
-            if flag.item() == 1.0 or len(samples) >= 100_000:
-                break
-        results.append({"bytes": numel * 4, "samples": samples, "correct": correct})
-    finish_rank(rank, args.out, {"world_size": world, "backend": args.backend, "results": results})
+def _one_size(size: int, rank: Rank, min_reps: int, min_time: float) -> dict[str, Any]:
+    numel = max(1, size // 4)
+    t = torch.full((numel,), float(rank.rank + 1), device=rank.device)
+    dist.all_reduce(t)  # warm-up, and the correctness check
+    correct = bool(torch.all(t == sum(range(1, rank.world + 1))).item())  # each rank contributed rank + 1
+    dev = rank.device
+    estimate = _agree(time_burst(lambda: dist.all_reduce(t), dev, 5), dist.ReduceOp.MAX, dev)
+    burst = int(min(MAX_BURST, max(1, math.ceil(BURST_SECONDS / max(estimate, 1e-9)))))
+    samples: list[float] = []
+    start = time.perf_counter()
+    while True:
+        dist.barrier()
+        samples.append(_agree(time_burst(lambda: dist.all_reduce(t), dev, burst), dist.ReduceOp.MAX, dev))
+        done = len(samples) >= min_reps and time.perf_counter() - start >= min_time
+        if _agree(1.0 if done else 0.0, dist.ReduceOp.MIN, dev) == 1.0 or len(samples) >= 100_000:
+            break  # every rank stops at the same iteration
+    return {"bytes": numel * 4, "samples": samples, "correct": correct, "burst": burst}
+
+
+def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
+    results = [_one_size(int(s), rank, payload["min_reps"], payload["min_time"]) for s in payload["sizes"]]
+    return {
+        "world_size": rank.world,
+        "backend": payload["backend"],
+        "clock": clock_name(rank.device),
+        "results": results,
+    }
 
 
 if __name__ == "__main__":
-    main()
-    exit_rank()
+    rank_main(body, backend=lambda payload: payload["backend"])

@@ -13,17 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
+from accelbench.errors import BenchmarkSkipped
+from accelbench.kit import metrics as fig
+from accelbench.kit.context import RunContext, prepare
 from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.measure.stats import Measurement
 from accelbench.measure.timer import Timer
-from accelbench.params import CommonParams, TimingParams
+from accelbench.params import TimingParams
 from accelbench.results.record import Metric, Result
 from accelbench.system.specs import bandwidth_peak_for, peak_for
 
 if TYPE_CHECKING:
     import torch
-
-    from accelbench.registry import RunContext
 
 #: Largest acceptable relative (Frobenius) error against the fp64 reference, per precision.
 #: Inputs are rounded to the precision first, so this bounds accumulation and output rounding only.
@@ -44,17 +45,6 @@ class KernelCase:
     details: dict[str, Any] = field(default_factory=dict)
     #: further TFLOPS metrics from other FLOP counts, e.g. a sparse kernel's dense equivalent
     extra_flops: dict[str, float] = field(default_factory=dict)
-
-
-def prepare(params: CommonParams) -> tuple["torch.device", int]:
-    """Resolve the device and pin the CPU thread count, returning both for the record."""
-    import torch
-
-    from accelbench.devices import resolve_device
-
-    device = resolve_device(params.device)
-    torch.set_num_threads(params.threads or torch.get_num_threads())
-    return device, torch.get_num_threads()
 
 
 def relative_error(out: "torch.Tensor", ref: "torch.Tensor") -> float:
@@ -90,10 +80,10 @@ def run_kernel(
 ) -> Iterator[Result]:
     """The ``run`` of every single-process kernel: device, skips, precision mode, check, time, record."""
     from accelbench.devices.precision import matmul_mode, unsupported_reason
-    from accelbench.errors import BenchmarkSkipped
 
-    device, threads = prepare(params)
-    record = params.to_dict() | {"device": str(device), "threads": threads} | (record_extra or {})
+    prep = prepare(params)
+    device, threads = prep.device, prep.threads
+    record = prep.record(params, **(record_extra or {}))
     precision = getattr(params, "precision", "fp32")
     reason = (
         no_path_reason(benchmark, precision, supported)
@@ -101,19 +91,13 @@ def run_kernel(
         or (shape_reason(params, device) if shape_reason else None)
     )
     if reason:
-        yield skipped(benchmark, record, reason)
-        return
+        raise BenchmarkSkipped(reason, record)
     with matmul_mode(device, precision):
         try:
             case = build(params, device)
         except BenchmarkSkipped as exc:
-            yield skipped(benchmark, record, str(exc))
-            return
+            raise BenchmarkSkipped(str(exc), record) from None
         yield measure_case(benchmark, params, record, case, device, threads, ctx)
-
-
-def skipped(benchmark: str, params: dict[str, Any], reason: str) -> Result:
-    return Result(benchmark=benchmark, params=params, status="skipped", reason=reason)
 
 
 def wrong_result(benchmark: str, params: dict[str, Any], err: float, tol: float) -> Result:
@@ -173,17 +157,11 @@ def measure_case(
 
 
 def _throughput_metrics(prefix: str, case: KernelCase, m: Measurement) -> dict[str, Metric]:
-    lo, hi = m.ci95
-    seconds = m.median
     if case.throughput == "gbps":
-        work, unit, scale = case.bytes_moved, "GB/s", 1e9
+        throughput = fig.rate(case.bytes_moved, m, "GB/s", 1e9)
     else:
-        work, unit, scale = float(case.flops or 0.0), "TFLOPS", 1e12
-    ci = (work / hi / scale, work / lo / scale) if lo > 0 else None
-    return {
-        f"{prefix}seconds": Metric(seconds, "s", False, (lo, hi), m.n, m.summary()),
-        f"{prefix}{case.throughput}": Metric(work / seconds / scale, unit, True, ci, m.n),
-    }
+        throughput = fig.rate(float(case.flops or 0.0), m, "TFLOPS", 1e12)
+    return {f"{prefix}seconds": fig.seconds(m), f"{prefix}{case.throughput}": throughput}
 
 
 def kernel_result(
@@ -198,12 +176,10 @@ def kernel_result(
 ) -> Result:
     """The standard record of a kernel: seconds, TFLOPS or GB/s, intensity and % of peak."""
     metrics = _throughput_metrics("", case, measurement)
-    lo, hi = measurement.ci95
     for name, flops in case.extra_flops.items():
-        ci = (flops / hi / 1e12, flops / lo / 1e12) if lo > 0 else None
-        metrics[name] = Metric(flops / measurement.median / 1e12, "TFLOPS", True, ci, measurement.n)
+        metrics[name] = fig.rate(flops, measurement, "TFLOPS", 1e12)
     if case.flops is not None and case.bytes_moved > 0:
-        metrics["arithmetic_intensity"] = Metric(case.flops / case.bytes_moved, "FLOP/byte", True, None, None)
+        metrics["arithmetic_intensity"] = fig.figure(case.flops / case.bytes_moved, "FLOP/byte", higher_is_better=True)
     if case.throughput == "gbps":
         bw = bandwidth_peak_for(device)
         peak = (bw[0], bw[1], False) if bw else None
@@ -212,9 +188,8 @@ def kernel_result(
         peak = (p.tflops, p.source, p.estimated) if p else None
     if peak is not None:
         tp = metrics[case.throughput]
-        ci = (100 * tp.ci95[0] / peak[0], 100 * tp.ci95[1] / peak[0]) if tp.ci95 else None
-        metrics["pct_of_peak"] = Metric(100 * tp.value / peak[0], "%", True, ci, measurement.n)
-        details["peak"] = {"value": peak[0], "unit": tp.unit, "source": peak[1], "estimated": peak[2]}
+        metrics["pct_of_peak"] = fig.pct_of_peak(tp, peak[0])
+        details["peak"] = fig.peak_details(peak[0], tp.unit, peak[1], peak[2])
     details.update(
         {
             "clock": measurement.clock,
@@ -227,7 +202,7 @@ def kernel_result(
     if case.flops is not None:
         details["flops_per_call"] = case.flops
     details["bytes_per_call"] = case.bytes_moved
-    warnings = [w for w in [measurement.noise_warning(), *conditions.get("warnings", [])] if w]
+    warnings = fig.warnings_of(measurement, conditions)
     return Result(
         benchmark=benchmark,
         params=params,

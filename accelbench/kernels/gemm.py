@@ -17,7 +17,7 @@ from accelbench.devices import device_label
 from accelbench.devices.precision import MATMUL_PRECISIONS, torch_dtype
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import GemmParams
-from accelbench.registry import RunContext
+from accelbench.kit.context import RunContext
 from accelbench.results.record import Result
 
 if TYPE_CHECKING:

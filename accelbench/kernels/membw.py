@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Iterator
 from accelbench.devices import device_label
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import MembwParams
+from accelbench.kit.context import RunContext
 from accelbench.params import parse_size
-from accelbench.registry import RunContext
 from accelbench.results.record import Result
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from accelbench.devices import device_label
 from accelbench.devices.precision import FLOAT_PRECISIONS, torch_dtype
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import RnnParams
-from accelbench.registry import RunContext
+from accelbench.kit.context import RunContext
 from accelbench.results.record import Result
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from accelbench.devices.precision import torch_dtype
 from accelbench.errors import BenchmarkSkipped
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import SparseParams
-from accelbench.registry import RunContext
+from accelbench.kit.context import RunContext
 from accelbench.results.record import Result
 
 if TYPE_CHECKING:

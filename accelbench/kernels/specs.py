@@ -11,7 +11,7 @@ from typing import Any
 
 from accelbench.devices.precision import ALL_PRECISIONS, MATMUL_PRECISIONS, check_precision
 from accelbench.errors import UsageError
-from accelbench.params import KernelParams, opt, positive
+from accelbench.params import KernelParams, NodesParams, opt, positive
 
 
 def _human_bytes(n: int) -> str:
@@ -221,7 +221,7 @@ class MembwParams(KernelParams):
 
 
 @dataclass(frozen=True)
-class AllreduceParams(KernelParams):
+class AllreduceParams(NodesParams, KernelParams):
     """all_reduce over ``nproc`` processes started by torchrun; all sizes in one launch."""
 
     nproc: int = opt(2, "processes (one per GPU on CUDA)", sweep=False)
@@ -238,14 +238,15 @@ class AllreduceParams(KernelParams):
 
         super().validate()
         positive("--nproc", self.nproc)
-        if self.nproc < 2:
-            raise UsageError("--nproc must be at least 2 for a collective")
+        self.validate_nodes()
+        if self.nproc * self.nnodes < 2:
+            raise UsageError("a collective needs at least 2 processes: --nproc 2 (or more nodes)")
         for part in self.sizes.split(","):
             parse_size(part)
         _choice("backend", self.backend, ("auto", "nccl", "gloo"))
 
     def check_environment(self, device_type: str) -> None:
-        from accelbench.launch.torchrun import check_nproc
+        from accelbench.kit.ranks import check_nproc
 
         super().check_environment(device_type)
         check_nproc(self.nproc, device_type)

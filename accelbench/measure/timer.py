@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal
 
-from accelbench.errors import UsageError
 from accelbench.measure.stats import Measurement
 
 if TYPE_CHECKING:
@@ -41,29 +40,37 @@ class TimerConfig:
 
     def __post_init__(self) -> None:
         if self.min_reps < 1 or self.max_reps < self.min_reps:
-            raise UsageError("repetitions: need 1 <= --min-reps <= max reps")
+            raise ValueError(f"repetitions: need 1 <= min_reps ({self.min_reps}) <= max_reps ({self.max_reps})")
         if self.min_time < 0 or self.max_time <= 0 or self.max_time < self.min_time:
-            raise UsageError("timing budget: need 0 <= --min-time <= --max-time and --max-time > 0")
+            raise ValueError(
+                f"timing budget: need 0 <= min_time ({self.min_time:g}) <= max_time ({self.max_time:g}), max_time > 0"
+            )
         if self.warmup_seconds < 0 or self.min_warmup_calls < 0:
-            raise UsageError("warm-up must not be negative")
+            raise ValueError("warm-up must not be negative")
         if self.cache not in ("hot", "cold"):
-            raise UsageError(f"cache mode {self.cache!r}: use hot or cold")
+            raise ValueError(f"cache mode {self.cache!r}: use hot or cold")
 
 
 class Timer:
-    """Measures ``fn`` on ``device``; ``fn`` takes no arguments and enqueues the work."""
+    """Measures ``fn`` on ``device``; ``fn`` takes no arguments and enqueues the work.
+
+    ``clock`` (nanoseconds, monotonic) is the host timer's seam: tests pass a fake clock
+    that ``fn`` advances, so the stopping rules are checked without sleeping.
+    """
 
     def __init__(
         self,
         fn: Callable[[], object],
         device: "torch.device | str" = "cpu",
         config: TimerConfig | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
     ) -> None:
         import torch
 
         self.fn = fn
         self.device = torch.device(device)
         self.config = config or TimerConfig()
+        self.clock = clock
 
     def measure(self) -> Measurement:
         if self.device.type == "cuda":
@@ -74,7 +81,7 @@ class Timer:
         from accelbench.devices import synchronize
 
         cfg, fn, dev = self.config, self.fn, self.device
-        clock = time.perf_counter_ns
+        clock = self.clock
         sync_each = dev.type != "cpu"
         t_begin = clock()
         warm = 0
@@ -136,3 +143,32 @@ class Timer:
             clock="cuda_event",
             meta={"cache": cfg.cache},
         )
+
+
+def time_burst(
+    fn: Callable[[], object], device: "torch.device", calls: int, clock: Callable[[], int] = time.perf_counter_ns
+) -> float:
+    """Seconds per call over ``calls`` back-to-back calls, the device waited for once at the end.
+
+    What a training window or a burst of collectives is timed with: CUDA events on
+    CUDA, the host clock and a device synchronisation elsewhere (mps, xpu: the queued
+    work must be done before the clock is read).
+    """
+    if device.type == "cuda":
+        from accelbench.devices import cuda
+
+        return cuda.time_burst(fn, device, calls)
+    from accelbench.devices import synchronize
+
+    t0 = clock()
+    for _ in range(calls):
+        fn()
+    synchronize(device)
+    return (clock() - t0) / 1e9 / calls
+
+
+def clock_name(device: "torch.device") -> str:
+    """How :func:`time_burst` read the time on ``device``, for the record."""
+    if device.type == "cuda":
+        return "cuda_event"
+    return "perf_counter_ns" if device.type == "cpu" else f"perf_counter_ns+{device.type}_synchronize"

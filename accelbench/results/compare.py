@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from accelbench.errors import UsageError
-from accelbench.registry import CONTEXT_PARAMS, describe_params
+from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
 from accelbench.results.record import Metric, Result
 from accelbench.results.store import Store
 
@@ -107,7 +107,12 @@ def _latest_by_key(results: list[Result], ignore: Iterable[str]) -> dict[str, Re
 
 
 def compare(
-    baseline: list[Result], candidate: list[Result], *, ignore: Iterable[str] = (), metric: str | None = None
+    baseline: list[Result],
+    candidate: list[Result],
+    *,
+    ignore: Iterable[str] = (),
+    metric: str | None = None,
+    describe: Describe = plain,
 ) -> list[Row]:
     """One row per workload present on both sides, on its primary metric (or ``metric``)."""
     ignore = tuple(ignore)
@@ -121,7 +126,7 @@ def compare(
         if name is None or name not in b.metrics or name not in c.metrics:
             continue
         bm, cm = b.metrics[name], c.metrics[name]
-        wb, wc = describe_params(b.benchmark, b.params), describe_params(c.benchmark, c.params)
+        wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
         workload = wb if wb == wc else f"{wb} vs {wc}"
         rows.append(Row(b.benchmark, workload, name, bm.unit, bm.higher_is_better, bm, cm))
     return rows

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.registry import describe_params
+from accelbench.results.describe import Describe, plain
 from accelbench.results.record import Result, now_iso, validate
-from accelbench.results.store import RunInfo, Store, iter_jsonl
+from accelbench.results.store import RunInfo, Store
 
 FORMATS = ("json", "csv", "md")
 
@@ -56,8 +56,8 @@ def _cell(v: Any) -> Any:
     return "" if v is None else v
 
 
-def to_markdown(results: list[Result]) -> str:
-    from accelbench.cli import format as fmt
+def to_markdown(results: list[Result], describe: Describe = plain) -> str:
+    from accelbench.results import format as fmt
 
     lines = [
         "| benchmark | workload | device | status | result | 95% CI | system |",
@@ -72,7 +72,7 @@ def to_markdown(results: list[Result]) -> str:
         system = accs[0]["name"] if accs else cpu
         cells = [
             r.benchmark,
-            describe_params(r.benchmark, r.params),
+            describe(r.benchmark, r.params),
             str(r.params.get("device", "")),
             r.status,
             result,
@@ -83,44 +83,82 @@ def to_markdown(results: list[Result]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export(results: list[Result], fmt_name: str) -> str:
+def export(results: list[Result], fmt_name: str, describe: Describe = plain) -> str:
     if fmt_name == "json":
         return to_json(results)
     if fmt_name == "csv":
         return to_csv(results)
     if fmt_name == "md":
-        return to_markdown(results)
+        return to_markdown(results, describe)
     raise UsageError(f"unknown export format {fmt_name!r}: use {', '.join(FORMATS)}")
 
 
-def _read_records(path: Path) -> tuple[list[dict[str, Any]], Path | None]:
+def _text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text (byte {exc.start}); give a results.jsonl or an export") from None
+
+
+def _parse(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{where}: not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise UsageError(f"{where}: JSON nested too deeply to be an accelbench record") from None
+
+
+def _jsonl(path: Path) -> tuple[list[Any], list[str]]:
+    """The records of a JSON-lines file; a last line cut short (a copy taken mid-write) is skipped and named."""
+    text = _text(path)
+    lines = text.split("\n")
+    records, notes = [], []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        last = lineno == len(lines)  # no newline after it: the writer had not finished the line
+        try:
+            records.append(_parse(line, f"{path}:{lineno}"))
+        except UsageError:
+            if not last:
+                raise
+            notes.append(f"skipped {path.name} line {lineno}: cut short (an unfinished write)")
+    return records, notes
+
+
+def _read_records(path: Path) -> tuple[list[Any], Path | None, list[str]]:
     if path.is_dir():
         jsonl = path / "results.jsonl"
         if not jsonl.is_file():
             raise UsageError(f"{path} is not a run folder: it has no results.jsonl")
-        return list(iter_jsonl(jsonl)), path
+        records, notes = _jsonl(jsonl)
+        return records, path, notes
     if not path.is_file():
         raise UsageError(f"nothing to import at {path}: give a run folder or a results.jsonl / .json file")
     if path.suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path} is not JSON ({exc.msg})") from None
+        data = _parse(_text(path), str(path))
         if not isinstance(data, list):
             raise UsageError(
                 f"{path} should hold a list of records, as 'accelbench results export --format json' writes"
             )
-        return data, None
-    return list(iter_jsonl(path)), path.parent
+        return data, None, []
+    records, notes = _jsonl(path)
+    return records, path.parent, notes
 
 
-def import_path(store: Store, path: Path) -> tuple[int, int]:
-    """Merge records into ``store``; returns (new, already present). All are validated first."""
-    records, folder = _read_records(path)
+def import_path(store: Store, path: Path) -> tuple[int, int, list[str]]:
+    """Merge records into ``store``; returns (new, already present, what was skipped). All are validated first."""
+    records, folder, notes = _read_records(path)
     if not records:
         raise UsageError(f"{path} holds no records")
     for i, rec in enumerate(records, 1):
-        validate(rec, f"{path} record {i}")
+        if not isinstance(rec, dict):
+            raise UsageError(f"{path} record {i} is not a JSON object")
+        try:
+            validate(rec, f"{path} record {i}")
+        except RecursionError:
+            raise UsageError(f"{path} record {i}: nested too deeply to be an accelbench record") from None
     results = [Result.from_dict(d) for d in records]
     suite: dict[str, Any] = {"name": "imported", "entries": []}
     if folder is not None and (folder / "suite.json").is_file():
@@ -139,4 +177,4 @@ def import_path(store: Store, path: Path) -> tuple[int, int]:
             )
         )
     new = store.add_many(results)
-    return new, len(results) - new
+    return new, len(results) - new, notes

@@ -33,9 +33,13 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Metric:
-    """One figure of a result, with what a reader needs to trust and compare it."""
+    """One figure of a result, with what a reader needs to trust and compare it.
+
+    Fields are keyword-only (a positional ``Metric(x, "s", False, None, None)`` hides which flag
+    is which); families build figures with the kit's constructors (:mod:`accelbench.kit.metrics`).
+    """
 
     value: float
     unit: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from accelbench.registry import CONTEXT_PARAMS, describe_params
+from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
 from accelbench.results.record import Metric, Result
 
 SCALE_PARAMS = ("nproc", "nnodes", "global_batch_size", "threads", "node_rank", "rdzv_endpoint")
@@ -30,7 +30,7 @@ def _devices(r: Result) -> int:
     return int(r.params.get("nproc", 1)) * int(r.params.get("nnodes", 1))
 
 
-def scaling_rows(results: list[Result], metric: str = "throughput") -> list[ScalingRow]:
+def scaling_rows(results: list[Result], metric: str = "throughput", describe: Describe = plain) -> list[ScalingRow]:
     """One row per (workload, device count), in series that have at least two device counts."""
     series: dict[str, dict[int, Result]] = {}
     for r in results:
@@ -53,7 +53,7 @@ def scaling_rows(results: list[Result], metric: str = "throughput") -> list[Scal
                 speedup = ratio if m.higher_is_better else 1 / ratio
             rows.append(
                 ScalingRow(
-                    workload=describe_params(r.benchmark, {**r.params, "nproc": 1, "nnodes": 1}),
+                    workload=describe(r.benchmark, {**r.params, "nproc": 1, "nnodes": 1}),
                     devices=n,
                     throughput=m,
                     speedup=speedup,

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.errors import UsageError
+from accelbench.kit import metrics as fig
 from accelbench.measure.stats import Measurement
 from accelbench.params import CommonParams
-from accelbench.results.record import Metric, Result
+from accelbench.results.record import Result
 
 if TYPE_CHECKING:
-    from accelbench.registry import RunContext
+    from accelbench.kit.context import RunContext
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def run_ok(params: OkParams, ctx: "RunContext") -> Iterator[Result]:
     yield Result(
         benchmark="selftest/ok",
         params=params.to_dict(),
-        metrics={"seconds": Metric(m.median, "s", False, m.ci95, m.n, m.summary())},
+        metrics={"seconds": fig.seconds(m)},
         primary_metric="seconds",
         samples=list(m.samples),
     )

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from accelbench import registry
-from accelbench.errors import BenchmarkSkipped, UsageError
+from accelbench.errors import BenchmarkSkipped, RecordedElsewhere, UsageError
+from accelbench.kit.context import RunContext
 from accelbench.results.record import Result, now_iso
 from accelbench.suite.suites import Entry
 
@@ -49,13 +50,16 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
     try:
         info = registry.get(entry.benchmark)
         params = info.make_params(entry.params)
-        ctx = registry.RunContext(log_dir, progress=lambda m: emit({"type": "progress", "message": m}))
+        ctx = RunContext(log_dir, progress=lambda m: emit({"type": "progress", "message": m}))
         for result in info.load()(params, ctx):
             if result.primary_metric is None:
                 result.primary_metric = info.primary_metric
             emit_result(result)
-    except BenchmarkSkipped as exc:
-        emit_result(Result(benchmark=entry.benchmark, params=entry.params, status="skipped", reason=str(exc)))
+    except BenchmarkSkipped as exc:  # the one skip path of every family
+        record = exc.record if exc.record is not None else entry.params
+        emit_result(Result(benchmark=entry.benchmark, params=record, status="skipped", reason=str(exc)))
+    except RecordedElsewhere as exc:  # a multi-node job's other node: say where, record nothing
+        emit({"type": "progress", "message": str(exc)})
     except UsageError as exc:
         emit_result(_failure(entry, str(exc), started))
     except Exception as exc:  # a failing benchmark is recorded, never fatal to the suite

@@ -1,22 +1,22 @@
 """The training step and its timing: what ``accelbench train`` measures.
 
-One step is what a training loop does: zero the gradients, compute the loss
-under autocast, backpropagate (through GradScaler for fp16), and step the
-optimizer. Timing follows tf_cnn_benchmarks: warm-up steps first, then windows of
-``display_every`` steps; each window gives one sample of seconds per step. On
-CUDA the window is bracketed by events and the host synchronises only at the
-window's end, never inside a step.
+One step is the kit's :class:`~accelbench.kit.step.TrainStep` (the same step time
+to accuracy takes). Timing follows tf_cnn_benchmarks: warm-up steps first, then
+windows of ``display_every`` steps; each window gives one sample of seconds per
+step. A window is one burst: on CUDA bracketed by events, and the host
+synchronises only at the window's end, never inside a step.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from accelbench.kit.step import TrainStep, fused_kwargs
 from accelbench.measure.stats import Measurement
+from accelbench.measure.timer import clock_name, time_burst
 
 if TYPE_CHECKING:
     import torch
@@ -24,42 +24,22 @@ if TYPE_CHECKING:
     from accelbench.train.specs import TrainParams
     from accelbench.workloads.base import Workload
 
-AUTOCAST_DTYPE = {"amp_fp16": "float16", "amp_bf16": "bfloat16"}
 #: The precision whose peak a training run is compared with.
 PEAK_PRECISION = {"fp32": "fp32", "tf32": "tf32", "amp_fp16": "fp16", "amp_bf16": "bf16"}
 
 
 @dataclass
 class Trainer:
-    """A model, its optimizer and one synthetic batch, ready to step."""
+    """A model, its optimizer and one synthetic batch, ready to step with the kit's training step."""
 
     workload: "Workload"
     model: "torch.nn.Module"
-    optimizer: "torch.optim.Optimizer"
-    scaler: Any
+    train_step: TrainStep
     batch: Any
     device: "torch.device"
-    precision: str
-
-    def autocast(self) -> Any:
-        import torch
-
-        if self.precision in AUTOCAST_DTYPE:
-            return torch.autocast(self.device.type, dtype=getattr(torch, AUTOCAST_DTYPE[self.precision]))
-        return contextlib.nullcontext()
 
     def step(self) -> "torch.Tensor":
-        self.optimizer.zero_grad(set_to_none=True)
-        with self.autocast():
-            loss = self.workload.loss(self.model, self.batch)
-        if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            loss.backward()
-            self.optimizer.step()
-        return loss.detach()
+        return self.train_step(lambda: self.workload.loss(self.model, self.batch))
 
 
 def make_trainer(
@@ -70,15 +50,12 @@ def make_trainer(
     batch = workload.synthetic_batch(batch_size, device, params.scale)
     if params.channels_last:
         batch = tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t for t in batch)
-    # Fused optimizers on CUDA: one kernel per step, and GradScaler hands them its inf check on the
-    # device instead of reading it back to the host (no synchronisation inside a step).
-    fused = {"fused": True} if device.type == "cuda" else {}
+    fused = fused_kwargs(device)
     if params.optimizer == "adamw":
         optimizer: torch.optim.Optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **fused)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, **fused)
-    scaler = torch.amp.GradScaler(device.type) if params.precision == "amp_fp16" else None
-    return Trainer(workload, model, optimizer, scaler, batch, device, params.precision)
+    return Trainer(workload, model, TrainStep(optimizer, device, params.precision), batch, device)
 
 
 def prepare_model(workload: "Workload", params: "TrainParams", device: "torch.device") -> "torch.nn.Module":
@@ -107,40 +84,39 @@ def flops_per_sample(trainer: Trainer, samples: int) -> float | None:
 def run_windows(
     trainer: Trainer, params: "TrainParams", report: Callable[[int, float], None]
 ) -> tuple[Measurement, float]:
-    """Warm up, then time ``num_batches`` steps in windows; returns per-step seconds and the last loss."""
+    """Warm up, then time ``num_batches`` steps in windows; returns per-step seconds and the final loss.
+
+    Each window is one burst (events on CUDA, the host clock and a synchronisation
+    elsewhere), so the host waits only at a window's end. The losses of the measured
+    steps are kept on the device and read once at the end: a divergence during the
+    measurement is caught, not only one in the warm-up.
+    """
     from accelbench.devices import synchronize
 
     device = trainer.device
-    loss = None
     for _ in range(params.warmup):
-        loss = trainer.step()
+        trainer.step()
     synchronize(device)
+    losses: list["torch.Tensor"] = []
     samples: list[float] = []
-    windows = params.num_batches // params.display_every
-    for w in range(windows):
-        if device.type == "cuda":
-            samples.append(_cuda_window(trainer, params.display_every))
-        else:
-            t0 = time.perf_counter_ns()
-            for _ in range(params.display_every):
-                loss = trainer.step()
-            synchronize(device)
-            samples.append((time.perf_counter_ns() - t0) / 1e9 / params.display_every)
-        report((w + 1) * params.display_every, samples[-1])
-    loss = trainer.step() if loss is None else loss
-    return Measurement(tuple(samples), clock="cuda_event" if device.type == "cuda" else "perf_counter_ns"), float(loss)
+    window = params.window
+
+    def step() -> None:
+        losses.append(trainer.step())
+
+    for w in range(params.num_batches // window):
+        samples.append(time_burst(step, device, window))
+        report((w + 1) * window, samples[-1])
+    return Measurement(tuple(samples), calls_per_sample=window, clock=clock_name(device)), _final_loss(losses)
 
 
-def _cuda_window(trainer: Trainer, steps: int) -> float:
+def _final_loss(losses: list["torch.Tensor"]) -> float:
+    """The last measured loss, or the first non-finite one if any step diverged (one read of the device)."""
     import torch
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(steps):
-        trainer.step()
-    end.record()
-    end.synchronize()  # the only host synchronisation: at the window's end
-    return start.elapsed_time(end) / 1e3 / steps
+    stacked = torch.stack([loss.float().reshape(()) for loss in losses])
+    finite = torch.isfinite(stacked)
+    return float(stacked[-1]) if bool(finite.all()) else float(stacked[~finite][0])
 
 
 class PeakMemory:

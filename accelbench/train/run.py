@@ -13,12 +13,12 @@ import math
 from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.precision import matmul_mode, unsupported_reason
-from accelbench.errors import UsageError
-from accelbench.kernels.common import prepare
+from accelbench.kit import metrics as fig
+from accelbench.kit.context import RunContext, prepare, skip_if
+from accelbench.kit.ranks import Nodes, run_ranks
 from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.params import parse_size
-from accelbench.registry import RunContext
-from accelbench.results.record import Metric, Result
+from accelbench.results.record import Result
 from accelbench.system.specs import peak_for
 from accelbench.train import loop
 from accelbench.train.specs import TrainParams
@@ -126,58 +126,39 @@ def run(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
 
 
 def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
-    """DDP over ``nproc`` processes per node under torchrun; rank 0's figures become the record."""
-    import json
-    import uuid
-
-    from accelbench.launch.torchrun import check_nproc, run_torchrun
+    """DDP over ``nproc`` ranks per node under the kit's launcher; rank 0's figures become the record."""
     from accelbench.measure.stats import Measurement
 
-    device, threads = prepare(params)
-    workload = workload_class(params.model)
-    info = workload.info
-    record: dict[str, Any] = params.to_dict() | {"device": device.type, "nproc": params.nproc}
-    try:
-        check_nproc(params.nproc, device.type)
-    except UsageError as exc:  # in a suite, a machine with fewer devices skips this point
-        yield Result(NAME, record, status="skipped", reason=str(exc))
-        return
+    prep = prepare(params)
+    device = prep.device
+    info = workload_class(params.model).info
+    record: dict[str, Any] = params.to_dict() | {"device": device.type, "display_every": params.window}
     peak_precision = loop.PEAK_PRECISION[params.precision]
-    reason = unsupported_reason(device, peak_precision)
-    if reason:
-        yield Result(NAME, record, status="skipped", reason=reason)
-        return
+    skip_if(unsupported_reason(device, peak_precision))
     batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
     world = params.world_size
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch * world}
-    out = ctx.log_dir / f"train-ddp-{uuid.uuid4().hex[:8]}.json"
-    budget = 300 + 20 * (params.warmup + params.num_batches)
-    args = ["--params", json.dumps(params.to_dict()), "--batch", str(batch), "--out", str(out), "--timeout", "300"]
-    ctx.progress(f"torchrun: {params.nproc} process(es) x {params.nnodes} node(s)")
-    with ConditionsMonitor(threads) as monitor:
+    with ConditionsMonitor(prep.threads) as monitor:
         try:
-            run_torchrun(
+            data = run_ranks(
                 "accelbench.train.ddp_rank",
-                args,
-                params.nproc,
-                ctx.log_dir / f"train-ddp-{out.stem[-8:]}.log",
-                timeout=budget,
-                nnodes=params.nnodes,
-                node_rank=params.node_rank,
-                rdzv_endpoint=params.rdzv_endpoint,
+                {"params": params.to_dict(), "batch": batch},
+                ctx,
+                nproc=params.nproc,
+                device_type=device.type,
+                budget=300 + 20 * (params.warmup + params.num_batches),
+                nodes=Nodes.of(params),
             )
         except RuntimeError as exc:
-            yield _failed(record, f"a rank failed or hung, so the run was stopped: {exc}")
+            yield _failed(record, str(exc))
             return
-    if not out.exists():
-        yield Result(NAME, record, status="skipped", reason=f"node {params.node_rank}: node 0 records the result")
-        return
-    data = json.loads(out.read_text(encoding="utf-8"))
-    out.unlink()
-    m = Measurement(tuple(data["samples"]), clock="cuda_event" if device.type == "cuda" else "perf_counter_ns")
+    m = Measurement(tuple(data["samples"]), calls_per_sample=params.window, clock=data["clock"])
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     details |= {"world_size": data["world_size"], "backend": data["backend"], "final_loss": data["loss"]}
     record["threads"] = data["threads"]
+    if not math.isfinite(data["loss"]):
+        yield _failed(record, f"the loss is not finite ({data['loss']}) during the {params.num_batches} measured steps")
+        return
     yield _result(
         record,
         m,
@@ -197,15 +178,13 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
 def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     import torch
 
-    device, threads = prepare(params)
+    prep = prepare(params)
+    device, threads = prep.device, prep.threads
     workload = workload_class(params.model)()
     info = workload.info
-    record: dict[str, Any] = params.to_dict() | {"device": str(device), "threads": threads}
+    record = prep.record(params, display_every=params.window)
     peak_precision = loop.PEAK_PRECISION[params.precision]
-    reason = unsupported_reason(device, peak_precision if params.precision != "fp32" else "fp32")
-    if reason:
-        yield Result(NAME, record, status="skipped", reason=reason)
-        return
+    skip_if(unsupported_reason(device, peak_precision))
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     with matmul_mode(device, "tf32" if params.precision == "tf32" else "fp32"):
         ctx.progress(f"building {info.name} ({params.scale})")
@@ -248,7 +227,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
             )
             return
     if not math.isfinite(last_loss):
-        yield _failed(record, f"the loss is not finite ({last_loss}) after {params.num_batches} steps")
+        yield _failed(record, f"the loss is not finite ({last_loss}) during the {params.num_batches} measured steps")
         return
     details["final_loss"] = last_loss
     conditions = monitor.conditions.to_dict()
@@ -282,31 +261,21 @@ def _result(
     world: int = 1,
 ) -> Result:
     """The record: system throughput (median over windows, with CI), per device, step time, memory, FLOPs."""
-    lo, hi = m.ci95
     global_batch = batch * world
-    rate = global_batch / m.median
-    rate_ci = (global_batch / hi, global_batch / lo) if lo > 0 else None
-    per_device_ci = (rate_ci[0] / world, rate_ci[1] / world) if rate_ci else None
+    throughput = fig.rate(global_batch, m, f"{unit}/s")
     metrics = {
-        "throughput": Metric(rate, f"{unit}/s", True, rate_ci, m.n),
-        "throughput_per_device": Metric(rate / world, f"{unit}/s", True, per_device_ci, m.n),
-        "step_seconds": Metric(m.median, "s", False, (lo, hi), m.n, m.summary()),
-        "peak_memory_bytes": Metric(float(peak_memory), "B", False, None, None),
+        "throughput": throughput,
+        "throughput_per_device": fig.scaled(throughput, 1 / world),
+        "step_seconds": fig.seconds(m),
+        "peak_memory_bytes": fig.figure(peak_memory, "B", higher_is_better=False),
     }
     if flops:
-        tflops = flops * rate / 1e12
-        metrics["tflops"] = Metric(
-            tflops, "TFLOPS", True, (flops * rate_ci[0] / 1e12, flops * rate_ci[1] / 1e12) if rate_ci else None, m.n
-        )
+        tflops = fig.scaled(throughput, flops / 1e12, "TFLOPS")
+        metrics["tflops"] = tflops
         peak = peak_for(device, precision, threads)
         if peak is not None:
-            metrics["pct_of_peak"] = Metric(100 * tflops / (peak.tflops * world), "%", True, None, m.n)
-            details["peak"] = {
-                "value": peak.tflops,
-                "unit": "TFLOPS",
-                "source": peak.source,
-                "estimated": peak.estimated,
-            }
+            metrics["pct_of_peak"] = fig.pct_of_peak(tflops, peak.tflops * world)
+            details["peak"] = fig.peak_details(peak.tflops, "TFLOPS", peak.source, peak.estimated)
         details["flops_per_sample"] = flops
     details |= {"clock": m.clock, "windows": m.n}
     return Result(
@@ -314,7 +283,7 @@ def _result(
         record,
         metrics=metrics,
         primary_metric="throughput",
-        warnings=[w for w in [m.noise_warning(), *conditions.get("warnings", [])] if w],
+        warnings=fig.warnings_of(m, conditions),
         conditions=conditions,
         samples=list(m.samples),
         details=details,

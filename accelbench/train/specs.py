@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, opt, positive
+from accelbench.params import CommonParams, NodesParams, opt, positive
 
 TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16")
 
 
 @dataclass(frozen=True)
-class TrainParams(CommonParams):
+class TrainParams(NodesParams, CommonParams):
     """Train ``model`` on synthetic batches: ``warmup`` steps, then ``num_batches`` measured steps."""
 
     model: str = opt("resnet50", "model name (accelbench list --models) or package.module:Class", sweep=False)
@@ -23,12 +23,11 @@ class TrainParams(CommonParams):
     optimizer: str = opt("sgd", "sgd (momentum 0.9) or adamw", choices=("sgd", "adamw"))
     warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
     num_batches: int = opt(100, "measured steps", sweep=False)
-    display_every: int = opt(10, "steps per measurement window (the throughput samples)", sweep=False)
+    display_every: int = opt(
+        0, "steps per measurement window, the throughput samples (0: 10, or --num-batches if fewer)", sweep=False
+    )
     scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
     nproc: int = opt(1, "processes (devices) per node, DDP under torchrun; a list makes a scaling table")
-    nnodes: int = opt(1, "nodes (multi-node: start accelbench on every node)", sweep=False)
-    node_rank: int = opt(0, "this node's rank, 0 to nnodes-1 (e.g. $SLURM_NODEID)", sweep=False)
-    rdzv_endpoint: str = opt("", "host:port of node 0 for a multi-node rendezvous", sweep=False)
     memory_cap: str = opt(
         "", "with --batch-size auto: treat more than this much memory (e.g. 4G) as out of memory", sweep=False
     )
@@ -56,17 +55,14 @@ class TrainParams(CommonParams):
         if self.warmup < 0:
             raise UsageError(f"--warmup must not be negative, got {self.warmup}")
         positive("--num-batches", self.num_batches)
-        positive("--display-every", self.display_every)
+        if self.display_every < 0:
+            raise UsageError(f"--display-every must not be negative, got {self.display_every}")
         if self.display_every > self.num_batches:
             raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
         if self.channels_last and not info.image_input:
             raise UsageError(f"--channels-last applies to image models; {info.name} has no 4-D image input")
         positive("--nproc", self.nproc)
-        positive("--nnodes", self.nnodes)
-        if not 0 <= self.node_rank < self.nnodes:
-            raise UsageError(f"--node-rank must be in 0..{self.nnodes - 1}, got {self.node_rank}")
-        if self.nnodes > 1 and ":" not in self.rdzv_endpoint:
-            raise UsageError("several nodes need --rdzv-endpoint HOST:PORT (node 0's address)")
+        self.validate_nodes()
         if self.world_size > 1 and self.batch_size == "auto":
             raise UsageError("--batch-size auto searches on one device: find it with --nproc 1, then pass the number")
         if self.memory_cap:
@@ -75,12 +71,17 @@ class TrainParams(CommonParams):
                 raise UsageError("--memory-cap only applies with --batch-size auto")
 
     @property
+    def window(self) -> int:
+        """Steps per measurement window: the explicit --display-every, or 10 capped at --num-batches."""
+        return self.display_every or min(10, self.num_batches)
+
+    @property
     def world_size(self) -> int:
         return self.nproc * self.nnodes
 
     def check_environment(self, device_type: str) -> None:
         if self.nproc > 1:
-            from accelbench.launch.torchrun import check_nproc
+            from accelbench.kit.ranks import check_nproc
 
             check_nproc(self.nproc, device_type)
         if self.precision == "tf32" and device_type != "cuda":

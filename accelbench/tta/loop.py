@@ -3,7 +3,9 @@
 The clock starts at ``run_start``, after the model is built (and compiled) and
 the data staged, as MLPerf Training defines it, and stops at the first
 evaluation that reaches the target; evaluation time counts, as it does in
-MLPerf. On a GPU the device is synchronised before the clock is read.
+MLPerf. The device (whatever its kind) is synchronised before the clock is read.
+A step is the kit's :class:`~accelbench.kit.step.TrainStep`, the one training
+throughput takes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mlperf_logging.mllog import constants as C
 
+from accelbench.devices import synchronize
+from accelbench.kit.step import TrainStep, autocast
 from accelbench.tta.mlperf_log import RunLog
 from accelbench.tta.recipes.base import Recipe
 from accelbench.tta.specs import TtaParams
@@ -70,13 +74,6 @@ class Job:
     progress: Callable[[str], None] = lambda message: None
 
 
-def _sync(device: "torch.device") -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _seed_everything(seed: int) -> None:
     import numpy as np
     import torch
@@ -92,7 +89,6 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
     r, p = job.recipe, job.params
     global_batch = job.batch * job.world
     precision = precision_of(p, r, job.device)
-    dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(precision)
     log.start(C.INIT_START)
     log.submission(r.mlperf_benchmark, job.platform, closed=r.mlperf_benchmark == "resnet")
     log.event(C.CACHE_CLEAR, True)
@@ -101,12 +97,12 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
     model = job.wrap(r.build((job.train, job.val), p.scale).to(job.device))
     steps = r.steps_per_epoch(job.train, global_batch)
     schedule = r.schedule(model, global_batch, steps, job.max_epochs)
-    scaler = torch.amp.GradScaler(job.device.type, enabled=precision == "amp_fp16")
+    train_step = TrainStep(schedule.optimizer, job.device, precision)
     runner = torch.compile(model) if p.compile else model
     if p.compile:  # compile (forward and backward) before the clock; the weights and statistics are put back
         state = copy.deepcopy(model.state_dict())
         batch = next(iter(r.batches(job.train, job.batch, 0, seed, job.rank, job.world, job.device)))
-        with torch.autocast(job.device.type, dtype=dtype, enabled=dtype is not None):
+        with autocast(job.device, precision):
             r.loss(runner, batch).backward()
         model.load_state_dict(state)
         schedule.optimizer.zero_grad(set_to_none=True)
@@ -120,7 +116,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
     log.event(C.TRAIN_SAMPLES, r.train_samples(job.train))
     log.event(C.EVAL_SAMPLES, r.eval_samples(job.val))
     log.end(C.INIT_STOP)
-    _sync(job.device)
+    synchronize(job.device)
     log.start(C.RUN_START)
     t0 = time.perf_counter()
     run = SeedRun(seed, False, None, 0, 0, 0.0, 0.0)
@@ -134,15 +130,10 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         t_train = time.perf_counter()
         for batch in r.batches(job.train, job.batch, epoch, seed, job.rank, job.world, job.device):
             schedule.step(step)
-            with torch.autocast(job.device.type, dtype=dtype, enabled=dtype is not None):
-                loss = r.loss(runner, batch)
-            schedule.optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(schedule.optimizer)
-            scaler.update()
+            train_step(lambda batch=batch: r.loss(runner, batch))
             step += 1
             run.samples += int(batch[0].shape[0]) * job.world
-        _sync(job.device)
+        synchronize(job.device)
         run.train_seconds += time.perf_counter() - t_train
         log.end(C.EPOCH_STOP, epoch_num=epoch)
         run.epochs = epoch
@@ -152,7 +143,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         log.start(C.EVAL_START, epoch_num=epoch)
         model.eval()
         quality = r.evaluate(model, job.val, job.device)
-        _sync(job.device)
+        synchronize(job.device)
         elapsed = time.perf_counter() - t0
         log.event(C.EVAL_ACCURACY, quality, epoch_num=epoch)
         log.end(C.EVAL_STOP, epoch_num=epoch)

@@ -7,17 +7,16 @@ MLPerf log in the run folder as it goes, so an interrupted set keeps its logs.
 
 from __future__ import annotations
 
-import json
 import secrets
-import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
 from accelbench.config import price_per_hour
-from accelbench.kernels.common import prepare
+from accelbench.kit import metrics as fig
+from accelbench.kit.context import RunContext, prepare
+from accelbench.kit.ranks import Nodes, run_ranks
 from accelbench.measure.conditions import ConditionsMonitor
-from accelbench.registry import RunContext
-from accelbench.results.record import Metric, Result
+from accelbench.results.record import Result
 from accelbench.tta.loop import Job, SeedRun, precision_of, run_seed
 from accelbench.tta.mlperf_log import RunLog
 from accelbench.tta.recipes import recipe
@@ -27,6 +26,8 @@ from accelbench.tta.specs import TtaParams
 NAME = "tta/time_to_target"
 #: a torchrun job of several seeds may train for days (ImageNet); a hung rank is still stopped by the suite timeout
 RANK_TIMEOUT = 7 * 24 * 3600.0
+#: how long a rank waits for the others in a collective (an ImageNet evaluation on one rank can take minutes)
+COLLECTIVE_TIMEOUT = 1800.0
 
 
 def seed_list(params: TtaParams) -> list[int]:
@@ -72,13 +73,14 @@ def run_seeds(job: Job, seeds: list[int], log_dir: Path | None) -> list[SeedRun]
 
 
 def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
-    device, threads = prepare(params)
+    prep = prepare(params)
+    device = prep.device
     seeds = seed_list(params)
     r = recipe(params.workload)
-    record: dict[str, Any] = params.to_dict() | {"device": str(device), "threads": threads, "seeds_used": seeds}
-    with ConditionsMonitor(threads) as monitor:
-        if params.nproc > 1:
-            runs, job_info = _distributed(params, seeds, ctx)
+    record = prep.record(params, seeds_used=seeds)
+    with ConditionsMonitor(prep.threads) as monitor:
+        if params.nproc * params.nnodes > 1:
+            runs, job_info = _distributed(params, device.type, seeds, ctx)
         else:
             job = make_job(params, device, ctx)
             runs = run_seeds(job, seeds, ctx.log_dir)
@@ -91,23 +93,19 @@ def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
     yield _result(params, record, runs, job_info, monitor.conditions.to_dict())
 
 
-def _distributed(params: TtaParams, seeds: list[int], ctx: RunContext) -> tuple[list[SeedRun], dict[str, Any]]:
-    from accelbench.launch.torchrun import check_nproc, run_torchrun
-
-    device, _ = prepare(params)
-    check_nproc(params.nproc, device.type)
-    out = ctx.log_dir / f"tta-ddp-{uuid.uuid4().hex[:8]}.json"
-    args = ["--params", json.dumps(params.to_dict()), "--seeds", ",".join(map(str, seeds))]
-    args += ["--out", str(out), "--log-dir", str(ctx.log_dir)]
-    ctx.progress(f"torchrun: {params.nproc} processes, {len(seeds)} seed(s)")
-    try:
-        run_torchrun(
-            "accelbench.tta.ddp_rank", args, params.nproc, ctx.log_dir / f"{out.stem}.log", timeout=RANK_TIMEOUT
-        )
-    except RuntimeError as exc:
-        raise RuntimeError(f"a rank failed or hung, so the run was stopped: {exc}") from None
-    data = json.loads(out.read_text(encoding="utf-8"))
-    out.unlink()
+def _distributed(
+    params: TtaParams, device_type: str, seeds: list[int], ctx: RunContext
+) -> tuple[list[SeedRun], dict[str, Any]]:
+    data = run_ranks(
+        "accelbench.tta.ddp_rank",
+        {"params": params.to_dict(), "seeds": seeds},
+        ctx,
+        nproc=params.nproc,
+        device_type=device_type,
+        budget=RANK_TIMEOUT,
+        rank_timeout=COLLECTIVE_TIMEOUT,
+        nodes=Nodes.of(params),
+    )
     runs = [SeedRun(**{k: v for k, v in d.items() if k != "throughput"}) for d in data["runs"]]
     return runs, data["job"]
 
@@ -134,15 +132,19 @@ def _result(
         error = f"invalid result: {score.reason} ({r.metric} {job['target']:g} within {job['max_epochs']} epochs)"
         return Result(NAME, record, status="failed", error=error, details=details, conditions=conditions)
     metrics = {
-        "time_to_target_seconds": Metric(score.time_to_target, "s", False, None, len(runs)),
-        "epochs_to_target": Metric(sum(x.epochs for x in converged) / len(converged), "epochs", False, None, None),
-        "samples_to_target": Metric(sum(x.samples for x in converged) / len(converged), "samples", False, None, None),
-        "train_throughput": Metric(sum(x.throughput for x in runs) / len(runs), "samples/s", True, None, None),
-        "time_to_target_spread": Metric(score.spread or 0.0, "fraction", False, None, None),
+        "time_to_target_seconds": fig.figure(score.time_to_target, "s", higher_is_better=False, n=len(runs)),
+        "epochs_to_target": fig.figure(
+            sum(x.epochs for x in converged) / len(converged), "epochs", higher_is_better=False
+        ),
+        "samples_to_target": fig.figure(
+            sum(x.samples for x in converged) / len(converged), "samples", higher_is_better=False
+        ),
+        "train_throughput": fig.figure(sum(x.throughput for x in runs) / len(runs), "samples/s", higher_is_better=True),
+        "time_to_target_spread": fig.figure(score.spread or 0.0, "fraction", higher_is_better=False),
     }
     if price:
-        metrics["cost_to_target_usd"] = Metric(score.time_to_target / 3600 * price, "USD", False, None, None)
-    warnings = [w for w in conditions.get("warnings", []) if w]
+        metrics["cost_to_target_usd"] = fig.figure(score.time_to_target / 3600 * price, "USD", higher_is_better=False)
+    warnings = fig.warnings_of(None, conditions)
     if score.converged < score.runs:
         warnings.append(f"{score.runs - score.converged} run did not reach the target; it was dropped as the slowest")
     return Result(

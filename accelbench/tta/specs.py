@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, opt, positive
+from accelbench.params import CommonParams, NodesParams, opt, positive
 
 TTA_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16")
 
 
 @dataclass(frozen=True)
-class TtaParams(CommonParams):
+class TtaParams(NodesParams, CommonParams):
     """Train ``workload`` on real data until its quality target, ``seeds`` times; score the olympic mean."""
 
     workload: str = opt("digits", "digits, mnist, cifar10, imagenet, movielens, or package.module:Class", sweep=False)
@@ -49,6 +49,7 @@ class TtaParams(CommonParams):
             raise UsageError(f"--target must be positive, got {self.target:g}")
         positive("--seeds", self.seeds)
         positive("--nproc", self.nproc)
+        self.validate_nodes()
         if self.max_epochs < 0 or self.batch_size < 0:
             raise UsageError("--max-epochs and --batch-size must not be negative")
         if self.price_per_hour < 0:
@@ -64,7 +65,7 @@ class TtaParams(CommonParams):
 
     def check_environment(self, device_type: str) -> None:
         if self.nproc > 1:
-            from accelbench.launch.torchrun import check_nproc
+            from accelbench.kit.ranks import check_nproc
 
             check_nproc(self.nproc, device_type)
 
@@ -73,8 +74,8 @@ class TtaParams(CommonParams):
         words = [p["workload"], f"x{p['seeds']} seeds"]
         if p.get("target"):
             words.append(f"to {p['target']:g}")
-        if p.get("nproc", 1) > 1:
-            words.append(f"nproc={p['nproc']}")
+        if p.get("nproc", 1) * p.get("nnodes", 1) > 1:
+            words.append(f"nproc={p['nproc'] * p.get('nnodes', 1)}")
         if p.get("precision", "auto") != "auto":
             words.append(p["precision"])
         if p.get("scale", "full") != "full":

@@ -22,9 +22,17 @@ def seconds(value: float) -> str:
     return f"{value:g} s"
 
 
+#: units shown one SI step down while the figure is below 0.01 (a tiny CPU kernel: 1.18 MFLOPS, not 0.00000118 TFLOPS)
+_SMALLER = {"TFLOPS": "GFLOPS", "GFLOPS": "MFLOPS", "MFLOPS": "kFLOPS", "GB/s": "MB/s", "MB/s": "kB/s"}
+
+
 def metric(m: Metric) -> str:
-    text = seconds(m.value) if m.unit == "s" else f"{number(m.value)} {m.unit}"
-    return text
+    if m.unit == "s":
+        return seconds(m.value)
+    value, unit = m.value, m.unit
+    while 0 < abs(value) < 0.01 and unit in _SMALLER:
+        value, unit = value * 1000, _SMALLER[unit]
+    return f"{number(value)} {unit}"
 
 
 def ci_percent(m: Metric) -> str:

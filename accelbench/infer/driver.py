@@ -1,0 +1,77 @@
+"""The LoadGen driver: what one LoadGen test needs (:class:`Serving`) and one test run (:func:`loadgen_run`).
+
+It sits below the orchestrator (:mod:`accelbench.infer.run`) and the peak search
+(:mod:`accelbench.infer.peak`), which both drive LoadGen through it, so neither
+imports the other.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from accelbench.infer.logs import read_detail
+from accelbench.infer.served import Served
+from accelbench.infer.specs import InferParams
+from accelbench.infer.sut import BatchingSUT, SampleLibrary, Worker
+from accelbench.kit.context import RunContext
+from accelbench.measure.conditions import ConditionsMonitor
+
+#: samples LoadGen's library holds, by profile
+QSL_SAMPLES = {"quick": 64, "official": 1024}
+
+
+@dataclass
+class Serving:
+    """Everything a LoadGen run needs: the workers, the samples and how they batch."""
+
+    workers: list[Worker]
+    make_input: Callable[[int], Any]
+    total: int
+    collate: Callable[[list[Any]], Any]
+    served: Served | None
+    model: Any
+    threads: int
+    device: Any = None
+    dataset: Any = None
+
+
+@dataclass
+class Outcome:
+    detail: dict[str, Any]
+    conditions: dict[str, Any]
+    outdir: Any
+    sut: BatchingSUT
+
+
+def loadgen_run(
+    serving: Serving, settings: Any, params: InferParams, ctx: RunContext, answers: bool = False
+) -> Outcome:
+    """One LoadGen test: its own log folder, an explicit (absent) audit config, the SUT stopped whatever happens."""
+    import mlperf_loadgen as lg
+
+    outdir = ctx.log_dir / f"loadgen-{params.scenario}-{params.mode}-{uuid.uuid4().hex[:8]}"
+    outdir.mkdir(parents=True)
+    log_settings = lg.LogSettings()
+    log_settings.log_output.outdir = str(outdir)
+    log_settings.log_output.copy_summary_to_stdout = False
+    qsl_lib = SampleLibrary(serving.make_input, serving.total)
+    max_wait = params.max_wait_ms / 1000 if params.scenario == "server" else 0.0
+    respond = serving.served.answers if answers and serving.served is not None else None
+    sut_impl = BatchingSUT(serving.workers, qsl_lib, params.batch_size, max_wait, serving.collate, respond)
+    sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
+    in_memory = min(serving.total, QSL_SAMPLES[params.profile])
+    qsl = lg.ConstructQSL(serving.total, in_memory, qsl_lib.load, qsl_lib.unload)
+    try:
+        with ConditionsMonitor(serving.threads) as monitor:
+            # an explicit audit-config path that does not exist: a stray audit.config must not alter the run
+            lg.StartTestWithLogSettings(sut, qsl, settings, log_settings, str(outdir / "no-audit.config"))
+    finally:
+        sut_impl.stop()
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+    if sut_impl.error is not None:
+        raise sut_impl.error
+    detail = read_detail(outdir / "mlperf_log_detail.txt")
+    return Outcome(detail, monitor.conditions.to_dict(), outdir, sut_impl)

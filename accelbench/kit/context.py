@@ -1,0 +1,58 @@
+"""The contract between the runner and a benchmark, and the one way a benchmark takes its device.
+
+A benchmark receives its parameters and a :class:`RunContext`, calls :func:`prepare`
+once, and yields records. Everything a device needs before any work is queued on it
+happens in ``prepare``, so no family can forget a step (making a CUDA device current,
+so that events and graph capture use the stream the work runs on; pinning the CPU
+thread count that the record reports).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from accelbench.errors import BenchmarkSkipped
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the runner gives a benchmark besides its parameters."""
+
+    log_dir: Path
+    progress: Callable[[str], None] = lambda message: None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The device a benchmark runs on and the CPU threads it was given."""
+
+    device: "torch.device"
+    threads: int
+
+    def record(self, params: Any, **extra: Any) -> dict[str, Any]:
+        """The record's parameters: what was asked, with the device and threads that actually ran it."""
+        return params.to_dict() | {"device": str(self.device), "threads": self.threads} | extra
+
+
+def prepare(params: Any) -> Prepared:
+    """Resolve the device, make it current and pin the CPU thread count."""
+    import torch
+
+    from accelbench.devices import resolve_device
+
+    device = resolve_device(params.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    torch.set_num_threads(params.threads or torch.get_num_threads())
+    return Prepared(device, torch.get_num_threads())
+
+
+def skip_if(reason: str | None) -> None:
+    """Raise the one skip exception when there is a reason this machine cannot run the variant."""
+    if reason:
+        raise BenchmarkSkipped(reason)

@@ -1,0 +1,214 @@
+"""The one torchrun launcher: N ranks per node run a module, and the parent gets their report.
+
+The parent side (:func:`run_ranks`) checks that the machine has the devices, starts
+``torch.distributed.run`` with a JSON payload, waits within a budget and returns the
+report that rank 0 made. The rank side (:func:`rank_main`) joins the process group,
+runs the family's body and hands the report back. A rank that dies makes torchrun stop
+the others and exit non-zero; a rank that hangs is ended by the collective's own
+timeout and, past that, by the budget.
+
+Several nodes meet at ``rdzv_endpoint`` with the c10d rendezvous, which numbers the
+nodes by arrival, not by ``--node-rank``. So global rank 0's report is sent to every
+node and each invocation receives it; the invocation started with ``--node-rank 0``
+records it and the others say where it is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from accelbench.errors import BenchmarkSkipped, RecordedElsewhere
+from accelbench.kit.context import RunContext
+
+if TYPE_CHECKING:
+    import torch
+
+
+def nproc_reason(nproc: int, device_type: str) -> str | None:
+    """Why this machine cannot start ``nproc`` ranks per node (one device each), or None."""
+    if device_type == "cuda":
+        import torch
+
+        have = torch.cuda.device_count()
+        if nproc > have:
+            return f"--nproc {nproc} needs {nproc} GPUs; this machine has {have}"
+        return None
+    have = os.cpu_count() or 1
+    if nproc > have:
+        return f"--nproc {nproc} exceeds the {have} CPU cores here; use --nproc {have} or fewer"
+    return None
+
+
+def check_nproc(nproc: int, device_type: str) -> None:
+    """Bad input on the command line (exit 2) where a suite would skip: more ranks than devices."""
+    from accelbench.errors import UsageError
+
+    reason = nproc_reason(nproc, device_type)
+    if reason:
+        raise UsageError(reason)
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """Where the ranks run: one node (the default) or several meeting at a rendezvous endpoint."""
+
+    nnodes: int = 1
+    node_rank: int = 0
+    rdzv_endpoint: str = ""
+
+    @classmethod
+    def of(cls, params: Any) -> "Nodes":
+        """The nodes a family's parameters ask for (see :class:`accelbench.params.NodesParams`)."""
+        return cls(params.nnodes, params.node_rank, params.rdzv_endpoint)
+
+    def torchrun_args(self) -> list[str]:
+        if self.nnodes == 1:
+            return ["--standalone", "--nnodes=1"]
+        return [
+            f"--nnodes={self.nnodes}",
+            f"--node-rank={self.node_rank}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={self.rdzv_endpoint}",
+            "--rdzv-id=accelbench",
+        ]
+
+
+def run_ranks(
+    module: str,
+    payload: dict[str, Any],
+    ctx: RunContext,
+    *,
+    nproc: int,
+    device_type: str,
+    budget: float,
+    nodes: Nodes = Nodes(),
+    rank_timeout: float = 300.0,
+) -> dict[str, Any]:
+    """Run ``python -m module`` on ``nproc`` ranks per node and return rank 0's report.
+
+    Raises the skip exception when the machine lacks the devices, RuntimeError with the
+    cause when a rank fails or the budget runs out, and :class:`RecordedElsewhere` on a
+    node other than ``--node-rank 0`` once the report has arrived.
+    """
+    import time
+
+    reason = nproc_reason(nproc, device_type)
+    if reason:
+        raise BenchmarkSkipped(reason)
+    tag = f"{module.rsplit('.', 1)[-1]}-{uuid.uuid4().hex[:8]}"
+    out, log = ctx.log_dir / f"{tag}.json", ctx.log_dir / f"{tag}.log"
+    cmd = [sys.executable, "-m", "torch.distributed.run", *nodes.torchrun_args()]
+    cmd += [f"--nproc-per-node={nproc}", "--max-restarts=0", "-m", module]
+    cmd += ["--payload", json.dumps(payload), "--out", str(out), "--log-dir", str(ctx.log_dir)]
+    cmd += ["--timeout", str(rank_timeout)]
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    where = f" x {nodes.nnodes} nodes" if nodes.nnodes > 1 else ""
+    ctx.progress(f"torchrun: {nproc} rank(s){where}")
+    started = time.monotonic()
+    with log.open("ab") as sink:
+        try:
+            proc = subprocess.run(cmd, stdout=sink, stderr=subprocess.STDOUT, env=env, timeout=budget)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"a rank hung: torchrun did not finish within {budget:g} s (see {log})") from None
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        raise RuntimeError(
+            f"a rank failed, so the run was stopped: torchrun exited with status {proc.returncode} "
+            f"after {time.monotonic() - started:.0f} s: {tail[0][:300]} (see {log})"
+        )
+    report = json.loads(out.read_text(encoding="utf-8"))
+    out.unlink()
+    if nodes.node_rank != 0:
+        raise RecordedElsewhere(
+            f"node {nodes.node_rank}: the ranks finished; the invocation started with --node-rank 0 records the result"
+        )
+    return report
+
+
+@dataclass
+class Rank:
+    """One rank's place in the job, as the body sees it."""
+
+    device: "torch.device"
+    local_rank: int
+    rank: int
+    world: int
+    log_dir: Path
+    progress: Callable[[str], None]
+
+
+def start_rank(device: str, threads: int | None, timeout_s: float, backend: str = "auto") -> tuple[Any, int, int, int]:
+    """Join the process group torchrun set up: (this rank's device, local rank, rank, world size).
+
+    One GPU per local rank over NCCL; on CPUs gloo, with the cores split between the node's
+    ranks unless ``threads`` says otherwise.
+    """
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    local_rank = int(os.environ["LOCAL_RANK"])
+    use_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    dev = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(dev)
+    else:
+        torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // int(os.environ["LOCAL_WORLD_SIZE"])))
+    if backend == "auto":
+        backend = "nccl" if use_cuda else "gloo"
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    return dev, local_rank, dist.get_rank(), dist.get_world_size()
+
+
+def _hand_back(rank: Rank, out: str, report: object) -> None:
+    """Send rank 0's report to every node; each node's first rank writes it for its parent."""
+    import torch.distributed as dist
+
+    box = [report]
+    dist.broadcast_object_list(box, src=0)
+    if rank.local_rank == 0:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(box[0], f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def rank_main(
+    body: Callable[[dict[str, Any], Rank], object], backend: Callable[[dict[str, Any]], str] | None = None
+) -> None:
+    """A rank module's ``__main__``: parse the launcher's arguments, join the group, run ``body``, report.
+
+    ``body`` returns the report on rank 0 (other ranks' return values are ignored).
+    The process leaves without interpreter teardown: gloo's threads can abort a finished
+    process in C++ destructors at exit ("terminate called without an active exception").
+    """
+    p = argparse.ArgumentParser()
+    p.add_argument("--payload", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--log-dir", required=True)
+    p.add_argument("--timeout", type=float, default=300.0)
+    args = p.parse_args()
+    payload = json.loads(args.payload)
+    params = payload.get("params", {})
+    device, local_rank, rank, world = start_rank(
+        params.get("device", "auto"), params.get("threads"), args.timeout, backend(payload) if backend else "auto"
+    )
+    talk = (lambda m: print(m, flush=True)) if rank == 0 else (lambda m: None)
+    me = Rank(device, local_rank, rank, world, Path(args.log_dir), talk)
+    report = body(payload, me)
+    _hand_back(me, args.out, report if rank == 0 else None)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+__all__ = ["Nodes", "Rank", "check_nproc", "nproc_reason", "rank_main", "run_ranks", "start_rank"]

@@ -1,0 +1,59 @@
+"""One training step, shared by training throughput and time to accuracy.
+
+A step is what a training loop does: zero the gradients, compute the loss under
+autocast, backpropagate (through GradScaler for fp16) and step the optimizer. Both
+families call the same :class:`TrainStep`, so a precision means the same arithmetic
+in a throughput figure and in a time to accuracy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    import torch
+
+#: the training precisions that run under autocast, and the dtype each casts to
+AUTOCAST_DTYPE = {"amp_fp16": "float16", "amp_bf16": "bfloat16"}
+
+
+def autocast(device: "torch.device", precision: str) -> Any:
+    """torch.autocast for an ``amp_*`` precision, a no-op context otherwise."""
+    import torch
+
+    if precision in AUTOCAST_DTYPE:
+        return torch.autocast(device.type, dtype=getattr(torch, AUTOCAST_DTYPE[precision]))
+    return contextlib.nullcontext()
+
+
+def fused_kwargs(device: "torch.device") -> dict[str, bool]:
+    """Fused optimizers on CUDA: one kernel per step, and GradScaler hands them its inf check on
+    the device instead of reading it back to the host (no synchronisation inside a step)."""
+    return {"fused": True} if device.type == "cuda" else {}
+
+
+class TrainStep:
+    """Zero, forward under autocast, backward (scaled for fp16), step."""
+
+    def __init__(self, optimizer: "torch.optim.Optimizer", device: "torch.device", precision: str) -> None:
+        import torch
+
+        self.optimizer = optimizer
+        self.device = device
+        self.precision = precision
+        self.scaler = torch.amp.GradScaler(device.type) if precision == "amp_fp16" else None
+
+    def __call__(self, compute_loss: Callable[[], "torch.Tensor"]) -> "torch.Tensor":
+        """Run one step; returns the loss, detached (reading it synchronises, so callers choose when)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        with autocast(self.device, self.precision):
+            loss = compute_loss()
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        return loss.detach()
