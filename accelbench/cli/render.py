@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -35,6 +36,7 @@ class ProgressObserver:
             transient=True,
         )
         self.task: Any = None
+        self.last_message = ""
 
     def __enter__(self) -> "ProgressObserver":
         self.progress.start()
@@ -52,9 +54,12 @@ class ProgressObserver:
         self.progress.update(self.task, description=entry.label, status="starting")
 
     def entry_progress(self, message: str) -> None:
+        self.last_message = message
         self.progress.update(self.task, status=message)
 
     def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None:
+        if not results:  # another invocation records it (a multi-node job's other node): say so
+            self.progress.console.print(f"[dim]{' ' * 8}{entry.label}: {escape(self.last_message)}[/]")
         for r in results:
             style = STATUS_STYLE[r.status]
             flags = sorted({w.split(":", 1)[0] for w in r.warnings})
