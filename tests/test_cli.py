@@ -1,7 +1,6 @@
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import run_cli
@@ -31,12 +30,10 @@ SUBCOMMANDS = [
 
 
 @pytest.mark.parametrize("words", SUBCOMMANDS, ids=lambda w: " ".join(w) or "top")
-def test_help_is_complete_and_fast(words, cli_env, tmp_path):
-    t0 = time.perf_counter()
+def test_help_is_complete(words, cli_env, tmp_path):
+    # fast help is checked structurally (test_parsing_does_not_import_torch), not by a wall-clock bound
     p = run_cli([*words, "--help"], cli_env, tmp_path)
-    elapsed = time.perf_counter() - t0
     assert p.returncode == 0 and p.stdout.startswith("usage: accelbench")
-    assert elapsed < 3.0  # a fresh interpreter; the no-torch check below is the strict one
 
 
 def test_parsing_does_not_import_torch():
