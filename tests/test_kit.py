@@ -40,8 +40,9 @@ def test_training_pct_of_peak_carries_an_interval():
     )
     assert r.status == "ok", r.error
     assert r.params["display_every"] == 6  # the default window adapts to a short run
-    if "pct_of_peak" in r.metrics:
-        assert r.metrics["pct_of_peak"].ci95 is not None
+    pct, tp = r.metrics["pct_of_peak"], r.metrics["throughput"]
+    assert pct.ci95 is not None and pct.ci95[0] <= pct.value <= pct.ci95[1]
+    assert pct.ci95[1] / pct.ci95[0] == pytest.approx(tp.ci95[1] / tp.ci95[0])
 
 
 def test_an_impossible_nproc_is_skipped_by_every_family(tmp_path, store, profile):

@@ -52,7 +52,10 @@ def prepare(params: Any) -> Prepared:
     return Prepared(device, torch.get_num_threads())
 
 
-def skip_if(reason: str | None) -> None:
-    """Raise the one skip exception when there is a reason this machine cannot run the variant."""
+def skip_if(reason: str | None, record: dict[str, Any] | None = None) -> None:
+    """Raise the one skip exception when there is a reason this machine cannot run the variant.
+
+    ``record`` (the parameters as resolved: device, threads) becomes the skipped record's parameters.
+    """
     if reason:
-        raise BenchmarkSkipped(reason)
+        raise BenchmarkSkipped(reason, record)

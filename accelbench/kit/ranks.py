@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from accelbench.errors import BenchmarkSkipped, RecordedElsewhere
+from accelbench.errors import BenchmarkSkipped, RecordedElsewhere, UsageError
 from accelbench.kit.context import RunContext
 
 if TYPE_CHECKING:
@@ -49,8 +49,6 @@ def nproc_reason(nproc: int, device_type: str) -> str | None:
 
 def check_nproc(nproc: int, device_type: str) -> None:
     """Bad input on the command line (exit 2) where a suite would skip: more ranks than devices."""
-    from accelbench.errors import UsageError
-
     reason = nproc_reason(nproc, device_type)
     if reason:
         raise UsageError(reason)

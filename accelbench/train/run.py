@@ -134,7 +134,7 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     info = workload_class(params.model).info
     record: dict[str, Any] = params.to_dict() | {"device": device.type, "display_every": params.window}
     peak_precision = loop.PEAK_PRECISION[params.precision]
-    skip_if(unsupported_reason(device, peak_precision))
+    skip_if(unsupported_reason(device, peak_precision), record)
     batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
     world = params.world_size
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch * world}
@@ -184,7 +184,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     info = workload.info
     record = prep.record(params, display_every=params.window)
     peak_precision = loop.PEAK_PRECISION[params.precision]
-    skip_if(unsupported_reason(device, peak_precision))
+    skip_if(unsupported_reason(device, peak_precision), record)
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     with matmul_mode(device, "tf32" if params.precision == "tf32" else "fp32"):
         ctx.progress(f"building {info.name} ({params.scale})")
