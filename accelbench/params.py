@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from accelbench.devices import check_device_name
 from accelbench.errors import UsageError
+from accelbench.measure.timer import TimerConfig
 
 P = TypeVar("P", bound="CommonParams")
 
@@ -38,6 +39,21 @@ def opt(
         default=default,
         metadata={"help": help, "choices": choices, "flag": flag, "metavar": metavar, "sweep": sweep},
     )
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``; else a UsageError that suggests the likely intended one.
+
+    ``fp16`` where autocast precisions are named ``amp_fp16`` is the common slip (kernels take
+    plain dtypes, models autocast): name it rather than the nearest spelling.
+    """
+    if value in choices:
+        return value
+    import difflib
+
+    close = [f"amp_{value}"] if f"amp_{value}" in choices else difflib.get_close_matches(str(value), choices, n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    raise UsageError(f"unknown {name.replace('_', ' ')} {value!r}: choose one of {', '.join(choices)}{hint}")
 
 
 _SIZE_SUFFIX = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20}
@@ -68,6 +84,10 @@ class CommonParams:
         check_device_name(self.device)
         if self.threads is not None and self.threads < 1:
             raise UsageError(f"threads must be a positive integer, got {self.threads}")
+        for f in fields(self):
+            choices = f.metadata.get("choices")
+            if choices:
+                check_choice(f.name, getattr(self, f.name), choices)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -90,33 +110,42 @@ class CommonParams:
         return " ".join(words)
 
 
+_T = TimerConfig()
+
+
 @dataclass(frozen=True)
 class TimingParams(CommonParams):
-    """The measurement budget of a kernel benchmark (see :class:`accelbench.measure.timer.TimerConfig`)."""
+    """The measurement budget of a kernel benchmark; the defaults are :class:`TimerConfig`'s."""
 
-    min_time: float = 0.5
-    max_time: float = 10.0
-    min_reps: int = 10
-    warmup: float = 0.1
-    cache: str = "auto"
+    min_time: float = opt(_T.min_time, "keep sampling for at least S seconds", metavar="S", sweep=False)
+    max_time: float = opt(_T.max_time, "stop sampling after S seconds", metavar="S", sweep=False)
+    min_reps: int = opt(_T.min_reps, "at least N samples", metavar="N", sweep=False)
+    warmup_time: float = opt(
+        _T.warmup_seconds,
+        "warm-up seconds before sampling (--warmup counts steps in train and tta)",
+        metavar="S",
+        sweep=False,
+    )
+    cache: str = opt(
+        "auto",
+        "cold flushes the GPU's L2 between samples (auto: cold on CUDA, hot on CPU)",
+        choices=("auto", "hot", "cold"),
+        sweep=False,
+    )
 
     def validate(self) -> None:
         super().validate()
-        if self.cache not in ("auto", "hot", "cold"):
-            raise UsageError(f"cache mode {self.cache!r}: use auto, hot or cold")
         if self.min_reps < 1:
             raise UsageError(f"--min-reps must be a positive integer, got {self.min_reps}")
         if self.min_time < 0 or self.max_time <= 0 or self.max_time < self.min_time:
             raise UsageError("timing budget: need 0 <= --min-time <= --max-time and --max-time > 0")
-        if self.warmup < 0:
-            raise UsageError(f"--warmup must not be negative, got {self.warmup:g}")
+        if self.warmup_time < 0:
+            raise UsageError(f"--warmup-time must not be negative, got {self.warmup_time:g}")
 
-    def timer_config(self, device_type: str) -> Any:
-        from accelbench.measure.timer import TimerConfig
-
+    def timer_config(self, device_type: str) -> TimerConfig:
         cache = self.cache if self.cache != "auto" else ("cold" if device_type == "cuda" else "hot")
         return TimerConfig(
-            warmup_seconds=self.warmup,
+            warmup_seconds=self.warmup_time,
             min_reps=self.min_reps,
             min_time=self.min_time,
             max_time=self.max_time,
@@ -128,12 +157,19 @@ class TimingParams(CommonParams):
 class KernelParams(TimingParams):
     """What every kernel benchmark adds: the reference check and CUDA graph replay."""
 
-    check: bool = opt(True, "check the output against an fp64 reference first", sweep=False)
+    check: bool = opt(True, "skip the check against the fp64 reference", flag="--no-check", sweep=False)
     graph: bool = opt(False, "also time CUDA graph replay, beside eager (CUDA only)", sweep=False)
 
     def check_environment(self, device_type: str) -> None:
         if self.graph and device_type != "cuda":
             raise UsageError(f"--graph times CUDA graph replay and needs a CUDA device, not {device_type}")
+
+
+@dataclass(frozen=True)
+class ScaleParams:
+    """The model's size: declared once for every family that builds a model."""
+
+    scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,25 @@ from accelbench.tta.specs import TtaParams
 
 
 @dataclass(frozen=True)
+class Command:
+    """How a benchmark is offered as ``accelbench NAME POSITIONAL [flags]``; the CLI builds it from this.
+
+    Flags come from the parameter class's fields; ``positional`` is the field given first (a comma list
+    sweeps it like any flag). ``scaling`` names the metric of the table over device counts printed after a
+    run, ``note`` a line printed before it.
+    """
+
+    name: str
+    help: str
+    description: str
+    positional: str
+    metavar: str
+    note: str = ""
+    scaling: str | None = None
+    scaling_figure: str = "throughput"
+
+
+@dataclass(frozen=True)
 class BenchmarkInfo:
     name: str
     description: str
@@ -41,6 +60,7 @@ class BenchmarkInfo:
     timeout: float = 600.0
     primary_metric: str | None = None
     hidden: bool = False
+    command: Command | None = None
 
     def load(self) -> Callable[[Any, RunContext], Iterable[Any]]:
         module, _, func = self.target.partition(":")
@@ -111,6 +131,19 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.train.run:run",
             timeout=3600,
             primary_metric="throughput",
+            command=Command(
+                "train",
+                "training throughput (samples/s) of a model on synthetic data, as tf_cnn_benchmarks measured it",
+                "Train MODEL on synthetic batches generated on the device: --warmup steps, then --num-batches "
+                "measured steps in windows of --display-every. Reports samples/s (median over windows, with a "
+                "95% CI), seconds per step, peak memory, and TFLOPS and % of peak from the model's counted FLOPs. "
+                "--batch-size is PER DEVICE. Size and option flags take comma lists to sweep (--batch-size "
+                "32,64,128); a combination this machine cannot run is recorded as skipped.",
+                positional="model",
+                metavar="MODEL",
+                note="batch sizes are per device: the global batch is the per-device batch x the number of devices",
+                scaling="throughput",
+            ),
         ),
         BenchmarkInfo(
             "infer/loadgen",
@@ -119,6 +152,24 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.infer.run:run",
             timeout=1800,
             primary_metric=None,
+            command=Command(
+                "infer",
+                "inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
+                "Serve MODEL to the MLPerf LoadGen (mlcommons-loadgen) in a scenario, through a batching system "
+                "under test (one worker per device, a shared queue, --batch-size and --max-wait-ms). A short probe "
+                "sets LoadGen's hints first. --mode performance records the scenario's metric (Offline samples/s, "
+                "Server QPS, SingleStream p90 latency, MultiStream p99 query latency), latency percentiles and "
+                "LoadGen's VALID/INVALID verdict with the reasons in plain words, read from mlperf_log_detail.txt. "
+                "--mode accuracy scores the answers LoadGen logged (mlperf_log_accuracy.json) against an FP32 eager "
+                "run of the same weights on the same samples (with --dataset DIR: against its labels) and applies "
+                "MLPerf's 99%/99.9% gates. --mode find-peak bisects the highest valid Server QPS (2%) or the "
+                "largest MultiStream query within --latency-bound-ms, then confirms it with a full run. Backends: "
+                "torch, compile, onnxruntime and int8 (pip install 'accelbench[onnx]'), null and sleep (harness "
+                "checks), or a user's package.module:Class. The quick profile takes seconds and is non-compliant; "
+                "official loads LoadGen's mlperf.conf (600 s, official seeds).",
+                positional="model",
+                metavar="MODEL",
+            ),
         ),
         BenchmarkInfo(
             "tta/time_to_target",
@@ -127,6 +178,21 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.tta.run:run",
             timeout=7 * 24 * 3600,
             primary_metric="time_to_target_seconds",
+            command=Command(
+                "tta",
+                "time (and cost) to accuracy on real data over several seeds: MLPerf Training, DAWNBench",
+                "Train WORKLOAD on its real dataset until the quality target, --seeds times, each seed with its "
+                "own MLPerf-format log (mlperf-logging) in the run folder. The clock starts after model creation "
+                "and data staging (MLPerf's run_start) and stops at the first evaluation that reaches the target. "
+                "The score is the olympic mean (the fastest and the slowest runs dropped); a run that hits "
+                "--max-epochs counts as the slowest, and more than one such run makes the result invalid. With a "
+                "price per hour (--price-per-hour, or price_per_hour in config.toml) the cost to accuracy is "
+                "recorded too. digits needs no download (scikit-learn ships it).",
+                positional="workload",
+                metavar="WORKLOAD",
+                scaling="time_to_target_seconds",
+                scaling_figure="time to target",
+            ),
         ),
         BenchmarkInfo(
             "selftest/ok",

@@ -55,7 +55,7 @@ def main() -> None:
         inline_rates, our_rates = [], []
         for i in range(args.rounds):
             [ours] = run_inline(make_entry("infer/loadgen", {"scenario": "offline", **null}), base)
-            our_rates.append(ours.metrics["samples_per_second"].value)
+            our_rates.append(ours.metrics["throughput"].value)
             planned = float(
                 read_detail(Path(ours.details["loadgen_log_dir"]) / "mlperf_log_detail.txt")[
                     "requested_offline_expected_qps"
@@ -70,8 +70,8 @@ def main() -> None:
         for qps in (5_000, 10_000, 20_000, 30_000, 40_000):
             entry = make_entry("infer/loadgen", {"scenario": "server", "target_qps": qps, **null})
             [r] = run_inline(entry, base)
-            print(f"Server at {qps:,} QPS: {'VALID' if r.params['valid'] else 'INVALID'}")
-            if r.params["valid"]:
+            print(f"Server at {qps:,} QPS: {'VALID' if r.valid else 'INVALID'}")
+            if r.valid:
                 best = qps
         print(f"highest VALID Server target: {best:,.0f} QPS (target >= 20,000)")
 

@@ -75,6 +75,9 @@ BAD = [
     (["train", "resnet18", "--num-batches", "0"], "positive"),
     (["train", "ncf", "--channels-last"], "no 4-D image input"),
     (["train", "resnet18", "--precision", "tf32", "--device", "cpu"], "cannot run it"),
+    (["train", "resnet18", "--precision", "fp16"], "did you mean amp_fp16?"),
+    (["tta", "digits", "--precision", "bf16"], "did you mean amp_bf16?"),
+    (["kernels", "gemm", "--warmup-time", "-1"], "--warmup-time must not be negative"),
     (["train", "resnet18", "--nproc", "512"], "--nproc 512"),
     (["train", "resnet18", "--batch-size", "auto", "--nproc", "2"], "auto searches on one device"),
     (["train", "nomodule:Model"], "cannot load workload 'nomodule:Model'"),
@@ -208,6 +211,22 @@ def test_kernel_sets_sweep_and_limit(cli_env, tmp_path):
     assert p.returncode == 0 and "3 ok" in p.stdout
     for shape in ("16x16x16", "32x32x16", "64x64x16"):
         assert shape in p.stdout
+
+
+def test_a_sweep_skips_what_this_machine_cannot_run(cli_env, tmp_path):
+    """Alone, tf32 on a CPU is bad input (exit 2); in a sweep it is one skipped row and the rest runs."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("tf32 runs on this machine's GPU")
+    db = ["--db", str(tmp_path / "s.db")]
+    args = ["train", "ncf", "--scale", "tiny", "--batch-size", "64", "--num-batches", "2", "--warmup", "0", *db]
+    p = run_cli([*args, "--precision", "fp32,tf32", "--device", "cpu"], cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 ok, 0 failed, 1 skipped" in p.stdout and "tf32" in p.stdout
+    p = run_cli(["infer", "resnet18", "--backend", "null,int8", "--precision", "amp_fp16", *db], cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 ok, 0 failed, 1 skipped" in p.stdout and "runs int8, not amp_fp16" in p.stdout
 
 
 def test_train_scaling_table(cli_env, tmp_path):

@@ -27,10 +27,8 @@ def test_pairing_by_workload_and_ignore():
 
 def test_seeds_and_validity_do_not_split_a_pair():
     """Two time-to-accuracy sets draw different random seeds; a VALID and an INVALID run are still one workload."""
-    a = make_result(params={"workload": "digits", "seeds_used": [1, 2, 3], "seed": -1, "valid": True})
-    b = make_result(
-        run_id="b", value=2.0, params={"workload": "digits", "seeds_used": [7, 8, 9], "seed": -1, "valid": False}
-    )
+    a = make_result(params={"workload": "digits", "seeds_used": [1, 2, 3], "seed": -1})
+    b = make_result(run_id="b", value=2.0, params={"workload": "digits", "seeds_used": [7, 8, 9], "seed": -1})
     assert len(compare([a], [b])) == 1
 
 
@@ -64,7 +62,7 @@ def test_scaling_of_a_lower_is_better_figure():
     from accelbench.results.scaling import scaling_rows
 
     def tta(nproc: int, seconds: float, seeds: list[int]):
-        r = make_result(params={"workload": "digits", "nproc": nproc, "seeds_used": seeds, "valid": True})
+        r = make_result(params={"workload": "digits", "nproc": nproc, "seeds_used": seeds})
         r.metrics = {"time_to_target_seconds": Metric(value=seconds, unit="s", higher_is_better=False, n=3)}
         r.primary_metric = "time_to_target_seconds"
         return r

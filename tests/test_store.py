@@ -116,3 +116,43 @@ def test_ambiguous_and_unknown_ids(store):
 def test_result_from_dict_ignores_nothing_it_knows():
     r = make_result()
     assert Result.from_json(r.to_json()).to_dict() == r.to_dict()
+
+
+def _v1_infer_record() -> dict:
+    """A record as accelbench 0.2 (schema 1) stored an Offline LoadGen run."""
+    r = make_result()
+    d = r.to_dict() | {"benchmark": "infer/loadgen", "schema_version": 1, "primary_metric": "samples_per_second"}
+    del d["valid"]
+    d["params"] = {"model": "resnet18", "scenario": "offline", "devices": 2, "valid": True, "device": "cpu"}
+    metric = {"value": 10.0, "unit": "samples/s", "higher_is_better": True, "ci95": None, "n": None}
+    d["metrics"] = {"samples_per_second": metric, "samples_per_second_per_device": metric | {"value": 5.0}}
+    return d
+
+
+def test_version_1_records_read_as_today(store, tmp_path):
+    """An outcome moved out of params and names unified in schema 2; old stores and exports still read."""
+    old = _v1_infer_record()
+    kernel = make_result().to_dict() | {"schema_version": 1, "id": "f" * 32}
+    del kernel["valid"]
+    kernel["params"] = dict(kernel["params"], warmup=0.2)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps([old, kernel]))
+    from accelbench.results.exchange import import_path
+
+    assert import_path(store, path)[0] == 2
+    r = store.get(old["id"])
+    assert r.schema_version == 2 and r.valid is True and "valid" not in r.params
+    assert r.params["nproc"] == 2 and "devices" not in r.params
+    assert r.primary_metric == "throughput" and r.primary.value == 10.0
+    assert r.metrics["throughput_per_device"].value == 5.0 and "samples_per_second" not in r.metrics
+    assert store.get("f" * 32).params["warmup_time"] == 0.2
+
+
+def test_a_record_from_a_newer_accelbench_is_refused_in_one_line(store, tmp_path):
+    newer = make_result().to_dict() | {"schema_version": 99}
+    path = tmp_path / "new.json"
+    path.write_text(json.dumps([newer]))
+    from accelbench.results.exchange import import_path
+
+    with pytest.raises(UsageError, match="schema version 99, newer than this accelbench reads"):
+        import_path(store, path)

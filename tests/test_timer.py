@@ -84,7 +84,11 @@ def test_bad_budgets_are_refused(kwargs):
 
 @pytest.mark.parametrize(
     "params, flag",
-    [({"min_reps": 0}, "--min-reps"), ({"min_time": 2.0, "max_time": 1.0}, "--max-time"), ({"warmup": -1}, "--warmup")],
+    [
+        ({"min_reps": 0}, "--min-reps"),
+        ({"min_time": 2.0, "max_time": 1.0}, "--max-time"),
+        ({"warmup_time": -1}, "--warmup-time"),
+    ],
 )
 def test_bad_budgets_on_the_command_line_name_the_flag(params, flag):
     from accelbench.suite.suites import make_entry

@@ -33,9 +33,12 @@ def register(sub: Any) -> None:
     a.add_common_options(run)
     run.set_defaults(handler=cmd_run)
 
-    _register_train(sub)
-    _register_infer(sub)
-    _register_tta(sub)
+    from accelbench.cli.kernel_args import add_param_flags, add_set_flags
+    from accelbench.registry import BENCHMARKS
+
+    for info in BENCHMARKS.values():
+        if info.command is not None:
+            _register_family(sub, info)
     kernels = sub.add_parser(
         "kernels",
         help="kernel benchmarks (DeepBench): gemm, conv, rnn, attention, sparse, membw, allreduce",
@@ -48,8 +51,6 @@ def register(sub: Any) -> None:
     kernels.add_argument("--sets", action="store_true", help="list the named shape sets and their sizes")
     kernels.set_defaults(handler=cmd_kernel_sets, help_parser=kernels)
     ksub = kernels.add_subparsers(dest="kernel", metavar="KERNEL", parser_class=a.Parser)
-    from accelbench.cli.kernel_args import add_param_flags, add_set_flags
-    from accelbench.registry import BENCHMARKS
 
     for info in BENCHMARKS.values():
         if not info.name.startswith("kernels/"):
@@ -59,84 +60,28 @@ def register(sub: Any) -> None:
         kp = ksub.add_parser(short, help=info.description.replace("%", "%%"), description=f"{info.description}. {doc}")
         add_param_flags(kp, info.params, short)
         add_set_flags(kp, info.name)
-        _add_timing_options(kp)
         a.add_common_options(kp)
         kp.set_defaults(handler=cmd_kernel, benchmark=info.name)
 
 
-def _register_train(sub: Any) -> None:
-    from accelbench.cli.kernel_args import add_param_flags
-    from accelbench.train.specs import TrainParams
+def _register_family(sub: Any, info: Any) -> None:
+    """``accelbench train|infer|tta ...``: the positional field, one flag per other field, the common options."""
+    from dataclasses import fields
 
-    train = sub.add_parser(
-        "train",
-        help="training throughput (samples/s) of a model on synthetic data, as tf_cnn_benchmarks measured it",
-        description=(
-            "Train MODEL on synthetic batches generated on the device: --warmup steps, then --num-batches "
-            "measured steps in windows of --display-every. Reports samples/s (median over windows, with a "
-            "95% CI), seconds per step, peak memory, and TFLOPS and % of peak from the model's counted FLOPs. "
-            "--batch-size is PER DEVICE. Size and option flags take comma lists to sweep (--batch-size 32,64,128)."
-        ),
-    )
-    train.add_argument(
-        "model",
+    from accelbench.cli.kernel_args import add_param_flags
+
+    cmd = info.command
+    field = next(f for f in fields(info.params) if f.name == cmd.positional)
+    p = sub.add_parser(cmd.name, help=cmd.help.replace("%", "%%"), description=cmd.description)
+    p.add_argument(
+        cmd.positional,
         type=a.list_of(str),
-        metavar="MODEL",
-        help="model name (see 'accelbench list --models'), a comma list, or package.module:Class for your own",
+        metavar=cmd.metavar,
+        help=f"{field.metadata['help']}; a comma list sweeps",
     )
-    add_param_flags(train, TrainParams, "training", skip=frozenset({"model"}))
-    a.add_common_options(train)
-    train.set_defaults(handler=cmd_train)
-
-
-def _register_infer(sub: Any) -> None:
-    from accelbench.cli.kernel_args import add_param_flags
-    from accelbench.infer.specs import InferParams
-
-    infer = sub.add_parser(
-        "infer",
-        help="inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
-        description=(
-            "Serve MODEL to the MLPerf LoadGen (mlcommons-loadgen) in a scenario, through a batching system "
-            "under test (one worker per device, a shared queue, --batch-size and --max-wait-ms). A short probe "
-            "sets LoadGen's hints first. --mode performance records the scenario's metric (Offline samples/s, "
-            "Server QPS, SingleStream p90 latency, MultiStream p99 latency), latency percentiles and LoadGen's "
-            "VALID/INVALID verdict with the reasons in plain words, read from mlperf_log_detail.txt. --mode "
-            "accuracy scores the answers LoadGen logged (mlperf_log_accuracy.json) against an FP32 eager run "
-            "of the same weights on the same samples (with --dataset DIR: against its labels) and applies "
-            "MLPerf's 99%/99.9% gates. --mode find-peak bisects the highest valid Server QPS (2%) or the "
-            "largest MultiStream query within --latency-bound-ms, then confirms it with a full run. Backends: "
-            "torch, compile, onnxruntime and int8 (pip install 'accelbench[onnx]'), null and sleep (harness "
-            "checks), or a user's package.module:Class. The quick profile takes seconds and is non-compliant; "
-            "official loads LoadGen's mlperf.conf (600 s, official seeds)."
-        ),
-    )
-    infer.add_argument("model", type=a.list_of(str), metavar="MODEL", help="model name, or a comma list")
-    add_param_flags(infer, InferParams, "inference", skip=frozenset({"model"}))
-    a.add_common_options(infer)
-    infer.set_defaults(handler=cmd_infer)
-
-
-def _add_timing_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("measurement")
-    g.add_argument(
-        "--min-time", type=float, default=0.5, metavar="S", help="keep sampling for at least S seconds (default 0.5)"
-    )
-    g.add_argument(
-        "--max-time", type=float, default=10.0, metavar="S", help="stop sampling after S seconds (default 10)"
-    )
-    g.add_argument("--min-reps", type=a.positive_int, default=10, metavar="N", help="at least N samples (default 10)")
-    g.add_argument(
-        "--warmup", type=float, default=0.1, metavar="S", help="warm-up seconds before sampling (default 0.1)"
-    )
-    g.add_argument(
-        "--cache",
-        choices=("auto", "hot", "cold"),
-        default="auto",
-        help="cold flushes the GPU's L2 between samples (auto: cold on CUDA, hot on CPU)",
-    )
-    g.add_argument("--no-check", dest="check", action="store_false", help="skip the check against the fp64 reference")
-    g.add_argument("--graph", action="store_true", help="also time CUDA graph replay, beside eager (CUDA only)")
+    add_param_flags(p, info.params, cmd.name, skip=frozenset({cmd.positional}))
+    a.add_common_options(p)
+    p.set_defaults(handler=cmd_family, benchmark=info.name)
 
 
 def _options(ns: argparse.Namespace) -> Any:
@@ -191,13 +136,23 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
 
 
 def _check_environment(suite: Suite, device: str | None) -> None:
-    """What the machine cannot do (a missing GPU, too many processes) is bad input: fail before running."""
+    """What the machine cannot do at all (a missing GPU, too many processes) is bad input: fail before running.
+
+    In a sweep, the combinations it cannot run are recorded as skipped by the benchmark itself (as a
+    suite file's are); only a command line that asks for nothing runnable is refused.
+    """
     from accelbench import registry
     from accelbench.devices import resolve_device
 
+    problems = []
     for entry in suite.entries:
         params = registry.get(entry.benchmark).make_params(entry.params)
-        params.check_environment(resolve_device(device or params.device).type)
+        try:
+            params.check_environment(resolve_device(device or params.device).type)
+        except UsageError as exc:
+            problems.append(exc)
+    if problems and len(problems) == len(suite.entries):
+        raise problems[0]
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
@@ -223,81 +178,29 @@ def cmd_kernel(ns: argparse.Namespace) -> int:
     return _execute(ns, suite)
 
 
-def cmd_train(ns: argparse.Namespace) -> int:
+def cmd_family(ns: argparse.Namespace) -> int:
     from accelbench.cli.kernel_args import entries_from_args
     from accelbench.cli.render import console
-    from accelbench.train.specs import TrainParams
+    from accelbench.registry import get
 
-    ns.sweep = False  # ns.model is a list: models sweep like any other flag
-    entries = entries_from_args(ns, "train/throughput", TrainParams)
-    suite = Suite("train", entries, source="command line")
+    info = get(ns.benchmark)
+    ns.sweep = False  # the positional is a list: it sweeps like any other flag
+    suite = Suite(info.command.name, entries_from_args(ns, info.name, info.params), source="command line")
     _check_environment(suite, ns.device)
-    console.print(
-        "[dim]batch sizes are per device: the global batch is the per-device batch x the number of devices[/]"
-    )
-    return _execute(ns, suite, after=_print_scaling)
+    if info.command.note:
+        console.print(f"[dim]{info.command.note}[/]")
+    return _execute(ns, suite, after=lambda summary: _print_scaling(summary, info.command))
 
 
-def _print_scaling(summary: Any) -> None:
+def _print_scaling(summary: Any, cmd: Any) -> None:
     from accelbench.cli.render import console, scaling_table
     from accelbench.results.scaling import scaling_rows
 
-    rows = scaling_rows(summary.results, describe=describe_params)
+    if cmd.scaling is None:
+        return
+    rows = scaling_rows(summary.results, metric=cmd.scaling, describe=describe_params)
     if rows:
-        console.print(scaling_table(rows))
-
-
-def cmd_infer(ns: argparse.Namespace) -> int:
-    from accelbench.cli.kernel_args import entries_from_args
-    from accelbench.infer.specs import InferParams
-
-    ns.sweep = False  # ns.model is a list
-    suite = Suite("infer", entries_from_args(ns, "infer/loadgen", InferParams), source="command line")
-    _check_environment(suite, ns.device)
-    return _execute(ns, suite)
-
-
-def _register_tta(sub: Any) -> None:
-    from accelbench.cli.kernel_args import add_param_flags
-    from accelbench.tta.recipes import RECIPES
-    from accelbench.tta.specs import TtaParams
-
-    tta = sub.add_parser(
-        "tta",
-        help="time (and cost) to accuracy on real data over several seeds: MLPerf Training, DAWNBench",
-        description=(
-            "Train WORKLOAD on its real dataset until the quality target, --seeds times, each seed with its "
-            "own MLPerf-format log (mlperf-logging) in the run folder. The clock starts after model creation "
-            "and data staging (MLPerf's run_start) and stops at the first evaluation that reaches the target. "
-            "The score is the olympic mean (the fastest and the slowest runs dropped); a run that hits "
-            "--max-epochs counts as the slowest, and more than one such run makes the result invalid. With a "
-            "price per hour (--price-per-hour, or price_per_hour in config.toml) the cost to accuracy is "
-            f"recorded too. Workloads: {', '.join(RECIPES)}; digits needs no download (scikit-learn ships it)."
-        ),
-    )
-    tta.add_argument("workload", type=a.list_of(str), metavar="WORKLOAD", help="workload name, or a comma list")
-    add_param_flags(tta, TtaParams, "tta", skip=frozenset({"workload"}))
-    a.add_common_options(tta)
-    tta.set_defaults(handler=cmd_tta)
-
-
-def cmd_tta(ns: argparse.Namespace) -> int:
-    from accelbench.cli.kernel_args import entries_from_args
-    from accelbench.tta.specs import TtaParams
-
-    ns.sweep = False
-    suite = Suite("tta", entries_from_args(ns, "tta/time_to_target", TtaParams), source="command line")
-    _check_environment(suite, ns.device)
-    return _execute(ns, suite, after=_print_tta_scaling)
-
-
-def _print_tta_scaling(summary: Any) -> None:
-    from accelbench.cli.render import console, scaling_table
-    from accelbench.results.scaling import scaling_rows
-
-    rows = scaling_rows(summary.results, metric="time_to_target_seconds", describe=describe_params)
-    if rows:
-        console.print(scaling_table(rows, figure="time to target"))
+        console.print(scaling_table(rows, figure=cmd.scaling_figure))
 
 
 def cmd_kernel_sets(ns: argparse.Namespace) -> int:

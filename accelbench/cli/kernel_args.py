@@ -14,18 +14,13 @@ from typing import Any
 
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, KernelParams
+from accelbench.params import CommonParams, KernelParams, check_choice
 from accelbench.suite.suites import Entry, expand, make_entry
 
-#: Fields every kernel has; their flags come from the shared option groups.
-BASE_FIELDS = {f.name for f in fields(KernelParams)}
-
-
-def _base_fields(params_cls: type) -> set[str]:
-    """The fields whose flags come from shared groups: the kernel knobs for kernels, else device/threads."""
-    if issubclass(params_cls, KernelParams):
-        return BASE_FIELDS
-    return {f.name for f in fields(CommonParams)}
+#: Fields whose flags come from the common options (--device, --threads).
+BASE_FIELDS = frozenset(f.name for f in fields(CommonParams))
+#: Fields every kernel shares: flags in a "measurement" group of their own.
+MEASUREMENT_FIELDS = frozenset(f.name for f in fields(KernelParams)) - BASE_FIELDS
 
 
 def _flag(f: Any) -> str:
@@ -37,9 +32,10 @@ def _element_parser(f: Any, hint: Any) -> Any:
     if choices:
 
         def choice(text: str) -> str:
-            if text not in choices:
-                raise argparse.ArgumentTypeError(f"unknown {f.name} {text!r}: choose from {', '.join(choices)}")
-            return text
+            try:
+                return check_choice(f.name, text, choices)
+            except UsageError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
 
         choice.__name__ = "choice"
         return choice
@@ -69,19 +65,24 @@ def _float(text: str) -> float:
 def add_param_flags(
     parser: argparse.ArgumentParser, params_cls: type, title: str, skip: frozenset[str] = frozenset()
 ) -> None:
-    """One flag per field of ``params_cls`` that is not a shared option (nor in ``skip``)."""
+    """One flag per field of ``params_cls`` that is not a common option (nor in ``skip``)."""
     hints = typing.get_type_hints(params_cls)
-    group = parser.add_argument_group(title)
-    base = _base_fields(params_cls)
-    for f in fields(params_cls):
-        if f.name in base or f.name in skip:
+    groups = {False: parser.add_argument_group(title), True: parser.add_argument_group("measurement")}
+    own = params_cls.__dict__.get("__annotations__", {})
+    for f in sorted(fields(params_cls), key=lambda f: f.name not in own):  # the benchmark's own knobs first
+        if f.name in BASE_FIELDS or f.name in skip:
             continue
+        group = groups[f.name in MEASUREMENT_FIELDS]
         meta = f.metadata
+        if hints[f.name] is bool:  # a switch: on when the default is off, "--no-..." when it is on
+            flag = meta.get("flag") or ("--no-" if f.default else "--") + f.name.replace("_", "-")
+            help_text = meta.get("help", "").replace("%", "%%")
+            group.add_argument(
+                flag, dest=f.name, action="store_const", const=[not f.default], default=None, help=help_text
+            )
+            continue
         default = f.default if f.default not in (MISSING, "") else "none"
         help_text = f"{meta.get('help', '')} (default {default})".replace("%", "%%")
-        if hints[f.name] is bool:
-            group.add_argument(_flag(f), dest=f.name, action="store_const", const=[True], default=None, help=help_text)
-            continue
         parse = _element_parser(f, hints[f.name])
         choices = meta.get("choices")
         metavar = meta.get("metavar") or ("|".join(choices) if choices else f.name.upper())
@@ -117,11 +118,8 @@ def add_set_flags(parser: argparse.ArgumentParser, kernel: str) -> None:
 
 def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type) -> list[Entry]:
     """Every (shape, option) combination the flags ask for, validated."""
-    base = _base_fields(params_cls)
-    given = {f.name: getattr(ns, f.name, None) for f in fields(params_cls) if f.name not in base}
+    given = {f.name: getattr(ns, f.name, None) for f in fields(params_cls) if f.name not in BASE_FIELDS}
     given = {k: v for k, v in given.items() if v is not None}
-    shared_names = ("min_time", "max_time", "min_reps", "warmup", "cache", "check", "graph")
-    shared = {k: getattr(ns, k) for k in shared_names if k in base and hasattr(ns, k)}
     rows: list[dict[str, Any]] = [{}]
     set_name = getattr(ns, "set", None)
     if set_name:
@@ -135,7 +133,7 @@ def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type) 
     elif getattr(ns, "limit", None):
         raise UsageError("--limit only applies with --set NAME")
     combos = _zip(given) if ns.sweep else expand(given)
-    return [make_entry(benchmark, {**row, **combo, **shared}) for row in rows for combo in combos]
+    return [make_entry(benchmark, {**row, **combo}) for row in rows for combo in combos]
 
 
 def _zip(given: dict[str, list[Any]]) -> list[dict[str, Any]]:

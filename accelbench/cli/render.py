@@ -83,8 +83,8 @@ def _detail(name: str, m: Any) -> str:
         return _PLAIN[name](m.value)
     if name.startswith("reference_"):
         return f"FP32 reference {fmt.number(m.value, 4)}"
-    if name.endswith("_latency_seconds"):
-        return f"{name.removesuffix('_latency_seconds')} per query {fmt.metric(m)}"
+    if name.startswith("query_latency_"):
+        return f"{name.removeprefix('query_latency_').removesuffix('_seconds')} per query {fmt.metric(m)}"
     if name.startswith("latency_p"):
         return f"{name.removeprefix('latency_').removesuffix('_seconds').replace('_', '.')} {fmt.metric(m)}"
     label = name.removesuffix("_gbps").removesuffix("_tflops").replace("_", " ")
@@ -94,7 +94,6 @@ def _detail(name: str, m: Any) -> str:
 _PLAIN = {
     "epochs_to_target": lambda v: f"{fmt.number(v, 3)} epochs",
     "samples_to_target": lambda v: f"{fmt.number(v, 4)} samples",
-    "train_throughput": lambda v: f"training {fmt.number(v, 4)} samples/s",
     "time_to_target_spread": lambda v: f"spread {v:.0%}",
     "cost_to_target_usd": lambda v: f"${v:.4g}",
     "quality_ratio": lambda v: f"{v:.2%} of FP32",
@@ -112,8 +111,8 @@ def _details(r: Result) -> str:
         if name.startswith("latency_") and name not in ("latency_p50_seconds", "latency_p99_seconds"):
             continue  # the full set is in the record; the table shows the median and the tail
         shown.append(_detail(name, m))
-    if "valid" in r.params:
-        shown.insert(0, "VALID" if r.params["valid"] else "[red]INVALID[/]")
+    if r.valid is not None:
+        shown.insert(0, "VALID" if r.valid else "[red]INVALID[/]")
     text = ", ".join(shown)
     if (r.details.get("peak") or {}).get("estimated") and "pct_of_peak" in r.metrics:
         text += " (est.)"

@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Iterator
 
-from accelbench.errors import UsageError
-
 if TYPE_CHECKING:
     import torch
 
@@ -19,12 +17,6 @@ FLOAT_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 #: Precisions of matrix-multiply kernels: integer and 8-bit float through torch._int_mm / torch._scaled_mm.
 MATMUL_PRECISIONS = (*FLOAT_PRECISIONS, "int8", "fp8")
 ALL_PRECISIONS = MATMUL_PRECISIONS
-
-
-def check_precision(name: str, allowed: tuple[str, ...] = MATMUL_PRECISIONS) -> str:
-    if name not in allowed:
-        raise UsageError(f"unknown precision {name!r}: choose one of {', '.join(allowed)}")
-    return name
 
 
 def torch_dtype(precision: str) -> "torch.dtype":

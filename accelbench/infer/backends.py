@@ -40,16 +40,16 @@ class Backend:
     #: whether it runs the model (False: answers without computing, to measure the harness)
     runs_model: ClassVar[bool] = True
 
-    def check(self, precision: str) -> None:
+    def unsupported(self, precision: str) -> str | None:
+        """Why this backend cannot serve at ``precision`` here, or None: a skip in a sweep, bad input alone."""
         if precision not in self.precisions:
-            raise UsageError(
+            return (
                 f"backend {self.name} runs {', '.join(self.precisions)}, not {precision}: pick one of those "
                 "or another --backend"
             )
         if self.needs and importlib.util.find_spec(self.needs[0]) is None:
-            raise UsageError(
-                f"backend {self.name} needs the {self.needs[0]} package: pip install 'accelbench[{self.needs[1]}]'"
-            )
+            return f"backend {self.name} needs the {self.needs[0]} package: pip install 'accelbench[{self.needs[1]}]'"
+        return None
 
     def load(
         self,

@@ -33,14 +33,14 @@ def _metric(value: float, unit: str, higher: bool) -> Metric:
 
 def scenario_metric(scenario: str, d: dict[str, Any]) -> tuple[str, Metric]:
     if scenario == "offline":
-        return "samples_per_second", _metric(float(d.get("result_samples_per_second", 0.0)), "samples/s", True)
+        return "throughput", _metric(float(d.get("result_samples_per_second", 0.0)), "samples/s", True)
     if scenario == "server":
         value = d.get("result_scheduled_samples_per_sec") or d.get("result_completed_samples_per_sec") or 0.0
         return "queries_per_second", _metric(float(value), "queries/s", True)
     if scenario == "singlestream":
-        return "p90_latency_seconds", _metric(d.get("result_90.00_percentile_latency_ns", 0) / 1e9, "s", False)
+        return "latency_p90_seconds", _metric(d.get("result_90.00_percentile_latency_ns", 0) / 1e9, "s", False)
     ns = d.get("result_99.00_percentile_per_query_latency_ns") or d.get("result_99.00_percentile_latency_ns", 0)
-    return "p99_latency_seconds", _metric(ns / 1e9, "s", False)
+    return "query_latency_p99_seconds", _metric(ns / 1e9, "s", False)
 
 
 def multistream_within_bound(d: dict[str, Any], bound_ms: float) -> bool:
@@ -57,15 +57,14 @@ def performance_result(
     d = outcome.detail
     name, primary = scenario_metric(params.scenario, d)
     metrics = {name: primary}
-    if primary.higher_is_better and params.devices > 1:
-        metrics[f"{name}_per_device"] = _metric(primary.value / params.devices, primary.unit + " per device", True)
+    if primary.higher_is_better and params.nproc > 1:
+        metrics[f"{name}_per_device"] = _metric(primary.value / params.nproc, primary.unit + " per device", True)
     for key, label in PERCENTILES:
-        if key in d:
+        if key in d and label not in metrics:
             metrics[label] = _metric(d[key] / 1e9, "s", False)
     valid = d.get("result_validity") == "VALID"
     bound = bound_ms(params) if params.scenario in ("server", "multistream") else None
     details: dict[str, Any] = {
-        "valid": valid,
         "loadgen_log_dir": str(outcome.outdir),
         "compliant": params.profile == "official",
         "probe": probe.to_dict(),
@@ -83,8 +82,7 @@ def performance_result(
             f"latency bound of {bound:g} ms violated: the 99th-percentile query latency is "
             f"{primary.value * 1e3:.3g} ms; lower --samples-per-query"
         )
-    details["valid"] = valid
-    return _record(params, record | {"valid": valid}, metrics, name, details, reasons, outcome.conditions)
+    return _record(params, record, metrics, name, details, reasons, outcome.conditions, valid)
 
 
 def _record(
@@ -95,6 +93,7 @@ def _record(
     details: dict[str, Any],
     reasons: list[str],
     conditions: dict[str, Any],
+    valid: bool,
 ) -> Result:
     warnings = [w for w in conditions.get("warnings", []) if w]
     if reasons:
@@ -104,9 +103,10 @@ def _record(
         warnings.append("non-compliant: the quick profile is shorter than MLPerf's rules")
     return Result(
         NAME,
-        record | {"devices": params.devices},
+        record | {"nproc": params.nproc},
         metrics=metrics,
         primary_metric=primary,
+        valid=valid,
         warnings=warnings,
         conditions=conditions,
         details=details,
@@ -120,7 +120,6 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
         "quality_ratio": _metric(verdict.ratio, "x FP32", True),
     }
     details = {
-        "valid": verdict.passed,
         "accuracy_gates": verdict.gates,
         "labels": verdict.labels,
         "samples": verdict.samples,
@@ -135,6 +134,4 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
             f"accuracy below {', '.join(failed)} of the FP32 reference: {verdict.metric} {verdict.quality:.4f} "
             f"vs {verdict.reference:.4f} ({verdict.ratio:.2%})"
         )
-    return _record(
-        params, record | {"valid": verdict.passed}, metrics, verdict.metric, details, reasons, outcome.conditions
-    )
+    return _record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, verdict.passed)

@@ -25,7 +25,7 @@ from accelbench.infer.results import accuracy_result, performance_result
 from accelbench.infer.served import Served, served
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import Worker
-from accelbench.kit.context import RunContext, prepare
+from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.results.record import Result
 
 if TYPE_CHECKING:
@@ -40,11 +40,11 @@ def _devices(params: InferParams, device: "torch.device") -> list["torch.device"
     import torch
 
     if device.type != "cuda":
-        return [device] * params.devices
+        return [device] * params.nproc
     available = torch.cuda.device_count()
-    if params.devices > available:
-        raise BenchmarkSkipped(f"--devices {params.devices} needs {params.devices} GPUs; this machine has {available}")
-    return [torch.device("cuda", i) for i in range(params.devices)]
+    if params.nproc > available:
+        raise BenchmarkSkipped(f"--nproc {params.nproc} needs {params.nproc} GPUs; this machine has {available}")
+    return [torch.device("cuda", i) for i in range(params.nproc)]
 
 
 def _build(params: InferParams, model_spec: Served) -> "torch.nn.Module":
@@ -67,6 +67,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     prep = prepare(params)
     device, threads = prep.device, prep.threads
     impl: Backend = backend(params.backend, params.service_ms)
+    skip_if(impl.unsupported(params.effective_precision))
     devices = _devices(params, device)
     if not impl.runs_model:
         workers = [Worker(impl.load(None, None, d, params.effective_precision, []), None) for d in devices]  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.infer.backends import BACKENDS, backend
-from accelbench.params import CommonParams, opt, positive
+from accelbench.params import CommonParams, ScaleParams, opt, positive
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
 MODES = ("performance", "accuracy", "find-peak")
@@ -17,7 +17,7 @@ INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "int8")
 
 
 @dataclass(frozen=True)
-class InferParams(CommonParams):
+class InferParams(ScaleParams, CommonParams):
     """Serve ``model`` to LoadGen in one scenario and record LoadGen's own verdict and figures."""
 
     model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)
@@ -38,7 +38,11 @@ class InferParams(CommonParams):
     )
     batch_size: int = opt(8, "largest batch the system under test forms from waiting samples")
     max_wait_ms: float = opt(2.0, "Server: longest a sample waits for a batch to fill", sweep=False)
-    devices: int = opt(1, "devices serving (one SUT worker per device: cuda:0..N-1; on a CPU, N instances)")
+    nproc: int = opt(
+        1,
+        "devices serving, as --nproc counts devices in train and tta (one SUT worker per device in LoadGen's "
+        "one process: cuda:0..N-1; on a CPU, N instances)",
+    )
     profile: str = opt(
         "quick", "quick (seconds; non-compliant) or official (LoadGen's mlperf.conf rules)", choices=PROFILES
     )
@@ -57,7 +61,6 @@ class InferParams(CommonParams):
         "", "a state_dict (.pt) to load into the model (empty: random weights)", sweep=False, metavar="FILE"
     )
     service_ms: float = opt(1.0, "--backend sleep: milliseconds each batch takes", sweep=False)
-    scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
 
     @property
     def effective_precision(self) -> str:
@@ -67,16 +70,10 @@ class InferParams(CommonParams):
 
     def validate(self) -> None:
         super().validate()
-        for name, allowed in (("scenario", SCENARIOS), ("mode", MODES), ("profile", PROFILES)):
-            if getattr(self, name) not in allowed:
-                raise UsageError(f"unknown {name} {getattr(self, name)!r}: choose one of {', '.join(allowed)}")
-        if self.precision not in INFER_PRECISIONS:
-            raise UsageError(f"unknown precision {self.precision!r}: choose one of {', '.join(INFER_PRECISIONS)}")
         impl = backend(self.backend)
-        impl.check(self.effective_precision)
         positive("--batch-size", self.batch_size)
         positive("--samples-per-query", self.samples_per_query)
-        positive("--devices", self.devices)
+        positive("--nproc", self.nproc)
         if (
             min(self.latency_bound_ms, self.target_qps, self.expected_qps) < 0
             or self.duration < 0
@@ -99,12 +96,15 @@ class InferParams(CommonParams):
             self._check_model()
 
     def check_environment(self, device_type: str) -> None:
-        if device_type == "cuda" and self.devices > 1:
+        why = backend(self.backend).unsupported(self.effective_precision)
+        if why:
+            raise UsageError(why)
+        if device_type == "cuda" and self.nproc > 1:
             import torch
 
             have = torch.cuda.device_count()
-            if self.devices > have:
-                raise UsageError(f"--devices {self.devices} needs {self.devices} GPUs; this machine has {have}")
+            if self.nproc > have:
+                raise UsageError(f"--nproc {self.nproc} needs {self.nproc} GPUs; this machine has {have}")
 
     def _check_model(self) -> None:
         from accelbench.infer.served import ADAPTERS
@@ -134,8 +134,8 @@ class InferParams(CommonParams):
         if p.get("backend") not in ("torch", "null", "sleep"):  # a named backend, or a user's class
             words.append(p["backend"])
         words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
-        if p.get("devices", 1) > 1:
-            words.append(f"x{p['devices']}")
+        if p.get("nproc", 1) > 1:
+            words.append(f"x{p['nproc']} devices")
         if p.get("scale", "full") != "full":
             words.append(p["scale"])
         return " ".join(words)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 #: Parameters that say how, where or with which luck (seeds, LoadGen's verdict) a figure was measured, not what
 #: was measured; ``compare`` ignores them when it pairs records of two machines.
 CONTEXT_PARAMS = frozenset(
-    {"device", "threads", "min_time", "max_time", "min_reps", "warmup", "valid", "seed", "seeds_used"}
+    {"device", "threads", "min_time", "max_time", "min_reps", "warmup_time", "warmup", "seed", "seeds_used"}
 )
 
 Describe = Callable[[str, dict[str, Any]], str]

@@ -10,8 +10,9 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.results.describe import Describe, plain
-from accelbench.results.record import Result, now_iso, validate
+from accelbench.results.record import SCHEMA_VERSION, Result, now_iso, validate
 from accelbench.results.store import RunInfo, Store
+from accelbench.results.upgrade import upgrade
 
 FORMATS = ("json", "csv", "md")
 
@@ -156,6 +157,7 @@ def import_path(store: Store, path: Path) -> tuple[int, int, list[str]]:
         if not isinstance(rec, dict):
             raise UsageError(f"{path} record {i} is not a JSON object")
         try:
+            records[i - 1] = rec = upgrade(rec, SCHEMA_VERSION)
             validate(rec, f"{path} record {i}")
         except RecursionError:
             raise UsageError(f"{path} record {i}: nested too deeply to be an accelbench record") from None

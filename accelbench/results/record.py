@@ -20,7 +20,7 @@ from typing import Any, Literal
 from accelbench import __version__
 from accelbench.errors import UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 Status = Literal["ok", "failed", "skipped"]
 STATUSES = ("ok", "failed", "skipped")
 
@@ -77,6 +77,9 @@ class Result:
     status: Status = "ok"
     metrics: dict[str, Metric] = field(default_factory=dict)
     primary_metric: str | None = None
+    #: the benchmark's own verdict on its figures (LoadGen's VALID, an accuracy gate, tta's seed rule);
+    #: None where the benchmark gives none. An outcome, so never a parameter.
+    valid: bool | None = None
     error: str | None = None
     reason: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -113,7 +116,9 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Result":
-        d = dict(d)
+        from accelbench.results.upgrade import upgrade
+
+        d = upgrade(d, SCHEMA_VERSION)
         d["metrics"] = {k: Metric.from_dict(m) for k, m in d.get("metrics", {}).items()}
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in d.items() if k in known})

@@ -6,18 +6,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, NodesParams, opt, positive
+from accelbench.params import CommonParams, NodesParams, ScaleParams, opt, positive
 
 TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16")
 
 
 @dataclass(frozen=True)
-class TrainParams(NodesParams, CommonParams):
+class TrainParams(ScaleParams, NodesParams, CommonParams):
     """Train ``model`` on synthetic batches: ``warmup`` steps, then ``num_batches`` measured steps."""
 
     model: str = opt("resnet50", "model name (accelbench list --models) or package.module:Class", sweep=False)
     batch_size: str = opt("default", "per-device batch size: N, 'default' (the model's) or 'auto' (largest that fits)")
-    precision: str = opt("fp32", "fp32, tf32, amp_fp16 or amp_bf16 (torch.autocast + GradScaler)")
+    precision: str = opt(
+        "fp32", "fp32, tf32 (CUDA), or mixed precision amp_fp16/amp_bf16 (torch.autocast)", choices=TRAIN_PRECISIONS
+    )
     compile: bool = opt(False, "torch.compile the model", sweep=False)
     channels_last: bool = opt(False, "NHWC memory layout (image models only)", sweep=False)
     optimizer: str = opt("sgd", "sgd (momentum 0.9) or adamw", choices=("sgd", "adamw"))
@@ -26,7 +28,6 @@ class TrainParams(NodesParams, CommonParams):
     display_every: int = opt(
         0, "steps per measurement window, the throughput samples (0: 10, or --num-batches if fewer)", sweep=False
     )
-    scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
     nproc: int = opt(1, "processes (devices) per node, DDP under torchrun; a list makes a scaling table")
     memory_cap: str = opt(
         "", "with --batch-size auto: treat more than this much memory (e.g. 4G) as out of memory", sweep=False
@@ -46,12 +47,6 @@ class TrainParams(NodesParams, CommonParams):
                     f"--batch-size must be a positive integer, 'default' or 'auto', got {self.batch_size!r}"
                 ) from None
             positive("--batch-size", value)
-        if self.precision not in TRAIN_PRECISIONS:
-            raise UsageError(f"unknown precision {self.precision!r}: choose one of {', '.join(TRAIN_PRECISIONS)}")
-        if self.optimizer not in ("sgd", "adamw"):
-            raise UsageError(f"unknown optimizer {self.optimizer!r}: use sgd or adamw")
-        if self.scale not in ("full", "tiny"):
-            raise UsageError(f"unknown scale {self.scale!r}: use full or tiny")
         if self.warmup < 0:
             raise UsageError(f"--warmup must not be negative, got {self.warmup}")
         positive("--num-batches", self.num_batches)

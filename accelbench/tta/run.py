@@ -116,7 +116,7 @@ def _result(
     r = recipe(params.workload)
     score = olympic([run.time_to_target for run in runs])
     price = params.price_per_hour or price_per_hour()
-    record |= {"target": job["target"], "batch_size": job["batch"], "precision": job["precision"], "valid": score.valid}
+    record |= {"target": job["target"], "batch_size": job["batch"], "precision": job["precision"]}
     details: dict[str, Any] = {
         "metric": r.metric,
         "target": job["target"],
@@ -130,7 +130,7 @@ def _result(
     converged = [run for run in runs if run.converged]
     if not score.valid or score.time_to_target is None:
         error = f"invalid result: {score.reason} ({r.metric} {job['target']:g} within {job['max_epochs']} epochs)"
-        return Result(NAME, record, status="failed", error=error, details=details, conditions=conditions)
+        return Result(NAME, record, status="failed", valid=False, error=error, details=details, conditions=conditions)
     metrics = {
         "time_to_target_seconds": fig.figure(score.time_to_target, "s", higher_is_better=False, n=len(runs)),
         "epochs_to_target": fig.figure(
@@ -139,7 +139,7 @@ def _result(
         "samples_to_target": fig.figure(
             sum(x.samples for x in converged) / len(converged), "samples", higher_is_better=False
         ),
-        "train_throughput": fig.figure(sum(x.throughput for x in runs) / len(runs), "samples/s", higher_is_better=True),
+        "throughput": fig.figure(sum(x.throughput for x in runs) / len(runs), "samples/s", higher_is_better=True),
         "time_to_target_spread": fig.figure(score.spread or 0.0, "fraction", higher_is_better=False),
     }
     if price:
@@ -152,6 +152,7 @@ def _result(
         record,
         metrics=metrics,
         primary_metric="time_to_target_seconds",
+        valid=True,
         warnings=warnings,
         conditions=conditions,
         details=details,

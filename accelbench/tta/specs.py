@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, NodesParams, opt, positive
+from accelbench.params import CommonParams, NodesParams, ScaleParams, opt, positive
 
 TTA_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16")
 
 
 @dataclass(frozen=True)
-class TtaParams(NodesParams, CommonParams):
+class TtaParams(ScaleParams, NodesParams, CommonParams):
     """Train ``workload`` on real data until its quality target, ``seeds`` times; score the olympic mean."""
 
     workload: str = opt("digits", "digits, mnist, cifar10, imagenet, movielens, or package.module:Class", sweep=False)
@@ -35,7 +35,6 @@ class TtaParams(NodesParams, CommonParams):
     price_per_hour: float = opt(
         0.0, "USD per hour of the machine (0: from the config file's price_per_hour, if any)", sweep=False
     )
-    scale: str = opt("full", "full (the published model) or tiny (a CPU test size)", choices=("full", "tiny"))
 
     def validate(self) -> None:
         from accelbench.tta.recipes import recipe
@@ -54,8 +53,6 @@ class TtaParams(NodesParams, CommonParams):
             raise UsageError("--max-epochs and --batch-size must not be negative")
         if self.price_per_hour < 0:
             raise UsageError(f"--price-per-hour must be positive, got {self.price_per_hour:g}")
-        if self.precision not in TTA_PRECISIONS:
-            raise UsageError(f"unknown precision {self.precision!r}: choose one of {', '.join(TTA_PRECISIONS)}")
         if r.needs_data_dir and not self.data_dir:
             raise UsageError(f"{r.name} reads its dataset from --data-dir DIR: {r.data_hint}")
         if self.data_dir and not Path(self.data_dir).expanduser().is_dir():
