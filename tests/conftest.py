@@ -35,6 +35,20 @@ def store(tmp_path: Path):
 
 
 @pytest.fixture
+def run_isolated(tmp_path: Path, store, profile):
+    """Run ``infer/loadgen`` with ``params`` in its own fresh process, as the runner does (LoadGen keeps
+    process-global state); returns the records."""
+    from accelbench.suite.runner import RunOptions, run_suite
+    from accelbench.suite.suites import Suite, make_entry
+
+    def run(params: dict) -> list:
+        suite = Suite("t", [make_entry("infer/loadgen", params)])
+        return run_suite(suite, store, RunOptions(out_dir=tmp_path), profile=profile).results
+
+    return run
+
+
+@pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
     """An environment whose default store lives in the test's own directory."""
     env = dict(os.environ)

@@ -86,3 +86,77 @@ def test_training_on_cuda(precision):
     if r.status == "ok":
         assert r.details["clock"] == "cuda_event" and r.metrics["peak_memory_bytes"].value > 0
         assert r.metrics["throughput"].value > 0
+
+
+def test_fp32_is_not_silently_tf32():
+    """cuBLAS and cuDNN each have a TF32 switch; an fp32 figure as fast as TF32 would mean the mode leaked."""
+    from accelbench.devices.precision import unsupported_reason
+
+    if unsupported_reason(torch.device("cuda"), "tf32"):
+        pytest.skip("this GPU has no TF32")
+    shape = {"m": 4096, "n": 4096, "k": 4096}
+    [fp32] = run_inline(make_entry("kernels/gemm", {**shape, **FAST, "precision": "fp32"}))
+    [tf32] = run_inline(make_entry("kernels/gemm", {**shape, **FAST, "precision": "tf32"}))
+    assert fp32.status == tf32.status == "ok", (fp32.error, tf32.error)
+    assert tf32.metrics["tflops"].value > 1.5 * fp32.metrics["tflops"].value
+
+
+def test_int8_semi_structured_sparse_runs_or_says_why():
+    from accelbench.devices.precision import unsupported_reason
+
+    if torch.cuda.get_device_capability() < (8, 0) or unsupported_reason(torch.device("cuda"), "int8"):
+        pytest.skip("2:4 sparsity needs compute capability 8.0+")
+    params = {"m": 1024, "n": 1024, "k": 1024, "format": "semi24", "precision": "int8", **FAST}
+    [r] = run_inline(make_entry("kernels/sparse", params))
+    assert r.status == "ok" or (r.status == "skipped" and "wraps around" in r.reason), (r.error, r.reason)
+
+
+def test_long_attention_is_checked_on_a_slice_that_fits():
+    """Llama-sized 8k-token attention: the fp64 reference of the whole problem would need ~70 GB."""
+    params = {"batch": 4, "heads": 32, "seq_len": 8192, "head_dim": 128, "precision": "bf16", "causal": True, **FAST}
+    [r] = run_inline(make_entry("kernels/attention", params))
+    assert r.status == "ok", r.error
+    assert r.details["relative_error"] < 0.05
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_timing_on_the_second_gpu_brackets_its_own_stream():
+    """Without torch.cuda.set_device, events on cuda:0's stream would time an idle stream."""
+    shape = {"m": 4096, "n": 4096, "k": 4096, "precision": "fp16", **FAST}
+    [first] = run_inline(make_entry("kernels/gemm", {**shape, "device": "cuda:0"}))
+    [second] = run_inline(make_entry("kernels/gemm", {**shape, "device": "cuda:1"}))
+    assert first.status == second.status == "ok" and second.params["device"] == "cuda:1"
+    ratio = second.metrics["seconds"].value / first.metrics["seconds"].value
+    assert 0.5 < ratio < 2.0, ratio
+
+
+def _infer(params: dict) -> list:
+    base = {"model": "resnet18", "scale": "tiny", "duration": 1.0, "batch_size": 8, "device": "cuda"}
+    return run_inline(make_entry("infer/loadgen", base | params))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_inference_on_two_gpus_serves_from_both():
+    [r] = _infer({"nproc": 2})
+    assert r.status == "ok", r.error
+    assert r.details["samples_per_device"][0] > 0 and r.details["samples_per_device"][1] > 0
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_inference_on_cuda_1_records_the_device_it_served_on():
+    [r] = _infer({"device": "cuda:1"})
+    assert r.status == "ok" and r.params["device"] == "cuda:1", r.error
+
+
+def test_onnx_runtime_on_a_gpu_runs_on_its_gpu_provider_or_says_how_to_get_it():
+    pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
+
+    [r] = _infer({"backend": "onnxruntime"})
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        assert r.status == "ok", (r.error, r.reason)
+    else:
+        assert r.status == "skipped" and "accelbench[onnx-gpu]" in r.reason
+    [q] = _infer({"backend": "int8"})
+    if "TensorrtExecutionProvider" not in ort.get_available_providers():
+        assert q.status == "skipped" and "TensorRT" in q.reason

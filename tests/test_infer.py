@@ -6,21 +6,10 @@ import pytest
 
 from accelbench.errors import UsageError
 from accelbench.infer.logs import invalid_reasons, read_detail
-from accelbench.suite.runner import RunOptions, run_suite
-from accelbench.suite.suites import Suite, make_entry
+from accelbench.suite.suites import make_entry
 
-NULL = {"backend": "null", "threads": 2, "batch_size": 8}
+NULL = {"backend": "null", "threads": 2, "batch_size": 8, "device": "cpu"}
 
-
-@pytest.fixture
-def run_isolated(tmp_path, store, profile):
-    """Each scenario in its own fresh process, as the runner does: LoadGen keeps process-global state."""
-
-    def run(params: dict) -> list:
-        suite = Suite("t", [make_entry("infer/loadgen", params)])
-        return run_suite(suite, store, RunOptions(out_dir=tmp_path), profile=profile).results
-
-    return run
 
 
 @pytest.mark.parametrize("scenario", ["offline", "server", "singlestream", "multistream"])

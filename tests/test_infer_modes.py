@@ -7,19 +7,10 @@ from infer_fixtures import checkpoint, write_colour_folder
 from accelbench.errors import UsageError
 from accelbench.infer.accuracy import Verdict, agreement
 from accelbench.infer.served import served
-from accelbench.suite.runner import RunOptions, run_suite
-from accelbench.suite.suites import Suite, make_entry
+from accelbench.suite.suites import make_entry
 
-COLOUR = {"model": "infer_fixtures:ColourNet", "threads": 2, "batch_size": 4}
+COLOUR = {"model": "infer_fixtures:ColourNet", "threads": 2, "batch_size": 4, "device": "cpu"}
 
-
-@pytest.fixture
-def run_isolated(tmp_path, store, profile):
-    def run(params: dict) -> list:
-        suite = Suite("t", [make_entry("infer/loadgen", params)])
-        return run_suite(suite, store, RunOptions(out_dir=tmp_path), profile=profile).results
-
-    return run
 
 
 @pytest.fixture

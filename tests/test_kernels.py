@@ -16,7 +16,7 @@ from accelbench.measure.timer import Timer, TimerConfig
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
 
-FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 5, "warmup_time": 0.01, "threads": 2}
+FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 5, "warmup_time": 0.01, "threads": 2, "device": "cpu"}
 
 
 def test_conv_flops_hand_checked():

@@ -8,7 +8,7 @@ from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
 from accelbench.workloads import MODELS, workload_class
 
-QUICK = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "threads": 2}
+QUICK = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "threads": 2, "device": "cpu"}
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -98,7 +98,7 @@ def test_bad_training_input(params, message):
         make_entry("train/throughput", params)
 
 
-DDP = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "nproc": 2}
+DDP = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "nproc": 2, "device": "cpu"}
 
 
 def test_two_process_gloo_ddp_yields_one_aggregated_record(tmp_path):

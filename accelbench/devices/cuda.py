@@ -43,9 +43,13 @@ def estimate_call_seconds(
 
 
 def time_with_events(
-    fn: Callable[[], object], device: "torch.device", reps: int, flush: "torch.Tensor | None"
+    fn: Callable[[], object], device: "torch.device", reps: int, flush: "torch.Tensor | None", calls: int = 1
 ) -> list[float]:
-    """Seconds of each of ``reps`` calls, measured on the GPU by CUDA events."""
+    """Seconds per call of ``reps`` samples, each ``calls`` back-to-back calls between one pair of CUDA events.
+
+    Cold mode (``flush``) times one call per sample, each after the L2 is zeroed outside the events; hot
+    mode groups calls so that a kernel of a few microseconds is not one launch gap per event pair.
+    """
     import torch
 
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -55,10 +59,11 @@ def time_with_events(
         if flush is not None:
             flush.zero_()  # outside the events: the flush is not timed
         starts[i].record()
-        fn()
+        for _ in range(calls):
+            fn()
         ends[i].record()
     torch.cuda.synchronize(device)
-    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
+    return [s.elapsed_time(e) / 1e3 / calls for s, e in zip(starts, ends, strict=True)]
 
 
 def time_burst(fn: Callable[[], object], device: "torch.device", calls: int) -> float:
@@ -77,12 +82,14 @@ def time_burst(fn: Callable[[], object], device: "torch.device", calls: int) -> 
     return start.elapsed_time(end) / 1e3 / calls
 
 
-def time_graph_replay(fn: Callable[[], object], device: "torch.device", reps: int) -> list[float]:
-    """Per-call seconds of ``fn`` captured once in a CUDA graph and replayed.
+def time_graph_replay(
+    fn: Callable[[], object], device: "torch.device", reps: int, flush: "torch.Tensor | None", calls: int = 1
+) -> list[float]:
+    """Per-call seconds of ``fn`` captured ``calls`` times in one CUDA graph and replayed ``reps`` times.
 
-    Replay removes the CPU launch overhead that dominates kernels shorter than
-    a few tens of microseconds, which is what the hardware would do under a
-    graph-capturing framework.
+    Replay removes the CPU launch overhead that dominates kernels shorter than a few tens of
+    microseconds. It is timed in the eager figure's cache mode (``flush`` between replays when cold),
+    and in hot mode one replay holds several calls, so the replay's own launch is not what is measured.
     """
     import torch
 
@@ -94,5 +101,6 @@ def time_graph_replay(fn: Callable[[], object], device: "torch.device", reps: in
     torch.cuda.current_stream(device).wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fn()
-    return time_with_events(graph.replay, device, reps, flush=None)
+        for _ in range(calls):
+            fn()
+    return [t / calls for t in time_with_events(graph.replay, device, reps, flush)]

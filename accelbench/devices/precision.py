@@ -6,8 +6,7 @@ from :func:`unsupported_reason` instead of a crash or a silently wrong number.
 
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
@@ -57,16 +56,31 @@ def unsupported_reason(device: "torch.device", precision: str) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def matmul_mode(device: "torch.device", precision: str) -> Iterator[None]:
-    """Allow tf32 only when it is asked for, and restore torch's global flags afterwards."""
+def autocast_reason(device: "torch.device", precision: str) -> str | None:
+    """Why mixed precision ``amp_*`` would not run natively on ``device``, or None.
+
+    bf16 autocast below Ampere runs (cuDNN has no bf16 convolutions there) but many times slower, so a
+    figure labelled bf16 would describe an emulation.
+    """
+    if precision == "amp_bf16":
+        return unsupported_reason(device, "bf16")
+    return None
+
+
+def set_numeric_mode(device: "torch.device", precision: str, autotune: bool = True) -> dict[str, bool]:
+    """Set, for this process, the math the precision names: the one place every family's mode comes from.
+
+    torch's defaults differ between libraries (cuDNN convolutions may use TF32, cuBLAS matmuls not), so
+    "fp32" would silently be TF32 in convolutions: TF32 is on for both exactly when ``precision`` is
+    ``tf32``. ``autotune`` lets cuDNN pick the fastest convolution algorithm per shape, as
+    tf_cnn_benchmarks, DeepBench and MLPerf do; the search runs in the warm-up. Serving, whose batches
+    vary in size, turns it off so that no search lands inside a timed run. Returns the mode, for the record.
+    """
     import torch
 
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     tf32 = precision == "tf32"
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    benchmark = autotune and device.type == "cuda"
+    torch.backends.cudnn.benchmark = benchmark
+    return {"tf32": tf32, "cudnn_benchmark": benchmark}

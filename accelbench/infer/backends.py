@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from accelbench.errors import UsageError
+from accelbench.errors import BenchmarkSkipped, UsageError
 
 if TYPE_CHECKING:
     import torch
@@ -103,7 +103,7 @@ class OnnxRuntime(Backend):
         workdir = Path(tempfile.mkdtemp(prefix="accelbench-onnx-"))
         path = export(model.cpu(), calibration[0], workdir / "model.onnx")
         model.to(device)
-        return _session_predict(self.finish(path, calibration), device)
+        return _session_predict(self.finish(path, calibration), device, int8=self.precisions == ("int8",))
 
     def finish(self, path: Path, calibration: list["Inputs"]) -> Path:
         return path
@@ -213,16 +213,54 @@ def _input_names(path: Path) -> list[str]:
     return [i.name for i in onnx.load(str(path), load_external_data=False).graph.input]
 
 
-def _session_predict(path: Path, device: "torch.device") -> Predict:
+#: What each device needs from ONNX Runtime: the provider that must run the session, and how to get it.
+GPU_PROVIDER_HINT = "pip install 'accelbench[onnx-gpu]' (onnxruntime-gpu, in place of the CPU-only onnxruntime)"
+
+
+def session_providers(available: list[str], device: "torch.device", int8: bool) -> list[Any]:
+    """The providers to ask for, first the one that must run the model; BenchmarkSkipped if it is missing.
+
+    On a GPU, ONNX Runtime silently falls back to its CPU provider when the GPU one is absent or fails
+    to load, and its CUDA provider runs a QDQ-quantised model with float kernels plus Q/DQ nodes: so a GPU
+    figure is only taken from CUDA's provider, and an INT8 GPU figure only from TensorRT's.
+    """
+    if device.type != "cuda":
+        return ["CPUExecutionProvider"]
+    index = device.index or 0
+    if int8:
+        if "TensorrtExecutionProvider" not in available:
+            raise BenchmarkSkipped(
+                "INT8 on a GPU needs ONNX Runtime's TensorRT provider (its CUDA provider has no int8 "
+                "convolution kernels: the quantised model would run float kernels); "
+                f"this onnxruntime offers {', '.join(available)}"
+            )
+        return [("TensorrtExecutionProvider", {"device_id": index, "trt_int8_enable": True})]
+    if "CUDAExecutionProvider" not in available:
+        raise BenchmarkSkipped(f"ONNX Runtime has no CUDA provider here ({', '.join(available)}): {GPU_PROVIDER_HINT}")
+    return [("CUDAExecutionProvider", {"device_id": index})]
+
+
+def check_session_provider(session: Any, wanted: list[Any]) -> str:
+    """The provider that runs ``session``; BenchmarkSkipped when ONNX Runtime fell back to another."""
+    first = wanted[0] if isinstance(wanted[0], str) else wanted[0][0]
+    running = session.get_providers()
+    if not running or running[0] != first:
+        raise BenchmarkSkipped(
+            f"ONNX Runtime could not start {first} (it runs {', '.join(running) or 'nothing'}): "
+            f"check the CUDA/cuDNN libraries onnxruntime-gpu needs; {GPU_PROVIDER_HINT}"
+        )
+    return first
+
+
+def _session_predict(path: Path, device: "torch.device", int8: bool = False) -> Predict:
     import onnxruntime as ort
     import torch
 
-    providers = ["CPUExecutionProvider"]
-    if device.type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers():
-        providers.insert(0, ("CUDAExecutionProvider", {"device_id": device.index or 0}))
+    providers = session_providers(ort.get_available_providers(), device, int8)
     options = ort.SessionOptions()
     options.intra_op_num_threads = torch.get_num_threads()
     session = ort.InferenceSession(str(path), options, providers=providers)
+    check_session_provider(session, providers)
     names = [i.name for i in session.get_inputs()]
 
     def predict(inputs: "Inputs") -> Any:

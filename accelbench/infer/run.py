@@ -16,6 +16,7 @@ import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from accelbench.devices.precision import autocast_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Backend, backend
@@ -37,14 +38,19 @@ SYNTHETIC_ACCURACY_SAMPLES = 256
 
 
 def _devices(params: InferParams, device: "torch.device") -> list["torch.device"]:
+    """The serving devices: ``--device cuda:N --nproc K`` serves on cuda:N..N+K-1 (the record names cuda:N)."""
     import torch
 
     if device.type != "cuda":
         return [device] * params.nproc
+    first = device.index or 0
     available = torch.cuda.device_count()
-    if params.nproc > available:
-        raise BenchmarkSkipped(f"--nproc {params.nproc} needs {params.nproc} GPUs; this machine has {available}")
-    return [torch.device("cuda", i) for i in range(params.nproc)]
+    if first + params.nproc > available:
+        raise BenchmarkSkipped(
+            f"--nproc {params.nproc} from cuda:{first} needs GPUs up to cuda:{first + params.nproc - 1}; "
+            f"this machine has {available}"
+        )
+    return [torch.device("cuda", first + i) for i in range(params.nproc)]
 
 
 def _build(params: InferParams, model_spec: Served) -> "torch.nn.Module":
@@ -64,10 +70,10 @@ def _build(params: InferParams, model_spec: Served) -> "torch.nn.Module":
 def setup(params: InferParams, ctx: RunContext) -> Serving:
     import torch
 
-    prep = prepare(params)
+    prep = prepare(params, autotune=False)  # batches vary in size: no cuDNN search inside a timed run
     device, threads = prep.device, prep.threads
     impl: Backend = backend(params.backend, params.service_ms)
-    skip_if(impl.unsupported(params.effective_precision))
+    skip_if(impl.unsupported(params.effective_precision) or autocast_reason(device, params.effective_precision))
     devices = _devices(params, device)
     if not impl.runs_model:
         workers = [Worker(impl.load(None, None, d, params.effective_precision, []), None) for d in devices]  # type: ignore[arg-type]

@@ -60,15 +60,21 @@ class Probe:
 
 
 def probe(serving: "Serving", params: InferParams) -> Probe:
-    predict = serving.workers[0].predict
-    if predict is None:  # no model: LoadGen's own per-query round trip (~10 us) is the latency to plan for
+    """The rate and single-sample latency LoadGen plans with, measured on the first device.
+
+    Every device is warmed up first (its cuBLAS/cuDNN handles, torch.compile's two shapes), so that no
+    device does that inside the timed run.
+    """
+    if serving.workers[0].predict is None:  # no model: LoadGen's own round trip (~10 us) is the latency
         return Probe(MAX_PLANNED_RATE, HARNESS_LATENCY)
     n = max(params.batch_size, params.samples_per_query)
     samples = [serving.make_input(i % serving.total) for i in range(n)]
     full, one = serving.collate(samples[: params.batch_size]), serving.collate(samples[:1])
-    for _ in range(2):  # warm-up; also where torch.compile compiles both shapes
-        predict(full)
-        predict(one)
+    for worker in serving.workers:
+        for _ in range(2):
+            worker(full)
+            worker(one)
+    predict = serving.workers[0]
     t0 = time.perf_counter()
     for _ in range(3):
         predict(full)

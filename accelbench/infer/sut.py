@@ -67,10 +67,21 @@ class Pending:
 
 @dataclass
 class Worker:
-    """One serving device: its backend's predict (None: answer at once) and where its inputs must live."""
+    """One serving device: its backend's predict (None: answer at once) and where its inputs must live.
+
+    Calling it moves a batch to the worker's device first, so every caller (the SUT, the probe's warm-up
+    of each device) gives each device its own inputs.
+    """
 
     predict: Callable[[Any], Any] | None
     device: Any = None
+
+    def __call__(self, inputs: Any) -> Any:
+        if self.predict is None:
+            return None
+        if self.device is not None:
+            inputs = tuple(t.to(self.device, non_blocking=True) for t in inputs)
+        return self.predict(inputs)
 
 
 class BatchingSUT:
@@ -162,10 +173,7 @@ class BatchingSUT:
             payloads = None
             try:
                 if worker.predict is not None:
-                    inputs = self.collate([self.qsl.loaded[q.index] for q in batch])
-                    if worker.device is not None:
-                        inputs = tuple(t.to(worker.device, non_blocking=True) for t in inputs)
-                    out = worker.predict(inputs)
+                    out = worker(self.collate([self.qsl.loaded[q.index] for q in batch]))
                     if self.answers is not None:
                         payloads = self.answers(out)
             except BaseException as exc:  # keep answering LoadGen; the run is reported failed afterwards

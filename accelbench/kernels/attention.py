@@ -42,6 +42,10 @@ def attention_bytes(p: AttentionParams, element_size: int) -> int:
     return forward * (3 if p.phase == "fwd_bwd" else 1)
 
 
+#: The slice of the problem the fp64 reference checks: one batch item, two heads.
+REF_BATCH, REF_HEADS = 1, 2
+
+
 def _backend(q: "torch.Tensor", causal: bool) -> str:
     """The fused kernel PyTorch can use for these inputs (CUDA only), or 'math'."""
 
@@ -89,8 +93,11 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
         return step(q, k, v, grad)
 
     def error() -> float:
-        outs = fn()
-        refs = step(*(t.detach().double().requires_grad_(train) for t in (q, k, v)), grad.double())
+        # Heads and batch items are independent, so a slice checks the kernel: the fp64 reference of the
+        # whole problem materialises B*H*S^2 scores (tens of GB at 8k tokens) and would not fit beside it.
+        outs = tuple(o[:REF_BATCH, :REF_HEADS] for o in fn())  # type: ignore[index, attr-defined]
+        part = (t.detach()[:REF_BATCH, :REF_HEADS].double().requires_grad_(train) for t in (q, k, v))
+        refs = step(*part, grad[:REF_BATCH, :REF_HEADS].double())
         return max_relative_error(outs, refs)
 
     return KernelCase(

@@ -79,7 +79,7 @@ def run_kernel(
     record_extra: dict[str, Any] | None = None,
 ) -> Iterator[Result]:
     """The ``run`` of every single-process kernel: device, skips, precision mode, check, time, record."""
-    from accelbench.devices.precision import matmul_mode, unsupported_reason
+    from accelbench.devices.precision import unsupported_reason
 
     prep = prepare(params)
     device, threads = prep.device, prep.threads
@@ -92,12 +92,11 @@ def run_kernel(
     )
     if reason:
         raise BenchmarkSkipped(reason, record)
-    with matmul_mode(device, precision):
-        try:
-            case = build(params, device)
-        except BenchmarkSkipped as exc:
-            raise BenchmarkSkipped(str(exc), record) from None
-        yield measure_case(benchmark, params, record, case, device, threads, ctx)
+    try:  # prepare() set the precision's math mode (TF32 only for tf32) for this process
+        case = build(params, device)
+    except BenchmarkSkipped as exc:
+        raise BenchmarkSkipped(str(exc), record) from None
+    yield measure_case(benchmark, params, record, case, device, threads, ctx)
 
 
 def wrong_result(benchmark: str, params: dict[str, Any], err: float, tol: float) -> Result:
@@ -218,9 +217,14 @@ def kernel_result(
 def _add_graph_metrics(result: Result, case: KernelCase, device: "torch.device", params: TimingParams) -> None:
     """CUDA graph replay beside eager: what the kernel costs without the CPU launch overhead."""
     from accelbench.devices import cuda
+    from accelbench.measure.timer import calls_per_sample
 
     cfg = params.timer_config("cuda")
     est = max(result.metrics["seconds"].value, 1e-7)
-    reps = min(cfg.max_reps, max(cfg.min_reps, int(cfg.min_time / est)))
-    samples = cuda.time_graph_replay(case.fn, device, reps)
-    result.metrics.update(_throughput_metrics("graph_", case, Measurement(tuple(samples), clock="cuda_graph")))
+    calls = calls_per_sample(est, cfg)
+    reps = min(cfg.max_reps, max(cfg.min_reps, int(cfg.min_time / (est * calls))))
+    flush = cuda.l2_flush_buffer(device) if cfg.cache == "cold" else None
+    samples = cuda.time_graph_replay(case.fn, device, reps, flush, calls)
+    measurement = Measurement(tuple(samples), calls_per_sample=calls, clock="cuda_graph", meta={"cache": cfg.cache})
+    result.metrics.update(_throughput_metrics("graph_", case, measurement))
+    result.details["graph"] = {"calls_per_replay": calls, "replays": reps, "cache": cfg.cache}

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import torch
 
 NAME = "kernels/gemm"
+LOW = ("int8", "fp8")  # torch._int_mm / torch._scaled_mm: 2-D, fixed operand layout
 
 
 def gemm_flops(m: int, n: int, k: int, batch: int = 1) -> int:
@@ -70,8 +71,10 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
     b = b32.to(device=device, dtype=dtype)
     out_size = a.element_size()
     if p.precision == "int8":
-        # cuBLASLt's int8 path wants plain row-major operands; a transposed view is materialised
-        a, b = a[0].contiguous(), b[0].contiguous()
+        # cuBLASLt's int8 (IMMA) kernels take A row-major and B column-major (the "TN" layout); with both
+        # row-major ("NN") it answers CUBLAS_STATUS_NOT_SUPPORTED on several GPUs (PyTorch's own
+        # test__int_mm skips that case). a_t/b_t cannot choose the layout here: it is recorded instead.
+        a, b = a[0].contiguous(), b[0].t().contiguous().t()
 
         def fn() -> object:
             return torch._int_mm(a, b)
@@ -107,7 +110,8 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
         flops=gemm_flops(p.m, p.n, p.k, p.batch),
         bytes_moved=gemm_bytes(p.m, p.n, p.k, p.batch, a.element_size(), out_size),
         error=error,
-        details={"device_name": device_label(device), "dtype": str(dtype).replace("torch.", "")},
+        details={"device_name": device_label(device), "dtype": str(dtype).replace("torch.", "")}
+        | ({"operand_layout": "A row-major, B column-major (cuBLASLt TN)"} if p.precision in LOW else {}),
     )
 
 

@@ -39,15 +39,20 @@ class Prepared:
         return params.to_dict() | {"device": str(self.device), "threads": self.threads} | extra
 
 
-def prepare(params: Any) -> Prepared:
-    """Resolve the device, make it current and pin the CPU thread count."""
+def prepare(params: Any, autotune: bool = True) -> Prepared:
+    """Resolve the device, make it current, set the precision's math mode and pin the CPU thread count.
+
+    ``autotune``: see :func:`accelbench.devices.precision.set_numeric_mode` (off for serving).
+    """
     import torch
 
     from accelbench.devices import resolve_device
+    from accelbench.devices.precision import set_numeric_mode
 
     device = resolve_device(params.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    set_numeric_mode(device, getattr(params, "precision", "fp32"), autotune)
     torch.set_num_threads(params.threads or torch.get_num_threads())
     return Prepared(device, torch.get_num_threads())
 

@@ -19,6 +19,8 @@ import psutil
 STEAL_THRESHOLD = 0.05
 #: Other processes using more than this share of all CPUs mark a result as contended.
 OTHER_CPU_THRESHOLD = 0.10
+#: Share of the window a power or thermal limit held the GPU's clocks down before a figure is flagged.
+THROTTLE_THRESHOLD = 0.01
 
 _BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
 
@@ -66,6 +68,11 @@ class ConditionsMonitor:
         self._gpu_index = gpu_index
 
     def __enter__(self) -> "ConditionsMonitor":
+        self._violations0: dict[str, int] = {}
+        if self._gpu_index is not None:
+            from accelbench.system.nvidia import violation_ns
+
+            self._violations0 = violation_ns(self._gpu_index)
         self._t0 = time.perf_counter()
         self._busy0, self._steal0, self._total0 = _system_busy_and_steal()
         self._own0 = _own_cpu_seconds()
@@ -85,9 +92,22 @@ class ConditionsMonitor:
         if c.other_cpu_fraction > OTHER_CPU_THRESHOLD:
             c.warnings.append(f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs")
         if self._gpu_index is not None:
-            from accelbench.system.nvidia import clocks_and_throttle
+            self._gpu_throttling(c)
 
-            c.gpu = clocks_and_throttle(self._gpu_index)
-            reasons = c.gpu.get("throttle_reasons") or []
-            if reasons:
-                c.warnings.append(f"GPU throttled: {', '.join(reasons)}")
+    def _gpu_throttling(self, c: Conditions) -> None:
+        """Throttling during the window from NVML's violation counters; the end snapshot where they are missing."""
+        from accelbench.system.nvidia import clocks_and_throttle, violation_ns
+
+        c.gpu = clocks_and_throttle(self._gpu_index)  # type: ignore[arg-type]
+        after = violation_ns(self._gpu_index)  # type: ignore[arg-type]
+        window_ns = max(c.wall_seconds * 1e9, 1.0)
+        shares = {k: min(1.0, max(0, after[k] - v) / window_ns) for k, v in self._violations0.items() if k in after}
+        if shares:
+            c.gpu["throttled_fraction"] = shares
+            for limit, share in shares.items():
+                if share > THROTTLE_THRESHOLD:
+                    c.warnings.append(f"GPU throttled: the {limit} limit held the clocks down {share:.0%} of the time")
+            return
+        reasons = c.gpu.get("throttle_reasons") or []
+        if reasons:
+            c.warnings.append(f"GPU throttled at the end of the measurement: {', '.join(reasons)}")

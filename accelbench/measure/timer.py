@@ -132,17 +132,28 @@ class Timer:
         warm = max(cfg.min_warmup_calls, math.ceil(cfg.warmup_seconds / est))
         for _ in range(warm):
             fn()
-        reps = max(cfg.min_reps, math.ceil(cfg.min_time / est))
-        reps = min(reps, cfg.max_reps, max(cfg.min_reps, int(cfg.max_time / est)))
-        samples = cuda.time_with_events(fn, dev, reps, flush)
+        number = calls_per_sample(est, cfg)
+        per_sample = est * number
+        reps = max(cfg.min_reps, math.ceil(cfg.min_time / per_sample))
+        reps = min(reps, cfg.max_reps, max(cfg.min_reps, int(cfg.max_time / per_sample)))
+        samples = cuda.time_with_events(fn, dev, reps, flush, number)
         return Measurement(
             samples=tuple(samples),
-            calls_per_sample=1,
+            calls_per_sample=number,
             warmup_calls=warm + 5,
             total_seconds=time.perf_counter() - t_begin,
             clock="cuda_event",
             meta={"cache": cfg.cache},
         )
+
+
+def calls_per_sample(seconds_per_call: float, cfg: TimerConfig) -> int:
+    """Calls grouped in one CUDA event pair: one in cold mode (each call after a flush); in hot mode
+    enough that a sample lasts ``min_sample_seconds``, so a kernel of microseconds is not timed as one
+    launch per event pair."""
+    if cfg.cache == "cold":
+        return 1
+    return max(1, math.ceil(cfg.min_sample_seconds / max(seconds_per_call, 1e-9) - 1e-9))
 
 
 def time_burst(

@@ -81,6 +81,30 @@ def clocks_and_throttle(index: int) -> dict[str, Any]:
         return {"error": f"NVML query failed: {exc}"}
 
 
+#: NVML's cumulative violation counters (nvmlDeviceGetViolationStatus), by the limit that held the clocks down.
+_VIOLATION_POLICIES = {"power": "NVML_PERF_POLICY_POWER", "thermal": "NVML_PERF_POLICY_THERMAL"}
+
+
+def violation_ns(index: int) -> dict[str, int]:
+    """Nanoseconds each limit (power, thermal) has held this GPU's clocks down since the driver loaded.
+
+    Cumulative counters: their difference over a measured window says whether the GPU throttled during
+    it, which one reading of the clock-event reasons after the final synchronisation (when the GPU is
+    idle and the cap has cleared) cannot. Empty where NVML or the query is missing.
+    """
+    nv = _nvml()
+    if nv is None:
+        return {}
+    try:
+        h = _handle(nv, index)
+        return {
+            name: int(nv.nvmlDeviceGetViolationStatus(h, getattr(nv, const)).violationTime)
+            for name, const in _VIOLATION_POLICIES.items()
+        }
+    except Exception:  # an old driver, or a GPU that does not report violations
+        return {}
+
+
 def device_facts(index: int) -> dict[str, Any]:
     """Driver, clocks and power limit of one GPU, for the system profile."""
     nv = _nvml()

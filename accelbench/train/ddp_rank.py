@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from accelbench.devices.precision import matmul_mode
+from accelbench.devices.precision import set_numeric_mode
 from accelbench.kit.ranks import Rank, rank_main
 from accelbench.train import loop
 from accelbench.train.specs import TrainParams
@@ -27,15 +27,15 @@ def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
     device = rank.device
     torch.manual_seed(rank.rank)
     workload = workload_class(params.model)()
-    with matmul_mode(device, "tf32" if params.precision == "tf32" else "fp32"):
-        model = loop.prepare_model(workload, params, device)
-        ddp = DistributedDataParallel(model, device_ids=[rank.local_rank] if device.type == "cuda" else None)
-        trainer = loop.make_trainer(workload, ddp, params, device, payload["batch"])
-        flops = loop.flops_per_sample(trainer, payload["batch"])
-        if params.compile:
-            trainer.model = torch.compile(ddp)
-        with loop.PeakMemory(device) as mem:
-            measurement, loss = loop.run_windows(trainer, params, lambda step, sec: None)
+    set_numeric_mode(device, params.precision)  # as prepare() does for one device: the scaling table's points agree
+    model = loop.prepare_model(workload, params, device)
+    ddp = DistributedDataParallel(model, device_ids=[rank.local_rank] if device.type == "cuda" else None)
+    trainer = loop.make_trainer(workload, ddp, params, device, payload["batch"])
+    flops = loop.flops_per_sample(trainer, payload["batch"])
+    if params.compile:
+        trainer.model = torch.compile(ddp)
+    with loop.PeakMemory(device) as mem:
+        measurement, loss = loop.run_windows(trainer, params, lambda step, sec: None)
     samples = torch.tensor(measurement.samples, dtype=torch.float64, device=device)
     dist.all_reduce(samples, op=dist.ReduceOp.MAX)  # the slowest rank sets each window's step time
     peak = torch.tensor([float(mem.peak)], dtype=torch.float64, device=device)

@@ -1,10 +1,6 @@
 """``train/throughput``: samples per second of one model training on synthetic data.
 
-Batch sizes are per device. ``auto`` finds the largest batch that fits: start
-from the model's default, double until a step runs out of memory (or exceeds
-``--memory-cap``; on a CPU, 80% of the memory available at the start, so the
-search never wakes the kernel's OOM killer), then bisect between the last batch
-that fit and the first that did not.
+Batch sizes are per device; ``auto`` searches the largest that fits (:mod:`accelbench.train.autobatch`).
 """
 
 from __future__ import annotations
@@ -12,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Iterator
 
-from accelbench.devices.precision import matmul_mode, unsupported_reason
+from accelbench.devices.precision import unsupported_reason
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, run_ranks
@@ -21,87 +17,15 @@ from accelbench.params import parse_size
 from accelbench.results.record import Result
 from accelbench.system.specs import peak_for
 from accelbench.train import loop
+from accelbench.train.autobatch import find_batch
 from accelbench.train.specs import TrainParams
 from accelbench.workloads import workload_class
 
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.workloads.base import Workload
 
 NAME = "train/throughput"
-BISECT_STEPS = 4
-
-
-def find_batch(
-    workload: "Workload",
-    model: "torch.nn.Module",
-    params: TrainParams,
-    device: "torch.device",
-    start: int,
-    cap: int | None,
-    ctx: RunContext,
-) -> tuple[int | None, list[dict[str, Any]]]:
-    """The largest per-device batch whose steps fit in memory (None if not even 1 fits), and every trial."""
-    from accelbench.devices import synchronize
-
-    trials: list[dict[str, Any]] = []
-    with loop.PeakMemory(device) as base:
-        pass
-    baseline = base.start  # memory in use before any trial: model, optimizer-free
-
-    def fits(batch: int) -> bool:
-        peak = None
-        with loop.freed(device):
-            try:
-                trainer = loop.make_trainer(workload, model, params, device, batch)
-                with loop.PeakMemory(device, sample=True) as mem:
-                    for _ in range(2):
-                        trainer.step()
-                    synchronize(device)
-                peak = baseline + mem.growth
-                ok = cap is None or peak <= cap
-            except Exception as exc:
-                if not loop.is_oom(exc):
-                    raise
-                ok = False
-            finally:
-                trainer = None  # noqa: F841 (drop the batch and optimizer state before the next trial)
-        trials.append({"batch_size": batch, "fits": ok, "peak_memory_bytes": peak})
-        ctx.progress(f"auto batch: {batch} {'fits' if ok else 'does not fit'}")
-        return ok
-
-    limit = max(65536, 16 * start)
-    good: int | None = None
-    bad: int | None = None
-    batch = start
-    if fits(batch):
-        good = batch
-        while batch * 2 <= limit:
-            batch *= 2
-            if not fits(batch):
-                bad = batch
-                break
-            good = batch
-    else:
-        bad = batch
-        while batch > 1:
-            batch //= 2
-            if fits(batch):
-                good = batch
-                break
-            bad = batch
-    if good is None:
-        return None, trials
-    for _ in range(BISECT_STEPS):
-        if bad is None or bad - good <= max(1, good // 16):
-            break
-        mid = (good + bad) // 2
-        if fits(mid):
-            good = mid
-        else:
-            bad = mid
-    return good, trials
 
 
 def _memory_cap(params: TrainParams, device: "torch.device") -> int | None:
@@ -186,46 +110,47 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     peak_precision = loop.PEAK_PRECISION[params.precision]
     skip_if(unsupported_reason(device, peak_precision), record)
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
-    with matmul_mode(device, "tf32" if params.precision == "tf32" else "fp32"):
-        ctx.progress(f"building {info.name} ({params.scale})")
-        model = loop.prepare_model(workload, params, device)
-        if params.batch_size == "auto":
-            batch, details["auto_batch_trials"] = find_batch(
-                workload, model, params, device, info.batch_for(device.type), _memory_cap(params, device), ctx
-            )
-            if batch is None:
-                failed = _failed(record, "not even a batch of 1 fits in memory (or under --memory-cap)")
-                failed.details = details
-                yield failed
-                return
-        else:
-            batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
-        record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}
-        try:
-            trainer = loop.make_trainer(workload, model, params, device, batch)
-            ctx.progress("counting FLOPs")
-            flops = loop.flops_per_sample(trainer, batch)
-            if params.compile:
-                ctx.progress("compiling")
-                trainer.model = torch.compile(model)
-            gpu = (device.index or 0) if device.type == "cuda" else None
-            with ConditionsMonitor(threads, gpu) as monitor, loop.PeakMemory(device) as mem:
-                measurement, last_loss = loop.run_windows(
-                    trainer,
-                    params,
-                    lambda step, sec: ctx.progress(
-                        f"step {step}/{params.num_batches}: {batch / sec:,.1f} {info.sample_unit}/s"
-                    ),
-                )
-        except Exception as exc:
-            if not loop.is_oom(exc):
-                raise
-            yield _failed(
-                record,
-                f"batch size {batch} per device did not fit in memory ({str(exc).splitlines()[0][:160]}); "
-                "try a smaller --batch-size or --batch-size auto",
-            )
+    ctx.progress(f"building {info.name} ({params.scale})")
+    model = loop.prepare_model(workload, params, device)
+    if params.batch_size == "auto":
+        search = find_batch(
+            workload, model, params, device, info.batch_for(device.type), _memory_cap(params, device), ctx
+        )
+        batch, details["auto_batch_trials"] = search.batch, search.trials
+        details["auto_batch"] = search.summary()
+        if batch is None:
+            failed = _failed(record, "not even a batch of 1 fits in memory (or under --memory-cap)")
+            failed.details = details
+            yield failed
             return
+    else:
+        batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
+    record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}
+    try:
+        trainer = loop.make_trainer(workload, model, params, device, batch)
+        ctx.progress("counting FLOPs")
+        flops = loop.flops_per_sample(trainer, batch)
+        if params.compile:
+            ctx.progress("compiling")
+            trainer.model = torch.compile(model)
+        gpu = (device.index or 0) if device.type == "cuda" else None
+        with ConditionsMonitor(threads, gpu) as monitor, loop.PeakMemory(device) as mem:
+            measurement, last_loss = loop.run_windows(
+                trainer,
+                params,
+                lambda step, sec: ctx.progress(
+                    f"step {step}/{params.num_batches}: {batch / sec:,.1f} {info.sample_unit}/s"
+                ),
+            )
+    except Exception as exc:
+        if not loop.is_oom(exc):
+            raise
+        yield _failed(
+            record,
+            f"batch size {batch} per device did not fit in memory ({str(exc).splitlines()[0][:160]}); "
+            "try a smaller --batch-size or --batch-size auto",
+        )
+        return
     if not math.isfinite(last_loss):
         yield _failed(record, f"the loss is not finite ({last_loss}) during the {params.num_batches} measured steps")
         return

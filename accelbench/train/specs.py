@@ -29,6 +29,9 @@ class TrainParams(ScaleParams, NodesParams, CommonParams):
         0, "steps per measurement window, the throughput samples (0: 10, or --num-batches if fewer)", sweep=False
     )
     nproc: int = opt(1, "processes (devices) per node, DDP under torchrun; a list makes a scaling table")
+    max_batch_size: int = opt(
+        0, "with --batch-size auto: the largest batch tried, e.g. a published one (0: no limit)", sweep=False
+    )
     memory_cap: str = opt(
         "", "with --batch-size auto: treat more than this much memory (e.g. 4G) as out of memory", sweep=False
     )
@@ -62,8 +65,10 @@ class TrainParams(ScaleParams, NodesParams, CommonParams):
             raise UsageError("--batch-size auto searches on one device: find it with --nproc 1, then pass the number")
         if self.memory_cap:
             parse_size(self.memory_cap)
-            if self.batch_size != "auto":
-                raise UsageError("--memory-cap only applies with --batch-size auto")
+        if (self.memory_cap or self.max_batch_size) and self.batch_size != "auto":
+            raise UsageError("--memory-cap and --max-batch-size only apply with --batch-size auto")
+        if self.max_batch_size < 0:
+            raise UsageError(f"--max-batch-size must not be negative, got {self.max_batch_size}")
 
     @property
     def window(self) -> int:

@@ -11,9 +11,11 @@ from typing import Any
 
 from torch.nn.parallel import DistributedDataParallel
 
+from accelbench.devices.precision import set_numeric_mode
 from accelbench.kit.context import RunContext
 from accelbench.kit.ranks import Rank, rank_main
 from accelbench.tta.loop import precision_of
+from accelbench.tta.recipes import recipe
 from accelbench.tta.run import make_job, run_seeds
 from accelbench.tta.specs import TtaParams
 
@@ -21,6 +23,7 @@ from accelbench.tta.specs import TtaParams
 def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
     params = TtaParams(**payload["params"])
     device = rank.device
+    set_numeric_mode(device, precision_of(params, recipe(params.workload), device))  # as prepare() does
     job = make_job(params, device, RunContext(rank.log_dir, rank.progress), rank=rank.rank, world=rank.world)
     job.wrap = lambda m: DistributedDataParallel(m, device_ids=[rank.local_rank] if device.type == "cuda" else None)
     runs = run_seeds(job, [int(s) for s in payload["seeds"]], rank.log_dir if rank.rank == 0 else None)

@@ -50,9 +50,30 @@ class SeedRun:
 
 
 def precision_of(params: TtaParams, recipe: Recipe, device: "torch.device") -> str:
+    """The precision a run trains in: the flag, or auto (the recipe's on a GPU, fp16 where bf16 is not native)."""
+    from accelbench.devices.precision import autocast_reason
+
     if params.precision != "auto":
         return params.precision
-    return recipe.gpu_precision if device.type == "cuda" else "fp32"
+    if device.type != "cuda":
+        return "fp32"
+    if autocast_reason(device, recipe.gpu_precision):
+        return "amp_fp16"
+    return recipe.gpu_precision
+
+
+def evaluate(r: Recipe, model: Any, job: "Job") -> float:
+    """The quality over the whole validation set: each rank scores its share, the sums are all-reduced."""
+    import torch
+
+    total, count = r.evaluate(model, job.val, job.device, job.rank, job.world)
+    if job.world > 1:
+        import torch.distributed as dist
+
+        sums = torch.tensor([total, float(count)], dtype=torch.float64, device=job.device)
+        dist.all_reduce(sums)
+        total, count = sums.tolist()
+    return total / count
 
 
 @dataclass
@@ -142,7 +163,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         log.end(C.BLOCK_STOP, first_epoch_num=epoch - (epoch - 1) % r.eval_every)
         log.start(C.EVAL_START, epoch_num=epoch)
         model.eval()
-        quality = r.evaluate(model, job.val, job.device)
+        quality = evaluate(r, model, job)
         synchronize(job.device)
         elapsed = time.perf_counter() - t0
         log.event(C.EVAL_ACCURACY, quality, epoch_num=epoch)

@@ -20,6 +20,19 @@ if TYPE_CHECKING:
     import torch
 
 
+def loader_workers(most: int) -> int:
+    """DataLoader workers for this rank: the cores this process may use, shared by the node's ranks.
+
+    Not torch's thread count: torchrun sets OMP_NUM_THREADS=1 in every rank, which would leave decoding
+    to the training process alone. One core stays with the training process.
+    """
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    ranks_here = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun for every rank
+    return min(most, max(0, cores // ranks_here - 1))
+
+
 class ImageNet(Recipe):
     name = "imagenet"
     target = 0.759
@@ -87,11 +100,10 @@ class ImageNet(Recipe):
         return Schedule(opt, lr_at, hyper)
 
     def _loader(self, data: Any, batch: int, shuffle_seed: int | None, rank: int, world: int) -> Any:
-        import torch
         from torch.utils.data import DataLoader
         from torch.utils.data.distributed import DistributedSampler
 
-        workers = min(self.workers, max(0, (torch.get_num_threads() or 1) - 1)) if len(data) > 256 else 0
+        workers = loader_workers(self.workers) if len(data) > 256 else 0
         sampler = DistributedSampler(
             data,
             num_replicas=world,
@@ -116,12 +128,14 @@ class ImageNet(Recipe):
         x, y = batch
         return F.cross_entropy(model(x), y, label_smoothing=self.label_smoothing)
 
-    def evaluate(self, model, val, device):  # type: ignore[no-untyped-def]
+    def evaluate(self, model, val, device, rank=0, world=1):  # type: ignore[no-untyped-def]
         import torch
+        from torch.utils.data import DataLoader, Subset
 
-        _, loader = self._loader(val, 256, None, 0, 1)
+        share = Subset(val, range(rank, len(val), world))  # not DistributedSampler: it pads with repeats
+        workers = loader_workers(self.workers) if len(share) > 256 else 0
         correct = 0
         with torch.no_grad():
-            for x, y in loader:
-                correct += int((model(x.to(device)).argmax(1).cpu() == y).sum())
-        return correct / len(val)
+            for x, y in DataLoader(share, batch_size=256, num_workers=workers, pin_memory=True):
+                correct += int((model(x.to(device, non_blocking=True)).argmax(1).cpu() == y).sum())
+        return float(correct), len(share)

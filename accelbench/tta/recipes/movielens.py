@@ -87,11 +87,11 @@ class MovieLens(Recipe):
         users, items, labels = batch
         return F.binary_cross_entropy_with_logits(model(users, items).float(), labels)
 
-    def evaluate(self, model, val, device):  # type: ignore[no-untyped-def]
+    def evaluate(self, model, val, device, rank=0, world=1):  # type: ignore[no-untyped-def]
         """HR@10: the held-out item ranks in the top 10 of itself and its 999 negatives (ties count against it)."""
         import torch
 
-        users, candidates = val
+        users, candidates = val[0][rank::world], val[1][rank::world]
         hits = 0
         with torch.no_grad():
             for start in range(0, len(users), 1024):
@@ -100,7 +100,7 @@ class MovieLens(Recipe):
                 scores = model(u[:, None].expand_as(c).reshape(-1), c.reshape(-1)).float().view(c.shape)
                 better = (scores[:, 1:] >= scores[:, :1]).sum(1)
                 hits += int((better < TOP_K).sum())
-        return hits / len(users)
+        return float(hits), len(users)
 
 
 def _sample_unseen(r: Ratings, users: np.ndarray, rng: np.random.Generator) -> np.ndarray:
