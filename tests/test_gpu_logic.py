@@ -159,3 +159,18 @@ def test_throttling_during_the_window_comes_from_the_violation_counters(monkeypa
     assert gpu["throttled_fraction"]["thermal"] == 0
     assert (gpu["throttled_fraction"]["power"] == 1.0) is warned
     assert any("power limit held the clocks down" in w for w in monitor.conditions.warnings) is warned
+
+
+def test_cifar_crops_are_one_gather_equal_to_the_per_image_windows():
+    """The augmentation runs where the staged data is (the GPU): no Python loop over the batch, same crops."""
+    from accelbench.tta.recipes.cifar import Cifar10, _crop
+
+    g = torch.Generator().manual_seed(0)
+    padded = torch.randn(6, 3, 40, 40, generator=g)
+    dy, dx = torch.randint(0, 9, (2, 6), generator=g)
+    expected = torch.stack([padded[i, :, y : y + 32, x : x + 32] for i, (y, x) in enumerate(zip(dy, dx, strict=True))])
+    assert torch.equal(_crop(padded, dy, dx), expected)
+    x = torch.rand(5, 3, 32, 32)
+    a, b = (Cifar10().augment(x, torch.Generator().manual_seed(3)) for _ in range(2))
+    assert a.shape == x.shape and torch.equal(a, b)  # the seed decides the augmentation, wherever it runs
+    assert (a == 0).flatten(1).sum(1).min() >= 3 * 4 * 4  # each image has its cutout (at least a corner of it)

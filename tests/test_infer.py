@@ -11,7 +11,6 @@ from accelbench.suite.suites import make_entry
 NULL = {"backend": "null", "threads": 2, "batch_size": 8, "device": "cpu"}
 
 
-
 @pytest.mark.parametrize("scenario", ["offline", "server", "singlestream", "multistream"])
 def test_each_scenario_is_valid_with_the_null_backend(scenario, run_isolated):
     # Server's default for a null backend is 20k QPS, the harness's ceiling on a noisy 2-core machine (see

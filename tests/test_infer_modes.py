@@ -12,7 +12,6 @@ from accelbench.suite.suites import make_entry
 COLOUR = {"model": "infer_fixtures:ColourNet", "threads": 2, "batch_size": 4, "device": "cpu"}
 
 
-
 @pytest.fixture
 def colours(tmp_path):
     return write_colour_folder(tmp_path / "colours")

@@ -39,6 +39,9 @@ class Backend:
     needs: ClassVar[tuple[str, str] | None] = None
     #: whether it runs the model (False: answers without computing, to measure the harness)
     runs_model: ClassVar[bool] = True
+    #: whether it takes its inputs in host memory (ONNX Runtime copies them itself): the SUT then never
+    #: moves a batch to the GPU only for the backend to copy it back
+    host_inputs: ClassVar[bool] = False
 
     def unsupported(self, precision: str) -> str | None:
         """Why this backend cannot serve at ``precision`` here, or None: a skip in a sweep, bad input alone."""
@@ -74,15 +77,27 @@ class TorchEager(Backend):
 
         dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(precision)
         run = self.prepare_model(model)
+        if device.type != "cuda":
 
-        def predict(inputs: "Inputs") -> Any:
-            with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            def predict(inputs: "Inputs") -> Any:
+                with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                    return served.forward(run, inputs)
+
+            return predict
+        stream = torch.cuda.Stream(device)  # this worker's own: waiting for it never waits for another's work
+
+        def predict_cuda(inputs: "Inputs") -> Any:
+            stream.wait_stream(torch.cuda.current_stream(device))  # the batch was copied on the caller's stream
+            with (
+                torch.cuda.stream(stream),
+                torch.inference_mode(),
+                torch.autocast("cuda", dtype=dtype, enabled=dtype is not None),
+            ):
                 out = served.forward(run, inputs)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            stream.synchronize()  # the answer is complete before LoadGen hears of it; inputs live until here
             return out
 
-        return predict
+        return predict_cuda
 
 
 class TorchCompiled(TorchEager):
@@ -97,6 +112,7 @@ class TorchCompiled(TorchEager):
 class OnnxRuntime(Backend):
     name, summary = "onnxruntime", "ONNX Runtime on the model exported by torch.onnx (pip extra: onnx)"
     needs = ("onnxruntime", "onnx")
+    host_inputs = True
 
     def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
 

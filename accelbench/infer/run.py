@@ -80,7 +80,10 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         return Serving(workers, lambda i: i, QSL_SAMPLES[params.profile], list, None, None, threads, device)
     spec = served(params.model, params.scale)
     model = _build(params, spec)
-    host = devices[0] if len(devices) == 1 else torch.device("cpu")  # several devices: each worker copies its batch
+    # one device: samples live on it; several: on the host, each worker copying its batch to its device; a
+    # backend that reads host memory (ONNX Runtime) gets host samples and no copy
+    on_host = len(devices) > 1 or impl.host_inputs
+    host = torch.device("cpu") if on_host else devices[0]
     dataset = spec.dataset(Path(params.dataset).expanduser()) if params.dataset else None
     if dataset is not None:
         make_input: Callable[[int], Any] = lambda i: dataset.inputs(i, host)  # noqa: E731
@@ -98,7 +101,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         last = i == len(devices) - 1
         replica = (model if last and not keep_reference else copy.deepcopy(model)).to(d)
         predict = impl.load(spec, replica, d, params.effective_precision, calibration)
-        workers.append(Worker(predict, d if len(devices) > 1 else None))
+        workers.append(Worker(predict, d if len(devices) > 1 and not impl.host_inputs else None))
     reference = model.to(devices[0]) if keep_reference else None
     return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset)
 

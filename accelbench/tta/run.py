@@ -45,7 +45,7 @@ def make_job(params: TtaParams, device: Any, ctx: RunContext, rank: int = 0, wor
     train, val = r.load(data_dir, params.scale)
     return Job(
         recipe=r,
-        train=train,
+        train=r.stage(train, device),
         val=val,
         params=params,
         device=device,

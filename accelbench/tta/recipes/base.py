@@ -88,6 +88,10 @@ class Recipe(ABC):
         from ``rank``): each rank evaluates 1/world of the set and the loop adds the ranks' sums, so
         evaluation time shrinks with the device count as training time does."""
 
+    def stage(self, split: Any, device: "torch.device") -> Any:
+        """The training split where batches are cut from (before the clock, as MLPerf's data staging)."""
+        return split
+
     def train_samples(self, train: Any) -> int:
         return len(train)
 
@@ -113,12 +117,20 @@ class TensorClassification(Recipe):
         import torch
 
         g = torch.Generator().manual_seed(seed * 1000 + epoch)
-        order = torch.randperm(len(train), generator=g)
+        order = torch.randperm(len(train), generator=g).to(train.x.device)  # staged on the device on a GPU
         steps = self.steps_per_epoch(train, batch * world)
         for s in range(steps):
             idx = order[(s * world + rank) * batch : (s * world + rank + 1) * batch]
             x = self.augment(train.x[idx], g)
             yield self.normalize(x).to(device, non_blocking=True), train.y[idx].to(device, non_blocking=True)
+
+    def stage(self, split: Any, device: "torch.device") -> Any:
+        """The training split on the device (a GPU): batches are then cut and augmented there, not by the host."""
+        from accelbench.tta.datasets import TensorSplit
+
+        if device.type == "cpu":
+            return split
+        return TensorSplit(split.x.to(device), split.y.to(device))
 
     def loss(self, model, batch):  # type: ignore[no-untyped-def]
         import torch.nn.functional as F
@@ -134,5 +146,5 @@ class TensorClassification(Recipe):
         with torch.no_grad():
             for start in range(0, len(xs), 1024):
                 x = self.normalize(xs[start : start + 1024]).to(device)
-                correct += int((model(x).argmax(1).cpu() == ys[start : start + 1024]).sum())
+                correct += int((model(x).argmax(1) == ys[start : start + 1024].to(x.device)).sum())
         return float(correct), len(xs)

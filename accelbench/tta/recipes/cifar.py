@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelbench.kit.step import fused_kwargs
 from accelbench.tta.datasets import TensorSplit, check_cifar10, cifar10
 from accelbench.tta.recipes.base import Schedule, TensorClassification
 
@@ -83,8 +84,8 @@ class Cifar10(TensorClassification):
     def normalize(self, x: "torch.Tensor") -> "torch.Tensor":
         import torch
 
-        mean = torch.tensor(MEAN).view(1, 3, 1, 1)
-        std = torch.tensor(STD).view(1, 3, 1, 1)
+        mean = torch.tensor(MEAN, device=x.device).view(1, 3, 1, 1)
+        std = torch.tensor(STD, device=x.device).view(1, 3, 1, 1)
         return (x - mean) / std
 
     def augment(self, x: "torch.Tensor", generator: "torch.Generator") -> "torch.Tensor":
@@ -92,14 +93,14 @@ class Cifar10(TensorClassification):
         import torch
         import torch.nn.functional as F
 
-        n = x.shape[0]
+        n, dev = x.shape[0], x.device  # the draws come from the seed's CPU generator; the work runs where x is
         padded = F.pad(x, (4, 4, 4, 4), mode="reflect")
-        dx, dy = torch.randint(0, 9, (2, n), generator=generator)
+        dx, dy = torch.randint(0, 9, (2, n), generator=generator).to(dev)
         out = _crop(padded, dy, dx)
-        flip = torch.rand(n, generator=generator) < 0.5
-        out[flip] = out[flip].flip(3)
-        cy, cx = torch.randint(0, 32, (2, n), generator=generator)
-        ys, xs = torch.arange(32).view(1, 32, 1), torch.arange(32).view(1, 1, 32)
+        flip = (torch.rand(n, generator=generator) < 0.5).to(dev)
+        out = torch.where(flip.view(n, 1, 1, 1), out.flip(3), out)
+        cy, cx = torch.randint(0, 32, (2, n), generator=generator).to(dev)
+        ys, xs = torch.arange(32, device=dev).view(1, 32, 1), torch.arange(32, device=dev).view(1, 1, 32)
         hole = ((ys - cy.view(n, 1, 1)).abs() < 4) & ((xs - cx.view(n, 1, 1)).abs() < 4)
         return out.masked_fill(hole.unsqueeze(1), 0.0)
 
@@ -112,7 +113,12 @@ class Cifar10(TensorClassification):
         # Page's lr and weight decay are per-sample: the sum-of-losses convention; with a mean loss, scale by batch
         lr0 = self.PEAK_LR
         opt = torch.optim.SGD(
-            model.parameters(), lr=0.0, momentum=0.9, nesterov=True, weight_decay=self.WEIGHT_DECAY * global_batch / 512
+            model.parameters(),
+            lr=0.0,
+            momentum=0.9,
+            nesterov=True,
+            weight_decay=self.WEIGHT_DECAY * global_batch / 512,
+            **fused_kwargs(next(model.parameters()).device),  # no host sync per step under GradScaler
         )
         total, peak = max(1, epochs * steps_per_epoch), self.PEAK_EPOCH * steps_per_epoch
 
@@ -125,8 +131,13 @@ class Cifar10(TensorClassification):
 
 
 def _crop(padded: "torch.Tensor", dy: "torch.Tensor", dx: "torch.Tensor") -> "torch.Tensor":
+    """The 32x32 window at (dy, dx) of each padded image, in one gather (no Python loop over the batch)."""
     import torch
 
-    return torch.stack(
-        [padded[i, :, y : y + 32, x : x + 32] for i, (y, x) in enumerate(zip(dy.tolist(), dx.tolist(), strict=True))]
-    )
+    n, c = padded.shape[:2]
+    span = torch.arange(32, device=padded.device)
+    rows = (dy.view(n, 1) + span).view(n, 1, 32, 1)
+    cols = (dx.view(n, 1) + span).view(n, 1, 1, 32)
+    batch = torch.arange(n, device=padded.device).view(n, 1, 1, 1)
+    chans = torch.arange(c, device=padded.device).view(1, c, 1, 1)
+    return padded[batch, chans, rows, cols]
