@@ -125,7 +125,9 @@ def test_impossible_shapes_are_usage_errors(name, params, message):
 
 
 def test_allreduce_with_two_gloo_processes(tmp_path):
-    entry = make_entry("kernels/allreduce", {"nproc": 2, "sizes": "4K,256K", "min_time": 0.1, "min_reps": 5})
+    entry = make_entry(
+        "kernels/allreduce", {"nproc": 2, "sizes": "4K,256K", "min_time": 0.1, "min_reps": 5, "device": "cpu"}
+    )
     results = run_inline(entry, tmp_path)
     assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]
     assert [r.params["size"] for r in results] == [4096, 262144]

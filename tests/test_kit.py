@@ -35,7 +35,15 @@ def test_training_pct_of_peak_carries_an_interval():
     [r] = run_inline(
         make_entry(
             "train/throughput",
-            {"model": "ncf", "scale": "tiny", "warmup": 1, "num_batches": 6, "threads": 2, "batch_size": "64"},
+            {
+                "model": "ncf",
+                "scale": "tiny",
+                "warmup": 1,
+                "num_batches": 6,
+                "threads": 2,
+                "batch_size": "64",
+                "device": "cpu",
+            },
         )
     )
     assert r.status == "ok", r.error
