@@ -235,3 +235,15 @@ def test_train_scaling_table(cli_env, tmp_path):
     p = run_cli(args, cli_env, tmp_path)
     assert p.returncode == 0, p.stderr
     assert "per device" in p.stdout and "scaling over devices" in p.stdout and "efficiency" in p.stdout, p.stdout
+
+
+def test_exception_text_is_shown_verbatim_never_as_markup(cli_env, tmp_path):
+    """An error message with brackets is text: it neither vanishes from tables nor breaks a later command."""
+    suite = tmp_path / "s.toml"
+    message = "[enforce fail at alloc_cpu.cpp:127] no memory [/bold]"
+    suite.write_text(f'[[benchmark]]\nname = "selftest/raise"\nparams = {{ message = "{message}" }}\n')
+    db = ["--db", str(tmp_path / "m.db")]
+    p = run_cli(["run", str(suite), *db], cli_env, tmp_path)
+    assert p.returncode == 1 and "[enforce fail at alloc_cpu.cpp:127]" in p.stdout, p.stdout + p.stderr
+    p = run_cli(["results", "list", *db], cli_env, tmp_path)
+    assert p.returncode == 0 and "[/bold]" in p.stdout and "Traceback" not in p.stderr, p.stdout + p.stderr

@@ -79,3 +79,12 @@ def test_invalid_reasons_in_plain_words(tmp_path):
 def test_bad_inference_input(params, message):
     with pytest.raises(UsageError, match=message):
         make_entry("infer/loadgen", params)
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_loadgen_trace_only_on_request(trace, run_isolated):
+    """LoadGen's trace grows to hundreds of MB on a fast run; run folders are copied between machines."""
+    [r] = run_isolated({"scenario": "offline", **NULL, "trace": trace})
+    path = Path(r.details["loadgen_log_dir"]) / "mlperf_log_trace.json"
+    size = path.stat().st_size if path.exists() else 0
+    assert (size > 10_000) is trace, size

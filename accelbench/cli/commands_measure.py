@@ -7,6 +7,8 @@ import shlex
 import sys
 from typing import Any
 
+from rich.markup import escape
+
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
 from accelbench.registry import describe_params
@@ -124,7 +126,7 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
     counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
     console.print(
         f"{counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped; "
-        f"stored in {store.path}; run folder {summary.run_dir}"
+        f"stored in {escape(str(store.path))}; run folder {escape(str(summary.run_dir))}"
     )
     if summary.interrupted:
         console.print(

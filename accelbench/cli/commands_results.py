@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
 from accelbench.registry import describe_params
@@ -146,7 +148,9 @@ def cmd_runs(ns: argparse.Namespace) -> int:
         counts = ", ".join(f"{n} {s}" for s in ("ok", "failed", "skipped") if (n := sum(r.status == s for r in res)))
         tags = " ".join(f"{k}={v}" for k, v in run.tags.items())
         command = run.command.removeprefix("accelbench ")
-        table.add_row(run.run_id, run.created_at[:16].replace("T", " "), counts or "none", tags, command)
+        table.add_row(
+            run.run_id, run.created_at[:16].replace("T", " "), counts or "none", escape(tags), escape(command)
+        )
     console.print(table)
     return 0
 

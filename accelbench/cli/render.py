@@ -47,7 +47,7 @@ class ProgressObserver:
 
     def suite_started(self, run_id: str, run_dir: Path, todo: list[Entry], already_done: int) -> None:
         resumed = f", {already_done} already done" if already_done else ""
-        console.print(f"run [bold]{run_id}[/]: {len(todo)} benchmark(s){resumed}; folder {run_dir}")
+        console.print(f"run [bold]{run_id}[/]: {len(todo)} benchmark(s){resumed}; folder {escape(str(run_dir))}")
         self.task = self.progress.add_task("starting", total=len(todo), status="")
 
     def entry_started(self, index: int, total: int, entry: Entry) -> None:
@@ -63,9 +63,9 @@ class ProgressObserver:
         for r in results:
             style = STATUS_STYLE[r.status]
             flags = sorted({w.split(":", 1)[0] for w in r.warnings})
-            flag = f" [yellow]{', '.join(flags)}[/]" if flags else ""
-            label = f"{r.benchmark} {describe_params(r.benchmark, r.params)}"
-            line = f"[{style}]{r.status:>7}[/] {label}  {fmt.outcome(r)}{flag}  [dim]({seconds:.1f} s)[/]"
+            flag = f" [yellow]{escape(', '.join(flags))}[/]" if flags else ""
+            label = escape(f"{r.benchmark} {describe_params(r.benchmark, r.params)}")
+            line = f"[{style}]{r.status:>7}[/] {label}  {escape(fmt.outcome(r))}{flag}  [dim]({seconds:.1f} s)[/]"
             self.progress.console.print(line)
         self.progress.advance(self.task)
 
@@ -137,20 +137,20 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
     notes: list[str] = []
     for r in results:
         if r.status == "ok":
-            result = fmt.outcome(r)
+            result = escape(fmt.outcome(r))
             details = _details(r)
         else:
             result = f"[{STATUS_STYLE[r.status]}]{r.status}[/]"
-            details = r.error or r.reason or ""
+            details = escape(r.error or r.reason or "")  # an exception's text is never markup
         marks = []
         for w in r.warnings:
             if w not in notes:
                 notes.append(w)
             marks.append(str(notes.index(w) + 1))
         row = [
-            r.benchmark,
-            describe_params(r.benchmark, r.params),
-            str(r.params.get("device", "")),
+            escape(r.benchmark),
+            escape(describe_params(r.benchmark, r.params)),
+            escape(str(r.params.get("device", ""))),
             result,
             details,
             ",".join(marks),
@@ -159,7 +159,7 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
             row.insert(0, r.id[:8])
         table.add_row(*row)
     if notes:
-        lines = [f"[yellow]{i}[/] {w}" for i, w in enumerate(notes, 1)]
+        lines = [f"[yellow]{i}[/] {escape(w)}" for i, w in enumerate(notes, 1)]
         if any(w.startswith("noisy") for w in notes):
             lines.append("noisy results: re-run on a quieter machine, or measure longer (--min-time, --num-batches)")
         if any(w.startswith("contended") for w in notes):
@@ -186,9 +186,9 @@ def compare_table(rows: list[Any], baseline: str, candidate: str) -> Table:
     for r in rows:
         v = r.verdict
         table.add_row(
-            r.benchmark,
-            r.workload,
-            r.metric,
+            escape(r.benchmark),
+            escape(r.workload),
+            escape(r.metric),
             f"{fmt.metric(r.baseline)} {fmt.ci_percent(r.baseline)}",
             f"{fmt.metric(r.candidate)} {fmt.ci_percent(r.candidate)}",
             f"{r.ratio:.2f}x",
@@ -209,6 +209,10 @@ def scaling_table(rows: list[Any], figure: str = "throughput") -> Table:
         speedup = f"{r.speedup:.2f}x" if r.speedup is not None else "-"
         eff = f"{r.efficiency:.0%}" if r.efficiency is not None else "-"
         table.add_row(
-            r.workload, str(r.devices), f"{fmt.metric(r.throughput)} {fmt.ci_percent(r.throughput)}", speedup, eff
+            escape(r.workload),
+            str(r.devices),
+            f"{fmt.metric(r.throughput)} {fmt.ci_percent(r.throughput)}",
+            speedup,
+            eff,
         )
     return table

@@ -56,6 +56,8 @@ def loadgen_run(
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(outdir)
     log_settings.log_output.copy_summary_to_stdout = False
+    # the trace (mlperf_log_trace.json) is hundreds of MB on a fast run and no verdict reads it: only on request
+    log_settings.enable_trace = params.trace
     qsl_lib = SampleLibrary(serving.make_input, serving.total)
     max_wait = params.max_wait_ms / 1000 if params.scenario == "server" else 0.0
     respond = serving.served.answers if answers and serving.served is not None else None

@@ -60,6 +60,9 @@ class InferParams(ScaleParams, CommonParams):
     checkpoint: str = opt(
         "", "a state_dict (.pt) to load into the model (empty: random weights)", sweep=False, metavar="FILE"
     )
+    trace: bool = opt(
+        False, "keep LoadGen's trace log (mlperf_log_trace.json, hundreds of MB on a fast run)", sweep=False
+    )
     service_ms: float = opt(1.0, "--backend sleep: milliseconds each batch takes", sweep=False)
 
     @property
