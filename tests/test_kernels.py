@@ -195,3 +195,26 @@ def _agree(ours: list[float], theirs: list[float], tol: float = 0.10) -> bool:
     """One interleaved round within ``tol``, or the two timers' best figures within ``tol``."""
     same_round = any(abs(a / b - 1) < tol for a, b in zip(ours, theirs, strict=True))
     return same_round or abs(min(ours) / min(theirs) - 1) < tol
+
+
+def test_membw_says_when_the_arrays_fit_in_cache(tmp_path):
+    """STREAM's rule: arrays under 4x the last-level cache measure cache, not memory."""
+    from accelbench.kernels.membw import last_level_cache_bytes
+
+    for cpu, level, size, shared, kind in [
+        ("cpu0", 2, "1024K", "0", "Unified"),
+        ("cpu1", 2, "1024K", "1", "Unified"),
+        ("cpu0", 3, "16M", "0-1", "Unified"),
+        ("cpu1", 3, "16M", "0-1", "Unified"),  # one L3 shared by both CPUs: counted once
+        ("cpu0", 1, "32K", "0", "Instruction"),
+    ]:
+        index = tmp_path / cpu / "cache" / f"index{level}{kind[0]}"
+        index.mkdir(parents=True)
+        for name, text in (("level", level), ("size", size), ("shared_cpu_list", shared), ("type", kind)):
+            (index / name).write_text(f"{text}\n")
+    assert last_level_cache_bytes(torch.device("cpu"), tmp_path) == 16 * 2**20
+    llc = last_level_cache_bytes(torch.device("cpu"))
+    if llc is None:
+        pytest.skip("this machine's sysfs shows no caches")
+    [r] = run_inline(make_entry("kernels/membw", {"size": "1M", **FAST}))
+    assert r.status == "ok" and any(w.startswith("cache-resident") for w in r.warnings), r.warnings

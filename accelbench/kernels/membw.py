@@ -8,9 +8,11 @@ default (256 MiB each), so the figure is DRAM/HBM bandwidth, reported in GB/s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
+from accelbench.errors import UsageError
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import MembwParams
 from accelbench.kit.context import RunContext
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     import torch
 
 NAME = "kernels/membw"
+#: STREAM's rule for the array size against the last-level cache.
+CACHE_MULTIPLE = 4
 ARRAYS_MOVED = {"copy": 2, "triad": 3}
 SCALAR = 3.0
 
@@ -67,5 +71,43 @@ def build_case(p: MembwParams, device: "torch.device") -> KernelCase:
     )
 
 
+def last_level_cache_bytes(device: "torch.device", sysfs: Path = Path("/sys/devices/system/cpu")) -> int | None:
+    """All of the device's last-level cache: a GPU's L2, or the sum of the CPU's distinct highest-level caches."""
+    import torch
+
+    if device.type == "cuda":
+        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or None
+    if device.type != "cpu":
+        return None
+    caches: dict[tuple[int, str], int] = {}  # (level, the CPUs sharing it) -> bytes: each cache counted once
+    for index in sysfs.glob("cpu[0-9]*/cache/index[0-9]*"):
+        try:
+            level = int((index / "level").read_text())
+            size = parse_size((index / "size").read_text().strip())
+            shared = (index / "shared_cpu_list").read_text().strip()
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+        except (OSError, ValueError, UsageError):
+            continue
+        caches[(level, shared)] = size
+    if not caches:
+        return None
+    top = max(level for level, _ in caches)
+    return sum(size for (level, _), size in caches.items() if level == top)
+
+
 def run(params: MembwParams, ctx: RunContext) -> Iterator[Result]:
-    return run_kernel(NAME, params, ctx, build_case, ("fp32",))
+    """STREAM's rule: each array at least 4x the last-level cache, or the figure is (partly) cache bandwidth."""
+    import torch
+
+    for result in run_kernel(NAME, params, ctx, build_case, ("fp32",)):
+        llc = last_level_cache_bytes(torch.device(result.params["device"])) if result.status == "ok" else None
+        if llc:
+            result.details["last_level_cache_bytes"] = llc
+            if parse_size(params.size) < CACHE_MULTIPLE * llc:
+                result.warnings.append(
+                    f"cache-resident: each array ({params.size}) is under {CACHE_MULTIPLE}x the "
+                    f"{llc / 2**20:.0f} MiB last-level cache, so this is partly cache bandwidth, not memory's; "
+                    f"use --size {CACHE_MULTIPLE * llc // 2**20}M or more"
+                )
+        yield result
