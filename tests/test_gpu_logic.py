@@ -174,3 +174,10 @@ def test_cifar_crops_are_one_gather_equal_to_the_per_image_windows():
     a, b = (Cifar10().augment(x, torch.Generator().manual_seed(3)) for _ in range(2))
     assert a.shape == x.shape and torch.equal(a, b)  # the seed decides the augmentation, wherever it runs
     assert (a == 0).flatten(1).sum(1).min() >= 3 * 4 * 4  # each image has its cutout (at least a corner of it)
+
+
+def test_out_of_memory_in_its_cpu_spellings():
+    from accelbench.train.loop import is_oom
+
+    cpu = "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: you tried 9 GB"
+    assert is_oom(RuntimeError(cpu)) and is_oom(MemoryError()) and not is_oom(RuntimeError("shape mismatch"))

@@ -178,9 +178,14 @@ class PeakMemory:
             self.peak = max(self.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
 
 
+#: How allocators say "out of memory": CUDA's, and the CPU's (``DefaultCPUAllocator: can't allocate memory``).
+OOM_SPELLINGS = ("out of memory", "can't allocate memory", "cannot allocate memory", "not enough memory")
+
+
 def is_oom(exc: BaseException) -> bool:
     name = type(exc).__name__
-    return name == "OutOfMemoryError" or isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
+    text = str(exc).lower()
+    return name == "OutOfMemoryError" or isinstance(exc, MemoryError) or any(s in text for s in OOM_SPELLINGS)
 
 
 @contextlib.contextmanager
