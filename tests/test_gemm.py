@@ -56,5 +56,5 @@ def test_relative_error_catches_a_wrong_product():
 def test_cuda_request_without_a_gpu_fails_clearly():
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    [r] = run_inline(make_entry("kernels/gemm", {"m": 64, "n": 64, "k": 64, "device": "cuda", **FAST}))
+    [r] = run_inline(make_entry("kernels/gemm", {"m": 64, "n": 64, "k": 64, **FAST, "device": "cuda"}))
     assert r.status == "failed" and "CUDA is not available" in r.error
