@@ -119,7 +119,7 @@ def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
         tmp_path,
     )
     assert p.returncode == 0, p.stderr
-    assert "TFLOPS" in p.stdout and "2 ok, 0 failed" in p.stdout
+    assert "FLOPS" in p.stdout and "2 ok, 0 failed" in p.stdout  # TFLOPS or, on a busy host, GFLOPS
     p = run_cli(
         ["kernels", "gemm", "--m", "64,128", "--n", "64", "--k", "64", "--db", db, "--tag", "box=b", *fast],
         cli_env,
@@ -142,7 +142,7 @@ def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
     assert json.loads(shown.stdout)["id"] == records[0]["id"]
 
     cmp_ = run_cli(["compare", "tag:box=a", "tag:box=b", "--db", db, "--json"], cli_env, tmp_path)
-    rows = json.loads(cmp_.stdout)
+    rows = json.loads(cmp_.stdout)["rows"]
     assert len(rows) == 2 and all(r["verdict"] in ("faster", "slower", "within noise") for r in rows)
     table = run_cli(["compare", "tag:box=a", "tag:box=b", "--db", db], cli_env, tmp_path)
     assert "geometric mean" in table.stdout
@@ -156,7 +156,7 @@ def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
     assert "imported 0 new result(s), 2 already present" in second.stdout
     run_id = run_dir.name
     cmp_run = run_cli(["compare", run_id, "tag:box=b", "--db", db, "--json"], cli_env, tmp_path)
-    assert len(json.loads(cmp_run.stdout)) == 2
+    assert len(json.loads(cmp_run.stdout)["rows"]) == 2
 
 
 def test_compare_unknown_run_and_import_garbage(cli_env, tmp_path):
@@ -247,3 +247,20 @@ def test_exception_text_is_shown_verbatim_never_as_markup(cli_env, tmp_path):
     assert p.returncode == 1 and "[enforce fail at alloc_cpu.cpp:127]" in p.stdout, p.stdout + p.stderr
     p = run_cli(["results", "list", *db], cli_env, tmp_path)
     assert p.returncode == 0 and "[/bold]" in p.stdout and "Traceback" not in p.stderr, p.stdout + p.stderr
+
+
+def test_an_invalid_result_is_counted_apart_and_sets_exit_3(cli_env, tmp_path):
+    """An overloaded Server run: LoadGen says INVALID, the summary and the exit status say so, the headline is
+    what was served (not the scheduled rate), and the Markdown export keeps the verdict."""
+    db = ["--db", str(tmp_path / "v.db")]
+    args = ["infer", "resnet50", "--backend", "sleep", "--service-ms", "5", "--scenario", "server"]
+    p = run_cli([*args, "--target-qps", "100000", "--duration", "1", *db], cli_env, tmp_path)
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "1 ok (1 INVALID), 0 failed" in p.stdout
+    from accelbench.results.store import Store
+
+    [r] = Store(tmp_path / "v.db").query()
+    assert r.valid is False and r.primary_metric == "completed_queries_per_second"
+    assert r.primary.value < 0.1 * r.metrics["queries_per_second"].value  # served ~1,600/s, scheduled ~100,000/s
+    md = run_cli(["results", "export", "--format", "md", *db], cli_env, tmp_path)
+    assert "| verdict |" in md.stdout and "| INVALID |" in md.stdout

@@ -7,21 +7,43 @@ from accelbench.results.compare import compare, geometric_mean, select
 
 def test_verdicts_follow_the_confidence_intervals():
     base = [make_result(value=1.0, ci=(0.95, 1.05))]
-    faster = compare(base, [make_result(run_id="b", value=2.0, ci=(1.9, 2.1))])
+    faster = compare(base, [make_result(run_id="b", value=2.0, ci=(1.9, 2.1))]).rows
     assert faster[0].ratio == pytest.approx(2.0) and faster[0].verdict == "faster"
-    slower = compare(base, [make_result(run_id="b", value=0.5, ci=(0.45, 0.55))])
+    slower = compare(base, [make_result(run_id="b", value=0.5, ci=(0.45, 0.55))]).rows
     assert slower[0].verdict == "slower" and slower[0].speedup == pytest.approx(0.5)
-    noisy = compare(base, [make_result(run_id="b", value=1.3, ci=(0.9, 1.7))])
+    noisy = compare(base, [make_result(run_id="b", value=1.3, ci=(0.9, 1.7))]).rows
     assert noisy[0].verdict == "within noise"  # 1.3x, but the intervals overlap
-    no_ci = compare([make_result(value=1.0, ci=None)], [make_result(run_id="b", value=1.02, ci=None)])
-    assert no_ci[0].verdict == "within noise"
+    # without intervals a ratio is not a verdict: the same configuration minutes apart read "1.11x faster"
+    no_ci = compare([make_result(value=1.0, ci=None)], [make_result(run_id="b", value=1.11, ci=None)]).rows
+    assert no_ci[0].verdict == "not judged: no CI"
+
+
+def test_an_invalid_side_is_shown_and_not_judged():
+    base = make_result(value=1.0)
+    bad = make_result(run_id="b", value=3.0, ci=(2.9, 3.1))
+    bad.valid = False
+    [row] = compare([base], [bad]).rows
+    assert row.verdict == "not judged: candidate INVALID" and row.candidate_valid is False
+
+
+def test_unpaired_repeated_and_unknown_metrics_are_said():
+    a = make_result(params={"m": 8, "precision": "fp32"})
+    a2 = make_result(params={"m": 8, "precision": "fp32"}, started_at="2026-03-01T00:00:00.000+00:00")
+    only_a = make_result(params={"m": 16, "precision": "fp32"})
+    b = make_result(run_id="b", params={"m": 8, "precision": "fp32"})
+    only_b = make_result(run_id="b", params={"m": 32, "precision": "fp32"})
+    c = compare([a, a2, only_a], [b, only_b])
+    assert len(c.rows) == 1 and len(c.only_baseline) == 1 and len(c.only_candidate) == 1
+    assert "m=16" in c.only_baseline[0] and "m=32" in c.only_candidate[0] and len(c.repeated) == 1
+    with pytest.raises(UsageError, match="no result here has a metric 'latency'"):
+        compare([a], [b], metric="latency")
 
 
 def test_pairing_by_workload_and_ignore():
     fp32 = make_result(params={"m": 8, "precision": "fp32", "device": "cpu", "threads": 2})
     fp16 = make_result(run_id="b", value=3.0, params={"m": 8, "precision": "fp16", "device": "cuda:0", "threads": 8})
-    assert compare([fp32], [fp16]) == []
-    rows = compare([fp32], [fp16], ignore=["precision"])
+    assert compare([fp32], [fp16]).rows == []
+    rows = compare([fp32], [fp16], ignore=["precision"]).rows
     assert len(rows) == 1 and rows[0].ratio == pytest.approx(3.0)
 
 
@@ -29,13 +51,13 @@ def test_seeds_and_validity_do_not_split_a_pair():
     """Two time-to-accuracy sets draw different random seeds; a VALID and an INVALID run are still one workload."""
     a = make_result(params={"workload": "digits", "seeds_used": [1, 2, 3], "seed": -1})
     b = make_result(run_id="b", value=2.0, params={"workload": "digits", "seeds_used": [7, 8, 9], "seed": -1})
-    assert len(compare([a], [b])) == 1
+    assert len(compare([a], [b]).rows) == 1
 
 
 def test_latest_record_wins_on_each_side():
     old = make_result(value=1.0, started_at="2026-01-01T00:00:00.000+00:00")
     new = make_result(value=2.0, started_at="2026-02-01T00:00:00.000+00:00")
-    rows = compare([new, old], [make_result(run_id="b", value=2.0)])
+    rows = compare([new, old], [make_result(run_id="b", value=2.0)]).rows
     assert rows[0].baseline.value == 2.0
 
 

@@ -88,3 +88,14 @@ def test_loadgen_trace_only_on_request(trace, run_isolated):
     path = Path(r.details["loadgen_log_dir"]) / "mlperf_log_trace.json"
     size = path.stat().st_size if path.exists() else 0
     assert (size > 10_000) is trace, size
+
+
+def test_a_multistream_bound_is_accelbench_s_own_check_not_loadgen_s_verdict(run_isolated):
+    """LoadGen >= 2.0 has no MultiStream bound: a user's bound is recorded and warned about, labelled as ours."""
+    params = {"backend": "sleep", "service_ms": 1.0, "threads": 2, "batch_size": 8, "device": "cpu"}
+    [r] = run_isolated({**params, "scenario": "multistream", "samples_per_query": 8, "latency_bound_ms": 0.1})
+    assert r.status == "ok" and r.valid is True, r.details.get("invalid_reasons")  # LoadGen's verdict
+    assert r.details["accelbench_check"] == {"multistream_latency_bound_ms": 0.1, "met": False}
+    assert any("accelbench's check, not LoadGen's verdict" in w for w in r.warnings)
+    [plain] = run_isolated({**params, "scenario": "multistream", "samples_per_query": 8})
+    assert plain.valid is True and "accelbench_check" not in plain.details

@@ -109,8 +109,9 @@ def test_ambiguous_and_unknown_ids(store):
     assert store.resolve_run_id("run-") == "run-a"
     assert store.resolve_run_id("nope") is None
     store.add(make_result(run_id="run-b"))
-    with pytest.raises(UsageError, match="ambiguous"):
+    with pytest.raises(UsageError, match="matches several runs"):
         store.resolve_run_id("run-")
+    assert store.resolve_run_id("-b") == "run-b"  # any unique part: the random suffix of a run id
 
 
 def test_result_from_dict_ignores_nothing_it_knows():

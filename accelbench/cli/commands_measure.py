@@ -14,6 +14,9 @@ from accelbench.errors import UsageError
 from accelbench.registry import describe_params
 from accelbench.suite.suites import BUILTIN, Suite
 
+#: Exit statuses of a run: a failed benchmark, or (none failed) a result its own verdict calls INVALID.
+EXIT_FAILED, EXIT_INVALID = 1, 3
+
 
 def register(sub: Any) -> None:
     run = sub.add_parser(
@@ -22,6 +25,8 @@ def register(sub: Any) -> None:
         description=(
             "Run benchmarks, each in its own process with a timeout; a crash, OOM or hang is recorded as "
             "failed and the suite goes on. Every record is stored the moment it is measured.\n\n"
+            "Exit status: 0 all ok; 1 a benchmark failed; 3 none failed but a result is INVALID by its own "
+            "verdict (LoadGen's, an accuracy gate); 2 bad input; 130 interrupted (resume with --resume).\n\n"
             f"TARGET is a built-in suite ({', '.join(BUILTIN)}), a suite file (.toml), or benchmark names "
             "(see 'accelbench list'); several may be given."
         ),
@@ -124,8 +129,10 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
         if after is not None:
             after(summary)
     counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
+    invalid = sum(r.status == "ok" and r.valid is False for r in summary.results)
+    ok = f"{counts['ok']} ok" + (f" ([red]{invalid} INVALID[/])" if invalid else "")
     console.print(
-        f"{counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped; "
+        f"{ok}, {counts['failed']} failed, {counts['skipped']} skipped; "
         f"stored in {escape(str(store.path))}; run folder {escape(str(summary.run_dir))}"
     )
     if summary.interrupted:
@@ -134,7 +141,9 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
             f"accelbench run --resume {summary.run_id}"
         )
         return 130
-    return 1 if counts["failed"] else 0
+    if counts["failed"]:
+        return EXIT_FAILED
+    return EXIT_INVALID if invalid else 0
 
 
 def _check_environment(suite: Suite, device: str | None) -> None:

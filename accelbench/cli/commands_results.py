@@ -60,9 +60,11 @@ def register(sub: Any) -> None:
         help="ratios between two runs or tagged sets, with a noise-aware verdict",
         description=(
             "Pair the results of BASELINE and CANDIDATE by benchmark and workload parameters, show each side's "
-            "metric, the ratio and a verdict: 'faster'/'slower' when the 95%% confidence intervals do not "
-            "overlap, 'within noise' when they do.\n\nSelectors: a run id (or unique prefix), or tag:KEY=VALUE "
-            "(e.g. tag:gpu=v100; several as tag:a=1,b=2)."
+            "metric, the speedup (above 1: the candidate is better, for times as for rates) and a verdict: "
+            "'faster'/'slower' when the 95%% confidence intervals do not overlap, 'within noise' when they do, "
+            "'not judged' when a side has no interval or is INVALID. Results without a partner, and workloads "
+            "measured more than once, are listed below the table.\n\nSelectors: a run id (or any unique part "
+            "of it), or tag:KEY=VALUE (e.g. tag:gpu=v100; several as tag:a=1,b=2)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -187,14 +189,14 @@ def cmd_compare(ns: argparse.Namespace) -> int:
 
     store = _store(ns)
     base, cand = select(store, ns.baseline), select(store, ns.candidate)
-    rows = compare(base, cand, ignore=ns.ignore, metric=ns.metric, describe=describe_params)
+    comparison = compare(base, cand, ignore=ns.ignore, metric=ns.metric, describe=describe_params)
     if ns.json:
-        sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
+        sys.stdout.write(json.dumps(comparison.to_dict(), indent=2) + "\n")
         return 0
-    if not rows:
+    if not comparison.rows:
         raise UsageError(
             f"{ns.baseline} and {ns.candidate} have no benchmark with the same parameters in common; "
             "--ignore PARAM pairs records that differ in PARAM"
         )
-    console.print(compare_table(rows, ns.baseline, ns.candidate))
+    console.print(compare_table(comparison, ns.baseline, ns.candidate))
     return 0

@@ -168,35 +168,52 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
     return table
 
 
-def compare_table(rows: list[Any], baseline: str, candidate: str) -> Table:
+def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
+    """The pairs with a speedup that reads the same way for every metric (>1: the candidate is better),
+    and, below, what had no partner or was measured more than once."""
     from accelbench.results.compare import geometric_mean
 
-    table = Table(title=f"{candidate} vs {baseline}", title_justify="left")
+    rows = comparison.rows
+    table = Table(title=f"{escape(candidate)} vs {escape(baseline)}", title_justify="left", caption_justify="left")
     for col, just in (
         ("benchmark", "left"),
         ("workload", "left"),
         ("metric", "left"),
         ("baseline", "right"),
         ("candidate", "right"),
-        ("ratio", "right"),
+        ("speedup", "right"),
         ("verdict", "left"),
     ):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     colour = {"faster": "green", "better": "green", "slower": "red", "worse": "red"}
+
+    def side(m: Any, valid: bool | None) -> str:
+        return f"{fmt.metric(m)} {fmt.ci_percent(m)}" + (" [red]INVALID[/]" if valid is False else "")
+
     for r in rows:
         v = r.verdict
         table.add_row(
             escape(r.benchmark),
             escape(r.workload),
             escape(r.metric),
-            f"{fmt.metric(r.baseline)} {fmt.ci_percent(r.baseline)}",
-            f"{fmt.metric(r.candidate)} {fmt.ci_percent(r.candidate)}",
-            f"{r.ratio:.2f}x",
+            side(r.baseline, r.baseline_valid),
+            side(r.candidate, r.candidate_valid),
+            f"{r.speedup:.2f}x",
             f"[{colour.get(v, 'dim')}]{v}[/]",
         )
-    gm = geometric_mean(r.speedup for r in rows)
+    judged = [r for r in rows if not r.verdict.startswith("not judged")]
+    lines = []
+    gm = geometric_mean(r.speedup for r in judged)
     if gm is not None:
-        table.caption = f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(rows)} benchmark(s)"
+        lines.append(f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(judged)} benchmark(s)")
+    for label, names in (
+        (f"only in {baseline}", comparison.only_baseline),
+        (f"only in {candidate}", comparison.only_candidate),
+        ("measured more than once (the latest record is compared)", comparison.repeated),
+    ):
+        if names:
+            lines.append(f"{escape(label)}: {escape(', '.join(names))}")
+    table.caption = "\n".join(lines) or None
     return table
 
 

@@ -57,13 +57,23 @@ def performance_result(
     d = outcome.detail
     name, primary = scenario_metric(params.scenario, d)
     metrics = {name: primary}
+    if params.scenario == "server" and d.get("result_completed_samples_per_sec") is not None:
+        # the scheduled rate is MLPerf's metric for a VALID run; an INVALID run may have completed far fewer
+        metrics["completed_queries_per_second"] = _metric(
+            float(d["result_completed_samples_per_sec"]), "queries/s", True
+        )
     if primary.higher_is_better and params.nproc > 1:
         metrics[f"{name}_per_device"] = _metric(primary.value / params.nproc, primary.unit + " per device", True)
     for key, label in PERCENTILES:
         if key in d and label not in metrics:
             metrics[label] = _metric(d[key] / 1e9, "s", False)
     valid = d.get("result_validity") == "VALID"
-    bound = bound_ms(params) if params.scenario in ("server", "multistream") else None
+    if params.scenario == "server":
+        bound: float | None = bound_ms(params)
+    elif params.scenario == "multistream":  # LoadGen >= 2.0 has none; only one the user (or find-peak) set
+        bound = params.latency_bound_ms or ((extra or {}).get("find_peak") or {}).get("latency_bound_ms")
+    else:
+        bound = None
     details: dict[str, Any] = {
         "loadgen_log_dir": str(outcome.outdir),
         "compliant": params.profile == "official",
@@ -76,13 +86,23 @@ def performance_result(
         "target_qps": d.get("requested_server_target_qps") if params.scenario == "server" else None,
     } | (extra or {})
     reasons = [] if valid else invalid_reasons(d, params.scenario)
-    if params.scenario == "multistream" and bound is not None and not multistream_within_bound(d, bound):
-        valid = False
-        reasons.append(
-            f"latency bound of {bound:g} ms violated: the 99th-percentile query latency is "
-            f"{primary.value * 1e3:.3g} ms; lower --samples-per-query"
-        )
-    return _record(params, record, metrics, name, details, reasons, outcome.conditions, valid)
+    over = ""
+    if params.scenario == "multistream" and bound:
+        # accelbench's own check, labelled as such: the verdict (valid) stays LoadGen's
+        met = multistream_within_bound(d, bound)
+        details["accelbench_check"] = {"multistream_latency_bound_ms": bound, "met": met}
+        if not met:
+            over = (
+                f"over the latency bound: the 99th-percentile query latency is {primary.value * 1e3:.3g} ms against "
+                f"the {bound:g} ms set for this run (accelbench's check, not LoadGen's verdict); lower "
+                "--samples-per-query"
+            )
+    if not valid and "completed_queries_per_second" in metrics:
+        name = "completed_queries_per_second"  # headline what was served, not what LoadGen scheduled
+    result = _record(params, record, metrics, name, details, reasons, outcome.conditions, valid)
+    if over:
+        result.warnings.insert(0, over)
+    return result
 
 
 def _record(

@@ -8,6 +8,7 @@ intervals: two intervals that overlap are "within noise", however large the rati
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -18,9 +19,6 @@ from accelbench.errors import UsageError
 from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
 from accelbench.results.record import Metric, Result
 from accelbench.results.store import Store
-
-#: Without confidence intervals, a ratio closer to 1 than this is called noise.
-NO_CI_MARGIN = 0.05
 
 _TAG_RE = re.compile(r"^tag:([A-Za-z0-9_.-]+)=(.+)$")
 
@@ -34,6 +32,9 @@ class Row:
     higher_is_better: bool
     baseline: Metric
     candidate: Metric
+    #: each side's own verdict (LoadGen's VALID, an accuracy gate); None where the benchmark gives none
+    baseline_valid: bool | None = None
+    candidate_valid: bool | None = None
 
     @property
     def ratio(self) -> float:
@@ -47,12 +48,16 @@ class Row:
 
     @property
     def verdict(self) -> str:
+        """Judged only on figures that can be: both VALID (where there is a verdict), both with an interval."""
+        invalid = [
+            side for side, ok in (("baseline", self.baseline_valid), ("candidate", self.candidate_valid)) if ok is False
+        ]
+        if invalid:
+            return f"not judged: {' and '.join(invalid)} INVALID"
         b, c = self.baseline.ci95, self.candidate.ci95
-        if b is not None and c is not None:
-            overlap = not (c[0] > b[1] or c[1] < b[0])
-            if overlap:
-                return "within noise"
-        elif abs(self.speedup - 1) <= NO_CI_MARGIN:
+        if b is None or c is None:
+            return "not judged: no CI"
+        if not (c[0] > b[1] or c[1] < b[0]):
             return "within noise"
         better = self.speedup > 1
         return ("faster" if better else "slower") if _is_speed(self.unit) else ("better" if better else "worse")
@@ -65,9 +70,30 @@ class Row:
             "unit": self.unit,
             "baseline": self.baseline.to_dict(),
             "candidate": self.candidate.to_dict(),
+            "baseline_valid": self.baseline_valid,
+            "candidate_valid": self.candidate_valid,
             "ratio": self.ratio,
             "speedup": self.speedup,
             "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The pairs, and what could not be paired: nothing vanishes without a word."""
+
+    rows: list[Row]
+    only_baseline: list[str]
+    only_candidate: list[str]
+    #: workloads measured more than once on one side: the latest record was used
+    repeated: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "only_baseline": self.only_baseline,
+            "only_candidate": self.only_candidate,
+            "repeated": self.repeated,
         }
 
 
@@ -98,12 +124,17 @@ def workload_key(result: Result, ignore: Iterable[str] = ()) -> str:
     return json.dumps([result.benchmark, params], sort_keys=True)
 
 
-def _latest_by_key(results: list[Result], ignore: Iterable[str]) -> dict[str, Result]:
+def _latest_by_key(results: list[Result], ignore: Iterable[str]) -> tuple[dict[str, Result], set[str]]:
+    """The latest ok record per workload, and the workloads that had several."""
     out: dict[str, Result] = {}
+    repeated: set[str] = set()
     for r in sorted(results, key=lambda r: r.started_at):
         if r.status == "ok":
-            out[workload_key(r, ignore)] = r
-    return out
+            key = workload_key(r, ignore)
+            if key in out:
+                repeated.add(key)
+            out[key] = r
+    return out, repeated
 
 
 def compare(
@@ -113,23 +144,38 @@ def compare(
     ignore: Iterable[str] = (),
     metric: str | None = None,
     describe: Describe = plain,
-) -> list[Row]:
+) -> Comparison:
     """One row per workload present on both sides, on its primary metric (or ``metric``)."""
     ignore = tuple(ignore)
-    base, cand = _latest_by_key(baseline, ignore), _latest_by_key(candidate, ignore)
+    (base, rep_b), (cand, rep_c) = _latest_by_key(baseline, ignore), _latest_by_key(candidate, ignore)
+    if metric is not None:
+        known = {m for r in (*base.values(), *cand.values()) for m in r.metrics}
+        if metric not in known:
+            close = difflib.get_close_matches(metric, sorted(known), n=3, cutoff=0.3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UsageError(f"no result here has a metric {metric!r}{hint} (metrics: {', '.join(sorted(known))})")
+
+    def name(r: Result) -> str:
+        return f"{r.benchmark} {describe(r.benchmark, r.params)}"
+
     rows = []
     for key, b in base.items():
         c = cand.get(key)
         if c is None:
             continue
-        name = metric or b.primary_metric or next(iter(b.metrics), None)
-        if name is None or name not in b.metrics or name not in c.metrics:
+        m = metric or b.primary_metric or next(iter(b.metrics), None)
+        if m is None or m not in b.metrics or m not in c.metrics:
             continue
-        bm, cm = b.metrics[name], c.metrics[name]
+        bm, cm = b.metrics[m], c.metrics[m]
         wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
         workload = wb if wb == wc else f"{wb} vs {wc}"
-        rows.append(Row(b.benchmark, workload, name, bm.unit, bm.higher_is_better, bm, cm))
-    return rows
+        rows.append(Row(b.benchmark, workload, m, bm.unit, bm.higher_is_better, bm, cm, b.valid, c.valid))
+    return Comparison(
+        rows,
+        only_baseline=[name(r) for k, r in base.items() if k not in cand],
+        only_candidate=[name(r) for k, r in cand.items() if k not in base],
+        repeated=sorted({name((base | cand)[k]) for k in rep_b | rep_c}),
+    )
 
 
 def geometric_mean(values: Iterable[float]) -> float | None:

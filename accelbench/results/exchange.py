@@ -25,7 +25,7 @@ def to_csv(results: list[Result]) -> str:
     """One row per record; params and metric values become ``param.X`` / ``metric.Y`` columns."""
     param_keys = sorted({k for r in results for k in r.params})
     metric_keys = sorted({k for r in results for k in r.metrics})
-    head = ["id", "run_id", "benchmark", "status", "fingerprint", "started_at"]
+    head = ["id", "run_id", "benchmark", "status", "valid", "fingerprint", "started_at"]
     cols = head + [f"param.{k}" for k in param_keys]
     for k in metric_keys:
         cols += [f"metric.{k}", f"metric.{k}.ci95_low", f"metric.{k}.ci95_high", f"metric.{k}.unit"]
@@ -34,7 +34,7 @@ def to_csv(results: list[Result]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
     for r in results:
-        row: list[Any] = [r.id, r.run_id, r.benchmark, r.status, r.fingerprint, r.started_at]
+        row: list[Any] = [r.id, r.run_id, r.benchmark, r.status, _cell(r.valid), r.fingerprint, r.started_at]
         row += [_cell(r.params.get(k)) for k in param_keys]
         for k in metric_keys:
             m = r.metrics.get(k)
@@ -61,8 +61,8 @@ def to_markdown(results: list[Result], describe: Describe = plain) -> str:
     from accelbench.results import format as fmt
 
     lines = [
-        "| benchmark | workload | device | status | result | 95% CI | system |",
-        "| --- | --- | --- | --- | ---: | ---: | --- |",
+        "| benchmark | workload | device | status | verdict | result | 95% CI | system |",
+        "| --- | --- | --- | --- | --- | ---: | ---: | --- |",
     ]
     for r in results:
         m = r.primary
@@ -76,6 +76,7 @@ def to_markdown(results: list[Result], describe: Describe = plain) -> str:
             describe(r.benchmark, r.params),
             str(r.params.get("device", "")),
             r.status,
+            {True: "VALID", False: "INVALID", None: ""}[r.valid],
             result,
             ci,
             system,

@@ -162,15 +162,19 @@ class Store:
         return [_run(r) for r in self._conn.execute("SELECT * FROM runs ORDER BY created_at")]
 
     def resolve_run_id(self, text: str) -> str | None:
-        """A full run id from a unique prefix (ids in results count even without a run row)."""
+        """A full run id from any unique part of it: its random suffix (``4c03``) as well as its date prefix.
+
+        Ids in results count even without a run row.
+        """
+        part = "%" + _like_prefix(text)
         rows = self._conn.execute(
             "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' "
             "UNION SELECT DISTINCT run_id FROM results WHERE run_id LIKE ? ESCAPE '\\'",
-            (_like_prefix(text), _like_prefix(text)),
+            (part, part),
         ).fetchall()
         ids = sorted({r[0] for r in rows})
         if len(ids) > 1 and text not in ids:
-            raise UsageError(f"run id prefix {text!r} is ambiguous: {', '.join(ids[:5])}")
+            raise UsageError(f"run id {text!r} matches several runs: {', '.join(ids[:5])}; give more of it")
         if text in ids:
             return text
         return ids[0] if ids else None
