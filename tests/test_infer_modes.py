@@ -246,3 +246,31 @@ def test_ssd_accuracy_on_a_coco_split(run_isolated, tmp_path):
     assert r.status == "ok", r.error
     assert r.details["samples"] == 3 and 0.0 <= r.metrics["map"].value <= 1.0
     assert r.metrics["map"].value == pytest.approx(r.metrics["reference_map"].value)
+
+
+def test_a_peak_no_confirmation_held_valid_is_a_failed_record(monkeypatch, tmp_path):
+    """Screens that pass and confirmations LoadGen calls INVALID: no rate is reported as the peak."""
+    from accelbench.infer import peak
+    from accelbench.infer.driver import Outcome, Serving
+    from accelbench.infer.settings import Probe
+    from accelbench.infer.specs import InferParams
+    from accelbench.kit.context import RunContext
+
+    sizes = []
+
+    def fake_run(serving, settings, params, ctx):
+        confirm = settings.min_query_count >= peak.CONFIRM_QUERIES
+        sizes.append(settings.min_query_count)
+        detail = {"result_perf_constraints_met": True, "result_99.00_percentile_latency_ns": 5e6}
+        if confirm:
+            detail |= {"result_validity": "INVALID", "early_stopping_met": False}
+        return Outcome(detail, {}, tmp_path, None)
+
+    monkeypatch.setattr(peak, "loadgen_run", fake_run)
+    params = InferParams(backend="sleep", scenario="server", mode="find-peak", latency_bound_ms=15.0)
+    serving = Serving([], lambda i: i, 1024, list, None, None, 1)
+    r = peak.find_peak(params, serving, Probe(1000.0, 1e-3), params.to_dict(), RunContext(tmp_path))
+    assert r.status == "failed" and "no peak: 3 confirmation runs" in r.error and "INVALID" in r.error
+    confirmations = [t for t in r.details["find_peak"]["trials"] if t["confirmation"]]
+    assert len(confirmations) == peak.CONFIRMATIONS and all(not t["valid"] for t in confirmations)
+    assert max(sizes) == peak.CONFIRM_QUERIES and min(sizes) < 662  # screens are short, confirmations long

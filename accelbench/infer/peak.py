@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 from accelbench.infer import settings as lgset
 from accelbench.infer.driver import Outcome, Serving, loadgen_run
-from accelbench.infer.results import multistream_within_bound, performance_result
+from accelbench.infer.logs import invalid_reasons
+from accelbench.infer.results import NAME, multistream_within_bound, performance_result
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext
@@ -26,6 +27,8 @@ PRECISION = 0.02
 MAX_HALVINGS = 6
 MAX_SAMPLES_PER_QUERY = 4096
 CONFIRMATIONS = 3
+#: Queries in a confirmation run at least: enough for LoadGen's early stopping to pass a tail near 1%.
+CONFIRM_QUERIES = 4096
 #: a screening trial: about this long, with between these many queries (a p99 clearly over or under the bound)
 SCREEN_MS, SCREEN_MIN_QUERIES, SCREEN_MAX_QUERIES = 1000, 32, 200
 
@@ -34,6 +37,16 @@ def screen_queries(scenario: str, value: float, bound_ms: float) -> int:
     """Queries in about two screening seconds: Server issues ``value`` per second, MultiStream one per bound."""
     per_second = value if scenario == "server" else 1000.0 / bound_ms
     return int(min(SCREEN_MAX_QUERIES, max(SCREEN_MIN_QUERIES, 2 * per_second * SCREEN_MS / 1000)))
+
+
+def confirmation_size(full: tuple[float, int], scenario: str) -> tuple[float, int]:
+    """A confirmation run's (minimum ms, minimum queries): the profile's, and for Server ``CONFIRM_QUERIES``.
+
+    At a Server peak the tail is close to 1%, and LoadGen's early stopping then needs far more than the 662
+    queries that suffice when no query is late (about 4,000 pass a true 0.5% tail): too few, and every
+    confirmation fails however good the rate. MultiStream's search judges its own bound, query by query.
+    """
+    return full[0], max(full[1], CONFIRM_QUERIES) if scenario == "server" else full[1]
 
 
 def screen_passed(d: dict[str, Any]) -> bool:
@@ -62,7 +75,7 @@ def find_peak(
             s = lgset.performance_settings(params, probe, samples_per_query=int(value), reuse=reuse)
         # screening trials are short; only the confirmation runs under the profile's full rules
         screen = (min(full[0], SCREEN_MS), screen_queries(params.scenario, value, bound))
-        s.min_duration_ms, s.min_query_count = full if confirm else screen
+        s.min_duration_ms, s.min_query_count = confirmation_size(full, params.scenario) if confirm else screen
         kind = "confirmation" if confirm else f"trial {len(trials) + 1}"
         ctx.progress(f"find-peak {kind}: {_label(params, value)}")
         outcome = loadgen_run(serving, s, params, ctx)
@@ -81,6 +94,7 @@ def find_peak(
                 "p99_latency_seconds": p99,
                 "log_dir": str(outcome.outdir),
             }
+            | ({"invalid_reasons": invalid_reasons(outcome.detail, params.scenario)} if confirm and not ok else {})
         )
         return ok, outcome
 
@@ -88,9 +102,22 @@ def find_peak(
         peak, outcome = _search_server(trial, params.target_qps or probe.rate * lgset.SERVER_FRACTION, probe.rate)
     else:
         peak, outcome = _search_multistream(trial)
-    if outcome is None:
-        _, outcome = trial(peak, confirm=True)
-    extra = {"find_peak": {"peak": peak, "precision": PRECISION, "trials": trials, "latency_bound_ms": bound}}
+    search = {"precision": PRECISION, "trials": trials, "latency_bound_ms": bound}
+    if outcome is None:  # no confirmation run held VALID: a peak LoadGen did not accept is no peak
+        tried = [t for t in trials if t["confirmation"]]
+        why = "; ".join(dict.fromkeys(r for t in tried for r in t.get("invalid_reasons", []))) or "latency bound"
+        return Result(
+            NAME,
+            record,
+            status="failed",
+            error=(
+                f"no peak: {len(tried)} confirmation runs at {', '.join(_label(params, t['value']) for t in tried)} "
+                f"were all INVALID ({why}); the screening trials are in details.find_peak"
+            ),
+            details={"find_peak": search},
+        )
+    # the target that held; the headline is LoadGen's own metric of that run (its scheduled rate for Server)
+    extra = {"find_peak": search | {"peak": peak}}
     if params.scenario == "multistream":
         params = dataclasses.replace(params, samples_per_query=int(peak))
         record = record | {"samples_per_query": int(peak)}
@@ -130,7 +157,7 @@ def _search_server(trial: Callable[..., tuple[bool, Any]], start: float, capacit
         if ok:
             return lo, outcome
         lo *= 1 - PRECISION
-    return lo, None
+    return lo, None  # none held: the caller reports it as failed
 
 
 def _search_multistream(trial: Callable[..., tuple[bool, Any]]) -> tuple[float, Any]:
