@@ -111,7 +111,7 @@ def test_malformed_suite_file_and_unwritable_store(cli_env, tmp_path):
 
 
 def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
-    fast = ["--min-time", "0.05", "--min-reps", "5", "--threads", "2"]
+    fast = ["--min-time", "0.05", "--min-reps", "6", "--threads", "2"]
     db = str(tmp_path / "a.db")
     p = run_cli(
         ["kernels", "gemm", "--m", "64,128", "--n", "64", "--k", "64", "--db", db, "--tag", "box=a", *fast],

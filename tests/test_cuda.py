@@ -18,7 +18,7 @@ pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (CUDA not available here)"),
 ]
-FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 5, "warmup_time": 0.01, "device": "cuda"}
+FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 6, "warmup_time": 0.01, "device": "cuda"}
 
 
 def _expected(precision: str) -> str:

@@ -6,7 +6,7 @@ from accelbench.kernels.gemm import gemm_bytes, gemm_flops
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
 
-FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 5, "warmup_time": 0.01, "threads": 2, "device": "cpu"}
+FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 6, "warmup_time": 0.01, "threads": 2, "device": "cpu"}
 
 
 def test_flop_and_byte_formulas_on_a_hand_checked_case():

@@ -16,7 +16,7 @@ from accelbench.measure.timer import Timer, TimerConfig
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
 
-FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 5, "warmup_time": 0.01, "threads": 2, "device": "cpu"}
+FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 6, "warmup_time": 0.01, "threads": 2, "device": "cpu"}
 
 
 def test_conv_flops_hand_checked():
@@ -126,7 +126,7 @@ def test_impossible_shapes_are_usage_errors(name, params, message):
 
 def test_allreduce_with_two_gloo_processes(tmp_path):
     entry = make_entry(
-        "kernels/allreduce", {"nproc": 2, "sizes": "4K,256K", "min_time": 0.1, "min_reps": 5, "device": "cpu"}
+        "kernels/allreduce", {"nproc": 2, "sizes": "4K,256K", "min_time": 0.1, "min_reps": 6, "device": "cpu"}
     )
     results = run_inline(entry, tmp_path)
     assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]

@@ -4,6 +4,7 @@ import json
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from conftest import run_cli
@@ -31,26 +32,25 @@ def test_metric_fields_are_keyword_only():
         Metric(1.0, "s", False)  # type: ignore[misc]
 
 
-def test_training_pct_of_peak_carries_an_interval():
-    [r] = run_inline(
-        make_entry(
-            "train/throughput",
-            {
-                "model": "ncf",
-                "scale": "tiny",
-                "warmup": 1,
-                "num_batches": 6,
-                "threads": 2,
-                "batch_size": "64",
-                "device": "cpu",
-            },
-        )
-    )
+def _train_ncf(num_batches: int) -> Any:
+    params = {"model": "ncf", "scale": "tiny", "warmup": 1, "threads": 2, "batch_size": "64", "device": "cpu"}
+    [r] = run_inline(make_entry("train/throughput", params | {"num_batches": num_batches}))
     assert r.status == "ok", r.error
-    assert r.params["display_every"] == 6  # the default window adapts to a short run
+    return r
+
+
+def test_training_pct_of_peak_carries_an_interval():
+    r = _train_ncf(60)  # six windows of the default 10 steps
     pct, tp = r.metrics["pct_of_peak"], r.metrics["throughput"]
     assert pct.ci95 is not None and pct.ci95[0] <= pct.value <= pct.ci95[1]
     assert pct.ci95[1] / pct.ci95[0] == pytest.approx(tp.ci95[1] / tp.ci95[0])
+
+
+def test_a_short_training_run_has_one_window_and_says_it_has_no_interval():
+    r = _train_ncf(6)
+    assert r.params["display_every"] == 6  # the default window adapts to a short run
+    assert r.metrics["throughput"].ci95 is None and r.metrics["throughput"].n == 1
+    assert any(w.startswith("few samples: 1") for w in r.warnings)
 
 
 def test_an_impossible_nproc_is_skipped_by_every_family(tmp_path, store, profile):

@@ -42,10 +42,33 @@ def test_median_ci_covers_the_true_median_about_95_percent():
 
 
 def test_noise_warning_only_above_threshold():
-    quiet = Measurement((1.0, 1.01, 0.99, 1.0, 1.02))
-    noisy = Measurement((1.0, 2.0, 0.5, 1.5, 1.0))
+    quiet = Measurement((1.0, 1.01, 0.99, 1.0, 1.02, 1.0))
+    noisy = Measurement((1.0, 2.0, 0.5, 1.5, 1.0, 0.8))
     assert quiet.noise_warning() is None
     assert "noisy" in noisy.noise_warning()
+
+
+def test_one_outlier_is_not_noise():
+    """A CV is dominated by outliers; the spread of the middle half is not (the median reported is robust too)."""
+    samples = (1.0,) * 200 + (1.001,) * 199 + (30.0,)
+    m = Measurement(samples)
+    assert m.cv > 0.10 and m.noise_warning() is None
+
+
+def test_no_interval_and_a_warning_below_six_samples():
+    """Order statistics give a 95% interval of the median from n = 6; with 5, [min, max] covers only 93.75%."""
+    one, five, six = Measurement((1.0,)), Measurement((1.0, 1.1, 0.9, 1.0, 1.05)), Measurement((1.0,) * 6)
+    assert one.ci95 is None and five.ci95 is None and six.ci95 == (1.0, 1.0)
+    assert "few samples: 1" in one.noise_warning() and "few samples: 5" in five.noise_warning()
+    assert "ci95_low" not in five.summary()
+
+
+def test_unmet_min_reps_is_said():
+    from accelbench.kit.metrics import warnings_of
+
+    cut = Measurement((2.0,) * 7, meta={"min_reps": 10, "max_time": 10.0})
+    assert any(w.startswith("min-reps not met: 7 of 10") for w in warnings_of(cut, {}))
+    assert warnings_of(Measurement((2.0,) * 10, meta={"min_reps": 10, "max_time": 10.0}), {}) == []
 
 
 def test_invalid_samples_rejected():
@@ -58,5 +81,5 @@ def test_invalid_samples_rejected():
 
 
 def test_summary_has_every_statistic():
-    s = Measurement((1.0, 2.0, 3.0)).summary()
+    s = Measurement((1.0, 2.0, 3.0, 4.0, 5.0, 6.0)).summary()
     assert set(s) == {"median", "mean", "std", "min", "max", "p90", "p99", "iqr", "cv", "ci95_low", "ci95_high"}

@@ -16,14 +16,12 @@ from accelbench.results.record import Metric
 
 def seconds(m: Measurement) -> Metric:
     """The median time per call (or step), with its 95% interval and the derived statistics."""
-    lo, hi = m.ci95
-    return Metric(value=m.median, unit="s", higher_is_better=False, ci95=(lo, hi), n=m.n, stats=m.summary())
+    return Metric(value=m.median, unit="s", higher_is_better=False, ci95=m.ci95, n=m.n, stats=m.summary())
 
 
 def rate(work: float, m: Measurement, unit: str, scale: float = 1.0) -> Metric:
     """``work`` per median second (divided by ``scale``: 1e12 for TFLOPS), with the inverted interval."""
-    lo, hi = m.ci95
-    ci = (work / hi / scale, work / lo / scale) if lo > 0 else None
+    ci = (work / m.ci95[1] / scale, work / m.ci95[0] / scale) if m.ci95 and m.ci95[0] > 0 else None
     return Metric(value=work / m.median / scale, unit=unit, higher_is_better=True, ci95=ci, n=m.n)
 
 
@@ -55,6 +53,15 @@ def peak_details(value: float, unit: str, source: str, estimated: bool) -> dict[
 
 
 def warnings_of(m: Measurement | None, conditions: dict[str, Any]) -> list[str]:
-    """The record's warnings: the measurement's noise, then what the conditions monitor saw."""
-    noise = m.noise_warning() if m is not None else None
-    return [w for w in [noise, *conditions.get("warnings", [])] if w]
+    """The record's warnings: the measurement's (noise, too few samples, a budget cut short), then what the
+    conditions monitor saw."""
+    own: list[str | None] = []
+    if m is not None:
+        own.append(m.noise_warning())
+        wanted = m.meta.get("min_reps")
+        if wanted and m.n < wanted:
+            own.append(
+                f"min-reps not met: {m.n} of {wanted} samples before --max-time {m.meta.get('max_time', 0):g} s; "
+                "raise --max-time"
+            )
+    return [w for w in [*own, *conditions.get("warnings", [])] if w]

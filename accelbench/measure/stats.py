@@ -12,8 +12,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Sequence
 
-#: Above this coefficient of variation a measurement is flagged as noisy.
-NOISE_CV_THRESHOLD = 0.10
+#: Above this spread (interquartile range over the median) a measurement is flagged as noisy. A robust
+#: spread: one outlier among hundreds of samples inflates the CV but not the IQR, and the median the
+#: record reports is as robust.
+NOISE_SPREAD_THRESHOLD = 0.10
+#: Fewer samples than this give no 95% interval: with 5, [min, max] covers the median with only 93.75%.
+MIN_CI_SAMPLES = 6
+#: Fewer samples than this give no spread either (quartiles of three values say nothing).
+MIN_SPREAD_SAMPLES = 4
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -135,24 +141,38 @@ class Measurement:
         return self.std / self.mean if self.mean > 0 else 0.0
 
     @property
-    def ci95(self) -> tuple[float, float]:
-        """95% confidence interval of the median, from order statistics."""
+    def ci95(self) -> tuple[float, float] | None:
+        """95% confidence interval of the median, from order statistics; None below ``MIN_CI_SAMPLES``."""
+        if self.n < MIN_CI_SAMPLES:
+            return None
         lo, hi = median_ci_ranks(self.n, 0.95)
         return self._sorted[lo], self._sorted[hi]
 
     @property
+    def spread(self) -> float | None:
+        """Interquartile range over the median; None below ``MIN_SPREAD_SAMPLES``."""
+        if self.n < MIN_SPREAD_SAMPLES or self.median <= 0:
+            return None
+        return self.iqr / self.median
+
+    @property
     def noisy(self) -> bool:
-        return self.cv > NOISE_CV_THRESHOLD
+        return (self.spread or 0.0) > NOISE_SPREAD_THRESHOLD
 
     def noise_warning(self) -> str | None:
+        if self.n < MIN_CI_SAMPLES:
+            return f"few samples: {self.n}, too few for a 95% interval (at least {MIN_CI_SAMPLES}); measure longer"
         if not self.noisy:
             return None
-        return f"noisy: CV {self.cv:.0%} > {NOISE_CV_THRESHOLD:.0%} over {self.n} samples"
+        return (
+            f"noisy: the middle half of the {self.n} samples spans {self.spread:.0%} of the median "
+            f"(> {NOISE_SPREAD_THRESHOLD:.0%})"
+        )
 
     def summary(self) -> dict[str, float]:
-        """The derived statistics, as stored beside the metric."""
-        lo, hi = self.ci95
-        return {
+        """The derived statistics, as stored beside the metric (no interval where too few samples support one)."""
+        lo, hi = self.ci95 or (math.nan, math.nan)
+        out = {
             "median": self.median,
             "mean": self.mean,
             "std": self.std,
@@ -165,3 +185,4 @@ class Measurement:
             "ci95_low": lo,
             "ci95_high": hi,
         }
+        return {k: v for k, v in out.items() if math.isfinite(v)}

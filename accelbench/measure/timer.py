@@ -119,7 +119,7 @@ class Timer:
             warmup_calls=warm,
             total_seconds=(clock() - t_begin) / 1e9,
             clock="perf_counter_ns" if not sync_each else f"perf_counter_ns+{dev.type}_synchronize",
-            meta={"cache": "hot"},
+            meta={"cache": "hot", "min_reps": cfg.min_reps, "max_time": cfg.max_time},
         )
 
     def _measure_cuda(self) -> Measurement:
@@ -143,7 +143,7 @@ class Timer:
             warmup_calls=warm + 5,
             total_seconds=time.perf_counter() - t_begin,
             clock="cuda_event",
-            meta={"cache": cfg.cache},
+            meta={"cache": cfg.cache, "min_reps": cfg.min_reps, "max_time": cfg.max_time},
         )
 
 
