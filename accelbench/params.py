@@ -110,6 +110,18 @@ class CommonParams:
         return " ".join(words)
 
 
+@dataclass(frozen=True)
+class EmulatedParams:
+    """Whether a precision the CPU only emulates is measured: declared once for every family with a precision."""
+
+    emulated: bool = opt(
+        False,
+        "also measure a precision this CPU only emulates (fp16/bf16 without AVX-512 FP16/BF16 or AMX, int8 "
+        "without VNNI or AMX, fp8): otherwise skipped, as its figure describes torch's fallback",
+        sweep=False,
+    )
+
+
 _T = TimerConfig()
 
 
@@ -154,7 +166,7 @@ class TimingParams(CommonParams):
 
 
 @dataclass(frozen=True)
-class KernelParams(TimingParams):
+class KernelParams(EmulatedParams, TimingParams):
     """What every kernel benchmark adds: the reference check and CUDA graph replay."""
 
     check: bool = opt(True, "skip the check against the fp64 reference", flag="--no-check", sweep=False)

@@ -35,7 +35,11 @@ def test_gemm_record_has_the_named_params_and_metrics():
 
 
 def test_batched_and_low_precision_gemm():
-    [r] = run_inline(make_entry("kernels/gemm", {"m": 64, "n": 64, "k": 64, "batch": 4, "precision": "bf16", **FAST}))
+    [r] = run_inline(
+        make_entry(
+            "kernels/gemm", {"m": 64, "n": 64, "k": 64, "batch": 4, "precision": "bf16", "emulated": True, **FAST}
+        )
+    )
     assert r.status == "ok", r.error
     assert r.details["dtype"] == "bfloat16"
     assert r.metrics["tflops"].value == pytest.approx(2 * 64**3 * 4 / r.metrics["seconds"].value / 1e12)

@@ -42,6 +42,25 @@ def test_attention_flops_hand_checked():
     assert AttentionParams(heads=8, width=512).dim == 64
 
 
+def test_an_emulated_precision_is_skipped_unless_asked():
+    """fp8 has no CPU arithmetic anywhere; bf16 only with AVX-512 BF16 or AMX: otherwise torch's fallback."""
+    from accelbench.devices.precision import emulated_reason
+
+    [fp8] = run_inline(make_entry("kernels/gemm", {"m": 32, "n": 32, "k": 32, "precision": "fp8", **FAST}))
+    assert fp8.status == "skipped" and "no CPU has fp8 arithmetic" in fp8.reason and "--emulated" in fp8.reason
+    [bf16] = run_inline(make_entry("kernels/gemm", {"m": 32, "n": 32, "k": 32, "precision": "bf16", **FAST}))
+    native = emulated_reason(torch.device("cpu"), "bf16") is None
+    assert bf16.status == ("ok" if native else "skipped"), bf16.reason
+
+
+def test_native_units_come_from_the_cpu_flags():
+    from accelbench.system.cpu import emulated_reason
+
+    assert emulated_reason("bf16", ["avx2", "fma"]) and emulated_reason("bf16", ["avx512_bf16"]) is None
+    assert emulated_reason("fp16", ["amx_fp16"]) is None and emulated_reason("int8", ["avx_vnni"]) is None
+    assert emulated_reason("fp32", []) is None and "fp8" in emulated_reason("fp8", ["amx_bf16"])
+
+
 def test_other_formulas():
     assert sparse_flops(nnz=10, n=3) == 60
     assert membw_bytes("copy", 100) == 200 and membw_bytes("triad", 100) == 300
@@ -51,16 +70,40 @@ def test_other_formulas():
 CASES = [
     ("kernels/conv", {"w": 12, "h": 10, "c": 4, "n": 2, "k": 8, "phase": "fwd"}),
     ("kernels/conv", {"w": 12, "h": 10, "c": 4, "n": 2, "k": 8, "phase": "bwd_data", "layout": "nhwc"}),
-    ("kernels/conv", {"w": 12, "h": 10, "c": 4, "n": 2, "k": 8, "phase": "fwd_bwd", "groups": 2, "precision": "bf16"}),
+    (
+        "kernels/conv",
+        {
+            "w": 12,
+            "h": 10,
+            "c": 4,
+            "n": 2,
+            "k": 8,
+            "phase": "fwd_bwd",
+            "groups": 2,
+            "precision": "bf16",
+            "emulated": True,
+        },
+    ),
     ("kernels/rnn", {"hidden": 16, "batch": 2, "timesteps": 5, "cell": "gru", "phase": "fwd_bwd"}),
     ("kernels/rnn", {"hidden": 16, "batch": 2, "timesteps": 5, "cell": "vanilla"}),
-    ("kernels/attention", {"batch": 1, "heads": 2, "seq_len": 32, "head_dim": 16, "causal": True, "phase": "fwd_bwd"}),
-    ("kernels/attention", {"batch": 1, "heads": 2, "seq_len": 32, "width": 64, "precision": "bf16"}),
+    (
+        "kernels/attention",
+        {
+            "batch": 1,
+            "heads": 2,
+            "seq_len": 32,
+            "head_dim": 16,
+            "causal": True,
+            "phase": "fwd_bwd",
+            "precision": "fp32",
+        },
+    ),
+    ("kernels/attention", {"batch": 1, "heads": 2, "seq_len": 32, "width": 64, "precision": "bf16", "emulated": True}),
     ("kernels/sparse", {"m": 64, "n": 8, "k": 64, "density": 0.2}),
     ("kernels/membw", {"op": "triad", "size": "1M"}),
     ("kernels/membw", {"op": "copy", "size": "64K"}),
-    ("kernels/gemm", {"m": 32, "n": 32, "k": 32, "precision": "int8"}),
-    ("kernels/gemm", {"m": 32, "n": 32, "k": 32, "precision": "fp8"}),
+    ("kernels/gemm", {"m": 32, "n": 32, "k": 32, "precision": "int8", "emulated": True}),
+    ("kernels/gemm", {"m": 32, "n": 32, "k": 32, "precision": "fp8", "emulated": True}),
     ("kernels/gemm", {"m": 48, "n": 32, "k": 16, "a_t": True, "b_t": True}),
 ]
 

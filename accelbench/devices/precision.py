@@ -56,6 +56,25 @@ def unsupported_reason(device: "torch.device", precision: str) -> str | None:
     return None
 
 
+#: The precision whose arithmetic an autocast or a kernel precision runs in.
+ARITHMETIC = {"amp_fp16": "fp16", "amp_bf16": "bf16"}
+
+
+def emulated_reason(device: "torch.device", precision: str, allowed: bool = False) -> str | None:
+    """Why a figure at ``precision`` would measure an emulation on this CPU, unless ``allowed`` (--emulated).
+
+    A benchmark measures what the machine can do: an emulated precision's figure (fp16 at 1 GFLOPS on an
+    AVX2 CPU) is a fact about torch's fallback, not the hardware, so it is skipped with the reason unless asked.
+    """
+    if allowed or device.type != "cpu":
+        return None
+    from accelbench.system.cpu import cpu_flags
+    from accelbench.system.cpu import emulated_reason as cpu_reason
+
+    why = cpu_reason(ARITHMETIC.get(precision, precision), cpu_flags())
+    return f"{why}; --emulated measures it anyway" if why else None
+
+
 def autocast_reason(device: "torch.device", precision: str) -> str | None:
     """Why mixed precision ``amp_*`` would not run natively on ``device``, or None.
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.infer.backends import BACKENDS, backend
-from accelbench.params import CommonParams, ScaleParams, opt, positive
+from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt, positive
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
 MODES = ("performance", "accuracy", "find-peak")
@@ -17,7 +17,7 @@ INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "int8")
 
 
 @dataclass(frozen=True)
-class InferParams(ScaleParams, CommonParams):
+class InferParams(EmulatedParams, ScaleParams, CommonParams):
     """Serve ``model`` to LoadGen in one scenario and record LoadGen's own verdict and figures."""
 
     model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)

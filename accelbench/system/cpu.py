@@ -105,6 +105,26 @@ def flops_per_cycle(precision: str, flags: list[str]) -> tuple[int, str] | None:
     return 8, "sse"
 
 
+#: The CPU flags that mean a precision has arithmetic units (x86 and Arm spellings); without one, torch
+#: emulates the precision through fp32 conversions, many times slower than fp32 itself.
+_NATIVE = {
+    "bf16": ("amx_bf16", "avx512_bf16", "bf16"),
+    "fp16": ("amx_fp16", "avx512_fp16", "asimdhp"),
+    "int8": ("amx_int8", "avx512_vnni", "avx_vnni", "asimddp", "i8mm"),
+}
+
+
+def emulated_reason(precision: str, flags: list[str]) -> str | None:
+    """Why this CPU would only emulate ``precision`` (None where it has the units, or for fp32)."""
+    if precision == "fp8":
+        return "no CPU has fp8 arithmetic: torch emulates it (a 1024^3 GEMM takes a minute)"
+    native = _NATIVE.get(precision)
+    if native is None or set(native) & set(flags):
+        return None
+    units = " or ".join(native[:2])
+    return f"this CPU has no {precision} arithmetic ({units}): torch emulates it, many times slower than fp32"
+
+
 def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | None:
     """(peak TFLOPS, how it was estimated) for ``cores`` cores, or None without a clock."""
     ghz = cpu_clock_ghz()

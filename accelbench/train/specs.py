@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, NodesParams, ScaleParams, opt, positive
+from accelbench.params import CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
 
 TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16")
 
 
 @dataclass(frozen=True)
-class TrainParams(ScaleParams, NodesParams, CommonParams):
+class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     """Train ``model`` on synthetic batches: ``warmup`` steps, then ``num_batches`` measured steps."""
 
     model: str = opt("resnet50", "model name (accelbench list --models) or package.module:Class", sweep=False)

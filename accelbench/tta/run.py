@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from accelbench.config import price_per_hour
-from accelbench.devices.precision import autocast_reason
+from accelbench.devices.precision import autocast_reason, emulated_reason
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, run_ranks
@@ -79,7 +79,8 @@ def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
     seeds = seed_list(params)
     r = recipe(params.workload)
     record = prep.record(params, seeds_used=seeds)
-    skip_if(autocast_reason(device, precision_of(params, r, device)), record)
+    precision = precision_of(params, r, device)
+    skip_if(autocast_reason(device, precision) or emulated_reason(device, precision, params.emulated), record)
     with ConditionsMonitor(prep.threads) as monitor:
         if params.nproc * params.nnodes > 1:
             runs, job_info = _distributed(params, device.type, seeds, ctx)

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, NodesParams, ScaleParams, opt, positive
+from accelbench.params import CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
 
 TTA_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16")
 
 
 @dataclass(frozen=True)
-class TtaParams(ScaleParams, NodesParams, CommonParams):
+class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     """Train ``workload`` on real data until its quality target, ``seeds`` times; score the olympic mean."""
 
     workload: str = opt("digits", "digits, mnist, cifar10, imagenet, movielens, or package.module:Class", sweep=False)
