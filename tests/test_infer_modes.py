@@ -274,3 +274,31 @@ def test_a_peak_no_confirmation_held_valid_is_a_failed_record(monkeypatch, tmp_p
     confirmations = [t for t in r.details["find_peak"]["trials"] if t["confirmation"]]
     assert len(confirmations) == peak.CONFIRMATIONS and all(not t["valid"] for t in confirmations)
     assert max(sizes) == peak.CONFIRM_QUERIES and min(sizes) < 662  # screens are short, confirmations long
+
+
+def test_agreement_with_a_one_class_reference_is_uninformative_not_valid(run_isolated, tmp_path):
+    """A model that answers one class for every input agrees 100% with itself: that proves nothing."""
+    import torch
+
+    one_class = tmp_path / "one-class.pt"
+    torch.save({"2.weight": torch.zeros(3, 3), "2.bias": torch.tensor([5.0, 0.0, 0.0])}, one_class)
+    [r] = run_isolated({**COLOUR, "mode": "accuracy", "checkpoint": str(one_class)})
+    assert r.status == "ok" and r.valid is None, r.warnings
+    assert r.metrics["fp32_agreement"].value == 1.0 and "1 distinct answer" in r.details["uninformative"]
+    assert r.warnings[0].startswith("uninformative:") and "--dataset DIR" in r.warnings[0]
+
+
+def test_random_weights_answer_many_classes_once_batchnorm_is_calibrated(run_isolated):
+    """resnet18 with random weights and BatchNorm's default statistics answers one class for every input;
+    statistics measured on the samples make the FP32 reference a test an int8 or fp16 backend can fail."""
+    [r] = run_isolated({"model": "resnet18", "scale": "tiny", "threads": 2, "batch_size": 8, "mode": "accuracy"})
+    assert r.status == "ok" and r.valid is True and "uninformative" not in r.details, r.warnings
+    assert "BatchNorm statistics from 64 samples" in r.details["weights"]
+
+
+def test_degenerate_references_are_named():
+    from accelbench.infer.accuracy import degenerate
+
+    assert "1 distinct answer" in degenerate([np.array(7)] * 20)
+    assert "commonest for 15 of 20" in degenerate([np.array(7)] * 15 + [np.array(i) for i in range(5)])
+    assert degenerate([np.array(i % 5) for i in range(20)]) is None

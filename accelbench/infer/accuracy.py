@@ -14,6 +14,7 @@ that a precision or backend changes no answer, on any model.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -32,6 +33,8 @@ class Verdict:
     gates: dict[str, bool]
     samples: int
     labels: str
+    #: why the gate proves nothing (the reference answers are degenerate), or None
+    uninformative: str | None = None
 
     @property
     def ratio(self) -> float:
@@ -101,4 +104,26 @@ def judge(
         name = served.quality_name
         quality, ref = served.quality(answers, labels), served.quality(reference, labels)
     gates = {f"{g * 100:g}%": bool(quality >= g * ref) for g in served.gates}
-    return Verdict(name, quality, ref, gates, n, "dataset" if labels is not None else "fp32-reference")
+    why = degenerate(reference) if labels is None else None
+    return Verdict(name, quality, ref, gates, n, "dataset" if labels is not None else "fp32-reference", why)
+
+
+#: A reference whose most common answer covers more than this share of the samples tests little.
+DOMINANT_SHARE = 0.5
+
+
+def degenerate(reference: list[np.ndarray]) -> str | None:
+    """Why agreement with these reference answers would prove nothing, or None.
+
+    Random weights often answer one class for every input: a backend that always answered that class would
+    then agree 100%. A gate needs answers that differ from sample to sample.
+    """
+    keys = [np.asarray(a).tobytes() for a in reference]
+    counts = Counter(keys)
+    top = counts.most_common(1)[0][1] if counts else 0
+    if len(counts) < 3 or top > DOMINANT_SHARE * len(keys):
+        return (
+            f"the FP32 reference gives {len(counts)} distinct answer(s), the commonest for {top} of {len(keys)} "
+            "samples: agreement with it proves little"
+        )
+    return None

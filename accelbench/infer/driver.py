@@ -35,6 +35,8 @@ class Serving:
     threads: int
     device: Any = None
     dataset: Any = None
+    #: where the served weights came from (a checkpoint, or random and how initialised), for the record
+    weights: str = ""
 
 
 @dataclass

@@ -113,7 +113,7 @@ def _record(
     details: dict[str, Any],
     reasons: list[str],
     conditions: dict[str, Any],
-    valid: bool,
+    valid: bool | None,
 ) -> Result:
     warnings = [w for w in conditions.get("warnings", []) if w]
     if reasons:
@@ -148,6 +148,15 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
         "compliant": params.profile == "official",
     }
     reasons = []
+    if verdict.uninformative:  # no verdict at all rather than a VALID that proves nothing
+        details["uninformative"] = verdict.uninformative
+        result = _record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, None)
+        result.warnings.insert(
+            0,
+            f"uninformative: {verdict.uninformative}; serve real weights (--checkpoint FILE) or score against "
+            "labels (--dataset DIR) for a verdict",
+        )
+        return result
     if not verdict.passed:
         failed = [g for g, ok in verdict.gates.items() if not ok]
         reasons.append(

@@ -53,6 +53,36 @@ def _devices(params: InferParams, device: "torch.device") -> list["torch.device"
     return [torch.device("cuda", first + i) for i in range(params.nproc)]
 
 
+#: Samples whose activations set BatchNorm's statistics for random weights in accuracy mode.
+BN_SAMPLES = 64
+
+
+def calibrate_batchnorm(model: Any, spec: Served, make_input: Callable[[int], Any], total: int) -> bool:
+    """Set BatchNorm's running statistics from samples (a data-dependent initialisation); False without BatchNorm.
+
+    Random weights with BatchNorm's default statistics (mean 0, variance 1) answer one class for every
+    input, and an accuracy gate against such answers proves nothing; with statistics measured on the
+    samples, the answers differ from input to input. Deterministic: the same samples, a cumulative mean.
+    """
+    import torch
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return False
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average over the calibration batches
+    model.train()
+    n = min(total, BN_SAMPLES)
+    where = next(model.parameters()).device  # the model is still on the host here; samples may be on a GPU
+    with torch.no_grad():
+        for start in range(0, n, 16):
+            batch = spec.collate([make_input(i) for i in range(start, min(n, start + 16))])
+            spec.forward(model, tuple(t.to(where) for t in batch))
+    model.eval()
+    return True
+
+
 def _build(params: InferParams, model_spec: Served) -> "torch.nn.Module":
     import torch
 
@@ -96,6 +126,9 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         make_input = lambda i: spec.synthetic(i, host)  # noqa: E731
         total = SYNTHETIC_ACCURACY_SAMPLES if params.mode == "accuracy" else QSL_SAMPLES[params.profile]
     calibration = [make_input(i) for i in range(min(total, 8))]
+    weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
+    if params.mode == "accuracy" and not params.checkpoint and calibrate_batchnorm(model, spec, make_input, total):
+        weights += f", BatchNorm statistics from {min(total, BN_SAMPLES)} samples"
     ctx.progress(f"loading the {params.backend} backend on {len(devices)} device(s)")
     # accuracy mode keeps the FP32 eager model untouched as its reference (a backend may convert its replica);
     # otherwise the last device serves the built model itself rather than a copy
@@ -107,7 +140,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         predict = impl.load(spec, replica, d, params.effective_precision, calibration)
         workers.append(Worker(predict, d if len(devices) > 1 and not impl.host_inputs else None))
     reference = model.to(devices[0]) if keep_reference else None
-    return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset)
+    return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset, weights)
 
 
 def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
@@ -145,4 +178,6 @@ def _accuracy(
     logged = read_accuracy_log(outcome.outdir / "mlperf_log_accuracy.json", spec.answer_dtype)
     labels = serving.dataset.labels if serving.dataset is not None else None
     verdict = judge(spec, logged, reference, labels)
-    return accuracy_result(params, record, outcome, verdict)
+    result = accuracy_result(params, record, outcome, verdict)
+    result.details["weights"] = serving.weights
+    return result
