@@ -302,3 +302,20 @@ def test_degenerate_references_are_named():
     assert "1 distinct answer" in degenerate([np.array(7)] * 20)
     assert "commonest for 15 of 20" in degenerate([np.array(7)] * 15 + [np.array(i) for i in range(5)])
     assert degenerate([np.array(i % 5) for i in range(20)]) is None
+
+
+@pytest.mark.parametrize(
+    "model, backend", [("bert", "onnxruntime"), ("dlrm", "onnxruntime"), ("unet3d", "onnxruntime"), ("bert", "int8")]
+)
+def test_onnx_backends_serve_every_family_they_claim_at_any_batch(model, backend, run_isolated):
+    """The export keeps the batch dynamic (an example batch of one would fix it at one for bert and dlrm)."""
+    pytest.importorskip("onnxruntime")
+    [r] = run_isolated({"model": model, "scale": "tiny", "threads": 2, "batch_size": 8, "backend": backend})
+    assert r.status == "ok", r.error
+    assert r.details["sut_batches"] < r.details["sut_samples"]  # batches of several samples ran
+
+
+@pytest.mark.parametrize("model", ["ssd", "rnnt"])
+def test_a_model_torch_onnx_cannot_export_is_refused_up_front(model):
+    with pytest.raises(UsageError, match=f"cannot serve {model}: torch.onnx cannot export"):
+        _environment({"model": model, "scale": "tiny", "backend": "onnxruntime"})

@@ -39,6 +39,8 @@ class Backend:
     needs: ClassVar[tuple[str, str] | None] = None
     #: whether it runs the model (False: answers without computing, to measure the harness)
     runs_model: ClassVar[bool] = True
+    #: whether it serves a torch.onnx export of the model (so a model that does not export cannot be served)
+    exports_onnx: ClassVar[bool] = False
     #: whether it takes its inputs in host memory (ONNX Runtime copies them itself): the SUT then never
     #: moves a batch to the GPU only for the backend to copy it back
     host_inputs: ClassVar[bool] = False
@@ -113,11 +115,14 @@ class OnnxRuntime(Backend):
     name, summary = "onnxruntime", "ONNX Runtime on the model exported by torch.onnx (pip extra: onnx)"
     needs = ("onnxruntime", "onnx")
     host_inputs = True
+    exports_onnx = True
 
     def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
 
         workdir = Path(tempfile.mkdtemp(prefix="accelbench-onnx-"))
-        path = export(model.cpu(), calibration[0], workdir / "model.onnx")
+        # a batch of two: torch.export specialises a dimension of size 1, which would fix the batch at 1
+        example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
+        path = export(model.cpu(), example, workdir / "model.onnx")
         model.to(device)
         return _session_predict(self.finish(path, calibration), device, int8=self.precisions == ("int8",))
 

@@ -107,7 +107,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     # int8 is ONNX Runtime's own kernels (AVX2 included), not a torch emulation: only autocast is checked
     computes = impl.runs_model and precision.startswith("amp_")
     emulated = emulated_reason(device, precision, params.emulated) if computes else None
-    skip_if(impl.unsupported(precision) or autocast_reason(device, precision) or emulated)
+    skip_if(impl.unsupported(precision) or params.export_refusal() or autocast_reason(device, precision) or emulated)
     devices = _devices(params, device)
     if not impl.runs_model:
         workers = [Worker(impl.load(None, None, d, params.effective_precision, []), None) for d in devices]  # type: ignore[arg-type]

@@ -44,6 +44,8 @@ class Served:
     dataset_hint: ClassVar[str] = ""
     #: torch-free check of a dataset directory (None: no loader for this domain yet)
     check_dataset: ClassVar[Any] = None
+    #: why torch.onnx cannot export this model for ONNX Runtime (None: it exports, with a dynamic batch)
+    no_onnx: ClassVar[str | None] = None
 
     def __init__(self, workload: Workload, scale: str) -> None:
         self.workload = workload
@@ -205,6 +207,11 @@ class ClickPredictor(Served):
 class Detector(Served):
     """SSD: boxes, scores and labels after the model's own non-maximum suppression; COCO mAP."""
 
+    no_onnx = (
+        "torch.onnx cannot export SSD's post-processing (box decoding and per-class NMS have data-dependent "
+        "shapes): serve it with --backend torch or compile"
+    )
+
     check_dataset = staticmethod(lambda root: check_coco(root))
     quality_name = "map"
     server_bound_ms = 100.0
@@ -238,6 +245,11 @@ class Detector(Served):
 
 class Transcriber(Served):
     """RNN-T with MLPerf's greedy decoder: per encoder frame, emit symbols until blank (at most 30 per frame)."""
+
+    no_onnx = (
+        "torch.onnx cannot export RNN-T's greedy decoding (a loop whose length depends on the audio): serve it "
+        "with --backend torch or compile"
+    )
 
     quality_name = "word_accuracy"
     server_bound_ms = 1000.0

@@ -99,7 +99,7 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             self._check_model()
 
     def check_environment(self, device_type: str) -> None:
-        why = backend(self.backend).unsupported(self.effective_precision)
+        why = backend(self.backend).unsupported(self.effective_precision) or self.export_refusal()
         if why:
             raise UsageError(why)
         if device_type == "cuda" and self.nproc > 1:
@@ -108,6 +108,21 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             have = torch.cuda.device_count()
             if self.nproc > have:
                 raise UsageError(f"--nproc {self.nproc} needs {self.nproc} GPUs; this machine has {have}")
+
+    def export_refusal(self) -> str | None:
+        """Why a backend that serves a torch.onnx export cannot serve this model, or None."""
+        impl = backend(self.backend)
+        if not (impl.exports_onnx and impl.runs_model):
+            return None
+        from accelbench.infer.served import ADAPTERS
+        from accelbench.workloads import model_info
+
+        adapter = ADAPTERS.get(model_info(self.model).domain)
+        return (
+            f"--backend {self.backend} cannot serve {self.model}: {adapter.no_onnx}"
+            if adapter and adapter.no_onnx
+            else None
+        )
 
     def _check_model(self) -> None:
         from accelbench.infer.served import ADAPTERS
