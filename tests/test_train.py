@@ -164,3 +164,19 @@ def test_rnnt_loss_equals_the_sum_over_every_alignment():
     assert ours.item() == pytest.approx(brute.item(), rel=1e-5)
     ours.backward()
     assert torch.isfinite(logits.grad).all()
+
+
+def test_cpu_peak_memory_is_the_measured_run_s_own():
+    """After a large allocation earlier in the process, the measured run's peak is its own, not the lifetime's."""
+    import numpy as np
+
+    from accelbench.train.loop import PeakMemory
+
+    big = np.ones(100_000_000)  # 800 MB, freed before the block
+    del big
+    with PeakMemory(torch.device("cpu")) as mem:
+        small = np.ones(1_000_000)
+    del small
+    if not mem.method.startswith("VmHWM"):
+        pytest.skip(f"no resettable high-water mark here ({mem.method})")
+    assert mem.peak < mem.start + 400 * 2**20, (mem.start, mem.peak)

@@ -122,10 +122,11 @@ def _final_loss(losses: list["torch.Tensor"]) -> float:
 class PeakMemory:
     """Peak memory over a block: the CUDA allocator's peak, or on a CPU the process's resident set.
 
-    With ``sample=True`` (the auto-batch trials) a thread polls the RSS every 5 ms
-    to see each trial's own peak; a measured run must not share its CPU with a
-    polling thread, so there the kernel's lifetime peak (``ru_maxrss``) is read at
-    the end instead.
+    On Linux the kernel's resident high-water mark is reset at the start of the block (``clear_refs``)
+    and read at its end (``VmHWM``): exact, free, and the block's own peak, not the process lifetime's
+    (which would include earlier trials of the automatic batch search). Elsewhere, with ``sample=True``
+    a thread polls the RSS every 5 ms; otherwise the lifetime peak (``ru_maxrss``) is all there is, and
+    ``method`` says so.
     """
 
     def __init__(self, device: "torch.device", sample: bool = False) -> None:
@@ -133,6 +134,7 @@ class PeakMemory:
         self.sample = sample
         self.peak = 0
         self.start = 0
+        self.method = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -142,12 +144,16 @@ class PeakMemory:
 
             torch.cuda.reset_peak_memory_stats(self.device)
             self.start = torch.cuda.memory_allocated(self.device)
+            self.method = "torch.cuda.max_memory_allocated"
             return self
         import psutil
 
         proc = psutil.Process()
         self.peak = self.start = proc.memory_info().rss
-        if self.sample:
+        if _reset_rss_peak():
+            self.method = "VmHWM after clear_refs"
+        elif self.sample:
+            self.method = "RSS polled every 5 ms"
 
             def poll() -> None:
                 while not self._stop.wait(0.005):
@@ -155,6 +161,8 @@ class PeakMemory:
 
             self._thread = threading.Thread(target=poll, daemon=True)
             self._thread.start()
+        else:
+            self.method = "ru_maxrss (the process's lifetime peak)"
         return self
 
     @property
@@ -167,6 +175,8 @@ class PeakMemory:
             import torch
 
             self.peak = torch.cuda.max_memory_allocated(self.device)
+        elif self.method.startswith("VmHWM"):
+            self.peak = max(self.peak, _rss_peak())
         elif self._thread is not None:
             self._stop.set()
             self._thread.join()
@@ -176,6 +186,28 @@ class PeakMemory:
 
             scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
             self.peak = max(self.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+
+
+def _reset_rss_peak() -> bool:
+    """Reset the kernel's resident-set high-water mark (Linux >= 4.0); False where it cannot be."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return _rss_peak() > 0
+    except OSError:
+        return False
+
+
+def _rss_peak() -> int:
+    """VmHWM, the resident high-water mark since the last reset, in bytes (0 if unreadable)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 #: How allocators say "out of memory": CUDA's, and the CPU's (``DefaultCPUAllocator: can't allocate memory``).

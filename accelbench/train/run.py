@@ -159,6 +159,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         yield _failed(record, f"the loss is not finite ({last_loss}) during the {params.num_batches} measured steps")
         return
     details["final_loss"] = last_loss
+    details["peak_memory_method"] = mem.method
     conditions = monitor.conditions.to_dict()
     yield _result(
         record,
