@@ -293,7 +293,7 @@ def test_random_weights_answer_many_classes_once_batchnorm_is_calibrated(run_iso
     statistics measured on the samples make the FP32 reference a test an int8 or fp16 backend can fail."""
     [r] = run_isolated({"model": "resnet18", "scale": "tiny", "threads": 2, "batch_size": 8, "mode": "accuracy"})
     assert r.status == "ok" and r.valid is True and "uninformative" not in r.details, r.warnings
-    assert "BatchNorm statistics from 64 samples" in r.details["weights"]
+    assert "BatchNorm statistics from 64 samples" in r.details["weights"] and "bias centring" in r.details["weights"]
 
 
 def test_degenerate_references_are_named():

@@ -53,39 +53,56 @@ def _devices(params: InferParams, device: "torch.device") -> list["torch.device"
     return [torch.device("cuda", first + i) for i in range(params.nproc)]
 
 
-#: Samples whose activations set BatchNorm's statistics for random weights in accuracy mode.
+#: Samples whose activations calibrate random weights in accuracy mode.
 BN_SAMPLES = 64
 
 
-def calibrate_batchnorm(model: Any, spec: Served, make_input: Callable[[int], Any], total: int) -> bool:
-    """Set BatchNorm's running statistics from samples (a data-dependent initialisation); False without BatchNorm.
+def calibrate_random_weights(model: Any, spec: Served, make_input: Callable[[int], Any], total: int) -> str:
+    """A data-dependent initialisation of random weights, so that their answers differ from input to input.
 
-    Random weights with BatchNorm's default statistics (mean 0, variance 1) answer one class for every
-    input, and an accuracy gate against such answers proves nothing; with statistics measured on the
-    samples, the answers differ from input to input. Deterministic: the same samples, a cumulative mean.
+    Random weights under BatchNorm's default statistics (mean 0, variance 1), and a classifier whose logits
+    carry a per-class offset, answer one class for (nearly) every input; an accuracy gate against such
+    answers proves nothing. So: BatchNorm's running statistics are measured on the samples (a cumulative
+    mean), and a classifier's last layer is given the bias that centres each class's logit over them.
+    Deterministic: the same samples, the same seed. Returns what was done, for the record ("" if nothing).
     """
     import torch
 
-    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-    if not norms:
-        return False
-    for m in norms:
-        m.reset_running_stats()
-        m.momentum = None  # a cumulative average over the calibration batches
-    model.train()
     n = min(total, BN_SAMPLES)
     where = next(model.parameters()).device  # the model is still on the host here; samples may be on a GPU
-    with torch.no_grad():
+
+    def forward() -> Any:
+        out = []
         for start in range(0, n, 16):
             batch = spec.collate([make_input(i) for i in range(start, min(n, start + 16))])
-            spec.forward(model, tuple(t.to(where) for t in batch))
-    model.eval()
-    return True
+            out.append(spec.forward(model, tuple(t.to(where) for t in batch)))
+        return out
+
+    done = []
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    with torch.no_grad():
+        if norms:
+            for m in norms:
+                m.reset_running_stats()
+                m.momentum = None  # a cumulative average over the calibration batches
+            model.train()
+            forward()
+            model.eval()
+            done.append(f"BatchNorm statistics from {n} samples")
+        last = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1:]
+        outputs = forward()
+        if last and last[0].bias is not None and all(torch.is_tensor(o) and o.dim() == 2 for o in outputs):
+            logits = torch.cat(outputs)
+            if logits.shape[1] == last[0].out_features:
+                last[0].bias -= logits.mean(0).to(last[0].bias.dtype)
+                done.append(f"classifier bias centring each logit over {n} samples")
+    return ", ".join(done)
 
 
 def _build(params: InferParams, model_spec: Served) -> "torch.nn.Module":
     import torch
 
+    torch.manual_seed(0)  # random weights (no --checkpoint) are the same in every run
     model = model_spec.build().eval()
     if params.checkpoint:
         try:
@@ -127,8 +144,9 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         total = SYNTHETIC_ACCURACY_SAMPLES if params.mode == "accuracy" else QSL_SAMPLES[params.profile]
     calibration = [make_input(i) for i in range(min(total, 8))]
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
-    if params.mode == "accuracy" and not params.checkpoint and calibrate_batchnorm(model, spec, make_input, total):
-        weights += f", BatchNorm statistics from {min(total, BN_SAMPLES)} samples"
+    if params.mode == "accuracy" and not params.checkpoint:
+        calibrated = calibrate_random_weights(model, spec, make_input, total)
+        weights += f"; {calibrated}" if calibrated else ""
     ctx.progress(f"loading the {params.backend} backend on {len(devices)} device(s)")
     # accuracy mode keeps the FP32 eager model untouched as its reference (a backend may convert its replica);
     # otherwise the last device serves the built model itself rather than a copy
