@@ -93,7 +93,7 @@ def set_numeric_mode(device: "torch.device", precision: str, autotune: bool = Tr
     "fp32" would silently be TF32 in convolutions: TF32 is on for both exactly when ``precision`` is
     ``tf32``. ``autotune`` lets cuDNN pick the fastest convolution algorithm per shape, as
     tf_cnn_benchmarks, DeepBench and MLPerf do; the search runs in the warm-up. Serving, whose batches
-    vary in size, turns it off so that no search lands inside a timed run. Returns the mode, for the record.
+    vary in size, turns it off so that no search lands inside a timed run. Returns the mode it set.
     """
     import torch
 
