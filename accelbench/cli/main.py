@@ -7,7 +7,7 @@ import sys
 from typing import Sequence
 
 from accelbench import __version__
-from accelbench.cli import commands_info, commands_measure, commands_results
+from accelbench.cli import commands_history, commands_info, commands_measure, commands_results
 from accelbench.cli.args import Parser
 from accelbench.errors import UsageError
 
@@ -33,6 +33,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands_measure.register(sub)
     commands_results.register(sub)
+    commands_history.register(sub)
     commands_info.register(sub)
     return parser
 

@@ -233,3 +233,32 @@ def scaling_table(rows: list[Any], figure: str = "throughput") -> Table:
             eff,
         )
     return table
+
+
+def history_table(series: Any) -> Table:
+    """One row per run of a series: its figure, its ratio to the earlier runs' median where judged, the flag."""
+    name = escape(f"{series.benchmark} {series.workload}: {series.metric}")
+    title = f"{name} on system {escape(series.fingerprint[:12])}"
+    table = Table(title=title, title_justify="left", caption_justify="left")
+    for col, just in (
+        ("run", "left"),
+        ("started", "left"),
+        (series.metric, "right"),
+        ("change", "right"),
+        ("", "left"),
+    ):
+        table.add_column(escape(col), justify=just)  # type: ignore[arg-type]
+    flagged = {c.index: c for c in series.changes}
+    for i, p in enumerate(series.points):
+        c = flagged.get(i)
+        change = f"{c.ratio:.2f}x" if c else ""
+        flag = {"regression": "[red]regression[/]", "improvement": "[green]improvement[/]"}[c.kind] if c else ""
+        if p.valid is False:
+            flag = "[red]INVALID[/] (not judged)"
+        elif p.metric.ci95 is None:
+            flag = "[dim]no CI (not judged)[/]"
+        value = f"{fmt.metric(p.metric)} {fmt.ci_percent(p.metric)}"
+        table.add_row(escape(p.run_id), p.started_at[:16].replace("T", " "), value, change, flag)
+    if series.unstable:
+        table.caption = f"[yellow]unstable[/]: {escape(series.unstable)}"
+    return table

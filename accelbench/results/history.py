@@ -1,0 +1,146 @@
+"""A figure across runs on one system, with regressions and improvements flagged by a noise-aware rule.
+
+PyTorch's own CI flags a fixed 7% change and asv detects steps; neither is available to a user's store.
+Here a series is one workload (benchmark and the parameters that define it, as ``compare`` pairs them)
+measured on one system fingerprint, oldest first. A point is flagged only when
+
+- at least ``min_history`` earlier points exist since the last change (one earlier run proves nothing;
+  after a change the new level is the baseline), the last ``WINDOW`` of them forming the baseline,
+- its 95% interval lies entirely outside the band the earlier points' intervals span, and
+- it differs from the earlier points' median by more than ``threshold`` (a real but tiny shift is not news).
+
+A series whose own points scatter more than ``max_spread`` (relative spread of the earlier values, or of
+their intervals) is reported ``unstable`` instead: flagging it would flag noise. Points without an
+interval, or INVALID by their own verdict, are shown but never judged.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from accelbench.results.compare import workload_key
+from accelbench.results.describe import Describe, plain
+from accelbench.results.record import Metric, Result
+
+THRESHOLD = 0.05
+MIN_HISTORY = 3
+MAX_SPREAD = 0.10
+#: At most this many earlier points form the baseline (a slow drift then shows as a change).
+WINDOW = 5
+
+
+@dataclass(frozen=True)
+class Point:
+    run_id: str
+    started_at: str
+    metric: Metric
+    valid: bool | None
+
+    @property
+    def judgeable(self) -> bool:
+        return self.metric.ci95 is not None and self.valid is not False
+
+
+@dataclass(frozen=True)
+class Change:
+    """A point that left the earlier points' band: ``ratio`` is its value over their median."""
+
+    index: int
+    kind: str  # "regression" or "improvement"
+    ratio: float
+
+
+@dataclass
+class Series:
+    benchmark: str
+    workload: str
+    metric: str
+    fingerprint: str
+    points: list[Point]
+    changes: list[Change] = field(default_factory=list)
+    unstable: str | None = None
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.kind == "regression"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "workload": self.workload,
+            "metric": self.metric,
+            "fingerprint": self.fingerprint,
+            "points": [
+                {"run_id": p.run_id, "started_at": p.started_at, "valid": p.valid} | p.metric.to_dict()
+                for p in self.points
+            ],
+            "changes": [
+                {"run_id": self.points[c.index].run_id, "kind": c.kind, "ratio": c.ratio} for c in self.changes
+            ],
+            "unstable": self.unstable,
+        }
+
+
+def _spread(values: list[float]) -> float:
+    """Relative spread: half the range over the median (robust enough for a handful of runs)."""
+    med = statistics.median(values)
+    return (max(values) - min(values)) / 2 / med if med else 0.0
+
+
+def judge(
+    series: Series, threshold: float = THRESHOLD, min_history: int = MIN_HISTORY, max_spread: float = MAX_SPREAD
+) -> Series:
+    """Fill ``changes`` and ``unstable`` of a series, oldest point first."""
+    pts = series.points
+    judged = [i for i, p in enumerate(pts) if p.judgeable]
+    segment = 0  # after a change, the baseline is the new level: the points since it (asv's steps)
+    for pos, i in enumerate(judged):
+        earlier = [pts[j] for j in judged[max(segment, pos - WINDOW) : pos]]
+        if len(earlier) < min_history:
+            continue
+        values = [p.metric.value for p in earlier]
+        widths = [(p.metric.ci95[1] - p.metric.ci95[0]) / 2 / p.metric.value for p in earlier if p.metric.value]  # type: ignore[index]
+        noise = max(_spread(values), statistics.median(widths) if widths else 0.0)
+        if noise > max_spread:
+            series.unstable = (
+                f"the earlier runs scatter by {noise:.0%} (> {max_spread:.0%}): a change could not be told from noise"
+            )
+            continue
+        lo = min(p.metric.ci95[0] for p in earlier)  # type: ignore[index]
+        hi = max(p.metric.ci95[1] for p in earlier)  # type: ignore[index]
+        ci = pts[i].metric.ci95
+        assert ci is not None
+        ratio = pts[i].metric.value / statistics.median(values)
+        outside = ci[0] > hi or ci[1] < lo
+        if outside and abs(ratio - 1) > threshold:
+            better = (ratio > 1) == pts[i].metric.higher_is_better
+            series.changes.append(Change(i, "improvement" if better else "regression", ratio))
+            segment = pos
+    return series
+
+
+def histories(
+    results: Iterable[Result],
+    *,
+    metric: str | None = None,
+    describe: Describe = plain,
+    threshold: float = THRESHOLD,
+    min_history: int = MIN_HISTORY,
+    max_spread: float = MAX_SPREAD,
+) -> list[Series]:
+    """One judged series per (system fingerprint, workload), from ok records, oldest first."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in sorted((r for r in results if r.status == "ok"), key=lambda r: r.started_at):
+        groups.setdefault((r.fingerprint, workload_key(r)), []).append(r)
+    out = []
+    for (fingerprint, _), rs in groups.items():
+        name = metric or rs[-1].primary_metric
+        pts = [Point(r.run_id, r.started_at, r.metrics[name], r.valid) for r in rs if name and name in r.metrics]
+        if not pts:
+            continue
+        first = rs[-1]
+        s = Series(first.benchmark, describe(first.benchmark, first.params), str(name), fingerprint, pts)
+        out.append(judge(s, threshold, min_history, max_spread))
+    return out
