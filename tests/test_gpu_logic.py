@@ -68,7 +68,7 @@ def test_auto_precision_falls_back_to_fp16_where_bf16_is_not_native(monkeypatch)
     imagenet = recipe("imagenet")
     assert imagenet.gpu_precision == "amp_bf16"
     assert precision_of(TtaParams(workload="digits"), imagenet, torch.device("cuda")) == "amp_fp16"
-    assert precision.autocast_reason(torch.device("cuda"), "amp_bf16") == "no bf16 (7.0)"
+    assert precision.precision_reason(torch.device("cuda"), "amp_bf16") == "no bf16 (7.0)"
     monkeypatch.setattr(precision, "unsupported_reason", lambda d, p: None)
     assert precision_of(TtaParams(workload="digits"), imagenet, torch.device("cuda")) == "amp_bf16"
 

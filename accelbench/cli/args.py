@@ -84,6 +84,11 @@ def device_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def add_pairs(p: Any, flag: str, help: str) -> None:
+    """A repeatable ``KEY=VALUE`` flag (tags, parameter filters): a list of (key, value) pairs."""
+    p.add_argument(flag, type=tag, action="append", default=[], metavar="KEY=VALUE", help=help)
+
+
 def tag(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not _TAG_KEY.match(key) or not value:
@@ -114,14 +119,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
         default=Path("accelbench-runs"),
         help="parent of run folders (default ./accelbench-runs)",
     )
-    g.add_argument(
-        "--tag",
-        type=tag,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="label the results, repeatable (e.g. --tag nvlink=off)",
-    )
+    add_pairs(g, "--tag", "label the results, repeatable (e.g. --tag nvlink=off)")
     g.add_argument(
         "--threads", type=positive_int, metavar="N", help="CPU threads for torch (default: torch's choice, recorded)"
     )

@@ -28,14 +28,7 @@ def register(sub: Any) -> None:
         ),
     )
     hist.add_argument("benchmark", help="a benchmark name (see 'accelbench list'), e.g. kernels/gemm")
-    hist.add_argument(
-        "--param",
-        type=a.tag,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="only records with this parameter value (repeatable)",
-    )
+    a.add_pairs(hist, "--param", "only records with this parameter value (repeatable)")
     hist.add_argument("--metric", help="this metric instead of each record's primary one")
     hist.add_argument(
         "--threshold", type=float, default=0.05, metavar="F", help="smallest relative change flagged (default 0.05)"

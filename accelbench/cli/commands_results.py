@@ -87,14 +87,7 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", metavar="RUN_ID", help="only this run (id or unique prefix)")
     p.add_argument("--benchmark", metavar="NAME", help="only this benchmark, or a group such as 'kernels'")
     p.add_argument("--status", choices=("ok", "failed", "skipped"), help="only records with this status")
-    p.add_argument(
-        "--tag",
-        type=a.tag,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="only records with this tag (repeatable)",
-    )
+    a.add_pairs(p, "--tag", "only records with this tag (repeatable)")
     a.add_store_option(p)
 
 

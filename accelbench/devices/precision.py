@@ -75,15 +75,14 @@ def emulated_reason(device: "torch.device", precision: str, allowed: bool = Fals
     return f"{why}; --emulated measures it anyway" if why else None
 
 
-def autocast_reason(device: "torch.device", precision: str) -> str | None:
-    """Why mixed precision ``amp_*`` would not run natively on ``device``, or None.
+def precision_reason(device: "torch.device", precision: str, emulated: bool = False) -> str | None:
+    """Why a figure at ``precision`` (a dtype, or an ``amp_*`` autocast) would not be the hardware's, or None.
 
-    bf16 autocast below Ampere runs (cuDNN has no bf16 convolutions there) but many times slower, so a
-    figure labelled bf16 would describe an emulation.
+    The one check every family makes: the device cannot run the arithmetic (tf32 on a CPU; bf16 before
+    Ampere, where autocast would run but many times slower), or this CPU only emulates it (unless asked).
     """
-    if precision == "amp_bf16":
-        return unsupported_reason(device, "bf16")
-    return None
+    arithmetic = ARITHMETIC.get(precision, precision)
+    return unsupported_reason(device, arithmetic) or emulated_reason(device, arithmetic, emulated)
 
 
 def set_numeric_mode(device: "torch.device", precision: str, autotune: bool = True) -> dict[str, bool]:

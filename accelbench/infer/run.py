@@ -16,7 +16,7 @@ import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from accelbench.devices.precision import autocast_reason, emulated_reason
+from accelbench.devices.precision import precision_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Backend, backend
@@ -123,8 +123,8 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     precision = params.effective_precision
     # int8 is ONNX Runtime's own kernels (AVX2 included), not a torch emulation: only autocast is checked
     computes = impl.runs_model and precision.startswith("amp_")
-    emulated = emulated_reason(device, precision, params.emulated) if computes else None
-    skip_if(impl.unsupported(precision) or params.export_refusal() or autocast_reason(device, precision) or emulated)
+    hardware = precision_reason(device, precision, params.emulated) if computes else None
+    skip_if(impl.unsupported(precision) or params.export_refusal() or hardware)
     devices = _devices(params, device)
     if not impl.runs_model:
         workers = [Worker(impl.load(None, None, d, params.effective_precision, []), None) for d in devices]  # type: ignore[arg-type]

@@ -79,7 +79,7 @@ def run_kernel(
     record_extra: dict[str, Any] | None = None,
 ) -> Iterator[Result]:
     """The ``run`` of every single-process kernel: device, skips, precision mode, check, time, record."""
-    from accelbench.devices.precision import emulated_reason, unsupported_reason
+    from accelbench.devices.precision import precision_reason
 
     prep = prepare(params)
     device, threads = prep.device, prep.threads
@@ -87,9 +87,8 @@ def run_kernel(
     precision = getattr(params, "precision", "fp32")
     reason = (
         no_path_reason(benchmark, precision, supported)
-        or unsupported_reason(device, precision)
         or (shape_reason(params, device) if shape_reason else None)
-        or emulated_reason(device, precision, getattr(params, "emulated", False))  # can run, but only emulated
+        or precision_reason(device, precision, getattr(params, "emulated", False))
     )
     if reason:
         raise BenchmarkSkipped(reason, record)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Iterator
 
-from accelbench.devices.precision import emulated_reason, unsupported_reason
+from accelbench.devices.precision import precision_reason
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, run_ranks
@@ -58,9 +58,7 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     info = workload_class(params.model).info
     record: dict[str, Any] = params.to_dict() | {"device": device.type, "display_every": params.window}
     peak_precision = loop.PEAK_PRECISION[params.precision]
-    skip_if(
-        unsupported_reason(device, peak_precision) or emulated_reason(device, peak_precision, params.emulated), record
-    )
+    skip_if(precision_reason(device, peak_precision, params.emulated), record)
     batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
     world = params.world_size
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch * world}
@@ -110,9 +108,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     info = workload.info
     record = prep.record(params, display_every=params.window)
     peak_precision = loop.PEAK_PRECISION[params.precision]
-    skip_if(
-        unsupported_reason(device, peak_precision) or emulated_reason(device, peak_precision, params.emulated), record
-    )
+    skip_if(precision_reason(device, peak_precision, params.emulated), record)
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     ctx.progress(f"building {info.name} ({params.scale})")
     model = loop.prepare_model(workload, params, device)

@@ -51,13 +51,13 @@ class SeedRun:
 
 def precision_of(params: TtaParams, recipe: Recipe, device: "torch.device") -> str:
     """The precision a run trains in: the flag, or auto (the recipe's on a GPU, fp16 where bf16 is not native)."""
-    from accelbench.devices.precision import autocast_reason
+    from accelbench.devices.precision import precision_reason
 
     if params.precision != "auto":
         return params.precision
     if device.type != "cuda":
         return "fp32"
-    if autocast_reason(device, recipe.gpu_precision):
+    if precision_reason(device, recipe.gpu_precision):
         return "amp_fp16"
     return recipe.gpu_precision
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from accelbench.config import price_per_hour
-from accelbench.devices.precision import autocast_reason, emulated_reason
+from accelbench.devices.precision import precision_reason
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, run_ranks
@@ -80,7 +80,7 @@ def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
     r = recipe(params.workload)
     record = prep.record(params, seeds_used=seeds)
     precision = precision_of(params, r, device)
-    skip_if(autocast_reason(device, precision) or emulated_reason(device, precision, params.emulated), record)
+    skip_if(precision_reason(device, precision, params.emulated), record)
     with ConditionsMonitor(prep.threads) as monitor:
         if params.nproc * params.nnodes > 1:
             runs, job_info = _distributed(params, device.type, seeds, ctx)
