@@ -181,3 +181,12 @@ def test_out_of_memory_in_its_cpu_spellings():
 
     cpu = "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: you tried 9 GB"
     assert is_oom(RuntimeError(cpu)) and is_oom(MemoryError()) and not is_oom(RuntimeError("shape mismatch"))
+
+
+def test_a_trial_predicted_over_the_cap_is_not_run():
+    """On a CPU, a trial over the memory cap would wake the OOM killer before the cap could be checked."""
+    from accelbench.train.autobatch import predict_peak
+
+    trials = [{"batch_size": 64, "fits": True, "peak_memory_bytes": 3_000}, {"batch_size": 128, "fits": False}]
+    assert predict_peak([], 1_000, 128) is None
+    assert predict_peak(trials, 1_000, 256) == 1_000 + 2_000 * 4  # growth scales with the batch

@@ -2,7 +2,8 @@
 
 Start from the model's default (or ``--max-batch-size``, if lower), double until a step runs out of
 memory (or exceeds ``--memory-cap``; on a CPU, 80% of the memory available at the start, so the search
-never wakes the kernel's OOM killer), then bisect between the last batch that fit and the first that did
+never wakes the kernel's OOM killer: a trial whose peak, extrapolated from the largest that fit, would
+exceed the cap is not run), then bisect between the last batch that fit and the first that did
 not. Near the limit, cuDNN and cuBLAS report their failed allocations as their own errors, so those count
 as "does not fit" too. The measured run then keeps a margin below the edge found: it allocates what the
 two-step trial did not (FLOP counting, compile buffers, allocator fragmentation over many steps).
@@ -54,6 +55,20 @@ class Search:
         return {"batch": self.batch, "largest_fitting": self.largest_fitting, "limit": self.limit, "reason": reason}
 
 
+def predict_peak(trials: list[dict[str, Any]], baseline: int, batch: int) -> int | None:
+    """The peak a trial at ``batch`` would reach, extrapolated linearly from the largest measured trial that fit.
+
+    Activation memory grows with the batch; the extrapolation lets the search stop before a trial that
+    would exceed a cap it can only check afterwards.
+    """
+    measured = [t for t in trials if t.get("fits") and t.get("peak_memory_bytes")]
+    if not measured:
+        return None
+    last = max(measured, key=lambda t: t["batch_size"])
+    growth = last["peak_memory_bytes"] - baseline
+    return int(baseline + growth * batch / last["batch_size"])
+
+
 def does_not_fit(exc: BaseException) -> bool:
     """An out-of-memory error, or a library's failed allocation near the limit."""
     return loop.is_oom(exc) or any(marker in str(exc) for marker in NEAR_LIMIT_ERRORS)
@@ -84,6 +99,12 @@ def find_batch(
     baseline = base.start  # memory in use before any trial: model, optimizer-free
 
     def fits(batch: int) -> bool:
+        predicted = predict_peak(trials, baseline, batch)
+        if cap is not None and predicted is not None and predicted > cap:
+            # past the cap on a CPU the trial itself would wake the kernel's OOM killer: not run
+            trials.append({"batch_size": batch, "fits": False, "predicted_peak_memory_bytes": predicted})
+            ctx.progress(f"auto batch: {batch} would need about {predicted / 2**30:.1f} GiB, over the cap")
+            return False
         peak = None
         with loop.freed(device):
             try:
