@@ -27,6 +27,9 @@ PRECISION = 0.02
 MAX_HALVINGS = 6
 MAX_SAMPLES_PER_QUERY = 4096
 CONFIRMATIONS = 3
+#: After a confirmation fails, the next tries this much lower: a short screen near saturation is optimistic
+#: (a queue that a long run builds up has no time to form), so a 2% step rarely lands on a rate that holds.
+CONFIRM_BACKOFF = 0.10
 #: Queries in a confirmation run at least: enough for LoadGen's early stopping to pass a tail near 1%.
 CONFIRM_QUERIES = 4096
 #: a screening trial: about this long, with between these many queries (a p99 clearly over or under the bound)
@@ -156,7 +159,7 @@ def _search_server(trial: Callable[..., tuple[bool, Any]], start: float, capacit
         ok, outcome = trial(lo, confirm=True)
         if ok:
             return lo, outcome
-        lo *= 1 - PRECISION
+        lo *= 1 - CONFIRM_BACKOFF
     return lo, None  # none held: the caller reports it as failed
 
 

@@ -1,0 +1,71 @@
+"""``accelbench report``: the stored records as an HTML page and a Markdown file a person can hand on."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from accelbench.cli import args as a
+from accelbench.errors import UsageError
+
+
+def register(sub: Any) -> None:
+    rep = sub.add_parser(
+        "report",
+        help="an HTML page and a Markdown file with charts, from stored results",
+        description=(
+            "Builds report.html (one self-contained file: charts inlined, no network needed) and report.md "
+            "(charts as PNG files in report_files/) from stored records only. Sections appear when there is "
+            "data for them: summary, machines, kernels (roofline), training throughput and scaling, time to "
+            "accuracy, inference (find-peak trials), comparisons between systems or tag groups, and history. "
+            "Without RUN_ID, --last or --all: the latest run."
+        ),
+    )
+    rep.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to cover (any unique part of the id)")
+    a.add_pairs(rep, "--tag", "only records with this tag (repeatable); alone, searches every run")
+    rep.add_argument("--last", type=a.positive_int, metavar="N", help="the last N runs")
+    rep.add_argument("--all", action="store_true", help="every record in the store")
+    rep.add_argument(
+        "-o",
+        "--out",
+        default="accelbench-report",
+        metavar="DIR",
+        help="folder to write into (default ./accelbench-report)",
+    )
+    rep.add_argument(
+        "--format", default="html,md", metavar="html,md", help="which files: html, md or both (default html,md)"
+    )
+    rep.add_argument("--title", default="accelbench report", help="the report's heading")
+    a.add_store_option(rep)
+    rep.set_defaults(handler=cmd_report)
+
+
+def cmd_report(ns: argparse.Namespace) -> int:
+    from accelbench.registry import describe_params
+    from accelbench.report import FORMATS, build, write
+    from accelbench.report.select import from_store
+    from accelbench.report.write import check_writable
+    from accelbench.results.store import Store
+
+    formats = tuple(f.strip() for f in ns.format.split(",") if f.strip())
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise UsageError(f"--format takes {' and/or '.join(FORMATS)} (comma-separated), got {ns.format!r}")
+    store = Store(ns.db, readonly=True)
+    inp = from_store(
+        store,
+        ns.run_ids,
+        tags=dict(ns.tag),
+        last=ns.last,
+        everything=ns.all,
+        describe=describe_params,
+        title=ns.title,
+    )
+    check_writable(Path(ns.out))  # before drawing: a bad folder is one line, at once
+    sys.stderr.write(f"report: {len(inp.records)} records, drawing charts ...\n")
+    doc = build(inp)
+    for path in write(doc, ns.out, formats):
+        sys.stdout.write(f"{path}\n")
+    return 0

@@ -1,0 +1,221 @@
+"""The charts of a report, drawn with matplotlib from plain numbers (never from records or families).
+
+Each ``draw_*`` function fills a Figure; :func:`svg` and :func:`png` render a :class:`Chart`. Only the
+object-oriented API is used (no pyplot), so drawing neither needs a display nor touches the global state
+of a program that imports accelbench.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from accelbench.report.model import Chart
+
+#: Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+GOOD, BAD, NEUTRAL = "#009E73", "#D55E00", "#777777"
+STYLE = {
+    "font.size": 8.5,
+    "axes.titlesize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "svg.fonttype": "path",  # glyphs as paths: the page needs no font from anywhere
+    "svg.hashsalt": "accelbench",  # stable ids: the same records give the same file
+}
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    ci95: tuple[float, float] | None = None
+
+
+def _figure(chart: "Chart") -> "Figure":
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=chart.size, layout="constrained")
+    chart.draw(fig)
+    return fig
+
+
+def svg(chart: "Chart") -> bytes:
+    import matplotlib
+
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(chart)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
+def png(chart: "Chart", dpi: int = 110) -> bytes:
+    import matplotlib
+
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(chart)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _errors(bars: Sequence[Bar]) -> list[list[float]] | None:
+    if not any(b.ci95 for b in bars):
+        return None
+    lo = [b.value - b.ci95[0] if b.ci95 else 0.0 for b in bars]
+    hi = [b.ci95[1] - b.value if b.ci95 else 0.0 for b in bars]
+    return [[max(v, 0.0) for v in lo], [max(v, 0.0) for v in hi]]
+
+
+def draw_bar_panels(fig: "Figure", panels: Sequence[tuple[str, str, Sequence[Bar]]]) -> None:
+    """One panel per (title, unit, bars): figures in different units never share an axis."""
+    heights = [len(bars) + 1.5 for _, _, bars in panels]
+    axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights}).ravel()
+    for ax, (title, unit, bars) in zip(axes, panels, strict=True):
+        y = list(range(len(bars)))
+        ax.barh(y, [b.value for b in bars], xerr=_errors(bars), color=[PALETTE[i % 8] for i in y], capsize=3)
+        ax.set_yticks(y, [b.label for b in bars])
+        ax.invert_yaxis()
+        ax.set_title(title, loc="left")
+        ax.set_xlabel(unit)
+        ax.grid(axis="y", visible=False)
+
+
+def draw_roofline(
+    fig: "Figure",
+    points: Sequence[tuple[str, float, float]],
+    roofs: Sequence[tuple[str, float]],
+    bandwidth: tuple[str, float] | None,
+) -> None:
+    """Achieved TFLOPS against FLOP/byte under the compute roofs and the memory-bandwidth slope."""
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    xs = [p[1] for p in points] or [1.0]
+    x_lo, x_hi = min(xs) / 4, max(xs) * 4
+    grid = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
+    for i, (label, peak) in enumerate(roofs):
+        if bandwidth:
+            ys = [min(peak, bandwidth[1] / 1000 * x) for x in grid]  # GB/s x FLOP/B = GFLOPS
+        else:
+            ys = [peak] * len(grid)
+        ax.plot(grid, ys, color=PALETTE[i % 8], linewidth=1.4, label=label)
+    if bandwidth and not roofs:
+        ax.plot(grid, [bandwidth[1] / 1000 * x for x in grid], color=NEUTRAL, linewidth=1.4)
+    if bandwidth:
+        ax.plot([], [], color=NEUTRAL, linestyle="none", label=bandwidth[0])
+    kinds = sorted({p[0] for p in points})
+    markers = "osD^v<>ph*"
+    for i, kind in enumerate(kinds):
+        mine = [p for p in points if p[0] == kind]
+        ax.scatter([p[1] for p in mine], [p[2] for p in mine], marker=markers[i % 10], color="black", s=18, label=kind)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("achieved TFLOPS")
+    ax.legend(fontsize=7, loc="lower right")
+
+
+def draw_scaling(fig: "Figure", series: Sequence[tuple[str, Sequence[tuple[int, float]]]]) -> None:
+    """Speedup over one device against the device count, with the ideal (linear) line."""
+    ax = fig.add_subplot()
+    top = max((n for _, pts in series for n, _ in pts), default=1)
+    ax.plot([1, top], [1, top], color=NEUTRAL, linestyle="--", linewidth=1, label="ideal (linear)")
+    for i, (label, pts) in enumerate(series):
+        ax.plot([n for n, _ in pts], [s for _, s in pts], marker="o", color=PALETTE[i % 8], label=label)
+    ax.set_xlabel("devices")
+    ax.set_ylabel("speedup over 1 device")
+    ax.set_xticks(sorted({n for _, pts in series for n, _ in pts}))
+    ax.legend(fontsize=7)
+
+
+def draw_curves(
+    fig: "Figure",
+    seeds: Sequence[tuple[str, Sequence[tuple[float, float, float]]]],
+    target: float | None,
+    quality: str,
+) -> None:
+    """Quality against training time and against epochs, one line per seed: (seconds, epoch, quality)."""
+    left, right = fig.subplots(1, 2, sharey=True)
+    for i, (label, pts) in enumerate(seeds):
+        color = PALETTE[i % 8]
+        left.plot([p[0] for p in pts], [p[2] for p in pts], marker=".", color=color, label=label)
+        right.plot([p[1] for p in pts], [p[2] for p in pts], marker=".", color=color, label=label)
+    for ax, xlabel in ((left, "training time (s)"), (right, "epoch")):
+        if target is not None:
+            ax.axhline(target, color=BAD, linestyle="--", linewidth=1, label=f"target {target:g}")
+        ax.set_xlabel(xlabel)
+    left.set_ylabel(quality)
+    right.legend(fontsize=7, loc="lower right")
+
+
+def draw_trials(
+    fig: "Figure", trials: Sequence[tuple[float, float, bool, bool]], bound_ms: float | None, xlabel: str
+) -> None:
+    """find-peak: each trial's load (x) against its 99th-percentile latency (y): (load, p99 ms, ok, confirm)."""
+    ax = fig.add_subplot()
+    for ok in (True, False):
+        for confirm in (False, True):
+            mine = [t for t in trials if t[2] is ok and t[3] is confirm]
+            if not mine:
+                continue
+            label = ("confirmation" if confirm else "screening") + (" (held)" if ok else " (failed)")
+            ax.scatter(
+                [t[0] for t in mine],
+                [t[1] for t in mine],
+                marker="*" if confirm else ("o" if ok else "x"),
+                s=70 if confirm else 28,
+                color=GOOD if ok else BAD,
+                label=label,
+            )
+    if bound_ms:
+        ax.axhline(bound_ms, color=NEUTRAL, linestyle="--", linewidth=1, label=f"latency bound {bound_ms:g} ms")
+    ax.set_yscale("log")  # a saturated trial's latency is 10-100x the bound; the ones near it matter
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("p99 latency (ms, log scale)")
+    ax.legend(fontsize=7)
+
+
+def draw_history(
+    fig: "Figure",
+    points: Sequence[tuple[str, float, tuple[float, float] | None, str]],
+    unit: str,
+) -> None:
+    """A figure over runs, oldest first: (label, value, ci95, mark) with mark '', 'regression' or 'improvement'."""
+    ax = fig.add_subplot()
+    x = list(range(len(points)))
+    bars = [Bar(p[0], p[1], p[2]) for p in points]
+    ax.errorbar(x, [p[1] for p in points], yerr=_errors(bars), color=PALETTE[0], marker="o", capsize=3)
+    for i, p in enumerate(points):
+        if p[3]:
+            ax.scatter([i], [p[1]], s=120, facecolors="none", edgecolors=BAD if p[3] == "regression" else GOOD)
+    ax.set_xticks(x, [p[0] for p in points], rotation=30, ha="right")
+    ax.set_ylabel(unit)
+
+
+def draw_ratios(fig: "Figure", rows: Sequence[tuple[str, float, str]], geomean: float | None, title: str) -> None:
+    """Speedup of the candidate per workload (log scale, 1 = equal), coloured by the verdict."""
+    ax = fig.add_subplot()
+    y = list(range(len(rows)))
+    colors = [GOOD if v in ("faster", "better") else BAD if v in ("slower", "worse") else NEUTRAL for _, _, v in rows]
+    ax.barh(y, [r[1] - 1 for r in rows], left=1, color=colors)
+    ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    times = FuncFormatter(lambda v, _: f"{v:.3g}x")
+    ax.xaxis.set_major_formatter(times)
+    ax.xaxis.set_minor_formatter(times)
+    ax.axvline(1, color="black", linewidth=0.8)
+    if geomean:
+        ax.axvline(geomean, color=PALETTE[0], linestyle="--", linewidth=1, label=f"geometric mean {geomean:.3g}x")
+        ax.legend(fontsize=7)
+    ax.set_yticks(y, [r[0] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("speedup (> 1: candidate better)")
+    ax.set_title(title, loc="left")
+    ax.grid(axis="y", visible=False)

@@ -1,0 +1,103 @@
+"""What every section needs: system labels, figures as cells, caps on how much one report draws."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from accelbench.report.model import Cell
+from accelbench.results import format as fmt
+from accelbench.results.describe import Describe, plain
+from accelbench.results.record import Metric, Result
+from accelbench.results.store import RunInfo
+
+#: At most this many charts of one kind: a report of 1,000 records stays readable (and quick to draw).
+MAX_CHARTS = 8
+
+
+@dataclass
+class ReportInput:
+    """The records a report covers, and what it may read beside them.
+
+    ``history`` holds earlier ok records of the same systems (from the store), for the history section;
+    ``describe`` names a workload (the CLI passes the registry's, so that the report imports no family).
+    """
+
+    records: list[Result]
+    history: list[Result] = field(default_factory=list)
+    runs: list[RunInfo] = field(default_factory=list)
+    describe: Describe = plain
+    title: str = "accelbench report"
+
+    def ok(self, prefix: str = "") -> list[Result]:
+        return [r for r in self.records if r.status == "ok" and r.benchmark.startswith(prefix)]
+
+    def of(self, prefix: str) -> list[Result]:
+        return [r for r in self.records if r.benchmark.startswith(prefix)]
+
+    def name(self, r: Result) -> str:
+        return self.describe(r.benchmark, r.params)
+
+
+def system_label(profile: dict) -> str:
+    """'4x NVIDIA A100-SXM4-80GB' or 'AMD EPYC, 2 cores': what a reader recognises a machine by."""
+    accs = profile.get("accelerators") or []
+    if accs:
+        names: dict[str, int] = {}
+        for a in accs:
+            names[str(a.get("name", "accelerator"))] = names.get(str(a.get("name", "accelerator")), 0) + 1
+        return ", ".join(f"{n}x {name}" for name, n in names.items())
+    cpu = profile.get("cpu") or {}
+    cores = cpu.get("physical_cores")
+    return f"{cpu.get('model') or 'unknown CPU'}" + (f", {cores} cores" if cores else "")
+
+
+def systems(records: Iterable[Result]) -> dict[str, str]:
+    """Fingerprint -> a label unique in this report (hostname and fingerprint added where labels collide)."""
+    profiles: dict[str, dict] = {}
+    for r in records:
+        profiles.setdefault(r.fingerprint, r.system.get("profile") or {})
+    labels = {fp: system_label(p) for fp, p in profiles.items()}
+    seen: dict[str, int] = {}
+    for label in labels.values():
+        seen[label] = seen.get(label, 0) + 1
+    for fp, p in profiles.items():
+        if seen[labels[fp]] > 1:
+            labels[fp] = f"{labels[fp]} ({p.get('hostname') or 'host'} {fp[:6]})"
+    return labels
+
+
+def figure(m: Metric | None) -> str:
+    """'0.184 TFLOPS ±1.2%': the figure with the digits its interval supports."""
+    if m is None:
+        return ""
+    return f"{fmt.metric(m)} {fmt.ci_percent(m)}".strip()
+
+
+def verdict(valid: bool | None) -> Cell:
+    if valid is None:
+        return Cell("")
+    return Cell("VALID", "good") if valid else Cell("INVALID", "bad")
+
+
+def status_cell(r: Result) -> Cell:
+    return Cell(r.status, {"ok": "good", "failed": "bad", "skipped": "warn"}[r.status])
+
+
+def pct(m: Metric | None, estimated: bool = False) -> str:
+    if m is None:
+        return ""
+    return f"{fmt.number(m.value, 3)}%" + (" (est.)" if estimated else "")
+
+
+def warnings_text(r: Result) -> str:
+    return "; ".join(r.warnings)
+
+
+def newest_first(records: Iterable[Result]) -> list[Result]:
+    return sorted(records, key=lambda r: r.started_at, reverse=True)
+
+
+def device_of(r: Result) -> str:
+    """The device a record ran on, as the record names it (its details, else its parameter)."""
+    return str(r.details.get("device_name") or r.params.get("device") or "")

@@ -1,0 +1,98 @@
+"""Inference under LoadGen: per scenario the metric with its verdict, latency percentiles, find-peak trials."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from accelbench.report import charts
+from accelbench.report.common import MAX_CHARTS, ReportInput, figure, newest_first, status_cell, systems, verdict
+from accelbench.report.model import Chart, Section, Table, Text
+from accelbench.results import format as fmt
+
+SCENARIOS = ("offline", "server", "singlestream", "multistream")
+PERCENTILES = (("p50", "latency_p50_seconds"), ("p90", "latency_p90_seconds"), ("p99", "latency_p99_seconds"))
+
+
+def _latency(r, key: str) -> str:
+    m = r.metrics.get(key)
+    return fmt.seconds(m.value) if m else ""
+
+
+def inference(inp: ReportInput) -> Section | None:
+    recs = inp.of("infer/")
+    if not recs:
+        return None
+    labels = systems(inp.records)
+    multi = len(labels) > 1
+    section = Section("inference", "Inference")
+    section.blocks.append(
+        Text(
+            "Served under the MLPerf LoadGen. VALID and INVALID are LoadGen's verdicts (or the accuracy gate's); "
+            "the quick profile is shorter than MLPerf's rules, so its results are marked non-compliant. "
+            "Latencies are per sample as LoadGen reports them.",
+            "note",
+        )
+    )
+    drawn = 0
+    for scenario in SCENARIOS + ("other",):
+        mine = [
+            r
+            for r in recs
+            if (r.params.get("scenario") if r.params.get("scenario") in SCENARIOS else "other") == scenario
+        ]
+        if not mine:
+            continue
+        sub = Section(f"inference-{scenario}", scenario.capitalize() if scenario != "singlestream" else "SingleStream")
+        if scenario == "multistream":
+            sub.title = "MultiStream"
+        rows = []
+        for r in newest_first(mine):
+            why = "; ".join(r.details.get("invalid_reasons") or [])
+            rows.append(
+                ([labels[r.fingerprint]] if multi else [])
+                + [
+                    inp.name(r),
+                    status_cell(r),
+                    verdict(r.valid),
+                    figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
+                    (r.primary_metric or "").replace("_", " ") if r.status == "ok" else "",
+                ]
+                + [_latency(r, key) for _, key in PERCENTILES]
+                + [why or "; ".join(w for w in r.warnings if not w.startswith("INVALID"))]
+            )
+            peak = r.details.get("find_peak") or {}
+            trials = [
+                (
+                    float(t["value"]),
+                    float(t.get("p99_latency_seconds", 0)) * 1e3,
+                    bool(t.get("valid")),
+                    bool(t.get("confirmation")),
+                )
+                for t in peak.get("trials") or []
+            ]
+            if trials and drawn < MAX_CHARTS:
+                xlabel = "target QPS" if scenario == "server" else "samples per query"
+                outcome = (
+                    f"peak {fmt.number(float(peak['peak']), 4)}" if peak.get("peak") is not None else "no peak held"
+                )
+                sub.blocks.append(
+                    Chart(
+                        f"find-peak-{drawn}",
+                        f"find-peak: {inp.name(r)}" + (f" on {labels[r.fingerprint]}" if multi else ""),
+                        f"{len(trials)} find-peak trials, {xlabel} against 99th-percentile latency; {outcome}",
+                        partial(
+                            charts.draw_trials, trials=trials, bound_ms=peak.get("latency_bound_ms"), xlabel=xlabel
+                        ),
+                    )
+                )
+                drawn += 1
+        cols = (
+            (["system"] if multi else [])
+            + ["workload", "status", "verdict", "result", "metric"]
+            + [p for p, _ in PERCENTILES]
+            + ["notes"]
+        )
+        numeric = frozenset(range(len(cols) - 4, len(cols) - 1)) | {len(cols) - 6}
+        sub.blocks.insert(0, Table(cols, rows, numeric=numeric))
+        section.blocks.append(sub)
+    return section

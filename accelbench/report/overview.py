@@ -1,0 +1,214 @@
+"""The first things a reader needs: what was measured where (machines, runs) and the verdict in words."""
+
+from __future__ import annotations
+
+from accelbench.report.common import ReportInput, figure, newest_first, systems
+from accelbench.report.model import Bullets, Section, Table, Text
+from accelbench.results import format as fmt
+from accelbench.results.record import Result
+from accelbench.system.specs import find_spec
+
+#: families in the order a report shows them, with what a user runs to measure one
+FAMILIES = (
+    ("kernels/", "kernels", "accelbench kernels gemm (or any kernel set)"),
+    ("train/", "training throughput", "accelbench train MODEL"),
+    ("tta/", "time to accuracy", "accelbench tta WORKLOAD"),
+    ("infer/", "inference under LoadGen", "accelbench infer MODEL --scenario offline"),
+)
+
+
+def machines(inp: ReportInput) -> Section | None:
+    if not inp.records:
+        return None
+    labels = systems(inp.records)
+    profiles: dict[str, dict] = {}
+    for r in inp.records:
+        profiles.setdefault(r.fingerprint, r.system.get("profile") or {})
+    section = Section("machines", "Machines")
+    rows = []
+    for fp, p in profiles.items():
+        cpu, torch_, os_ = p.get("cpu") or {}, p.get("torch") or {}, p.get("os") or {}
+        clock = f", {cpu['clock_ghz']:.2f} GHz" if cpu.get("clock_ghz") else ""
+        flags = f" ({' '.join(cpu.get('flags') or [])})" if cpu.get("flags") else ""
+        software = ", ".join(
+            f"{k} {v}"
+            for k, v in (
+                ("torch", torch_.get("version")),
+                ("CUDA", torch_.get("cuda")),
+                ("cuDNN", torch_.get("cudnn")),
+                ("NCCL", torch_.get("nccl")),
+                ("Python", (p.get("python") or {}).get("version")),
+            )
+            if v
+        )
+        rows.append(
+            [
+                labels[fp],
+                fp,
+                p.get("hostname") or "",
+                f"{cpu.get('model', '')}: {cpu.get('physical_cores', '?')} cores / "
+                f"{cpu.get('logical_cores', '?')} threads{clock}{flags}",
+                fmt.bytes_((p.get("memory") or {}).get("total_bytes") or 0),
+                f"{os_.get('name', '')} (kernel {os_.get('kernel', '')})",
+                software,
+            ]
+        )
+    section.blocks.append(
+        Table(
+            ["system", "fingerprint", "host", "CPU", "memory", "OS", "software"],
+            rows,
+            caption="The fingerprint hashes the hardware and the software stack: figures are compared only "
+            "between records that share one, or side by side in Comparisons.",
+        )
+    )
+    accs = []
+    topologies = []
+    for fp, p in profiles.items():
+        for a in p.get("accelerators") or []:
+            spec = find_spec(str(a.get("name", "")))
+            peaks = ", ".join(f"{k} {v:g}" for k, v in spec.peaks.items()) if spec else "not in the spec table"
+            accs.append(
+                [
+                    labels[fp],
+                    str(a.get("index", "")),
+                    str(a.get("name", "")),
+                    fmt.bytes_(a.get("memory_bytes") or 0),
+                    str(a.get("compute_capability", "")),
+                    str(a.get("driver", "")),
+                    peaks,
+                    f"{spec.mem_bw_gbs:g} GB/s" if spec and spec.mem_bw_gbs else "",
+                    spec.source if spec else "",
+                ]
+            )
+            if a.get("topology"):
+                topologies.append(f"{labels[fp]}:\n{a['topology']}")
+    if accs:
+        section.blocks.append(
+            Table(
+                [
+                    "system",
+                    "#",
+                    "accelerator",
+                    "memory",
+                    "compute capability",
+                    "driver",
+                    "peak TFLOPS (dense)",
+                    "memory bandwidth",
+                    "source",
+                ],
+                accs,
+                caption="Peaks come from the shipped spec table (datasheets), not from a measurement.",
+            )
+        )
+    for t in topologies:
+        section.blocks.append(Text(t, "pre"))
+    if inp.runs:
+        section.blocks.append(
+            Table(
+                ["run", "started", "command", "tags", "records"],
+                [
+                    [
+                        run.run_id,
+                        run.created_at[:19].replace("T", " "),
+                        run.command,
+                        ", ".join(f"{k}={v}" for k, v in sorted(run.tags.items())),
+                        str(sum(1 for r in inp.records if r.run_id == run.run_id)),
+                    ]
+                    for run in inp.runs
+                ],
+                caption="The runs this report covers.",
+            )
+        )
+    return section
+
+
+def _best(inp: ReportInput) -> list[str]:
+    """The headline figure per workload family: what a manager asks first."""
+    lines = []
+    labels = systems(inp.records)
+    multi = len(labels) > 1
+
+    def where(r: Result) -> str:
+        return f" on {labels[r.fingerprint]}" if multi else ""
+
+    kern = [r for r in inp.ok("kernels/") if "pct_of_peak" in r.metrics]
+    if kern:
+        top = max(kern, key=lambda r: r.metrics["pct_of_peak"].value)
+        lines.append(
+            f"Kernels: the best reached {fmt.number(top.metrics['pct_of_peak'].value, 3)}% of peak "
+            f"({top.benchmark.split('/')[-1]} {inp.name(top)}: {figure(top.primary)}){where(top)}."
+        )
+    by_model: dict[str, Result] = {}
+    for r in inp.ok("train/"):
+        key = f"{r.params.get('model')}"
+        if r.primary and (key not in by_model or r.primary.value > by_model[key].primary.value):  # type: ignore[union-attr]
+            by_model[key] = r
+    for r in by_model.values():
+        lines.append(f"Training {r.params.get('model')}: {figure(r.primary)} at best ({inp.name(r)}){where(r)}.")
+    for r in inp.ok("tta/"):
+        lines.append(
+            f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} (olympic mean of "
+            f"{(r.details.get('score') or {}).get('runs', '?')} seeds){where(r)}."
+        )
+    for r in inp.ok("infer/"):
+        if r.valid:
+            lines.append(f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{where(r)}.")
+    return lines
+
+
+def summary(inp: ReportInput) -> Section:
+    section = Section("summary", "Summary")
+    recs = inp.records
+    counts = {s: sum(1 for r in recs if r.status == s) for s in ("ok", "failed", "skipped")}
+    n_sys = len(systems(recs))
+    n_runs = len({r.run_id for r in recs})
+    section.blocks.append(
+        Text(
+            f"{len(recs)} records from {n_runs} run{'s' * (n_runs != 1)} on {n_sys} system{'s' * (n_sys != 1)}: "
+            f"{counts['ok']} measured, {counts['failed']} failed, {counts['skipped']} skipped."
+        )
+    )
+    best = _best(inp)
+    if best:
+        section.blocks.append(Bullets(best))
+    attention = []
+    above: dict[str, list[float]] = {}
+    for r in newest_first(recs):
+        label = f"{r.benchmark} {inp.name(r)}"
+        if r.status == "failed":
+            attention.append(f"Failed: {label}: {r.error or 'no error recorded'}")
+        elif r.valid is False:
+            attention.append(f"INVALID: {label}: {'; '.join(r.details.get('invalid_reasons') or r.warnings[:1])}")
+        elif any(w.startswith("noisy") for w in r.warnings):
+            noisy = next(w for w in r.warnings if w.startswith("noisy"))
+            attention.append(f"Noisy: {label}: {noisy.removeprefix('noisy: ')}")
+        pk = r.metrics.get("pct_of_peak")
+        if pk is not None and pk.value > 100:
+            above.setdefault(str((r.details.get("peak") or {}).get("source", "unknown")), []).append(pk.value)
+    for source, values in above.items():
+        span = (
+            f"{fmt.number(min(values), 3)}-{fmt.number(max(values), 3)}%"
+            if len(values) > 1
+            else (f"{fmt.number(values[0], 3)}%")
+        )
+        attention.append(
+            f"Above the peak: {len(values)} result{'s' * (len(values) > 1)} reached {span} of the peak they are "
+            f"divided by ({source}): that peak is below what this machine did (a boost clock above the one read?), "
+            "so read % of peak here as relative, not as a ceiling"
+        )
+    if attention:
+        section.blocks.append(Text("Read with care:", "warn"))
+        section.blocks.append(
+            Bullets(attention[:40] + ([f"... and {len(attention) - 40} more"] * (len(attention) > 40)))
+        )
+    skipped: dict[str, int] = {}
+    for r in recs:
+        if r.status == "skipped":
+            skipped[r.reason or "no reason recorded"] = skipped.get(r.reason or "no reason recorded", 0) + 1
+    if skipped:
+        section.blocks.append(Text("Not measured on this machine (skipped):"))
+        section.blocks.append(Bullets([f"{n}x: {why}" for why, n in skipped.items()]))
+    missing = [f"{title} ({cmd})" for prefix, title, cmd in FAMILIES if not inp.of(prefix)]
+    if missing:
+        section.blocks.append(Text("Not in this report: " + "; ".join(missing) + ".", "note"))
+    return section

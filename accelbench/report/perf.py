@@ -1,0 +1,220 @@
+"""Kernels (roofline and tables per kernel set) and training throughput (bars, scaling over devices)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from accelbench.report import charts
+from accelbench.report.common import MAX_CHARTS, ReportInput, device_of, figure, pct, status_cell, systems
+from accelbench.report.model import Chart, Section, Table, Text
+from accelbench.results import format as fmt
+from accelbench.results.record import Result
+from accelbench.results.scaling import scaling_rows
+from accelbench.system.specs import find_spec
+
+
+def _roofline(inp: ReportInput, fp: str, device: str, recs: list[Result], label: str, n: int) -> Chart | None:
+    points = [
+        (
+            f"{r.benchmark.split('/')[-1]} {r.params.get('precision', '')}".strip(),
+            r.metrics["arithmetic_intensity"].value,
+            r.metrics["tflops"].value,
+        )
+        for r in recs
+        if "arithmetic_intensity" in r.metrics and "tflops" in r.metrics and r.metrics["arithmetic_intensity"].value > 0
+    ]
+    if not points:
+        return None
+    roofs: dict[str, float] = {}
+    for r in recs:
+        peak = r.details.get("peak") or {}
+        if peak.get("value") and peak.get("unit") == "TFLOPS":
+            how = "estimate" if peak.get("estimated") else "datasheet"
+            roofs[f"{r.params.get('precision', '?')} peak {peak['value']:.3g} TFLOPS ({how})"] = float(peak["value"])
+    bandwidth = None
+    stream = [
+        r for r in inp.ok("kernels/membw") if r.fingerprint == fp and device_of(r) == device and "gbps" in r.metrics
+    ]
+    if stream:
+        best = max(r.metrics["gbps"].value for r in stream)
+        bandwidth = (f"memory {best:.3g} GB/s (measured, STREAM)", best)
+    elif (spec := find_spec(device)) is not None and spec.mem_bw_gbs:
+        bandwidth = (f"memory {spec.mem_bw_gbs:g} GB/s (datasheet)", spec.mem_bw_gbs)
+    return Chart(
+        f"roofline-{n}",
+        f"Roofline: {device} on {label}",
+        f"Achieved TFLOPS of {len(points)} kernels against their arithmetic intensity, under the compute peak"
+        + (" and the memory-bandwidth slope" if bandwidth else ""),
+        partial(
+            charts.draw_roofline, points=points, roofs=sorted(roofs.items(), key=lambda kv: -kv[1]), bandwidth=bandwidth
+        ),
+        size=(7.0, 4.2),
+    )
+
+
+def kernels(inp: ReportInput) -> Section | None:
+    recs = inp.of("kernels/")
+    if not recs:
+        return None
+    labels = systems(inp.records)
+    multi = len(labels) > 1
+    section = Section("kernels", "Kernels")
+    section.blocks.append(
+        Text(
+            "DeepBench-style kernels timed on the device. % of peak divides the achieved rate by the device's peak "
+            "for that precision (datasheet for a GPU, an estimate from cores, clock and vector width for a CPU).",
+            "note",
+        )
+    )
+    n = 0
+    for fp, label in labels.items():
+        devices = sorted({device_of(r) for r in recs if r.fingerprint == fp and r.status == "ok"})
+        for device in devices:
+            mine = [r for r in recs if r.fingerprint == fp and r.status == "ok" and device_of(r) == device]
+            if n < MAX_CHARTS and (chart := _roofline(inp, fp, device, mine, label, n)) is not None:
+                section.blocks.append(chart)
+                n += 1
+    for bench in sorted({r.benchmark for r in recs}):
+        mine = [r for r in recs if r.benchmark == bench]
+        rows = []
+        for r in mine:
+            est = bool((r.details.get("peak") or {}).get("estimated"))
+            sec = r.metrics.get("seconds")
+            rows.append(
+                ([labels[r.fingerprint]] if multi else [])
+                + [
+                    inp.name(r),
+                    status_cell(r),
+                    fmt.seconds(sec.value) if sec else "",
+                    figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
+                    pct(r.metrics.get("pct_of_peak"), est),
+                    "; ".join(r.warnings),
+                ]
+            )
+        cols = (["system"] if multi else []) + ["workload", "status", "time per call", "result", "% of peak", "notes"]
+        sub = Section(f"kernels-{bench.split('/')[-1]}", bench.split("/")[-1])
+        sub.blocks.append(Table(cols, rows, numeric=frozenset({len(cols) - 4, len(cols) - 3, len(cols) - 2})))
+        section.blocks.append(sub)
+    return section
+
+
+def _bar_label(inp: ReportInput, r: Result, multi: dict[str, str] | None) -> str:
+    words = inp.name(r).split()
+    text = " ".join(w for w in words if w != str(r.params.get("model")))
+    return f"{multi[r.fingerprint]}: {text}" if multi else text
+
+
+def training(inp: ReportInput) -> Section | None:
+    recs = inp.of("train/")
+    if not recs:
+        return None
+    labels = systems(inp.records)
+    multi = labels if len(labels) > 1 else None
+    section = Section("training", "Training throughput")
+    section.blocks.append(
+        Text(
+            "Samples per second on synthetic data after warm-up, from timed windows; error bars are 95% "
+            "confidence intervals of the windows' rates. Models in different units are drawn on separate axes.",
+            "note",
+        )
+    )
+    ok = [r for r in recs if r.status == "ok" and r.primary is not None]
+    panels: dict[tuple[str, str], list[charts.Bar]] = {}
+    for r in sorted(ok, key=lambda r: (str(r.params.get("model")), r.started_at)):
+        m = r.primary
+        assert m is not None
+        panels.setdefault((str(r.params.get("model")), m.unit), []).append(
+            charts.Bar(_bar_label(inp, r, multi), m.value, m.ci95)
+        )
+    items = [(model, unit, bars[-12:]) for (model, unit), bars in panels.items()][:12]
+    if items:
+        height = sum(0.45 + 0.3 * len(bars) for _, _, bars in items)
+        section.blocks.append(
+            Chart(
+                "train-throughput",
+                "Training throughput per model",
+                f"Throughput with 95% intervals for {len(ok)} training runs of {len(panels)} models",
+                partial(charts.draw_bar_panels, panels=items),
+                size=(8.0, 0.6 + height),
+            )
+        )
+    rows_ = []
+    for r in recs:
+        mem = r.metrics.get("peak_memory_bytes")
+        est = bool((r.details.get("peak") or {}).get("estimated"))
+        rows_.append(
+            ([labels[r.fingerprint]] if multi else [])
+            + [
+                inp.name(r),
+                status_cell(r),
+                figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
+                figure(r.metrics.get("throughput_per_device")) if int(r.params.get("nproc", 1)) > 1 else "",
+                figure(r.metrics.get("tflops")),
+                pct(r.metrics.get("pct_of_peak"), est),
+                fmt.bytes_(mem.value) if mem else "",
+                "; ".join(r.warnings),
+            ]
+        )
+    cols = (["system"] if multi else []) + [
+        "workload",
+        "status",
+        "throughput",
+        "per device",
+        "model TFLOPS",
+        "% of peak",
+        "peak memory",
+        "notes",
+    ]
+    section.blocks.append(Table(cols, rows_, numeric=frozenset(range(len(cols) - 6, len(cols) - 1))))
+    section.blocks.extend(_scaling(inp, ok))
+    return section
+
+
+def _scaling(inp: ReportInput, ok: list[Result]) -> list:
+    rows = []
+    for fp, label in systems(ok).items():
+        for row in scaling_rows([r for r in ok if r.fingerprint == fp], describe=inp.describe):
+            rows.append((label, row))
+    if not rows:
+        return []
+    multi = len({label for label, _ in rows}) > 1
+    series: dict[str, list[tuple[int, float]]] = {}
+    for label, row in rows:
+        if row.speedup is not None:
+            series.setdefault(f"{label}: {row.workload}" if multi else row.workload, []).append(
+                (row.devices, row.speedup)
+            )
+    sub = Section("scaling", "Scaling over devices")
+    sub.blocks.append(
+        Text(
+            "Speedup is the throughput on N devices over the throughput on one; efficiency is speedup / N "
+            "(1.0 is linear scaling, the dashed line).",
+            "note",
+        )
+    )
+    if series:
+        sub.blocks.append(
+            Chart(
+                "train-scaling",
+                "Scaling over devices",
+                f"Speedup against device count for {len(series)} workloads, with the ideal linear line",
+                partial(charts.draw_scaling, series=list(series.items())[:MAX_CHARTS]),
+            )
+        )
+    sub.blocks.append(
+        Table(
+            (["system"] if multi else []) + ["workload", "devices", "throughput", "speedup", "efficiency"],
+            [
+                ([label] if multi else [])
+                + [
+                    row.workload,
+                    str(row.devices),
+                    figure(row.throughput),
+                    f"{row.speedup:.2f}x" if row.speedup is not None else "",
+                    f"{row.efficiency:.0%}" if row.efficiency is not None else "",
+                ]
+                for label, row in rows
+            ],
+        )
+    )
+    return [sub]

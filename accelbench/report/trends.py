@@ -1,0 +1,165 @@
+"""Across systems and across time: side-by-side comparisons with compare's verdicts, and history."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from accelbench.report import charts
+from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
+from accelbench.report.model import Cell, Chart, Section, Table, Text
+from accelbench.results.compare import compare, geometric_mean
+from accelbench.results.history import histories
+from accelbench.results.record import Result
+
+_VERDICT_MARK = {"faster": "good", "better": "good", "slower": "bad", "worse": "bad"}
+
+
+def _groups(inp: ReportInput) -> tuple[str, dict[str, list[Result]]]:
+    """What to compare: the systems when there are several, else the tag sets that tell records apart."""
+    ok = sorted(inp.ok(), key=lambda r: r.started_at)
+    labels = systems(ok)
+    if len(labels) > 1:
+        groups: dict[str, list[Result]] = {}
+        for r in ok:
+            groups.setdefault(labels[r.fingerprint], []).append(r)
+        return "system", groups
+    common = set.intersection(*(set(r.tags.items()) for r in ok)) if ok else set()
+    groups = {}
+    for r in ok:
+        own = sorted(set(r.tags.items()) - common)
+        if own:
+            groups.setdefault(", ".join(f"{k}={v}" for k, v in own), []).append(r)
+    return "tags", groups
+
+
+def comparisons(inp: ReportInput) -> Section | None:
+    kind, groups = _groups(inp)
+    if len(groups) < 2:
+        return None
+    names = list(groups)
+    base = names[0]
+    section = Section("comparisons", "Comparisons")
+    section.blocks.append(
+        Text(
+            f"Each {'system' if kind == 'system' else 'tag group'} against the first ({base}), workload by "
+            "workload on the primary figure. A difference counts only when the two 95% intervals do not overlap "
+            "and both sides are VALID where there is a verdict; speedup > 1 means the candidate is better "
+            "whichever way the figure runs.",
+            "note",
+        )
+    )
+    for i, cand in enumerate(names[1:]):
+        c = compare(groups[base], groups[cand], describe=inp.describe)
+        sub = Section(f"comparison-{i}", f"{cand} against {base}")
+        if not c.rows:
+            sub.blocks.append(Text("No workload was measured on both sides.", "warn"))
+            section.blocks.append(sub)
+            continue
+        gm = geometric_mean(r.speedup for r in c.rows)
+        rows = [
+            [
+                f"{r.benchmark} {r.workload}",
+                r.metric.replace("_", " "),
+                figure(r.baseline),
+                verdict(r.baseline_valid),
+                figure(r.candidate),
+                verdict(r.candidate_valid),
+                f"{r.speedup:.3g}x",
+                Cell(r.verdict, _VERDICT_MARK.get(r.verdict, "")),
+            ]
+            for r in c.rows
+        ]
+        sub.blocks.append(
+            Chart(
+                f"ratios-{i}",
+                f"{cand} over {base}",
+                f"Speedup of {cand} over {base} for {len(c.rows)} workloads"
+                + (f", geometric mean {gm:.3g}x" if gm else ""),
+                partial(
+                    charts.draw_ratios,
+                    rows=[(f"{r.benchmark.split('/')[-1]} {r.workload}", r.speedup, r.verdict) for r in c.rows][:40],
+                    geomean=gm,
+                    title="",
+                ),
+                size=(8.0, 1.2 + 0.28 * min(len(c.rows), 40)),
+            )
+        )
+        sub.blocks.append(
+            Table(
+                ["workload", "metric", base, "verdict", cand, "verdict", "speedup", "judged"],
+                rows,
+                caption=f"Geometric mean of the speedups: {gm:.3g}x." if gm else "",
+                numeric=frozenset({2, 4, 6}),
+            )
+        )
+        unpaired = [f"only {base}: {w}" for w in c.only_baseline] + [f"only {cand}: {w}" for w in c.only_candidate]
+        if unpaired:
+            sub.blocks.append(
+                Text(
+                    f"{len(unpaired)} workloads were measured on one side only: "
+                    + "; ".join(unpaired[:10])
+                    + (" ..." if len(unpaired) > 10 else ""),
+                    "note",
+                )
+            )
+        section.blocks.append(sub)
+    return section
+
+
+def history(inp: ReportInput) -> Section | None:
+    series = [s for s in histories(inp.history or inp.ok(), describe=inp.describe) if len(s.points) >= 2]
+    if not series:
+        return None
+    labels = systems(inp.history or inp.ok())
+    section = Section("history", "History")
+    section.blocks.append(
+        Text(
+            "Each workload's figure over the runs on one system, oldest first. A run is flagged when its 95% "
+            "interval leaves the band of the earlier runs' intervals and it moved more than 5%, with at least "
+            "3 earlier runs since the last change; a series that scatters by more than 10% is unstable, not "
+            "judged.",
+            "note",
+        )
+    )
+    ranked = sorted(series, key=lambda s: (not s.changes, s.unstable is None, -len(s.points)))
+    for i, s in enumerate(ranked[:MAX_CHARTS]):
+        marks = {c.index: c.kind for c in s.changes}
+        points = [
+            (p.started_at[:16].replace("T", " "), p.metric.value, p.metric.ci95, marks.get(j, ""))
+            for j, p in enumerate(s.points)
+        ]
+        section.blocks.append(
+            Chart(
+                f"history-{i}",
+                f"{s.benchmark} {s.workload} on {labels.get(s.fingerprint, s.fingerprint[:8])}",
+                f"{s.metric} over {len(s.points)} runs; {len(s.regressions)} regressions flagged",
+                partial(charts.draw_history, points=points, unit=s.points[-1].metric.unit),
+                size=(7.0, 3.0),
+            )
+        )
+    rows = []
+    for s in ranked:
+        last = s.points[-1].metric
+        flag = Cell("")
+        if s.unstable:
+            flag = Cell(f"unstable: {s.unstable}", "warn")
+        elif s.changes:
+            c = s.changes[-1]
+            flag = Cell(
+                f"{c.kind} at run {s.points[c.index].run_id}: {c.ratio:.3g}x",
+                "bad" if c.kind == "regression" else "good",
+            )
+        rows.append(
+            [
+                f"{s.benchmark} {s.workload}",
+                labels.get(s.fingerprint, s.fingerprint[:8]),
+                s.metric,
+                str(len(s.points)),
+                figure(last),
+                flag,
+            ]
+        )
+    section.blocks.append(
+        Table(["workload", "system", "metric", "runs", "latest", "flag"], rows, numeric=frozenset({3, 4}))
+    )
+    return section

@@ -1,0 +1,85 @@
+"""Time to accuracy: each seed's quality curve against time and epochs, the target, the olympic score."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from accelbench.report import charts
+from accelbench.report.common import MAX_CHARTS, ReportInput, figure, newest_first, status_cell, systems, verdict
+from accelbench.report.model import Chart, Section, Table, Text
+from accelbench.results import format as fmt
+
+
+def tta(inp: ReportInput) -> Section | None:
+    recs = inp.of("tta/")
+    if not recs:
+        return None
+    labels = systems(inp.records)
+    multi = len(labels) > 1
+    section = Section("tta", "Time to accuracy")
+    section.blocks.append(
+        Text(
+            "Each seed trains until the quality target; the score is MLPerf Training's olympic mean (the fastest "
+            "and the slowest seed dropped). Spread is (slowest - fastest) / score: the luck a single run carries.",
+            "note",
+        )
+    )
+    rows = []
+    drawn = 0
+    for r in newest_first(recs):
+        score = r.details.get("score") or {}
+        seeds = r.details.get("seeds") or []
+        target = r.details.get("target", r.params.get("target"))
+        spread = r.metrics.get("time_to_target_spread")
+        ep = r.metrics.get("epochs_to_target")
+        rows.append(
+            ([labels[r.fingerprint]] if multi else [])
+            + [
+                inp.name(r),
+                status_cell(r),
+                verdict(r.valid),
+                figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
+                f"{spread.value:.0%}" if spread else "",
+                fmt.number(ep.value, 3) if ep else "",
+                f"{score.get('converged', '?')} of {score.get('runs', len(seeds))}" if seeds else "",
+                figure(r.metrics.get("throughput")),
+                figure(r.metrics.get("cost_to_target_usd")),
+            ]
+        )
+        curves = [
+            (
+                f"seed {s.get('seed')}" + ("" if s.get("converged") else " (no target)"),
+                [(float(p["seconds"]), float(p["epoch"]), float(p["quality"])) for p in s.get("curve") or []],
+            )
+            for s in seeds
+        ]
+        curves = [c for c in curves if c[1]]
+        if curves and drawn < MAX_CHARTS:
+            metric = str(r.details.get("metric", "quality"))
+            section.blocks.append(
+                Chart(
+                    f"tta-{drawn}",
+                    f"{inp.name(r)}" + (f" on {labels[r.fingerprint]}" if multi else ""),
+                    f"{metric} against training time and against epochs for {len(curves)} seeds, target {target}",
+                    partial(
+                        charts.draw_curves,
+                        seeds=curves,
+                        target=float(target) if target is not None else None,
+                        quality=metric,
+                    ),
+                )
+            )
+            drawn += 1
+    cols = (["system"] if multi else []) + [
+        "workload",
+        "status",
+        "verdict",
+        "time to target",
+        "spread",
+        "epochs",
+        "seeds at target",
+        "throughput",
+        "cost",
+    ]
+    section.blocks.append(Table(cols, rows, numeric=frozenset(range(len(cols) - 6, len(cols)))))
+    return section

@@ -1,0 +1,47 @@
+"""Render a Document to files: ``report.html`` (self-contained) and ``report.md`` with ``report_files/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from accelbench.errors import UsageError
+from accelbench.report import charts, html, markdown
+from accelbench.report.model import Chart, Document
+
+FORMATS = ("html", "md")
+
+
+def check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".accelbench-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}; pick another -o DIR") from None
+
+
+def write(doc: Document, out: str | Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """The files written, HTML first. Each chart is drawn once per format that shows it."""
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise UsageError(f"unknown report format {', '.join(bad) or '(none)'}: pick from {', '.join(FORMATS)}")
+    out = Path(out)
+    check_writable(out)
+    written = []
+    if "html" in formats:
+        path = out / "report.html"
+        path.write_text(html.render(doc, charts.svg), encoding="utf-8")
+        written.append(path)
+    if "md" in formats:
+        files = out / "report_files"
+        files.mkdir(exist_ok=True)
+
+        def image(chart: Chart) -> str:
+            (files / f"{chart.name}.png").write_bytes(charts.png(chart))
+            return f"report_files/{chart.name}.png"
+
+        path = out / "report.md"
+        path.write_text(markdown.render(doc, image), encoding="utf-8")
+        written.append(path)
+    return written
