@@ -11,8 +11,9 @@ from accelbench.results.describe import Describe, plain
 from accelbench.results.record import Metric, Result
 from accelbench.results.store import RunInfo
 
-#: At most this many charts of one kind: a report of 1,000 records stays readable (and quick to draw).
-MAX_CHARTS = 8
+#: At most this many charts of one kind (the newest run of each workload is drawn, earlier ones are in the
+#: tables): a report of 1,000 records stays readable, and quick to draw.
+MAX_CHARTS = 6
 
 
 @dataclass

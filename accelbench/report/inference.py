@@ -34,6 +34,7 @@ def inference(inp: ReportInput) -> Section | None:
         )
     )
     drawn = 0
+    seen: set[tuple[str, str]] = set()
     for scenario in SCENARIOS + ("other",):
         mine = [
             r
@@ -70,7 +71,8 @@ def inference(inp: ReportInput) -> Section | None:
                 )
                 for t in peak.get("trials") or []
             ]
-            if trials and drawn < MAX_CHARTS:
+            if trials and drawn < MAX_CHARTS and (r.fingerprint, inp.name(r)) not in seen:
+                seen.add((r.fingerprint, inp.name(r)))
                 xlabel = "target QPS" if scenario == "server" else "samples per query"
                 outcome = (
                     f"peak {fmt.number(float(peak['peak']), 4)}" if peak.get("peak") is not None else "no peak held"

@@ -26,6 +26,7 @@ def tta(inp: ReportInput) -> Section | None:
     )
     rows = []
     drawn = 0
+    seen: set[tuple[str, str]] = set()
     for r in newest_first(recs):
         score = r.details.get("score") or {}
         seeds = r.details.get("seeds") or []
@@ -54,7 +55,8 @@ def tta(inp: ReportInput) -> Section | None:
             for s in seeds
         ]
         curves = [c for c in curves if c[1]]
-        if curves and drawn < MAX_CHARTS:
+        if curves and drawn < MAX_CHARTS and (r.fingerprint, inp.name(r)) not in seen:
+            seen.add((r.fingerprint, inp.name(r)))
             metric = str(r.details.get("metric", "quality"))
             section.blocks.append(
                 Chart(

@@ -22,23 +22,25 @@ def check_writable(out: Path) -> None:
 
 
 def write(doc: Document, out: str | Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    """The files written, HTML first. Each chart is drawn once per format that shows it."""
+    """The files written, HTML first. Each chart is drawn once, in the formats the files need."""
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
         raise UsageError(f"unknown report format {', '.join(bad) or '(none)'}: pick from {', '.join(FORMATS)}")
     out = Path(out)
     check_writable(out)
     written = []
+    kinds = tuple(k for f, k in (("html", "svg"), ("md", "png")) if f in formats)
+    drawn = dict(zip((c.name for c in doc.charts()), charts.render(doc.charts(), kinds), strict=True))
     if "html" in formats:
         path = out / "report.html"
-        path.write_text(html.render(doc, charts.svg), encoding="utf-8")
+        path.write_text(html.render(doc, lambda chart: drawn[chart.name]["svg"]), encoding="utf-8")
         written.append(path)
     if "md" in formats:
         files = out / "report_files"
         files.mkdir(exist_ok=True)
 
         def image(chart: Chart) -> str:
-            (files / f"{chart.name}.png").write_bytes(charts.png(chart))
+            (files / f"{chart.name}.png").write_bytes(drawn[chart.name]["png"])
             return f"report_files/{chart.name}.png"
 
         path = out / "report.md"
