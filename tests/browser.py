@@ -27,6 +27,7 @@ FLAGS = (
     "--proxy-server=http://127.0.0.1:9",
     "--host-resolver-rules=MAP * ~NOTFOUND",
     "--remote-debugging-pipe",
+    "--hide-scrollbars",
 )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from accelbench.report.model import Chart
@@ -80,6 +81,17 @@ def png(chart: "Chart") -> bytes:
     return _draw((chart, ("png",)))["png"]
 
 
+def _plain_log(ax: "Axes", *axes: tuple[str, str]) -> None:
+    """Log axes labelled 0.2 and 3x, not 2x10^-1: a reader should not decode exponents."""
+    from matplotlib.ticker import FuncFormatter
+
+    for name, suffix in axes:
+        fmt = FuncFormatter(lambda v, _, s=suffix: f"{v:.3g}{s}")
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        axis.set_major_formatter(fmt)
+        axis.set_minor_formatter(fmt)
+
+
 def _errors(bars: Sequence[Bar]) -> list[list[float]] | None:
     if not any(b.ci95 for b in bars):
         return None
@@ -130,6 +142,7 @@ def draw_roofline(
     for i, kind in enumerate(kinds):
         mine = [p for p in points if p[0] == kind]
         ax.scatter([p[1] for p in mine], [p[2] for p in mine], marker=markers[i % 10], color="black", s=18, label=kind)
+    _plain_log(ax, ("x", ""), ("y", ""))
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved TFLOPS")
     ax.legend(fontsize=7, loc="lower right")
@@ -189,7 +202,8 @@ def draw_trials(
             )
     if bound_ms:
         ax.axhline(bound_ms, color=NEUTRAL, linestyle="--", linewidth=1, label=f"latency bound {bound_ms:g} ms")
-    ax.set_yscale("log")  # a saturated trial's latency is 10-100x the bound; the ones near it matter
+    ax.set_yscale("log")
+    _plain_log(ax, ("y", ""))  # a saturated trial's latency is 10-100x the bound; the ones near it matter
     ax.set_xlabel(xlabel)
     ax.set_ylabel("p99 latency (ms, log scale)")
     ax.legend(fontsize=7)
@@ -219,11 +233,7 @@ def draw_ratios(fig: "Figure", rows: Sequence[tuple[str, float, str]], geomean: 
     colors = [GOOD if v in ("faster", "better") else BAD if v in ("slower", "worse") else NEUTRAL for _, _, v in rows]
     ax.barh(y, [r[1] - 1 for r in rows], left=1, color=colors)
     ax.set_xscale("log")
-    from matplotlib.ticker import FuncFormatter
-
-    times = FuncFormatter(lambda v, _: f"{v:.3g}x")
-    ax.xaxis.set_major_formatter(times)
-    ax.xaxis.set_minor_formatter(times)
+    _plain_log(ax, ("x", "x"))
     ax.axvline(1, color="black", linewidth=0.8)
     if geomean:
         ax.axvline(geomean, color=PALETTE[0], linestyle="--", linewidth=1, label=f"geometric mean {geomean:.3g}x")
