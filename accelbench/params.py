@@ -95,6 +95,13 @@ class CommonParams:
     def check_environment(self, device_type: str) -> None:
         """Reject, before anything runs, what this machine cannot do (overridden where it matters)."""
 
+    def planned_seconds(self) -> float | None:
+        """The least time the parameters themselves ask for (a minimum duration), where they say; None else.
+
+        A floor, not an estimate: the plan warns when even the floor is over the timeout.
+        """
+        return None
+
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
         """A short description of the workload in ``p`` (a record's params) for tables.

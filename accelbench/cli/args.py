@@ -121,6 +121,16 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     )
     add_pairs(g, "--tag", "label the results, repeatable (e.g. --tag nvlink=off)")
     g.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what would run, with each timeout and how long it took on this system last time; run nothing",
+    )
+    g.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run and its records as JSON on stdout (progress goes to stderr)",
+    )
+    g.add_argument(
         "--threads", type=positive_int, metavar="N", help="CPU threads for torch (default: torch's choice, recorded)"
     )
     g.add_argument(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
@@ -107,7 +109,7 @@ def _options(ns: argparse.Namespace) -> Any:
 
 def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = None, after: Any = None) -> int:
     """Open the store (failing before anything runs), run with progress, print the summary."""
-    from accelbench.cli.render import ProgressObserver, console, results_table
+    from accelbench.cli.render import ProgressObserver, console, err_console, results_table, shown
     from accelbench.results.store import Store
     from accelbench.suite.runner import run_suite
     from accelbench.system.profile import collect_profile
@@ -122,21 +124,26 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
         from accelbench.suite.suites import builtin_suite
 
         suite = builtin_suite("standard" if profile["accelerators"] else "quick")
-    with ProgressObserver() as observer:
+    estimates = _plan(ns, suite, store, profile["fingerprint"])
+    if estimates is None:
+        return 0
+    with ProgressObserver(estimates, quiet=ns.json) as observer:
         summary = run_suite(suite or Suite("resume", []), store, _options(ns), observer, resume=resume, profile=profile)
-    if summary.results:
+    if ns.json:
+        sys.stdout.write(json.dumps(summary_dict(summary, store.path), indent=2) + "\n")
+    elif summary.results:
         console.print(results_table(summary.results, title=f"run {summary.run_id}"))
         if after is not None:
             after(summary)
     counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
     invalid = sum(r.status == "ok" and r.valid is False for r in summary.results)
     ok = f"{counts['ok']} ok" + (f" ([red]{invalid} INVALID[/])" if invalid else "")
-    console.print(
+    (err_console if ns.json else console).print(
         f"{ok}, {counts['failed']} failed, {counts['skipped']} skipped; "
-        f"stored in {escape(str(store.path))}; run folder {escape(str(summary.run_dir))}"
+        f"stored in {escape(str(store.path))}; run folder {escape(shown(summary.run_dir))}"
     )
     if summary.interrupted:
-        console.print(
+        err_console.print(
             "[yellow]interrupted[/]: finished results are kept; continue with: "
             f"accelbench run --resume {summary.run_id}"
         )
@@ -144,6 +151,40 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
     if counts["failed"]:
         return EXIT_FAILED
     return EXIT_INVALID if invalid else 0
+
+
+def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: str) -> dict[str, float | None] | None:
+    """Warn about what cannot finish in its timeout; with --dry-run print the plan and return None."""
+    from accelbench.cli.render import console, err_console, plan_table
+    from accelbench.suite.plan import plan
+
+    if suite is None:  # a resume: its plan is the stored suite's, already partly done
+        if ns.dry_run:
+            raise UsageError("--dry-run lists a new run; it does not apply to --resume")
+        return {}
+    planned = plan(suite, store, fingerprint, ns.timeout)
+    if ns.dry_run:
+        if ns.json:
+            sys.stdout.write(json.dumps([p.to_dict() for p in planned], indent=2) + "\n")
+        else:
+            console.print(plan_table(planned))
+        return None
+    for p in planned:
+        if p.warning:
+            err_console.print(f"[yellow]warning[/]: {escape(p.entry.label)} {escape(p.warning)}")
+    return {p.entry.key: p.last_seconds for p in planned}
+
+
+def summary_dict(summary: Any, store_path: Any) -> dict[str, Any]:
+    """A run for scripts: where it is, what it counted, every record in full."""
+    return {
+        "run_id": summary.run_id,
+        "run_dir": str(Path(summary.run_dir).resolve()),
+        "store": str(store_path),
+        "interrupted": summary.interrupted,
+        "counts": {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")},
+        "results": [r.to_dict() for r in summary.results],
+    }
 
 
 def _check_environment(suite: Suite, device: str | None) -> None:

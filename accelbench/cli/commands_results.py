@@ -25,6 +25,7 @@ def register(sub: Any) -> None:
     ls = rsub.add_parser("list", help="one line per stored result", description="List stored results, oldest first.")
     _add_filters(ls)
     ls.add_argument("--limit", type=a.positive_int, metavar="N", help="only the N most recent")
+    ls.add_argument("--json", action="store_true", help="print the records in full as a JSON array")
     ls.set_defaults(handler=cmd_list)
 
     show = rsub.add_parser(
@@ -35,6 +36,7 @@ def register(sub: Any) -> None:
     show.set_defaults(handler=cmd_show)
 
     runs = rsub.add_parser("runs", help="the stored runs", description="List runs: id, when, command, result counts.")
+    runs.add_argument("--json", action="store_true", help="print the runs as a JSON array")
     a.add_store_option(runs)
     runs.set_defaults(handler=cmd_runs)
 
@@ -113,6 +115,9 @@ def cmd_list(ns: argparse.Namespace) -> int:
     results = _filtered(ns)
     if ns.limit:
         results = results[-ns.limit :]
+    if ns.json:
+        sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2, sort_keys=True) + "\n")
+        return 0
     if not results:
         console.print("no results match")
         return 0
@@ -132,19 +137,44 @@ def cmd_runs(ns: argparse.Namespace) -> int:
     from accelbench.cli.render import console
 
     store = _store(ns)
+    rows = []
+    for run in store.runs():
+        res = store.query(run_id=run.run_id)
+        counts = {s: n for s in ("ok", "failed", "skipped") if (n := sum(r.status == s for r in res))}
+        rows.append((run, counts))
+    if ns.json:
+        out = [
+            {
+                "run_id": run.run_id,
+                "created_at": run.created_at,
+                "command": run.command,
+                "tags": run.tags,
+                "fingerprint": run.fingerprint,
+                "run_dir": run.run_dir,
+                "counts": counts,
+            }
+            for run, counts in rows
+        ]
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
     table = Table()
     table.add_column("run", no_wrap=True)
     table.add_column("created", no_wrap=True)
+    table.add_column("system", no_wrap=True)
     table.add_column("results", no_wrap=True)
     table.add_column("tags")
     table.add_column("command", overflow="fold")
-    for run in store.runs():
-        res = store.query(run_id=run.run_id)
-        counts = ", ".join(f"{n} {s}" for s in ("ok", "failed", "skipped") if (n := sum(r.status == s for r in res)))
+    for run, counts in rows:
+        text = ", ".join(f"{n} {s}" for s, n in counts.items())
         tags = " ".join(f"{k}={v}" for k, v in run.tags.items())
         command = run.command.removeprefix("accelbench ")
         table.add_row(
-            run.run_id, run.created_at[:16].replace("T", " "), counts or "none", escape(tags), escape(command)
+            run.run_id,
+            run.created_at[:16].replace("T", " "),
+            run.fingerprint[:8],
+            text or "none",
+            escape(tags),
+            escape(command),
         )
     console.print(table)
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,15 @@ err_console = Console(stderr=True, highlight=False)
 
 
 class ProgressObserver:
-    """Shows one progress bar for the suite and a line per finished entry."""
+    """One progress bar for the suite on a terminal, plain lines on stderr otherwise; a line per finished entry.
 
-    def __init__(self) -> None:
+    ``estimates`` (seconds per entry key, from the plan) give an ETA when every entry left has one.
+    """
+
+    def __init__(self, estimates: dict[str, float | None] | None = None, quiet: bool = False) -> None:
+        self.plain = quiet or not console.is_terminal
+        #: finished entries go to stdout (a table follows them) unless stdout is for JSON
+        self.out = err_console if quiet else console
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.description}"),
@@ -34,9 +41,14 @@ class ProgressObserver:
             TextColumn("{task.fields[status]}", style="dim"),
             console=console,
             transient=True,
+            disable=self.plain,
         )
         self.task: Any = None
         self.last_message = ""
+        self.estimates = estimates or {}
+        self.todo: list[Entry] = []
+        self.index = 0
+        self.t0 = time.monotonic()
 
     def __enter__(self) -> "ProgressObserver":
         self.progress.start()
@@ -45,29 +57,84 @@ class ProgressObserver:
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
+    def _eta(self) -> str:
+        left = [self.estimates.get(e.key) for e in self.todo[self.index :]]
+        if not left or any(v is None for v in left):
+            return ""
+        return f"about {_clock(sum(v for v in left if v is not None))} left"
+
+    def _line(self, text: str) -> None:
+        err_console.print(f"[dim]\\[{_clock(time.monotonic() - self.t0)}][/] {text}")
+
     def suite_started(self, run_id: str, run_dir: Path, todo: list[Entry], already_done: int) -> None:
         resumed = f", {already_done} already done" if already_done else ""
-        console.print(f"run [bold]{run_id}[/]: {len(todo)} benchmark(s){resumed}; folder {escape(str(run_dir))}")
-        self.task = self.progress.add_task("starting", total=len(todo), status="")
+        self.todo = todo
+        self.out.print(f"run [bold]{run_id}[/]: {len(todo)} benchmark(s){resumed}; folder {escape(shown(run_dir))}")
+        self.task = self.progress.add_task("starting", total=len(todo), status=self._eta())
 
     def entry_started(self, index: int, total: int, entry: Entry) -> None:
-        self.progress.update(self.task, description=entry.label, status="starting")
+        self.index = index - 1  # the runner counts from 1
+        eta = self._eta()
+        self.progress.update(self.task, description=entry.label, status=eta or "starting")
+        if self.plain:
+            self._line(f"{index}/{total} {escape(entry.label)}" + (f" ({eta})" if eta else ""))
 
     def entry_progress(self, message: str) -> None:
         self.last_message = message
         self.progress.update(self.task, status=message)
+        if self.plain:
+            self._line(f"    {escape(message)}")
 
     def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None:
+        out = self.progress.console if not self.plain else self.out
         if not results:  # another invocation records it (a multi-node job's other node): say so
-            self.progress.console.print(f"[dim]{' ' * 8}{entry.label}: {escape(self.last_message)}[/]")
+            out.print(f"[dim]{' ' * 8}{entry.label}: {escape(self.last_message)}[/]")
         for r in results:
             style = STATUS_STYLE[r.status]
             flags = sorted({w.split(":", 1)[0] for w in r.warnings})
             flag = f" [yellow]{escape(', '.join(flags))}[/]" if flags else ""
             label = escape(f"{r.benchmark} {describe_params(r.benchmark, r.params)}")
             line = f"[{style}]{r.status:>7}[/] {label}  {escape(fmt.outcome(r))}{flag}  [dim]({seconds:.1f} s)[/]"
-            self.progress.console.print(line)
+            out.print(line)
         self.progress.advance(self.task)
+
+
+def shown(path: Path | str) -> str:
+    """A path as short as it is clear: relative below the working directory (records keep it absolute)."""
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
+
+
+def plan_table(planned: list[Any]) -> Table:
+    """What a run will do: each entry, its timeout and how long it took on this system last time."""
+    from accelbench.suite.plan import estimate
+
+    table = Table(title_justify="left", caption_justify="left")
+    for col, kw in (
+        ("#", {"justify": "right"}),
+        ("benchmark", {}),
+        ("timeout", {"justify": "right"}),
+        ("last time here", {"justify": "right"}),
+        ("", {"style": "yellow"}),
+    ):
+        table.add_column(col, **kw)
+    for i, p in enumerate(planned, 1):
+        last = f"{p.last_seconds:.1f} s" if p.last_seconds is not None else "never run"
+        table.add_row(str(i), escape(p.entry.label), f"{p.timeout:g} s", last, escape(p.warning or ""))
+    known, unknown = estimate(planned)
+    table.caption = (
+        f"{len(planned)} benchmark(s); those run here before measured for {_clock(known)} last time (plus start-up)"
+        + (f"; {unknown} never ran on this system: no estimate" if unknown else "")
+    )
+    return table
 
 
 def _detail(name: str, m: Any) -> str:

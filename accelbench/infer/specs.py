@@ -98,6 +98,11 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         if impl.runs_model or self.mode == "accuracy":
             self._check_model()
 
+    def planned_seconds(self) -> float | None:
+        if self.mode != "performance":
+            return None  # accuracy runs the data set once; find-peak's trials are counted by the search
+        return self.duration or (600.0 if self.profile == "official" else 2.0)
+
     def check_environment(self, device_type: str) -> None:
         why = backend(self.backend).unsupported(self.effective_precision) or self.export_refusal()
         if why:

@@ -141,7 +141,8 @@ class SuiteRunner:
     def _start(self, suite: Suite, resume: str | None) -> tuple[str, Suite, RunFolder, set[str]]:
         if resume is None:
             run_id = new_run_id()
-            folder = RunFolder(self.options.out_dir, run_id)
+            # absolute: every path a record keeps (LoadGen logs, MLPerf logs) must work from anywhere later
+            folder = RunFolder(Path(self.options.out_dir).resolve(), run_id)
             self.store.add_run(
                 RunInfo(
                     run_id=run_id,
@@ -162,7 +163,9 @@ class SuiteRunner:
                 raise UsageError(f"no run {resume!r} to resume in {self.store.path}; see 'accelbench results runs'")
             run_id = info.run_id
             suite = Suite.from_dict(info.suite)
-            folder = RunFolder(Path(info.run_dir).parent if info.run_dir else self.options.out_dir, run_id)
+            folder = RunFolder(
+                Path(info.run_dir).parent if info.run_dir else Path(self.options.out_dir).resolve(), run_id
+            )
             done = self.store.finished_entries(run_id, include_failed=not self.options.retry_failed)
         folder.write_json("system.json", self.profile)
         return run_id, suite, folder, done
@@ -170,9 +173,9 @@ class SuiteRunner:
     # -- one entry ------------------------------------------------------------------------
 
     def _timeout(self, entry: Entry) -> float:
-        from accelbench import registry
+        from accelbench.suite.plan import timeout_of
 
-        return self.options.timeout or entry.timeout or registry.get(entry.benchmark).timeout
+        return timeout_of(entry, self.options.timeout)
 
     def _run_entry(self, run_id: str, folder: RunFolder, key: str, entry: Entry, index: int) -> list[Result]:
         work = folder.path / ".work"

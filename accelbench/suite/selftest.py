@@ -54,6 +54,7 @@ class HangParams(CommonParams):
 
 
 def run_ok(params: OkParams, ctx: "RunContext") -> Iterator[Result]:
+    ctx.progress(f"summing {params.iterations} integers 20 times")
     samples = []
     for _ in range(20):
         t0 = time.perf_counter_ns()

@@ -143,6 +143,10 @@ def main(argv: list[str]) -> int:
             msg["time"] = time.time()
             f.write(json.dumps(msg) + "\n")
             f.flush()
+            if msg.get("type") == "progress":  # the entry's log (this process's stderr) says where it is too
+                stamp = time.strftime("%H:%M:%S", time.localtime(msg["time"]))
+                sys.stderr.write(f"[accelbench {stamp}] {msg.get('message', '')}\n")
+                sys.stderr.flush()
 
         execute(entry, log_dir, emit)
     return 0
