@@ -1,3 +1,5 @@
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -134,7 +136,13 @@ def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
     records = json.loads(exported.stdout)
     assert len(records) == 4 and {r["tags"]["box"] for r in records} == {"a", "b"}
     csv_out = run_cli(["results", "export", "--db", db, "--format", "csv", "--tag", "box=a"], cli_env, tmp_path)
-    assert csv_out.stdout.splitlines()[0].startswith("id,run_id,benchmark") and len(csv_out.stdout.splitlines()) == 3
+    lines = csv_out.stdout.splitlines()  # tidy: one row per figure, the columns a spreadsheet user looks for
+    assert lines[0].startswith("run_id,started_at,system,benchmark,workload,status,valid,metric,value,unit")
+    rows = list(csv.DictReader(io.StringIO(csv_out.stdout)))
+    assert len(rows) > 2 and {r["benchmark"] for r in rows} == {"kernels/gemm"}
+    assert (
+        all(r["metric"] and r["value"] and r["unit"] for r in rows) and sum(r["primary"] == "True" for r in rows) == 2
+    )
     md = run_cli(["results", "export", "--db", db, "--format", "md"], cli_env, tmp_path)
     assert md.stdout.startswith("| benchmark |") and md.stdout.count("kernels/gemm") == 4
 

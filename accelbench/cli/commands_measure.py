@@ -143,7 +143,7 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
         f"stored in {escape(str(store.path))}; run folder {escape(shown(summary.run_dir))}"
     )
     if summary.interrupted:
-        err_console.print(
+        (err_console if ns.json else console).print(
             "[yellow]interrupted[/]: finished results are kept; continue with: "
             f"accelbench run --resume {summary.run_id}"
         )

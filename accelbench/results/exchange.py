@@ -21,35 +21,61 @@ def to_json(results: list[Result]) -> str:
     return json.dumps([r.to_dict() for r in results], indent=2, sort_keys=True) + "\n"
 
 
-def to_csv(results: list[Result]) -> str:
-    """One row per record; params and metric values become ``param.X`` / ``metric.Y`` columns."""
-    param_keys = sorted({k for r in results for k in r.params})
-    metric_keys = sorted({k for r in results for k in r.metrics})
-    head = ["id", "run_id", "benchmark", "status", "valid", "fingerprint", "started_at"]
-    cols = head + [f"param.{k}" for k in param_keys]
-    for k in metric_keys:
-        cols += [f"metric.{k}", f"metric.{k}.ci95_low", f"metric.{k}.ci95_high", f"metric.{k}.unit"]
-    cols += ["error", "reason", "tags", "warnings"]
+#: the tidy CSV: one row per figure, the columns a spreadsheet user looks for first
+CSV_COLUMNS = (
+    "run_id",
+    "started_at",
+    "system",
+    "benchmark",
+    "workload",
+    "status",
+    "valid",
+    "metric",
+    "value",
+    "unit",
+    "ci95_low",
+    "ci95_high",
+    "n",
+    "primary",
+    "tags",
+    "warnings",
+    "error_or_reason",
+    "params",
+    "id",
+)
+
+
+def to_csv(results: list[Result], describe: Describe = plain) -> str:
+    """Long ("tidy") form: one row per record and metric, never a column per parameter or metric.
+
+    A record without figures (failed, skipped) is one row with its error or reason; ``params`` keeps every
+    parameter as JSON for whoever needs more than the workload's name.
+    """
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(cols)
+    w.writerow(CSV_COLUMNS)
     for r in results:
-        row: list[Any] = [r.id, r.run_id, r.benchmark, r.status, _cell(r.valid), r.fingerprint, r.started_at]
-        row += [_cell(r.params.get(k)) for k in param_keys]
-        for k in metric_keys:
-            m = r.metrics.get(k)
-            row += (
-                [m.value, m.ci95[0], m.ci95[1], m.unit]
-                if m and m.ci95
-                else [m.value if m else "", "", "", m.unit if m else ""]
-            )
-        row += [
-            r.error or "",
-            r.reason or "",
-            ";".join(f"{k}={v}" for k, v in sorted(r.tags.items())),
-            " | ".join(r.warnings),
-        ]
-        w.writerow(row)
+        common = {
+            "run_id": r.run_id,
+            "started_at": r.started_at,
+            "system": r.fingerprint,
+            "benchmark": r.benchmark,
+            "workload": describe(r.benchmark, r.params),
+            "status": r.status,
+            "valid": _cell(r.valid),
+            "tags": ";".join(f"{k}={v}" for k, v in sorted(r.tags.items())),
+            "warnings": " | ".join(r.warnings),
+            "error_or_reason": r.error or r.reason or "",
+            "params": json.dumps(r.params, sort_keys=True),
+            "id": r.id,
+        }
+        figures = sorted(r.metrics.items(), key=lambda kv: (kv[0] != r.primary_metric, kv[0])) or [("", None)]
+        for name, m in figures:
+            row = common | {"metric": name, "primary": name == r.primary_metric if name else ""}
+            if m is not None:
+                lo, hi = m.ci95 if m.ci95 else ("", "")
+                row |= {"value": m.value, "unit": m.unit, "ci95_low": lo, "ci95_high": hi, "n": _cell(m.n)}
+            w.writerow([row.get(c, "") for c in CSV_COLUMNS])
     return buf.getvalue()
 
 
@@ -89,7 +115,7 @@ def export(results: list[Result], fmt_name: str, describe: Describe = plain) -> 
     if fmt_name == "json":
         return to_json(results)
     if fmt_name == "csv":
-        return to_csv(results)
+        return to_csv(results, describe)
     if fmt_name == "md":
         return to_markdown(results, describe)
     raise UsageError(f"unknown export format {fmt_name!r}: use {', '.join(FORMATS)}")
