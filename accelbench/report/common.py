@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from accelbench.report.model import Cell
+from accelbench.report.model import Cell, Section, Text
 from accelbench.results import format as fmt
 from accelbench.results.describe import Describe, plain
 from accelbench.results.record import Metric, Result
@@ -102,3 +102,13 @@ def newest_first(records: Iterable[Result]) -> list[Result]:
 def device_of(r: Result) -> str:
     """The device a record ran on, as the record names it (its details, else its parameter)."""
     return str(r.details.get("device_name") or r.params.get("device") or "")
+
+
+def family_section(
+    inp: ReportInput, prefix: str, sid: str, title: str, note: str
+) -> tuple[list[Result], dict[str, str], Section] | None:
+    """A family's records, the report's system labels, and its section opened with how it was measured."""
+    recs = inp.of(prefix)
+    if not recs:
+        return None
+    return recs, systems(inp.records), Section(sid, title, [Text(note, "note")])

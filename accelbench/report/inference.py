@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from functools import partial
 
-from accelbench.report import charts
-from accelbench.report.common import MAX_CHARTS, ReportInput, figure, newest_first, status_cell, systems, verdict
-from accelbench.report.model import Chart, Section, Table, Text
+import accelbench.report.charts as charts
+from accelbench.report.common import (
+    MAX_CHARTS,
+    ReportInput,
+    family_section,
+    figure,
+    newest_first,
+    status_cell,
+    verdict,
+)
+from accelbench.report.model import Chart, Section, Table
 from accelbench.results import format as fmt
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
@@ -19,20 +27,19 @@ def _latency(r, key: str) -> str:
 
 
 def inference(inp: ReportInput) -> Section | None:
-    recs = inp.of("infer/")
-    if not recs:
-        return None
-    labels = systems(inp.records)
-    multi = len(labels) > 1
-    section = Section("inference", "Inference")
-    section.blocks.append(
-        Text(
-            "Served under the MLPerf LoadGen. VALID and INVALID are LoadGen's verdicts (or the accuracy gate's); "
-            "the quick profile is shorter than MLPerf's rules, so its results are marked non-compliant. "
-            "Latencies are per sample as LoadGen reports them.",
-            "note",
-        )
+    opened = family_section(
+        inp,
+        "infer/",
+        "inference",
+        "Inference",
+        "Served under the MLPerf LoadGen. VALID and INVALID are LoadGen's verdicts (or the accuracy gate's); "
+        "the quick profile is shorter than MLPerf's rules, so its results are marked non-compliant. "
+        "Latencies are per sample as LoadGen reports them.",
     )
+    if opened is None:
+        return None
+    recs, labels, section = opened
+    multi = len(labels) > 1
     drawn = 0
     seen: set[tuple[str, str]] = set()
     for scenario in SCENARIOS + ("other",):

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from functools import partial
 
-from accelbench.report import charts
-from accelbench.report.common import MAX_CHARTS, ReportInput, device_of, figure, pct, status_cell, systems
+import accelbench.report.charts as charts
+from accelbench.report.common import (
+    MAX_CHARTS,
+    ReportInput,
+    device_of,
+    family_section,
+    figure,
+    pct,
+    status_cell,
+    systems,
+)
 from accelbench.report.model import Chart, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
@@ -53,19 +62,18 @@ def _roofline(inp: ReportInput, fp: str, device: str, recs: list[Result], label:
 
 
 def kernels(inp: ReportInput) -> Section | None:
-    recs = inp.of("kernels/")
-    if not recs:
-        return None
-    labels = systems(inp.records)
-    multi = len(labels) > 1
-    section = Section("kernels", "Kernels")
-    section.blocks.append(
-        Text(
-            "DeepBench-style kernels timed on the device. % of peak divides the achieved rate by the device's peak "
-            "for that precision (datasheet for a GPU, an estimate from cores, clock and vector width for a CPU).",
-            "note",
-        )
+    opened = family_section(
+        inp,
+        "kernels/",
+        "kernels",
+        "Kernels",
+        "DeepBench-style kernels timed on the device. % of peak divides the achieved rate by the device's peak "
+        "for that precision (datasheet for a GPU, an estimate from cores, clock and vector width for a CPU).",
     )
+    if opened is None:
+        return None
+    recs, labels, section = opened
+    multi = len(labels) > 1
     n = 0
     for fp, label in labels.items():
         devices = sorted({device_of(r) for r in recs if r.fingerprint == fp and r.status == "ok"})
@@ -105,19 +113,18 @@ def _bar_label(inp: ReportInput, r: Result, multi: dict[str, str] | None) -> str
 
 
 def training(inp: ReportInput) -> Section | None:
-    recs = inp.of("train/")
-    if not recs:
-        return None
-    labels = systems(inp.records)
-    multi = labels if len(labels) > 1 else None
-    section = Section("training", "Training throughput")
-    section.blocks.append(
-        Text(
-            "Samples per second on synthetic data after warm-up, from timed windows; error bars are 95% "
-            "confidence intervals of the windows' rates. Models in different units are drawn on separate axes.",
-            "note",
-        )
+    opened = family_section(
+        inp,
+        "train/",
+        "training",
+        "Training throughput",
+        "Samples per second on synthetic data after warm-up, from timed windows; error bars are 95% "
+        "confidence intervals of the windows' rates. Models in different units are drawn on separate axes.",
     )
+    if opened is None:
+        return None
+    recs, labels, section = opened
+    multi = labels if len(labels) > 1 else None
     ok = [r for r in recs if r.status == "ok" and r.primary is not None]
     panels: dict[tuple[str, str], list[charts.Bar]] = {}
     for r in sorted(ok, key=lambda r: (str(r.params.get("model")), r.started_at)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from accelbench.report import charts
+import accelbench.report.charts as charts
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
 from accelbench.results.compare import compare, geometric_mean

@@ -4,26 +4,33 @@ from __future__ import annotations
 
 from functools import partial
 
-from accelbench.report import charts
-from accelbench.report.common import MAX_CHARTS, ReportInput, figure, newest_first, status_cell, systems, verdict
-from accelbench.report.model import Chart, Section, Table, Text
+import accelbench.report.charts as charts
+from accelbench.report.common import (
+    MAX_CHARTS,
+    ReportInput,
+    family_section,
+    figure,
+    newest_first,
+    status_cell,
+    verdict,
+)
+from accelbench.report.model import Chart, Section, Table
 from accelbench.results import format as fmt
 
 
 def tta(inp: ReportInput) -> Section | None:
-    recs = inp.of("tta/")
-    if not recs:
-        return None
-    labels = systems(inp.records)
-    multi = len(labels) > 1
-    section = Section("tta", "Time to accuracy")
-    section.blocks.append(
-        Text(
-            "Each seed trains until the quality target; the score is MLPerf Training's olympic mean (the fastest "
-            "and the slowest seed dropped). Spread is (slowest - fastest) / score: the luck a single run carries.",
-            "note",
-        )
+    opened = family_section(
+        inp,
+        "tta/",
+        "tta",
+        "Time to accuracy",
+        "Each seed trains until the quality target; the score is MLPerf Training's olympic mean (the fastest "
+        "and the slowest seed dropped). Spread is (slowest - fastest) / score: the luck a single run carries.",
     )
+    if opened is None:
+        return None
+    recs, labels, section = opened
+    multi = len(labels) > 1
     rows = []
     drawn = 0
     seen: set[tuple[str, str]] = set()

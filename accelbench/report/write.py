@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import accelbench.report.charts as charts
+import accelbench.report.html as html
+import accelbench.report.markdown as markdown
 from accelbench.errors import UsageError
-from accelbench.report import charts, html, markdown
 from accelbench.report.model import Chart, Document
 
 FORMATS = ("html", "md")
