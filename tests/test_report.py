@@ -153,7 +153,7 @@ def test_report_of_the_latest_run_by_default(fixture_store: Path, tmp_path: Path
         (["nosuchrun"], "unknown run id"),
         (["--tag", "gpu=none"], "no records with gpu=none"),
         (["--all", "--last", "2"], "pick runs one way"),
-        (["--all", "--format", "pdf"], "--format takes"),
+        (["--all", "--format", "pdf"], "--format takes html and/or md"),
     ],
 )
 def test_bad_selections_are_one_line_and_exit_2(fixture_store, tmp_path, capsys, argv, message) -> None:

@@ -129,13 +129,13 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
         return 0
     with ProgressObserver(estimates, quiet=ns.json) as observer:
         summary = run_suite(suite or Suite("resume", []), store, _options(ns), observer, resume=resume, profile=profile)
+    counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
     if ns.json:
-        sys.stdout.write(json.dumps(summary_dict(summary, store.path), indent=2) + "\n")
+        sys.stdout.write(json.dumps(summary_dict(summary, store.path, counts), indent=2) + "\n")
     elif summary.results:
         console.print(results_table(summary.results, title=f"run {summary.run_id}"))
         if after is not None:
             after(summary)
-    counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
     invalid = sum(r.status == "ok" and r.valid is False for r in summary.results)
     ok = f"{counts['ok']} ok" + (f" ([red]{invalid} INVALID[/])" if invalid else "")
     (err_console if ns.json else console).print(
@@ -175,14 +175,14 @@ def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: 
     return {p.entry.key: p.last_seconds for p in planned}
 
 
-def summary_dict(summary: Any, store_path: Any) -> dict[str, Any]:
+def summary_dict(summary: Any, store_path: Any, counts: dict[str, int]) -> dict[str, Any]:
     """A run for scripts: where it is, what it counted, every record in full."""
     return {
         "run_id": summary.run_id,
         "run_dir": str(Path(summary.run_dir).resolve()),
         "store": str(store_path),
         "interrupted": summary.interrupted,
-        "counts": {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")},
+        "counts": counts,
         "results": [r.to_dict() for r in summary.results],
     }
 

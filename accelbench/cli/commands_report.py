@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.cli import args as a
-from accelbench.errors import UsageError
 
 
 def register(sub: Any) -> None:
@@ -44,15 +43,12 @@ def register(sub: Any) -> None:
 
 def cmd_report(ns: argparse.Namespace) -> int:
     from accelbench.registry import describe_params
-    from accelbench.report import FORMATS, build, write
+    from accelbench.report import build, write
     from accelbench.report.select import from_store
-    from accelbench.report.write import check_writable
+    from accelbench.report.write import check_writable, parse_formats
     from accelbench.results.store import Store
 
-    formats = tuple(f.strip() for f in ns.format.split(",") if f.strip())
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise UsageError(f"--format takes {' and/or '.join(FORMATS)} (comma-separated), got {ns.format!r}")
+    formats = parse_formats(ns.format)  # before anything is read: bad input is one line, at once
     store = Store(ns.db, readonly=True)
     inp = from_store(
         store,

@@ -73,14 +73,6 @@ def render(charts: Sequence["Chart"], kinds: tuple[str, ...]) -> list[dict[str, 
         return list(pool.map(_draw, jobs))
 
 
-def svg(chart: "Chart") -> bytes:
-    return _draw((chart, ("svg",)))["svg"]
-
-
-def png(chart: "Chart") -> bytes:
-    return _draw((chart, ("png",)))["png"]
-
-
 def _plain_log(ax: "Axes", *axes: tuple[str, str]) -> None:
     """Log axes labelled 0.2 and 3x, not 2x10^-1: a reader should not decode exponents."""
     from matplotlib.ticker import FuncFormatter

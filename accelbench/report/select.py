@@ -25,7 +25,6 @@ def from_store(
     if sum(bool(x) for x in (run_ids, last, everything)) > 1:
         raise UsageError("pick runs one way: RUN_ID ..., --last N or --all")
     runs = store.runs()
-    known = {r.run_id for r in runs}
     if run_ids:
         chosen = []
         for text in run_ids:
@@ -52,7 +51,7 @@ def from_store(
     return ReportInput(
         records=records,
         history=history,
-        runs=[r for r in runs if r.run_id in ids and r.run_id in known],
+        runs=[r for r in runs if r.run_id in ids],
         describe=describe,
         title=title,
     )

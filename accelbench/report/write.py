@@ -13,6 +13,16 @@ from accelbench.report.model import Chart, Document
 FORMATS = ("html", "md")
 
 
+def parse_formats(text: str | tuple[str, ...]) -> tuple[str, ...]:
+    """``"html,md"`` (or a tuple) as the formats to write; anything else is one line naming what is accepted."""
+    formats = tuple(f.strip() for f in (text.split(",") if isinstance(text, str) else text) if f.strip())
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        shown = ", ".join(bad) or "(none)"
+        raise UsageError(f"unknown report format {shown}: --format takes html and/or md, comma-separated")
+    return formats
+
+
 def check_writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -25,9 +35,7 @@ def check_writable(out: Path) -> None:
 
 def write(doc: Document, out: str | Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """The files written, HTML first. Each chart is drawn once, in the formats the files need."""
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise UsageError(f"unknown report format {', '.join(bad) or '(none)'}: pick from {', '.join(FORMATS)}")
+    formats = parse_formats(formats)
     out = Path(out)
     check_writable(out)
     written = []
