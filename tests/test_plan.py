@@ -43,3 +43,50 @@ def test_a_request_that_cannot_finish_in_its_timeout_is_said_before_it_starts(tm
     proc = run_cli(["infer", "resnet18", "--scale", "tiny", "--duration", "100000", "--dry-run"], cli_env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "at least 100000 s" in proc.stdout and "timeout" in proc.stdout
+
+
+def test_the_eta_counts_the_entry_in_progress_by_its_own_estimate(monkeypatch) -> None:
+    from accelbench.cli import render
+    from accelbench.suite.suites import Entry
+
+    clock = [100.0]
+    monkeypatch.setattr(render.time, "monotonic", lambda: clock[0])
+    a, b, c = (Entry("selftest/ok", {"iterations": n}) for n in (1, 2, 3))
+    obs = render.ProgressObserver({a.key: 50.0, b.key: 30.0}, quiet=True)
+    obs.suite_started("r", Path("."), [a, b], 0)
+    obs.entry_started(1, 2, a)
+    assert obs._eta() == "about 1:20 left"  # 50 s for this one (its last time here) and 30 s for the next
+    clock[0] += 20
+    assert obs._eta() == "about 1:00 left"  # what has passed comes off the entry in progress
+    obs.entry_progress("step 10/40", left=90.0)  # it measured itself slower than last time: its own word wins
+    clock[0] += 10
+    assert obs._eta() == "about 1:50 left"
+    obs.entry_started(2, 2, b)
+    assert obs._eta() == "about 0:30 left"  # the new entry's estimate replaces the old one's
+
+    unknown = render.ProgressObserver({a.key: 50.0}, quiet=True)
+    unknown.suite_started("r", Path("."), [a, c], 0)
+    unknown.entry_started(1, 2, a)
+    assert unknown._eta() == "this one: about 0:50 left"  # the next never ran here: no total is guessed
+    unknown.entry_started(2, 2, c)
+    assert unknown._eta() == ""
+    unknown.entry_progress("epoch 1", left=12.0)
+    assert unknown._eta() == "about 0:12 left"
+
+
+def test_figures_show_the_digits_their_interval_supports() -> None:
+    from accelbench.results import format as fmt
+    from accelbench.results.record import Metric
+
+    def m(value: float, rel: float | None, unit: str = "samples/s") -> Metric:
+        ci = (value * (1 - rel), value * (1 + rel)) if rel is not None else None
+        return Metric(value=value, unit=unit, higher_is_better=True, ci95=ci)
+
+    assert fmt.metric(m(2506332, 0.095)) == "2.51M samples/s"  # was 2,506,332: seven digits for a ±9.5% figure
+    assert fmt.metric(m(2506332, 0.6)) == "2.5M samples/s"
+    assert fmt.metric(m(0.184, 0.012, "TFLOPS")) == "0.1840 TFLOPS"
+    assert fmt.metric(m(19.3, None, "images/s")) == "19.30 images/s"
+    assert fmt.metric(m(0.000184, 0.01, "TOPS")) == "0.1840 GOPS"
+    assert fmt.metric(m(0.01234, 0.02, "s")) == "12.3 ms"
+    assert fmt.number(12345.6, 3) == "12,300" and fmt.number(999.96) == "1,000" and fmt.number(999_999, 3) == "1.00M"
+    assert fmt.number(1.5e9) == "1.500G" and fmt.number(0.00123, 3) == "0.00123"

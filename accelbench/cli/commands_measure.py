@@ -139,7 +139,7 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
     invalid = sum(r.status == "ok" and r.valid is False for r in summary.results)
     ok = f"{counts['ok']} ok" + (f" ([red]{invalid} INVALID[/])" if invalid else "")
     (err_console if ns.json else console).print(
-        f"{ok}, {counts['failed']} failed, {counts['skipped']} skipped; "
+        f"{len(summary.results)} result(s): {ok}, {counts['failed']} failed, {counts['skipped']} skipped; "
         f"stored in {escape(str(store.path))}; run folder {escape(shown(summary.run_dir))}"
     )
     if summary.interrupted:

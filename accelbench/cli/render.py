@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,19 @@ from accelbench.suite.suites import Entry
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "skipped": "yellow"}
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+#: width of tables written to a file or a pipe (rich would assume 80 columns and fold every table)
+PIPED_WIDTH = 140
+
+
+def _console(stderr: bool = False) -> Console:
+    """A terminal's own width; a pipe's ``COLUMNS`` when set, else ``PIPED_WIDTH``."""
+    probe = Console(stderr=stderr)
+    piped = not probe.is_terminal and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, highlight=False, width=PIPED_WIDTH if piped else None)
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 class ProgressObserver:
@@ -48,7 +60,9 @@ class ProgressObserver:
         self.estimates = estimates or {}
         self.todo: list[Entry] = []
         self.index = 0
-        self.t0 = time.monotonic()
+        self.t0 = self.entry_t0 = time.monotonic()
+        #: the entry's own estimate of its seconds left, and when it said so
+        self.entry_left: tuple[float, float] | None = None
 
     def __enter__(self) -> "ProgressObserver":
         self.progress.start()
@@ -58,10 +72,20 @@ class ProgressObserver:
         self.progress.stop()
 
     def _eta(self) -> str:
-        left = [self.estimates.get(e.key) for e in self.todo[self.index :]]
-        if not left or any(v is None for v in left):
+        """Time left: the entry in progress by its own estimate (else its last time here, less what has passed),
+        then the entries after it by their last time here; only this entry's when one of those never ran here."""
+        now = time.monotonic()
+        if self.entry_left is not None:
+            current: float | None = max(0.0, self.entry_left[0] - (now - self.entry_left[1]))
+        else:
+            last = self.estimates.get(self.todo[self.index].key) if self.index < len(self.todo) else None
+            current = None if last is None else max(0.0, last - (now - self.entry_t0))
+        rest = [self.estimates.get(e.key) for e in self.todo[self.index + 1 :]]
+        if current is None:
             return ""
-        return f"about {_clock(sum(v for v in left if v is not None))} left"
+        if any(v is None for v in rest):
+            return f"this one: about {_clock(current)} left"
+        return f"about {_clock(current + sum(v for v in rest if v is not None))} left"
 
     def _line(self, text: str) -> None:
         err_console.print(f"[dim]\\[{_clock(time.monotonic() - self.t0)}][/] {text}")
@@ -69,21 +93,27 @@ class ProgressObserver:
     def suite_started(self, run_id: str, run_dir: Path, todo: list[Entry], already_done: int) -> None:
         resumed = f", {already_done} already done" if already_done else ""
         self.todo = todo
-        self.out.print(f"run [bold]{run_id}[/]: {len(todo)} benchmark(s){resumed}; folder {escape(shown(run_dir))}")
+        self.out.print(
+            f"run [bold]{run_id}[/]: {len(todo)} benchmark(s) to run{resumed}; folder {escape(shown(run_dir))}"
+        )
         self.task = self.progress.add_task("starting", total=len(todo), status=self._eta())
 
     def entry_started(self, index: int, total: int, entry: Entry) -> None:
         self.index = index - 1  # the runner counts from 1
+        self.entry_t0, self.entry_left = time.monotonic(), None
         eta = self._eta()
         self.progress.update(self.task, description=entry.label, status=eta or "starting")
         if self.plain:
             self._line(f"{index}/{total} {escape(entry.label)}" + (f" ({eta})" if eta else ""))
 
-    def entry_progress(self, message: str) -> None:
+    def entry_progress(self, message: str, left: float | None = None) -> None:
         self.last_message = message
-        self.progress.update(self.task, status=message)
+        if left is not None:
+            self.entry_left = (left, time.monotonic())
+        eta = self._eta()
+        self.progress.update(self.task, status=f"{message} ({eta})" if eta else message)
         if self.plain:
-            self._line(f"    {escape(message)}")
+            self._line(f"    {escape(message)}" + (f" ({eta})" if eta else ""))
 
     def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None:
         out = self.progress.console if not self.plain else self.out
@@ -195,6 +225,10 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
     table = Table(title=title, title_justify="left", caption_justify="left")
     if show_ids:
         table.add_column("id", style="dim", no_wrap=True)
+    # the system (fingerprint, as in 'results runs') wherever the rows may come from several machines
+    show_system = show_ids or len({r.fingerprint for r in results}) > 1
+    if show_system:
+        table.add_column("system", style="dim", no_wrap=True)
     table.add_column("benchmark", no_wrap=True)
     table.add_column("workload")
     table.add_column("device", no_wrap=True)
@@ -222,6 +256,8 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
             details,
             ",".join(marks),
         ]
+        if show_system:
+            row.insert(0, r.fingerprint[:8])
         if show_ids:
             row.insert(0, r.id[:8])
         table.add_row(*row)

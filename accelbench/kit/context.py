@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from accelbench.errors import BenchmarkSkipped
 
@@ -19,12 +19,23 @@ if TYPE_CHECKING:
     import torch
 
 
+class Progress(Protocol):
+    """Where a benchmark says what it is doing; ``left`` is its own estimate of the seconds left, where it has one
+    from what it has measured so far (steps timed, epochs run), so the suite's ETA covers the entry in progress."""
+
+    def __call__(self, message: str, left: float | None = None) -> None: ...
+
+
+def quiet(message: str, left: float | None = None) -> None:
+    """A Progress that says nothing (a benchmark called outside the suite)."""
+
+
 @dataclass(frozen=True)
 class RunContext:
     """What the runner gives a benchmark besides its parameters."""
 
     log_dir: Path
-    progress: Callable[[str], None] = lambda message: None
+    progress: Progress = quiet
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from accelbench.errors import BenchmarkSkipped, RecordedElsewhere, UsageError
-from accelbench.kit.context import RunContext
+from accelbench.kit.context import Progress, RunContext, quiet
 
 if TYPE_CHECKING:
     import torch
@@ -140,7 +140,7 @@ class Rank:
     rank: int
     world: int
     log_dir: Path
-    progress: Callable[[str], None]
+    progress: Progress
 
 
 def start_rank(device: str, threads: int | None, timeout_s: float, backend: str = "auto") -> tuple[Any, int, int, int]:
@@ -200,7 +200,7 @@ def rank_main(
     device, local_rank, rank, world = start_rank(
         params.get("device", "auto"), params.get("threads"), args.timeout, backend(payload) if backend else "auto"
     )
-    talk = (lambda m: print(m, flush=True)) if rank == 0 else (lambda m: None)
+    talk: Progress = (lambda m, left=None: print(m, flush=True)) if rank == 0 else quiet
     me = Rank(device, local_rank, rank, world, Path(args.log_dir), talk)
     report = body(payload, me)
     _hand_back(me, args.out, report if rank == 0 else None)

@@ -136,7 +136,7 @@ def draw_roofline(
         ax.scatter([p[1] for p in mine], [p[2] for p in mine], marker=markers[i % 10], color="black", s=18, label=kind)
     _plain_log(ax, ("x", ""), ("y", ""))
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("achieved TFLOPS")
+    ax.set_ylabel("achieved TFLOPS (TOPS for int8)")
     ax.legend(fontsize=7, loc="lower right")
 
 

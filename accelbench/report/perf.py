@@ -37,9 +37,11 @@ def _roofline(inp: ReportInput, fp: str, device: str, recs: list[Result], label:
     roofs: dict[str, float] = {}
     for r in recs:
         peak = r.details.get("peak") or {}
-        if peak.get("value") and peak.get("unit") == "TFLOPS":
+        if peak.get("value") and peak.get("unit") in ("TFLOPS", "TOPS"):
             how = "estimate" if peak.get("estimated") else "datasheet"
-            roofs[f"{r.params.get('precision', '?')} peak {peak['value']:.3g} TFLOPS ({how})"] = float(peak["value"])
+            roofs[f"{r.params.get('precision', '?')} peak {peak['value']:.3g} {peak['unit']} ({how})"] = float(
+                peak["value"]
+            )
     bandwidth = None
     stream = [
         r for r in inp.ok("kernels/membw") if r.fingerprint == fp and device_of(r) == device and "gbps" in r.metrics
@@ -52,8 +54,8 @@ def _roofline(inp: ReportInput, fp: str, device: str, recs: list[Result], label:
     return Chart(
         f"roofline-{n}",
         f"Roofline: {device} on {label}",
-        f"Achieved TFLOPS of {len(points)} kernels against their arithmetic intensity, under the compute peak"
-        + (" and the memory-bandwidth slope" if bandwidth else ""),
+        f"Achieved TFLOPS (TOPS for int8) of {len(points)} kernels against their arithmetic intensity, "
+        "under the compute peak" + (" and the memory-bandwidth slope" if bandwidth else ""),
         partial(
             charts.draw_roofline, points=points, roofs=sorted(roofs.items(), key=lambda kv: -kv[1]), bandwidth=bandwidth
         ),

@@ -53,7 +53,7 @@ class Observer(Protocol):
 
     def suite_started(self, run_id: str, run_dir: Path, todo: list[Entry], already_done: int) -> None: ...
     def entry_started(self, index: int, total: int, entry: Entry) -> None: ...
-    def entry_progress(self, message: str) -> None: ...
+    def entry_progress(self, message: str, left: float | None = None) -> None: ...
     def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None: ...
 
 
@@ -229,7 +229,8 @@ class SuiteRunner:
         for msg in tail.read():
             kind = msg.get("type")
             if kind == "progress":
-                self.observer.entry_progress(str(msg.get("message", "")))
+                left = msg.get("left")
+                self.observer.entry_progress(str(msg.get("message", "")), float(left) if left is not None else None)
             elif kind == "result":
                 result = Result.from_dict(msg["record"])
                 committed.append(self._commit(result, run_id, folder, key))

@@ -50,7 +50,7 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
     try:
         info = registry.get(entry.benchmark)
         params = info.make_params(entry.params)
-        ctx = RunContext(log_dir, progress=lambda m: emit({"type": "progress", "message": m}))
+        ctx = RunContext(log_dir, progress=lambda m, left=None: emit({"type": "progress", "message": m, "left": left}))
         for result in info.load()(params, ctx):
             if result.primary_metric is None:
                 result.primary_metric = info.primary_metric

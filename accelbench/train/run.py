@@ -139,7 +139,8 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
                 trainer,
                 params,
                 lambda step, sec: ctx.progress(
-                    f"step {step}/{params.num_batches}: {batch / sec:,.1f} {info.sample_unit}/s"
+                    f"step {step}/{params.num_batches}: {batch / sec:,.1f} {info.sample_unit}/s",
+                    left=(params.num_batches - step) * sec,
                 ),
             )
     except Exception as exc:

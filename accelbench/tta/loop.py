@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from mlperf_logging.mllog import constants as C
 
 from accelbench.devices import synchronize
+from accelbench.kit.context import Progress, quiet
 from accelbench.kit.step import TrainStep, autocast
 from accelbench.tta.mlperf_log import RunLog
 from accelbench.tta.recipes.base import Recipe
@@ -92,7 +93,9 @@ class Job:
     rank: int = 0
     world: int = 1
     wrap: Callable[[Any], Any] = lambda m: m  # DDP on several ranks
-    progress: Callable[[str], None] = lambda message: None
+    progress: Progress = quiet
+    #: seeds still to train after this one, for the estimate of the time left
+    seeds_after: int = 0
 
 
 def _seed_everything(seed: int) -> None:
@@ -169,7 +172,12 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         log.event(C.EVAL_ACCURACY, quality, epoch_num=epoch)
         log.end(C.EVAL_STOP, epoch_num=epoch)
         run.curve.append({"epoch": epoch, "seconds": elapsed, "quality": quality, "samples": run.samples})
-        job.progress(f"seed {seed} epoch {epoch}: {r.metric} {quality:.4f} at {elapsed:.1f} s")
+        per_epoch = elapsed / epoch
+        job.progress(
+            f"seed {seed} epoch {epoch}: {r.metric} {quality:.4f} at {elapsed:.1f} s",
+            left=per_epoch
+            * ((job.max_epochs - epoch) + job.seeds_after * job.max_epochs),  # at most: it may stop sooner
+        )
         if quality >= job.target:
             run.converged, run.time_to_target = True, elapsed
             break

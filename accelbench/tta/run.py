@@ -7,6 +7,7 @@ MLPerf log in the run folder as it goes, so an interrupted set keeps its logs.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from pathlib import Path
 from typing import Any, Iterator
@@ -61,7 +62,8 @@ def make_job(params: TtaParams, device: Any, ctx: RunContext, rank: int = 0, wor
 
 def run_seeds(job: Job, seeds: list[int], log_dir: Path | None) -> list[SeedRun]:
     runs = []
-    for seed in seeds:
+    for i, seed in enumerate(seeds):
+        job = dataclasses.replace(job, seeds_after=len(seeds) - i - 1)
         path = log_dir / f"mlperf-{job.recipe.name}-seed{seed}.log" if log_dir else None
         log = RunLog(path)
         try:
