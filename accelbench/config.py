@@ -2,8 +2,9 @@
 
 Only facts about the user's machine live here, never benchmark parameters::
 
-    # ~/.config/accelbench/config.toml
-    price_per_hour = 3.06   # USD per hour of this machine: cost to accuracy
+    # ~/.config/accelbench/config.toml: one way of pricing this machine (see accelbench.cost.price)
+    price_per_hour = 3.06   # USD per hour, or instance = "p5.48xlarge" (the shipped, dated table), or
+    # purchase_price = 30000 with amortize_years = 3 [power_cost_kwh = 0.15 with board_watts = 700]
 """
 
 from __future__ import annotations
@@ -37,11 +38,3 @@ def load() -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not valid TOML ({exc}); fix or remove it") from None
-
-
-def price_per_hour() -> float:
-    """USD per hour of this machine from the config file (0 when not set)."""
-    value = load().get("price_per_hour", 0.0)
-    if not isinstance(value, (int, float)) or value < 0:
-        raise UsageError(f"price_per_hour in {config_path()} must be a non-negative number, got {value!r}")
-    return float(value)

@@ -61,6 +61,8 @@ class BenchmarkInfo:
     primary_metric: str | None = None
     hidden: bool = False
     command: Command | None = None
+    #: the measured figures a price turns into per-dollar ones, the first present wins (kernels: none)
+    priced: tuple[str, ...] = ()
 
     def load(self) -> Callable[[Any, RunContext], Iterable[Any]]:
         module, _, func = self.target.partition(":")
@@ -131,6 +133,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.train.run:run",
             timeout=3600,
             primary_metric="throughput",
+            priced=("throughput",),
             command=Command(
                 "train",
                 "training throughput (samples/s) of a model on synthetic data, as tf_cnn_benchmarks measured it",
@@ -152,6 +155,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.infer.run:run",
             timeout=1800,
             primary_metric=None,
+            priced=("throughput", "queries_per_second"),
             command=Command(
                 "infer",
                 "inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
@@ -178,6 +182,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.tta.run:run",
             timeout=7 * 24 * 3600,
             primary_metric="time_to_target_seconds",
+            priced=("time_to_target_seconds",),
             command=Command(
                 "tta",
                 "time (and cost) to accuracy on real data over several seeds: MLPerf Training, DAWNBench",
@@ -186,7 +191,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
                 "and data staging (MLPerf's run_start) and stops at the first evaluation that reaches the target. "
                 "The score is the olympic mean (the fastest and the slowest runs dropped); a run that hits "
                 "--max-epochs counts as the slowest, and more than one such run makes the result invalid. With a "
-                "price per hour (--price-per-hour, or price_per_hour in config.toml) the cost to accuracy is "
+                "price (--price-per-hour, --instance, --purchase-price, or config.toml) the cost to accuracy is "
                 "recorded too. digits needs no download (scikit-learn ships it).",
                 positional="workload",
                 metavar="WORKLOAD",

@@ -96,7 +96,7 @@ def main() -> int:
                 print(f"$ {cmd}", file=sys.stderr)
                 output = run(cmd, home, work)
                 # ids the old output printed, in order, stand for those the new output printed
-                for old, now in zip(RUN_ID.findall("\n".join(old_output)), RUN_ID.findall(output)):
+                for old, now in zip(RUN_ID.findall("\n".join(old_output)), RUN_ID.findall(output), strict=False):
                     ids.setdefault(old, now)
                 for old, now in ids.items():
                     shown = shown.replace(old, now)

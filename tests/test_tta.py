@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from tta_fixtures import write_cifar, write_imagefolder, write_mnist, write_ratings
 
+from accelbench.cost.price import Price, stated
 from accelbench.errors import UsageError
 from accelbench.suite.runner import RunOptions, run_suite
 from accelbench.suite.suites import Suite, make_entry
@@ -19,15 +20,15 @@ TTA = "tta/time_to_target"
 
 @pytest.fixture
 def run_isolated(tmp_path, store, profile):
-    def run(params: dict) -> list:
+    def run(params: dict, price: Price | None = None) -> list:
         suite = Suite("t", [make_entry(TTA, {"threads": 2, **params})])
-        return run_suite(suite, store, RunOptions(out_dir=tmp_path), profile=profile).results
+        return run_suite(suite, store, RunOptions(out_dir=tmp_path, price=price), profile=profile).results
 
     return run
 
 
 def test_digits_reaches_98_percent_with_two_seeds(run_isolated):
-    [r] = run_isolated({"workload": "digits", "seeds": 2, "seed": 7, "price_per_hour": 3.6})
+    [r] = run_isolated({"workload": "digits", "seeds": 2, "seed": 7}, price=stated(3.6, "test"))
     assert r.status == "ok", r.error or r.reason
     seeds = r.details["seeds"]
     assert [s["seed"] for s in seeds] == [7, 8] and all(s["converged"] for s in seeds)
@@ -195,7 +196,6 @@ def test_olympic_scoring():
         ({"workload": "digitz"}, "did you mean 'digits'"),
         ({"workload": "digits", "target": 1.5}, "outside top1's range"),
         ({"workload": "digits", "seeds": 0}, "positive"),
-        ({"workload": "digits", "price_per_hour": -1}, "must be positive"),
         ({"workload": "mnist"}, "train-images-idx3-ubyte"),
         ({"workload": "cifar10", "data_dir": "/nonexistent"}, "not a directory"),
     ],
@@ -214,18 +214,6 @@ def test_a_data_dir_without_the_files_is_one_line(tmp_path, cli_env):
     for workload, names in (("cifar10", "data_batch_1"), ("imagenet", "train/"), ("movielens", "ratings.csv")):
         with pytest.raises(UsageError, match=names):
             make_entry(TTA, {"workload": workload, "data_dir": str(tmp_path)})
-
-
-def test_price_from_the_config_file(tmp_path, monkeypatch):
-    from accelbench import config
-
-    monkeypatch.setenv("ACCELBENCH_HOME", str(tmp_path))
-    assert config.price_per_hour() == 0.0
-    (tmp_path / "config.toml").write_text("price_per_hour = 2.5\n")
-    assert config.price_per_hour() == 2.5
-    (tmp_path / "config.toml").write_text("price_per_hour = 'cheap'\n")
-    with pytest.raises(UsageError, match="non-negative number"):
-        config.price_per_hour()
 
 
 def test_cifar_augmentation_keeps_shape_and_flips():

@@ -139,3 +139,30 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds before a benchmark is killed and recorded as failed",
     )
+    add_price_options(p)
+
+
+def add_price_options(p: argparse.ArgumentParser) -> None:
+    """One way of pricing the machine; each record then carries the price and its per-dollar figures."""
+    g = p.add_argument_group(
+        "price (one of; else config.toml's; none: no per-dollar figures)",
+        "Records made with a price keep it, with its source, and add per-dollar figures: training and Offline "
+        "samples per USD/h, per USD and USD per million; Server USD per million queries; tta cost to target.",
+    )
+    g.add_argument("--price-per-hour", type=float, metavar="USD", help="what an hour of this machine costs")
+    g.add_argument(
+        "--instance",
+        metavar="NAME",
+        help="a cloud instance of the shipped, dated price table (accelbench reference --prices), e.g. p5.48xlarge",
+    )
+    g.add_argument("--purchase-price", type=float, metavar="USD", help="an owned machine: what it cost to buy")
+    g.add_argument(
+        "--amortize-years", type=float, metavar="N", help="with --purchase-price: years of round-the-clock use"
+    )
+    g.add_argument(
+        "--power-cost-kwh",
+        type=float,
+        metavar="USD",
+        help="with --purchase-price: electricity per kWh, at --board-watts (stated, labelled nominal)",
+    )
+    g.add_argument("--board-watts", type=float, metavar="W", help="with --power-cost-kwh: the machine's stated draw")

@@ -104,6 +104,23 @@ def _options(ns: argparse.Namespace) -> Any:
         out_dir=ns.out,
         retry_failed=getattr(ns, "retry_failed", False),
         command=shlex.join(["accelbench", *sys.argv[1:]]),
+        price=_price(ns),
+    )
+
+
+def _price(ns: argparse.Namespace) -> Any:
+    from accelbench import config
+    from accelbench.cost.price import from_options
+
+    return from_options(
+        price_per_hour=ns.price_per_hour,
+        instance_name=ns.instance,
+        purchase_price=ns.purchase_price,
+        amortize_years=ns.amortize_years,
+        power_cost_kwh=ns.power_cost_kwh,
+        board_watts=ns.board_watts,
+        config=config.load(),
+        config_where=str(config.config_path()),
     )
 
 
@@ -114,6 +131,7 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
     from accelbench.suite.runner import run_suite
     from accelbench.system.profile import collect_profile
 
+    options = _options(ns)  # a bad price is bad input: said before anything is opened or measured
     store = Store(ns.db)
     profile = collect_profile()
     if ns.device is not None:
@@ -128,7 +146,7 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
     if estimates is None:
         return 0
     with ProgressObserver(estimates, quiet=ns.json) as observer:
-        summary = run_suite(suite or Suite("resume", []), store, _options(ns), observer, resume=resume, profile=profile)
+        summary = run_suite(suite or Suite("resume", []), store, options, observer, resume=resume, profile=profile)
     counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
     if ns.json:
         sys.stdout.write(json.dumps(summary_dict(summary, store.path, counts), indent=2) + "\n")
@@ -232,15 +250,15 @@ def cmd_kernel(ns: argparse.Namespace) -> int:
 
 def cmd_family(ns: argparse.Namespace) -> int:
     from accelbench.cli.kernel_args import entries_from_args
-    from accelbench.cli.render import console
+    from accelbench.cli.render import console, err_console
     from accelbench.registry import get
 
     info = get(ns.benchmark)
     ns.sweep = False  # the positional is a list: it sweeps like any other flag
     suite = Suite(info.command.name, entries_from_args(ns, info.name, info.params), source="command line")
     _check_environment(suite, ns.device)
-    if info.command.note:
-        console.print(f"[dim]{info.command.note}[/]")
+    if info.command.note and not ns.dry_run:  # stdout is the JSON's alone with --json
+        (err_console if ns.json else console).print(f"[dim]{info.command.note}[/]")
     return _execute(ns, suite, after=lambda summary: _print_scaling(summary, info.command))
 
 

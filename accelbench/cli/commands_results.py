@@ -71,7 +71,13 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cmp_.add_argument("baseline", help="run id or tag:KEY=VALUE")
-    cmp_.add_argument("candidate", help="run id or tag:KEY=VALUE")
+    cmp_.add_argument("candidate", nargs="?", help="run id or tag:KEY=VALUE (not with --reference)")
+    cmp_.add_argument(
+        "--reference",
+        action="store_true",
+        help="put BASELINE's results beside the published ones of the same task and model (accelbench reference), "
+        "per system, per device and per USD/h, with what differs in words",
+    )
     cmp_.add_argument(
         "--ignore",
         action="append",
@@ -211,6 +217,14 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     from accelbench.results.compare import compare, select
 
     store = _store(ns)
+    if ns.reference:
+        from accelbench.cli.commands_reference import print_beside_references
+
+        if ns.candidate:
+            raise UsageError("--reference compares one run with published results: give BASELINE only")
+        return print_beside_references(select(store, ns.baseline), ns.baseline, ns.json)
+    if not ns.candidate:
+        raise UsageError("compare needs BASELINE and CANDIDATE (or BASELINE --reference)")
     base, cand = select(store, ns.baseline), select(store, ns.candidate)
     comparison = compare(base, cand, ignore=ns.ignore, metric=ns.metric, describe=describe_params)
     if ns.json:
@@ -222,4 +236,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
             "--ignore PARAM pairs records that differ in PARAM"
         )
     console.print(compare_table(comparison, ns.baseline, ns.candidate))
+    from accelbench.cli.commands_reference import print_published_ratios
+
+    print_published_ratios(base, cand)  # seed 000's V100-PCIe over T4, when these are the two systems
     return 0

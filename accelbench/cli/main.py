@@ -7,7 +7,14 @@ import sys
 from typing import Sequence
 
 from accelbench import __version__
-from accelbench.cli import commands_history, commands_info, commands_measure, commands_report, commands_results
+from accelbench.cli import (
+    commands_history,
+    commands_info,
+    commands_measure,
+    commands_reference,
+    commands_report,
+    commands_results,
+)
 from accelbench.cli.args import Parser
 from accelbench.errors import UsageError
 
@@ -19,7 +26,8 @@ quick start:
   accelbench run                   run the default suite (quick on a CPU, standard on a GPU)
   accelbench kernels gemm --m 4096 --n 4096 --k 4096 --precision bf16
   accelbench results list          what has been measured
-  accelbench compare RUN_A RUN_B   ratios with a verdict that respects noise
+  accelbench compare RUN_A RUN_B   ratios with a verdict that respects noise (and per dollar, when priced)
+  accelbench compare RUN --reference   this run beside published results (accelbench reference)
   accelbench report -o r/          the latest run as r/report.html and r/report.md
 """
 
@@ -36,6 +44,7 @@ def build_parser() -> Parser:
     commands_results.register(sub)
     commands_history.register(sub)
     commands_report.register(sub)
+    commands_reference.register(sub)
     commands_info.register(sub)
     return parser
 

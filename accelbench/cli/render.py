@@ -193,6 +193,7 @@ _PLAIN = {
     "samples_to_target": lambda v: f"{fmt.number(v, 4)} samples",
     "time_to_target_spread": lambda v: f"spread {v:.0%}",
     "cost_to_target_usd": lambda v: f"${v:.4g}",
+    "usd_per_million": lambda v: f"${fmt.number(v, 3)} per 1M",
     "quality_ratio": lambda v: f"{v:.2%} of FP32",
 }
 
@@ -207,6 +208,8 @@ def _details(r: Result) -> str:
             continue  # one device: the same figure
         if name.startswith("latency_") and name not in ("latency_p50_seconds", "latency_p99_seconds"):
             continue  # the full set is in the record; the table shows the median and the tail
+        if name in ("per_usd", "per_usd_hour"):
+            continue  # the same price as USD per million, which the table shows
         shown.append(_detail(name, m))
     if r.valid is not None:
         shown.insert(0, "VALID" if r.valid else "[red]INVALID[/]")
@@ -293,9 +296,13 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     def side(m: Any, valid: bool | None) -> str:
         return f"{fmt.metric(m)} {fmt.ci_percent(m)}" + (" [red]INVALID[/]" if valid is False else "")
 
+    priced = any(r.per_dollar_speedup is not None for r in rows)
+    if priced:  # performance per dollar beside performance, where both sides carry a price
+        for col in ("baseline per $", "candidate per $", "per $"):
+            table.add_column(col, justify="right")
     for r in rows:
         v = r.verdict
-        table.add_row(
+        cells = [
             escape(r.benchmark),
             escape(r.workload),
             escape(r.metric),
@@ -303,7 +310,15 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
             side(r.candidate, r.candidate_valid),
             f"{r.speedup:.2f}x",
             f"[{colour.get(v, 'dim')}]{v}[/]",
-        )
+        ]
+        if priced:
+            s = r.per_dollar_speedup
+            cells += (
+                [escape(fmt.metric(r.baseline_per_dollar)), escape(fmt.metric(r.candidate_per_dollar)), f"{s:.2f}x"]
+                if s is not None and r.baseline_per_dollar and r.candidate_per_dollar
+                else ["", "", ""]
+            )
+        table.add_row(*cells)
     judged = [r for r in rows if not r.verdict.startswith("not judged")]
     lines = []
     gm = geometric_mean(r.speedup for r in judged)
@@ -316,6 +331,8 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     ):
         if names:
             lines.append(f"{escape(label)}: {escape(', '.join(names))}")
+    if priced:
+        lines.append("per $: each side's figure per USD/h of its machine (or its cost), at the price its records carry")
     table.caption = "\n".join(lines) or None
     return table
 

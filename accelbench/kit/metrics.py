@@ -37,6 +37,14 @@ def scaled(metric: Metric, factor: float, unit: str | None = None) -> Metric:
     )
 
 
+def inverse(metric: Metric, numerator: float, unit: str) -> Metric:
+    """``numerator / metric`` (USD per million images from images per USD): the interval inverts."""
+    ci = (numerator / metric.ci95[1], numerator / metric.ci95[0]) if metric.ci95 and metric.ci95[0] > 0 else None
+    return Metric(
+        value=numerator / metric.value, unit=unit, higher_is_better=not metric.higher_is_better, ci95=ci, n=metric.n
+    )
+
+
 def pct_of_peak(throughput: Metric, peak: float) -> Metric:
     """A throughput as a percentage of a peak of the same unit, interval included."""
     return scaled(throughput, 100.0 / peak, "%")

@@ -8,12 +8,13 @@ from accelbench.report.inference import inference
 from accelbench.report.model import Document
 from accelbench.report.overview import machines, summary
 from accelbench.report.perf import kernels, training
+from accelbench.report.published import published
 from accelbench.report.trends import comparisons, history
 from accelbench.report.tta import tta
 from accelbench.results.record import now_iso
 
 #: section builders, each returning None when the records hold nothing for it
-SECTIONS = (summary, machines, kernels, training, tta, inference, comparisons, history)
+SECTIONS = (summary, machines, kernels, training, tta, inference, published, comparisons, history)
 
 __all__ = ["ReportInput", "build"]
 

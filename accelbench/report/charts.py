@@ -78,7 +78,7 @@ def _plain_log(ax: "Axes", *axes: tuple[str, str]) -> None:
     from matplotlib.ticker import FuncFormatter
 
     for name, suffix in axes:
-        fmt = FuncFormatter(lambda v, _, s=suffix: f"{v:.3g}{s}")
+        fmt = FuncFormatter(lambda v, _, s=suffix: f"{v:,.6g}{s}")
         axis = ax.xaxis if name == "x" else ax.yaxis
         axis.set_major_formatter(fmt)
         axis.set_minor_formatter(fmt)
@@ -92,18 +92,28 @@ def _errors(bars: Sequence[Bar]) -> list[list[float]] | None:
     return [[max(v, 0.0) for v in lo], [max(v, 0.0) for v in hi]]
 
 
-def draw_bar_panels(fig: "Figure", panels: Sequence[tuple[str, str, Sequence[Bar]]]) -> None:
-    """One panel per (title, unit, bars): figures in different units never share an axis."""
+def draw_bar_panels(
+    fig: "Figure", panels: Sequence[tuple[str, str, Sequence[Bar]]], log: bool = False, highlight_first: bool = False
+) -> None:
+    """One panel per (title, unit, bars): figures in different units never share an axis; ``log`` where the
+    bars span orders of magnitude (a CPU beside an H100); ``highlight_first``: this machine among others."""
     heights = [len(bars) + 1.5 for _, _, bars in panels]
     axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights}).ravel()
     for ax, (title, unit, bars) in zip(axes, panels, strict=True):
         y = list(range(len(bars)))
-        ax.barh(y, [b.value for b in bars], xerr=_errors(bars), color=[PALETTE[i % 8] for i in y], capsize=3)
+        colors = [PALETTE[1] if i == 0 else NEUTRAL for i in y] if highlight_first else [PALETTE[i % 8] for i in y]
+        ax.barh(y, [b.value for b in bars], xerr=_errors(bars), color=colors, capsize=3)
         ax.set_yticks(y, [b.label for b in bars])
         ax.invert_yaxis()
         ax.set_title(title, loc="left")
         ax.set_xlabel(unit)
         ax.grid(axis="y", visible=False)
+        if log:
+            from matplotlib.ticker import NullFormatter
+
+            ax.set_xscale("log")
+            _plain_log(ax, ("x", ""))
+            ax.xaxis.set_minor_formatter(NullFormatter())  # a label per decade; minor ticks crowd
 
 
 def draw_roofline(

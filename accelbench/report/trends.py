@@ -7,7 +7,7 @@ from functools import partial
 import accelbench.report.charts as charts
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
-from accelbench.results.compare import compare, geometric_mean
+from accelbench.results.compare import Row, compare, geometric_mean
 from accelbench.results.history import histories
 from accelbench.results.record import Result
 
@@ -56,6 +56,7 @@ def comparisons(inp: ReportInput) -> Section | None:
             section.blocks.append(sub)
             continue
         gm = geometric_mean(r.speedup for r in c.rows)
+        priced = any(r.per_dollar_speedup is not None for r in c.rows)
         rows = [
             [
                 f"{r.benchmark} {r.workload}",
@@ -66,6 +67,7 @@ def comparisons(inp: ReportInput) -> Section | None:
                 verdict(r.candidate_valid),
                 f"{r.speedup:.3g}x",
                 Cell(r.verdict, _VERDICT_MARK.get(r.verdict, "")),
+                *(_per_dollar(r) if priced else []),
             ]
             for r in c.rows
         ]
@@ -86,10 +88,17 @@ def comparisons(inp: ReportInput) -> Section | None:
         )
         sub.blocks.append(
             Table(
-                ["workload", "metric", base, "verdict", cand, "verdict", "speedup", "judged"],
+                ["workload", "metric", base, "verdict", cand, "verdict", "speedup", "judged"]
+                + ([f"{base} per $", f"{cand} per $", "per $"] if priced else []),
                 rows,
-                caption=f"Geometric mean of the speedups: {gm:.3g}x." if gm else "",
-                numeric=frozenset({2, 4, 6}),
+                caption=(f"Geometric mean of the speedups: {gm:.3g}x." if gm else "")
+                + (
+                    " Per $: each side's figure per USD/h of its machine (or its cost), at the price its records "
+                    "carry, with its source in the record."
+                    if priced
+                    else ""
+                ),
+                numeric=frozenset({2, 4, 6, 8, 9, 10}),
             )
         )
         unpaired = [f"only {base}: {w}" for w in c.only_baseline] + [f"only {cand}: {w}" for w in c.only_candidate]
@@ -104,6 +113,13 @@ def comparisons(inp: ReportInput) -> Section | None:
             )
         section.blocks.append(sub)
     return section
+
+
+def _per_dollar(r: Row) -> list[str]:
+    s = r.per_dollar_speedup
+    if s is None:
+        return ["", "", ""]
+    return [figure(r.baseline_per_dollar), figure(r.candidate_per_dollar), f"{s:.3g}x"]
 
 
 def history(inp: ReportInput) -> Section | None:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from accelbench.cost.figures import PER_DOLLAR
 from accelbench.errors import UsageError
 from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
 from accelbench.results.record import Metric, Result
@@ -35,6 +36,17 @@ class Row:
     #: each side's own verdict (LoadGen's VALID, an accuracy gate); None where the benchmark gives none
     baseline_valid: bool | None = None
     candidate_valid: bool | None = None
+    #: each side's figure per dollar (rate per USD/h, or cost to target) where both records carry a price
+    baseline_per_dollar: Metric | None = None
+    candidate_per_dollar: Metric | None = None
+
+    @property
+    def per_dollar_speedup(self) -> float | None:
+        """> 1 when the candidate gives more for the money (whichever way the figure runs)."""
+        b, c = self.baseline_per_dollar, self.candidate_per_dollar
+        if b is None or c is None or not b.value or not c.value:
+            return None
+        return c.value / b.value if b.higher_is_better else b.value / c.value
 
     @property
     def ratio(self) -> float:
@@ -75,6 +87,9 @@ class Row:
             "ratio": self.ratio,
             "speedup": self.speedup,
             "verdict": self.verdict,
+            "baseline_per_dollar": self.baseline_per_dollar.to_dict() if self.baseline_per_dollar else None,
+            "candidate_per_dollar": self.candidate_per_dollar.to_dict() if self.candidate_per_dollar else None,
+            "per_dollar_speedup": self.per_dollar_speedup,
         }
 
 
@@ -169,13 +184,20 @@ def compare(
         bm, cm = b.metrics[m], c.metrics[m]
         wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
         workload = wb if wb == wc else f"{wb} vs {wc}"
-        rows.append(Row(b.benchmark, workload, m, bm.unit, bm.higher_is_better, bm, cm, b.valid, c.valid))
+        pb, pc = (_per_dollar(r) for r in (b, c)) if metric is None else (None, None)
+        if pb is None or pc is None:
+            pb = pc = None
+        rows.append(Row(b.benchmark, workload, m, bm.unit, bm.higher_is_better, bm, cm, b.valid, c.valid, pb, pc))
     return Comparison(
         rows,
         only_baseline=[name(r) for k, r in base.items() if k not in cand],
         only_candidate=[name(r) for k, r in cand.items() if k not in base],
         repeated=sorted({name((base | cand)[k]) for k in rep_b | rep_c}),
     )
+
+
+def _per_dollar(r: Result) -> Metric | None:
+    return next((r.metrics[name] for name in PER_DOLLAR if name in r.metrics), None)
 
 
 def geometric_mean(values: Iterable[float]) -> float | None:

@@ -11,9 +11,21 @@ from __future__ import annotations
 from typing import Any, Callable
 
 #: Parameters that say how, where or with which luck (seeds, LoadGen's verdict) a figure was measured, not what
-#: was measured; ``compare`` ignores them when it pairs records of two machines.
+#: was measured; ``compare`` ignores them when it pairs records of two machines. (``price_per_hour``: a parameter
+#: of tta records made before prices moved into ``system.price``.)
 CONTEXT_PARAMS = frozenset(
-    {"device", "threads", "min_time", "max_time", "min_reps", "warmup_time", "warmup", "seed", "seeds_used"}
+    {
+        "device",
+        "threads",
+        "min_time",
+        "max_time",
+        "min_reps",
+        "warmup_time",
+        "warmup",
+        "seed",
+        "seeds_used",
+        "price_per_hour",
+    }
 )
 
 Describe = Callable[[str, dict[str, Any]], str]

@@ -21,6 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
+from accelbench import registry
+from accelbench.cost.figures import priced
+from accelbench.cost.price import Price
 from accelbench.errors import UsageError
 from accelbench.results.record import Result, now_iso, schema_errors
 from accelbench.results.runfolder import DEFAULT_OUT, RunFolder
@@ -46,6 +49,8 @@ class RunOptions:
     out_dir: Path = DEFAULT_OUT
     retry_failed: bool = False
     command: str = ""
+    #: what an hour of this machine costs (stated, owned or a named instance): priced figures in every record
+    price: Price | None = None
 
 
 class Observer(Protocol):
@@ -244,6 +249,10 @@ class SuiteRunner:
         result.spec_key = key
         result.tags = dict(self.options.tags)
         result.system = {"fingerprint": self.profile["fingerprint"], "profile": self.profile}
+        if self.options.price is not None:
+            result.system["price"] = self.options.price.to_dict()
+            if result.status == "ok":
+                result.metrics |= priced(result, registry.get(result.benchmark).priced, self.options.price)
         try:
             problems = schema_errors(json.loads(result.to_json()))
         except ValueError as exc:  # NaN or infinity in a metric

@@ -1,4 +1,4 @@
-"""``tta/time_to_target``: N seeds to the quality target, scored as MLPerf scores them, priced if asked.
+"""``tta/time_to_target``: N seeds to the quality target, scored as MLPerf scores them (the runner prices it).
 
 Seeds run one after another in this worker process (or, with ``--nproc``, in a
 ``torchrun`` job whose rank 0 reports every seed). Each seed writes its own
@@ -12,7 +12,6 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
-from accelbench.config import price_per_hour
 from accelbench.devices.precision import precision_reason
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
@@ -120,7 +119,6 @@ def _result(
 ) -> Result:
     r = recipe(params.workload)
     score = olympic([run.time_to_target for run in runs])
-    price = params.price_per_hour or price_per_hour()
     record |= {"target": job["target"], "batch_size": job["batch"], "precision": job["precision"]}
     details: dict[str, Any] = {
         "metric": r.metric,
@@ -130,7 +128,6 @@ def _result(
         "seeds": [run.to_dict() for run in runs],
         "recipe": r.source,
         "mlperf_logs": [run.log for run in runs if run.log],
-        "price_per_hour_usd": price or None,
     }
     converged = [run for run in runs if run.converged]
     if not score.valid or score.time_to_target is None:
@@ -147,8 +144,6 @@ def _result(
         "throughput": fig.figure(sum(x.throughput for x in runs) / len(runs), "samples/s", higher_is_better=True),
         "time_to_target_spread": fig.figure(score.spread or 0.0, "fraction", higher_is_better=False),
     }
-    if price:
-        metrics["cost_to_target_usd"] = fig.figure(score.time_to_target / 3600 * price, "USD", higher_is_better=False)
     warnings = fig.warnings_of(None, conditions)
     if score.converged < score.runs:
         warnings.append(f"{score.runs - score.converged} run did not reach the target; it was dropped as the slowest")

@@ -32,9 +32,6 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     )
     compile: bool = opt(False, "torch.compile the model (compilation happens before the clock starts)", sweep=False)
     nproc: int = opt(1, "processes (devices), DDP under torchrun with the per-device batch")
-    price_per_hour: float = opt(
-        0.0, "USD per hour of the machine (0: from the config file's price_per_hour, if any)", sweep=False
-    )
 
     def validate(self) -> None:
         from accelbench.tta.recipes import recipe
@@ -51,8 +48,6 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         self.validate_nodes()
         if self.max_epochs < 0 or self.batch_size < 0:
             raise UsageError("--max-epochs and --batch-size must not be negative")
-        if self.price_per_hour < 0:
-            raise UsageError(f"--price-per-hour must be positive, got {self.price_per_hour:g}")
         if r.needs_data_dir and not self.data_dir:
             raise UsageError(f"{r.name} reads its dataset from --data-dir DIR: {r.data_hint}")
         if self.data_dir and not Path(self.data_dir).expanduser().is_dir():

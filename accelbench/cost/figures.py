@@ -1,0 +1,53 @@
+"""The per-dollar figures of a record, derived once from its measured figure and the machine's price.
+
+A rate (``throughput`` in images/s, a Server run's queries/s) gives three: the rate per USD/h (seed 003's
+"images/s per $/h"), the work per USD, and the USD per million of work; a time (time to target) gives its
+cost. Intervals carry over: a rate's interval scales, a cost per unit of work inverts it.
+"""
+
+from __future__ import annotations
+
+from accelbench.cost.price import Price
+from accelbench.kit import metrics as fig
+from accelbench.results.record import Metric, Result
+
+#: the figure compare and the report put beside performance: per USD/h for a rate, the cost for a time
+PER_DOLLAR = ("per_usd_hour", "cost_to_target_usd")
+
+
+def _work(unit: str) -> str:
+    """'images/s' -> 'images'; 'queries/s' -> 'queries'."""
+    return unit.removesuffix("/s").removesuffix(" per device") or "samples"
+
+
+def is_rate(m: Metric) -> bool:
+    return m.higher_is_better and m.unit.endswith("/s") and "B/s" not in m.unit
+
+
+def of_rate(rate: Metric, price: Price) -> dict[str, Metric]:
+    usd_h = price.usd_per_hour
+    work = _work(rate.unit)
+    per_usd_hour = fig.scaled(rate, 1 / usd_h, f"{rate.unit} per USD/h")
+    per_usd = fig.scaled(rate, 3600 / usd_h, f"{work} per USD")
+    return {
+        "per_usd_hour": per_usd_hour,
+        "per_usd": per_usd,
+        "usd_per_million": fig.inverse(per_usd, 1e6, f"USD per 1M {work}"),
+    }
+
+
+def of_time(seconds: Metric, price: Price) -> dict[str, Metric]:
+    return {"cost_to_target_usd": fig.scaled(seconds, price.usd_per_hour / 3600, "USD")}
+
+
+def priced(result: Result, basis: tuple[str, ...], price: Price) -> dict[str, Metric]:
+    """The cost figures of ``result`` from the first of ``basis`` it measured (none for a kernel)."""
+    for name in basis:
+        m = result.metrics.get(name)
+        if m is None or not m.value:
+            continue
+        if m.unit == "s":
+            return of_time(m, price)
+        if is_rate(m):
+            return of_rate(m, price)
+    return {}

@@ -1,0 +1,115 @@
+"""Published results shipped with the package, each with the place a reader can open to check it.
+
+``data/reference_results.csv`` holds the seeds' own tables and Lambda's PyTorch training throughput (see
+``data/README.md`` for the columns). Rows are facts as published: a row whose figure is a ratio between
+two accelerators (seed 000's V100-PCIe over T4) is kept, and flagged, never turned into an absolute figure.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+#: the accelbench benchmark a reference task corresponds to
+TASKS = {"train_throughput": "train/throughput", "time_to_accuracy": "tta/time_to_target"}
+
+
+@dataclass(frozen=True)
+class Reference:
+    source: str
+    source_ref: str
+    published: str
+    accelerator: str
+    count: str  # "4", or "1-4" for a ratio over counts
+    framework: str
+    task: str
+    model: str
+    precision: str
+    batch_per_device: str
+    data: str
+    metric: str
+    value: float
+    unit: str
+    price_usd_per_hour: float | None
+    notes: str
+
+    @property
+    def is_ratio(self) -> bool:
+        """A ratio between two accelerators, not a figure of one machine."""
+        return self.unit.startswith("x ")
+
+    @property
+    def devices(self) -> int | None:
+        return int(self.count) if self.count.isdigit() else None
+
+    @property
+    def per_device(self) -> float | None:
+        return self.value / self.devices if self.devices and not self.is_ratio else None
+
+    @property
+    def figure(self) -> str:
+        """The figure with the digits its source gave (274, 379.06, 20,730), and its unit."""
+        return f"{self.value:,.6g} {self.unit}"
+
+    @property
+    def per_usd_hour(self) -> float | None:
+        """Seed 003's figure: the rate per USD/h of the machine, where the source gave its price."""
+        if self.price_usd_per_hour and self.unit.endswith("/s"):
+            return self.value / self.price_usd_per_hour
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"per_device": self.per_device, "per_usd_hour": self.per_usd_hour}
+
+
+@lru_cache(maxsize=1)
+def references() -> tuple[Reference, ...]:
+    text = resources.files("accelbench.reference").joinpath("data/reference_results.csv").read_text(encoding="utf-8")
+    rows = []
+    for r in csv.DictReader(text.splitlines()):
+        price = r.get("price_usd_per_hour") or ""
+        rows.append(
+            Reference(
+                source=r["source"],
+                source_ref=r["source_ref"],
+                published=r["published"],
+                accelerator=r["accelerator"],
+                count=r["count"],
+                framework=r["framework"],
+                task=r["task"],
+                model=r["model"],
+                precision=r["precision"],
+                batch_per_device=r["batch_per_device"],
+                data=r["data"],
+                metric=r["metric"],
+                value=float(r["value"]),
+                unit=r["unit"],
+                price_usd_per_hour=float(price) if price else None,
+                notes=r["notes"],
+            )
+        )
+    return tuple(rows)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if w}
+
+
+def accelerator_matches(query: str, accelerator: str) -> bool:
+    """'h100' finds 'H100 80GB SXM5'; 'rtx 8000' finds 'Quadro RTX 8000': every word of the query is in it."""
+    return _words(query) <= _words(accelerator)
+
+
+def select(*, model: str | None = None, accelerator: str | None = None, task: str | None = None) -> list[Reference]:
+    """The rows for a model, an accelerator (every word of it), a task, in the table's order."""
+    return [
+        r
+        for r in references()
+        if (model is None or r.model == model)
+        and (accelerator is None or accelerator_matches(accelerator, r.accelerator))
+        and (task is None or r.task == task or TASKS.get(r.task) == task)
+    ]
