@@ -211,3 +211,27 @@ def test_published_ratios_appear_for_the_pair_of_accelerators_they_describe() ->
     assert {r.model for r in rows} == {"resnet50", "ssd", "maskrcnn", "gnmt", "transformer"}
     assert all(r.is_ratio and r.unit.startswith("x (V100-PCIe over T4)") for r in rows)
     assert ratio_rows(("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB")) == []
+
+
+def test_an_inference_result_meets_mlperf_inference_submissions_of_its_scenario() -> None:
+    from accelbench.reference.match import matches
+
+    def served(scenario: str, metric: str, value: float, unit: str) -> Result:
+        return Result(
+            "infer/loadgen",
+            {"model": "resnet50", "scenario": scenario, "backend": "onnxruntime", "precision": "fp32", "nproc": 1},
+            metrics={metric: Metric(value=value, unit=unit, higher_is_better=True)},
+            valid=True,
+            system={"fingerprint": "x", "profile": {"torch": {"version": "2.14.1+cpu"}}},
+        )
+
+    offline = matches(served("offline", "throughput", 887.143, "samples/s"))
+    h100 = next(m for m in offline if m.reference.accelerator == "H100 SXM5 80GB")
+    assert h100.ratio == pytest.approx(0.01) and h100.reference.metric == "throughput"
+    words = " ".join(h100.differences)
+    assert "TensorRT 9.3.0, CUDA 12.2 vs accelbench's onnxruntime backend (PyTorch 2.14.1)" in words
+    assert "published precision not stated (here fp32)" in words and "quick LoadGen profile" in words
+    server = matches(served("server", "queries_per_second", 198.0722, "queries/s"))
+    assert {m.reference.metric for m in server} == {"queries_per_second"}  # Server meets Server only
+    assert next(m for m in server if "Xeon" in m.reference.accelerator).ratio == pytest.approx(0.01)
+    assert matches(served("singlestream", "latency_p90_seconds", 0.01, "s")) == []  # nothing published to meet

@@ -62,10 +62,11 @@ class Match:
 
 
 def _framework(r: Result) -> str:
-    sw = (r.system.get("profile") or {}).get("software") or {}
-    version = str(sw.get("torch") or "").split("+")[0]
+    version = str(((r.system.get("profile") or {}).get("torch") or {}).get("version") or "").split("+")[0]
+    if r.benchmark == "infer/loadgen":
+        return f"accelbench's {r.params.get('backend', 'torch')} backend (PyTorch {version})"
     mode = "torch.compile" if r.params.get("compile") else "eager"
-    return f"PyTorch {version} {mode}".replace("  ", " ")
+    return f"PyTorch {version} {mode}"
 
 
 def differences(r: Result, ref: Reference) -> tuple[str, ...]:
@@ -73,23 +74,37 @@ def differences(r: Result, ref: Reference) -> tuple[str, ...]:
     out: list[str] = []
     if r.params.get("scale", "full") != "full":
         out.append(f"accelbench's {r.params.get('scale')}-scale {r.params.get('model')}, not the full model")
-    if not ref.framework.startswith("PyTorch"):
+    if not ref.framework.startswith("PyTorch") or r.benchmark == "infer/loadgen":
         out.append(f"{ref.framework} vs {_framework(r)}")
     precision = str(r.params.get("precision", ""))
-    if precision not in _SAME_PRECISION.get(ref.precision, {ref.precision}):
+    if ref.precision == "not stated":
+        out.append(f"published precision not stated (here {precision})")
+    elif precision not in _SAME_PRECISION.get(ref.precision, {ref.precision}):
         out.append(f"{ref.precision} vs {precision}")
+    if r.benchmark == "infer/loadgen":
+        if r.params.get("profile", "quick") != "official":
+            out.append("accelbench's quick LoadGen profile (seconds), not MLPerf's 600 s official run")
+        if r.valid is False:
+            out.append("this run is INVALID by LoadGen's rules")
     batch = r.params.get("batch_size")
     if ref.batch_per_device and str(batch) != ref.batch_per_device:
         out.append(f"batch {ref.batch_per_device} vs {batch} per device")
     elif not ref.batch_per_device:
         out.append(f"published batch not stated (here {batch} per device)")
-    data = str(r.params.get("data", "synthetic"))
+    data = _data(r)
     if not ref.data.startswith(data):
         out.append(f"{ref.data} vs {data} data")
     devices = _devices(r)
     if ref.devices is not None and ref.devices != devices:
         out.append(f"{ref.devices} vs {devices} device(s): compare per device")
     return tuple(out)
+
+
+def _data(r: Result) -> str:
+    """'real' or 'synthetic', as the reference rows' data column begins."""
+    if r.benchmark == "tta/time_to_target" or r.params.get("dataset"):
+        return "real"
+    return str(r.params.get("data", "synthetic"))
 
 
 def _devices(r: Result) -> int:
@@ -99,9 +114,12 @@ def _devices(r: Result) -> int:
 #: the record's metric that a published metric is compared with
 _METRIC = {
     "throughput": "throughput",
+    "queries_per_second": "queries_per_second",
     "time_to_target": "time_to_target_seconds",
     "cost_to_target": "cost_to_target_usd",
 }
+#: published metrics where more is better (a rate); the others are times and costs
+_RATES = {"throughput", "queries_per_second"}
 
 
 def _figure(r: Result, ref: Reference) -> float | None:
@@ -112,6 +130,8 @@ def _figure(r: Result, ref: Reference) -> float | None:
 def matches(result: Result) -> list[Match]:
     """The published rows of ``result``'s task and model (absolute figures only), each with its ratio."""
     task = next((t for t, bench in TASKS.items() if bench == result.benchmark), None)
+    if result.benchmark == "infer/loadgen":
+        task = f"inference_{result.params.get('scenario', '')}"
     model = result.params.get("model") or result.params.get("workload")
     if task is None or not model or result.status != "ok":
         return []
@@ -124,11 +144,10 @@ def matches(result: Result) -> list[Match]:
         if value is None:
             continue
         # a time is better when lower: the ratio is always "this machine's speed over the published one"
-        ratio = value / ref.value if ref.metric == "throughput" else ref.value / value
-        per_dev = None
-        if ref.metric == "throughput" and ref.per_device is not None:
-            per_dev = (value / _devices(result)) / ref.per_device
-        own_per_usd = value / price if price and ref.metric == "throughput" else None
+        rate = ref.metric in _RATES
+        ratio = value / ref.value if rate else ref.value / value
+        per_dev = (value / _devices(result)) / ref.per_device if rate and ref.per_device is not None else None
+        own_per_usd = value / price if price and rate else None
         out.append(Match(result, ref, ratio, per_dev, own_per_usd, ref.per_usd_hour, differences(result, ref)))
     return out
 

@@ -15,7 +15,12 @@ from importlib import resources
 from typing import Any
 
 #: the accelbench benchmark a reference task corresponds to
-TASKS = {"train_throughput": "train/throughput", "time_to_accuracy": "tta/time_to_target"}
+TASKS = {
+    "train_throughput": "train/throughput",
+    "time_to_accuracy": "tta/time_to_target",
+    "inference_offline": "infer/loadgen",
+    "inference_server": "infer/loadgen",
+}
 
 
 @dataclass(frozen=True)

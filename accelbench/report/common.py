@@ -75,6 +75,19 @@ def figure(m: Metric | None) -> str:
     return f"{fmt.metric(m)} {fmt.ci_percent(m)}".strip()
 
 
+def cost(r: Result) -> str:
+    """'$10.4 per 1M samples at $3.673/h': what the work cost, where the record carries a price."""
+    m = r.metrics.get("usd_per_million")
+    if m is None:
+        return ""
+    price = (r.system.get("price") or {}).get("usd_per_hour")
+    return f"${fmt.number(m.value, 3)} {m.unit.removeprefix('USD ')}" + (f" at ${price:,.4g}/h" if price else "")
+
+
+def priced(records: Iterable[Result]) -> bool:
+    return any("usd_per_million" in r.metrics for r in records)
+
+
 def verdict(valid: bool | None) -> Cell:
     if valid is None:
         return Cell("")

@@ -8,9 +8,11 @@ import accelbench.report.charts as charts
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
+    cost,
     family_section,
     figure,
     newest_first,
+    priced,
     status_cell,
     verdict,
 )
@@ -54,6 +56,7 @@ def inference(inp: ReportInput) -> Section | None:
         if scenario == "multistream":
             sub.title = "MultiStream"
         rows = []
+        with_cost = priced(mine)
         for r in newest_first(mine):
             why = "; ".join(r.details.get("invalid_reasons") or [])
             rows.append(
@@ -66,6 +69,7 @@ def inference(inp: ReportInput) -> Section | None:
                     (r.primary_metric or "").replace("_", " ") if r.status == "ok" else "",
                 ]
                 + [_latency(r, key) for _, key in PERCENTILES]
+                + ([cost(r)] if with_cost else [])
                 + [why or "; ".join(w for w in r.warnings if not w.startswith("INVALID"))]
             )
             peak = r.details.get("find_peak") or {}
@@ -99,9 +103,11 @@ def inference(inp: ReportInput) -> Section | None:
             (["system"] if multi else [])
             + ["workload", "status", "verdict", "result", "metric"]
             + [p for p, _ in PERCENTILES]
+            + (["cost"] if with_cost else [])
             + ["notes"]
         )
-        numeric = frozenset(range(len(cols) - 4, len(cols) - 1)) | {len(cols) - 6}
+        last = len(cols) - 1 - with_cost  # the latency columns end before cost and notes
+        numeric = frozenset(range(last - 3, last)) | {last - 5}
         sub.blocks.insert(0, Table(cols, rows, numeric=numeric))
         section.blocks.append(sub)
     return section

@@ -8,10 +8,12 @@ import accelbench.report.charts as charts
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
+    cost,
     device_of,
     family_section,
     figure,
     pct,
+    priced,
     status_cell,
     systems,
 )
@@ -148,6 +150,7 @@ def training(inp: ReportInput) -> Section | None:
             )
         )
     rows_ = []
+    with_cost = priced(recs)
     for r in recs:
         mem = r.metrics.get("peak_memory_bytes")
         est = bool((r.details.get("peak") or {}).get("estimated"))
@@ -161,6 +164,7 @@ def training(inp: ReportInput) -> Section | None:
                 figure(r.metrics.get("tflops")),
                 pct(r.metrics.get("pct_of_peak"), est),
                 fmt.bytes_(mem.value) if mem else "",
+                *([cost(r)] if with_cost else []),
                 "; ".join(r.warnings),
             ]
         )
@@ -172,6 +176,7 @@ def training(inp: ReportInput) -> Section | None:
         "model TFLOPS",
         "% of peak",
         "peak memory",
+        *(["cost"] if with_cost else []),
         "notes",
     ]
     section.blocks.append(Table(cols, rows_, numeric=frozenset(range(len(cols) - 6, len(cols) - 1))))
