@@ -4,7 +4,8 @@ The README promises real output; this keeps the promise when output changes. Eve
 README order, in one fresh home (a new results store, no config), at 110 columns and without a terminal,
 as a newcomer would run them one after the other. Run ids that later examples name (``results import
 accelbench-runs/<id>``) are carried over from the run that printed them. Paths under the temporary home
-are written as ``~``; trailing spaces are dropped. stdout is shown; stderr only for a command that exits 2
+are written as ``~``; trailing spaces are dropped. Each example is a bash command line (a loop is fine).
+stdout is shown; stderr only for a command that exits 2
 (an example of bad input).
 
     python docs/regen_readme.py            # rewrite README.md in place (minutes: it measures)
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -61,8 +61,7 @@ def run(cmd: str, home: Path, work: Path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELBENCH")}
     env |= {"HOME": str(home), "COLUMNS": "110", "XDG_CONFIG_HOME": str(home / ".config")}
     env.pop("XDG_DATA_HOME", None)
-    argv = shlex.split(cmd)
-    proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
+    proc = subprocess.run(["bash", "-c", cmd], cwd=work, env=env, capture_output=True, text=True)
     text = proc.stdout + (proc.stderr if proc.returncode == 2 else "")
     print(f"  exit {proc.returncode}", file=sys.stderr)
     text = text.replace(str(home), "~").replace(str(work) + "/", "")

@@ -210,13 +210,11 @@ def _details(r: Result) -> str:
             continue  # the full set is in the record; the table shows the median and the tail
         if name in ("per_usd", "per_usd_hour"):
             continue  # the same price as USD per million, which the table shows
-        shown.append(_detail(name, m))
+        estimated = name == "pct_of_peak" and (r.details.get("peak") or {}).get("estimated")
+        shown.append(_detail(name, m) + (" (est.)" if estimated else ""))
     if r.valid is not None:
         shown.insert(0, "VALID" if r.valid else "[red]INVALID[/]")
-    text = ", ".join(shown)
-    if (r.details.get("peak") or {}).get("estimated") and "pct_of_peak" in r.metrics:
-        text += " (est.)"
-    return text
+    return ", ".join(shown)
 
 
 def results_table(results: list[Result], title: str | None = None, show_ids: bool = False) -> Table:
