@@ -51,3 +51,32 @@ def priced(result: Result, basis: tuple[str, ...], price: Price) -> dict[str, Me
         if is_rate(m):
             return of_rate(m, price)
     return {}
+
+
+def energy(result: Result, basis: tuple[str, ...]) -> dict[str, Metric]:
+    """Per-sample (or per-query) energy, work per joule and average watts, where the window's energy was measured.
+
+    The average power over the metered window (the family's measured steps or LoadGen run) divided by the
+    measured rate; a time (to target) times that power. Nothing when no domain was measured: never a TDP.
+    """
+    reading = result.conditions.get("energy") or {}
+    joules, seconds = reading.get("joules"), reading.get("seconds")
+    if not joules or not seconds:
+        return {}
+    watts = joules / seconds
+    out = {"average_watts": fig.figure(watts, "W", higher_is_better=False)}
+    for name in basis:
+        m = result.metrics.get(name)
+        if m is None or not m.value:
+            continue
+        if m.unit == "s":
+            out["energy_to_target_joules"] = fig.scaled(m, watts, "J")
+        elif is_rate(m):
+            work = _work(m.unit)
+            out["work_per_joule"] = fig.scaled(m, 1 / watts, f"{work}/J")
+            if work == "queries":
+                out["millijoules_per_query"] = fig.inverse(m, watts * 1e3, "mJ/query")
+            else:
+                out["joules_per_sample"] = fig.inverse(m, watts, f"J per {work.removesuffix('s')}")
+        break
+    return out

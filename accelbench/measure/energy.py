@@ -1,0 +1,212 @@
+"""Energy over a measured window, per domain, from the counters the hardware exposes; never an estimate.
+
+Domains: each NVIDIA GPU the benchmark used (NVML's total-energy counter, Volta and newer; else its board
+power sampled in a thread and integrated, labelled so) and each CPU package and its DRAM (RAPL through
+powercap). A domain that cannot be read says why (``unavailable: ...``), and no figure takes its place:
+CodeCarbon's habit of half the CPU's TDP when RAPL is unreadable is exactly what this refuses to do.
+
+A thread polls the counters every ``period_s`` so that a counter that wraps (RAPL's, every few minutes to
+hours) is followed over any window; the thread is stopped and joined when the window closes, whatever
+happened inside it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from accelbench.system import rapl
+
+#: NVML's energy counter updates about every 20-100 ms: a shorter window than this is marked approximate
+MIN_COUNTER_WINDOW_S = 1.0
+NOTE = "board/package energy from on-chip counters, informative; not MLPerf Power (wall power)"
+
+
+@dataclass
+class _Domain:
+    """One counter followed through the window: a cumulative energy (J) or a power (W) to integrate."""
+
+    name: str
+    method: str
+    read: Callable[[], float]
+    cumulative: bool
+    wrap_j: float | None = None
+    joules: float = 0.0
+    last: float = 0.0
+    last_t: float = 0.0
+    samples: int = 0
+
+    def start(self, t: float) -> None:
+        self.last, self.last_t, self.samples = self.read(), t, 1
+
+    def poll(self, t: float) -> None:
+        value = self.read()
+        if self.cumulative:
+            delta = value - self.last
+            if delta < 0 and self.wrap_j:  # the counter wrapped since the last poll
+                delta += self.wrap_j
+            self.joules += max(delta, 0.0)
+        else:  # trapezoid between two power samples
+            self.joules += (value + self.last) / 2 * (t - self.last_t)
+        self.last, self.last_t = value, t
+        self.samples += 1
+
+
+@dataclass
+class EnergyReading:
+    """Per domain, ``measured`` with joules and how, or ``unavailable: why``."""
+
+    seconds: float
+    domains: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def measured(self) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.domains.items() if v["status"] == "measured"}
+
+    @property
+    def joules(self) -> float | None:
+        """The sum over measured domains, or None when none was."""
+        m = self.measured
+        return sum(d["joules"] for d in m.values()) if m else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "joules": self.joules, "domains": self.domains, "note": NOTE}
+
+
+class EnergyMeter:
+    """``with EnergyMeter(gpus=[0]) as meter: ...`` then ``meter.reading``."""
+
+    def __init__(
+        self,
+        gpus: Sequence[int] = (),
+        *,
+        powercap: Path = rapl.POWERCAP,
+        nvml: Any = None,
+        period_s: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.gpus = list(gpus)
+        self.powercap = powercap
+        self.nvml = nvml
+        self.period_s = period_s
+        self.clock = clock
+        self.reading: EnergyReading | None = None
+        self._domains: list[_Domain] = []
+        self._unavailable: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "EnergyMeter":
+        self._discover()
+        self._t0 = self.clock()
+        for d in self._domains:
+            d.start(self._t0)
+        if self._domains:
+            self._thread = threading.Thread(target=self._run, name="accelbench-energy", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, 10 * self.period_s))
+        t = self.clock()
+        with self._lock:
+            for d in self._domains:
+                try:
+                    d.poll(t)
+                except Exception as e:  # a counter that vanished: the domain says so, the record survives
+                    self._unavailable[d.name] = f"unavailable: counter read failed at the end ({e})"
+        self.reading = self._result(t - self._t0)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            t = self.clock()
+            with self._lock:
+                for d in self._domains:
+                    try:
+                        d.poll(t)
+                    except Exception:
+                        pass  # read again at the end; a failure there is recorded
+
+    def _discover(self) -> None:
+        zones, why = rapl.zones(self.powercap)
+        if why:
+            self._unavailable["cpu"] = why
+        for z in zones:
+            self._domains.append(_Domain(z.name, "RAPL powercap counter", z.read_joules, True, z.max_range_uj))
+        for index in self.gpus:
+            self._gpu(index)
+
+    def _gpu(self, index: int) -> None:
+        from accelbench.system import nvidia
+
+        nv = self.nvml or nvidia._nvml()
+        name = f"gpu{index}"
+        if nv is None:
+            self._unavailable[name] = "unavailable: NVML not installed (pip install 'accelbench[nvidia]')"
+            return
+        handle = nvidia._handle(nv, index)
+        try:
+            nv.nvmlDeviceGetTotalEnergyConsumption(handle)
+            self._domains.append(
+                _Domain(
+                    name,
+                    "NVML total energy counter",
+                    lambda: nv.nvmlDeviceGetTotalEnergyConsumption(handle) / 1e3,
+                    True,
+                )
+            )
+            return
+        except Exception as exc:
+            counter_why = str(exc) or type(exc).__name__
+        try:
+            nv.nvmlDeviceGetPowerUsage(handle)
+        except Exception as exc:
+            self._unavailable[name] = f"unavailable: counter not supported ({counter_why}; power: {exc})"
+            return
+        self._domains.append(
+            _Domain(
+                name,
+                f"NVML board power sampled every {self.period_s:g} s and integrated (energy counter not supported)",
+                lambda: nv.nvmlDeviceGetPowerUsage(handle) / 1e3,
+                False,
+            )
+        )
+
+    def _result(self, seconds: float) -> EnergyReading:
+        out = EnergyReading(seconds)
+        for d in self._domains:
+            if d.name in self._unavailable:
+                continue
+            entry: dict[str, Any] = {
+                "status": "measured",
+                "joules": d.joules,
+                "watts": d.joules / seconds if seconds > 0 else None,
+                "method": d.method,
+                "period_s": self.period_s,
+                "samples": d.samples,
+            }
+            if d.name.startswith("gpu") and d.cumulative and seconds < MIN_COUNTER_WINDOW_S:
+                entry["approximate"] = (
+                    f"a {seconds:.2f} s window: NVML's counter updates about every 100 ms; measure longer"
+                )
+            if not d.cumulative and d.samples < 3:
+                entry["approximate"] = f"{d.samples} power samples over {seconds:.2f} s; measure longer"
+            out.domains[d.name] = entry
+        for name, why in self._unavailable.items():
+            out.domains[name] = {"status": why}
+        return out
+
+
+def readable(powercap: Path = rapl.POWERCAP, gpus: Sequence[int] = (), nvml: Any = None) -> dict[str, str]:
+    """Which energy domains this machine can read, and why not: for ``accelbench system``."""
+    meter = EnergyMeter(gpus, powercap=powercap, nvml=nvml)
+    meter._discover()
+    out = {d.name: f"readable: {d.method}" for d in meter._domains}
+    out.update(meter._unavailable)
+    return out
