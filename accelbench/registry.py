@@ -61,8 +61,9 @@ class BenchmarkInfo:
     primary_metric: str | None = None
     hidden: bool = False
     command: Command | None = None
-    #: the measured figures a price turns into per-dollar ones, the first present wins (kernels: none)
-    priced: tuple[str, ...] = ()
+    #: the measured rate (or time) that per-dollar and per-joule figures derive from, the first present wins
+    #: (kernels: none)
+    efficiency_of: tuple[str, ...] = ()
 
     def load(self) -> Callable[[Any, RunContext], Iterable[Any]]:
         module, _, func = self.target.partition(":")
@@ -133,7 +134,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.train.run:run",
             timeout=3600,
             primary_metric="throughput",
-            priced=("throughput",),
+            efficiency_of=("throughput",),
             command=Command(
                 "train",
                 "training throughput (samples/s) of a model on synthetic data, as tf_cnn_benchmarks measured it",
@@ -155,7 +156,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.infer.run:run",
             timeout=1800,
             primary_metric=None,
-            priced=("throughput", "queries_per_second"),
+            efficiency_of=("throughput", "queries_per_second"),
             command=Command(
                 "infer",
                 "inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
@@ -182,7 +183,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "accelbench.tta.run:run",
             timeout=7 * 24 * 3600,
             primary_metric="time_to_target_seconds",
-            priced=("time_to_target_seconds",),
+            efficiency_of=("time_to_target_seconds",),
             command=Command(
                 "tta",
                 "time (and cost) to accuracy on real data over several seeds: MLPerf Training, DAWNBench",

@@ -135,3 +135,68 @@ def test_this_machine_says_what_it_can_read() -> None:
         assert state.startswith(("readable: ", "unavailable: ")), (name, state)
     if not rapl.POWERCAP.is_dir():
         assert domains["cpu"] == rapl.NO_POWERCAP
+
+
+def test_every_measured_window_carries_its_energy_and_the_figures_per_sample(tmp_path: Path, monkeypatch) -> None:
+    """The conditions monitor every family opens meters the window; the figures divide by the measured rate."""
+    from accelbench.cost.figures import energy
+    from accelbench.measure.conditions import ConditionsMonitor
+    from accelbench.results.record import Metric, Result
+
+    _zone(tmp_path, "package-0", "intel-rapl:0", 0, max_uj=2**40)
+    monkeypatch.setattr(rapl, "POWERCAP", tmp_path)
+    clock = {"t": 0.0}
+    monkeypatch.setattr(rapl.Zone, "read_joules", lambda self: clock["t"] * 40.0)  # a 40 W package
+    with ConditionsMonitor(threads=1) as monitor:
+        clock["t"] = 2.0
+    reading = monitor.conditions.energy
+    assert reading["joules"] == pytest.approx(80.0) and reading["domains"]["package-0"]["status"] == "measured"
+
+    r = Result(
+        "train/throughput",
+        {"model": "resnet50"},
+        metrics={"throughput": Metric(value=200.0, unit="images/s", higher_is_better=True, ci95=(190.0, 210.0))},
+        conditions={"energy": {"joules": 80.0, "seconds": 2.0}},
+    )
+    figs = energy(r, ("throughput",))
+    assert figs["average_watts"].value == pytest.approx(40.0)
+    assert figs["joules_per_sample"].value == pytest.approx(0.2) and figs["joules_per_sample"].unit == "J per image"
+    assert figs["work_per_joule"].value == pytest.approx(5.0) and figs["work_per_joule"].unit == "images/J"
+    assert figs["joules_per_sample"].ci95 == pytest.approx((40 / 210, 40 / 190))
+    server = Result("infer/loadgen", {}, metrics={"queries_per_second": Metric(value=50.0, unit="queries/s",
+                    higher_is_better=True)}, conditions={"energy": {"joules": 80.0, "seconds": 2.0}})  # fmt: skip
+    assert energy(server, ("throughput", "queries_per_second"))["millijoules_per_query"].value == pytest.approx(800)
+    tta = Result("tta/time_to_target", {}, metrics={"time_to_target_seconds": Metric(value=30.0, unit="s",
+                 higher_is_better=False)}, conditions={"energy": {"joules": 80.0, "seconds": 2.0}})  # fmt: skip
+    assert energy(tta, ("time_to_target_seconds",))["energy_to_target_joules"].value == pytest.approx(1200)
+    single = Result("infer/loadgen", {}, metrics={"latency_p90_seconds": Metric(value=0.01, unit="s",
+                    higher_is_better=False)}, details={"queries": 400}, conditions={"energy": {"joules": 80.0,
+                    "seconds": 2.0}})  # fmt: skip
+    assert energy(single, ("throughput", "queries_per_second"))["millijoules_per_query"].value == pytest.approx(200)
+    unmeasured = Result(
+        "train/throughput", {}, metrics=r.metrics, conditions={"energy": {"joules": None, "seconds": 2}}
+    )
+    assert energy(unmeasured, ("throughput",)) == {}  # nothing measured: no figure, never a TDP
+
+
+def test_compare_puts_work_per_joule_beside_performance() -> None:
+    from accelbench.results.compare import compare
+    from accelbench.results.record import Metric, Result
+
+    def rec(run: str, rate: float, per_joule: float) -> Result:
+        return Result(
+            "train/throughput",
+            {"model": "resnet50"},
+            metrics={
+                "throughput": Metric(
+                    value=rate, unit="images/s", higher_is_better=True, ci95=(rate * 0.99, rate * 1.01)
+                ),
+                "work_per_joule": Metric(value=per_joule, unit="images/J", higher_is_better=True),
+            },
+            primary_metric="throughput",
+            run_id=run,
+        )
+
+    [row] = compare([rec("a", 1000, 4.0)], [rec("b", 1500, 3.0)]).rows
+    assert row.speedup == pytest.approx(1.5) and row.efficiency_speedup("per J") == pytest.approx(0.75)
+    assert row.efficiency_speedup("per $") is None  # no price on either side: no column

@@ -77,11 +77,13 @@ def _gib(n: float) -> str:
 
 
 def cmd_system(ns: argparse.Namespace) -> int:
+    from accelbench.measure.energy import readable
     from accelbench.system.profile import collect_profile
 
     profile = collect_profile()
+    energy = readable(gpus=[a["index"] for a in profile["accelerators"]])
     if ns.json:
-        sys.stdout.write(json.dumps(profile, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps(profile | {"energy_domains": energy}, indent=2, sort_keys=True) + "\n")
         return 0
     from rich.table import Table
 
@@ -117,6 +119,8 @@ def cmd_system(ns: argparse.Namespace) -> int:
         table.add_row(f"GPU {acc['index']}", f"{acc['name']}: " + ", ".join(facts))
     if not profile["accelerators"]:
         table.add_row("GPUs", "none visible to torch")
+    for domain, state in energy.items():
+        table.add_row(f"energy: {domain}", state)
     console.print(table)
     console.print(_peaks_table(profile))
     topo = next((acc.get("topology") for acc in profile["accelerators"] if acc.get("topology")), None)

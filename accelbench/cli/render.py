@@ -294,9 +294,10 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     def side(m: Any, valid: bool | None) -> str:
         return f"{fmt.metric(m)} {fmt.ci_percent(m)}" + (" [red]INVALID[/]" if valid is False else "")
 
-    priced = any(r.per_dollar_speedup is not None for r in rows)
-    if priced:  # performance per dollar beside performance, where both sides carry a price
-        for col in ("baseline per $", "candidate per $", "per $"):
+    # performance per dollar and per joule beside performance, where both sides carry the figure
+    extra = [label for label in ("per $", "per J") if any(r.efficiency_speedup(label) is not None for r in rows)]
+    for label in extra:
+        for col in (f"baseline {label}", f"candidate {label}", label):
             table.add_column(col, justify="right")
     for r in rows:
         v = r.verdict
@@ -309,12 +310,11 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
             f"{r.speedup:.2f}x",
             f"[{colour.get(v, 'dim')}]{v}[/]",
         ]
-        if priced:
-            s = r.per_dollar_speedup
+        for label in extra:
+            s = r.efficiency_speedup(label)
+            b, c = r.efficiency.get(label, (None, None))
             cells += (
-                [escape(fmt.metric(r.baseline_per_dollar)), escape(fmt.metric(r.candidate_per_dollar)), f"{s:.2f}x"]
-                if s is not None and r.baseline_per_dollar and r.candidate_per_dollar
-                else ["", "", ""]
+                [escape(fmt.metric(b)), escape(fmt.metric(c)), f"{s:.2f}x"] if s is not None and b and c else [""] * 3
             )
         table.add_row(*cells)
     judged = [r for r in rows if not r.verdict.startswith("not judged")]
@@ -329,8 +329,10 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     ):
         if names:
             lines.append(f"{escape(label)}: {escape(', '.join(names))}")
-    if priced:
+    if "per $" in extra:
         lines.append("per $: each side's figure per USD/h of its machine (or its cost), at the price its records carry")
+    if "per J" in extra:
+        lines.append("per J: each side's work per joule of measured board/package energy (or its energy to target)")
     table.caption = "\n".join(lines) or None
     return table
 

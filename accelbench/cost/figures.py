@@ -11,8 +11,12 @@ from accelbench.cost.price import Price
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
-#: the figure compare and the report put beside performance: per USD/h for a rate, the cost for a time
-PER_DOLLAR = ("per_usd_hour", "cost_to_target_usd")
+#: the figures compare and the report put beside performance, by column: per USD/h for a rate or the cost for
+#: a time; work per joule for a rate or the energy for a time
+EFFICIENCY = {
+    "per $": ("per_usd_hour", "cost_to_target_usd"),
+    "per J": ("work_per_joule", "energy_to_target_joules"),
+}
 
 
 def _work(unit: str) -> str:
@@ -78,5 +82,8 @@ def energy(result: Result, basis: tuple[str, ...]) -> dict[str, Metric]:
                 out["millijoules_per_query"] = fig.inverse(m, watts * 1e3, "mJ/query")
             else:
                 out["joules_per_sample"] = fig.inverse(m, watts, f"J per {work.removesuffix('s')}")
-        break
+        return out
+    queries = result.details.get("queries")  # SingleStream, MultiStream: the run's energy over its queries
+    if queries:
+        out["millijoules_per_query"] = fig.figure(joules / queries * 1e3, "mJ/query", higher_is_better=False)
     return out

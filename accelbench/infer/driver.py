@@ -16,7 +16,7 @@ from accelbench.infer.served import Served
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import BatchingSUT, SampleLibrary, Worker
 from accelbench.kit.context import RunContext
-from accelbench.measure.conditions import ConditionsMonitor
+from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
 
 #: samples LoadGen's library holds, by profile
 QSL_SAMPLES = {"quick": 64, "official": 1024}
@@ -68,7 +68,7 @@ def loadgen_run(
     in_memory = min(serving.total, QSL_SAMPLES[params.profile])
     qsl = lg.ConstructQSL(serving.total, in_memory, qsl_lib.load, qsl_lib.unload)
     try:
-        with ConditionsMonitor(serving.threads) as monitor:
+        with ConditionsMonitor(serving.threads, gpus=cuda_indices(w.device for w in serving.workers)) as monitor:
             # an explicit audit-config path that does not exist: a stray audit.config must not alter the run
             lg.StartTestWithLogSettings(sut, qsl, settings, log_settings, str(outdir / "no-audit.config"))
     finally:

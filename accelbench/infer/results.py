@@ -85,6 +85,11 @@ def performance_result(
         "loadgen_version": d.get("loadgen_version"),
         "target_qps": d.get("requested_server_target_qps") if params.scenario == "server" else None,
     } | (extra or {})
+    if params.scenario in ("singlestream", "multistream"):  # what the run's energy is divided by, per query
+        spq = (
+            int(record.get("samples_per_query") or params.samples_per_query) if params.scenario == "multistream" else 1
+        )
+        details["queries"] = outcome.sut.samples // max(spq, 1)
     reasons = [] if valid else invalid_reasons(d, params.scenario)
     over = ""
     if params.scenario == "multistream" and bound:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import psutil
+
+from accelbench.measure.energy import EnergyMeter
 
 #: Hypervisor steal above this share of CPU time marks a result as contended.
 STEAL_THRESHOLD = 0.05
@@ -38,6 +40,11 @@ def _own_cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def cuda_indices(devices: Any) -> list[int]:
+    """The CUDA device indices among ``devices`` (torch devices, or anything with ``type`` and ``index``)."""
+    return sorted({d.index or 0 for d in devices if getattr(d, "type", None) == "cuda"})
+
+
 @dataclass
 class Conditions:
     """What else was happening on the machine while a measurement ran."""
@@ -49,6 +56,8 @@ class Conditions:
     other_cpu_fraction: float = 0.0
     gpu: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: the window's energy per domain, measured or why not (measure/energy.py)
+    energy: dict[str, Any] = field(default_factory=dict)
 
     @property
     def contended(self) -> bool:
@@ -61,13 +70,16 @@ class Conditions:
 
 
 class ConditionsMonitor:
-    """Context manager that samples /proc/stat (via psutil) before and after a measurement."""
+    """Context manager that samples /proc/stat (via psutil) before and after a measurement, and meters the
+    energy of the window on the CPU packages and on ``gpus`` (default: ``gpu_index``)."""
 
-    def __init__(self, threads: int, gpu_index: int | None = None) -> None:
+    def __init__(self, threads: int, gpu_index: int | None = None, gpus: Sequence[int] | None = None) -> None:
         self.conditions = Conditions(threads=threads, cpu_count=os.cpu_count() or 1)
         self._gpu_index = gpu_index
+        self._meter = EnergyMeter(list(gpus) if gpus is not None else [] if gpu_index is None else [gpu_index])
 
     def __enter__(self) -> "ConditionsMonitor":
+        self._meter.__enter__()
         self._violations0: dict[str, int] = {}
         if self._gpu_index is not None:
             from accelbench.system.nvidia import violation_ns
@@ -81,6 +93,9 @@ class ConditionsMonitor:
     def __exit__(self, *exc: object) -> None:
         c = self.conditions
         c.wall_seconds = time.perf_counter() - self._t0
+        self._meter.__exit__(*exc)
+        if self._meter.reading is not None:
+            c.energy = self._meter.reading.to_dict()
         busy, steal, total = _system_busy_and_steal()
         own = _own_cpu_seconds() - self._own0
         d_total = max(total - self._total0, 1e-9)

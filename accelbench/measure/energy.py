@@ -83,13 +83,13 @@ class EnergyMeter:
         self,
         gpus: Sequence[int] = (),
         *,
-        powercap: Path = rapl.POWERCAP,
+        powercap: Path | None = None,
         nvml: Any = None,
         period_s: float = 0.5,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.gpus = list(gpus)
-        self.powercap = powercap
+        self.powercap = powercap or rapl.POWERCAP
         self.nvml = nvml
         self.period_s = period_s
         self.clock = clock
@@ -203,10 +203,27 @@ class EnergyMeter:
         return out
 
 
-def readable(powercap: Path = rapl.POWERCAP, gpus: Sequence[int] = (), nvml: Any = None) -> dict[str, str]:
+def readable(powercap: Path | None = None, gpus: Sequence[int] = (), nvml: Any = None) -> dict[str, str]:
     """Which energy domains this machine can read, and why not: for ``accelbench system``."""
     meter = EnergyMeter(gpus, powercap=powercap, nvml=nvml)
     meter._discover()
     out = {d.name: f"readable: {d.method}" for d in meter._domains}
     out.update(meter._unavailable)
     return out
+
+
+def idle_watts(gpus: Sequence[int] = (), seconds: float = 3.0, **meter_args: Any) -> dict[str, float] | None:
+    """Average watts per measured domain while nothing runs, or None where nothing can be measured.
+
+    Recorded beside a suite's figures so a reader can tell the work's energy from the machine's floor;
+    never subtracted from them.
+    """
+    meter = EnergyMeter(gpus, **meter_args)
+    meter._discover()
+    if not meter._domains:
+        return None
+    meter = EnergyMeter(gpus, **meter_args)
+    with meter:
+        time.sleep(seconds)
+    assert meter.reading is not None
+    return {name: d["watts"] for name, d in meter.reading.measured.items()}

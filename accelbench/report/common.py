@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from accelbench.report.model import Cell, Section, Text
 from accelbench.results import format as fmt
@@ -84,8 +84,24 @@ def cost(r: Result) -> str:
     return f"${fmt.number(m.value, 3)} {m.unit.removeprefix('USD ')}" + (f" at ${price:,.4g}/h" if price else "")
 
 
-def priced(records: Iterable[Result]) -> bool:
-    return any("usd_per_million" in r.metrics for r in records)
+def energy(r: Result) -> str:
+    """'0.2 J per image at 40 W': the measured energy of the work, where the window's energy was measured."""
+    m = r.metrics.get("joules_per_sample") or r.metrics.get("millijoules_per_query")
+    if m is None:
+        return ""
+    watts = r.metrics.get("average_watts")
+    return f"{fmt.number(m.value, 3)} {m.unit}" + (f" at {fmt.number(watts.value, 3)} W" if watts else "")
+
+
+def efficiency_columns(records: Iterable[Result]) -> list[tuple[str, Callable[[Result], str]]]:
+    """The cost and energy columns a family table shows, each only where some record has the figure."""
+    recs = list(records)
+    cols: list[tuple[str, Callable[[Result], str]]] = []
+    if any("usd_per_million" in r.metrics for r in recs):
+        cols.append(("cost", cost))
+    if any(k in r.metrics for r in recs for k in ("joules_per_sample", "millijoules_per_query")):
+        cols.append(("energy", energy))
+    return cols
 
 
 def verdict(valid: bool | None) -> Cell:

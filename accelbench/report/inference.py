@@ -8,11 +8,10 @@ import accelbench.report.charts as charts
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
-    cost,
+    efficiency_columns,
     family_section,
     figure,
     newest_first,
-    priced,
     status_cell,
     verdict,
 )
@@ -56,7 +55,7 @@ def inference(inp: ReportInput) -> Section | None:
         if scenario == "multistream":
             sub.title = "MultiStream"
         rows = []
-        with_cost = priced(mine)
+        extra = efficiency_columns(mine)
         for r in newest_first(mine):
             why = "; ".join(r.details.get("invalid_reasons") or [])
             rows.append(
@@ -69,7 +68,7 @@ def inference(inp: ReportInput) -> Section | None:
                     (r.primary_metric or "").replace("_", " ") if r.status == "ok" else "",
                 ]
                 + [_latency(r, key) for _, key in PERCENTILES]
-                + ([cost(r)] if with_cost else [])
+                + [cell(r) for _, cell in extra]
                 + [why or "; ".join(w for w in r.warnings if not w.startswith("INVALID"))]
             )
             peak = r.details.get("find_peak") or {}
@@ -103,10 +102,10 @@ def inference(inp: ReportInput) -> Section | None:
             (["system"] if multi else [])
             + ["workload", "status", "verdict", "result", "metric"]
             + [p for p, _ in PERCENTILES]
-            + (["cost"] if with_cost else [])
+            + [name for name, _ in extra]
             + ["notes"]
         )
-        last = len(cols) - 1 - with_cost  # the latency columns end before cost and notes
+        last = len(cols) - 1 - len(extra)  # the latency columns end before cost, energy and notes
         numeric = frozenset(range(last - 3, last)) | {last - 5}
         sub.blocks.insert(0, Table(cols, rows, numeric=numeric))
         section.blocks.append(sub)

@@ -208,7 +208,28 @@ def summary(inp: ReportInput) -> Section:
     if skipped:
         section.blocks.append(Text("Not measured on this machine (skipped):"))
         section.blocks.append(Bullets([f"{n}x: {why}" for why, n in skipped.items()]))
+    section.blocks.append(Text(_energy_line(recs), "note"))
     missing = [f"{title} ({cmd})" for prefix, title, cmd in FAMILIES if not inp.of(prefix)]
     if missing:
         section.blocks.append(Text("Not in this report: " + "; ".join(missing) + ".", "note"))
     return section
+
+
+def _energy_line(recs: list[Result]) -> str:
+    """One line on energy: which domains were measured, or why none could be (never a TDP in their place)."""
+    measured: set[str] = set()
+    why: set[str] = set()
+    for r in recs:
+        for name, d in ((r.conditions.get("energy") or {}).get("domains") or {}).items():
+            if d.get("status") == "measured":
+                measured.add(name)
+            else:
+                why.add(f"{name}: {str(d.get('status', '')).removeprefix('unavailable: ')}")
+    if measured:
+        return (
+            f"Energy measured on {', '.join(sorted(measured))} (board/package counters, informative; not MLPerf "
+            "Power's wall power)" + (f"; not on {'; '.join(sorted(why))}" if why else "") + "."
+        )
+    if why:
+        return f"Energy: not measured ({'; '.join(sorted(why))}); no estimate is shown in its place."
+    return "Energy: these records predate energy metering."

@@ -8,12 +8,11 @@ import accelbench.report.charts as charts
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
-    cost,
     device_of,
+    efficiency_columns,
     family_section,
     figure,
     pct,
-    priced,
     status_cell,
     systems,
 )
@@ -150,7 +149,7 @@ def training(inp: ReportInput) -> Section | None:
             )
         )
     rows_ = []
-    with_cost = priced(recs)
+    extra = efficiency_columns(recs)
     for r in recs:
         mem = r.metrics.get("peak_memory_bytes")
         est = bool((r.details.get("peak") or {}).get("estimated"))
@@ -164,7 +163,7 @@ def training(inp: ReportInput) -> Section | None:
                 figure(r.metrics.get("tflops")),
                 pct(r.metrics.get("pct_of_peak"), est),
                 fmt.bytes_(mem.value) if mem else "",
-                *([cost(r)] if with_cost else []),
+                *(cell(r) for _, cell in extra),
                 "; ".join(r.warnings),
             ]
         )
@@ -176,7 +175,7 @@ def training(inp: ReportInput) -> Section | None:
         "model TFLOPS",
         "% of peak",
         "peak memory",
-        *(["cost"] if with_cost else []),
+        *(name for name, _ in extra),
         "notes",
     ]
     section.blocks.append(Table(cols, rows_, numeric=frozenset(range(len(cols) - 6, len(cols) - 1))))

@@ -56,7 +56,7 @@ def comparisons(inp: ReportInput) -> Section | None:
             section.blocks.append(sub)
             continue
         gm = geometric_mean(r.speedup for r in c.rows)
-        priced = any(r.per_dollar_speedup is not None for r in c.rows)
+        extra = [x for x in ("per $", "per J") if any(r.efficiency_speedup(x) is not None for r in c.rows)]
         rows = [
             [
                 f"{r.benchmark} {r.workload}",
@@ -67,7 +67,7 @@ def comparisons(inp: ReportInput) -> Section | None:
                 verdict(r.candidate_valid),
                 f"{r.speedup:.3g}x",
                 Cell(r.verdict, _VERDICT_MARK.get(r.verdict, "")),
-                *(_per_dollar(r) if priced else []),
+                *(cell for label in extra for cell in _efficiency(r, label)),
             ]
             for r in c.rows
         ]
@@ -89,16 +89,16 @@ def comparisons(inp: ReportInput) -> Section | None:
         sub.blocks.append(
             Table(
                 ["workload", "metric", base, "verdict", cand, "verdict", "speedup", "judged"]
-                + ([f"{base} per $", f"{cand} per $", "per $"] if priced else []),
+                + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)],
                 rows,
                 caption=(f"Geometric mean of the speedups: {gm:.3g}x." if gm else "")
                 + (
                     " Per $: each side's figure per USD/h of its machine (or its cost), at the price its records "
                     "carry, with its source in the record."
-                    if priced
+                    if "per $" in extra
                     else ""
                 ),
-                numeric=frozenset({2, 4, 6, 8, 9, 10}),
+                numeric=frozenset({2, 4, 6} | set(range(8, 8 + 3 * len(extra)))),
             )
         )
         unpaired = [f"only {base}: {w}" for w in c.only_baseline] + [f"only {cand}: {w}" for w in c.only_candidate]
@@ -115,11 +115,12 @@ def comparisons(inp: ReportInput) -> Section | None:
     return section
 
 
-def _per_dollar(r: Row) -> list[str]:
-    s = r.per_dollar_speedup
+def _efficiency(r: Row, label: str) -> list[str]:
+    s = r.efficiency_speedup(label)
     if s is None:
         return ["", "", ""]
-    return [figure(r.baseline_per_dollar), figure(r.candidate_per_dollar), f"{s:.3g}x"]
+    b, c = r.efficiency[label]
+    return [figure(b), figure(c), f"{s:.3g}x"]
 
 
 def history(inp: ReportInput) -> Section | None:

@@ -12,10 +12,10 @@ import difflib
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from accelbench.cost.figures import PER_DOLLAR
+from accelbench.cost.figures import EFFICIENCY
 from accelbench.errors import UsageError
 from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
 from accelbench.results.record import Metric, Result
@@ -36,15 +36,15 @@ class Row:
     #: each side's own verdict (LoadGen's VALID, an accuracy gate); None where the benchmark gives none
     baseline_valid: bool | None = None
     candidate_valid: bool | None = None
-    #: each side's figure per dollar (rate per USD/h, or cost to target) where both records carry a price
-    baseline_per_dollar: Metric | None = None
-    candidate_per_dollar: Metric | None = None
+    #: per $ and per J (cost.figures.EFFICIENCY): each side's figure, where both records carry it
+    efficiency: dict[str, tuple[Metric, Metric]] = field(default_factory=dict)
 
-    @property
-    def per_dollar_speedup(self) -> float | None:
-        """> 1 when the candidate gives more for the money (whichever way the figure runs)."""
-        b, c = self.baseline_per_dollar, self.candidate_per_dollar
-        if b is None or c is None or not b.value or not c.value:
+    def efficiency_speedup(self, label: str) -> float | None:
+        """> 1 when the candidate gives more per dollar (or per joule), whichever way the figure runs."""
+        if label not in self.efficiency:
+            return None
+        b, c = self.efficiency[label]
+        if not b.value or not c.value:
             return None
         return c.value / b.value if b.higher_is_better else b.value / c.value
 
@@ -87,9 +87,10 @@ class Row:
             "ratio": self.ratio,
             "speedup": self.speedup,
             "verdict": self.verdict,
-            "baseline_per_dollar": self.baseline_per_dollar.to_dict() if self.baseline_per_dollar else None,
-            "candidate_per_dollar": self.candidate_per_dollar.to_dict() if self.candidate_per_dollar else None,
-            "per_dollar_speedup": self.per_dollar_speedup,
+            "efficiency": {
+                label: {"baseline": b.to_dict(), "candidate": c.to_dict(), "speedup": self.efficiency_speedup(label)}
+                for label, (b, c) in self.efficiency.items()
+            },
         }
 
 
@@ -184,10 +185,8 @@ def compare(
         bm, cm = b.metrics[m], c.metrics[m]
         wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
         workload = wb if wb == wc else f"{wb} vs {wc}"
-        pb, pc = (_per_dollar(r) for r in (b, c)) if metric is None else (None, None)
-        if pb is None or pc is None:
-            pb = pc = None
-        rows.append(Row(b.benchmark, workload, m, bm.unit, bm.higher_is_better, bm, cm, b.valid, c.valid, pb, pc))
+        eff = _efficiency(b, c) if metric is None else {}
+        rows.append(Row(b.benchmark, workload, m, bm.unit, bm.higher_is_better, bm, cm, b.valid, c.valid, eff))
     return Comparison(
         rows,
         only_baseline=[name(r) for k, r in base.items() if k not in cand],
@@ -196,8 +195,13 @@ def compare(
     )
 
 
-def _per_dollar(r: Result) -> Metric | None:
-    return next((r.metrics[name] for name in PER_DOLLAR if name in r.metrics), None)
+def _efficiency(b: Result, c: Result) -> dict[str, tuple[Metric, Metric]]:
+    out = {}
+    for label, names in EFFICIENCY.items():
+        name = next((n for n in names if n in b.metrics and n in c.metrics), None)
+        if name is not None:
+            out[label] = (b.metrics[name], c.metrics[name])
+    return out
 
 
 def geometric_mean(values: Iterable[float]) -> float | None:

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from accelbench import registry
-from accelbench.cost.figures import priced
+from accelbench.cost.figures import energy, priced
 from accelbench.cost.price import Price
 from accelbench.errors import UsageError
+from accelbench.measure.energy import idle_watts
 from accelbench.results.record import Result, now_iso, schema_errors
 from accelbench.results.runfolder import DEFAULT_OUT, RunFolder
 from accelbench.results.store import RunInfo, Store
@@ -120,6 +121,8 @@ class SuiteRunner:
         self.store = store
         self.profile = profile
         self.options = options
+        #: average watts per energy domain before the first benchmark (None: nothing readable, or not measured)
+        self.idle: dict[str, float] | None = None
         self.observer = observer or _Silent()
 
     def run(self, suite: Suite, resume: str | None = None) -> RunSummary:
@@ -127,6 +130,9 @@ class SuiteRunner:
         todo = [(key, e) for key, e in suite.keyed_entries() if key not in done]
         summary = RunSummary(run_id, folder.path, [], already_done=len(suite.entries) - len(todo))
         self.observer.suite_started(run_id, folder.path, [e for _, e in todo], summary.already_done)
+        if any(not e.benchmark.startswith("selftest/") for _, e in todo):
+            # the machine's floor, measured where any counter is readable, kept beside every figure
+            self.idle = idle_watts([a["index"] for a in self.profile.get("accelerators") or []])
         with _sigterm_as_interrupt():
             for i, (key, entry) in enumerate(todo, 1):
                 self.observer.entry_started(i, len(todo), entry)
@@ -252,7 +258,11 @@ class SuiteRunner:
         if self.options.price is not None:
             result.system["price"] = self.options.price.to_dict()
             if result.status == "ok":
-                result.metrics |= priced(result, registry.get(result.benchmark).priced, self.options.price)
+                result.metrics |= priced(result, registry.get(result.benchmark).efficiency_of, self.options.price)
+        if self.idle and result.conditions.get("energy"):
+            result.conditions["energy"]["idle_watts"] = self.idle
+        if result.status == "ok":  # per joule where the window's energy was measured; nothing where it was not
+            result.metrics |= energy(result, registry.get(result.benchmark).efficiency_of)
         try:
             problems = schema_errors(json.loads(result.to_json()))
         except ValueError as exc:  # NaN or infinity in a metric

@@ -62,7 +62,8 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
     world = params.world_size
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch * world}
-    with ConditionsMonitor(prep.threads) as monitor:
+    gpus = list(range(params.nproc)) if device.type == "cuda" else []  # this node's ranks, one GPU each
+    with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         try:
             data = run_ranks(
                 "accelbench.train.ddp_rank",
