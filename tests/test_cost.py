@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from accelbench.cli.main import main
 from accelbench.cost import figures, price
 from accelbench.errors import UsageError
 from accelbench.results.record import Metric, Result
@@ -21,6 +22,13 @@ def test_an_owned_machine_costs_its_purchase_over_its_years_plus_stated_energy()
     assert with_energy.usd_per_hour == pytest.approx(1.1)  # + 0.5 kW x 0.2 USD/kWh
     assert with_energy.parts == pytest.approx({"hardware": 1.0, "energy": 0.1})
     assert "nominal, not measured" in with_energy.notes[0]  # a stated board power is never called measured
+    measured = with_energy.at_power(250.0)  # a benchmark's window measured 250 W: that replaces the stated 500
+    assert measured.usd_per_hour == pytest.approx(1.05) and measured.parts["energy"] == pytest.approx(0.05)
+    assert "measured 250 W at 0.2 USD/kWh" in measured.source and "average power measured" in measured.notes[0]
+    unstated = price.owned(26_280, 3, power_cost_kwh=0.2)
+    assert unstated.at_power(None).usd_per_hour == pytest.approx(1.0)  # not measured, not stated: not included
+    assert "not included where it was not measured" in unstated.notes[0]
+    assert unstated.at_power(100.0).usd_per_hour == pytest.approx(1.02)
 
 
 def test_an_instance_price_is_dated_and_used_only_when_named() -> None:
@@ -42,7 +50,7 @@ def test_an_instance_price_is_dated_and_used_only_when_named() -> None:
         ({"price_per_hour": 3, "instance_name": "p5.48xlarge"}, "give one price"),
         ({"purchase_price": 10_000}, "go together"),
         ({"purchase_price": 10_000, "amortize_years": 0}, "--amortize-years must be a positive"),
-        ({"purchase_price": 10_000, "amortize_years": 3, "power_cost_kwh": 0.2}, "needs both"),
+        ({"purchase_price": 10_000, "amortize_years": 3, "board_watts": 300}, "add --power-cost-kwh"),
         ({"board_watts": 300}, "price an owned machine"),
         ({"instance_name": "nonesuch"}, "unknown instance"),
     ],
@@ -135,20 +143,22 @@ def test_every_reference_row_names_a_source_a_reader_can_open() -> None:
         assert r.value > 0 and r.unit and r.task and r.model
 
 
-def test_reference_lists_published_rows_and_prices(tmp_path: Path, cli_env) -> None:
-    out = run_cli(["reference", "--model", "resnet50", "--json"], cli_env, tmp_path)
-    assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)
+def test_reference_lists_published_rows_and_prices(capsys) -> None:
+    assert main(["reference", "--model", "resnet50", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
     accelerators = {r["accelerator"] for r in rows}
     assert {"Quadro RTX 8000", "H100 80GB SXM5", "Cloud TPU v2"} <= accelerators
     tpu = next(r for r in rows if r["accelerator"] == "Cloud TPU v2" and r["data"] == "synthetic")
     assert round(tpu["per_usd_hour"]) == 476
-    h100 = run_cli(["reference", "--accelerator", "h100", "--model", "bert"], cli_env, tmp_path)
-    assert h100.returncode == 0 and "H100 80GB SXM5" in h100.stdout and "Quadro" not in h100.stdout
-    prices = run_cli(["reference", "--prices"], cli_env, tmp_path)
-    assert prices.returncode == 0 and "p5.48xlarge" in prices.stdout and "2026-11-09" in prices.stdout
-    bad = run_cli(["reference", "--model", "nonesuch"], cli_env, tmp_path)
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert main(["reference", "--accelerator", "h100", "--model", "bert"]) == 0
+    out = capsys.readouterr().out
+    assert "H100 80GB SXM5" in out and "Quadro" not in out
+    assert main(["reference", "--prices"]) == 0
+    out = capsys.readouterr().out
+    assert "p5.48xlarge" in out and "2026-11-09" in out
+    assert main(["reference", "--model", "nonesuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("accelbench: error: no published result") and len(err.strip().splitlines()) == 1
 
 
 def test_a_priced_run_beside_published_systems(tmp_path: Path, cli_env) -> None:
@@ -207,9 +217,11 @@ def test_a_priced_run_beside_published_systems(tmp_path: Path, cli_env) -> None:
         (["--purchase-price", "1000"], "go together"),
     ],
 )
-def test_bad_price_options_are_one_line(tmp_path: Path, cli_env, args: list[str], message: str) -> None:
-    out = run_cli(["kernels", "gemm", "--m", "8", "--n", "8", "--k", "8", *args], cli_env, tmp_path)
-    assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+def test_bad_price_options_are_one_line(tmp_path: Path, capsys, args: list[str], message: str) -> None:
+    code = main(["kernels", "gemm", "--m", "8", "--n", "8", "--k", "8", "--db", str(tmp_path / "s.db"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s.db").exists()  # refused before anything was opened or measured
 
 
 def test_published_ratios_appear_for_the_pair_of_accelerators_they_describe() -> None:

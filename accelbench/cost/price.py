@@ -30,6 +30,8 @@ class Price:
     #: the parts of an owned machine's hourly cost (hardware, energy), USD per hour
     parts: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: an owned machine's electricity price, applied to the power measured in each benchmark's window
+    power_cost_kwh: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -38,7 +40,19 @@ class Price:
             "source": self.source,
             "parts": dict(self.parts),
             "notes": list(self.notes),
+            "power_cost_kwh": self.power_cost_kwh,
         }
+
+    def at_power(self, watts: float | None) -> "Price":
+        """This price for one benchmark: its measured average power replaces a stated board power."""
+        if self.power_cost_kwh is None or watts is None:
+            return self
+        hardware = self.parts.get("hardware", self.usd_per_hour)
+        energy = watts / 1000 * self.power_cost_kwh
+        source = self.source.split(" + ")[0] + f" + measured {watts:.3g} W at {self.power_cost_kwh:g} USD/kWh"
+        note = "energy from the average power measured in this benchmark's window (board/package counters)"
+        return Price(hardware + energy, self.method, source, {"hardware": hardware, "energy": energy}, (note,),
+                     self.power_cost_kwh)  # fmt: skip
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Price":
@@ -48,10 +62,8 @@ class Price:
             str(d.get("source", "")),
             {k: float(v) for k, v in (d.get("parts") or {}).items()},
             tuple(d.get("notes") or ()),
+            d.get("power_cost_kwh"),
         )
-
-    def describe(self) -> str:
-        return f"${self.usd_per_hour:,.4g}/h ({self.source})"
 
 
 @dataclass(frozen=True)
@@ -113,25 +125,27 @@ def instance(name: str) -> Price:
 def owned(
     purchase_usd: float, years: float, power_cost_kwh: float | None = None, board_watts: float | None = None
 ) -> Price:
-    """Purchase spread over ``years`` of round-the-clock use, plus electricity at a stated board power."""
+    """Purchase spread over ``years`` of round-the-clock use, plus electricity: at the power measured in each
+    benchmark's window where it is measured, else at a stated board power (labelled nominal), else not at all
+    (said)."""
     _positive(purchase_usd, "--purchase-price")
     _positive(years, "--amortize-years")
     hardware = purchase_usd / (years * HOURS_PER_YEAR)
     parts = {"hardware": hardware}
     notes: list[str] = []
     source = f"purchase {purchase_usd:,.0f} USD over {years:g} years x {HOURS_PER_YEAR:,} h"
-    if power_cost_kwh is not None or board_watts is not None:
-        if power_cost_kwh is None or board_watts is None:
-            raise UsageError(
-                "energy in an owned machine's price needs both --power-cost-kwh USD and --board-watts W "
-                "(the machine's stated power draw)"
-            )
+    if board_watts is not None and power_cost_kwh is None:
+        raise UsageError("--board-watts prices electricity: add --power-cost-kwh USD")
+    if power_cost_kwh is not None:
         _positive(power_cost_kwh, "--power-cost-kwh")
-        _positive(board_watts, "--board-watts")
-        parts["energy"] = board_watts / 1000 * power_cost_kwh
-        source += f" + {board_watts:g} W at {power_cost_kwh:g} USD/kWh"
-        notes.append(f"energy from a stated {board_watts:g} W (nominal, not measured)")
-    return Price(sum(parts.values()), "owned", source, parts, tuple(notes))
+        if board_watts is not None:
+            _positive(board_watts, "--board-watts")
+            parts["energy"] = board_watts / 1000 * power_cost_kwh
+            source += f" + {board_watts:g} W at {power_cost_kwh:g} USD/kWh"
+            notes.append(f"energy from a stated {board_watts:g} W (nominal, not measured)")
+        else:
+            notes.append("energy not included where it was not measured (no --board-watts stated)")
+    return Price(sum(parts.values()), "owned", source, parts, tuple(notes), power_cost_kwh)
 
 
 def from_options(

@@ -255,14 +255,17 @@ class SuiteRunner:
         result.spec_key = key
         result.tags = dict(self.options.tags)
         result.system = {"fingerprint": self.profile["fingerprint"], "profile": self.profile}
-        if self.options.price is not None:
-            result.system["price"] = self.options.price.to_dict()
-            if result.status == "ok":
-                result.metrics |= priced(result, registry.get(result.benchmark).efficiency_of, self.options.price)
+        basis = registry.get(result.benchmark).efficiency_of
         if self.idle and result.conditions.get("energy"):
             result.conditions["energy"]["idle_watts"] = self.idle
         if result.status == "ok":  # per joule where the window's energy was measured; nothing where it was not
-            result.metrics |= energy(result, registry.get(result.benchmark).efficiency_of)
+            result.metrics |= energy(result, basis)
+        if self.options.price is not None:
+            watts = result.metrics.get("average_watts")
+            price = self.options.price.at_power(watts.value if watts else None)
+            result.system["price"] = price.to_dict()
+            if result.status == "ok":
+                result.metrics |= priced(result, basis, price)
         try:
             problems = schema_errors(json.loads(result.to_json()))
         except ValueError as exc:  # NaN or infinity in a metric
