@@ -72,3 +72,24 @@ def test_nvml_throttle_bits_decode_to_slowdowns_only():
     assert decode_throttle(0x1) == []  # idle is not a slowdown
     if not torch.cuda.is_available():
         assert clocks_and_throttle(0) == {}
+
+
+def test_the_cpu_peak_rests_on_a_clock_that_holds() -> None:
+    """A core's clock timed by a dependent-add chain: the peak is not beaten by a boosting core."""
+    import platform
+
+    from accelbench.system.clock import timed_clock_ghz
+    from accelbench.system.cpu import cpu_clock_ghz, estimated_peak_tflops
+
+    timed = timed_clock_ghz()
+    if platform.machine() == "x86_64" and platform.system() == "Linux":
+        assert timed is not None and 0.4 <= timed <= 7.0
+        reported = cpu_clock_ghz()
+        if reported:
+            assert timed > 0.5 * reported  # the same order as the OS's own figure
+    peak = estimated_peak_tflops("fp32", 2)
+    assert peak is not None
+    tflops, how = peak
+    assert ("timed (dependent-add chain" in how) or ("reported" in how)
+    if timed:
+        assert tflops >= 2 * timed * 1e9 * 8 / 1e12 * 0.999  # never below what the timed clock allows
