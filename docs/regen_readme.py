@@ -10,6 +10,7 @@ stdout is shown; stderr only for a command that exits 2
 
     python docs/regen_readme.py            # rewrite README.md in place (minutes: it measures)
     python docs/regen_readme.py --check    # list the example commands only
+    python docs/regen_readme.py --only "compare --reference"   # one block (and what it runs) again
 """
 
 from __future__ import annotations
@@ -71,10 +72,15 @@ def run(cmd: str, home: Path, work: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="list the commands and run nothing")
+    ap.add_argument(
+        "--only", metavar="TEXT", help="re-run only the blocks with a command containing TEXT (in a fresh home)"
+    )
     args = ap.parse_args()
     readme = ROOT / "README.md"
     lines = readme.read_text(encoding="utf-8").splitlines()
     found = blocks(lines)
+    if args.only:
+        found = [(f, last) for f, last in found if any(args.only in c for c, _ in commands(lines, f, last))]
     if args.check:
         for first, last in found:
             for cmd, _ in commands(lines, first, last):

@@ -39,6 +39,7 @@ def register(sub: Any) -> None:
 def cmd_reference(ns: argparse.Namespace) -> int:
     from accelbench.cli.render import console
     from accelbench.reference.table import select
+    from accelbench.results import format as fmt
 
     if ns.prices:
         return _prices(ns)
@@ -49,32 +50,29 @@ def cmd_reference(ns: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
         return 0
     table = Table(caption="sources: " + "; ".join(sorted({r.source_ref for r in rows})), caption_justify="left")
+    priced = any(r.per_usd_hour for r in rows)
     for col, kw in (
         ("model", {"no_wrap": True}),
-        ("accelerator", {}),
-        ("n", {"justify": "right"}),
-        ("framework", {}),
-        ("precision", {}),
-        ("batch", {"justify": "right"}),
-        ("data", {}),
+        ("published", {}),
+        ("setup", {}),
         ("figure", {"justify": "right"}),
-        ("per $/h", {"justify": "right"}),
+        *((("per $/h", {"justify": "right"}),) if priced else ()),
         ("source", {}),
     ):
-        table.add_column(col, **kw)
+        table.add_column(col, overflow="fold", **kw)
     for r in rows:
-        figure = r.figure
-        per = f"{r.per_usd_hour:,.4g} at ${r.price_usd_per_hour:g}/h" if r.per_usd_hour else ""
+        setup = ", ".join(
+            x
+            for x in (r.framework, r.precision, f"batch {r.batch_per_device}" if r.batch_per_device else "", r.data)
+            if x
+        )
+        per = [f"{fmt.number(r.per_usd_hour)} at ${r.price_usd_per_hour:g}/h" if r.per_usd_hour else ""]
         table.add_row(
             r.model,
-            escape(r.accelerator),
-            r.count,
-            escape(r.framework),
-            r.precision,
-            r.batch_per_device or "-",
-            escape(r.data),
-            escape(figure),
-            per,
+            escape(f"{r.accelerator} x{r.count}"),
+            escape(setup),
+            escape(r.figure),
+            *(per if priced else []),
             escape(r.source),
         )
     console.print(table)
@@ -150,25 +148,24 @@ def print_beside_references(results: list[Any], selector: str, as_json: bool) ->
         if price:
             title += f" at ${price['usd_per_hour']:,.4g}/h ({price.get('source', '')})"
         table = Table(title=escape(title), title_justify="left", caption_justify="left")
+        priced = any(m.reference_per_usd_hour is not None for m in ms)
         for col, kw in (
             ("published", {}),
-            ("n", {"justify": "right"}),
             ("figure", {"justify": "right"}),
             ("this / published", {"justify": "right"}),
             ("per device", {"justify": "right"}),
-            ("per $/h: this vs published", {"justify": "right"}),
+            *((("per $/h: this vs published", {"justify": "right"}),) if priced else ()),
             ("what differs", {}),
         ):
-            table.add_column(col, **kw)
+            table.add_column(col, overflow="fold", **kw)
         for m in ms:
             ref = m.reference
             table.add_row(
-                escape(f"{ref.accelerator} ({ref.source})"),
-                ref.count,
+                escape(f"{ref.accelerator} x{ref.count} ({ref.source})"),
                 escape(ref.figure),
                 f"{m.ratio:.3g}x",
                 f"{m.ratio_per_device:.3g}x" if m.ratio_per_device is not None else "",
-                m.per_dollar,
+                *([m.per_dollar] if priced else []),
                 escape(m.comparable),
             )
         unit = primary.unit if primary is not None else ""
