@@ -262,13 +262,13 @@ def test_an_invalid_result_is_counted_apart_and_sets_exit_3(cli_env, tmp_path):
     what was served (not the scheduled rate), and the Markdown export keeps the verdict."""
     db = ["--db", str(tmp_path / "v.db")]
     args = ["infer", "resnet50", "--backend", "sleep", "--service-ms", "5", "--scenario", "server"]
-    p = run_cli([*args, "--target-qps", "100000", "--duration", "1", *db], cli_env, tmp_path)
+    p = run_cli([*args, "--target-qps", "10000", "--duration", "1", *db], cli_env, tmp_path)
     assert p.returncode == 3, p.stdout + p.stderr
     assert "1 ok (1 INVALID), 0 failed" in p.stdout
     from accelbench.results.store import Store
 
     [r] = Store(tmp_path / "v.db").query()
     assert r.valid is False and r.primary_metric == "completed_queries_per_second"
-    assert r.primary.value < 0.1 * r.metrics["queries_per_second"].value  # served ~1,600/s, scheduled ~100,000/s
+    assert r.primary.value < 0.5 * r.metrics["queries_per_second"].value  # served ~1,600/s, scheduled ~10,000/s
     md = run_cli(["results", "export", "--format", "md", *db], cli_env, tmp_path)
     assert "| verdict |" in md.stdout and "| INVALID |" in md.stdout
