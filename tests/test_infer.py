@@ -74,6 +74,7 @@ def test_invalid_reasons_in_plain_words(tmp_path):
         ({"latency_bound_ms": -1}, "must not be negative"),
         ({"samples_per_query": 0}, "positive"),
         ({"model": "resnet5"}, "unknown model"),
+        ({"backend": "onnxruntime", "channels_last": True}, "--channels-last applies to the torch and compile"),
     ],
 )
 def test_bad_inference_input(params, message):
@@ -99,3 +100,31 @@ def test_a_multistream_bound_is_accelbench_s_own_check_not_loadgen_s_verdict(run
     assert any("accelbench's check, not LoadGen's verdict" in w for w in r.warnings)
     [plain] = run_isolated({**params, "scenario": "multistream", "samples_per_query": 8})
     assert plain.valid is True and "accelbench_check" not in plain.details
+
+
+def test_serving_settings_keep_the_arithmetic_they_name() -> None:
+    """amp_bf16 stores once the casts autocast would repeat per batch (same answers, bit for bit); bf16 and
+    channels_last convert the model and its inputs."""
+    import torch
+
+    from accelbench.infer.backends import TorchEager
+    from accelbench.infer.served import served
+
+    spec = served("resnet18", "tiny")
+    torch.manual_seed(0)
+    model = spec.build().eval()
+    batch = spec.collate([spec.synthetic(i, torch.device("cpu")) for i in range(2)])
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = spec.forward(model, batch)
+    import copy
+
+    amp = TorchEager().load(spec, copy.deepcopy(model), torch.device("cpu"), "amp_bf16", [])
+    assert torch.equal(amp(batch), expected)
+
+    replica = copy.deepcopy(model)
+    bf16 = TorchEager().load(spec, replica, torch.device("cpu"), "bf16", [], channels_last=True)
+    out = bf16(batch)
+    assert out.dtype == torch.bfloat16
+    conv = next(m for m in replica.modules() if isinstance(m, torch.nn.Conv2d))
+    assert conv.weight.dtype == torch.bfloat16 and conv.weight.is_contiguous(memory_format=torch.channels_last)
+    assert spec.answers(out)[0].shape == (1,)

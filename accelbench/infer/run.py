@@ -122,7 +122,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     impl: Backend = backend(params.backend, params.service_ms)
     precision = params.effective_precision
     # int8 is ONNX Runtime's own kernels (AVX2 included), not a torch emulation: only autocast is checked
-    computes = impl.runs_model and precision.startswith("amp_")
+    computes = impl.runs_model and (precision.startswith("amp_") or precision in ("bf16", "fp16"))
     hardware = precision_reason(device, precision, params.emulated) if computes else None
     skip_if(impl.unsupported(precision) or params.export_refusal() or hardware)
     devices = _devices(params, device)
@@ -155,7 +155,8 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     for i, d in enumerate(devices):
         last = i == len(devices) - 1
         replica = (model if last and not keep_reference else copy.deepcopy(model)).to(d)
-        predict = impl.load(spec, replica, d, params.effective_precision, calibration)
+        settings = {"channels_last": True} if params.channels_last else {}  # only backends that take it
+        predict = impl.load(spec, replica, d, params.effective_precision, calibration, **settings)
         workers.append(Worker(predict, d if len(devices) > 1 and not impl.host_inputs else None))
     reference = model.to(devices[0]) if keep_reference else None
     return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset, weights)

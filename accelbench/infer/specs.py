@@ -13,7 +13,7 @@ from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt, po
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
 MODES = ("performance", "accuracy", "find-peak")
 PROFILES = ("quick", "official")
-INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "int8")
+INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int8")
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,14 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
     )
     precision: str = opt(
         "auto",
-        "auto (the backend's own: fp32, int8 for --backend int8), fp32, amp_fp16, amp_bf16",
+        "auto (the backend's own: fp32, int8 for --backend int8), fp32, amp_fp16/amp_bf16 (torch.autocast), "
+        "bf16/fp16 (the model's weights and inputs converted: torch and compile backends)",
         choices=INFER_PRECISIONS,
     )
     batch_size: int = opt(8, "largest batch the system under test forms from waiting samples")
+    channels_last: bool = opt(
+        False, "torch and compile backends: the model and its 4-D inputs in channels_last memory format"
+    )
     max_wait_ms: float = opt(2.0, "Server: longest a sample waits for a batch to fill", sweep=False)
     nproc: int = opt(
         1,
@@ -87,6 +91,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             )
         if self.service_ms <= 0:
             raise UsageError(f"--service-ms must be positive, got {self.service_ms}")
+        if self.channels_last and not impl.tunes_memory_format:
+            raise UsageError(f"--channels-last applies to the torch and compile backends, not {self.backend}")
         if self.mode == "find-peak" and self.scenario not in ("server", "multistream"):
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
         if self.mode == "accuracy" and not impl.runs_model:
@@ -157,6 +163,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         if p.get("backend") not in ("torch", "null", "sleep"):  # a named backend, or a user's class
             words.append(p["backend"])
         words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
+        if p.get("channels_last"):
+            words.append("channels_last")
         if p.get("nproc", 1) > 1:
             words.append(f"x{p['nproc']} devices")
         if p.get("scale", "full") != "full":

@@ -1,0 +1,107 @@
+"""Does accelbench's Offline figure lose anything to a bare loop holding the same settings?
+
+For each configuration (backend torch: fp32, fp32 + channels_last, amp_bf16, bf16 + channels_last), in
+alternating rounds on the same host: ``accelbench infer MODEL --scenario offline`` (its own process, as the
+suite runs it) and a bare loop in this process over the same model, batch, precision, memory format and
+threads, timed from outside. Prints each side's median and the median of the per-round ratios. The goal
+(issue 16): every ratio >= 0.97.
+
+    python bench/infer_overhead.py [--model resnet50] [--scale full] [--batch 8] [--rounds 3] [--emulated]
+
+On a CPU without bf16 arithmetic (no AMX or AVX-512 BF16) the bf16 rows need --emulated: both sides then
+run torch's emulation, so the ratio still says what the harness costs, not what the hardware can do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from accelbench.infer.backends import _as
+from accelbench.infer.served import served
+
+CONFIGS = [("fp32", False), ("fp32", True), ("amp_bf16", False), ("bf16", True)]
+
+
+def accelbench_rate(args: argparse.Namespace, precision: str, channels_last: bool, tmp: Path) -> float:
+    cmd = [sys.executable, "-m", "accelbench", "infer", args.model, "--scale", args.scale, "--scenario", "offline"]
+    cmd += ["--batch-size", str(args.batch), "--precision", precision, "--threads", str(torch.get_num_threads())]
+    cmd += ["--duration", str(args.duration), "--json", "--db", str(tmp / "b.db"), "--out", str(tmp / "runs")]
+    cmd += ["--channels-last"] if channels_last else []
+    cmd += ["--emulated"] if args.emulated else []
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode not in (0, 3):
+        raise SystemExit(f"accelbench failed: {out.stderr.strip().splitlines()[-1:]}")
+    [r] = json.loads(out.stdout)["results"]
+    if r["status"] != "ok":
+        raise SystemExit(f"accelbench {precision}: {r['status']}: {r.get('reason') or r.get('error')}")
+    return r["metrics"]["throughput"]["value"]
+
+
+def bare_rate(args: argparse.Namespace, precision: str, channels_last: bool) -> float:
+    """The loop a user would write: the same model and batch, converted the same way, no harness."""
+    spec = served(args.model, args.scale)
+    torch.manual_seed(0)
+    model = spec.build().eval()
+    weights = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    amp = {"amp_bf16": torch.bfloat16, "amp_fp16": torch.float16}.get(precision)
+    if weights is not None:
+        model = model.to(weights)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    batch = _as(
+        spec.collate([spec.synthetic(i, torch.device("cpu")) for i in range(args.batch)]), weights, channels_last
+    )
+    with torch.inference_mode(), torch.autocast("cpu", dtype=amp, enabled=amp is not None):
+        for _ in range(3):
+            spec.forward(model, batch)
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < args.duration:
+            spec.forward(model, batch)
+            n += 1
+        return n * args.batch / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="resnet50")
+    ap.add_argument("--scale", default="full")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=4.0, help="seconds of each side's measurement")
+    ap.add_argument("--emulated", action="store_true", help="run bf16 rows on a CPU that only emulates bf16")
+    ap.add_argument(
+        "--configs",
+        default=",".join(f"{p}{'+cl' if cl else ''}" for p, cl in CONFIGS),
+        help="which rows: precision[+cl], comma-separated (default: all four)",
+    )
+    args = ap.parse_args()
+    print(f"{args.model} ({args.scale}), batch {args.batch}, {torch.get_num_threads()} threads, {args.rounds} rounds")
+    print(f"{'configuration':<24} {'accelbench':>12} {'bare loop':>12} {'ratio':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for config in args.configs.split(","):
+            precision, channels_last = config.removesuffix("+cl"), config.endswith("+cl")
+            ours, bare, ratios = [], [], []
+            for _ in range(args.rounds):
+                a = accelbench_rate(args, precision, channels_last, Path(tmp))
+                b = bare_rate(args, precision, channels_last)
+                ours.append(a)
+                bare.append(b)
+                ratios.append(a / b)
+            name = precision + (" + channels_last" if channels_last else "")
+            print(
+                f"{name:<24} {statistics.median(ours):>12.2f} {statistics.median(bare):>12.2f} "
+                f"{statistics.median(ratios):>6.2f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
