@@ -47,7 +47,8 @@ def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
         "min_reps": params.min_reps,
         "min_time": params.min_time,
     }
-    with ConditionsMonitor(prep.threads) as monitor:
+    gpus = list(range(params.nproc)) if device.type == "cuda" else []  # this node's ranks, one GPU each
+    with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         data = run_ranks(
             "accelbench.kernels.allreduce_rank",
             payload,
