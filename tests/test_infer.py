@@ -128,3 +128,29 @@ def test_serving_settings_keep_the_arithmetic_they_name() -> None:
     conv = next(m for m in replica.modules() if isinstance(m, torch.nn.Conv2d))
     assert conv.weight.dtype == torch.bfloat16 and conv.weight.is_contiguous(memory_format=torch.channels_last)
     assert spec.answers(out)[0].shape == (1,)
+
+
+def test_openvino_serves_the_export_at_the_precision_asked(run_isolated) -> None:
+    """OpenVINO never picks its own arithmetic: the hint is --precision's; requests in flight = --nproc."""
+    import openvino as ov
+    import torch
+
+    from accelbench.infer.openvino import OpenVino
+    from accelbench.infer.served import served
+
+    spec = served("resnet18", "tiny")
+    torch.manual_seed(0)
+    model = spec.build().eval()
+    batch = spec.collate([spec.synthetic(i, torch.device("cpu")) for i in range(4)])
+    impl = OpenVino()
+    predict = impl.load(spec, model, torch.device("cpu"), "fp32", [batch])
+    assert str(impl._compiled.get_property("INFERENCE_PRECISION_HINT")) == "<Type: 'float32'>"  # never bf16 silently
+    with torch.inference_mode():
+        expected = model(*batch)
+    assert torch.allclose(predict(batch), expected, atol=1e-3, rtol=1e-3)
+    if "BF16" not in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        assert "no bf16 arithmetic here" in (impl.unsupported("bf16") or "")
+
+    [r] = run_isolated({"model": "resnet18", "scale": "tiny", "backend": "openvino", "scenario": "offline", "nproc": 2})
+    assert r.status == "ok" and r.valid is True, r.error or r.reason
+    assert r.metrics["throughput"].value > 0

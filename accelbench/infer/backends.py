@@ -2,7 +2,7 @@
 
 A backend turns a built PyTorch model into ``predict(batch inputs) -> outputs``
 (or ``None`` for the harness-only backends). Adding one is one small class and
-one line in :data:`BACKENDS`::
+one line in ``catalog.BACKENDS``::
 
     class MyBackend(Backend):
         name, summary = "mine", "my runtime"
@@ -44,8 +44,8 @@ class Backend:
     #: whether it takes its inputs in host memory (ONNX Runtime copies them itself): the SUT then never
     #: moves a batch to the GPU only for the backend to copy it back
     host_inputs: ClassVar[bool] = False
-    #: whether ``load`` takes ``channels_last`` (the model and its 4-D inputs in that memory format)
-    tunes_memory_format: ClassVar[bool] = False
+    #: the run's settings (InferParams fields) ``load`` takes as keyword arguments, e.g. ``channels_last``
+    options: ClassVar[tuple[str, ...]] = ()
 
     def unsupported(self, precision: str) -> str | None:
         """Why this backend cannot serve at ``precision`` here, or None: a skip in a sweep, bad input alone."""
@@ -75,7 +75,7 @@ class TorchEager(Backend):
         "PyTorch eager; amp_fp16/amp_bf16 through torch.autocast, bf16/fp16 weights, --channels-last",
     )
     precisions = ("fp32", "amp_fp16", "amp_bf16", "bf16", "fp16")
-    tunes_memory_format = True
+    options = ("channels_last",)
 
     def prepare_model(self, model: "torch.nn.Module") -> Any:
         return model
@@ -229,22 +229,6 @@ class Sleep(Null):
                 pass
 
         return predict
-
-
-BACKENDS: dict[str, type[Backend]] = {
-    b.name: b for b in (TorchEager, TorchCompiled, OnnxRuntime, OnnxRuntimeInt8, Null, Sleep)
-}
-
-
-def backend(name: str, service_ms: float = 1.0) -> Backend:
-    """A built-in backend by name, or a user's ``package.module:Class`` (a :class:`Backend` subclass)."""
-    if ":" in name:
-        from accelbench.plugins import load_class
-
-        return load_class(name, Backend, "backend")()
-    if name not in BACKENDS:
-        raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}, or package.module:Class")
-    return Sleep(service_ms) if name == "sleep" else BACKENDS[name]()
 
 
 def export(model: "torch.nn.Module", example: "Inputs", path: Path) -> Path:

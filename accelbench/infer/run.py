@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from accelbench.devices.precision import precision_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
 from accelbench.infer import settings as lgset
-from accelbench.infer.backends import Backend, backend
+from accelbench.infer.backends import Backend
+from accelbench.infer.catalog import backend
 from accelbench.infer.driver import QSL_SAMPLES, Serving, loadgen_run
 from accelbench.infer.peak import find_peak
 from accelbench.infer.results import accuracy_result, performance_result
@@ -155,7 +156,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     for i, d in enumerate(devices):
         last = i == len(devices) - 1
         replica = (model if last and not keep_reference else copy.deepcopy(model)).to(d)
-        settings = {"channels_last": True} if params.channels_last else {}  # only backends that take it
+        settings = {name: getattr(params, name) for name in impl.options}  # only the settings it takes
         predict = impl.load(spec, replica, d, params.effective_precision, calibration, **settings)
         workers.append(Worker(predict, d if len(devices) > 1 and not impl.host_inputs else None))
     reference = model.to(devices[0]) if keep_reference else None

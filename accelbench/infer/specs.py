@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.backends import BACKENDS, backend
+from accelbench.infer.catalog import BACKENDS, backend
 from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt, positive
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
@@ -91,7 +91,7 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             )
         if self.service_ms <= 0:
             raise UsageError(f"--service-ms must be positive, got {self.service_ms}")
-        if self.channels_last and not impl.tunes_memory_format:
+        if self.channels_last and "channels_last" not in impl.options:
             raise UsageError(f"--channels-last applies to the torch and compile backends, not {self.backend}")
         if self.mode == "find-peak" and self.scenario not in ("server", "multistream"):
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")

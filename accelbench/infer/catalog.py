@@ -1,0 +1,30 @@
+"""The serving backends by name: the built-in ones, and a user's ``package.module:Class``."""
+
+from __future__ import annotations
+
+from accelbench.errors import UsageError
+from accelbench.infer.backends import (
+    Backend,
+    Null,
+    OnnxRuntime,
+    OnnxRuntimeInt8,
+    Sleep,
+    TorchCompiled,
+    TorchEager,
+)
+from accelbench.infer.openvino import OpenVino
+
+BACKENDS: dict[str, type[Backend]] = {
+    b.name: b for b in (TorchEager, TorchCompiled, OnnxRuntime, OnnxRuntimeInt8, OpenVino, Null, Sleep)
+}
+
+
+def backend(name: str, service_ms: float = 1.0) -> Backend:
+    """A built-in backend by name, or a user's ``package.module:Class`` (a :class:`Backend` subclass)."""
+    if ":" in name:
+        from accelbench.plugins import load_class
+
+        return load_class(name, Backend, "backend")()
+    if name not in BACKENDS:
+        raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}, or package.module:Class")
+    return Sleep(service_ms) if name == "sleep" else BACKENDS[name]()

@@ -1,0 +1,77 @@
+"""OpenVINO as a serving backend: the runtime an Intel-CPU user would pick, on the same ONNX export.
+
+OpenVINO chooses its own arithmetic unless told: on an AMX CPU its default precision hint is bf16, so an
+"fp32" figure would silently be a bf16 one. The hint is always set from ``--precision`` (f32, bf16, f16),
+and a precision the CPU plugin does not list among its capabilities is refused with that list. The
+performance hint follows the scenario: throughput for Offline and Server (several streams), latency for
+SingleStream and MultiStream. The compiled model is shared by every worker; each worker (``--nproc N`` on
+a CPU: N requests in flight) has its own infer request, so N batches run at once on OpenVINO's streams.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from accelbench.errors import BenchmarkSkipped
+from accelbench.infer.backends import Backend, export
+
+if TYPE_CHECKING:
+    from accelbench.infer.served import Inputs
+
+#: accelbench's precision -> OpenVINO's INFERENCE_PRECISION_HINT and the capability that must be listed
+_HINTS = {"fp32": ("f32", "FP32"), "bf16": ("bf16", "BF16"), "fp16": ("f16", "FP16")}
+
+
+class OpenVino(Backend):
+    name = "openvino"
+    summary = "OpenVINO on the model exported by torch.onnx, precision hint set explicitly (pip extra: openvino)"
+    needs = ("openvino", "openvino")
+    host_inputs = True
+    exports_onnx = True
+    precisions = ("fp32", "bf16", "fp16")
+    options = ("scenario",)
+
+    def __init__(self) -> None:
+        self._compiled: Any = None
+
+    def unsupported(self, precision: str) -> str | None:
+        why = super().unsupported(precision)
+        if why or precision == "fp32":
+            return why
+        import openvino as ov
+
+        capabilities = ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        if _HINTS[precision][1] not in capabilities:
+            return (
+                f"OpenVINO's CPU plugin has no {precision} arithmetic here (it lists {', '.join(capabilities)}): "
+                "use --precision fp32"
+            )
+        return None
+
+    def load(self, served, model, device, precision, calibration, scenario="offline"):  # type: ignore[no-untyped-def]
+        if device.type != "cpu":
+            raise BenchmarkSkipped("the openvino backend serves on the CPU here (its GPU plugin is not wired)")
+        if self._compiled is None:
+            self._compiled = self._compile(served, model, calibration, precision, scenario)
+        request = self._compiled.create_infer_request()
+
+        def predict(inputs: "Inputs") -> Any:
+            import torch
+
+            request.infer([x.numpy() for x in inputs])
+            return torch.from_numpy(request.get_output_tensor(0).data.copy())
+
+        return predict
+
+    def _compile(self, served: Any, model: Any, calibration: list["Inputs"], precision: str, scenario: str) -> Any:
+        import openvino as ov
+
+        workdir = Path(tempfile.mkdtemp(prefix="accelbench-openvino-"))
+        # a batch of two, as for ONNX Runtime: torch.export would specialise a batch of 1
+        example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
+        path = export(model.cpu(), example, workdir / "model.onnx")
+        hint = "THROUGHPUT" if scenario in ("offline", "server") else "LATENCY"
+        config = {"PERFORMANCE_HINT": hint, "INFERENCE_PRECISION_HINT": _HINTS[precision][0]}
+        return ov.Core().compile_model(str(path), "CPU", config)
