@@ -200,3 +200,19 @@ def test_compare_puts_work_per_joule_beside_performance() -> None:
     [row] = compare([rec("a", 1000, 4.0)], [rec("b", 1500, 3.0)]).rows
     assert row.speedup == pytest.approx(1.5) and row.efficiency_speedup("per J") == pytest.approx(0.75)
     assert row.efficiency_speedup("per $") is None  # no price on either side: no column
+
+
+def test_idle_power_is_measured_only_where_something_is_readable(tmp_path: Path, monkeypatch) -> None:
+    from accelbench.measure.energy import idle_watts
+
+    assert idle_watts(powercap=tmp_path / "none", seconds=0.01) is None  # nothing readable: no wait, no figure
+    _zone(tmp_path, "package-0", "intel-rapl:0", 0, max_uj=2**40)
+    clock = {"t": 0.0}
+
+    def read(self: rapl.Zone) -> float:
+        clock["t"] += 0.5
+        return clock["t"] * 12.0
+
+    monkeypatch.setattr(rapl.Zone, "read_joules", read)
+    idle = idle_watts(powercap=tmp_path, seconds=0.05)
+    assert idle is not None and set(idle) == {"package-0"} and idle["package-0"] > 0

@@ -124,7 +124,9 @@ def _price(ns: argparse.Namespace) -> Any:
     )
 
 
-def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = None, after: Any = None) -> int:
+def _execute(
+    ns: argparse.Namespace, suite: Suite | None, resume: str | None = None, after: Any = None, note: str = ""
+) -> int:
     """Open the store (failing before anything runs), run with progress, print the summary."""
     from accelbench.cli.render import ProgressObserver, console, err_console, results_table, shown
     from accelbench.results.store import Store
@@ -132,6 +134,8 @@ def _execute(ns: argparse.Namespace, suite: Suite | None, resume: str | None = N
     from accelbench.system.profile import collect_profile
 
     options = _options(ns)  # a bad price is bad input: said before anything is opened or measured
+    if note and not ns.dry_run:  # stdout is the JSON's alone with --json
+        (err_console if ns.json else console).print(f"[dim]{note}[/]")
     store = Store(ns.db)
     profile = collect_profile()
     if ns.device is not None:
@@ -250,16 +254,13 @@ def cmd_kernel(ns: argparse.Namespace) -> int:
 
 def cmd_family(ns: argparse.Namespace) -> int:
     from accelbench.cli.kernel_args import entries_from_args
-    from accelbench.cli.render import console, err_console
     from accelbench.registry import get
 
     info = get(ns.benchmark)
     ns.sweep = False  # the positional is a list: it sweeps like any other flag
     suite = Suite(info.command.name, entries_from_args(ns, info.name, info.params), source="command line")
     _check_environment(suite, ns.device)
-    if info.command.note and not ns.dry_run:  # stdout is the JSON's alone with --json
-        (err_console if ns.json else console).print(f"[dim]{info.command.note}[/]")
-    return _execute(ns, suite, after=lambda summary: _print_scaling(summary, info.command))
+    return _execute(ns, suite, after=lambda summary: _print_scaling(summary, info.command), note=info.command.note)
 
 
 def _print_scaling(summary: Any, cmd: Any) -> None:

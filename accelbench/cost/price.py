@@ -174,8 +174,9 @@ def from_options(
     if (amortize_years is not None) != (purchase_price is not None):
         raise UsageError("--purchase-price and --amortize-years go together (an owned machine's price)")
     if purchase_price is None and (power_cost_kwh is not None or board_watts is not None):
+        given = [f for f, v in (("--power-cost-kwh", power_cost_kwh), ("--board-watts", board_watts)) if v is not None]
         raise UsageError(
-            "--power-cost-kwh and --board-watts price an owned machine: add --purchase-price and --amortize-years"
+            f"{' and '.join(given)} price an owned machine's electricity: add --purchase-price and --amortize-years"
         )
     if price_per_hour is not None:
         return stated(price_per_hour, f"--price-per-hour {price_per_hour:g}")

@@ -99,9 +99,11 @@ class EnergyMeter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._discovered = False
 
     def __enter__(self) -> "EnergyMeter":
-        self._discover()
+        if not self._discovered:
+            self._discover()
         self._t0 = self.clock()
         for d in self._domains:
             d.start(self._t0)
@@ -134,6 +136,7 @@ class EnergyMeter:
                         pass  # read again at the end; a failure there is recorded
 
     def _discover(self) -> None:
+        self._discovered = True
         zones, why = rapl.zones(self.powercap)
         if why:
             self._unavailable["cpu"] = why
@@ -222,7 +225,6 @@ def idle_watts(gpus: Sequence[int] = (), seconds: float = 3.0, **meter_args: Any
     meter._discover()
     if not meter._domains:
         return None
-    meter = EnergyMeter(gpus, **meter_args)
     with meter:
         time.sleep(seconds)
     assert meter.reading is not None
