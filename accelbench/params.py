@@ -73,6 +73,22 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+_DURATION_SUFFIX = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``10m``, ``1.5h``."""
+    t = text.strip().lower()
+    num = t.rstrip("smhin")
+    try:
+        value = float(num) * _DURATION_SUFFIX[t[len(num) :]]
+    except (ValueError, KeyError):
+        raise UsageError(f"bad duration {text!r}: write seconds, or a number with s, m or h (e.g. 10m)") from None
+    if not value > 0:
+        raise UsageError(f"duration {text!r} must be positive")
+    return value
+
+
 @dataclass(frozen=True)
 class CommonParams:
     """Where and with how many CPU threads; shared by every benchmark."""

@@ -30,6 +30,7 @@ from accelbench.results.describe import plain
 from accelbench.suite.selftest import CrashParams, HangParams, OkParams, RaiseParams
 from accelbench.train.specs import TrainParams
 from accelbench.tta.specs import TtaParams
+from accelbench.tune.specs import TuneParams
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class BenchmarkInfo:
     #: the measured rate (or time) that per-dollar and per-joule figures derive from, the first present wins
     #: (kernels: none)
     efficiency_of: tuple[str, ...] = ()
+    #: made by its own command, never a suite entry (a search runs other benchmarks as its trials)
+    standalone: bool = False
 
     def load(self) -> Callable[[Any, RunContext], Iterable[Any]]:
         module, _, func = self.target.partition(":")
@@ -199,6 +202,15 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
                 scaling="time_to_target_seconds",
                 scaling_figure="time to target",
             ),
+        ),
+        BenchmarkInfo(
+            "tune/search",
+            "the best settings of a model's serving or training within a time budget, and how it compares with "
+            "the defaults (accelbench tune)",
+            TuneParams,
+            "accelbench.tune.search:Tuner",
+            hidden=True,
+            standalone=True,
         ),
         BenchmarkInfo(
             "selftest/ok",

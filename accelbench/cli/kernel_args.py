@@ -63,9 +63,17 @@ def _float(text: str) -> float:
 
 
 def add_param_flags(
-    parser: argparse.ArgumentParser, params_cls: type, title: str, skip: frozenset[str] = frozenset()
+    parser: argparse.ArgumentParser,
+    params_cls: type,
+    title: str,
+    skip: frozenset[str] = frozenset(),
+    sweeps: bool = True,
 ) -> None:
-    """One flag per field of ``params_cls`` that is not a common option (nor in ``skip``)."""
+    """One flag per field of ``params_cls`` that is not a common option (nor in ``skip``).
+
+    Every value is parsed as a list (one element unless the field sweeps); ``sweeps=False`` makes no field
+    sweep, for a command that measures one configuration of its own.
+    """
     hints = typing.get_type_hints(params_cls)
     groups = {False: parser.add_argument_group(title), True: parser.add_argument_group("measurement")}
     own = params_cls.__dict__.get("__annotations__", {})
@@ -86,7 +94,7 @@ def add_param_flags(
         parse = _element_parser(f, hints[f.name])
         choices = meta.get("choices")
         metavar = meta.get("metavar") or ("|".join(choices) if choices else f.name.upper())
-        if meta.get("sweep", True):
+        if sweeps and meta.get("sweep", True):
             group.add_argument(
                 _flag(f),
                 dest=f.name,

@@ -14,6 +14,7 @@ from accelbench.cli import (
     commands_reference,
     commands_report,
     commands_results,
+    commands_tune,
 )
 from accelbench.cli.args import Parser
 from accelbench.errors import UsageError
@@ -41,6 +42,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"accelbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands_measure.register(sub)
+    commands_tune.register(sub)
     commands_results.register(sub)
     commands_history.register(sub)
     commands_report.register(sub)

@@ -94,8 +94,22 @@ def apply_common(suite: Suite, device: str | None, threads: int | None) -> Suite
     return replace(suite, entries=entries)
 
 
-class _Interrupted(Exception):
-    pass
+class Interrupted(Exception):
+    """The run was stopped (Ctrl-C, SIGTERM) during an entry; ``results`` are what it had committed."""
+
+    def __init__(self, results: list[Result]) -> None:
+        super().__init__("interrupted")
+        self.results = results
+
+
+@dataclass
+class Session:
+    """A run being written: where its records go, and how many entries it has run."""
+
+    run_id: str
+    folder: RunFolder
+    index: int = 0
+    keys: set[str] = field(default_factory=set)
 
 
 @contextlib.contextmanager
@@ -131,21 +145,46 @@ class SuiteRunner:
         summary = RunSummary(run_id, folder.path, [], already_done=len(suite.entries) - len(todo))
         self.observer.suite_started(run_id, folder.path, [e for _, e in todo], summary.already_done)
         if any(not e.benchmark.startswith("selftest/") for _, e in todo):
-            # the machine's floor, measured where any counter is readable, kept beside every figure
-            self.idle = idle_watts([a["index"] for a in self.profile.get("accelerators") or []])
+            self._measure_idle()
+        session = Session(run_id, folder)
         with _sigterm_as_interrupt():
             for i, (key, entry) in enumerate(todo, 1):
                 self.observer.entry_started(i, len(todo), entry)
                 t0 = time.perf_counter()
                 try:
-                    results = self._run_entry(run_id, folder, key, entry, i)
-                except _Interrupted as stop:
-                    summary.results += stop.args[0]
+                    results = self._run_entry(session, key, entry, i)
+                except Interrupted as stop:
+                    summary.results += stop.results
                     summary.interrupted = True
                     break
                 summary.results += results
                 self.observer.entry_finished(entry, results, time.perf_counter() - t0)
         return summary
+
+    def _measure_idle(self) -> None:
+        """The machine's floor, measured where any counter is readable, kept beside every figure."""
+        self.idle = idle_watts([a["index"] for a in self.profile.get("accelerators") or []])
+
+    # -- a run driven from outside (accelbench tune): entries decided one at a time ----------------
+
+    def open(self, suite: Suite) -> "Session":
+        """Start a new stored run whose entries the caller runs one by one with :meth:`run_entry`."""
+        run_id, _, folder, _ = self._start(suite, None)
+        self._measure_idle()
+        self.observer.suite_started(run_id, folder.path, list(suite.entries), 0)
+        return Session(run_id, folder)
+
+    def run_entry(self, session: "Session", entry: Entry) -> list[Result]:
+        """One entry in its own process, committed as in a suite; :class:`Interrupted` on Ctrl-C or SIGTERM."""
+        session.index += 1
+        key = entry.key if entry.key not in session.keys else f"{entry.key}#{session.index}"
+        session.keys.add(key)
+        with _sigterm_as_interrupt():
+            return self._run_entry(session, key, entry, session.index)
+
+    def record(self, session: "Session", result: Result, key: str) -> Result:
+        """Commit a record the caller made (a search's summary) with the run's fields, as the entries' are."""
+        return self._commit(result, session.run_id, session.folder, key)
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -188,7 +227,8 @@ class SuiteRunner:
 
         return timeout_of(entry, self.options.timeout)
 
-    def _run_entry(self, run_id: str, folder: RunFolder, key: str, entry: Entry, index: int) -> list[Result]:
+    def _run_entry(self, session: Session, key: str, entry: Entry, index: int) -> list[Result]:
+        run_id, folder = session.run_id, session.folder
         work = folder.path / ".work"
         work.mkdir(exist_ok=True)
         out = work / f"{index:03d}-{entry.key}.jsonl"
@@ -220,7 +260,7 @@ class SuiteRunner:
         except KeyboardInterrupt:
             _kill_group(proc)
             self._drain(tail, run_id, folder, key, committed)
-            raise _Interrupted(committed) from None
+            raise Interrupted(committed) from None
         finished |= self._drain(tail, run_id, folder, key, committed)
         if not finished:
             cause = _cause(proc.exitcode, timed_out, timeout, log_path)

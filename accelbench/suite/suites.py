@@ -110,6 +110,10 @@ class Suite:
 def make_entry(benchmark: str, params: dict[str, Any], timeout: float | None = None) -> Entry:
     """Validate ``params`` for ``benchmark`` and store them complete (defaults filled in)."""
     info = registry.get(benchmark)
+    if info.standalone:
+        raise UsageError(
+            f"{benchmark} is made by its own command ('accelbench {benchmark.split('/')[0]}'), not in a suite"
+        )
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
         raise UsageError(f"{benchmark}: timeout must be a positive number of seconds, got {timeout!r}")
     return Entry(benchmark, info.make_params(params).to_dict(), float(timeout) if timeout else None)

@@ -1,0 +1,223 @@
+"""``accelbench tune MODEL``: the best settings of a model's serving or training, found within a budget."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from rich.markup import escape
+
+from accelbench.cli import args as a
+
+DESCRIPTION = (
+    "Search the settings that make MODEL fastest on this machine, within --budget. Each trial is an ordinary "
+    "benchmark run in its own process and stored in one run. First every runtime is screened at the default "
+    "batch: backend (torch, compile, onnxruntime, int8, openvino, as installed), precision (only what this "
+    "device runs natively, unless --emulated), memory format and torch.compile. Then batch sizes (and, for "
+    "OpenVINO, requests in flight) are screened around the two best. For --task infer the best candidates "
+    "must pass the accuracy gate (MLPerf's 99% of the FP32 reference; meaningful with --checkpoint or "
+    "--dataset) before they are confirmed. The finalists and the default settings are then confirmed "
+    "side by side in interleaved rounds. Server is screened on Offline throughput and confirmed by "
+    "find-peak. Prints the ranking (settings, figure, spread of confirmations, accuracy, validity), the "
+    "speed-up over the defaults, and the one command that reproduces the winner. A candidate that crashes, "
+    "runs out of memory or fails to compile is recorded as failed, with its reason, and the search goes on."
+)
+
+
+def register(sub: Any) -> None:
+    from accelbench.cli.kernel_args import add_param_flags
+    from accelbench.tune.specs import TuneParams
+
+    p = sub.add_parser(
+        "tune", help="search the fastest settings of a model's serving or training", description=DESCRIPTION
+    )
+    p.add_argument("model", metavar="MODEL", help="model name (accelbench list --models)")
+    add_param_flags(p, TuneParams, "search", skip=frozenset({"model"}), sweeps=False)
+    a.add_common_options(p)
+    p.set_defaults(handler=cmd_tune)
+
+
+def _params(ns: argparse.Namespace) -> Any:
+    from dataclasses import fields
+
+    from accelbench.params import build_params
+    from accelbench.tune.specs import TuneParams
+
+    given = {f.name: getattr(ns, f.name, None) for f in fields(TuneParams)}
+    values = {k: v[0] for k, v in given.items() if isinstance(v, list)}  # each flag parses as a one-element list
+    values |= {"model": ns.model, "device": ns.device or "auto", "threads": ns.threads}
+    return build_params(TuneParams, values, "tune")
+
+
+def cmd_tune(ns: argparse.Namespace) -> int:
+    from accelbench.cli.commands_measure import _options
+    from accelbench.cli.render import console, err_console
+    from accelbench.devices import resolve_device
+    from accelbench.results.store import Store
+    from accelbench.suite.runner import Interrupted, SuiteRunner
+    from accelbench.suite.suites import Suite
+    from accelbench.system.profile import collect_profile
+    from accelbench.tune.outcome import summary
+    from accelbench.tune.search import Tuner
+    from accelbench.tune.space import runtime_stage
+
+    params = _params(ns)
+    resolve_device(params.device)  # a device this machine lacks is bad input
+    options = _options(ns)
+    out = err_console if ns.json else console
+    if ns.dry_run:
+        _print_space(runtime_stage(params))
+        return 0
+    store = Store(ns.db)
+    observer = _TuneObserver(params.budget_seconds, quiet=ns.json)
+    runner = SuiteRunner(store, collect_profile(), options, observer)
+    with observer:
+        session = runner.open(
+            Suite("tune", [], description=f"accelbench tune {params.model}", source="accelbench tune")
+        )
+
+        def trial(entry: Any) -> list[Any]:
+            observer.entry_started(session.index + 1, 0, entry)
+            t0 = time.perf_counter()
+            results = runner.run_entry(session, entry)
+            observer.entry_finished(entry, results, time.perf_counter() - t0)
+            return results
+
+        tuner = Tuner(params, trial, progress=observer.phase, timeout=ns.timeout)
+        interrupted = False
+        try:
+            search = tuner.run()
+        except Interrupted:
+            interrupted = True
+            search = tuner.search
+            search.stopped.append("interrupted: the trials finished so far are kept")
+            search.elapsed = time.monotonic() - tuner.t0
+    record = runner.record(session, summary(search), key="tune")
+    if ns.json:
+        sys.stdout.write(json.dumps({"run_id": session.run_id, "summary": record.to_dict()}, indent=2) + "\n")
+    else:
+        _print_outcome(record, search)
+    out.print(
+        f"run {session.run_id}: {len(search.trials)} trial(s) and the summary stored in {escape(str(store.path))}"
+    )
+    if interrupted:
+        return 130
+    return 0 if record.status == "ok" else 1
+
+
+def _print_space(space: Any) -> None:
+    from accelbench.cli.render import console
+
+    console.print(f"{len(space.candidates)} runtime(s) to screen first (then batch sizes around the best two):")
+    for c in space.candidates:
+        console.print(f"  {escape(c.label())}")
+    _print_left_out(space.left_out)
+
+
+def _print_left_out(left_out: list[Any]) -> None:
+    from accelbench.cli.render import console
+    from accelbench.tune.space import grouped
+
+    for why, labels in grouped(left_out):
+        console.print(f"[dim]left out {escape(', '.join(labels))}: {escape(why)}[/]")
+
+
+def _print_outcome(record: Any, search: Any) -> None:
+    from rich.table import Table
+
+    from accelbench.cli.render import console
+    from accelbench.results import format as fmt
+    from accelbench.tune.outcome import figure_of, ranking
+
+    name, unit, _ = figure_of(search)
+    table = Table(title=f"tune {escape(search.params.describe(search.params.to_dict()))}: ranked by {name}")
+    for col in ("#", "settings", name, "confirmations", "screening", "accuracy", "valid", "status"):
+        table.add_column(col, justify="right" if col in ("#", name, "screening") else "left")
+    for i, row in enumerate(ranking(search), 1):
+        value = fmt.number(row.figure) + f" {unit}" if row.figure is not None else "-"
+        spread = (
+            f"{len(row.confirmations)}: {fmt.number(min(row.confirmations))}-{fmt.number(max(row.confirmations))}"
+            if row.confirmations
+            else "-"
+        )
+        valid = {True: "VALID", False: "[red]INVALID[/]", None: "-"}[row.valid]
+        style = "bold green" if row.status == "winner" else ("red" if row.status.startswith(("failed", "gate")) else "")
+        table.add_row(
+            str(i),
+            escape(row.candidate.label()),
+            value,
+            spread,
+            fmt.number(row.screen) if row.screen is not None else "-",
+            escape(row.accuracy),
+            valid,
+            f"[{style}]{escape(row.status)}[/]" if style else escape(row.status),
+        )
+    console.print(table)
+    d = record.details
+    console.print(f"[dim]accuracy gate: {escape(d['gate'])}[/]")
+    _print_left_out(search.left_out)
+    for line in d["stopped"]:
+        console.print(f"[yellow]{escape(line)}[/]")
+    if record.status != "ok":
+        console.print(f"[red]{escape(record.error or 'no winner')}[/]")
+        return
+    speed = record.metrics.get("speedup_over_default")
+    versus = f", {speed.value:.2f}x the default settings (confirmed side by side)" if speed else ""
+    console.print(f"best: [bold]{escape(search.params.model)} {escape(_winner_label(d))}[/]{versus}")
+    console.print(f"reproduce: [bold]{escape(d['reproduce'])}[/]")
+
+
+def _winner_label(d: dict[str, Any]) -> str:
+    from accelbench.tune.space import Candidate
+
+    return Candidate(d["winner"]).label()
+
+
+class _TuneObserver:
+    """The suite's progress display, with the budget left as the ETA and the search's phase as the status."""
+
+    def __init__(self, budget: float, quiet: bool) -> None:
+        from accelbench.cli.render import ProgressObserver
+
+        self.inner = ProgressObserver(quiet=quiet)
+        self.inner._eta = self._eta  # type: ignore[method-assign]
+        self.budget, self.t0 = budget, time.monotonic()
+        self.message = "starting"
+
+    def _eta(self) -> str:
+        left = self.budget - (time.monotonic() - self.t0)
+        return f"budget: {max(0.0, left):.0f} s left" if left > 0 else f"over budget by {-left:.0f} s"
+
+    def __enter__(self) -> "_TuneObserver":
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.__exit__(*exc)
+
+    def phase(self, message: str, left: float) -> None:
+        self.message = message
+
+    def suite_started(self, run_id: str, run_dir: Any, todo: list[Any], already_done: int) -> None:
+        from accelbench.cli.render import shown
+
+        inner = self.inner
+        inner.out.print(f"run [bold]{run_id}[/]: a search of {self.budget:.0f} s; folder {escape(shown(run_dir))}")
+        inner.task = inner.progress.add_task("starting", total=None, status=self._eta())
+        self.t0 = time.monotonic()
+
+    def entry_started(self, index: int, total: int, entry: Any) -> None:
+        inner = self.inner
+        inner.entry_t0, inner.entry_left = time.monotonic(), None
+        inner.progress.update(inner.task, description=self.message, status=self._eta())
+        if inner.plain:
+            inner._line(f"trial {index}: {escape(self.message)} ({self._eta()})")
+
+    def entry_progress(self, message: str, left: float | None = None) -> None:
+        self.inner.entry_progress(message, None)
+
+    def entry_finished(self, entry: Any, results: list[Any], seconds: float) -> None:
+        self.inner.entry_finished(entry, results, seconds)

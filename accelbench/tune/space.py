@@ -1,0 +1,174 @@
+"""The settings a search tries, in two stages, and the ones it leaves out with the reason.
+
+The space is searched one axis group at a time, as a person tuning by hand would: first the runtime
+(backend, precision, memory format, compilation) at the default batch, then the shape of the work (batch
+size, requests in flight) around the best runtimes. A full product of every axis would spend a 10-minute
+budget on a tenth of it; the staged search screens every runtime and still reaches the batch that suits the
+winner. What this device cannot run natively is left out before anything is timed, with the reason the
+benchmark itself would give, so a search never spends its budget on torch's fallbacks.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.errors import UsageError
+from accelbench.tune.specs import TuneParams, split_list
+
+#: infer's defaults: the candidate every other is measured against
+INFER_DEFAULT = {"backend": "torch", "precision": "fp32", "channels_last": False, "batch_size": 8, "nproc": 1}
+TRAIN_DEFAULT = {"precision": "fp32", "channels_last": False, "compile": False, "batch_size": "default"}
+#: batch sizes tried around the best runtimes when --batch-sizes is not given
+INFER_BATCHES = {"cpu": (16, 32), "cuda": (32, 128, 256)}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One combination of settings: the fields of the family's parameters that the search varies."""
+
+    settings: dict[str, Any] = field(hash=False)
+
+    @property
+    def key(self) -> str:
+        return ",".join(f"{k}={self.settings[k]}" for k in sorted(self.settings))
+
+    def with_(self, **changes: Any) -> "Candidate":
+        return Candidate(self.settings | changes)
+
+    def label(self) -> str:
+        """The settings in a few words, only what differs from the family's defaults beside the runtime."""
+        s = self.settings
+        if "backend" in s:
+            words = [s["backend"], s["precision"]]
+            words += ["channels_last"] if s.get("channels_last") else []
+            words.append(f"bs {s['batch_size']}")
+            words += [f"x{s['nproc']} in flight"] if s.get("nproc", 1) > 1 else []
+            return " ".join(words)
+        words = [s["precision"]] + [w for w in ("channels_last", "compile") if s.get(w)]
+        return " ".join(words + [f"bs {s['batch_size']}"])
+
+
+@dataclass
+class Space:
+    """The candidates of a stage, and the ones left out with why."""
+
+    candidates: list[Candidate]
+    left_out: list[tuple[Candidate, str]]
+
+
+def _device(params: TuneParams) -> Any:
+    from accelbench.devices import resolve_device
+
+    return resolve_device(params.device)
+
+
+def runtime_stage(params: TuneParams) -> Space:
+    """Every runtime at the default batch: the default first, compiled ones last (each compile costs minutes)."""
+    return _infer_runtimes(params) if params.task == "infer" else _train_runtimes(params)
+
+
+def _infer_runtimes(params: TuneParams) -> Space:
+    from accelbench.devices.precision import precision_reason
+    from accelbench.infer.catalog import BACKENDS, backend
+    from accelbench.workloads import model_info
+
+    device = _device(params)
+    image = model_info(params.model).image_input
+    names = split_list(params.backends) or [n for n, c in BACKENDS.items() if c.runs_model]
+    names = [n for n in names if params.compile or n != "compile"]
+    wanted = split_list(params.precisions)
+    space = Space([], [])
+    for name in names:
+        impl = backend(name)
+        for precision in impl.precisions:
+            if wanted and precision not in wanted:
+                continue
+            for cl in (False, True) if image and "channels_last" in impl.options else (False,):
+                c = Candidate(INFER_DEFAULT | {"backend": name, "precision": precision, "channels_last": cl})
+                computes = name in ("torch", "compile") and precision != "fp32"
+                why = impl.unsupported(precision) or params.trial_params(**c.settings).export_refusal()
+                why = why or (precision_reason(device, precision, params.emulated) if computes else None)
+                if not why and name == "openvino" and device.type != "cpu":
+                    why = "the openvino backend serves on the CPU here"
+                (space.left_out.append((c, why)) if why else space.candidates.append(c))
+    default = Candidate(dict(INFER_DEFAULT))
+    return _ordered(space, default, lambda c: c.settings["backend"] == "compile")
+
+
+def _train_runtimes(params: TuneParams) -> Space:
+    from accelbench.devices.precision import precision_reason
+    from accelbench.train.specs import TRAIN_PRECISIONS
+    from accelbench.workloads import model_info
+
+    device = _device(params)
+    image = model_info(params.model).image_input
+    wanted = split_list(params.precisions)
+    space = Space([], [])
+    for precision in TRAIN_PRECISIONS:
+        if wanted and precision not in wanted:
+            continue
+        why = None if precision == "fp32" else precision_reason(device, precision, params.emulated)
+        for compiled in (False, True) if params.compile else (False,):
+            for cl in (False, True) if image else (False,):
+                c = Candidate(TRAIN_DEFAULT | {"precision": precision, "channels_last": cl, "compile": compiled})
+                (space.left_out.append((c, why)) if why else space.candidates.append(c))
+    return _ordered(space, Candidate(dict(TRAIN_DEFAULT)), lambda c: bool(c.settings["compile"]))
+
+
+def _ordered(space: Space, default: Candidate, slow: Any) -> Space:
+    keys = [c.key for c in space.candidates]
+    if default.key not in keys:
+        if not space.candidates:
+            raise UsageError("nothing to search: every combination asked for is left out here; widen the lists")
+        first = space.candidates[0]
+    else:
+        first = space.candidates[keys.index(default.key)]
+    rest = [c for c in space.candidates if c is not first]
+    space.candidates = [first] + [c for c in rest if not slow(c)] + [c for c in rest if slow(c)]
+    return space
+
+
+def shape_stage(params: TuneParams, best: list[Candidate], tried: set[str]) -> list[Candidate]:
+    """Batch sizes (and, for OpenVINO on a CPU, requests in flight) around the best runtimes, not yet tried.
+
+    SingleStream sends one sample per query, so neither its batch nor its requests change its figure.
+    """
+    if params.task == "infer" and params.scenario == "singlestream":
+        return []
+    device = _device(params)
+    out: list[Candidate] = []
+    for c in best:
+        for b in _batches(params, c, device.type):
+            out.append(c.with_(batch_size=b))
+        if params.task == "infer" and c.settings["backend"] == "openvino":
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+            for n in sorted({2, cores} - {1}):
+                out.append(c.with_(nproc=n))
+    seen = set(tried)
+    unique = []
+    for c in out:
+        if c.key not in seen:
+            seen.add(c.key)
+            unique.append(c)
+    return unique
+
+
+def _batches(params: TuneParams, c: Candidate, device_type: str) -> list[Any]:
+    given = [int(b) for b in split_list(params.batch_sizes)]
+    if params.task == "infer":
+        return given or list(INFER_BATCHES["cuda" if device_type == "cuda" else "cpu"])
+    from accelbench.workloads import model_info
+
+    base = model_info(params.model).default_batch.get("cuda" if device_type == "cuda" else "cpu", 32)
+    sizes = given or [max(1, base // 2), base * 2]
+    return [str(b) for b in sizes]
+
+
+def grouped(left_out: list[tuple[Candidate, str]]) -> list[tuple[str, list[str]]]:
+    """The left-out candidates by reason, so that one reason is said once."""
+    out: dict[str, list[str]] = {}
+    for c, why in left_out:
+        out.setdefault(why, []).append(c.label())
+    return list(out.items())

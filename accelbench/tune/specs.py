@@ -1,0 +1,133 @@
+"""Parameters of a best-configuration search (torch-free): what is tuned, for which figure, in what time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.errors import UsageError
+from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt, parse_duration, positive
+
+TASKS = ("infer", "train")
+#: the scenarios a search ranks by: Offline samples/s, Server peak QPS within the bound, SingleStream p90
+TUNE_SCENARIOS = ("offline", "server", "singlestream")
+
+
+def split_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+@dataclass(frozen=True)
+class TuneParams(EmulatedParams, ScaleParams, CommonParams):
+    """Search the settings of one model's serving or training for its best figure within a time budget."""
+
+    model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)
+    task: str = opt("infer", "infer (served under LoadGen) or train (training throughput)", choices=TASKS, sweep=False)
+    scenario: str = opt(
+        "offline",
+        "infer: the figure ranked: offline (samples/s), server (peak QPS within the latency bound, by find-peak), "
+        "singlestream (p90 latency)",
+        choices=TUNE_SCENARIOS,
+        sweep=False,
+    )
+    budget: str = opt("10m", "time for the whole search, e.g. 90s, 10m, 1h", metavar="TIME", sweep=False)
+    backends: str = opt(
+        "", "infer: the backends tried, comma-separated (empty: every installed one)", metavar="LIST", sweep=False
+    )
+    precisions: str = opt(
+        "",
+        "the precisions tried, comma-separated (empty: every one this device runs natively)",
+        metavar="LIST",
+        sweep=False,
+    )
+    batch_sizes: str = opt(
+        "",
+        "batch sizes tried on the best runtimes, comma-separated (empty: a spread around the default)",
+        metavar="LIST",
+        sweep=False,
+    )
+    compile: bool = opt(
+        True,
+        "also try torch.compile (the compile backend, --compile in training): each compilation of a large model "
+        "takes minutes",
+        flag="--no-compile",
+        sweep=False,
+    )
+    finalists: int = opt(
+        3, "candidates confirmed with longer runs (the default settings are confirmed too)", metavar="N", sweep=False
+    )
+    repeats: int = opt(
+        3, "confirmation runs per finalist, interleaved; the figure is their median", metavar="N", sweep=False
+    )
+    checkpoint: str = opt(
+        "", "infer: a state_dict (.pt) to serve, which makes the accuracy gate meaningful", metavar="FILE", sweep=False
+    )
+    dataset: str = opt(
+        "", "infer: the accuracy gate scores the model's dataset's labels (DIR)", metavar="DIR", sweep=False
+    )
+
+    @property
+    def budget_seconds(self) -> float:
+        return parse_duration(self.budget)
+
+    def validate(self) -> None:
+        from accelbench.workloads import model_info
+
+        super().validate()
+        model_info(self.model)
+        if self.budget_seconds < 10:
+            raise UsageError(f"--budget {self.budget} is too short for even one trial: give at least 10s")
+        positive("--finalists", self.finalists)
+        positive("--repeats", self.repeats)
+        for b in split_list(self.batch_sizes):
+            try:
+                positive("--batch-sizes", int(b))
+            except ValueError:
+                raise UsageError(f"--batch-sizes takes whole numbers separated by commas, got {b!r}") from None
+        if self.task == "train":
+            given = [f for f in ("backends", "checkpoint", "dataset") if getattr(self, f)]
+            if given or self.scenario != "offline":
+                flag = "--" + (given[0] if given else "scenario")
+                raise UsageError(f"{flag} applies to --task infer; training is tuned for its samples/s")
+            from accelbench.train.specs import TRAIN_PRECISIONS
+
+            allowed: tuple[str, ...] = TRAIN_PRECISIONS
+        else:
+            from accelbench.infer.catalog import BACKENDS
+            from accelbench.infer.specs import INFER_PRECISIONS
+
+            if not self.compile and "compile" in split_list(self.backends):
+                raise UsageError("--no-compile leaves out the compile backend that --backends names: drop one")
+            for b in split_list(self.backends):
+                if b not in BACKENDS or not BACKENDS[b].runs_model:
+                    serving = [n for n, c in BACKENDS.items() if c.runs_model]
+                    raise UsageError(f"unknown backend {b!r} in --backends: choose among {', '.join(serving)}")
+            allowed = tuple(p for p in INFER_PRECISIONS if p != "auto")
+            # the gate's own checks: an unreadable checkpoint or dataset is bad input before any trial
+            gate = {"mode": "accuracy", "dataset": self.dataset} if self.dataset else {}
+            self.trial_params(**gate).validate()
+        for p in split_list(self.precisions):
+            if p not in allowed:
+                raise UsageError(f"unknown precision {p!r} in --precisions: choose among {', '.join(allowed)}")
+
+    def trial_params(self, **settings: Any) -> Any:
+        """The family's parameters for one trial: this search's model and place, with ``settings``."""
+        common = {"model": self.model, "scale": self.scale, "emulated": self.emulated, "device": self.device}
+        common["threads"] = self.threads
+        if self.task == "train":
+            from accelbench.train.specs import TrainParams
+
+            return TrainParams(**common, **settings)
+        from accelbench.infer.specs import InferParams
+
+        return InferParams(**common, checkpoint=self.checkpoint, **settings)
+
+    @classmethod
+    def describe(cls, p: dict[str, Any]) -> str:
+        words = [p["model"], p["task"]]
+        if p["task"] == "infer":
+            words.append(p["scenario"])
+        words.append(f"budget {p['budget']}")
+        if p.get("scale", "full") != "full":
+            words.append(p["scale"])
+        return " ".join(words)

@@ -1,0 +1,217 @@
+"""accelbench tune: the staged search, its gate, its budget and its ranking, with trials faked where the logic
+is ours (a table of figures per candidate) and one real search of a tiny model's training."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelbench.errors import UsageError
+from accelbench.params import build_params, parse_duration
+from accelbench.results.record import Metric, Result, schema_errors
+from accelbench.suite.suites import Entry, make_entry
+from accelbench.tune.outcome import ranking, reproduce, summary
+from accelbench.tune.search import Tuner
+from accelbench.tune.specs import TuneParams
+from tests.conftest import run_cli
+
+
+def tune_params(**values: Any) -> TuneParams:
+    base = {"model": "resnet18", "scale": "tiny", "precisions": "fp32,int8", "compile": False, "budget": "10m"}
+    return build_params(TuneParams, base | values, "tune")
+
+
+class FakeTrials:
+    """Runs no model: answers each entry from a table keyed by (backend, channels_last, batch, nproc).
+
+    ``figures`` gives the Offline samples/s (or the SingleStream p90 seconds); ``failing`` the entries that
+    crash; ``inaccurate`` the runtimes whose accuracy gate fails. The clock advances ``seconds`` per trial.
+    """
+
+    def __init__(
+        self,
+        figures: dict[tuple, float],
+        failing: set[tuple] = frozenset(),  # type: ignore[assignment]
+        inaccurate: set[str] = frozenset(),  # type: ignore[assignment]
+        seconds: float = 5.0,
+    ) -> None:
+        self.figures, self.failing, self.inaccurate, self.seconds = figures, failing, inaccurate, seconds
+        self.now = 0.0
+        self.entries: list[Entry] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, entry: Entry) -> list[Result]:
+        self.entries.append(entry)
+        self.now += self.seconds
+        p = entry.params
+        key = (p["backend"], p["channels_last"], p["batch_size"], p["nproc"])
+        if key in self.failing:
+            return [Result(entry.benchmark, p, status="failed", error="killed by SIGKILL: out of memory")]
+        if p["mode"] == "accuracy":
+            ok = p["backend"] not in self.inaccurate
+            metrics = {
+                "fp32_agreement": Metric(value=1.0 if ok else 0.9, unit="fp32 agreement", higher_is_better=True),
+                "quality_ratio": Metric(value=1.0 if ok else 0.9, unit="x FP32", higher_is_better=True),
+            }
+            return [Result(entry.benchmark, p, metrics=metrics, primary_metric="fp32_agreement", valid=ok)]
+        value = self.figures.get(key, 10.0)
+        if p["scenario"] == "singlestream":
+            m = Metric(value=value, unit="s", higher_is_better=False)
+            return [
+                Result(
+                    entry.benchmark,
+                    p,
+                    metrics={"latency_p90_seconds": m},
+                    primary_metric="latency_p90_seconds",
+                    valid=True,
+                )
+            ]
+        name = "queries_per_second" if p["mode"] == "find-peak" else "throughput"
+        m = Metric(value=value, unit="samples/s", higher_is_better=True)
+        return [Result(entry.benchmark, p, metrics={name: m}, primary_metric=name, valid=True)]
+
+
+FIGURES = {
+    ("torch", False, 8, 1): 100.0,
+    ("torch", True, 8, 1): 150.0,
+    ("onnxruntime", False, 8, 1): 200.0,
+    ("int8", False, 8, 1): 410.0,
+    ("openvino", False, 8, 1): 300.0,
+    ("openvino", False, 32, 1): 380.0,
+    ("openvino", False, 8, 2): 420.0,
+}
+
+
+def test_the_fastest_candidate_wins_only_through_the_gate_and_its_confirmations() -> None:
+    fake = FakeTrials(FIGURES, inaccurate={"int8"})
+    params = tune_params(backends="torch,onnxruntime,int8,openvino", finalists=2, repeats=2)
+    search = Tuner(params, fake, clock=fake.clock).run()
+    rows = ranking(search)
+    assert rows[0].status == "winner" and rows[0].candidate.settings["nproc"] == 2  # openvino, two requests
+    assert rows[0].confirmations == [420.0, 420.0]
+    assert next(r for r in rows if r.candidate.settings["backend"] == "int8").status == "gate failed"
+    # screening order: the default first; then the shape stage around the two best runtimes (openvino, int8)
+    first = fake.entries[0].params
+    assert (first["backend"], first["channels_last"], first["batch_size"]) == ("torch", False, 8)
+    phases = [(e.params["mode"], e.params.get("duration")) for e in fake.entries]
+    assert ("accuracy", 0.0) in phases and ("performance", 6.0) in phases
+    # the default is confirmed beside the finalists, so the speed-up is measured side by side
+    record = summary(search)
+    assert record.status == "ok" and record.primary_metric == "throughput"
+    assert record.metrics["speedup_over_default"].value == pytest.approx(4.2)
+    assert record.details["reproduce"] == (
+        "accelbench infer resnet18 --scale tiny --backend openvino --precision fp32 --nproc 2"
+    )
+    assert [t["phase"] for t in record.details["trials"]].count("confirm") == 2 * 3  # 2 finalists + default
+    full = record.to_dict() | {"run_id": "r", "system": {"fingerprint": "f", "profile": {}}}
+    assert schema_errors(json.loads(json.dumps(full))) == []
+
+
+def test_a_crashing_candidate_is_failed_with_its_reason_and_the_search_goes_on() -> None:
+    fake = FakeTrials(FIGURES, failing={("openvino", False, 8, 1)})
+    search = Tuner(tune_params(backends="torch,onnxruntime,openvino", repeats=1), fake, clock=fake.clock).run()
+    rows = ranking(search)
+    crashed = next(r for r in rows if r.candidate.settings["backend"] == "openvino")
+    assert crashed.status.startswith("failed: killed by SIGKILL")
+    assert rows[0].status == "winner" and rows[0].candidate.settings["backend"] == "onnxruntime"
+
+
+def test_the_budget_stops_each_phase_and_says_what_was_not_tried() -> None:
+    fake = FakeTrials(FIGURES, seconds=10.0)
+    # 100 s: screening may run to 55 s (5 trials of 10 s), gates to 70 s, confirmations to 100 s
+    search = Tuner(
+        tune_params(backends="torch,onnxruntime,int8,openvino", budget="100s", repeats=3), fake, clock=fake.clock
+    ).run()
+    screens = [t for t in search.trials if t.phase == "screen"]
+    assert len(screens) == 5
+    assert any("screening of batch sizes" in s for s in search.stopped)
+    assert [why for _, why in search.not_tried] and all("budget" in why for _, why in search.not_tried)
+    assert fake.now <= 100 + 10  # at most one trial past the budget: a winner is always confirmed once
+    assert summary(search).status == "ok"
+
+
+def test_singlestream_ranks_the_lowest_latency_and_tries_no_batch_sizes() -> None:
+    latencies = {("torch", False, 8, 1): 0.030, ("onnxruntime", False, 8, 1): 0.012, ("openvino", False, 8, 1): 0.020}
+    fake = FakeTrials(latencies)
+    params = tune_params(backends="torch,onnxruntime,openvino", scenario="singlestream", repeats=1)
+    search = Tuner(params, fake, clock=fake.clock).run()
+    assert {e.params["batch_size"] for e in fake.entries} == {8}
+    record = summary(search)
+    assert record.details["winner"]["backend"] == "onnxruntime"
+    assert record.metrics["speedup_over_default"].value == pytest.approx(2.5)  # 30 ms / 12 ms
+
+
+def test_server_is_screened_on_offline_and_confirmed_by_find_peak() -> None:
+    fake = FakeTrials(FIGURES)
+    params = tune_params(backends="torch,onnxruntime", scenario="server", finalists=1)
+    search = Tuner(params, fake, clock=fake.clock).run()
+    screens = [e.params for e in fake.entries if e.params["mode"] == "performance"]
+    confirms = [e.params for e in fake.entries if e.params["mode"] == "find-peak"]
+    assert screens and {p["scenario"] for p in screens} == {"offline"}
+    assert confirms and {p["scenario"] for p in confirms} == {"server"}
+    assert len(confirms) == 2  # the finalist and the default, once each: find-peak is a search in itself
+    assert "--mode find-peak" in reproduce(search, ranking(search)[0].candidate)
+
+
+def test_training_is_searched_over_precision_layout_and_batch() -> None:
+    seen: list[dict] = []
+
+    def trial(entry: Entry) -> list[Result]:
+        seen.append(entry.params)
+        p = entry.params
+        value = 10.0 * (2 if p["channels_last"] else 1) * (1.5 if p["batch_size"] == "32" else 1)
+        m = Metric(value=value, unit="images/s", higher_is_better=True)
+        return [Result(entry.benchmark, p, metrics={"throughput": m}, primary_metric="throughput")]
+
+    params = tune_params(task="train", precisions="fp32", repeats=1, batch_sizes="32")
+    record = summary(Tuner(params, trial).run())
+    assert record.details["winner"] == {
+        "precision": "fp32",
+        "channels_last": True,
+        "compile": False,
+        "batch_size": "32",
+    }
+    assert record.metrics["speedup_over_default"].value == pytest.approx(3.0)
+    assert seen[0]["num_batches"] == 6 and seen[-1]["num_batches"] == 18
+    assert record.details["reproduce"] == "accelbench train resnet18 --scale tiny --batch-size 32 --channels-last"
+
+
+def test_bad_input_is_refused_before_anything_runs() -> None:
+    assert parse_duration("10m") == 600 and parse_duration("90") == 90 and parse_duration("1.5h") == 5400
+    for bad, words in (
+        ({"budget": "5s"}, "too short"),
+        ({"budget": "ten"}, "bad duration"),
+        ({"task": "train", "backends": "torch"}, "--backends applies to --task infer"),
+        ({"backends": "null"}, "unknown backend"),
+        ({"backends": "compile"}, "--no-compile"),
+        ({"batch_sizes": "8,x"}, "whole numbers"),
+        ({"checkpoint": "/nonexistent.pt"}, "does not exist"),
+    ):
+        with pytest.raises(UsageError, match=words):
+            tune_params(**bad)
+    with pytest.raises(UsageError, match="its own command"):
+        make_entry("tune/search", {})
+
+
+def test_a_real_search_of_a_tiny_models_training(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    args = ["tune", "resnet18", "--scale", "tiny", "--task", "train", "--precisions", "fp32", "--no-compile"]
+    args += ["--batch-sizes", "16", "--finalists", "1", "--repeats", "1", "--budget", "100s"]
+    out = run_cli([*args, "--json"], cli_env, tmp_path, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    record = doc["summary"]
+    assert record["benchmark"] == "tune/search" and record["status"] == "ok"
+    trials = record["details"]["trials"]
+    assert {t["phase"] for t in trials} == {"screen", "confirm"}
+    assert all(t["status"] == "ok" for t in trials)
+    assert record["details"]["reproduce"].startswith("accelbench train resnet18 --scale tiny")
+    # every trial is a stored record of the same run, beside the summary
+    listed = run_cli(["results", "list", "--run", doc["run_id"], "--json"], cli_env, tmp_path)
+    stored = json.loads(listed.stdout)
+    assert len(stored) == len(trials) + 1
+    assert {t["result_id"] for t in trials} <= {r["id"] for r in stored}
