@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -65,7 +66,8 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     from accelbench.tune.space import runtime_stage
 
     params = _params(ns)
-    resolve_device(params.device)  # a device this machine lacks is bad input
+    # a device this machine lacks is bad input; trials and the summary name the device that ran
+    params = dataclasses.replace(params, device=str(resolve_device(params.device)))
     options = _options(ns)
     out = err_console if ns.json else console
     if ns.dry_run:

@@ -16,6 +16,7 @@ pip extra that brings it, and are refused at the command line when it is missing
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -46,6 +47,13 @@ class Backend:
     host_inputs: ClassVar[bool] = False
     #: the run's settings (InferParams fields) ``load`` takes as keyword arguments, e.g. ``channels_last``
     options: ClassVar[tuple[str, ...]] = ()
+    #: where an export may be reused from and kept for the run's next entries (RunContext.cache_dir)
+    cache_dir: Path | None = None
+    #: what the runtime chose that the record should keep (e.g. OpenVINO's optimal requests), filled by load
+    facts: dict[str, Any]
+
+    def __init__(self) -> None:
+        self.facts = {}
 
     def unsupported(self, precision: str) -> str | None:
         """Why this backend cannot serve at ``precision`` here, or None: a skip in a sweep, bad input alone."""
@@ -166,7 +174,7 @@ class OnnxRuntime(Backend):
         workdir = Path(tempfile.mkdtemp(prefix="accelbench-onnx-"))
         # a batch of two: torch.export specialises a dimension of size 1, which would fix the batch at 1
         example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
-        path = export(model.cpu(), example, workdir / "model.onnx")
+        path = export(model.cpu(), example, workdir / "model.onnx", self.cache_dir)
         model.to(device)
         return _session_predict(self.finish(path, calibration), device, int8=self.precisions == ("int8",))
 
@@ -217,6 +225,7 @@ class Sleep(Null):
     name, summary = "sleep", "sleeps --service-ms per batch: a system with a known capacity, to check the harness"
 
     def __init__(self, service_ms: float = 1.0) -> None:
+        super().__init__()
         self.service_ms = service_ms
 
     def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
@@ -231,8 +240,41 @@ class Sleep(Null):
         return predict
 
 
-def export(model: "torch.nn.Module", example: "Inputs", path: Path) -> Path:
-    """torch.onnx's exporter with a dynamic batch dimension, so any batch the SUT forms runs."""
+def export(model: "torch.nn.Module", example: "Inputs", path: Path, cache_dir: Path | None = None) -> Path:
+    """torch.onnx's exporter with a dynamic batch dimension, so any batch the SUT forms runs.
+
+    With ``cache_dir``, an export of the same weights and input shapes made earlier in the run is reused: a
+    search serves one model on several ONNX backends and batches, and each export of ResNet-50 takes 10 s.
+    """
+    cached = cache_dir / f"{_export_key(model, example)}.onnx" if cache_dir is not None else None
+    if cached is not None and cached.is_file():
+        shutil.copyfile(cached, path)
+        return path
+    _export(model, example, path)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(".partial")
+        shutil.copyfile(path, partial)
+        partial.replace(cached)  # atomic: a killed entry never leaves half a file under the final name
+    return path
+
+
+def _export_key(model: "torch.nn.Module", example: "Inputs") -> str:
+    """Every weight and buffer, the inputs' shapes and dtypes, and the torch version: what the export depends on."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.blake2b(torch.__version__.encode(), digest_size=16)
+    for name, t in model.state_dict().items():
+        h.update(f"{name}{tuple(t.shape)}{t.dtype}".encode())
+        h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    for t in example:
+        h.update(f"{tuple(t.shape[1:])}{t.dtype}".encode())
+    return h.hexdigest()
+
+
+def _export(model: "torch.nn.Module", example: "Inputs", path: Path) -> None:
     import torch
 
     batch = torch.export.Dim("batch", min=1, max=4096)
@@ -253,7 +295,6 @@ def export(model: "torch.nn.Module", example: "Inputs", path: Path) -> Path:
         raise UsageError(
             f"torch.onnx could not export this model for ONNX Runtime: {str(exc).splitlines()[0]}"
         ) from None
-    return path
 
 
 def _input_names(path: Path) -> list[str]:

@@ -8,7 +8,7 @@ imports the other.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from accelbench.infer.logs import read_detail
@@ -37,6 +37,8 @@ class Serving:
     dataset: Any = None
     #: where the served weights came from (a checkpoint, or random and how initialised), for the record
     weights: str = ""
+    #: what the backend's runtime chose, for the record's details.backend
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -34,6 +34,7 @@ class OpenVino(Backend):
     options = ("scenario",)
 
     def __init__(self) -> None:
+        super().__init__()
         self._compiled: Any = None
 
     def unsupported(self, precision: str) -> str | None:
@@ -71,7 +72,30 @@ class OpenVino(Backend):
         workdir = Path(tempfile.mkdtemp(prefix="accelbench-openvino-"))
         # a batch of two, as for ONNX Runtime: torch.export would specialise a batch of 1
         example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
-        path = export(model.cpu(), example, workdir / "model.onnx")
+        path = export(model.cpu(), example, workdir / "model.onnx", self.cache_dir)
         hint = "THROUGHPUT" if scenario in ("offline", "server") else "LATENCY"
         config = {"PERFORMANCE_HINT": hint, "INFERENCE_PRECISION_HINT": _HINTS[precision][0]}
-        return ov.Core().compile_model(str(path), "CPU", config)
+        compiled = ov.Core().compile_model(str(path), "CPU", config)
+        self.facts |= {
+            "performance_hint": hint,
+            "inference_precision": str(compiled.get_property("INFERENCE_PRECISION_HINT")),
+            "streams": int(compiled.get_property("NUM_STREAMS")),
+            # as many requests in flight as this keeps every stream busy (--nproc N puts N in flight)
+            "optimal_requests": int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")),
+        }
+        return compiled
+
+
+def optimal_requests() -> int:
+    """The requests in flight OpenVINO's throughput hint wants on this CPU, from a one-layer model.
+
+    The number follows the streams the plugin makes for this machine's cores; a search starts OpenVINO
+    there rather than at one request, which would leave all but one stream idle.
+    """
+    import numpy as np
+    import openvino as ov
+    from openvino import opset13 as ops
+
+    x = ops.parameter([1, 8], np.float32)
+    compiled = ov.Core().compile_model(ov.Model([ops.relu(x)], [x]), "CPU", {"PERFORMANCE_HINT": "THROUGHPUT"})
+    return int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))

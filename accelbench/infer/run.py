@@ -121,6 +121,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     prep = prepare(params, autotune=False)  # batches vary in size: no cuDNN search inside a timed run
     device, threads = prep.device, prep.threads
     impl: Backend = backend(params.backend, params.service_ms)
+    impl.cache_dir = ctx.cache_dir  # an export made by an earlier entry of this run (same weights) is reused
     precision = params.effective_precision
     # int8 is ONNX Runtime's own kernels (AVX2 included), not a torch emulation: only autocast is checked
     computes = impl.runs_model and (precision.startswith("amp_") or precision in ("bf16", "fp16"))
@@ -160,7 +161,8 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         predict = impl.load(spec, replica, d, params.effective_precision, calibration, **settings)
         workers.append(Worker(predict, d if len(devices) > 1 and not impl.host_inputs else None))
     reference = model.to(devices[0]) if keep_reference else None
-    return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset, weights)
+    facts = getattr(impl, "facts", None) or {}  # a user's backend may not call Backend.__init__
+    return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset, weights, facts)
 
 
 def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
@@ -173,15 +175,17 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     ctx.progress("probing the backend")
     probe = lgset.probe(serving, params)
     if params.mode == "accuracy":
-        yield _accuracy(params, serving, record, probe, ctx)
-        return
-    if params.mode == "find-peak":
-        yield find_peak(params, serving, probe, record, ctx)
-        return
-    settings = lgset.performance_settings(params, probe)
-    ctx.progress(f"LoadGen {params.scenario} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)")
-    outcome = loadgen_run(serving, settings, params, ctx)
-    yield performance_result(params, record, outcome, probe)
+        result = _accuracy(params, serving, record, probe, ctx)
+    elif params.mode == "find-peak":
+        result = find_peak(params, serving, probe, record, ctx)
+    else:
+        settings = lgset.performance_settings(params, probe)
+        ctx.progress(f"LoadGen {params.scenario} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)")
+        outcome = loadgen_run(serving, settings, params, ctx)
+        result = performance_result(params, record, outcome, probe)
+    if serving.facts:  # what the runtime chose (OpenVINO's precision, streams and optimal requests)
+        result.details["backend"] = serving.facts
+    yield result
 
 
 def _accuracy(

@@ -36,6 +36,9 @@ class RunContext:
 
     log_dir: Path
     progress: Progress = quiet
+    #: files the entries of one run share (an ONNX export that every trial of the same weights reuses);
+    #: the runner deletes it when the run ends. None outside a run: nothing is cached
+    cache_dir: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import secrets
+import shutil
 import signal
 import time
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,7 @@ from accelbench.results.record import Result, now_iso, schema_errors
 from accelbench.results.runfolder import DEFAULT_OUT, RunFolder
 from accelbench.results.store import RunInfo, Store
 from accelbench.suite.suites import Entry, Suite, make_entry
+from accelbench.suite.worker import CACHE
 from accelbench.suite.worker import child_main as worker_child_main
 
 POLL_SECONDS = 0.2
@@ -147,7 +149,7 @@ class SuiteRunner:
         if any(not e.benchmark.startswith("selftest/") for _, e in todo):
             self._measure_idle()
         session = Session(run_id, folder)
-        with _sigterm_as_interrupt():
+        with _sigterm_as_interrupt(), self.closing(session):
             for i, (key, entry) in enumerate(todo, 1):
                 self.observer.entry_started(i, len(todo), entry)
                 t0 = time.perf_counter()
@@ -173,6 +175,14 @@ class SuiteRunner:
         self._measure_idle()
         self.observer.suite_started(run_id, folder.path, list(suite.entries), 0)
         return Session(run_id, folder)
+
+    @contextlib.contextmanager
+    def closing(self, session: "Session") -> Iterator[None]:
+        """The run's shared cache (ONNX exports, hundreds of MB for a large model) is deleted when it ends."""
+        try:
+            yield
+        finally:
+            shutil.rmtree(session.folder.path / CACHE, ignore_errors=True)
 
     def run_entry(self, session: "Session", entry: Entry) -> list[Result]:
         """One entry in its own process, committed as in a suite; :class:`Interrupted` on Ctrl-C or SIGTERM."""

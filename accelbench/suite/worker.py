@@ -28,6 +28,10 @@ def _failure(entry: Entry, error: str, started: str) -> Result:
     return Result(benchmark=entry.benchmark, params=entry.params, status="failed", error=error, started_at=started)
 
 
+#: the run folder's shared cache (see RunContext.cache_dir), removed by the runner at the end of the run
+CACHE = ".work/cache"
+
+
 def _describe(exc: BaseException) -> str:
     name = type(exc).__name__
     if name == "OutOfMemoryError" or isinstance(exc, MemoryError):
@@ -50,7 +54,11 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
     try:
         info = registry.get(entry.benchmark)
         params = info.make_params(entry.params)
-        ctx = RunContext(log_dir, progress=lambda m, left=None: emit({"type": "progress", "message": m, "left": left}))
+        ctx = RunContext(
+            log_dir,
+            progress=lambda m, left=None: emit({"type": "progress", "message": m, "left": left}),
+            cache_dir=log_dir.parent / CACHE,
+        )
         for result in info.load()(params, ctx):
             if result.primary_metric is None:
                 result.primary_metric = info.primary_metric

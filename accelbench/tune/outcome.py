@@ -70,8 +70,8 @@ def _accuracy(search: Search, c: Candidate) -> str:
         return f"gate failed to run: {gate.why_not}"
     r = gate.result
     ratio = r.metrics.get("quality_ratio")
-    what = f"{r.primary.value:.4g} {r.primary_metric}" if r.primary else "?"
-    share = f", {ratio.value:.2%} of FP32" if ratio else ""
+    what = f"{r.primary_metric} {r.primary.value:.4g}" if r.primary else "?"
+    share = f" ({ratio.value:.2%} of FP32)" if ratio else ""
     verdict = {True: "passed", False: "FAILED", None: "no verdict"}[r.valid]
     return f"{verdict}: {what}{share}"
 
@@ -132,7 +132,8 @@ def reproduce(search: Search, c: Candidate) -> str:
     else:
         trial = p.trial_params(**c.settings)
     words = ["accelbench", p.task, p.model]
-    for f in fields(trial):
+    common = ("device", "threads")  # the common options last, as a person writes them
+    for f in sorted(fields(trial), key=lambda f: f.name in common):
         if f.name == "model" or (f.name in TRIAL_LENGTH and not (f.name == "mode" and p.scenario == "server")):
             continue
         value, default = getattr(trial, f.name), f.default if f.default is not MISSING else None

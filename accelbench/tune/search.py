@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from accelbench.results.record import Result
@@ -170,7 +170,7 @@ class Tuner:
         for r in range(rounds):
             for c in finalists:
                 if r > 0 and not self._fits("confirm", 1.0):
-                    self.search.stopped.append(f"confirmations stopped after {r} round(s) of {rounds}: budget")
+                    self.search.stopped.append(f"confirmations stopped in round {r + 1} of {rounds}: budget")
                     return
                 self._trial("confirm", c, f"confirming {c.label()} (round {r + 1}/{rounds})")
 
@@ -180,6 +180,9 @@ class Tuner:
         left = max(0.0, self.budget - (self.clock() - self.t0))
         self.progress(message, left)
         entry = self.entry(phase, c)
+        if phase == "screen":  # a screening (a minutes-long compile) may not outlast the screening phase
+            end = self.budget * SCREEN_SHARE - (self.clock() - self.t0)
+            entry = replace(entry, timeout=min(entry.timeout or self.timeout, max(60.0, end)))
         t0 = self.clock()
         results = self.run_trial(entry)
         trial = Trial(phase, c, results[-1] if results else None, self.clock() - t0)

@@ -92,9 +92,18 @@ def _infer_runtimes(params: TuneParams) -> Space:
                 why = why or (precision_reason(device, precision, params.emulated) if computes else None)
                 if not why and name == "openvino" and device.type != "cpu":
                     why = "the openvino backend serves on the CPU here"
+                if not why and name == "openvino" and params.scenario != "singlestream":
+                    c = c.with_(nproc=_openvino_requests())
                 (space.left_out.append((c, why)) if why else space.candidates.append(c))
     default = Candidate(dict(INFER_DEFAULT))
     return _ordered(space, default, lambda c: c.settings["backend"] == "compile")
+
+
+def _openvino_requests() -> int:
+    """OpenVINO's throughput hint keeps this many requests busy: one would leave its other streams idle."""
+    from accelbench.infer.openvino import optimal_requests
+
+    return optimal_requests()
 
 
 def _train_runtimes(params: TuneParams) -> Space:
@@ -144,7 +153,7 @@ def shape_stage(params: TuneParams, best: list[Candidate], tried: set[str]) -> l
             out.append(c.with_(batch_size=b))
         if params.task == "infer" and c.settings["backend"] == "openvino":
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-            for n in sorted({2, cores} - {1}):
+            for n in sorted({1, 2, cores}):
                 out.append(c.with_(nproc=n))
     seen = set(tried)
     unique = []
