@@ -78,7 +78,7 @@ class OpenVino(Backend):
         compiled = ov.Core().compile_model(str(path), "CPU", config)
         self.facts |= {
             "performance_hint": hint,
-            "inference_precision": str(compiled.get_property("INFERENCE_PRECISION_HINT")),
+            "inference_precision": compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
             "streams": int(compiled.get_property("NUM_STREAMS")),
             # as many requests in flight as this keeps every stream busy (--nproc N puts N in flight)
             "optimal_requests": int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")),
