@@ -34,7 +34,7 @@ import torch
 
 def export_model(model: str, scale: str, path: Path) -> tuple[str, list[int]]:
     """The ONNX file accelbench's ONNX backends serve, and the input's per-sample shape."""
-    from accelbench.infer.backends import export
+    from accelbench.infer.export import export
     from accelbench.infer.served import served
 
     spec = served(model, scale)

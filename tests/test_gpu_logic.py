@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from accelbench.errors import BenchmarkSkipped
-from accelbench.infer.backends import check_session_provider, session_providers
+from accelbench.errors import BenchmarkSkipped, UsageError
+from accelbench.infer.onnxrt import check_session_provider, session_providers, tensorrt_providers
 from accelbench.measure.timer import TimerConfig, calls_per_sample
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
@@ -32,6 +32,29 @@ def test_onnx_runtime_on_a_gpu_only_from_the_gpu_provider():
         session_providers(["CUDAExecutionProvider", "CPUExecutionProvider"], CUDA1, int8=True)
     trt = session_providers(["TensorrtExecutionProvider", "CUDAExecutionProvider"], CUDA1, int8=True)
     assert trt[0][0] == "TensorrtExecutionProvider" and trt[0][1]["trt_int8_enable"] is True
+
+
+def test_tensorrt_is_asked_first_with_one_shape_profile_and_a_shared_engine_cache(tmp_path):
+    available = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    [(trt, options), (cuda, _)] = tensorrt_providers(available, 1, "fp16", [(3, 224, 224)], 16, tmp_path)
+    assert (trt, cuda) == ("TensorrtExecutionProvider", "CUDAExecutionProvider")
+    assert options["device_id"] == 1 and options["trt_fp16_enable"] and not options["trt_int8_enable"]
+    # batch 1 to 16, built once for the SUT's batches instead of once per batch size inside the timed run
+    assert options["trt_profile_min_shapes"] == "input_0:1x3x224x224"
+    assert options["trt_profile_max_shapes"] == options["trt_profile_opt_shapes"] == "input_0:16x3x224x224"
+    assert options["trt_engine_cache_path"] == str(tmp_path / "tensorrt")
+    with pytest.raises(BenchmarkSkipped, match="needs ONNX Runtime's TensorRT provider.*tensorrt"):
+        tensorrt_providers(["CUDAExecutionProvider", "CPUExecutionProvider"], 0, "fp32", [], 0, None)
+    wanted = tensorrt_providers(available, 0, "fp32", [], 0, None)
+    with pytest.raises(BenchmarkSkipped, match="could not start TensorrtExecutionProvider"):
+        check_session_provider(FakeSession(["CUDAExecutionProvider", "CPUExecutionProvider"]), wanted)
+
+
+def test_the_tensorrt_backend_is_refused_off_an_nvidia_gpu():
+    from accelbench.infer.specs import InferParams
+
+    with pytest.raises(UsageError, match="backend tensorrt serves on cuda, not cpu"):
+        InferParams(backend="tensorrt").check_environment("cpu")
 
 
 class FakeSession:

@@ -69,12 +69,13 @@ def test_invalid_reasons_in_plain_words(tmp_path):
     "params, message",
     [
         ({"scenario": "batch"}, "unknown scenario"),
-        ({"backend": "tensorrt"}, "unknown backend"),
+        ({"backend": "tensorrtx"}, "unknown backend"),
         ({"profile": "fast"}, "unknown profile"),
         ({"latency_bound_ms": -1}, "must not be negative"),
         ({"samples_per_query": 0}, "positive"),
         ({"model": "resnet5"}, "unknown model"),
-        ({"backend": "onnxruntime", "channels_last": True}, "--channels-last applies to the torch and compile"),
+        ({"backend": "onnxruntime", "channels_last": True}, "--channels-last applies to the torch, compile backends"),
+        ({"ort_optimization": "basic"}, "--ort-optimization applies to the onnxruntime, int8, tensorrt backends"),
     ],
 )
 def test_bad_inference_input(params, message):

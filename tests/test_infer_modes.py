@@ -54,10 +54,17 @@ def test_backends_serve_the_labelled_set_accurately(backend, run_isolated, colou
     pytest.importorskip("onnxruntime")
     good = checkpoint(tmp_path / "good.pt")
     params = {**COLOUR, "mode": "accuracy", "dataset": str(colours), "checkpoint": str(good), "backend": backend}
+    if backend == "onnxruntime":  # a graph optimisation level other than ONNX Runtime's default, recorded
+        params["ort_optimization"] = "basic"
     [r] = run_isolated(params)
     assert r.status == "ok", r.error
     assert r.metrics["top1"].value == 1.0 and r.valid
     assert r.params["precision"] == ("int8" if backend == "int8" else "fp32")
+    if backend != "compile":
+        facts = r.details["backend"]
+        assert facts["provider"] == "CPUExecutionProvider" and facts["intra_op_threads"] == 2
+        level = "ORT_ENABLE_BASIC" if backend == "onnxruntime" else "ORT_ENABLE_ALL"
+        assert facts["graph_optimization"] == level
 
 
 def test_find_peak_converges_on_a_known_service_time(run_isolated):

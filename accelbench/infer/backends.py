@@ -16,13 +16,9 @@ pip extra that brings it, and are refused at the command line when it is missing
 from __future__ import annotations
 
 import importlib.util
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
-
-from accelbench.errors import BenchmarkSkipped, UsageError
 
 if TYPE_CHECKING:
     import torch
@@ -47,6 +43,8 @@ class Backend:
     host_inputs: ClassVar[bool] = False
     #: the run's settings (InferParams fields) ``load`` takes as keyword arguments, e.g. ``channels_last``
     options: ClassVar[tuple[str, ...]] = ()
+    #: the device types it serves on
+    devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
     #: where an export may be reused from and kept for the run's next entries (RunContext.cache_dir)
     cache_dir: Path | None = None
     #: what the runtime chose that the record should keep (e.g. OpenVINO's optimal requests), filled by load
@@ -65,6 +63,12 @@ class Backend:
         if self.needs and importlib.util.find_spec(self.needs[0]) is None:
             return f"backend {self.name} needs the {self.needs[0]} package: pip install 'accelbench[{self.needs[1]}]'"
         return None
+
+    def unsupported_on(self, device_type: str) -> str | None:
+        """Why this backend cannot serve on ``device_type``, or None."""
+        if device_type in self.devices:
+            return None
+        return f"backend {self.name} serves on {' or '.join(self.devices)}, not {device_type}: pick another --backend"
 
     def load(
         self,
@@ -163,55 +167,6 @@ class TorchCompiled(TorchEager):
         return torch.compile(model, dynamic=True)
 
 
-class OnnxRuntime(Backend):
-    name, summary = "onnxruntime", "ONNX Runtime on the model exported by torch.onnx (pip extra: onnx)"
-    needs = ("onnxruntime", "onnx")
-    host_inputs = True
-    exports_onnx = True
-
-    def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
-
-        workdir = Path(tempfile.mkdtemp(prefix="accelbench-onnx-"))
-        # a batch of two: torch.export specialises a dimension of size 1, which would fix the batch at 1
-        example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
-        path = export(model.cpu(), example, workdir / "model.onnx", self.cache_dir)
-        model.to(device)
-        return _session_predict(self.finish(path, calibration), device, int8=self.precisions == ("int8",))
-
-    def finish(self, path: Path, calibration: list["Inputs"]) -> Path:
-        return path
-
-
-class OnnxRuntimeInt8(OnnxRuntime):
-    name = "int8"
-    summary = "INT8: ONNX Runtime static QDQ quantization calibrated on the first samples (pip extra: onnx)"
-    precisions = ("int8",)
-
-    def finish(self, path: Path, calibration: list["Inputs"]) -> Path:
-        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
-        names = _input_names(path)
-
-        class Reader(CalibrationDataReader):
-            def __init__(self) -> None:
-                self.items = iter([{n: t.cpu().numpy() for n, t in zip(names, x, strict=True)} for x in calibration])
-
-            def get_next(self) -> dict[str, Any] | None:
-                return next(self.items, None)
-
-        out = path.with_name("model.int8.onnx")
-        quantize_static(
-            str(path),
-            str(out),
-            Reader(),
-            quant_format=QuantFormat.QDQ,
-            per_channel=True,
-            activation_type=QuantType.QInt8,
-            weight_type=QuantType.QInt8,
-        )
-        return out
-
-
 class Null(Backend):
     name, summary = "null", "answers at once without running a model: the harness's own ceiling"
     runs_model = False
@@ -238,123 +193,3 @@ class Sleep(Null):
                 pass
 
         return predict
-
-
-def export(model: "torch.nn.Module", example: "Inputs", path: Path, cache_dir: Path | None = None) -> Path:
-    """torch.onnx's exporter with a dynamic batch dimension, so any batch the SUT forms runs.
-
-    With ``cache_dir``, an export of the same weights and input shapes made earlier in the run is reused: a
-    search serves one model on several ONNX backends and batches, and each export of ResNet-50 takes 10 s.
-    """
-    cached = cache_dir / f"{_export_key(model, example)}.onnx" if cache_dir is not None else None
-    if cached is not None and cached.is_file():
-        shutil.copyfile(cached, path)
-        return path
-    _export(model, example, path)
-    if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(".partial")
-        shutil.copyfile(path, partial)
-        partial.replace(cached)  # atomic: a killed entry never leaves half a file under the final name
-    return path
-
-
-def _export_key(model: "torch.nn.Module", example: "Inputs") -> str:
-    """Every weight and buffer, the inputs' shapes and dtypes, and the torch version: what the export depends on."""
-    import hashlib
-
-    import torch
-
-    h = hashlib.blake2b(torch.__version__.encode(), digest_size=16)
-    for name, t in model.state_dict().items():
-        h.update(f"{name}{tuple(t.shape)}{t.dtype}".encode())
-        h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-    for t in example:
-        h.update(f"{tuple(t.shape[1:])}{t.dtype}".encode())
-    return h.hexdigest()
-
-
-def _export(model: "torch.nn.Module", example: "Inputs", path: Path) -> None:
-    import torch
-
-    batch = torch.export.Dim("batch", min=1, max=4096)
-    example = tuple(t.cpu() for t in example)
-    names = [f"input_{i}" for i in range(len(example))]
-    try:
-        torch.onnx.export(
-            model.eval(),
-            example,
-            str(path),
-            dynamo=True,
-            input_names=names,
-            dynamic_shapes=tuple({0: batch} for _ in example),
-            external_data=False,
-            verbose=False,
-        )
-    except Exception as exc:  # noqa: BLE001 - an exporter failure is a property of the model, said in one line
-        raise UsageError(
-            f"torch.onnx could not export this model for ONNX Runtime: {str(exc).splitlines()[0]}"
-        ) from None
-
-
-def _input_names(path: Path) -> list[str]:
-    import onnx
-
-    return [i.name for i in onnx.load(str(path), load_external_data=False).graph.input]
-
-
-#: What each device needs from ONNX Runtime: the provider that must run the session, and how to get it.
-GPU_PROVIDER_HINT = "pip install 'accelbench[onnx-gpu]' (onnxruntime-gpu, in place of the CPU-only onnxruntime)"
-
-
-def session_providers(available: list[str], device: "torch.device", int8: bool) -> list[Any]:
-    """The providers to ask for, first the one that must run the model; BenchmarkSkipped if it is missing.
-
-    On a GPU, ONNX Runtime silently falls back to its CPU provider when the GPU one is absent or fails
-    to load, and its CUDA provider runs a QDQ-quantised model with float kernels plus Q/DQ nodes: so a GPU
-    figure is only taken from CUDA's provider, and an INT8 GPU figure only from TensorRT's.
-    """
-    if device.type != "cuda":
-        return ["CPUExecutionProvider"]
-    index = device.index or 0
-    if int8:
-        if "TensorrtExecutionProvider" not in available:
-            raise BenchmarkSkipped(
-                "INT8 on a GPU needs ONNX Runtime's TensorRT provider (its CUDA provider has no int8 "
-                "convolution kernels: the quantised model would run float kernels); "
-                f"this onnxruntime offers {', '.join(available)}"
-            )
-        return [("TensorrtExecutionProvider", {"device_id": index, "trt_int8_enable": True})]
-    if "CUDAExecutionProvider" not in available:
-        raise BenchmarkSkipped(f"ONNX Runtime has no CUDA provider here ({', '.join(available)}): {GPU_PROVIDER_HINT}")
-    return [("CUDAExecutionProvider", {"device_id": index})]
-
-
-def check_session_provider(session: Any, wanted: list[Any]) -> str:
-    """The provider that runs ``session``; BenchmarkSkipped when ONNX Runtime fell back to another."""
-    first = wanted[0] if isinstance(wanted[0], str) else wanted[0][0]
-    running = session.get_providers()
-    if not running or running[0] != first:
-        raise BenchmarkSkipped(
-            f"ONNX Runtime could not start {first} (it runs {', '.join(running) or 'nothing'}): "
-            f"check the CUDA/cuDNN libraries onnxruntime-gpu needs; {GPU_PROVIDER_HINT}"
-        )
-    return first
-
-
-def _session_predict(path: Path, device: "torch.device", int8: bool = False) -> Predict:
-    import onnxruntime as ort
-    import torch
-
-    providers = session_providers(ort.get_available_providers(), device, int8)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = torch.get_num_threads()
-    session = ort.InferenceSession(str(path), options, providers=providers)
-    check_session_provider(session, providers)
-    names = [i.name for i in session.get_inputs()]
-
-    def predict(inputs: "Inputs") -> Any:
-        out = session.run(None, {n: t.cpu().numpy() for n, t in zip(names, inputs, strict=True)})
-        return torch.from_numpy(out[0])
-
-    return predict

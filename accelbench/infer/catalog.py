@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from accelbench.errors import UsageError
-from accelbench.infer.backends import (
-    Backend,
-    Null,
-    OnnxRuntime,
-    OnnxRuntimeInt8,
-    Sleep,
-    TorchCompiled,
-    TorchEager,
-)
+from accelbench.infer.backends import Backend, Null, Sleep, TorchCompiled, TorchEager
+from accelbench.infer.onnxrt import OnnxRuntime, OnnxRuntimeInt8, TensorRT
 from accelbench.infer.openvino import OpenVino
 
 BACKENDS: dict[str, type[Backend]] = {
-    b.name: b for b in (TorchEager, TorchCompiled, OnnxRuntime, OnnxRuntimeInt8, OpenVino, Null, Sleep)
+    b.name: b for b in (TorchEager, TorchCompiled, OnnxRuntime, OnnxRuntimeInt8, TensorRT, OpenVino, Null, Sleep)
 }
 
 

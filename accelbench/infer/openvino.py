@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import BenchmarkSkipped
-from accelbench.infer.backends import Backend, export
+from accelbench.infer.backends import Backend
+from accelbench.infer.export import export
 
 if TYPE_CHECKING:
     from accelbench.infer.served import Inputs
@@ -32,6 +33,7 @@ class OpenVino(Backend):
     exports_onnx = True
     precisions = ("fp32", "bf16", "fp16")
     options = ("scenario",)
+    devices = ("cpu",)
 
     def __init__(self) -> None:
         super().__init__()

@@ -126,7 +126,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     # int8 is ONNX Runtime's own kernels (AVX2 included), not a torch emulation: only autocast is checked
     computes = impl.runs_model and (precision.startswith("amp_") or precision in ("bf16", "fp16"))
     hardware = precision_reason(device, precision, params.emulated) if computes else None
-    skip_if(impl.unsupported(precision) or params.export_refusal() or hardware)
+    skip_if(impl.unsupported(precision) or impl.unsupported_on(device.type) or params.export_refusal() or hardware)
     devices = _devices(params, device)
     if not impl.runs_model:
         workers = [Worker(impl.load(None, None, d, params.effective_precision, []), None) for d in devices]  # type: ignore[arg-type]

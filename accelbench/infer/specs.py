@@ -11,6 +11,8 @@ from accelbench.infer.catalog import BACKENDS, backend
 from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt, positive
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
+#: settings only some backends take (Backend.options)
+BACKEND_KNOBS = ("channels_last", "ort_optimization")
 MODES = ("performance", "accuracy", "find-peak")
 PROFILES = ("quick", "official")
 INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int8")
@@ -40,6 +42,12 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
     batch_size: int = opt(8, "largest batch the system under test forms from waiting samples")
     channels_last: bool = opt(
         False, "torch and compile backends: the model and its 4-D inputs in channels_last memory format"
+    )
+    ort_optimization: str = opt(
+        "all",
+        "onnxruntime, int8 and tensorrt backends: ONNX Runtime's graph optimisation level (all: its default); "
+        "its intra-op threads follow --threads",
+        choices=("disable", "basic", "extended", "all"),
     )
     max_wait_ms: float = opt(2.0, "Server: longest a sample waits for a batch to fill", sweep=False)
     nproc: int = opt(
@@ -91,8 +99,11 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             )
         if self.service_ms <= 0:
             raise UsageError(f"--service-ms must be positive, got {self.service_ms}")
-        if self.channels_last and "channels_last" not in impl.options:
-            raise UsageError(f"--channels-last applies to the torch and compile backends, not {self.backend}")
+        for knob in BACKEND_KNOBS:  # a setting the backend does not take is refused, never silently ignored
+            if getattr(self, knob) != self.__dataclass_fields__[knob].default and knob not in impl.options:
+                takes = [n for n, c in BACKENDS.items() if knob in c.options]
+                flag = "--" + knob.replace("_", "-")
+                raise UsageError(f"{flag} applies to the {', '.join(takes)} backends, not {self.backend}")
         if self.mode == "find-peak" and self.scenario not in ("server", "multistream"):
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
         if self.mode == "accuracy" and not impl.runs_model:
@@ -110,7 +121,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         return self.duration or (600.0 if self.profile == "official" else 2.0)
 
     def check_environment(self, device_type: str) -> None:
-        why = backend(self.backend).unsupported(self.effective_precision) or self.export_refusal()
+        impl = backend(self.backend)
+        why = impl.unsupported(self.effective_precision) or impl.unsupported_on(device_type) or self.export_refusal()
         if why:
             raise UsageError(why)
         if device_type == "cuda" and self.nproc > 1:
@@ -165,6 +177,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
         if p.get("channels_last"):
             words.append("channels_last")
+        if p.get("ort_optimization", "all") != "all":
+            words.append(f"ort-optimization {p['ort_optimization']}")
         if p.get("nproc", 1) > 1:
             words.append(f"x{p['nproc']} devices")
         if p.get("scale", "full") != "full":

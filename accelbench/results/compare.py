@@ -135,8 +135,13 @@ def select(store: Store, selector: str) -> list[Result]:
 
 
 def workload_key(result: Result, ignore: Iterable[str] = ()) -> str:
+    """The workload a record measured: a setting added since an older record was made counts at its default."""
+    from accelbench.registry import BENCHMARKS
+
     drop = CONTEXT_PARAMS | set(ignore)
-    params = {k: v for k, v in result.params.items() if k not in drop}
+    info = BENCHMARKS.get(result.benchmark)
+    complete = (info.params().to_dict() if info else {}) | result.params
+    params = {k: v for k, v in complete.items() if k not in drop}
     return json.dumps([result.benchmark, params], sort_keys=True)
 
 

@@ -90,8 +90,7 @@ def _infer_runtimes(params: TuneParams) -> Space:
                 computes = name in ("torch", "compile") and precision != "fp32"
                 why = impl.unsupported(precision) or params.trial_params(**c.settings).export_refusal()
                 why = why or (precision_reason(device, precision, params.emulated) if computes else None)
-                if not why and name == "openvino" and device.type != "cpu":
-                    why = "the openvino backend serves on the CPU here"
+                why = why or impl.unsupported_on(device.type)
                 if not why and name == "openvino" and params.scenario != "singlestream":
                     c = c.with_(nproc=_openvino_requests())
                 (space.left_out.append((c, why)) if why else space.candidates.append(c))
