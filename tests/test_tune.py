@@ -221,3 +221,8 @@ def test_a_real_search_of_a_tiny_models_training(tmp_path: Path, cli_env: dict[s
     stored = json.loads(listed.stdout)
     assert len(stored) == len(trials) + 1
     assert {t["result_id"] for t in trials} <= {r["id"] for r in stored}
+    # the report shows the search: its ranking and the command that reproduces the winner
+    made = run_cli(["report", doc["run_id"], "-o", "rep", "--format", "md"], cli_env, tmp_path)
+    assert made.returncode == 0, made.stderr[-2000:]
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Best settings (accelbench tune)" in text and record["details"]["reproduce"] in text

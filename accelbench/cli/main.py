@@ -26,6 +26,7 @@ result in one place, and compares machines, precisions and prices.
 quick start:
   accelbench run                   run the default suite (quick on a CPU, standard on a GPU)
   accelbench kernels gemm --m 4096 --n 4096 --k 4096 --precision bf16
+  accelbench tune resnet50 --budget 10m   the fastest settings of a model here, confirmed side by side
   accelbench results list          what has been measured
   accelbench compare RUN_A RUN_B   ratios with a verdict that respects noise (and per dollar, when priced)
   accelbench compare RUN --reference   this run beside published results (accelbench reference)

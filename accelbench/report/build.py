@@ -11,10 +11,11 @@ from accelbench.report.perf import kernels, training
 from accelbench.report.published import published
 from accelbench.report.trends import comparisons, history
 from accelbench.report.tta import tta
+from accelbench.report.tuning import tuning
 from accelbench.results.record import now_iso
 
 #: section builders, each returning None when the records hold nothing for it
-SECTIONS = (summary, machines, kernels, training, tta, inference, published, comparisons, history)
+SECTIONS = (summary, machines, tuning, kernels, training, tta, inference, published, comparisons, history)
 
 __all__ = ["ReportInput", "build"]
 

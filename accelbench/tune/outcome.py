@@ -161,6 +161,8 @@ def summary(search: Search) -> Result:
     default = next((r for r in rows if r.candidate.key == search.default.key), None)
     details: dict[str, Any] = {
         "figure": name,
+        "unit": unit,
+        "higher_is_better": higher,
         "ranking": [r.to_dict() for r in rows],
         "trials": [_trial_dict(t) for t in search.trials],
         "left_out": [{"settings": c.settings, "label": c.label(), "reason": why} for c, why in search.left_out],
