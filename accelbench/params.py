@@ -73,6 +73,16 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+#: torch.compile's modes, for every family that compiles; reduce-overhead replays CUDA graphs (small batches
+#: lose least to kernel-launch latency), max-autotune searches kernels at compile time
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+def compile_mode_arg(mode: str) -> str | None:
+    """torch.compile's ``mode`` argument for a COMPILE_MODES name (None: torch's default)."""
+    return None if mode == "default" else mode
+
+
 _DURATION_SUFFIX = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
 
 

@@ -81,11 +81,11 @@ def test_allreduce_over_nccl(tmp_path):
     assert r.metrics["busbw_gbps"].value > 1.0
 
 
-@pytest.mark.parametrize("precision", ["fp32", "tf32", "amp_fp16", "amp_bf16"])
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "amp_fp16", "amp_bf16", "bf16"])
 def test_training_on_cuda(precision):
     params = {"model": "resnet18", "batch_size": "32", "precision": precision, "warmup": 2, "num_batches": 6}
     [r] = run_inline(make_entry("train/throughput", {**params, "display_every": 3, "device": "cuda"}))
-    peak = {"fp32": "fp32", "tf32": "tf32", "amp_fp16": "fp16", "amp_bf16": "bf16"}[precision]
+    peak = {"fp32": "fp32", "tf32": "tf32", "amp_fp16": "fp16", "amp_bf16": "bf16", "bf16": "bf16"}[precision]
     assert r.status == _expected(peak), (r.error, r.reason)
     if r.status == "ok":
         assert r.details["clock"] == "cuda_event" and r.metrics["peak_memory_bytes"].value > 0
@@ -164,3 +164,23 @@ def test_onnx_runtime_on_a_gpu_runs_on_its_gpu_provider_or_says_how_to_get_it():
     [q] = _infer({"backend": "int8"})
     if "TensorrtExecutionProvider" not in ort.get_available_providers():
         assert q.status == "skipped" and "TensorRT" in q.reason
+
+
+def test_training_with_cuda_graphs_through_compile():
+    """torch.compile's reduce-overhead mode replays CUDA graphs: a small batch must train, and not slower than eager."""
+    base = {"model": "resnet18", "scale": "tiny", "batch_size": "8", "warmup": 5, "num_batches": 20, "device": "cuda"}
+    [eager] = run_inline(make_entry("train/throughput", {**base, "display_every": 5}))
+    graphs = {**base, "display_every": 5, "compile": True, "compile_mode": "reduce-overhead"}
+    [r] = run_inline(make_entry("train/throughput", graphs))
+    assert eager.status == "ok" and r.status == "ok", (eager.error, r.error)
+    assert r.params["compile_mode"] == "reduce-overhead"
+    assert r.metrics["throughput"].value > 0.8 * eager.metrics["throughput"].value
+
+
+def test_tensorrt_serves_from_its_own_provider():
+    ort = pytest.importorskip("onnxruntime")
+    if "TensorrtExecutionProvider" not in ort.get_available_providers():
+        pytest.skip("this onnxruntime has no TensorRT provider (onnxruntime-gpu with TensorRT)")
+    [r] = _infer({"backend": "tensorrt", "precision": "fp16"})
+    assert r.status == "ok", (r.error, r.reason)
+    assert r.details["backend"]["provider"] == "TensorrtExecutionProvider"

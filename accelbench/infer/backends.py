@@ -89,10 +89,10 @@ class TorchEager(Backend):
     precisions = ("fp32", "amp_fp16", "amp_bf16", "bf16", "fp16")
     options = ("channels_last",)
 
-    def prepare_model(self, model: "torch.nn.Module") -> Any:
+    def prepare_model(self, model: "torch.nn.Module", compile_mode: str = "default") -> Any:
         return model
 
-    def load(self, served, model, device, precision, calibration, channels_last=False):  # type: ignore[no-untyped-def]
+    def load(self, served, model, device, precision, calibration, channels_last=False, compile_mode="default"):  # type: ignore[no-untyped-def]
         import torch
 
         dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(precision)
@@ -103,7 +103,7 @@ class TorchEager(Backend):
             _precast(model, dtype)
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
-        run = self.prepare_model(model)
+        run = self.prepare_model(model, compile_mode)
         if device.type != "cuda":
 
             def predict(inputs: "Inputs") -> Any:
@@ -161,10 +161,14 @@ def _as(inputs: "Inputs", dtype: Any, channels_last: bool) -> "Inputs":
 class TorchCompiled(TorchEager):
     name, summary = "compile", "PyTorch with torch.compile (compiled during the calibration probe, not timed)"
 
-    def prepare_model(self, model: "torch.nn.Module") -> Any:
+    options = ("channels_last", "compile_mode")
+
+    def prepare_model(self, model: "torch.nn.Module", compile_mode: str = "default") -> Any:
         import torch
 
-        return torch.compile(model, dynamic=True)
+        from accelbench.params import compile_mode_arg
+
+        return torch.compile(model, dynamic=True, mode=compile_mode_arg(compile_mode))
 
 
 class Null(Backend):

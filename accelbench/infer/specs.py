@@ -8,11 +8,11 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend
-from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt, positive
+from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, ScaleParams, opt, positive
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
 #: settings only some backends take (Backend.options)
-BACKEND_KNOBS = ("channels_last", "ort_optimization")
+BACKEND_KNOBS = ("channels_last", "compile_mode", "ort_optimization")
 MODES = ("performance", "accuracy", "find-peak")
 PROFILES = ("quick", "official")
 INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int8")
@@ -42,6 +42,11 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
     batch_size: int = opt(8, "largest batch the system under test forms from waiting samples")
     channels_last: bool = opt(
         False, "torch and compile backends: the model and its 4-D inputs in channels_last memory format"
+    )
+    compile_mode: str = opt(
+        "default",
+        "compile backend: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
+        choices=COMPILE_MODES,
     )
     ort_optimization: str = opt(
         "all",
@@ -177,6 +182,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
         if p.get("channels_last"):
             words.append("channels_last")
+        if p.get("compile_mode", "default") != "default":
+            words.append(p["compile_mode"])
         if p.get("ort_optimization", "all") != "all":
             words.append(f"ort-optimization {p['ort_optimization']}")
         if p.get("nproc", 1) > 1:

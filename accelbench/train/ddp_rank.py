@@ -33,7 +33,7 @@ def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
     trainer = loop.make_trainer(workload, ddp, params, device, payload["batch"])
     flops = loop.flops_per_sample(trainer, payload["batch"])
     if params.compile:
-        trainer.model = torch.compile(ddp)
+        trainer.model = loop.compiled(ddp, params)
     with loop.PeakMemory(device) as mem:
         measurement, loss = loop.run_windows(trainer, params, lambda step, sec: None)
     samples = torch.tensor(measurement.samples, dtype=torch.float64, device=device)

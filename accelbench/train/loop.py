@@ -25,7 +25,12 @@ if TYPE_CHECKING:
     from accelbench.workloads.base import Workload
 
 #: The precision whose peak a training run is compared with.
-PEAK_PRECISION = {"fp32": "fp32", "tf32": "tf32", "amp_fp16": "fp16", "amp_bf16": "bf16"}
+PEAK_PRECISION = {"fp32": "fp32", "tf32": "tf32", "amp_fp16": "fp16", "amp_bf16": "bf16"} | {
+    "bf16": "bf16",
+    "fp16": "fp16",
+}
+#: precisions that convert the model itself (weights, activations, gradients), not autocast
+WEIGHT_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
 
 
 @dataclass
@@ -48,6 +53,9 @@ def make_trainer(
     import torch
 
     batch = workload.synthetic_batch(batch_size, device, params.scale)
+    if params.precision in WEIGHT_DTYPE:  # floating inputs in the model's dtype; labels and token ids stay
+        dtype = getattr(torch, WEIGHT_DTYPE[params.precision])
+        batch = tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
     if params.channels_last:
         batch = tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t for t in batch)
     fused = fused_kwargs(device)
@@ -62,10 +70,21 @@ def prepare_model(workload: "Workload", params: "TrainParams", device: "torch.de
     import torch
 
     model = workload.build(params.scale).to(device)
+    if params.precision in WEIGHT_DTYPE:
+        model = model.to(getattr(torch, WEIGHT_DTYPE[params.precision]))
     if params.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()
     return model
+
+
+def compiled(model: "torch.nn.Module", params: "TrainParams") -> Any:
+    """torch.compile in the asked mode (the one place both the single-device and the DDP path compile)."""
+    import torch
+
+    from accelbench.params import compile_mode_arg
+
+    return torch.compile(model, mode=compile_mode_arg(params.compile_mode))
 
 
 def flops_per_sample(trainer: Trainer, samples: int) -> float | None:

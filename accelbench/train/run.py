@@ -101,7 +101,6 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
 
 
 def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
-    import torch
 
     prep = prepare(params)
     device, threads = prep.device, prep.threads
@@ -133,7 +132,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         flops = loop.flops_per_sample(trainer, batch)
         if params.compile:
             ctx.progress("compiling")
-            trainer.model = torch.compile(model)
+            trainer.model = loop.compiled(model, params)
         gpu = (device.index or 0) if device.type == "cuda" else None
         with ConditionsMonitor(threads, gpu) as monitor, loop.PeakMemory(device) as mem:
             measurement, last_loss = loop.run_windows(

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
+from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
 
-TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16")
+TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -18,9 +18,17 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     model: str = opt("resnet50", "model name (accelbench list --models) or package.module:Class", sweep=False)
     batch_size: str = opt("default", "per-device batch size: N, 'default' (the model's) or 'auto' (largest that fits)")
     precision: str = opt(
-        "fp32", "fp32, tf32 (CUDA), or mixed precision amp_fp16/amp_bf16 (torch.autocast)", choices=TRAIN_PRECISIONS
+        "fp32",
+        "fp32, tf32 (CUDA), mixed precision amp_fp16/amp_bf16 (torch.autocast: fp32 weights), or bf16/fp16 (the "
+        "model's weights, activations and gradients in that dtype: no fp32 master copy, no loss scaling)",
+        choices=TRAIN_PRECISIONS,
     )
     compile: bool = opt(False, "torch.compile the model", sweep=False)
+    compile_mode: str = opt(
+        "default",
+        "with --compile: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
+        choices=COMPILE_MODES,
+    )
     channels_last: bool = opt(False, "NHWC memory layout (image models only)", sweep=False)
     optimizer: str = opt("sgd", "sgd (momentum 0.9) or adamw", choices=("sgd", "adamw"))
     warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
@@ -57,6 +65,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             raise UsageError(f"--display-every must not be negative, got {self.display_every}")
         if self.display_every > self.num_batches:
             raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
+        if self.compile_mode != "default" and not self.compile:
+            raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
         if self.channels_last and not info.image_input:
             raise UsageError(f"--channels-last applies to image models; {info.name} has no 4-D image input")
         positive("--nproc", self.nproc)
@@ -93,6 +103,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         if p.get("nproc", 1) * p.get("nnodes", 1) > 1:
             words.append(f"x{p['nproc'] * p.get('nnodes', 1)} devices")
         words += [w for w in ("compile", "channels_last") if p.get(w)]
+        if p.get("compile_mode", "default") != "default":
+            words.append(p["compile_mode"])
         if p.get("optimizer", "sgd") != "sgd":
             words.append(p["optimizer"])
         if p.get("scale", "full") != "full":

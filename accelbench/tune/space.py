@@ -45,8 +45,10 @@ class Candidate:
             words += ["channels_last"] if s.get("channels_last") else []
             words.append(f"bs {s['batch_size']}")
             words += [f"x{s['nproc']} in flight"] if s.get("nproc", 1) > 1 else []
+            words += [s["compile_mode"]] if s.get("compile_mode", "default") != "default" else []
             return " ".join(words)
         words = [s["precision"]] + [w for w in ("channels_last", "compile") if s.get(w)]
+        words += [s["compile_mode"]] if s.get("compile_mode", "default") != "default" else []
         return " ".join(words + [f"bs {s['batch_size']}"])
 
 
@@ -93,9 +95,16 @@ def _infer_runtimes(params: TuneParams) -> Space:
                 why = why or impl.unsupported_on(device.type)
                 if not why and name == "openvino" and params.scenario != "singlestream":
                     c = c.with_(nproc=_openvino_requests())
-                (space.left_out.append((c, why)) if why else space.candidates.append(c))
+                for mode in _compile_modes(device.type) if name == "compile" else (None,):
+                    one = c.with_(compile_mode=mode) if mode else c
+                    (space.left_out.append((one, why)) if why else space.candidates.append(one))
     default = Candidate(dict(INFER_DEFAULT))
     return _ordered(space, default, lambda c: c.settings["backend"] == "compile")
+
+
+def _compile_modes(device_type: str) -> tuple[str, ...]:
+    """torch.compile's default, and on a GPU its CUDA-graph mode: launch latency is what small batches lose."""
+    return ("default", "reduce-overhead") if device_type == "cuda" else ("default",)
 
 
 def _openvino_requests() -> int:
@@ -118,9 +127,13 @@ def _train_runtimes(params: TuneParams) -> Space:
         if wanted and precision not in wanted:
             continue
         why = None if precision == "fp32" else precision_reason(device, precision, params.emulated)
-        for compiled in (False, True) if params.compile else (False,):
+        modes = [None, *_compile_modes(device.type)] if params.compile else [None]
+        for mode in modes:
             for cl in (False, True) if image else (False,):
-                c = Candidate(TRAIN_DEFAULT | {"precision": precision, "channels_last": cl, "compile": compiled})
+                c = Candidate(
+                    TRAIN_DEFAULT | {"precision": precision, "channels_last": cl, "compile": mode is not None}
+                )
+                c = c.with_(compile_mode=mode) if mode else c
                 (space.left_out.append((c, why)) if why else space.candidates.append(c))
     return _ordered(space, Candidate(dict(TRAIN_DEFAULT)), lambda c: bool(c.settings["compile"]))
 
