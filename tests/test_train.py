@@ -49,6 +49,25 @@ def test_amp_bf16_on_cpu():
     assert r.params["precision"] == "amp_bf16" and math.isfinite(r.details["final_loss"])
 
 
+def test_bf16_weights_train_the_model_itself_in_bf16(monkeypatch):
+    """--precision bf16 converts the model (weights, activations, gradients), unlike amp_bf16's autocast."""
+    from accelbench.train import loop
+
+    dtypes: list[torch.dtype] = []
+    real = loop.make_trainer
+
+    def spy(workload, model, params, device, batch_size):  # type: ignore[no-untyped-def]
+        trainer = real(workload, model, params, device, batch_size)
+        dtypes.extend([next(model.parameters()).dtype, trainer.batch[0].dtype])
+        return trainer
+
+    monkeypatch.setattr(loop, "make_trainer", spy)
+    params = {"model": "resnet18", "scale": "tiny", "batch_size": "4", "precision": "bf16", "emulated": True, **QUICK}
+    [r] = run_inline(make_entry("train/throughput", params))
+    assert r.status == "ok", r.error
+    assert dtypes == [torch.bfloat16, torch.bfloat16] and math.isfinite(r.details["final_loss"])
+
+
 def test_auto_batch_stops_at_the_memory_cap():
     import psutil
 
@@ -97,6 +116,7 @@ def test_oom_at_a_fixed_batch_is_a_failed_record_and_auto_finds_what_fits():
         ({"max_batch_size": 512}, "only apply with --batch-size auto"),
         ({"model": "train_fixtures:NotAWorkload"}, "not a subclass"),
         ({"model": "nosuchmodule:Thing"}, "cannot load workload"),
+        ({"compile_mode": "reduce-overhead"}, "needs --compile"),
     ],
 )
 def test_bad_training_input(params, message):
