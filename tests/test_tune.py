@@ -206,6 +206,7 @@ def test_bad_input_is_refused_before_anything_runs() -> None:
 
 def test_a_real_search_of_a_tiny_models_training(tmp_path: Path, cli_env: dict[str, str]) -> None:
     args = ["tune", "resnet18", "--scale", "tiny", "--task", "train", "--precisions", "fp32", "--no-compile"]
+    # resnet18's default batch on a CPU is 16: no batch stage, two runtimes screened, winner and default confirmed
     args += ["--batch-sizes", "16", "--finalists", "1", "--repeats", "1", "--budget", "100s"]
     out = run_cli([*args, "--json"], cli_env, tmp_path, timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -213,7 +214,7 @@ def test_a_real_search_of_a_tiny_models_training(tmp_path: Path, cli_env: dict[s
     record = doc["summary"]
     assert record["benchmark"] == "tune/search" and record["status"] == "ok"
     trials = record["details"]["trials"]
-    assert {t["phase"] for t in trials} == {"screen", "confirm"}
+    assert [t["phase"] for t in trials] in (["screen"] * 2 + ["confirm"] * 2, ["screen"] * 2 + ["confirm"])
     assert all(t["status"] == "ok" for t in trials)
     assert record["details"]["reproduce"].startswith("accelbench train resnet18 --scale tiny")
     # every trial is a stored record of the same run, beside the summary

@@ -184,7 +184,7 @@ def _batches(params: TuneParams, c: Candidate, device_type: str) -> list[Any]:
 
     base = model_info(params.model).default_batch.get("cuda" if device_type == "cuda" else "cpu", 32)
     sizes = given or [max(1, base // 2), base * 2]
-    return [str(b) for b in sizes]
+    return [str(b) for b in sizes if b != base]  # the model's default batch is the "default" already screened
 
 
 def grouped(left_out: list[tuple[Candidate, str]]) -> list[tuple[str, list[str]]]:
