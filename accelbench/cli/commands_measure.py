@@ -258,6 +258,8 @@ def cmd_family(ns: argparse.Namespace) -> int:
 
     info = get(ns.benchmark)
     ns.sweep = False  # the positional is a list: it sweeps like any other flag
+    if info.name == "train/throughput" and ns.data_dir and ns.data is None:
+        ns.data = ["real"]  # a data directory given means real data, never a silently ignored flag
     suite = Suite(info.command.name, entries_from_args(ns, info.name, info.params), source="command line")
     _check_environment(suite, ns.device)
     return _execute(ns, suite, after=lambda summary: _print_scaling(summary, info.command), note=info.command.note)
@@ -267,11 +269,41 @@ def _print_scaling(summary: Any, cmd: Any) -> None:
     from accelbench.cli.render import console, scaling_table
     from accelbench.results.scaling import scaling_rows
 
+    if cmd.name == "train":
+        _print_data(summary.results)
     if cmd.scaling is None:
         return
     rows = scaling_rows(summary.results, metric=cmd.scaling, describe=describe_params)
     if rows:
         console.print(scaling_table(rows, figure=cmd.scaling_figure))
+
+
+def _print_data(results: list[Any]) -> None:
+    """Seed 003's comparison: synthetic, real, their ratio and the input-bound share, per device count."""
+    from rich.table import Table
+
+    from accelbench.cli.render import console
+    from accelbench.results import format as fmt
+    from accelbench.results.inputs import data_rows
+
+    rows = data_rows(results, describe=describe_params)
+    if not rows:
+        return
+    table = Table(title="synthetic against real data (the input pipeline's cost)", title_justify="left")
+    for col in ("workload", "devices", "synthetic", "real", "real / synthetic", "input-bound", "workers"):
+        table.add_column(col, justify="left" if col == "workload" else "right")
+    for r in rows:
+        share = f"{r.wait_share.value:.1f}% of each step" if r.wait_share else "-"
+        table.add_row(
+            escape(r.workload),
+            str(r.devices),
+            f"{fmt.metric(r.synthetic)} {fmt.ci_percent(r.synthetic)}",
+            f"{fmt.metric(r.real)} {fmt.ci_percent(r.real)}",
+            f"{r.ratio:.2f}x",
+            share,
+            str(r.workers),
+        )
+    console.print(table)
 
 
 def cmd_kernel_sets(ns: argparse.Namespace) -> int:

@@ -31,6 +31,8 @@ def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
     model = loop.prepare_model(workload, params, device)
     ddp = DistributedDataParallel(model, device_ids=[rank.local_rank] if device.type == "cuda" else None)
     trainer = loop.make_trainer(workload, ddp, params, device, payload["batch"])
+    if params.data == "real":  # each rank reads its own shard (DistributedSampler)
+        trainer.use_real_data(params, payload["batch"], payload["workers"], rank.rank, rank.world)
     flops = loop.flops_per_sample(trainer, payload["batch"])
     if params.compile:
         trainer.model = loop.compiled(ddp, params)
@@ -40,12 +42,16 @@ def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
     dist.all_reduce(samples, op=dist.ReduceOp.MAX)  # the slowest rank sets each window's step time
     peak = torch.tensor([float(mem.peak)], dtype=torch.float64, device=device)
     dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+    waits = torch.tensor(trainer.window_waits or [0.0] * len(measurement.samples), dtype=torch.float64, device=device)
+    dist.all_reduce(waits, op=dist.ReduceOp.MAX)  # the rank that waited longest for data holds the others
     return {
         "world_size": rank.world,
         "samples": samples.tolist(),
         "clock": measurement.clock,
         "flops_per_sample": flops,
         "peak_memory_bytes": peak.item(),
+        "input_waits": waits.tolist() if trainer.pipeline is not None else [],
+        "pipeline": trainer.pipeline.setup if trainer.pipeline is not None else None,
         "loss": loss,
         "backend": dist.get_backend(),
         "device_type": device.type,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.kit.step import TrainStep, fused_kwargs
@@ -21,6 +21,7 @@ from accelbench.measure.timer import clock_name, time_burst
 if TYPE_CHECKING:
     import torch
 
+    from accelbench.train.data import Pipeline
     from accelbench.train.specs import TrainParams
     from accelbench.workloads.base import Workload
 
@@ -42,9 +43,27 @@ class Trainer:
     train_step: TrainStep
     batch: Any
     device: "torch.device"
+    #: real data: where each step takes its next batch (None: the one synthetic batch, every step)
+    pipeline: "Pipeline | None" = None
+    feed: Callable[[], Any] | None = None
+    #: seconds each measured window's steps waited for their batches (real data)
+    window_waits: list[float] = field(default_factory=list)
 
     def step(self) -> "torch.Tensor":
+        if self.feed is not None:
+            self.batch = self.feed()
         return self.train_step(lambda: self.workload.loss(self.model, self.batch))
+
+    def use_real_data(
+        self, params: "TrainParams", batch_size: int, workers: int, rank: int = 0, world: int = 1
+    ) -> None:
+        """Feed every step from ``--data-dir`` through the input pipeline, converted as the synthetic batch is."""
+        from accelbench.train.data import image_pipeline
+
+        size, classes = self.workload.size(params.scale), self.workload.classes(params.scale)  # type: ignore[attr-defined]
+        self.pipeline = image_pipeline(params.data_dir, size, classes, batch_size, workers, self.device, rank, world)
+        self.feed = self.pipeline.feeder(self.device, lambda b: as_model_input(b, params))
+        self.batch = self.feed()  # a real batch for the FLOP count
 
 
 def make_trainer(
@@ -52,18 +71,25 @@ def make_trainer(
 ) -> Trainer:
     import torch
 
-    batch = workload.synthetic_batch(batch_size, device, params.scale)
-    if params.precision in WEIGHT_DTYPE:  # floating inputs in the model's dtype; labels and token ids stay
-        dtype = getattr(torch, WEIGHT_DTYPE[params.precision])
-        batch = tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
-    if params.channels_last:
-        batch = tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t for t in batch)
+    batch = as_model_input(workload.synthetic_batch(batch_size, device, params.scale), params)
     fused = fused_kwargs(device)
     if params.optimizer == "adamw":
         optimizer: torch.optim.Optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **fused)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, **fused)
     return Trainer(workload, model, TrainStep(optimizer, device, params.precision), batch, device)
+
+
+def as_model_input(batch: Any, params: "TrainParams") -> Any:
+    """Floating inputs in the model's dtype (labels and token ids stay), 4-D ones in its memory format."""
+    import torch
+
+    if params.precision in WEIGHT_DTYPE:
+        dtype = getattr(torch, WEIGHT_DTYPE[params.precision])
+        batch = tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
+    if params.channels_last:
+        batch = tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t for t in batch)
+    return batch
 
 
 def prepare_model(workload: "Workload", params: "TrainParams", device: "torch.device") -> "torch.nn.Module":
@@ -123,8 +149,12 @@ def run_windows(
     def step() -> None:
         losses.append(trainer.step())
 
+    pipeline = trainer.pipeline
     for w in range(params.num_batches // window):
+        waited = pipeline.waited if pipeline else 0.0
         samples.append(time_burst(step, device, window))
+        if pipeline is not None:
+            trainer.window_waits.append(pipeline.waited - waited)
         report((w + 1) * window, samples[-1])
     return Measurement(tuple(samples), calls_per_sample=window, clock=clock_name(device)), _final_loss(losses)
 

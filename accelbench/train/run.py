@@ -62,12 +62,16 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
     world = params.world_size
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch * world}
+    if params.data == "synthetic":
+        record |= {"data_dir": "", "workers": -1}
+    else:
+        record["workers"] = workers(params)
     gpus = list(range(params.nproc)) if device.type == "cuda" else []  # this node's ranks, one GPU each
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         try:
             data = run_ranks(
                 "accelbench.train.ddp_rank",
-                {"params": params.to_dict(), "batch": batch},
+                {"params": params.to_dict(), "batch": batch, "workers": record["workers"]},
                 ctx,
                 nproc=params.nproc,
                 device_type=device.type,
@@ -80,6 +84,8 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     m = Measurement(tuple(data["samples"]), calls_per_sample=params.window, clock=data["clock"])
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     details |= {"world_size": data["world_size"], "backend": data["backend"], "final_loss": data["loss"]}
+    if data.get("pipeline"):
+        details |= {"pipeline": data["pipeline"], "input_wait_seconds_per_window": data["input_waits"]}
     record["threads"] = data["threads"]
     if not math.isfinite(data["loss"]):
         yield _failed(record, f"the loss is not finite ({data['loss']}) during the {params.num_batches} measured steps")
@@ -107,9 +113,14 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     workload = workload_class(params.model)()
     info = workload.info
     record = prep.record(params, display_every=params.window)
+    if params.data == "synthetic":  # a sweep's --data-dir and --workers do not apply here: not recorded
+        record |= {"data_dir": "", "workers": -1}
     peak_precision = loop.PEAK_PRECISION[params.precision]
     skip_if(precision_reason(device, peak_precision, params.emulated), record)
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
+    if params.data_only:
+        yield _data_only(params, workload, device, record, details, info.sample_unit, ctx)
+        return
     ctx.progress(f"building {info.name} ({params.scale})")
     model = loop.prepare_model(workload, params, device)
     if params.batch_size == "auto":
@@ -128,6 +139,11 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}
     try:
         trainer = loop.make_trainer(workload, model, params, device, batch)
+        if params.data == "real":
+            ctx.progress("starting the input pipeline")
+            record["workers"] = workers(params)
+            trainer.use_real_data(params, batch, record["workers"])
+            details["pipeline"] = trainer.pipeline.setup if trainer.pipeline else {}
         ctx.progress("counting FLOPs")
         flops = loop.flops_per_sample(trainer, batch)
         if params.compile:
@@ -158,6 +174,8 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     details["final_loss"] = last_loss
     details["peak_memory_method"] = mem.method
     conditions = monitor.conditions.to_dict()
+    if trainer.window_waits:
+        details["input_wait_seconds_per_window"] = trainer.window_waits
     yield _result(
         record,
         measurement,
@@ -171,6 +189,58 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         details,
         conditions,
     )
+
+
+def workers(params: TrainParams) -> int:
+    """The loader workers of one rank: the flag, or the cores available to it (see data.default_workers)."""
+    from accelbench.train.data import default_workers
+
+    return params.workers if params.workers >= 0 else default_workers(params.nproc)
+
+
+def _data_only(
+    params: TrainParams,
+    workload: Any,
+    device: "torch.device",
+    record: dict[str, Any],
+    details: dict[str, Any],
+    unit: str,
+    ctx: RunContext,
+) -> Result:
+    """``--data-only``: the input pipeline alone, the images/s it can deliver to the device."""
+    from accelbench.train.data import image_pipeline, measure_pipeline
+
+    info = workload.info
+    batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
+    record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}
+    record["workers"] = workers(params)
+    ctx.progress("starting the input pipeline")
+    pipeline = image_pipeline(
+        params.data_dir, workload.size(params.scale), workload.classes(params.scale), batch, record["workers"], device
+    )
+    details["pipeline"] = pipeline.setup
+    ctx.progress(f"timing the pipeline alone: {params.num_batches} batches")
+    with ConditionsMonitor(torch_threads(), None) as monitor:
+        m = measure_pipeline(pipeline, device, params.warmup, params.num_batches // params.window, params.window)
+    conditions = monitor.conditions.to_dict()
+    metrics = {"throughput": fig.rate(batch, m, f"{unit}/s"), "batch_seconds": fig.seconds(m)}
+    details |= {"data_only": True, "clock": m.clock, "windows": m.n}
+    return Result(
+        NAME,
+        record,
+        metrics=metrics,
+        primary_metric="throughput",
+        warnings=fig.warnings_of(m, conditions),
+        conditions=conditions,
+        samples=list(m.samples),
+        details=details,
+    )
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def _result(
@@ -196,6 +266,10 @@ def _result(
         "step_seconds": fig.seconds(m),
         "peak_memory_bytes": fig.figure(peak_memory, "B", higher_is_better=False),
     }
+    waits = details.get("input_wait_seconds_per_window")
+    if waits:  # the share of each window the steps spent waiting for their batches: input-bound by this much
+        shares = sorted(w / (s * m.calls_per_sample) for w, s in zip(waits, m.samples, strict=True))
+        metrics["input_wait_share"] = fig.figure(100 * shares[len(shares) // 2], "%", higher_is_better=False, n=m.n)
     if flops:
         tflops = fig.scaled(throughput, flops / 1e12, "TFLOPS")
         metrics["tflops"] = tflops

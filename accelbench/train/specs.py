@@ -30,6 +30,23 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         choices=COMPILE_MODES,
     )
     channels_last: bool = opt(False, "NHWC memory layout (image models only)", sweep=False)
+    data: str = opt(
+        "synthetic",
+        "synthetic (batches made on the device once: the compute alone) or real (read from --data-dir through "
+        "a DataLoader each step: decoding and augmentation included); synthetic,real compares them",
+        choices=("synthetic", "real"),
+    )
+    data_dir: str = opt(
+        "", "with --data real: image class folders (ImageFolder), directly or under train/", sweep=False, metavar="DIR"
+    )
+    workers: int = opt(
+        -1,
+        "with --data real: DataLoader worker processes (-1: the cores available to this rank, less one, at most 8; "
+        "0: loading in the training process)",
+    )
+    data_only: bool = opt(
+        False, "with --data real: time the input pipeline alone (the images/s it can deliver: its ceiling)", sweep=False
+    )
     optimizer: str = opt("sgd", "sgd (momentum 0.9) or adamw", choices=("sgd", "adamw"))
     warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
     num_batches: int = opt(100, "measured steps", sweep=False)
@@ -65,6 +82,7 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             raise UsageError(f"--display-every must not be negative, got {self.display_every}")
         if self.display_every > self.num_batches:
             raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
+        self._validate_data(info)
         if self.compile_mode != "default" and not self.compile:
             raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
         if self.channels_last and not info.image_input:
@@ -79,6 +97,27 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             raise UsageError("--memory-cap and --max-batch-size only apply with --batch-size auto")
         if self.max_batch_size < 0:
             raise UsageError(f"--max-batch-size must not be negative, got {self.max_batch_size}")
+
+    def _validate_data(self, info: Any) -> None:
+        if self.data == "real":
+            if info.domain != "image classification":
+                raise UsageError(
+                    f"--data real reads image class folders for image classification models; {info.name} is "
+                    f"{info.domain}: measure it with --data synthetic"
+                )
+            if not self.data_dir:
+                raise UsageError("--data real needs --data-dir DIR: image class folders (ImageFolder)")
+            from accelbench.train.data import image_root
+
+            image_root(self.data_dir)  # a missing or malformed folder is bad input, before anything runs
+        elif self.data_only:  # --data-dir and --workers may ride along in a synthetic,real sweep: unused there
+            raise UsageError("--data-only times the real input pipeline: it applies to --data real")
+        if self.workers < -1:
+            raise UsageError(f"--workers must be -1 (automatic) or a count, got {self.workers}")
+        if self.data_only and self.nproc * self.nnodes > 1:
+            raise UsageError("--data-only times one rank's input pipeline: use --nproc 1")
+        if self.data_only and (self.compile or self.batch_size == "auto"):
+            raise UsageError("--data-only times the input pipeline alone: drop --compile and --batch-size auto")
 
     @property
     def window(self) -> int:
@@ -107,6 +146,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             words.append(p["compile_mode"])
         if p.get("optimizer", "sgd") != "sgd":
             words.append(p["optimizer"])
+        if p.get("data", "synthetic") == "real":
+            words.append("real data only" if p.get("data_only") else "real data")
         if p.get("scale", "full") != "full":
             words.append(p["scale"])
         return " ".join(words)

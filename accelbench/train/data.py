@@ -1,0 +1,184 @@
+"""Real training data for ``accelbench train --data real``: an input pipeline, and how long steps waited for it.
+
+tf_cnn_benchmarks measured synthetic and real ImageNet side by side for one reason: the input pipeline
+(decoding, augmentation, copying) costs each machine a different share of its step, and that share can
+change a ranking (seed 003: four V100s lost 9% on real data, four TPUv2 12%). The pipeline is the one a
+user writes: torchvision's ``ImageFolder`` (PIL decoding), the model's standard training augmentation,
+a ``DataLoader`` with worker processes, pinned memory and non-blocking copies on CUDA, prefetching, and a
+``DistributedSampler`` shard per rank. The step takes the next batch as it would in training; the time it
+waits for it is measured on the host and reported per window as the input-bound share.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
+
+#: the layout --data-dir must have, said whenever it does not
+LAYOUT = "one sub-folder per class of JPEG/PNG images (ImageFolder), directly or under train/"
+#: at most this many loader workers by default: more rarely help one device and cost memory
+MAX_DEFAULT_WORKERS = 8
+
+
+def image_root(data_dir: str) -> Path:
+    """The folder whose sub-folders are classes: ``DIR/train`` when present, else ``DIR``."""
+    from accelbench.infer.datasets import IMAGE_SUFFIXES
+
+    root = Path(data_dir).expanduser()
+    if not root.is_dir():
+        raise UsageError(f"--data-dir {data_dir} does not exist; it should hold {LAYOUT}")
+    if (root / "train").is_dir():
+        root = root / "train"
+    classes = [p for p in sorted(root.iterdir()) if p.is_dir()]
+    if not classes:
+        raise UsageError(f"--data-dir {data_dir} has no class folders: expected {LAYOUT}")
+    if not any(f.suffix.lower() in IMAGE_SUFFIXES for c in classes for f in c.iterdir()):
+        raise UsageError(f"--data-dir {data_dir}: its class folders hold no JPEG/PNG images; expected {LAYOUT}")
+    return root
+
+
+def default_workers(world: int = 1) -> int:
+    """Loader workers for one rank: the cores this process may use, shared by the node's ranks, less the
+    training process's own, at most MAX_DEFAULT_WORKERS."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(0, min(MAX_DEFAULT_WORKERS, cores // max(world, 1) - 1))
+
+
+@dataclass
+class Pipeline:
+    """A loader and what it is, for the record; ``feed`` gives the step its next batch and counts the wait."""
+
+    loader: Any
+    setup: dict[str, Any]
+    waited: float = 0.0
+    batches: int = 0
+    _it: Iterator[Any] | None = field(default=None, repr=False)
+    epoch: int = 0
+
+    def _next(self) -> Any:
+        while True:
+            if self._it is None:
+                sampler = getattr(self.loader, "sampler", None)
+                if hasattr(sampler, "set_epoch"):
+                    sampler.set_epoch(self.epoch)  # each epoch its own shuffle, the same on every rank
+                self._it = iter(self.loader)
+            try:
+                return next(self._it)
+            except StopIteration:
+                self._it, self.epoch = None, self.epoch + 1
+
+    def feeder(self, device: "torch.device", convert: Callable[[Any], Any]) -> Callable[[], Any]:
+        """The next batch on ``device`` (non-blocking from pinned memory on CUDA), converted as the model wants."""
+        cuda = device.type == "cuda"
+
+        def feed() -> Any:
+            t0 = time.perf_counter()
+            images, labels = self._next()
+            batch = (images.to(device, non_blocking=cuda), labels.to(device, non_blocking=cuda))
+            self.waited += time.perf_counter() - t0
+            self.batches += 1
+            return convert(batch)
+
+        return feed
+
+
+class FoldLabels:
+    """A class index folded into the model's outputs (a tiny model has 10); a class, so workers can pickle it."""
+
+    def __init__(self, classes: int) -> None:
+        self.classes = classes
+
+    def __call__(self, y: int) -> int:
+        return y % self.classes
+
+
+def image_pipeline(
+    data_dir: str,
+    size: int,
+    classes: int,
+    batch: int,
+    workers: int,
+    device: "torch.device",
+    rank: int = 0,
+    world: int = 1,
+) -> Pipeline:
+    """ImageFolder with the standard ImageNet training augmentation, batched by a DataLoader."""
+    import torch
+    from torchvision import datasets, transforms
+
+    from accelbench.infer.datasets import IMAGE_SUFFIXES, MEAN, STD
+
+    root = image_root(data_dir)
+    augment = [transforms.RandomResizedCrop(size), transforms.RandomHorizontalFlip()]
+    dataset = datasets.ImageFolder(
+        str(root),
+        transforms.Compose([*augment, transforms.ToTensor(), transforms.Normalize(MEAN, STD)]),
+        target_transform=FoldLabels(classes),
+        is_valid_file=lambda p: p.lower().endswith(IMAGE_SUFFIXES),
+    )
+    if len(dataset) < batch * world:
+        raise UsageError(
+            f"--data-dir {data_dir} holds {len(dataset)} images, fewer than one batch of {batch} per device"
+            f"{f' on {world} devices' if world > 1 else ''}: lower --batch-size or add images"
+        )
+    sampler = None
+    if world > 1:
+        from torch.utils.data.distributed import DistributedSampler
+
+        sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, drop_last=True)
+    pin = device.type == "cuda"
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=batch,
+        shuffle=sampler is None,
+        sampler=sampler,
+        num_workers=workers,
+        pin_memory=pin,
+        drop_last=True,
+        persistent_workers=workers > 0,
+        prefetch_factor=2 if workers > 0 else None,
+    )
+    setup = {
+        "data_dir": str(root),
+        "images": len(dataset),
+        "classes": len(dataset.classes),
+        "workers": workers,
+        "decode": "PIL (torchvision ImageFolder)",
+        "augmentation": f"RandomResizedCrop({size}), RandomHorizontalFlip, ToTensor, Normalize(ImageNet mean/std)",
+        "pin_memory": pin,
+        "non_blocking_copy": pin,
+        "prefetch_factor": 2 if workers > 0 else None,
+        "sampler": "DistributedSampler (a shard per rank)" if sampler is not None else "random",
+    }
+    if len(dataset.classes) > classes:
+        setup["labels"] = f"class index modulo {classes} (the model has {classes} outputs)"
+    return Pipeline(loader, setup)
+
+
+def measure_pipeline(pipeline: Pipeline, device: "torch.device", warmup: int, windows: int, window: int) -> Any:
+    """The pipeline alone (``--data-only``): seconds per batch delivered to the device, per window of batches.
+
+    The ceiling the input puts on training: a step can take no less than this, whatever the accelerator.
+    """
+    from accelbench.devices import synchronize
+    from accelbench.measure.stats import Measurement
+
+    feed = pipeline.feeder(device, lambda b: b)
+    for _ in range(warmup):  # the workers start and fill their prefetch queues
+        feed()
+    samples = []
+    for _ in range(windows):
+        t0 = time.perf_counter()
+        for _ in range(window):
+            feed()
+        synchronize(device)
+        samples.append((time.perf_counter() - t0) / window)
+    return Measurement(tuple(samples), calls_per_sample=window, clock="perf_counter_ns")

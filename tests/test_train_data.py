@@ -1,0 +1,94 @@
+"""train --data real: a real input pipeline (ImageFolder, augmentation, DataLoader) measured beside synthetic data,
+on tiny JPEG class folders made here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from accelbench.errors import UsageError
+from accelbench.results.record import schema_errors
+from accelbench.suite.suites import make_entry
+from accelbench.suite.worker import run_inline
+from tests.conftest import run_cli
+
+QUICK = {"model": "resnet18", "scale": "tiny", "warmup": 1, "num_batches": 6, "display_every": 2, "threads": 2}
+
+
+def image_folders(root: Path, classes: int = 3, per_class: int = 8, size: tuple[int, int] = (48, 40)) -> Path:
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for c in range(classes):
+        (root / f"class{c}").mkdir(parents=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / f"class{c}" / f"{i}.jpg", quality=90)
+    return root
+
+
+def test_real_data_feeds_every_step_and_says_how(tmp_path: Path) -> None:
+    data = image_folders(tmp_path / "imgs")
+    params = {**QUICK, "data": "real", "data_dir": str(data), "workers": 1, "batch_size": "4"}
+    [r] = run_inline(make_entry("train/throughput", params))
+    assert r.status == "ok", r.error
+    assert r.params["data"] == "real" and r.params["workers"] == 1
+    pipeline = r.details["pipeline"]
+    assert pipeline["images"] == 24 and pipeline["classes"] == 3 and pipeline["workers"] == 1
+    assert "RandomResizedCrop(64)" in pipeline["augmentation"] and pipeline["decode"].startswith("PIL")
+    assert len(r.details["input_wait_seconds_per_window"]) == 3  # 6 steps in windows of 2
+    assert 0 <= r.metrics["input_wait_share"].value <= 100
+    full = r.to_dict() | {"run_id": "r", "system": {"fingerprint": "f", "profile": {}}}
+    assert schema_errors(json.loads(json.dumps(full))) == []
+
+
+def test_a_starved_loader_shows_as_input_bound(tmp_path: Path) -> None:
+    """Large JPEGs decoded in the training process (no worker) hold every step; small ones in a worker do not."""
+    small = image_folders(tmp_path / "small", size=(32, 32))
+    large = image_folders(tmp_path / "large", size=(1600, 1200))
+    base = {**QUICK, "data": "real", "batch_size": "4"}
+    [fed] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(small), "workers": 1}))
+    [starved] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(large), "workers": 0}))
+    assert fed.status == starved.status == "ok", (fed.error, starved.error)
+    fed_share, starved_share = fed.metrics["input_wait_share"].value, starved.metrics["input_wait_share"].value
+    assert starved_share > 30 and starved_share > 2 * fed_share, (fed_share, starved_share)
+
+
+def test_data_only_times_the_pipeline_alone(tmp_path: Path) -> None:
+    data = image_folders(tmp_path / "imgs")
+    params = {**QUICK, "data": "real", "data_dir": str(data), "workers": 0, "batch_size": "4", "data_only": True}
+    [r] = run_inline(make_entry("train/throughput", params))
+    assert r.status == "ok", r.error
+    assert r.details["data_only"] and r.metrics["throughput"].unit == "images/s"
+    assert r.metrics["throughput"].value > 0 and "step_seconds" not in r.metrics
+
+
+def test_bad_data_input_names_the_layout(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "noimages" / "a").mkdir(parents=True)
+    for params, words in (
+        ({"data": "real"}, "needs --data-dir"),
+        ({"data": "real", "data_dir": str(tmp_path / "missing")}, "does not exist.*one sub-folder per class"),
+        ({"data": "real", "data_dir": str(empty)}, "no class folders"),
+        ({"data": "real", "data_dir": str(tmp_path / "noimages")}, "hold no JPEG/PNG images"),
+        ({"data": "real", "data_dir": str(empty), "model": "ncf"}, "image classification models"),
+        ({"data_only": True}, "--data-only times the real input pipeline"),
+    ):
+        with pytest.raises(UsageError, match=words):
+            make_entry("train/throughput", {**QUICK, **params})
+
+
+def test_synthetic_and_real_side_by_side_from_the_command_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    data = image_folders(tmp_path / "imgs")
+    args = ["train", "resnet18", "--scale", "tiny", "--data", "synthetic,real", "--data-dir", str(data)]
+    args += ["--batch-size", "4", "--num-batches", "4", "--display-every", "2", "--warmup", "1", "--workers", "1"]
+    out = run_cli(args, cli_env, tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "synthetic against real data" in out.stdout and "real / synthetic" in out.stdout
+    # a data directory alone means real data
+    only = run_cli(["train", "resnet18", "--data-dir", str(tmp_path / "nothing")], cli_env, tmp_path)
+    assert only.returncode == 2 and "does not exist" in only.stderr
