@@ -209,7 +209,6 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "the defaults (accelbench tune)",
             TuneParams,
             "accelbench.tune.search:Tuner",
-            hidden=True,
             standalone=True,
         ),
         BenchmarkInfo(
