@@ -10,7 +10,6 @@ and ``--resume RUN_ID`` runs what is left.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import secrets
@@ -30,6 +29,7 @@ from accelbench.measure.energy import idle_watts
 from accelbench.results.record import Result, now_iso, schema_errors
 from accelbench.results.runfolder import DEFAULT_OUT, RunFolder
 from accelbench.results.store import RunInfo, Store
+from accelbench.suite.process import Tail, cause, context, kill_group
 from accelbench.suite.suites import Entry, Suite, make_entry
 from accelbench.suite.worker import CACHE
 from accelbench.suite.worker import child_main as worker_child_main
@@ -246,10 +246,10 @@ class SuiteRunner:
         log_path = folder.log_path(index, entry.label)
         timeout = self._timeout(entry)
         committed: list[Result] = []
-        tail = _Tail(out)
+        tail = Tail(out)
         finished = False
         started = now_iso()
-        proc = _context().Process(
+        proc = context().Process(
             target=worker_child_main,
             args=(entry.to_dict(), str(out), str(folder.logs), str(log_path), os.getpid()),
             daemon=False,
@@ -265,17 +265,17 @@ class SuiteRunner:
                     break
                 if time.monotonic() > deadline:
                     timed_out = True
-                    _kill_group(proc)
+                    kill_group(proc)
                     break
         except KeyboardInterrupt:
-            _kill_group(proc)
+            kill_group(proc)
             self._drain(tail, run_id, folder, key, committed)
             raise Interrupted(committed) from None
         finished |= self._drain(tail, run_id, folder, key, committed)
         if not finished:
-            cause = _cause(proc.exitcode, timed_out, timeout, log_path)
+            why = cause(proc.exitcode, timed_out, timeout, log_path)
             failed = Result(
-                benchmark=entry.benchmark, params=entry.params, status="failed", error=cause, started_at=started
+                benchmark=entry.benchmark, params=entry.params, status="failed", error=why, started_at=started
             )
             failed.details = {"log": str(log_path)}
             self._commit(failed, run_id, folder, key)
@@ -285,7 +285,7 @@ class SuiteRunner:
         self.store.mark_entry(run_id, key, status)
         return committed
 
-    def _drain(self, tail: "_Tail", run_id: str, folder: RunFolder, key: str, committed: list[Result]) -> bool:
+    def _drain(self, tail: "Tail", run_id: str, folder: RunFolder, key: str, committed: list[Result]) -> bool:
         finished = False
         for msg in tail.read():
             kind = msg.get("type")
@@ -331,84 +331,6 @@ class SuiteRunner:
         self.store.add(result)
         folder.append(result)
         return result
-
-
-class _Tail:
-    """Reads complete JSON lines appended to a file by the worker."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.buffer = b""
-
-    def read(self) -> list[dict[str, Any]]:
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            return []
-        self.offset += len(chunk)
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        out = []
-        for line in lines:
-            with contextlib.suppress(json.JSONDecodeError):
-                out.append(json.loads(line))
-        return out
-
-
-@functools.lru_cache(maxsize=1)
-def _context() -> Any:
-    """Worker processes are forked from a server that has already imported torch.
-
-    Importing torch costs seconds; paying it once per suite instead of once per
-    benchmark is what lets a suite of hundreds of shapes run in minutes. CUDA is
-    not initialised in the server, so each child can initialise it freshly.
-    """
-    import multiprocessing as mp
-
-    if "forkserver" in mp.get_all_start_methods():
-        ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["torch", "accelbench.suite.worker"])
-        return ctx
-    return mp.get_context("spawn")
-
-
-def _kill_group(proc: Any) -> None:
-    """SIGKILL the worker's session (it and whatever it started, e.g. torchrun ranks)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, AttributeError):
-        with contextlib.suppress(Exception):
-            proc.kill()
-    proc.join()
-
-
-def _cause(returncode: int | None, timed_out: bool, timeout: float, log_path: Path) -> str:
-    if timed_out:
-        return f"timed out after {timeout:g} s and was killed; raise it with --timeout or 'timeout =' in the suite file"
-    last = _last_line(log_path)
-    detail = f" (last output: {last})" if last else ""
-    if returncode is not None and returncode < 0:
-        sig = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else str(-returncode)
-        hint = {
-            "SIGKILL": "killed by SIGKILL, most likely by the kernel's OOM killer: out of memory",
-            "SIGSEGV": "crashed with a segmentation fault (SIGSEGV)",
-            "SIGABRT": "aborted (SIGABRT)",
-            "SIGBUS": "crashed with a bus error (SIGBUS)",
-        }.get(sig, f"killed by signal {sig}")
-        return f"the benchmark process {hint}{detail}"
-    return f"the benchmark process exited with status {returncode} before finishing{detail}"
-
-
-def _last_line(path: Path) -> str:
-    try:
-        data = path.read_bytes()[-4000:].decode("utf-8", "replace")
-    except OSError:
-        return ""
-    lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else ""
 
 
 def run_suite(

@@ -119,7 +119,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     skip_if(precision_reason(device, peak_precision, params.emulated), record)
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     if params.data_only:
-        yield _data_only(params, workload, device, record, details, info.sample_unit, ctx)
+        yield _data_only(params, workload, device, threads, record, details, ctx)
         return
     ctx.progress(f"building {info.name} ({params.scale})")
     model = loop.prepare_model(workload, params, device)
@@ -202,9 +202,9 @@ def _data_only(
     params: TrainParams,
     workload: Any,
     device: "torch.device",
+    threads: int,
     record: dict[str, Any],
     details: dict[str, Any],
-    unit: str,
     ctx: RunContext,
 ) -> Result:
     """``--data-only``: the input pipeline alone, the images/s it can deliver to the device."""
@@ -220,11 +220,17 @@ def _data_only(
     )
     details["pipeline"] = pipeline.setup
     ctx.progress(f"timing the pipeline alone: {params.num_batches} batches")
-    with ConditionsMonitor(torch_threads(), None) as monitor:
+    with ConditionsMonitor(threads, None) as monitor:
         m = measure_pipeline(pipeline, device, params.warmup, params.num_batches // params.window, params.window)
-    conditions = monitor.conditions.to_dict()
-    metrics = {"throughput": fig.rate(batch, m, f"{unit}/s"), "batch_seconds": fig.seconds(m)}
-    details |= {"data_only": True, "clock": m.clock, "windows": m.n}
+    metrics = {"throughput": fig.rate(batch, m, f"{info.sample_unit}/s"), "batch_seconds": fig.seconds(m)}
+    return _measured(record, m, metrics, details | {"data_only": True}, monitor.conditions.to_dict())
+
+
+def _measured(
+    record: dict[str, Any], m: Any, metrics: dict[str, Any], details: dict[str, Any], conditions: dict[str, Any]
+) -> Result:
+    """The record of a measurement in windows: its figures, raw samples, clock and the run's conditions."""
+    details |= {"clock": m.clock, "windows": m.n}
     return Result(
         NAME,
         record,
@@ -235,12 +241,6 @@ def _data_only(
         samples=list(m.samples),
         details=details,
     )
-
-
-def torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
 
 
 def _result(
@@ -278,14 +278,4 @@ def _result(
             metrics["pct_of_peak"] = fig.pct_of_peak(tflops, peak.tflops * world)
             details["peak"] = fig.peak_details(peak.tflops, "TFLOPS", peak.source, peak.estimated)
         details["flops_per_sample"] = flops
-    details |= {"clock": m.clock, "windows": m.n}
-    return Result(
-        NAME,
-        record,
-        metrics=metrics,
-        primary_metric="throughput",
-        warnings=fig.warnings_of(m, conditions),
-        conditions=conditions,
-        samples=list(m.samples),
-        details=details,
-    )
+    return _measured(record, m, metrics, details, conditions)
