@@ -84,7 +84,8 @@ def main() -> None:
     onnx = tmp / "model.onnx"
     name, shape = export_model(args.model, args.scale, onnx)
     print(
-        f"{args.model} ({args.scale}), {torch.get_num_threads()} threads; benchmark_app precision: {default_precision}"
+        f"{args.model} ({args.scale}), {torch.get_num_threads()} threads; benchmark_app precision: "
+        f"{default_precision.get_type_name()}"
     )
     rows = []
     for scenario in args.scenarios.split(","):
