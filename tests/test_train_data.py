@@ -46,15 +46,15 @@ def test_real_data_feeds_every_step_and_says_how(tmp_path: Path) -> None:
 
 
 def test_a_starved_loader_shows_as_input_bound(tmp_path: Path) -> None:
-    """Large JPEGs decoded in the training process (no worker) hold every step; small ones in a worker do not."""
+    """Large JPEGs decoded in the training process hold every step; small ones barely: the share says which."""
     small = image_folders(tmp_path / "small", size=(32, 32))
     large = image_folders(tmp_path / "large", size=(1600, 1200))
     base = {**QUICK, "data": "real", "batch_size": "4"}
-    [fed] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(small), "workers": 1}))
+    [fed] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(small), "workers": 0}))
     [starved] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(large), "workers": 0}))
     assert fed.status == starved.status == "ok", (fed.error, starved.error)
     fed_share, starved_share = fed.metrics["input_wait_share"].value, starved.metrics["input_wait_share"].value
-    assert starved_share > 30 and starved_share > 2 * fed_share, (fed_share, starved_share)
+    assert starved_share > 3 * fed_share and starved_share > 5, (fed_share, starved_share)
 
 
 def test_data_only_times_the_pipeline_alone(tmp_path: Path) -> None:
@@ -72,10 +72,11 @@ def test_bad_data_input_names_the_layout(tmp_path: Path) -> None:
     (tmp_path / "noimages" / "a").mkdir(parents=True)
     for params, words in (
         ({"data": "real"}, "needs --data-dir"),
-        ({"data": "real", "data_dir": str(tmp_path / "missing")}, "does not exist.*one sub-folder per class"),
+        ({"data": "real", "data_dir": str(tmp_path / "missing")}, "does not exist.*image class folders.*CIFAR-10.*MNIST"),
         ({"data": "real", "data_dir": str(empty)}, "no class folders"),
         ({"data": "real", "data_dir": str(tmp_path / "noimages")}, "hold no JPEG/PNG images"),
-        ({"data": "real", "data_dir": str(empty), "model": "ncf"}, "image classification models"),
+        ({"data": "real", "data_dir": str(empty), "model": "bert"}, "bert is measured on synthetic data"),
+        ({"data": "real", "data_dir": str(empty), "model": "ncf"}, "lacks ratings.csv"),
         ({"data_only": True}, "--data-only times the real input pipeline"),
     ):
         with pytest.raises(UsageError, match=words):
@@ -92,3 +93,18 @@ def test_synthetic_and_real_side_by_side_from_the_command_line(tmp_path: Path, c
     # a data directory alone means real data
     only = run_cli(["train", "resnet18", "--data-dir", str(tmp_path / "nothing")], cli_env, tmp_path)
     assert only.returncode == 2 and "does not exist" in only.stderr
+
+
+@pytest.mark.parametrize("fmt", ["cifar10", "mnist", "movielens"])
+def test_the_formats_tta_reads_feed_training_too(fmt: str, tmp_path: Path) -> None:
+    from tests.tta_fixtures import write_cifar, write_mnist, write_ratings
+
+    root = {"cifar10": write_cifar, "mnist": write_mnist, "movielens": write_ratings}[fmt](tmp_path / fmt)
+    model = "ncf" if fmt == "movielens" else "resnet18"
+    batch = "64" if fmt == "movielens" else "4"
+    params = {**QUICK, "model": model, "data": "real", "data_dir": str(root), "workers": 0, "batch_size": batch}
+    [r] = run_inline(make_entry("train/throughput", params))
+    assert r.status == "ok", r.error
+    setup = r.details["pipeline"]
+    assert setup["format"].startswith({"cifar10": "CIFAR-10", "mnist": "MNIST", "movielens": "MovieLens"}[fmt])
+    assert setup["decode"].startswith("none") and "input_wait_share" in r.metrics

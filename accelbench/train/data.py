@@ -22,7 +22,7 @@ from accelbench.errors import UsageError
 if TYPE_CHECKING:
     import torch
 
-#: the layout --data-dir must have, said whenever it does not
+#: the layout of image class folders, said whenever --data-dir does not have it
 LAYOUT = "one sub-folder per class of JPEG/PNG images (ImageFolder), directly or under train/"
 #: at most this many loader workers by default: more rarely help one device and cost memory
 MAX_DEFAULT_WORKERS = 8
@@ -81,8 +81,7 @@ class Pipeline:
 
         def feed() -> Any:
             t0 = time.perf_counter()
-            images, labels = self._next()
-            batch = (images.to(device, non_blocking=cuda), labels.to(device, non_blocking=cuda))
+            batch = tuple(t.to(device, non_blocking=cuda) for t in self._next())
             self.waited += time.perf_counter() - t0
             self.batches += 1
             return convert(batch)
@@ -100,43 +99,66 @@ class FoldLabels:
         return y % self.classes
 
 
-def image_pipeline(
-    data_dir: str,
-    size: int,
-    classes: int,
-    batch: int,
-    workers: int,
-    device: "torch.device",
-    rank: int = 0,
-    world: int = 1,
+def open_pipeline(
+    workload: Any, params: Any, device: "torch.device", batch: int, workers: int, rank: int = 0, world: int = 1
 ) -> Pipeline:
-    """ImageFolder with the standard ImageNet training augmentation, batched by a DataLoader."""
-    import torch
+    """The loader of ``--data-dir`` in whichever format it holds, for ``workload``, and its setup for the record."""
+    from accelbench.train.datasets import data_format, dataset
+
+    fmt = data_format(workload.info.name, workload.info.domain, params.data_dir)
+    if fmt == "imagefolder":
+        data, setup = _image_folder(params.data_dir, workload.size(params.scale), workload.classes(params.scale))
+    else:
+        data, setup = dataset(fmt, params.data_dir, workload, params.scale)
+    setup = {"data_dir": str(Path(params.data_dir).expanduser())} | setup
+    if len(data) < batch * world:
+        raise UsageError(
+            f"--data-dir {params.data_dir} holds {len(data)} samples, fewer than one batch of {batch} per device"
+            f"{f' on {world} devices' if world > 1 else ''}: lower --batch-size or add data"
+        )
+    return _loader(data, setup, batch, workers, device, rank, world)
+
+
+def _image_folder(data_dir: str, size: int, classes: int) -> tuple[Any, dict[str, Any]]:
+    """ImageFolder with the standard ImageNet training augmentation (PIL decodes each image)."""
     from torchvision import datasets, transforms
 
     from accelbench.infer.datasets import IMAGE_SUFFIXES, MEAN, STD
 
     root = image_root(data_dir)
     augment = [transforms.RandomResizedCrop(size), transforms.RandomHorizontalFlip()]
-    dataset = datasets.ImageFolder(
+    data = datasets.ImageFolder(
         str(root),
         transforms.Compose([*augment, transforms.ToTensor(), transforms.Normalize(MEAN, STD)]),
         target_transform=FoldLabels(classes),
         is_valid_file=lambda p: p.lower().endswith(IMAGE_SUFFIXES),
     )
-    if len(dataset) < batch * world:
-        raise UsageError(
-            f"--data-dir {data_dir} holds {len(dataset)} images, fewer than one batch of {batch} per device"
-            f"{f' on {world} devices' if world > 1 else ''}: lower --batch-size or add images"
-        )
+    setup: dict[str, Any] = {
+        "format": "image class folders (ImageFolder)",
+        "images": len(data),
+        "classes": len(data.classes),
+        "decode": "PIL (torchvision ImageFolder)",
+        "augmentation": f"RandomResizedCrop({size}), RandomHorizontalFlip, ToTensor, Normalize(ImageNet mean/std)",
+    }
+    if len(data.classes) > classes:
+        setup["labels"] = f"class index modulo {classes} (the model has {classes} outputs)"
+    return data, setup
+
+
+def _loader(
+    data: Any, setup: dict[str, Any], batch: int, workers: int, device: "torch.device", rank: int, world: int
+) -> Pipeline:
+    """A DataLoader as a user sets one up: workers, prefetching, pinned memory on CUDA, a shard per rank."""
+    import torch
+
     sampler = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler
 
-        sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, drop_last=True)
+        sampler = DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, drop_last=True)
     pin = device.type == "cuda"
     loader = torch.utils.data.DataLoader(
-        dataset,
+        data,
         batch_size=batch,
         shuffle=sampler is None,
         sampler=sampler,
@@ -146,20 +168,13 @@ def image_pipeline(
         persistent_workers=workers > 0,
         prefetch_factor=2 if workers > 0 else None,
     )
-    setup = {
-        "data_dir": str(root),
-        "images": len(dataset),
-        "classes": len(dataset.classes),
+    setup = setup | {
         "workers": workers,
-        "decode": "PIL (torchvision ImageFolder)",
-        "augmentation": f"RandomResizedCrop({size}), RandomHorizontalFlip, ToTensor, Normalize(ImageNet mean/std)",
         "pin_memory": pin,
         "non_blocking_copy": pin,
         "prefetch_factor": 2 if workers > 0 else None,
         "sampler": "DistributedSampler (a shard per rank)" if sampler is not None else "random",
     }
-    if len(dataset.classes) > classes:
-        setup["labels"] = f"class index modulo {classes} (the model has {classes} outputs)"
     return Pipeline(loader, setup)
 
 

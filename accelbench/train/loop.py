@@ -58,10 +58,9 @@ class Trainer:
         self, params: "TrainParams", batch_size: int, workers: int, rank: int = 0, world: int = 1
     ) -> None:
         """Feed every step from ``--data-dir`` through the input pipeline, converted as the synthetic batch is."""
-        from accelbench.train.data import image_pipeline
+        from accelbench.train.data import open_pipeline
 
-        size, classes = self.workload.size(params.scale), self.workload.classes(params.scale)  # type: ignore[attr-defined]
-        self.pipeline = image_pipeline(params.data_dir, size, classes, batch_size, workers, self.device, rank, world)
+        self.pipeline = open_pipeline(self.workload, params, self.device, batch_size, workers, rank, world)
         self.feed = self.pipeline.feeder(self.device, lambda b: as_model_input(b, params))
         self.batch = self.feed()  # a real batch for the FLOP count
 

@@ -207,17 +207,15 @@ def _data_only(
     details: dict[str, Any],
     ctx: RunContext,
 ) -> Result:
-    """``--data-only``: the input pipeline alone, the images/s it can deliver to the device."""
-    from accelbench.train.data import image_pipeline, measure_pipeline
+    """``--data-only``: the input pipeline alone, the samples/s it can deliver to the device."""
+    from accelbench.train.data import measure_pipeline, open_pipeline
 
     info = workload.info
     batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}
     record["workers"] = workers(params)
     ctx.progress("starting the input pipeline")
-    pipeline = image_pipeline(
-        params.data_dir, workload.size(params.scale), workload.classes(params.scale), batch, record["workers"], device
-    )
+    pipeline = open_pipeline(workload, params, device, batch, record["workers"])
     details["pipeline"] = pipeline.setup
     ctx.progress(f"timing the pipeline alone: {params.num_batches} batches")
     with ConditionsMonitor(threads, None) as monitor:

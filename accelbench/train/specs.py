@@ -37,7 +37,11 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         choices=("synthetic", "real"),
     )
     data_dir: str = opt(
-        "", "with --data real: image class folders (ImageFolder), directly or under train/", sweep=False, metavar="DIR"
+        "",
+        "with --data real: image class folders (ImageFolder), CIFAR-10 batches or MNIST IDX for image models; "
+        "MovieLens ratings.csv for ncf",
+        sweep=False,
+        metavar="DIR",
     )
     workers: int = opt(
         -1,
@@ -100,16 +104,14 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
 
     def _validate_data(self, info: Any) -> None:
         if self.data == "real":
-            if info.domain != "image classification":
-                raise UsageError(
-                    f"--data real reads image class folders for image classification models; {info.name} is "
-                    f"{info.domain}: measure it with --data synthetic"
-                )
-            if not self.data_dir:
-                raise UsageError("--data real needs --data-dir DIR: image class folders (ImageFolder)")
-            from accelbench.train.data import image_root
+            from accelbench.train.datasets import IMAGE_LAYOUTS, RATINGS_LAYOUT, data_format
 
-            image_root(self.data_dir)  # a missing or malformed folder is bad input, before anything runs
+            if not self.data_dir:
+                what = RATINGS_LAYOUT if info.name == "ncf" else IMAGE_LAYOUTS
+                raise UsageError(f"--data real needs --data-dir DIR: {what}")
+            data_format(
+                info.name, info.domain, self.data_dir
+            )  # a missing or malformed folder is bad input, before anything runs
         elif self.data_only:  # --data-dir and --workers may ride along in a synthetic,real sweep: unused there
             raise UsageError("--data-only times the real input pipeline: it applies to --data real")
         if self.workers < -1:

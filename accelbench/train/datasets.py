@@ -1,0 +1,135 @@
+"""What ``train --data-dir`` reads: the format a folder holds, and a Dataset per format with the model's
+standard training augmentation.
+
+The on-disk formats are the ones ``tta`` reads (one reader each, in :mod:`accelbench.tta.datasets`):
+image class folders (ImageFolder: decoded per sample by PIL), the CIFAR-10 python batches and the MNIST
+IDX files (raw pixels, staged in memory: no decoding) for image models, and MovieLens ratings for NCF
+(implicit feedback with four random negatives per positive, as MLPerf trains it). Datasets are
+module-level classes so that DataLoader workers can pickle them under any start method.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
+
+IMAGE_LAYOUTS = (
+    "image class folders (ImageFolder, directly or under train/), the CIFAR-10 python batches "
+    "(cifar-10-batches-py) or the MNIST IDX files"
+)
+RATINGS_LAYOUT = "ratings.csv with the header userId,movieId,rating,timestamp (MovieLens ml-20m)"
+#: negatives sampled per positive interaction (MLPerf NCF's training setting)
+NEGATIVES = 4
+
+
+def data_format(model: str, domain: str, data_dir: str) -> str:
+    """``imagefolder``, ``cifar10``, ``mnist`` or ``movielens``; a usage error naming the layouts expected."""
+    from accelbench.tta import datasets as formats
+
+    root = Path(data_dir).expanduser()
+    if model == "ncf":
+        formats.check_movielens(root)
+        return "movielens"
+    if domain != "image classification":
+        raise UsageError(
+            f"--data real reads {IMAGE_LAYOUTS} for image models and {RATINGS_LAYOUT} for ncf; {model} "
+            "is measured on synthetic data"
+        )
+    if not root.is_dir():
+        raise UsageError(f"--data-dir {data_dir} does not exist; it should hold {IMAGE_LAYOUTS}")
+    if (root / "cifar-10-batches-py").is_dir() or (root / "data_batch_1").is_file():
+        formats.check_cifar10(root)
+        return "cifar10"
+    if any(root.glob("train-images*idx3*")):
+        formats.check_mnist(root)
+        return "mnist"
+    from accelbench.train.data import image_root
+
+    image_root(data_dir)
+    return "imagefolder"
+
+
+class TensorImages:
+    """Images staged in memory (N x C x H x W floats in [0, 1]), augmented per sample as ImageFolder's are."""
+
+    def __init__(self, x: "torch.Tensor", y: "torch.Tensor", size: int, classes: int) -> None:
+        from torchvision import transforms
+
+        from accelbench.infer.datasets import MEAN, STD
+
+        self.x, self.y, self.classes = x, y, classes
+        self.augment = transforms.Compose(
+            [
+                transforms.RandomResizedCrop(size, antialias=True),
+                transforms.RandomHorizontalFlip(),
+                transforms.Normalize(MEAN, STD),
+            ]
+        )
+
+    def __len__(self) -> int:
+        return int(self.y.shape[0])
+
+    def __getitem__(self, i: int) -> tuple["torch.Tensor", int]:
+        image = self.x[i]
+        if image.shape[0] == 1:  # MNIST's one channel, as the three an ImageNet model takes
+            image = image.expand(3, -1, -1)
+        return self.augment(image), int(self.y[i]) % self.classes
+
+
+class Interactions:
+    """MovieLens positives, each followed by NEGATIVES random items labelled 0 (ids folded into the model's)."""
+
+    def __init__(self, users: Any, items: Any, n_users: int, n_items: int, model_users: int, model_items: int) -> None:
+        self.users, self.items = users, items
+        self.n_items = n_items
+        self.model_users, self.model_items = model_users, model_items
+
+    def __len__(self) -> int:
+        return len(self.users) * (1 + NEGATIVES)
+
+    def __getitem__(self, i: int) -> tuple[int, int, float]:
+        import torch
+
+        k, j = divmod(i, 1 + NEGATIVES)
+        user = int(self.users[k])
+        item = int(self.items[k]) if j == 0 else int(torch.randint(self.n_items, ()).item())
+        return user % self.model_users, item % self.model_items, 1.0 if j == 0 else 0.0
+
+
+def dataset(fmt: str, data_dir: str, workload: Any, scale: str) -> tuple[Any, dict[str, Any]]:
+    """The Dataset of ``fmt`` for ``workload``, and what the record should say about it."""
+    from accelbench.tta import datasets as formats
+
+    root = Path(data_dir).expanduser()
+    if fmt == "movielens":
+        ratings = formats.movielens(root)
+        cfg = workload.cfg(scale)
+        data = Interactions(
+            ratings.train_users, ratings.train_items, ratings.users, ratings.items, cfg.users, cfg.items
+        )
+        setup = {
+            "format": "MovieLens ratings.csv",
+            "samples": len(data),
+            "users": ratings.users,
+            "items": ratings.items,
+            "decode": "none (ratings staged in memory)",
+            "augmentation": f"{NEGATIVES} random negative items per positive (MLPerf NCF)",
+        }
+        if ratings.users > cfg.users or ratings.items > cfg.items:
+            setup["ids"] = f"folded modulo the model's {cfg.users} users and {cfg.items} items"
+        return data, setup
+    size, classes = workload.size(scale), workload.classes(scale)
+    train, _ = formats.cifar10(root) if fmt == "cifar10" else formats.mnist(root)
+    data = TensorImages(train.x, train.y, size, classes)
+    setup = {
+        "format": "CIFAR-10 python batches" if fmt == "cifar10" else "MNIST IDX",
+        "images": len(data),
+        "decode": "none (raw pixels staged in memory)",
+        "augmentation": f"RandomResizedCrop({size}), RandomHorizontalFlip, Normalize(ImageNet mean/std)",
+    }
+    return data, setup
