@@ -30,21 +30,6 @@ def image_folders(root: Path, classes: int = 3, per_class: int = 8, size: tuple[
     return root
 
 
-def test_real_data_feeds_every_step_and_says_how(tmp_path: Path) -> None:
-    data = image_folders(tmp_path / "imgs")
-    params = {**QUICK, "data": "real", "data_dir": str(data), "workers": 1, "batch_size": "4"}
-    [r] = run_inline(make_entry("train/throughput", params))
-    assert r.status == "ok", r.error
-    assert r.params["data"] == "real" and r.params["workers"] == 1
-    pipeline = r.details["pipeline"]
-    assert pipeline["images"] == 24 and pipeline["classes"] == 3 and pipeline["workers"] == 1
-    assert "RandomResizedCrop(64)" in pipeline["augmentation"] and pipeline["decode"].startswith("PIL")
-    assert len(r.details["input_wait_seconds_per_window"]) == 3  # 6 steps in windows of 2
-    assert 0 <= r.metrics["input_wait_share"].value <= 100
-    full = r.to_dict() | {"run_id": "r", "system": {"fingerprint": "f", "profile": {}}}
-    assert schema_errors(json.loads(json.dumps(full))) == []
-
-
 def test_a_starved_loader_shows_as_input_bound(tmp_path: Path) -> None:
     """Large JPEGs decoded in the training process hold every step; small ones barely: the share says which."""
     small = image_folders(tmp_path / "small", size=(32, 32))
@@ -72,7 +57,10 @@ def test_bad_data_input_names_the_layout(tmp_path: Path) -> None:
     (tmp_path / "noimages" / "a").mkdir(parents=True)
     for params, words in (
         ({"data": "real"}, "needs --data-dir"),
-        ({"data": "real", "data_dir": str(tmp_path / "missing")}, "does not exist.*image class folders.*CIFAR-10.*MNIST"),
+        (
+            {"data": "real", "data_dir": str(tmp_path / "missing")},
+            "does not exist.*image class folders.*CIFAR-10.*MNIST",
+        ),
         ({"data": "real", "data_dir": str(empty)}, "no class folders"),
         ({"data": "real", "data_dir": str(tmp_path / "noimages")}, "hold no JPEG/PNG images"),
         ({"data": "real", "data_dir": str(empty), "model": "bert"}, "bert is measured on synthetic data"),
@@ -90,6 +78,18 @@ def test_synthetic_and_real_side_by_side_from_the_command_line(tmp_path: Path, c
     out = run_cli(args, cli_env, tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "synthetic against real data" in out.stdout and "real / synthetic" in out.stdout
+    [real] = [
+        r
+        for r in json.loads(run_cli(["results", "list", "--json"], cli_env, tmp_path).stdout)
+        if r["params"]["data"] == "real"
+    ]
+    assert real["params"]["workers"] == 1 and real["status"] == "ok"
+    pipeline = real["details"]["pipeline"]
+    assert pipeline["images"] == 24 and pipeline["classes"] == 3 and pipeline["workers"] == 1
+    assert "RandomResizedCrop(64)" in pipeline["augmentation"] and pipeline["decode"].startswith("PIL")
+    assert len(real["details"]["input_wait_seconds_per_window"]) == 2  # 4 steps in windows of 2
+    assert 0 <= real["metrics"]["input_wait_share"]["value"] <= 100
+    assert schema_errors(real) == []
     # a data directory alone means real data
     only = run_cli(["train", "resnet18", "--data-dir", str(tmp_path / "nothing")], cli_env, tmp_path)
     assert only.returncode == 2 and "does not exist" in only.stderr

@@ -204,26 +204,31 @@ def test_bad_input_is_refused_before_anything_runs() -> None:
         make_entry("tune/search", {})
 
 
-def test_a_real_search_of_a_tiny_models_training(tmp_path: Path, cli_env: dict[str, str]) -> None:
-    args = ["tune", "resnet18", "--scale", "tiny", "--task", "train", "--precisions", "fp32", "--no-compile"]
-    # resnet18's default batch on a CPU is 16: no batch stage, two runtimes screened, winner and default confirmed
-    args += ["--batch-sizes", "16", "--finalists", "1", "--repeats", "1", "--budget", "100s"]
-    out = run_cli([*args, "--json"], cli_env, tmp_path, timeout=240)
+def test_the_report_shows_a_search_with_its_command() -> None:
+    from accelbench.report.build import ReportInput, build
+    from accelbench.report.markdown import render
+
+    fake = FakeTrials(FIGURES)
+    record = summary(Tuner(tune_params(backends="torch,openvino", repeats=1), fake, clock=fake.clock).run())
+    record.run_id, record.system = "r", {"fingerprint": "f", "profile": {}}
+    text = render(build(ReportInput(records=[record], title="t")), lambda chart: f"{chart.name}.png")
+    assert "## Best settings (accelbench tune)" in text and record.details["reproduce"] in text
+    assert "openvino fp32 bs 8 x2 in flight" in text and "winner" in text
+
+
+def test_a_real_search_stores_every_trial_beside_its_summary(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """ncf (no image input: one runtime) at its default batch: one screening, one confirmation, all stored."""
+    args = ["tune", "ncf", "--scale", "tiny", "--task", "train", "--precisions", "fp32", "--no-compile"]
+    args += ["--batch-sizes", "8192", "--repeats", "1", "--budget", "60s", "--json"]
+    out = run_cli(args, cli_env, tmp_path, timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]
     doc = json.loads(out.stdout)
     record = doc["summary"]
     assert record["benchmark"] == "tune/search" and record["status"] == "ok"
     trials = record["details"]["trials"]
-    assert [t["phase"] for t in trials] in (["screen"] * 2 + ["confirm"] * 2, ["screen"] * 2 + ["confirm"])
-    assert all(t["status"] == "ok" for t in trials)
-    assert record["details"]["reproduce"].startswith("accelbench train resnet18 --scale tiny")
-    # every trial is a stored record of the same run, beside the summary
+    assert [t["phase"] for t in trials] == ["screen", "confirm"] and all(t["status"] == "ok" for t in trials)
+    assert record["details"]["reproduce"] == "accelbench train ncf --scale tiny --device cpu"
     listed = run_cli(["results", "list", "--run", doc["run_id"], "--json"], cli_env, tmp_path)
     stored = json.loads(listed.stdout)
     assert len(stored) == len(trials) + 1
     assert {t["result_id"] for t in trials} <= {r["id"] for r in stored}
-    # the report shows the search: its ranking and the command that reproduces the winner
-    made = run_cli(["report", doc["run_id"], "-o", "rep", "--format", "md"], cli_env, tmp_path)
-    assert made.returncode == 0, made.stderr[-2000:]
-    text = (tmp_path / "rep" / "report.md").read_text()
-    assert "## Best settings (accelbench tune)" in text and record["details"]["reproduce"] in text

@@ -89,7 +89,11 @@ class TorchEager(Backend):
     precisions = ("fp32", "amp_fp16", "amp_bf16", "bf16", "fp16")
     options = ("channels_last",)
 
-    def prepare_model(self, model: "torch.nn.Module", compile_mode: str = "default") -> Any:
+    #: torch.compile's mode for the compile backend (--compile-mode), set by ``load``
+    compile_mode: str = "default"
+
+    def prepare_model(self, model: "torch.nn.Module") -> Any:
+        """The module ``predict`` calls: the model itself, or a compiled wrapper (a subclass's hook)."""
         return model
 
     def load(self, served, model, device, precision, calibration, channels_last=False, compile_mode="default"):  # type: ignore[no-untyped-def]
@@ -103,7 +107,8 @@ class TorchEager(Backend):
             _precast(model, dtype)
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
-        run = self.prepare_model(model, compile_mode)
+        self.compile_mode = compile_mode
+        run = self.prepare_model(model)
         if device.type != "cuda":
 
             def predict(inputs: "Inputs") -> Any:
@@ -163,12 +168,12 @@ class TorchCompiled(TorchEager):
 
     options = ("channels_last", "compile_mode")
 
-    def prepare_model(self, model: "torch.nn.Module", compile_mode: str = "default") -> Any:
+    def prepare_model(self, model: "torch.nn.Module") -> Any:
         import torch
 
         from accelbench.params import compile_mode_arg
 
-        return torch.compile(model, dynamic=True, mode=compile_mode_arg(compile_mode))
+        return torch.compile(model, dynamic=True, mode=compile_mode_arg(self.compile_mode))
 
 
 class Null(Backend):
