@@ -57,12 +57,44 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def run_cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "accelbench", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def run_cli(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``accelbench ARGS`` with ``env`` in ``cwd``: through the entry point in this process (a new process costs
+    seconds of imports and a new worker server each time), or, with ``process=True``, as its own process.
+
+    Benchmarks still run isolated in the runner's worker processes either way; what the in-process call
+    skips is only the interpreter's start (the real process's path: test_help_and_bad_input_in_a_real_process).
+    """
+    if process:
+        return subprocess.run(
+            [sys.executable, "-m", "accelbench", *args],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    import contextlib
+    import io
+
+    from accelbench.cli.main import main
+
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        sys.argv = ["accelbench", *args]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(args)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+    return subprocess.CompletedProcess(["accelbench", *args], code, out.getvalue(), err.getvalue())

@@ -31,33 +31,18 @@ SUBCOMMANDS = [
 ]
 
 
-def in_process(args: list[str], tmp_path, monkeypatch, capsys) -> tuple[int, str, str]:
-    """``accelbench ARGS`` through the entry point in this process (a subprocess costs seconds of imports):
-    (exit status, stdout, stderr). The real process's path is checked by the subprocess tests below."""
-    from accelbench.cli.main import main
-
-    monkeypatch.setenv("ACCELBENCH_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-    try:
-        code = main(args)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 @pytest.mark.parametrize("words", SUBCOMMANDS, ids=lambda w: " ".join(w) or "top")
-def test_help_is_complete(words, tmp_path, monkeypatch, capsys):
+def test_help_is_complete(words, cli_env, tmp_path):
     # fast help is checked structurally (test_parsing_does_not_import_torch), not by a wall-clock bound
-    code, out, _ = in_process([*words, "--help"], tmp_path, monkeypatch, capsys)
-    assert code == 0 and out.startswith("usage: accelbench")
+    p = run_cli([*words, "--help"], cli_env, tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("usage: accelbench")
 
 
 def test_help_and_bad_input_in_a_real_process(cli_env, tmp_path):
-    p = run_cli(["kernels", "gemm", "--help"], cli_env, tmp_path)
+    p = run_cli(["kernels", "gemm", "--help"], cli_env, tmp_path, process=True)
     assert p.returncode == 0 and p.stdout.startswith("usage: accelbench")
     for args, message in (BAD[0], BAD[4], BAD[-1]):
-        p = run_cli(args, cli_env, tmp_path)
+        p = run_cli(args, cli_env, tmp_path, process=True)
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
@@ -115,13 +100,13 @@ BAD = [
 
 
 @pytest.mark.parametrize("args, message", BAD, ids=lambda x: " ".join(x) if isinstance(x, list) else None)
-def test_bad_input_is_one_line_exit_2(args, message, tmp_path, monkeypatch, capsys):
-    code, _, err = in_process(args, tmp_path, monkeypatch, capsys)
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
+def test_bad_input_is_one_line_exit_2(args, message, cli_env, tmp_path):
+    p = run_cli(args, cli_env, tmp_path)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
     assert message in lines[0]
-    assert "Traceback" not in err
+    assert "Traceback" not in p.stderr
 
 
 def test_malformed_suite_file_and_unwritable_store(cli_env, tmp_path):

@@ -137,6 +137,10 @@ def _execute(
     if note and not ns.dry_run:  # stdout is the JSON's alone with --json
         (err_console if ns.json else console).print(f"[dim]{note}[/]")
     store = Store(ns.db)
+    if not ns.dry_run:
+        from accelbench.suite.process import warm
+
+        warm()  # the worker server imports torch while the profile is collected
     profile = collect_profile()
     if ns.device is not None:
         from accelbench.devices import resolve_device

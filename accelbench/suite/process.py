@@ -92,3 +92,13 @@ def _last_line(path: Path) -> str:
         return ""
     lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
     return lines[-1][:300] if lines else ""
+
+
+def warm() -> None:
+    """Start the worker server now, so that it imports torch while this process collects the machine's profile
+    (which imports torch too): on a few cores the two imports overlap instead of following each other."""
+    ctx = context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
