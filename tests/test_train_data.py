@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from accelbench.errors import UsageError
 from accelbench.results.record import schema_errors
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
-from tests.conftest import run_cli
 
 QUICK = {"model": "resnet18", "scale": "tiny", "warmup": 1, "num_batches": 6, "display_every": 2, "threads": 2}
 
@@ -97,7 +97,7 @@ def test_synthetic_and_real_side_by_side_from_the_command_line(tmp_path: Path, c
 
 @pytest.mark.parametrize("fmt", ["cifar10", "mnist", "movielens"])
 def test_the_formats_tta_reads_feed_training_too(fmt: str, tmp_path: Path) -> None:
-    from tests.tta_fixtures import write_cifar, write_mnist, write_ratings
+    from tta_fixtures import write_cifar, write_mnist, write_ratings
 
     root = {"cifar10": write_cifar, "mnist": write_mnist, "movielens": write_ratings}[fmt](tmp_path / fmt)
     model = "ncf" if fmt == "movielens" else "resnet18"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 
 from accelbench.errors import UsageError
 from accelbench.params import build_params, parse_duration
@@ -16,7 +17,6 @@ from accelbench.suite.suites import Entry, make_entry
 from accelbench.tune.outcome import ranking, reproduce, summary
 from accelbench.tune.search import Tuner
 from accelbench.tune.specs import TuneParams
-from tests.conftest import run_cli
 
 
 @pytest.fixture(autouse=True)
