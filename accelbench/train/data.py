@@ -22,27 +22,9 @@ from accelbench.errors import UsageError
 if TYPE_CHECKING:
     import torch
 
-#: the layout of image class folders, said whenever --data-dir does not have it
-LAYOUT = "one sub-folder per class of JPEG/PNG images (ImageFolder), directly or under train/"
+
 #: at most this many loader workers by default: more rarely help one device and cost memory
 MAX_DEFAULT_WORKERS = 8
-
-
-def image_root(data_dir: str) -> Path:
-    """The folder whose sub-folders are classes: ``DIR/train`` when present, else ``DIR``."""
-    from accelbench.infer.datasets import IMAGE_SUFFIXES
-
-    root = Path(data_dir).expanduser()
-    if not root.is_dir():
-        raise UsageError(f"--data-dir {data_dir} does not exist; it should hold {LAYOUT}")
-    if (root / "train").is_dir():
-        root = root / "train"
-    classes = [p for p in sorted(root.iterdir()) if p.is_dir()]
-    if not classes:
-        raise UsageError(f"--data-dir {data_dir} has no class folders: expected {LAYOUT}")
-    if not any(f.suffix.lower() in IMAGE_SUFFIXES for c in classes for f in c.iterdir()):
-        raise UsageError(f"--data-dir {data_dir}: its class folders hold no JPEG/PNG images; expected {LAYOUT}")
-    return root
 
 
 def default_workers(world: int = 1) -> int:
@@ -124,6 +106,7 @@ def _image_folder(data_dir: str, size: int, classes: int) -> tuple[Any, dict[str
     from torchvision import datasets, transforms
 
     from accelbench.infer.datasets import IMAGE_SUFFIXES, MEAN, STD
+    from accelbench.train.datasets import image_root
 
     root = image_root(data_dir)
     augment = [transforms.RandomResizedCrop(size), transforms.RandomHorizontalFlip()]

@@ -26,6 +26,26 @@ RATINGS_LAYOUT = "ratings.csv with the header userId,movieId,rating,timestamp (M
 #: negatives sampled per positive interaction (MLPerf NCF's training setting)
 NEGATIVES = 4
 
+#: the layout of image class folders, said whenever --data-dir does not have it
+LAYOUT = "one sub-folder per class of JPEG/PNG images (ImageFolder), directly or under train/"
+
+
+def image_root(data_dir: str) -> Path:
+    """The folder whose sub-folders are classes: ``DIR/train`` when present, else ``DIR``."""
+    from accelbench.infer.datasets import IMAGE_SUFFIXES
+
+    root = Path(data_dir).expanduser()
+    if not root.is_dir():
+        raise UsageError(f"--data-dir {data_dir} does not exist; it should hold {LAYOUT}")
+    if (root / "train").is_dir():
+        root = root / "train"
+    classes = [p for p in sorted(root.iterdir()) if p.is_dir()]
+    if not classes:
+        raise UsageError(f"--data-dir {data_dir} has no class folders: expected {LAYOUT}")
+    if not any(f.suffix.lower() in IMAGE_SUFFIXES for c in classes for f in c.iterdir()):
+        raise UsageError(f"--data-dir {data_dir}: its class folders hold no JPEG/PNG images; expected {LAYOUT}")
+    return root
+
 
 def data_format(model: str, domain: str, data_dir: str) -> str:
     """``imagefolder``, ``cifar10``, ``mnist`` or ``movielens``; a usage error naming the layouts expected."""
@@ -48,8 +68,6 @@ def data_format(model: str, domain: str, data_dir: str) -> str:
     if any(root.glob("train-images*idx3*")):
         formats.check_mnist(root)
         return "mnist"
-    from accelbench.train.data import image_root
-
     image_root(data_dir)
     return "imagefolder"
 
