@@ -45,13 +45,19 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices``; else a UsageError that suggests the likely intended one.
 
     ``fp16`` where autocast precisions are named ``amp_fp16`` is the common slip (kernels take
-    plain dtypes, models autocast): name it rather than the nearest spelling.
+    plain dtypes, models autocast), and ``gpu`` where devices are named ``cuda`` (spelling alone
+    would offer ``cpu``): name those rather than the nearest spelling.
     """
     if value in choices:
         return value
     import difflib
 
-    close = [f"amp_{value}"] if f"amp_{value}" in choices else difflib.get_close_matches(str(value), choices, n=1)
+    if f"amp_{value}" in choices:
+        close = [f"amp_{value}"]
+    elif str(value).lower() == "gpu" and "cuda" in choices:
+        close = ["cuda"]
+    else:
+        close = difflib.get_close_matches(str(value), choices, n=1)
     hint = f"; did you mean {close[0]}?" if close else ""
     raise UsageError(f"unknown {name.replace('_', ' ')} {value!r}: choose one of {', '.join(choices)}{hint}")
 

@@ -34,6 +34,7 @@ CONFIGS = [("fp32", False), ("fp32", True), ("amp_bf16", False), ("bf16", True)]
 def accelbench_rate(args: argparse.Namespace, precision: str, channels_last: bool, tmp: Path) -> float:
     cmd = [sys.executable, "-m", "accelbench", "infer", args.model, "--scale", args.scale, "--scenario", "offline"]
     cmd += ["--batch-size", str(args.batch), "--precision", precision, "--threads", str(torch.get_num_threads())]
+    cmd += ["--device", "cpu"]  # the bare loop runs on the CPU, also on a host with a GPU
     cmd += ["--duration", str(args.duration), "--json", "--db", str(tmp / "b.db"), "--out", str(tmp / "runs")]
     cmd += ["--channels-last"] if channels_last else []
     cmd += ["--emulated"] if args.emulated else []

@@ -213,3 +213,15 @@ def test_a_trial_predicted_over_the_cap_is_not_run():
     trials = [{"batch_size": 64, "fits": True, "peak_memory_bytes": 3_000}, {"batch_size": 128, "fits": False}]
     assert predict_peak([], 1_000, 128) is None
     assert predict_peak(trials, 1_000, 256) == 1_000 + 2_000 * 4  # growth scales with the batch
+
+
+def test_more_ranks_than_gpus_is_skipped_before_any_gpu_is_opened(monkeypatch):
+    """Two ranks on a one-GPU machine (the quick suite's all-reduce): skipped with the reason, where NVML used to
+    fail on the second GPU's index before the launcher could say so."""
+    from accelbench.kit.ranks import node_gpus
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(BenchmarkSkipped, match="--nproc 2 needs 2 GPUs; this machine has 1") as skip:
+        node_gpus(2, "cuda", {"device": "cuda"})
+    assert skip.value.record == {"device": "cuda"}
+    assert node_gpus(1, "cuda") == [0] and node_gpus(2, "cpu") == []

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_cli
+from train_fixtures import image_folders
 
 from accelbench.errors import UsageError
 from accelbench.results.record import schema_errors
@@ -16,18 +17,6 @@ from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
 
 QUICK = {"model": "resnet18", "scale": "tiny", "warmup": 1, "num_batches": 6, "display_every": 2, "threads": 2}
-
-
-def image_folders(root: Path, classes: int = 3, per_class: int = 8, size: tuple[int, int] = (48, 40)) -> Path:
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for c in range(classes):
-        (root / f"class{c}").mkdir(parents=True)
-        for i in range(per_class):
-            pixels = rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8)
-            Image.fromarray(pixels).save(root / f"class{c}" / f"{i}.jpg", quality=90)
-    return root
 
 
 def test_a_starved_loader_shows_as_input_bound(tmp_path: Path) -> None:
@@ -66,7 +55,18 @@ def test_bad_data_input_names_the_layout(tmp_path: Path) -> None:
         ({"data": "real", "data_dir": str(empty), "model": "bert"}, "bert is measured on synthetic data"),
         ({"data": "real", "data_dir": str(empty), "model": "ncf"}, "lacks ratings.csv"),
         ({"data_only": True}, "--data-only times the real input pipeline"),
+        ({"data": "real", "data_dir": "CIFAR", "decode": "cuda"}, "--decode cuda decodes JPEG files.*cifar10"),
+        (
+            {"data": "real", "data_dir": "IMAGES", "decode": "gpu"},
+            "unknown decode .gpu.: choose one of auto, cpu, cuda; did you mean cuda",
+        ),
     ):
+        if params.get("data_dir") == "CIFAR":
+            from tta_fixtures import write_cifar
+
+            params["data_dir"] = str(write_cifar(tmp_path / "cifar"))
+        if params.get("data_dir") == "IMAGES":
+            params["data_dir"] = str(image_folders(tmp_path / "imgs"))
         with pytest.raises(UsageError, match=words):
             make_entry("train/throughput", {**QUICK, **params})
 
@@ -93,6 +93,10 @@ def test_synthetic_and_real_side_by_side_from_the_command_line(tmp_path: Path, c
     # a data directory alone means real data
     only = run_cli(["train", "resnet18", "--data-dir", str(tmp_path / "nothing")], cli_env, tmp_path)
     assert only.returncode == 2 and "does not exist" in only.stderr
+    gpu = run_cli(
+        ["train", "resnet18", "--data-dir", str(data), "--decode", "cuda", "--device", "cpu"], cli_env, tmp_path
+    )
+    assert gpu.returncode == 2 and "--decode cuda decodes JPEGs on the GPU" in gpu.stderr
 
 
 @pytest.mark.parametrize("fmt", ["cifar10", "mnist", "movielens"])
@@ -108,3 +112,52 @@ def test_the_formats_tta_reads_feed_training_too(fmt: str, tmp_path: Path) -> No
     setup = r.details["pipeline"]
     assert setup["format"].startswith({"cifar10": "CIFAR-10", "mnist": "MNIST", "movielens": "MovieLens"}[fmt])
     assert setup["decode"].startswith("none") and "input_wait_share" in r.metrics
+
+
+def test_the_device_decoder_matches_the_cpu_pipeline(tmp_path: Path) -> None:
+    """--decode cuda's batch step (decode all JPEGs in one call, crop, flip, normalize) run on the CPU here: the
+    same shapes, labels and value range as the PIL path, PNGs decoded by the workers alongside."""
+    import torch
+    from PIL import Image
+    from torchvision.io import decode_jpeg
+
+    from accelbench.train.data import _image_folder, _loader
+    from accelbench.train.decode import DeviceAugment, collate, encoded_folder
+
+    root = image_folders(tmp_path / "imgs", classes=3, per_class=4, size=(60, 44))
+    Image.fromarray(np.full((30, 50, 3), 200, dtype=np.uint8)).save(root / "class2" / "flat.png")
+    data, names = encoded_folder(root, classes=2, is_valid=lambda p: p.endswith((".jpg", ".png")))
+    reference, _ = _image_folder(str(root), size=32, classes=2)
+    assert names == reference.classes and len(data) == len(reference) == 13
+    assert [y % 2 for _, y in reference.samples] == [data[i][1] for i in range(len(data))]  # labels folded alike
+    assert data[0][0].dim() == 1 and decode_jpeg(data[0][0]).shape == (3, 44, 60)  # bytes, decodable
+    png = [i for i, (p, _) in enumerate(data.samples) if p.endswith(".png")][0]
+    assert data[png][0].shape == (3, 30, 50)  # decoded by the worker
+
+    device = torch.device("cpu")
+    pipeline = _loader(data, {}, batch=13, workers=0, device=device, rank=0, world=1, collate_fn=collate)
+    pipeline.finish = DeviceAugment(device, size=32)
+    images, labels = pipeline.feeder(device, lambda b: b)()
+    assert images.shape == (13, 3, 32, 32) and images.dtype == torch.float32
+    assert sorted(labels.tolist()) == sorted(data[i][1] for i in range(13))
+    cpu_images = torch.stack([reference[i][0] for i in range(13)])
+    # normalized pixels of random JPEGs: both paths centre near the same mean and spread over the same range
+    assert abs(images.mean() - cpu_images.mean()) < 0.25 and abs(images.std() - cpu_images.std()) < 0.25
+    assert images.min() >= -2.2 and images.max() <= 2.7  # (0 - mean) / std and (1 - mean) / std bound them
+    flat = images[sorted(labels.tolist()).index(0)]  # any image: finite everywhere
+    assert torch.isfinite(flat).all() and pipeline.waited > 0
+
+
+def test_decoder_resolution_says_why_auto_stayed_on_the_cpu() -> None:
+    import torch
+
+    from accelbench.errors import BenchmarkSkipped
+    from accelbench.train.decode import resolve
+
+    assert resolve("auto", torch.device("cpu")) == ("cpu", None)
+    assert resolve("cpu", torch.device("cuda")) == ("cpu", None)
+    if not torch.cuda.is_available():
+        decoder, why = resolve("auto", torch.device("cuda"))
+        assert decoder == "cpu" and why
+        with pytest.raises(BenchmarkSkipped, match="--decode cuda"):
+            resolve("cuda", torch.device("cuda"))

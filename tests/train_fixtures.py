@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -59,3 +62,16 @@ class DiesOnRank1(OomAbove64):
         if dist.is_initialized() and dist.get_rank() == 1:
             os._exit(13)
         return super().loss(model, batch)
+
+
+def image_folders(root: Path, classes: int = 3, per_class: int = 8, size: tuple[int, int] = (48, 40)) -> Path:
+    """Class folders of random-pixel JPEGs, as ImageFolder reads them (torchvision decodes them like photos)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for c in range(classes):
+        (root / f"class{c}").mkdir(parents=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / f"class{c}" / f"{i}.jpg", quality=90)
+    return root

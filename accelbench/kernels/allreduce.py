@@ -14,7 +14,7 @@ from accelbench.errors import UsageError
 from accelbench.kernels.specs import AllreduceParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare
-from accelbench.kit.ranks import Nodes, run_ranks
+from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
 from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.measure.stats import Measurement
 from accelbench.params import parse_size
@@ -47,7 +47,7 @@ def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
         "min_reps": params.min_reps,
         "min_time": params.min_time,
     }
-    gpus = list(range(params.nproc)) if device.type == "cuda" else []  # this node's ranks, one GPU each
+    gpus = node_gpus(params.nproc, device.type, params.to_dict() | {"device": device.type, "backend": backend})
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         data = run_ranks(
             "accelbench.kernels.allreduce_rank",

@@ -47,6 +47,15 @@ def nproc_reason(nproc: int, device_type: str) -> str | None:
     return None
 
 
+def node_gpus(nproc: int, device_type: str, record: dict[str, Any] | None = None) -> list[int]:
+    """The GPUs this node's ranks take, one each, for the energy meter; skipped before anything opens one that is
+    not there (NVML refuses an index past the last GPU)."""
+    reason = nproc_reason(nproc, device_type)
+    if reason:
+        raise BenchmarkSkipped(reason, record)
+    return list(range(nproc)) if device_type == "cuda" else []
+
+
 def check_nproc(nproc: int, device_type: str) -> None:
     """Bad input on the command line (exit 2) where a suite would skip: more ranks than devices."""
     reason = nproc_reason(nproc, device_type)
@@ -209,4 +218,4 @@ def rank_main(
     os._exit(0)
 
 
-__all__ = ["Nodes", "Rank", "check_nproc", "nproc_reason", "rank_main", "run_ranks", "start_rank"]
+__all__ = ["Nodes", "Rank", "check_nproc", "node_gpus", "nproc_reason", "rank_main", "run_ranks", "start_rank"]

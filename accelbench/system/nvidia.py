@@ -7,6 +7,7 @@ empty data instead of failing where neither exists (as on this CPU-only machine)
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from typing import Any
@@ -133,7 +134,11 @@ def topology() -> str | None:
         out = subprocess.run([exe, "topo", "-m"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() if out.returncode == 0 else None
+    # nvidia-smi underlines the header with terminal escapes even into a pipe; the record keeps plain text
+    return _ESCAPES.sub("", out.stdout).strip() if out.returncode == 0 else None
+
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def _text(v: Any) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.errors import UsageError
+from accelbench.train.decode import DeviceAugment, collate, encoded_folder, resolve
 
 if TYPE_CHECKING:
     import torch
@@ -44,6 +45,8 @@ class Pipeline:
     batches: int = 0
     _it: Iterator[Any] | None = field(default=None, repr=False)
     epoch: int = 0
+    #: what turns the loader's batch into tensors on the device, where that is more than a copy (decode there)
+    finish: Callable[[Any], Any] | None = None
 
     def _next(self) -> Any:
         while True:
@@ -63,7 +66,8 @@ class Pipeline:
 
         def feed() -> Any:
             t0 = time.perf_counter()
-            batch = tuple(t.to(device, non_blocking=cuda) for t in self._next())
+            raw = self._next()
+            batch = self.finish(raw) if self.finish else tuple(t.to(device, non_blocking=cuda) for t in raw)
             self.waited += time.perf_counter() - t0
             self.batches += 1
             return convert(batch)
@@ -88,8 +92,16 @@ def open_pipeline(
     from accelbench.train.datasets import data_format, dataset
 
     fmt = data_format(workload.info.name, workload.info.domain, params.data_dir)
+    finish = None
     if fmt == "imagefolder":
-        data, setup = _image_folder(params.data_dir, workload.size(params.scale), workload.classes(params.scale))
+        size, classes = workload.size(params.scale), workload.classes(params.scale)
+        decoder, fallback = resolve(params.decode, device)
+        if decoder == "cuda":
+            data, setup, finish = _encoded_folder(params.data_dir, size, classes, device)
+        else:
+            data, setup = _image_folder(params.data_dir, size, classes)
+            if fallback:
+                setup["decode_fallback"] = f"--decode auto stayed on the CPU: {fallback}"
     else:
         data, setup = dataset(fmt, params.data_dir, workload, params.scale)
     setup = {"data_dir": str(Path(params.data_dir).expanduser())} | setup
@@ -98,7 +110,29 @@ def open_pipeline(
             f"--data-dir {params.data_dir} holds {len(data)} samples, fewer than one batch of {batch} per device"
             f"{f' on {world} devices' if world > 1 else ''}: lower --batch-size or add data"
         )
-    return _loader(data, setup, batch, workers, device, rank, world)
+    pipeline = _loader(data, setup, batch, workers, device, rank, world, collate if finish else None)
+    pipeline.finish = finish
+    return pipeline
+
+
+def _encoded_folder(data_dir: str, size: int, classes: int, device: "torch.device") -> tuple[Any, dict, Any]:
+    """The files' bytes from the workers, decoded (nvJPEG) and augmented on ``device`` by the step's feeder."""
+    from accelbench.infer.datasets import IMAGE_SUFFIXES
+    from accelbench.train.datasets import image_root
+
+    data, names = encoded_folder(image_root(data_dir), classes, lambda p: p.lower().endswith(IMAGE_SUFFIXES))
+    setup: dict[str, Any] = {
+        "format": "image class folders (ImageFolder)",
+        "images": len(data),
+        "classes": len(names),
+        "decode": f"nvJPEG on {device} (torchvision.io.decode_jpeg, one call per batch); other formats by "
+        "torchvision.io in the workers",
+        "augmentation": f"RandomResizedCrop({size}), RandomHorizontalFlip, Normalize(ImageNet mean/std), "
+        f"on {device} after the decode: inside the step's time",
+    }
+    if len(names) > classes:
+        setup["labels"] = f"class index modulo {classes} (the model has {classes} outputs)"
+    return data, setup, DeviceAugment(device, size)
 
 
 def _image_folder(data_dir: str, size: int, classes: int) -> tuple[Any, dict[str, Any]]:
@@ -129,7 +163,14 @@ def _image_folder(data_dir: str, size: int, classes: int) -> tuple[Any, dict[str
 
 
 def _loader(
-    data: Any, setup: dict[str, Any], batch: int, workers: int, device: "torch.device", rank: int, world: int
+    data: Any,
+    setup: dict[str, Any],
+    batch: int,
+    workers: int,
+    device: "torch.device",
+    rank: int,
+    world: int,
+    collate_fn: Callable[[Any], Any] | None = None,
 ) -> Pipeline:
     """A DataLoader as a user sets one up: workers, prefetching, pinned memory on CUDA, a shard per rank."""
     import torch
@@ -150,6 +191,7 @@ def _loader(
         drop_last=True,
         persistent_workers=workers > 0,
         prefetch_factor=2 if workers > 0 else None,
+        collate_fn=collate_fn,
     )
     setup = setup | {
         "workers": workers,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from accelbench.devices.precision import precision_reason
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
-from accelbench.kit.ranks import Nodes, run_ranks
+from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
 from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.params import parse_size
 from accelbench.results.record import Result
@@ -66,7 +66,7 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         record |= {"data_dir": "", "workers": -1}
     else:
         record["workers"] = workers(params)
-    gpus = list(range(params.nproc)) if device.type == "cuda" else []  # this node's ranks, one GPU each
+    gpus = node_gpus(params.nproc, device.type, record)
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         try:
             data = run_ranks(

@@ -7,6 +7,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
+from accelbench.train.decode import DECODERS
 
 TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16")
 
@@ -47,6 +48,13 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         -1,
         "with --data real: DataLoader worker processes (-1: the cores available to this rank, less one, at most 8; "
         "0: loading in the training process)",
+    )
+    decode: str = opt(
+        "auto",
+        "with --data real on image class folders: where JPEGs are decoded: cpu (PIL in the DataLoader workers), "
+        "cuda (nvJPEG via torchvision, a batch per call, augmentation on the GPU), auto (cuda when training on a "
+        "GPU whose torchvision can, else cpu)",
+        choices=DECODERS,
     )
     data_only: bool = opt(
         False, "with --data real: time the input pipeline alone (the images/s it can deliver: its ceiling)", sweep=False
@@ -109,9 +117,9 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             if not self.data_dir:
                 what = RATINGS_LAYOUT if info.name == "ncf" else IMAGE_LAYOUTS
                 raise UsageError(f"--data real needs --data-dir DIR: {what}")
-            data_format(
-                info.name, info.domain, self.data_dir
-            )  # a missing or malformed folder is bad input, before anything runs
+            fmt = data_format(info.name, info.domain, self.data_dir)  # a malformed folder: bad input, before a run
+            if self.decode == "cuda" and fmt != "imagefolder":
+                raise UsageError(f"--decode cuda decodes JPEG files; --data-dir {self.data_dir} holds {fmt} data")
         elif self.data_only:  # --data-dir and --workers may ride along in a synthetic,real sweep: unused there
             raise UsageError("--data-only times the real input pipeline: it applies to --data real")
         if self.workers < -1:
@@ -135,6 +143,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             from accelbench.kit.ranks import check_nproc
 
             check_nproc(self.nproc, device_type)
+        if self.data == "real" and self.decode == "cuda" and device_type != "cuda":
+            raise UsageError(f"--decode cuda decodes JPEGs on the GPU; use --decode cpu on the {device_type} device")
         if self.precision == "tf32" and device_type != "cuda":
             raise UsageError(f"tf32 is an NVIDIA Tensor Core mode; the {device_type} device cannot run it")
 
@@ -150,6 +160,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             words.append(p["optimizer"])
         if p.get("data", "synthetic") == "real":
             words.append("real data only" if p.get("data_only") else "real data")
+            if p.get("decode", "auto") != "auto":
+                words.append(f"decoded on {p['decode']}")
         if p.get("scale", "full") != "full":
             words.append(p["scale"])
         return " ".join(words)

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from accelbench.devices.precision import precision_reason
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
-from accelbench.kit.ranks import Nodes, run_ranks
+from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
 from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
 from accelbench.results.record import Result
 from accelbench.tta.loop import Job, SeedRun, precision_of, run_seed
@@ -82,7 +82,7 @@ def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
     record = prep.record(params, seeds_used=seeds)
     precision = precision_of(params, r, device)
     skip_if(precision_reason(device, precision, params.emulated), record)
-    gpus = list(range(params.nproc)) if device.type == "cuda" and params.nproc > 1 else cuda_indices([device])
+    gpus = node_gpus(params.nproc, device.type, record) if params.nproc > 1 else cuda_indices([device])
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         if params.nproc * params.nnodes > 1:
             runs, job_info = _distributed(params, device.type, seeds, ctx)

@@ -1,0 +1,151 @@
+"""JPEG decoding on the training device: ``train --data real --decode cuda`` (nvJPEG via torchvision).
+
+On a GPU the CPU's decoding is the usual reason real data trails synthetic: a host with a few cores cannot
+decode and augment thousands of ImageNet JPEGs a second. torchvision decodes JPEG batches on the GPU
+(``torchvision.io.decode_jpeg(..., device="cuda")``, nvJPEG), so the loader workers only read the files'
+bytes and the decode and the augmentation (RandomResizedCrop, flip, normalize, as on the CPU path) run on
+the device, on the training stream: their time is inside the step. Files of other formats (PNG) are
+decoded by the workers and augmented on the device with the rest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from accelbench.errors import BenchmarkSkipped
+
+if TYPE_CHECKING:
+    import torch
+
+DECODERS = ("auto", "cpu", "cuda")
+JPEG_SUFFIXES = (".jpg", ".jpeg")
+#: RandomResizedCrop's defaults (torchvision), the same on both paths
+SCALE = (0.08, 1.0)
+RATIO = (3.0 / 4.0, 4.0 / 3.0)
+
+
+def device_decode_reason(device: "torch.device") -> str | None:
+    """Why JPEGs cannot be decoded on ``device`` by this torchvision, or None; found by decoding one."""
+    if device.type != "cuda":
+        return f"torchvision decodes JPEG on CUDA devices only, not on {device.type}"
+    try:
+        import torch
+        from torchvision.io import decode_jpeg, encode_jpeg
+
+        probe = encode_jpeg(torch.full((3, 16, 16), 128, dtype=torch.uint8))
+        decode_jpeg([probe], device=device)
+    except Exception as exc:  # a torchvision built without nvJPEG raises here
+        return f"torchvision cannot decode JPEG on {device} ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+    return None
+
+
+def resolve(decode: str, device: "torch.device") -> tuple[str, str | None]:
+    """The decoder that will run (``cpu`` or ``cuda``) and, when ``auto`` fell back to the CPU, why."""
+    if decode == "cpu" or (decode == "auto" and device.type != "cuda"):
+        return "cpu", None
+    reason = device_decode_reason(device)
+    if reason is None:
+        return "cuda", None
+    if decode == "cuda":
+        raise BenchmarkSkipped(f"--decode cuda: {reason}")
+    return "cpu", reason
+
+
+class EncodedImages:
+    """ImageFolder's samples as the JPEG's bytes (a 1-D uint8 tensor) or, for other formats, decoded pixels."""
+
+    def __init__(self, samples: list[tuple[str, int]], classes: int) -> None:
+        self.samples, self.classes = samples, classes
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int) -> tuple["torch.Tensor", int]:
+        from torchvision.io import ImageReadMode, decode_image, read_file
+
+        path, label = self.samples[i]
+        data = read_file(path)
+        if not path.lower().endswith(JPEG_SUFFIXES):
+            data = decode_image(data, mode=ImageReadMode.RGB)
+        return data, label % self.classes
+
+
+def collate(batch: list[tuple["torch.Tensor", int]]) -> tuple[list["torch.Tensor"], "torch.Tensor"]:
+    """Files stay a list (their lengths differ); labels become one tensor."""
+    import torch
+
+    return [item[0] for item in batch], torch.tensor([item[1] for item in batch])
+
+
+class DeviceAugment:
+    """Decode a batch's JPEGs on the device in one call, then crop, flip and normalize each image there."""
+
+    def __init__(self, device: "torch.device", size: int, seed: int = 0) -> None:
+        import torch
+
+        from accelbench.infer.datasets import MEAN, STD
+
+        self.device, self.size = device, size
+        self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+        self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+        self.rng = torch.Generator().manual_seed(seed)  # crop boxes and flips drawn on the host: no device sync
+
+    def __call__(self, batch: tuple[list["torch.Tensor"], "torch.Tensor"]) -> tuple["torch.Tensor", "torch.Tensor"]:
+        import torch
+        from torchvision.io import ImageReadMode, decode_jpeg
+
+        files, labels = batch
+        encoded = [i for i, f in enumerate(files) if f.dim() == 1]
+        images = list(files)
+        if encoded:
+            decoded = decode_jpeg([files[i] for i in encoded], mode=ImageReadMode.RGB, device=self.device)
+            for i, image in zip(encoded, decoded, strict=True):
+                images[i] = image
+        out = torch.empty(len(images), 3, self.size, self.size, device=self.device)
+        for k, image in enumerate(images):
+            image = image.to(self.device, non_blocking=True)
+            top, left, h, w = self._box(image.shape[-2], image.shape[-1])
+            crop = image[:, top : top + h, left : left + w].float().unsqueeze(0)
+            crop = torch.nn.functional.interpolate(
+                crop, size=(self.size, self.size), mode="bilinear", align_corners=False, antialias=True
+            )
+            if torch.rand((), generator=self.rng) < 0.5:
+                crop = crop.flip(-1)
+            out[k] = crop[0]
+        out = out.div_(255.0).sub_(self.mean).div_(self.std)
+        return out, labels.to(self.device, non_blocking=True)
+
+    def _box(self, height: int, width: int) -> tuple[int, int, int, int]:
+        """RandomResizedCrop's box (torchvision's sampling: 10 tries, then the central crop at the ratio's edge)."""
+        import math
+
+        import torch
+
+        area = height * width
+        log_ratio = (math.log(RATIO[0]), math.log(RATIO[1]))
+        for _ in range(10):
+            target = area * torch.empty(1).uniform_(*SCALE, generator=self.rng).item()
+            ratio = math.exp(torch.empty(1).uniform_(*log_ratio, generator=self.rng).item())
+            w = int(round(math.sqrt(target * ratio)))
+            h = int(round(math.sqrt(target / ratio)))
+            if 0 < w <= width and 0 < h <= height:
+                top = int(torch.randint(0, height - h + 1, (1,), generator=self.rng).item())
+                left = int(torch.randint(0, width - w + 1, (1,), generator=self.rng).item())
+                return top, left, h, w
+        in_ratio = width / height
+        if in_ratio < RATIO[0]:
+            w, h = width, int(round(width / RATIO[0]))
+        elif in_ratio > RATIO[1]:
+            h, w = height, int(round(height * RATIO[1]))
+        else:
+            w, h = width, height
+        return (height - h) // 2, (width - w) // 2, h, w
+
+
+def encoded_folder(root: Path, classes: int, is_valid: Any) -> tuple[EncodedImages, list[str]]:
+    """The class folders' files as ImageFolder lists them (same order, same class indices), undecoded."""
+    from torchvision.datasets import ImageFolder
+
+    listing = ImageFolder(str(root), is_valid_file=is_valid, loader=lambda p: p)
+    return EncodedImages(list(listing.samples), classes), list(listing.classes)
