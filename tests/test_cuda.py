@@ -112,7 +112,13 @@ def test_int8_semi_structured_sparse_runs_or_says_why():
         pytest.skip("2:4 sparsity needs compute capability 8.0+")
     params = {"m": 1024, "n": 1024, "k": 1024, "density": 0.5, "format": "semi24", "precision": "int8", **FAST}
     [r] = run_inline(make_entry("kernels/sparse", params))
-    assert r.status == "ok" or (r.status == "skipped" and "wraps around" in r.reason), (r.error, r.reason)
+    # ok, or skipped with the reason: cuSPARSELt refuses the int8 product (seen on an H100 with torch 2.11:
+    # "operation not supported"), or it runs and writes an int8 output that wraps around
+    assert (
+        r.status == "ok"
+        or (r.status == "skipped" and r.reason.startswith("semi24 sparse int8 on cuda"))
+        or (r.status == "skipped" and "wraps around" in r.reason)
+    ), (r.error, r.reason)
 
 
 def test_long_attention_is_checked_on_a_slice_that_fits():
@@ -189,11 +195,17 @@ def test_tensorrt_serves_from_its_own_provider():
 def test_real_data_decoded_on_the_gpu(tmp_path):
     """--decode cuda (and auto, on a GPU) decodes the batch's JPEGs with nvJPEG; cpu stays with PIL in the workers.
     nvJPEG's pixels agree with the CPU decoder's to within JPEG's rounding."""
+    import numpy as np
+    from PIL import Image
     from torchvision.io import decode_jpeg, read_file
     from train_fixtures import image_folders
 
     data = image_folders(tmp_path / "imgs", per_class=16, size=(320, 240))
-    jpeg = read_file(str(data / "class0" / "0.jpg"))
+    # a photo-like image (smooth, as photos are: on pure noise the decoders' rounding differs by ~13 levels)
+    y, x = np.mgrid[0:240, 0:320]
+    smooth = np.stack([x * 255 // 320, y * 255 // 240, (x + y) * 255 // 560], axis=-1).astype(np.uint8)
+    Image.fromarray(smooth).save(tmp_path / "smooth.jpg", quality=90)
+    jpeg = read_file(str(tmp_path / "smooth.jpg"))
     on_gpu, on_cpu = decode_jpeg([jpeg], device="cuda")[0].cpu().float(), decode_jpeg(jpeg).float()
     assert on_gpu.shape == on_cpu.shape == (3, 240, 320) and (on_gpu - on_cpu).abs().mean() < 2.0
     base = {"model": "resnet18", "scale": "tiny", "batch_size": "16", "warmup": 2, "num_batches": 8, "device": "cuda"}

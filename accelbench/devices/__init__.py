@@ -29,8 +29,8 @@ def resolve_device(name: str = "auto") -> "torch.device":
     import torch
 
     check_device_name(name)
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "auto":  # resolved as "cuda" is: with its index (torch.cuda.set_device refuses a bare "cuda")
+        return resolve_device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     dev = torch.device(name)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
