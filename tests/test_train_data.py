@@ -130,12 +130,12 @@ def test_the_device_decoder_matches_the_cpu_pipeline(tmp_path: Path) -> None:
     reference, _ = _image_folder(str(root), size=32, classes=2)
     assert names == reference.classes and len(data) == len(reference) == 13
     assert [y % 2 for _, y in reference.samples] == [data[i][1] for i in range(len(data))]  # labels folded alike
-    assert data[0][0].dim() == 1 and decode_jpeg(data[0][0]).shape == (3, 44, 60)  # bytes, decodable
+    assert data[0][0].dim() == 1 and decode_jpeg(data[0][0]).shape == (3, 44, 60) and data[0][2]  # bytes, decodable
     png = [i for i, (p, _) in enumerate(data.samples) if p.endswith(".png")][0]
-    assert data[png][0].shape == (3, 30, 50)  # decoded by the worker
+    assert not data[png][2]  # decoded on the CPU by the feeder
 
     device = torch.device("cpu")
-    pipeline = _loader(data, {}, batch=13, workers=0, device=device, rank=0, world=1, collate_fn=collate)
+    pipeline = _loader(data, {}, batch=13, workers=2, device=device, rank=0, world=1, collate_fn=collate)
     pipeline.finish = DeviceAugment(device, size=32)
     images, labels = pipeline.feeder(device, lambda b: b)()
     assert images.shape == (13, 3, 32, 32) and images.dtype == torch.float32

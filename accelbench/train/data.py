@@ -125,8 +125,8 @@ def _encoded_folder(data_dir: str, size: int, classes: int, device: "torch.devic
         "format": "image class folders (ImageFolder)",
         "images": len(data),
         "classes": len(names),
-        "decode": f"nvJPEG on {device} (torchvision.io.decode_jpeg, one call per batch); other formats by "
-        "torchvision.io in the workers",
+        "decode": f"nvJPEG on {device} (torchvision.io.decode_jpeg, one call per batch; the workers read the "
+        "files' bytes); other formats by torchvision.io on the CPU",
         "augmentation": f"RandomResizedCrop({size}), RandomHorizontalFlip, Normalize(ImageNet mean/std), "
         f"on {device} after the decode: inside the step's time",
     }

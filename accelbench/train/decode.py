@@ -5,7 +5,7 @@ decode and augment thousands of ImageNet JPEGs a second. torchvision decodes JPE
 (``torchvision.io.decode_jpeg(..., device="cuda")``, nvJPEG), so the loader workers only read the files'
 bytes and the decode and the augmentation (RandomResizedCrop, flip, normalize, as on the CPU path) run on
 the device, on the training stream: their time is inside the step. Files of other formats (PNG) are
-decoded by the workers and augmented on the device with the rest.
+decoded on the CPU in the training process and augmented on the device with the rest.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def resolve(decode: str, device: "torch.device") -> tuple[str, str | None]:
 
 
 class EncodedImages:
-    """ImageFolder's samples as the JPEG's bytes (a 1-D uint8 tensor) or, for other formats, decoded pixels."""
+    """ImageFolder's samples undecoded: the file's bytes (a 1-D uint8 tensor), its label, whether it is a JPEG."""
 
     def __init__(self, samples: list[tuple[str, int]], classes: int) -> None:
         self.samples, self.classes = samples, classes
@@ -61,21 +61,26 @@ class EncodedImages:
     def __len__(self) -> int:
         return len(self.samples)
 
-    def __getitem__(self, i: int) -> tuple["torch.Tensor", int]:
-        from torchvision.io import ImageReadMode, decode_image, read_file
+    def __getitem__(self, i: int) -> tuple["torch.Tensor", int, bool]:
+        from torchvision.io import read_file
 
         path, label = self.samples[i]
-        data = read_file(path)
-        if not path.lower().endswith(JPEG_SUFFIXES):
-            data = decode_image(data, mode=ImageReadMode.RGB)
-        return data, label % self.classes
+        return read_file(path), label % self.classes, path.lower().endswith(JPEG_SUFFIXES)
 
 
-def collate(batch: list[tuple["torch.Tensor", int]]) -> tuple[list["torch.Tensor"], "torch.Tensor"]:
-    """Files stay a list (their lengths differ); labels become one tensor."""
+def collate(
+    batch: list[tuple["torch.Tensor", int, bool]],
+) -> tuple["torch.Tensor", "torch.Tensor", "torch.Tensor", "torch.Tensor"]:
+    """The batch's files packed into one byte tensor with their sizes: a worker hands over four tensors, not one
+    per file (128 tensors a batch ran out of file descriptors in torch's sharing and hung the loader)."""
     import torch
 
-    return [item[0] for item in batch], torch.tensor([item[1] for item in batch])
+    return (
+        torch.cat([item[0] for item in batch]),
+        torch.tensor([item[0].numel() for item in batch]),
+        torch.tensor([item[2] for item in batch]),
+        torch.tensor([item[1] for item in batch]),
+    )
 
 
 class DeviceAugment:
@@ -91,16 +96,19 @@ class DeviceAugment:
         self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
         self.rng = torch.Generator().manual_seed(seed)  # crop boxes and flips drawn on the host: no device sync
 
-    def __call__(self, batch: tuple[list["torch.Tensor"], "torch.Tensor"]) -> tuple["torch.Tensor", "torch.Tensor"]:
+    def __call__(self, batch: tuple["torch.Tensor", ...]) -> tuple["torch.Tensor", "torch.Tensor"]:
         import torch
-        from torchvision.io import ImageReadMode, decode_jpeg
+        from torchvision.io import ImageReadMode, decode_image, decode_jpeg
 
-        files, labels = batch
-        encoded = [i for i, f in enumerate(files) if f.dim() == 1]
-        images = list(files)
-        if encoded:
-            decoded = decode_jpeg([files[i] for i in encoded], mode=ImageReadMode.RGB, device=self.device)
-            for i, image in zip(encoded, decoded, strict=True):
+        packed, sizes, is_jpeg, labels = batch
+        files = torch.split(packed, sizes.tolist())
+        jpegs = [i for i, jpeg in enumerate(is_jpeg.tolist()) if jpeg]
+        images: list[Any] = [None] * len(files)
+        for i in set(range(len(files))) - set(jpegs):
+            images[i] = decode_image(files[i], mode=ImageReadMode.RGB)
+        if jpegs:
+            decoded = decode_jpeg([files[i] for i in jpegs], mode=ImageReadMode.RGB, device=self.device)
+            for i, image in zip(jpegs, decoded, strict=True):
                 images[i] = image
         out = torch.empty(len(images), 3, self.size, self.size, device=self.device)
         for k, image in enumerate(images):
