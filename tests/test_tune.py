@@ -232,3 +232,35 @@ def test_a_real_search_stores_every_trial_beside_its_summary(tmp_path: Path, cli
     stored = json.loads(listed.stdout)
     assert len(stored) == len(trials) + 1
     assert {t["result_id"] for t in trials} <= {r["id"] for r in stored}
+
+
+def test_many_cores_also_try_leaving_cores_to_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a 16-core CPU the best threaded runtime is screened with 15 and 14 threads too; the winner's command
+    keeps the count; on 2 cores, or with --threads given, no thread counts are tried."""
+    from accelbench.tune import space
+
+    figures = {("torch", True, 8, 1): 150.0}
+    monkeypatch.setattr(space, "_cores", lambda: 16)
+    fake = FakeTrials(figures)
+    original = fake.__call__
+
+    def by_threads(entry: Entry) -> list[Result]:
+        [r] = original(entry)
+        if entry.params.get("threads") == 15 and r.metrics.get("throughput"):
+            r.metrics["throughput"] = Metric(value=190.0, unit="samples/s", higher_is_better=True)
+        return [r]
+
+    search = Tuner(tune_params(backends="torch", precisions="fp32"), by_threads, clock=fake.clock).run()
+    tried = {e.params.get("threads") for e in fake.entries if e.params["mode"] == "performance"}
+    assert {15, 14} <= tried
+    winner = ranking(search)[0]
+    assert winner.candidate.settings["threads"] == 15 and "15 threads" in winner.candidate.label()
+    assert reproduce(search, winner.candidate).endswith("--threads 15")
+    monkeypatch.setattr(space, "_cores", lambda: 2)
+    fake2 = FakeTrials(figures)
+    Tuner(tune_params(backends="torch", precisions="fp32"), fake2, clock=fake2.clock).run()
+    assert {e.params.get("threads") for e in fake2.entries} == {None}
+    monkeypatch.setattr(space, "_cores", lambda: 16)
+    fake3 = FakeTrials(figures)
+    Tuner(tune_params(backends="torch", precisions="fp32", threads=4), fake3, clock=fake3.clock).run()
+    assert {e.params.get("threads") for e in fake3.entries} == {4}

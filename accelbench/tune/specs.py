@@ -113,14 +113,14 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
     def trial_params(self, **settings: Any) -> Any:
         """The family's parameters for one trial: this search's model and place, with ``settings``."""
         common = {"model": self.model, "scale": self.scale, "emulated": self.emulated, "device": self.device}
-        common["threads"] = self.threads
+        common["threads"] = self.threads  # a candidate may set its own (the shape stage on many cores)
         if self.task == "train":
             from accelbench.train.specs import TrainParams
 
-            return TrainParams(**common, **settings)
+            return TrainParams(**(common | settings))
         from accelbench.infer.specs import InferParams
 
-        return InferParams(**common, checkpoint=self.checkpoint, **settings)
+        return InferParams(**(common | {"checkpoint": self.checkpoint} | settings))
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
