@@ -128,14 +128,20 @@ DDP = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "npro
 
 
 def test_two_process_gloo_ddp_yields_one_aggregated_record(tmp_path):
+    """Two ranks on real data (MovieLens ratings): one record, each rank reading its own shard."""
+    from tta_fixtures import write_ratings
+
+    real = {"data": "real", "data_dir": str(write_ratings(tmp_path / "ml")), "workers": 0}
     single = run_inline(make_entry("train/throughput", {"model": "ncf", "batch_size": "64", **QUICK}), tmp_path)
-    [r] = run_inline(make_entry("train/throughput", {"model": "ncf", "batch_size": "64", **DDP}), tmp_path)
+    [r] = run_inline(make_entry("train/throughput", {"model": "ncf", "batch_size": "64", **DDP, **real}), tmp_path)
     assert single[0].status == "ok" and r.status == "ok", r.error
     assert r.params["nproc"] == 2 and r.params["global_batch_size"] == 128 and r.details["world_size"] == 2
     tp, per_device = r.metrics["throughput"], r.metrics["throughput_per_device"]
     assert tp.value == pytest.approx(128 / r.metrics["step_seconds"].value)
     assert per_device.value == pytest.approx(tp.value / 2)
     assert r.details["backend"] == "gloo"
+    assert r.details["pipeline"]["sampler"].startswith("DistributedSampler") and r.params["data"] == "real"
+    assert len(r.details["input_wait_seconds_per_window"]) == 2 and "input_wait_share" in r.metrics
 
 
 def test_a_dead_rank_ends_the_run_with_a_clear_error(tmp_path):
