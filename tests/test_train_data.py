@@ -55,6 +55,8 @@ def test_bad_data_input_names_the_layout(tmp_path: Path) -> None:
         ({"data": "real", "data_dir": str(empty), "model": "bert"}, "bert is measured on synthetic data"),
         ({"data": "real", "data_dir": str(empty), "model": "ncf"}, "lacks ratings.csv"),
         ({"data_only": True}, "--data-only times the real input pipeline"),
+        ({"decode": "cuda"}, "--decode sets up the real input pipeline: add --data-dir"),
+        ({"workers": 2}, "--workers sets up the real input pipeline: add --data-dir"),
         ({"data": "real", "data_dir": "CIFAR", "decode": "cuda"}, "--decode cuda decodes JPEG files.*cifar10"),
         (
             {"data": "real", "data_dir": "IMAGES", "decode": "gpu"},

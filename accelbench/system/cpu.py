@@ -65,6 +65,14 @@ def physical_cores() -> int:
     return psutil.cpu_count(logical=False) or psutil.cpu_count() or 1
 
 
+def usable_cores() -> int:
+    """The logical CPUs this process may run on (its affinity: a container or taskset may give fewer than the
+    machine has), which is what loader workers and thread counts should be sized from."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def flops_per_cycle(precision: str, flags: list[str]) -> tuple[int, str] | None:
     """FLOPs (int8: ops) per cycle per core and the unit assumed, or None when no unit is known.
 

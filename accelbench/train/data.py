@@ -11,7 +11,6 @@ waits for it is measured on the host and reported per window as the input-bound 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,9 @@ MAX_DEFAULT_WORKERS = 8
 def default_workers(world: int = 1) -> int:
     """Loader workers for one rank: the cores this process may use, shared by the node's ranks, less the
     training process's own, at most MAX_DEFAULT_WORKERS."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    from accelbench.system.cpu import usable_cores
+
+    cores = usable_cores()
     return max(0, min(MAX_DEFAULT_WORKERS, cores // max(world, 1) - 1))
 
 

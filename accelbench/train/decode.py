@@ -86,7 +86,7 @@ def collate(
 class DeviceAugment:
     """Decode a batch's JPEGs on the device in one call, then crop, flip and normalize each image there."""
 
-    def __init__(self, device: "torch.device", size: int, seed: int = 0) -> None:
+    def __init__(self, device: "torch.device", size: int) -> None:
         import torch
 
         from accelbench.infer.datasets import MEAN, STD
@@ -94,61 +94,28 @@ class DeviceAugment:
         self.device, self.size = device, size
         self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
         self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
-        self.rng = torch.Generator().manual_seed(seed)  # crop boxes and flips drawn on the host: no device sync
 
     def __call__(self, batch: tuple["torch.Tensor", ...]) -> tuple["torch.Tensor", "torch.Tensor"]:
         import torch
         from torchvision.io import ImageReadMode, decode_image, decode_jpeg
+        from torchvision.transforms import RandomResizedCrop
 
         packed, sizes, is_jpeg, labels = batch
-        files = torch.split(packed, sizes.tolist())
-        jpegs = [i for i, jpeg in enumerate(is_jpeg.tolist()) if jpeg]
-        images: list[Any] = [None] * len(files)
-        for i in set(range(len(files))) - set(jpegs):
-            images[i] = decode_image(files[i], mode=ImageReadMode.RGB)
-        if jpegs:
-            decoded = decode_jpeg([files[i] for i in jpegs], mode=ImageReadMode.RGB, device=self.device)
-            for i, image in zip(jpegs, decoded, strict=True):
-                images[i] = image
-        out = torch.empty(len(images), 3, self.size, self.size, device=self.device)
-        for k, image in enumerate(images):
-            image = image.to(self.device, non_blocking=True)
-            top, left, h, w = self._box(image.shape[-2], image.shape[-1])
+        files, flags = torch.split(packed, sizes.tolist()), is_jpeg.tolist()
+        jpegs = [f for f, jpeg in zip(files, flags, strict=True) if jpeg]
+        decoded = iter(decode_jpeg(jpegs, mode=ImageReadMode.RGB, device=self.device) if jpegs else [])
+        out = torch.empty(len(files), 3, self.size, self.size, device=self.device)
+        for k, (f, jpeg) in enumerate(zip(files, flags, strict=True)):
+            image = next(decoded) if jpeg else decode_image(f, mode=ImageReadMode.RGB).to(self.device)
+            # torchvision's own box sampling (it reads only the shape; the draws are on the host: no device sync)
+            top, left, h, w = RandomResizedCrop.get_params(image, list(SCALE), list(RATIO))
             crop = image[:, top : top + h, left : left + w].float().unsqueeze(0)
             crop = torch.nn.functional.interpolate(
                 crop, size=(self.size, self.size), mode="bilinear", align_corners=False, antialias=True
             )
-            if torch.rand((), generator=self.rng) < 0.5:
-                crop = crop.flip(-1)
-            out[k] = crop[0]
+            out[k] = crop[0].flip(-1) if torch.rand(1).item() < 0.5 else crop[0]
         out = out.div_(255.0).sub_(self.mean).div_(self.std)
         return out, labels.to(self.device, non_blocking=True)
-
-    def _box(self, height: int, width: int) -> tuple[int, int, int, int]:
-        """RandomResizedCrop's box (torchvision's sampling: 10 tries, then the central crop at the ratio's edge)."""
-        import math
-
-        import torch
-
-        area = height * width
-        log_ratio = (math.log(RATIO[0]), math.log(RATIO[1]))
-        for _ in range(10):
-            target = area * torch.empty(1).uniform_(*SCALE, generator=self.rng).item()
-            ratio = math.exp(torch.empty(1).uniform_(*log_ratio, generator=self.rng).item())
-            w = int(round(math.sqrt(target * ratio)))
-            h = int(round(math.sqrt(target / ratio)))
-            if 0 < w <= width and 0 < h <= height:
-                top = int(torch.randint(0, height - h + 1, (1,), generator=self.rng).item())
-                left = int(torch.randint(0, width - w + 1, (1,), generator=self.rng).item())
-                return top, left, h, w
-        in_ratio = width / height
-        if in_ratio < RATIO[0]:
-            w, h = width, int(round(width / RATIO[0]))
-        elif in_ratio > RATIO[1]:
-            h, w = height, int(round(height * RATIO[1]))
-        else:
-            w, h = width, height
-        return (height - h) // 2, (width - w) // 2, h, w
 
 
 def encoded_folder(root: Path, classes: int, is_valid: Any) -> tuple[EncodedImages, list[str]]:

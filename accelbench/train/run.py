@@ -18,7 +18,7 @@ from accelbench.results.record import Result
 from accelbench.system.specs import peak_for
 from accelbench.train import loop
 from accelbench.train.autobatch import find_batch
-from accelbench.train.specs import TrainParams
+from accelbench.train.specs import UNUSED_PIPELINE, TrainParams
 from accelbench.workloads import workload_class
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     world = params.world_size
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch * world}
     if params.data == "synthetic":
-        record |= {"data_dir": "", "workers": -1}
+        record |= UNUSED_PIPELINE
     else:
         record["workers"] = workers(params)
     gpus = node_gpus(params.nproc, device.type, record)
@@ -114,7 +114,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     info = workload.info
     record = prep.record(params, display_every=params.window)
     if params.data == "synthetic":  # a sweep's --data-dir and --workers do not apply here: not recorded
-        record |= {"data_dir": "", "workers": -1}
+        record |= UNUSED_PIPELINE
     peak_precision = loop.PEAK_PRECISION[params.precision]
     skip_if(precision_reason(device, peak_precision, params.emulated), record)
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}

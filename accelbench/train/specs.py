@@ -9,6 +9,10 @@ from accelbench.errors import UsageError
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
 from accelbench.train.decode import DECODERS
 
+#: the real input pipeline's settings as a synthetic record keeps them: unused, so at their defaults (a
+#: synthetic,real sweep hands both runs the same --data-dir, --workers and --decode)
+UNUSED_PIPELINE = {"data_dir": "", "workers": -1, "decode": "auto"}
+
 TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16")
 
 
@@ -122,6 +126,10 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                 raise UsageError(f"--decode cuda decodes JPEG files; --data-dir {self.data_dir} holds {fmt} data")
         elif self.data_only:  # --data-dir and --workers may ride along in a synthetic,real sweep: unused there
             raise UsageError("--data-only times the real input pipeline: it applies to --data real")
+        elif not self.data_dir and (self.workers != -1 or self.decode != "auto"):
+            # alone (no sweep with real data beside it) they would be silently ignored
+            flag = "--workers" if self.workers != -1 else "--decode"
+            raise UsageError(f"{flag} sets up the real input pipeline: add --data-dir DIR (--data real)")
         if self.workers < -1:
             raise UsageError(f"--workers must be -1 (automatic) or a count, got {self.workers}")
         if self.data_only and self.nproc * self.nnodes > 1:

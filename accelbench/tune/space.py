@@ -10,7 +10,6 @@ benchmark itself would give, so a search never spends its budget on torch's fall
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,7 +156,9 @@ def _ordered(space: Space, default: Candidate, slow: Any) -> Space:
 
 
 def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    from accelbench.system.cpu import usable_cores
+
+    return usable_cores()
 
 
 def shape_stage(params: TuneParams, best: list[Candidate], tried: set[str]) -> list[Candidate]:

@@ -28,7 +28,9 @@ def loader_workers(most: int) -> int:
     """
     import os
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from accelbench.system.cpu import usable_cores
+
+    cores = usable_cores()
     ranks_here = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun for every rank
     return min(most, max(0, cores // ranks_here - 1))
 
