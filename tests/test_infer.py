@@ -155,3 +155,13 @@ def test_openvino_serves_the_export_at_the_precision_asked(run_isolated) -> None
     [r] = run_isolated({"model": "resnet18", "scale": "tiny", "backend": "openvino", "scenario": "offline", "nproc": 2})
     assert r.status == "ok" and r.valid is True, r.error or r.reason
     assert r.metrics["throughput"].value > 0
+
+
+def test_an_offline_query_is_whole_batches_however_slow_the_system(run_isolated):
+    # 40 samples/s over 0.3 s: LoadGen alone would plan 19 samples, the last batch of three
+    sleep = {"backend": "sleep", "service_ms": 200.0, "batch_size": 8, "threads": 2, "duration": 0.3}
+    [r] = run_isolated({"scenario": "offline", **sleep})
+    assert r.status == "ok", r.error
+    detail = read_detail(Path(r.details["loadgen_log_dir"]) / "mlperf_log_detail.txt")
+    assert detail["generated_samples_per_query"] == r.details["sut_samples"] >= 16
+    assert r.details["sut_samples"] == 8 * r.details["sut_batches"]

@@ -8,6 +8,7 @@ rules (600 s minimum, the official RNG seeds, per-model bounds) through
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,8 @@ DEFAULT_BOUND_MS = 100.0
 #: Offline plans for this multiple of the probed throughput: a probe disturbed by other load must not end the run
 #: before its minimum duration (too low a plan is INVALID; too high only makes the run longer)
 OFFLINE_HEADROOM = 1.5
+#: LoadGen sizes the one Offline query as max(min_query_count, floor(OFFLINE_SLACK * expected_qps * min_duration))
+OFFLINE_SLACK = 1.1
 #: SingleStream planning for a backend that does no work: below this LoadGen schedules millions of idle queries
 HARNESS_LATENCY = 1e-5
 #: accelbench model -> the name mlperf.conf uses for it (others get mlperf.conf's "*" rules)
@@ -142,7 +145,25 @@ def performance_settings(
     s.server_target_qps = target_qps or params.target_qps or max(1.0, min(p.rate * SERVER_FRACTION, SERVER_DEFAULT_MAX))
     s.multi_stream_samples_per_query = spq
     s.multi_stream_expected_latency_ns = int(spq / p.rate * 1e9)
+    if params.scenario == "offline" and params.profile != "official" and mode == "performance":
+        s.min_query_count = offline_samples(
+            s.offline_expected_qps, s.min_duration_ms, s.min_query_count, params.batch_size, max(params.nproc, 1)
+        )
     return s
+
+
+def offline_samples(expected_qps: float, min_duration_ms: int, min_query_count: int, batch: int, workers: int) -> int:
+    """The Offline query's size: what LoadGen would plan, rounded up to the same number of full batches per worker.
+
+    Left to LoadGen, a slow configuration's query can be smaller than one batch (0.6 samples/s over 2 s plans a
+    single sample), so ``bs<=8`` would be measured at batch 1, and a last partial batch costs nearly a full
+    one's time: both understate the throughput of the batch the user asked for. Set as ``min_query_count``
+    (Offline's minimum sample count) just above LoadGen's own plan, it is the exact size LoadGen issues.
+    The official profile keeps mlperf.conf's rules untouched.
+    """
+    planned = max(min_query_count, math.ceil(OFFLINE_SLACK * expected_qps * min_duration_ms / 1000) + 1)
+    unit = batch * workers
+    return max(unit, math.ceil(planned / unit) * unit)
 
 
 def accuracy_settings(params: InferParams, p: Probe) -> Any:
