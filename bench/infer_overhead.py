@@ -16,9 +16,9 @@ gave 1.00x (147.28 against 148.13): LoadGen's and the serving thread's work comp
 on every core, which a bare loop does not have (those bare loops ran on the main thread).
 
 The bare loop computes on a thread of its own, as accelbench's SUT does: on the 2-core AVX2 development VM
-the main thread ran ResNet-50 fp32 batch 8 about 10% slower than a second thread of the same process (1.57
-against 1.74, and 1.64 against 1.86 batches/s), which made accelbench look 1.32x faster than a main-thread
-loop. Measured there (2 threads, 3 rounds, --emulated): fp32 1.03x, fp32 + channels_last 1.04x, amp_bf16 and
+a second thread of the same process ran ResNet-50 fp32 batch 8 faster than the main thread (median of 8
+alternating 2 s pairs 1.05x, from 0.99x to 1.13x), and a main-thread loop made accelbench look 1.32x faster.
+Measured there (2 threads, 3 rounds, --emulated): fp32 1.03x, fp32 + channels_last 1.04x, amp_bf16 and
 bf16 + channels_last 0.99x each.
 
 On a CPU without bf16 arithmetic (no AMX or AVX-512 BF16) the bf16 rows need --emulated: both sides then
