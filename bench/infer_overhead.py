@@ -18,8 +18,8 @@ on every core, which a bare loop does not have (those bare loops ran on the main
 The bare loop computes on a thread of its own, as accelbench's SUT does: on the 2-core AVX2 development VM
 a second thread of the same process ran ResNet-50 fp32 batch 8 faster than the main thread (median of 8
 alternating 2 s pairs 1.05x, from 0.99x to 1.13x), and a main-thread loop made accelbench look 1.32x faster.
-Measured there (2 threads, 3 rounds, --emulated): fp32 1.03x, fp32 + channels_last 1.04x, amp_bf16 and
-bf16 + channels_last 0.99x each.
+Measured there (2 threads, 3 rounds, --emulated): fp32 1.03x, fp32 + channels_last 1.04x, amp_bf16 1.00x,
+bf16 + channels_last 0.99x.
 
 On a CPU without bf16 arithmetic (no AMX or AVX-512 BF16) the bf16 rows need --emulated: both sides then
 run torch's emulation, so the ratio still says what the harness costs, not what the hardware can do.
