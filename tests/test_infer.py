@@ -165,3 +165,26 @@ def test_an_offline_query_is_whole_batches_however_slow_the_system(run_isolated)
     detail = read_detail(Path(r.details["loadgen_log_dir"]) / "mlperf_log_detail.txt")
     assert detail["generated_samples_per_query"] == r.details["sut_samples"] >= 16
     assert r.details["sut_samples"] == 8 * r.details["sut_batches"]
+
+
+@pytest.mark.parametrize("seconds, timed", [(5.0, (1, 1)), (0.001, (3, 5))])
+def test_the_probe_times_a_slow_configuration_once(seconds, timed, monkeypatch):
+    from types import SimpleNamespace
+
+    from accelbench.infer import settings as lgset
+    from accelbench.infer.driver import Serving
+    from accelbench.infer.specs import InferParams
+    from accelbench.infer.sut import Worker
+
+    now = [0.0]
+    calls = {8: 0, 1: 0}
+
+    def predict(batch: list) -> None:  # a batch of 8 costs ``seconds``, one sample a fifth of that
+        calls[len(batch)] += 1
+        now[0] += seconds / (1 if len(batch) == 8 else 5)
+
+    monkeypatch.setattr(lgset, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    serving = Serving([Worker(predict)], lambda i: i, 64, list, None, None, 1)
+    p = lgset.probe(serving, InferParams(batch_size=8))
+    assert (calls[8] - 2, calls[1] - 2) == timed  # after two warm-up calls of each shape
+    assert p.rate == pytest.approx(8 / seconds) and p.single == pytest.approx(seconds / 5)

@@ -51,6 +51,12 @@ SCENARIO_NAMES = {
 }
 
 
+#: The probe times up to this many full batches and single samples, each shape stopping once this many seconds
+#: have passed: a configuration that takes seconds a batch (an emulated precision) is planned from one timed
+#: call, not minutes of probing before a shorter run; a fast one is timed as often as before
+PROBE_BATCHES, PROBE_SINGLES, PROBE_SECONDS = 3, 5, 1.0
+
+
 @dataclass(frozen=True)
 class Probe:
     """What a short timing of the backend says: the hints LoadGen needs so a run is not INVALID for want of queries."""
@@ -77,17 +83,19 @@ def probe(serving: "Serving", params: InferParams) -> Probe:
         for _ in range(2):
             worker(full)
             worker(one)
-    predict = serving.workers[0]
-    t0 = time.perf_counter()
-    for _ in range(3):
-        predict(full)
-    per_batch = (time.perf_counter() - t0) / 3
-    t0 = time.perf_counter()
-    for _ in range(5):
-        predict(one)
-    single = (time.perf_counter() - t0) / 5
+    per_batch = _mean_seconds(serving.workers[0], full, PROBE_BATCHES)
+    single = _mean_seconds(serving.workers[0], one, PROBE_SINGLES)
     rate = params.batch_size / max(per_batch, 1e-9) * len(serving.workers)
     return Probe(min(rate, MAX_PLANNED_RATE), max(single, 1e-7))
+
+
+def _mean_seconds(call: Any, inputs: Any, most: int) -> float:
+    """Mean seconds of up to ``most`` calls, stopping once ``PROBE_SECONDS`` have passed (one call at least)."""
+    n, t0 = 0, time.perf_counter()
+    while n < most and (n == 0 or time.perf_counter() - t0 < PROBE_SECONDS):
+        call(inputs)
+        n += 1
+    return (time.perf_counter() - t0) / n
 
 
 def bound_ms(params: InferParams) -> float:
