@@ -188,3 +188,16 @@ def test_the_probe_times_a_slow_configuration_once(seconds, timed, monkeypatch):
     p = lgset.probe(serving, InferParams(batch_size=8))
     assert (calls[8] - 2, calls[1] - 2) == timed  # after two warm-up calls of each shape
     assert p.rate == pytest.approx(8 / seconds) and p.single == pytest.approx(seconds / 5)
+
+
+def test_the_progress_line_knows_how_long_loadgen_will_run() -> None:
+    from accelbench.infer import settings as lgset
+    from accelbench.infer.specs import InferParams
+
+    slow = lgset.Probe(rate=0.5, single=2.0)
+    offline = lgset.performance_settings(InferParams(scenario="offline", batch_size=8), slow)
+    assert lgset.planned_seconds(offline, "offline", slow.rate) == pytest.approx(8 / 0.5)  # one whole batch
+    single = lgset.performance_settings(InferParams(scenario="singlestream"), slow)
+    assert lgset.planned_seconds(single, "singlestream", slow.rate) == pytest.approx(64 * 2.0)
+    server = lgset.performance_settings(InferParams(scenario="server", target_qps=1000.0), slow)
+    assert lgset.planned_seconds(server, "server", slow.rate) == pytest.approx(2.0)  # 662 queries in under 2 s

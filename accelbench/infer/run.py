@@ -180,7 +180,10 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         result = find_peak(params, serving, probe, record, ctx)
     else:
         settings = lgset.performance_settings(params, probe)
-        ctx.progress(f"LoadGen {params.scenario} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)")
+        ctx.progress(
+            f"LoadGen {params.scenario} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)",
+            left=lgset.planned_seconds(settings, params.scenario, probe.rate),
+        )
         outcome = loadgen_run(serving, settings, params, ctx)
         result = performance_result(params, record, outcome, probe)
     if serving.facts:  # what the runtime chose (OpenVINO's precision, streams and optimal requests)

@@ -160,6 +160,24 @@ def performance_settings(
     return s
 
 
+def planned_seconds(s: Any, scenario: str, rate: float) -> float:
+    """How long a LoadGen run should last by its own plan, for the progress line's ETA.
+
+    Offline issues one query and lasts until the SUT answers it at the probed ``rate``; the others last their
+    minimum duration or until their minimum queries are issued, whichever is later.
+    """
+    seconds = s.min_duration_ms / 1000
+    if scenario == "offline":
+        samples = max(s.min_query_count, int(OFFLINE_SLACK * s.offline_expected_qps * seconds))
+        return samples / max(rate, 1e-9)
+    per_query = {
+        "server": 1 / max(s.server_target_qps, 1e-9),
+        "singlestream": s.single_stream_expected_latency_ns / 1e9,
+        "multistream": s.multi_stream_expected_latency_ns / 1e9,
+    }[scenario]
+    return max(seconds, s.min_query_count * per_query)
+
+
 def offline_samples(expected_qps: float, min_duration_ms: int, min_query_count: int, batch: int, workers: int) -> int:
     """The Offline query's size: what LoadGen would plan, rounded up to the same number of full batches per worker.
 
