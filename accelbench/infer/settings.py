@@ -166,16 +166,19 @@ def planned_seconds(s: Any, scenario: str, rate: float) -> float:
     Offline issues one query and lasts until the SUT answers it at the probed ``rate``; the others last their
     minimum duration or until their minimum queries are issued, whichever is later.
     """
-    seconds = s.min_duration_ms / 1000
     if scenario == "offline":
-        samples = max(s.min_query_count, int(OFFLINE_SLACK * s.offline_expected_qps * seconds))
-        return samples / max(rate, 1e-9)
+        return loadgen_offline_size(s.offline_expected_qps, s.min_duration_ms, s.min_query_count) / max(rate, 1e-9)
     per_query = {
         "server": 1 / max(s.server_target_qps, 1e-9),
         "singlestream": s.single_stream_expected_latency_ns / 1e9,
         "multistream": s.multi_stream_expected_latency_ns / 1e9,
     }[scenario]
-    return max(seconds, s.min_query_count * per_query)
+    return max(s.min_duration_ms / 1000, s.min_query_count * per_query)
+
+
+def loadgen_offline_size(expected_qps: float, min_duration_ms: int, min_query_count: int) -> int:
+    """The samples LoadGen puts in its one Offline query (its own rule, checked against it in the tests)."""
+    return max(min_query_count, int(OFFLINE_SLACK * expected_qps * min_duration_ms / 1000))
 
 
 def offline_samples(expected_qps: float, min_duration_ms: int, min_query_count: int, batch: int, workers: int) -> int:
@@ -187,7 +190,8 @@ def offline_samples(expected_qps: float, min_duration_ms: int, min_query_count: 
     (Offline's minimum sample count) just above LoadGen's own plan, it is the exact size LoadGen issues.
     The official profile keeps mlperf.conf's rules untouched.
     """
-    planned = max(min_query_count, math.ceil(OFFLINE_SLACK * expected_qps * min_duration_ms / 1000) + 1)
+    # one over LoadGen's own plan: its float arithmetic may round the product the other way
+    planned = max(min_query_count, loadgen_offline_size(expected_qps, min_duration_ms, 0) + 1)
     unit = batch * workers
     return max(unit, math.ceil(planned / unit) * unit)
 
