@@ -96,12 +96,18 @@ def bare_rate(args: argparse.Namespace, precision: str, channels_last: bool) -> 
     return rate[0]
 
 
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--scale", default="full")
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch", type=positive, default=8)
+    ap.add_argument("--rounds", type=positive, default=3)
     ap.add_argument("--duration", type=float, default=4.0, help="seconds of each side's measurement")
     ap.add_argument("--emulated", action="store_true", help="run bf16 rows on a CPU that only emulates bf16")
     ap.add_argument(
@@ -116,7 +122,13 @@ def main() -> None:
     )
     ap.add_argument("--threads", default="", help="comma-separated thread counts, one table each (default: torch's)")
     args = ap.parse_args()
-    for threads in [int(t) for t in args.threads.split(",") if t] or [torch.get_num_threads()]:
+    words = [t for t in args.threads.split(",") if t]
+    if not all(t.isdigit() and int(t) > 0 for t in words):
+        ap.error(f"--threads takes positive integers, comma-separated; got {args.threads!r}")
+    counts = [int(t) for t in words]
+    if args.duration <= 0:
+        ap.error("--duration must be positive")
+    for threads in counts or [torch.get_num_threads()]:
         torch.set_num_threads(threads)  # the bare loop's; accelbench is given the same count
         table(args)
 
