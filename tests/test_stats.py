@@ -83,3 +83,21 @@ def test_invalid_samples_rejected():
 def test_summary_has_every_statistic():
     s = Measurement((1.0, 2.0, 3.0, 4.0, 5.0, 6.0)).summary()
     assert set(s) == {"median", "mean", "std", "min", "max", "p90", "p99", "iqr", "cv", "ci95_low", "ci95_high"}
+
+
+def test_mann_whitney_matches_scipy_and_tells_shifted_samples_apart():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    from accelbench.measure.stats import mann_whitney_p
+
+    rng = random.Random(7)
+    for n1, n2, shift, digits in [(30, 50, 0.2, None), (40, 40, 0.0, 1), (100, 3, 0.1, 1), (7, 6, 1.0, None)]:
+        a = [rng.gauss(0, 1) for _ in range(n1)]
+        b = [rng.gauss(shift, 1) for _ in range(n2)]
+        if digits is not None:
+            a, b = [round(x, digits) for x in a], [round(x, digits) for x in b]
+        method = "exact" if max(n1, n2) <= 20 and digits is None else "asymptotic"
+        want = scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue
+        assert mann_whitney_p(a, b) == pytest.approx(want, rel=1e-9)
+    quiet = [1.0 + 0.01 * rng.random() for _ in range(40)]
+    assert mann_whitney_p(quiet, [x * 1.05 for x in quiet]) < 1e-6
+    assert mann_whitney_p([2.0] * 10, [2.0] * 10) == 1.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Sequence
 
 #: Above this spread (interquartile range over the median) a measurement is flagged as noisy. A robust
@@ -186,3 +186,67 @@ class Measurement:
             "ci95_high": hi,
         }
         return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def _ranks(values: Sequence[float]) -> tuple[list[float], list[int]]:
+    """1-based ranks with ties averaged, and the size of each group of ties."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    ties: list[int] = []
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2.0 + 1.0
+        ties.append(j - i + 1)
+        i = j + 1
+    return ranks, ties
+
+
+def _exact_u_cdf(u: int, n1: int, n2: int) -> float:
+    """P(U <= u) for untied samples under the null, by counting arrangements (Mann and Whitney's recursion)."""
+    # count(a, b, k): orderings of a values of one sample and b of the other with U = k (the largest value
+    # either belongs to the first sample, adding b to U, or not); small for the sizes it is used for.
+    @cache
+    def count(a: int, b: int, k: int) -> int:
+        if k < 0:
+            return 0
+        if a == 0 or b == 0:
+            return 1 if k == 0 else 0
+        return count(a - 1, b, k - b) + count(a, b - 1, k)
+
+    total = math.comb(n1 + n2, n1)
+    return sum(count(n1, n2, k) for k in range(u + 1)) / total
+
+
+#: Up to this many samples on each side, untied, the exact distribution of U is used.
+EXACT_U_MAX = 20
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test: could ``a`` and ``b`` come from one distribution?
+
+    A rank test on the raw samples, as asv compares benchmark runs: it assumes no shape for the
+    distribution of times (they are skewed, with a long tail), and one outlier moves one rank only.
+    Exact for small untied samples, else the normal approximation with the tie correction and a
+    continuity correction.
+    """
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        raise ValueError("the Mann-Whitney test needs samples on both sides")
+    ranks, ties = _ranks([*a, *b])
+    u1 = math.fsum(ranks[:n1]) - n1 * (n1 + 1) / 2.0
+    u = min(u1, n1 * n2 - u1)
+    if max(n1, n2) <= EXACT_U_MAX and all(t == 1 for t in ties):
+        return min(1.0, 2.0 * _exact_u_cdf(int(u), n1, n2))
+    n = n1 + n2
+    tie_term = math.fsum(t**3 - t for t in ties) / (n * (n - 1))
+    var = n1 * n2 / 12.0 * ((n + 1) - tie_term)
+    if var <= 0:  # every value equal: nothing tells the sides apart
+        return 1.0
+    z = (abs(u1 - n1 * n2 / 2.0) - 0.5) / math.sqrt(var)
+    from statistics import NormalDist
+
+    return min(1.0, 2.0 * (1.0 - NormalDist().cdf(max(z, 0.0))))
