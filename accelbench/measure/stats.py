@@ -207,6 +207,7 @@ def _ranks(values: Sequence[float]) -> tuple[list[float], list[int]]:
 
 def _exact_u_cdf(u: int, n1: int, n2: int) -> float:
     """P(U <= u) for untied samples under the null, by counting arrangements (Mann and Whitney's recursion)."""
+
     # count(a, b, k): orderings of a values of one sample and b of the other with U = k (the largest value
     # either belongs to the first sample, adding b to U, or not); small for the sizes it is used for.
     @cache
