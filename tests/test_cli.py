@@ -160,7 +160,12 @@ def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
 
     cmp_ = run_cli(["compare", "tag:box=a", "tag:box=b", "--db", db, "--json"], cli_env, tmp_path)
     rows = json.loads(cmp_.stdout)["rows"]
-    assert len(rows) == 2 and all(r["verdict"] in ("faster", "slower", "within noise") for r in rows)
+    # real runs on a shared machine: a verdict, or not judged with the reason (contended, noisy) and its list
+    assert len(rows) == 2 and all(
+        r["verdict"] in ("faster", "slower", "no difference")
+        or (r["verdict"].startswith("not judged: ") and (r["baseline_set_aside"] or r["candidate_set_aside"]))
+        for r in rows
+    )
     table = run_cli(["compare", "tag:box=a", "tag:box=b", "--db", db], cli_env, tmp_path)
     assert "geometric mean" in table.stdout
 

@@ -12,10 +12,10 @@ def test_verdicts_follow_the_confidence_intervals():
     slower = compare(base, [make_result(run_id="b", value=0.5, ci=(0.45, 0.55))]).rows
     assert slower[0].verdict == "slower" and slower[0].speedup == pytest.approx(0.5)
     noisy = compare(base, [make_result(run_id="b", value=1.3, ci=(0.9, 1.7))]).rows
-    assert noisy[0].verdict == "within noise"  # 1.3x, but the intervals overlap
+    assert noisy[0].verdict == "no difference"  # 1.3x, but the intervals overlap
     # without intervals a ratio is not a verdict: the same configuration minutes apart read "1.11x faster"
     no_ci = compare([make_result(value=1.0, ci=None)], [make_result(run_id="b", value=1.11, ci=None)]).rows
-    assert no_ci[0].verdict == "not judged: no CI"
+    assert no_ci[0].verdict == "not judged: baseline no interval and candidate no interval"
 
 
 def test_an_invalid_side_is_shown_and_not_judged():
@@ -54,11 +54,14 @@ def test_seeds_and_validity_do_not_split_a_pair():
     assert len(compare([a], [b]).rows) == 1
 
 
-def test_latest_record_wins_on_each_side():
+def test_repeats_on_a_side_are_pooled():
     old = make_result(value=1.0, started_at="2026-01-01T00:00:00.000+00:00")
     new = make_result(value=2.0, started_at="2026-02-01T00:00:00.000+00:00")
-    rows = compare([new, old], [make_result(run_id="b", value=2.0)]).rows
-    assert rows[0].baseline.value == 2.0
+    c = compare([new, old], [make_result(run_id="b", value=2.0)])
+    [row] = c.rows
+    assert row.baseline.value == 1.5 and row.baseline_runs == 2 and len(c.repeated) == 1
+    # the two runs of the baseline disagree by 67%: a 1.33x change is within what its runs vary by
+    assert row.verdict == "no difference" and "run-to-run spread 66.7% over 2 runs" in row.judgement.evidence
 
 
 def test_selectors(store):

@@ -62,11 +62,17 @@ def register(sub: Any) -> None:
         help="ratios between two runs or tagged sets, with a noise-aware verdict",
         description=(
             "Pair the results of BASELINE and CANDIDATE by benchmark and workload parameters, show each side's "
-            "metric, the speedup (above 1: the candidate is better, for times as for rates) and a verdict: "
-            "'faster'/'slower' when the 95%% confidence intervals do not overlap, 'within noise' when they do, "
-            "'not judged' when a side has no interval or is INVALID. Results without a partner, and workloads "
-            "measured more than once, are listed below the table.\n\nSelectors: a run id (or any unique part "
-            "of it), or tag:KEY=VALUE (e.g. tag:gpu=v100; several as tag:a=1,b=2)."
+            "metric, the speedup (above 1: the candidate is better, for times as for rates) and a verdict.\n\n"
+            "'not judged: REASON' when a side was contended (other processes or the hypervisor took CPU), "
+            "noisy, INVALID, or too short for an interval: shown, never counted. 'faster'/'slower' "
+            "('better'/'worse') when the raw samples of the two sides tell them apart (Mann-Whitney U, "
+            "p < 0.002; the 95%% intervals apart where records keep no samples) AND the change exceeds the "
+            "run-to-run spread of that workload on that system (repeats in the selection, e.g. from "
+            "'--repeat 3', or other runs in the store); with one run a side and no other runs, a change must "
+            "exceed 10%% (asv's default). Otherwise 'no difference'. The geometric mean counts judged pairs "
+            "only; --json gives each row's evidence. Workloads measured more than once on a side are pooled "
+            "as repeats; results without a partner are listed below the table.\n\nSelectors: a run id (or any "
+            "unique part of it), or tag:KEY=VALUE (e.g. tag:gpu=v100; several as tag:a=1,b=2)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -226,7 +232,11 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     if not ns.candidate:
         raise UsageError("compare needs BASELINE and CANDIDATE (or BASELINE --reference)")
     base, cand = select(store, ns.baseline), select(store, ns.candidate)
-    comparison = compare(base, cand, ignore=ns.ignore, metric=ns.metric, describe=describe_params)
+    # other runs of the same workloads on the same systems: each side's run-to-run spread
+    earlier = [
+        r for name in sorted({r.benchmark for r in (*base, *cand)}) for r in store.query(benchmark=name, status="ok")
+    ]
+    comparison = compare(base, cand, ignore=ns.ignore, metric=ns.metric, describe=describe_params, earlier=earlier)
     if ns.json:
         sys.stdout.write(json.dumps(comparison.to_dict(), indent=2) + "\n")
         return 0

@@ -275,7 +275,7 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
 def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     """The pairs with a speedup that reads the same way for every metric (>1: the candidate is better),
     and, below, what had no partner or was measured more than once."""
-    from accelbench.results.compare import geometric_mean
+    from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
 
     rows = comparison.rows
     table = Table(title=f"{escape(candidate)} vs {escape(baseline)}", title_justify="left", caption_justify="left")
@@ -291,8 +291,9 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     colour = {"faster": "green", "better": "green", "slower": "red", "worse": "red"}
 
-    def side(m: Any, valid: bool | None) -> str:
-        return f"{fmt.metric(m)} {fmt.ci_percent(m)}" + (" [red]INVALID[/]" if valid is False else "")
+    def side(m: Any, valid: bool | None, runs: int) -> str:
+        pooled = f" ({runs} runs)" if runs > 1 else ""
+        return f"{fmt.metric(m)} {fmt.ci_percent(m)}{pooled}" + (" [red]INVALID[/]" if valid is False else "")
 
     # performance per dollar and per joule beside performance, where both sides carry the figure
     extra = [label for label in ("per $", "per J") if any(r.efficiency_speedup(label) is not None for r in rows)]
@@ -305,10 +306,10 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
             escape(r.benchmark),
             escape(r.workload),
             escape(r.metric),
-            side(r.baseline, r.baseline_valid),
-            side(r.candidate, r.candidate_valid),
+            side(r.baseline, r.baseline_valid, r.baseline_runs),
+            side(r.candidate, r.candidate_valid, r.candidate_runs),
             f"{r.speedup:.2f}x",
-            f"[{colour.get(v, 'dim')}]{v}[/]",
+            f"[{colour.get(v, 'dim')}]{escape(v)}[/]",
         ]
         for label in extra:
             s = r.efficiency_speedup(label)
@@ -317,15 +318,24 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
                 [escape(fmt.metric(b)), escape(fmt.metric(c)), f"{s:.2f}x"] if s is not None and b and c else [""] * 3
             )
         table.add_row(*cells)
-    judged = [r for r in rows if not r.verdict.startswith("not judged")]
+    judged = comparison.judged
     lines = []
-    gm = geometric_mean(r.speedup for r in judged)
+    gm = comparison.geometric_mean()
     if gm is not None:
-        lines.append(f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(judged)} benchmark(s)")
+        lines.append(f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(judged)} judged pair(s)")
+    footer = comparison.footer()
+    if footer:
+        lines.append(f"[yellow]{escape(footer)}[/]")
+    if judged:
+        lines.append(
+            f"verdicts: the raw samples told apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart) and "
+            f"a change beyond the run-to-run spread (with one run a side, beyond {MIN_EFFECT_SINGLE:.0%}: "
+            "'--repeat 3' measures it); 'compare --json' gives each row's evidence"
+        )
     for label, names in (
         (f"only in {baseline}", comparison.only_baseline),
         (f"only in {candidate}", comparison.only_candidate),
-        ("measured more than once (the latest record is compared)", comparison.repeated),
+        ("measured more than once (the runs are pooled as repeats)", comparison.repeated),
     ):
         if names:
             lines.append(f"{escape(label)}: {escape(', '.join(names))}")
@@ -375,6 +385,8 @@ def history_table(series: Any) -> Table:
         flag = {"regression": "[red]regression[/]", "improvement": "[green]improvement[/]"}[c.kind] if c else ""
         if p.valid is False:
             flag = "[red]INVALID[/] (not judged)"
+        elif p.set_aside:
+            flag = f"[yellow]not judged: {escape('; '.join(p.set_aside))}[/]"
         elif p.metric.ci95 is None:
             flag = "[dim]no CI (not judged)[/]"
         value = f"{fmt.metric(p.metric)} {fmt.ci_percent(p.metric)}"

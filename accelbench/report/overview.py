@@ -156,6 +156,19 @@ def _best(inp: ReportInput) -> list[str]:
     return lines
 
 
+def _care(r: Result, label: str) -> list[str]:
+    """What makes one figure unfit to compare: INVALID, contended, noisy, throttled (each said, none hiding another)."""
+    out = []
+    if r.valid is False:
+        why = r.details.get("invalid_reasons") or ["LoadGen's verdict"]
+        out.append(f"INVALID: {label}: {'; '.join(why)}")
+    for w in r.warnings:
+        for prefix, word in (("contended", "Contended"), ("noisy", "Noisy"), ("GPU throttled", "Throttled")):
+            if w.startswith(prefix):
+                out.append(f"{word}: {label}: {w.removeprefix(prefix).lstrip(': ')}")
+    return out
+
+
 def summary(inp: ReportInput) -> Section:
     section = Section("summary", "Summary")
     recs = inp.records
@@ -177,11 +190,8 @@ def summary(inp: ReportInput) -> Section:
         label = f"{r.benchmark} {inp.name(r)}"
         if r.status == "failed":
             attention.append(f"Failed: {label}: {r.error or 'no error recorded'}")
-        elif r.valid is False:
-            attention.append(f"INVALID: {label}: {'; '.join(r.details.get('invalid_reasons') or r.warnings[:1])}")
-        elif any(w.startswith("noisy") for w in r.warnings):
-            noisy = next(w for w in r.warnings if w.startswith("noisy"))
-            attention.append(f"Noisy: {label}: {noisy.removeprefix('noisy: ')}")
+        elif r.status == "ok":
+            attention += _care(r, label)
         pk = r.metrics.get("pct_of_peak")
         if pk is not None and pk.value > 100:
             above.setdefault(str((r.details.get("peak") or {}).get("source", "unknown")), []).append(pk.value)

@@ -7,8 +7,9 @@ from functools import partial
 import accelbench.report.charts as charts
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
-from accelbench.results.compare import Row, compare, geometric_mean
-from accelbench.results.history import histories
+from accelbench.results.compare import Row, compare
+from accelbench.results.history import Series, histories
+from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
 from accelbench.results.record import Result
 
 _VERDICT_MARK = {"faster": "good", "better": "good", "slower": "bad", "worse": "bad"}
@@ -42,20 +43,24 @@ def comparisons(inp: ReportInput) -> Section | None:
     section.blocks.append(
         Text(
             f"Each {'system' if kind == 'system' else 'tag group'} against the first ({base}), workload by "
-            "workload on the primary figure. A difference counts only when the two 95% intervals do not overlap "
-            "and both sides are VALID where there is a verdict; speedup > 1 means the candidate is better "
-            "whichever way the figure runs.",
+            "workload on the primary figure; speedup > 1 means the candidate is better whichever way the figure "
+            "runs. A side that was contended, noisy, INVALID or too short for an interval is shown but not "
+            "judged. A difference is called only when the raw samples tell the sides apart (Mann-Whitney "
+            f"p < {ALPHA:g}, else the 95% intervals apart) and the change exceeds the spread between runs of "
+            f"the same workload on the same system (with one run a side: {MIN_EFFECT_SINGLE:.0%}). The geometric "
+            "mean and the chart count judged pairs only.",
             "note",
         )
     )
     for i, cand in enumerate(names[1:]):
-        c = compare(groups[base], groups[cand], describe=inp.describe)
+        c = compare(groups[base], groups[cand], describe=inp.describe, earlier=inp.history)
         sub = Section(f"comparison-{i}", f"{cand} against {base}")
         if not c.rows:
             sub.blocks.append(Text("No workload was measured on both sides.", "warn"))
             section.blocks.append(sub)
             continue
-        gm = geometric_mean(r.speedup for r in c.rows)
+        gm = c.geometric_mean()
+        judged = c.judged
         extra = [x for x in ("per $", "per J") if any(r.efficiency_speedup(x) is not None for r in c.rows)]
         rows = [
             [
@@ -71,27 +76,31 @@ def comparisons(inp: ReportInput) -> Section | None:
             ]
             for r in c.rows
         ]
-        sub.blocks.append(
-            Chart(
-                f"ratios-{i}",
-                f"{cand} over {base}",
-                f"Speedup of {cand} over {base} for {len(c.rows)} workloads"
-                + (f", geometric mean {gm:.3g}x" if gm else ""),
-                partial(
-                    charts.draw_ratios,
-                    rows=[(f"{r.benchmark.split('/')[-1]} {r.workload}", r.speedup, r.verdict) for r in c.rows][:40],
-                    geomean=gm,
-                    title="",
-                ),
-                size=(8.0, 1.2 + 0.28 * min(len(c.rows), 40)),
+        if judged:
+            sub.blocks.append(
+                Chart(
+                    f"ratios-{i}",
+                    f"{cand} over {base}",
+                    f"Speedup of {cand} over {base} for the {len(judged)} judged of {len(c.rows)} workloads"
+                    + (f", geometric mean {gm:.3g}x" if gm else ""),
+                    partial(
+                        charts.draw_ratios,
+                        rows=[(f"{r.benchmark.split('/')[-1]} {r.workload}", r.speedup, r.verdict) for r in judged][
+                            :40
+                        ],
+                        geomean=gm,
+                        title="",
+                    ),
+                    size=(8.0, 1.2 + 0.28 * min(len(judged), 40)),
+                )
             )
-        )
         sub.blocks.append(
             Table(
                 ["workload", "metric", base, "verdict", cand, "verdict", "speedup", "judged"]
                 + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)],
                 rows,
-                caption=(f"Geometric mean of the speedups: {gm:.3g}x." if gm else "")
+                caption=(f"Geometric mean of the judged speedups: {gm:.3g}x." if gm else "")
+                + (f" {c.footer()}." if c.footer() else "")
                 + (
                     " Per $: each side's figure per USD/h of its machine (or its cost), at the price its records "
                     "carry, with its source in the record."
@@ -134,7 +143,8 @@ def history(inp: ReportInput) -> Section | None:
             "Each workload's figure over the runs on one system, oldest first. A run is flagged when its 95% "
             "interval leaves the band of the earlier runs' intervals and it moved more than 5%, with at least "
             "3 earlier runs since the last change; a series that scatters by more than 10% is unstable, not "
-            "judged.",
+            "judged. Runs that were contended, noisy, INVALID or without an interval are drawn but set aside: "
+            "never flagged, never part of another run's baseline.",
             "note",
         )
     )
@@ -174,9 +184,24 @@ def history(inp: ReportInput) -> Section | None:
                 str(len(s.points)),
                 figure(last),
                 flag,
+                _set_aside(s),
             ]
         )
     section.blocks.append(
-        Table(["workload", "system", "metric", "runs", "latest", "flag"], rows, numeric=frozenset({3, 4}))
+        Table(
+            ["workload", "system", "metric", "runs", "latest", "flag", "not judged"], rows, numeric=frozenset({3, 4})
+        )
     )
     return section
+
+
+def _set_aside(s: Series) -> Cell:
+    """'2 of 7 runs: contended (2)', the reasons counted by kind."""
+    kinds: dict[str, int] = {}
+    for p in s.points:
+        for why in dict.fromkeys(w.split(":")[0] for w in p.set_aside):
+            kinds[why] = kinds.get(why, 0) + 1
+    n = sum(1 for p in s.points if p.set_aside)
+    if not n:
+        return Cell("")
+    return Cell(f"{n} of {len(s.points)} runs: " + ", ".join(f"{k} ({v})" for k, v in kinds.items()), "warn")

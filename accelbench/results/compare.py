@@ -1,9 +1,10 @@
 """Compare two sets of results: what the articles did by hand ("V100 was 3.6x a T4").
 
-Records are paired by benchmark and the parameters that define the workload
-(device, threads and timing budgets are ignored, and ``ignore`` drops more, e.g.
-``precision`` to compare fp16 with fp32). The verdict uses the 95% confidence
-intervals: two intervals that overlap are "within noise", however large the ratio.
+Records are paired by benchmark and the parameters that define the workload (device, threads and timing
+budgets are ignored, and ``ignore`` drops more, e.g. ``precision`` to compare fp16 with fp32). A workload
+measured several times on one side is pooled as repeats. The verdict is :mod:`accelbench.results.judge`'s:
+contended, noisy, INVALID or interval-less sides are shown but not judged, and a difference is called only
+when the raw samples tell the sides apart and the change exceeds the run-to-run variation.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import difflib
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from accelbench.cost.figures import EFFICIENCY
 from accelbench.errors import UsageError
-from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
+from accelbench.results.describe import CONTEXT_PARAMS, LENGTH_PARAMS, Describe, plain
+from accelbench.results.judge import Judgement, Side, judge, side
 from accelbench.results.record import Metric, Result
 from accelbench.results.store import Store
 
@@ -38,6 +41,13 @@ class Row:
     candidate_valid: bool | None = None
     #: per $ and per J (cost.figures.EFFICIENCY): each side's figure, where both records carry it
     efficiency: dict[str, tuple[Metric, Metric]] = field(default_factory=dict)
+    #: the verdict and the evidence it stood on (judge.judge); None: judged on the two figures alone
+    judgement: Judgement | None = None
+    #: how many runs each side pooled, and why any were set aside
+    baseline_runs: int = 1
+    candidate_runs: int = 1
+    baseline_set_aside: tuple[str, ...] = ()
+    candidate_set_aside: tuple[str, ...] = ()
 
     def efficiency_speedup(self, label: str) -> float | None:
         """> 1 when the candidate gives more per dollar (or per joule), whichever way the figure runs."""
@@ -60,19 +70,11 @@ class Row:
 
     @property
     def verdict(self) -> str:
-        """Judged only on figures that can be: both VALID (where there is a verdict), both with an interval."""
-        invalid = [
-            side for side, ok in (("baseline", self.baseline_valid), ("candidate", self.candidate_valid)) if ok is False
-        ]
-        if invalid:
-            return f"not judged: {' and '.join(invalid)} INVALID"
-        b, c = self.baseline.ci95, self.candidate.ci95
-        if b is None or c is None:
-            return "not judged: no CI"
-        if not (c[0] > b[1] or c[1] < b[0]):
-            return "within noise"
-        better = self.speedup > 1
-        return ("faster" if better else "slower") if _is_speed(self.unit) else ("better" if better else "worse")
+        return self.judgement.verdict if self.judgement else "not judged: no evidence"
+
+    @property
+    def judged(self) -> bool:
+        return self.judgement is not None and self.judgement.judged
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,14 +86,27 @@ class Row:
             "candidate": self.candidate.to_dict(),
             "baseline_valid": self.baseline_valid,
             "candidate_valid": self.candidate_valid,
+            "baseline_runs": self.baseline_runs,
+            "candidate_runs": self.candidate_runs,
+            "baseline_set_aside": list(self.baseline_set_aside),
+            "candidate_set_aside": list(self.candidate_set_aside),
             "ratio": self.ratio,
             "speedup": self.speedup,
             "verdict": self.verdict,
+            "judged": self.judged,
+            "evidence": self.judgement.evidence if self.judgement else None,
+            "p_value": self.judgement.p_value if self.judgement else None,
+            "threshold": self.judgement.threshold if self.judgement else None,
             "efficiency": {
                 label: {"baseline": b.to_dict(), "candidate": c.to_dict(), "speedup": self.efficiency_speedup(label)}
                 for label, (b, c) in self.efficiency.items()
             },
         }
+
+
+#: The kinds of reason a pair is not judged, as the footer counts them (the first word of each reason).
+def _kind(reason: str) -> str:
+    return reason.split(":")[0].split(" (")[0]
 
 
 @dataclass(frozen=True)
@@ -101,8 +116,33 @@ class Comparison:
     rows: list[Row]
     only_baseline: list[str]
     only_candidate: list[str]
-    #: workloads measured more than once on one side: the latest record was used
+    #: workloads measured more than once on one side: pooled as repeats
     repeated: list[str]
+
+    @property
+    def judged(self) -> list[Row]:
+        return [r for r in self.rows if r.judged]
+
+    def set_aside(self) -> dict[str, int]:
+        """How many pairs were not judged, per kind of reason (a pair with two reasons counts under each)."""
+        counts: Counter[str] = Counter()
+        for r in self.rows:
+            if not r.judged:
+                kinds = {_kind(w) for w in (*r.baseline_set_aside, *r.candidate_set_aside)} or {"no evidence"}
+                counts.update(kinds)
+        return dict(counts)
+
+    def footer(self) -> str | None:
+        """'2 of 9 pairs not judged: 2 contended, 1 INVALID', or None when every pair was judged."""
+        n = len(self.rows) - len(self.judged)
+        if not n:
+            return None
+        why = ", ".join(f"{k} {w}" for w, k in sorted(self.set_aside().items(), key=lambda kv: -kv[1]))
+        return f"{n} of {len(self.rows)} pairs not judged ({why}): shown, left out of the geometric mean"
+
+    def geometric_mean(self) -> float | None:
+        """Of the judged pairs' speedups only: a set-aside pair's ratio is not evidence."""
+        return geometric_mean(r.speedup for r in self.judged)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +150,9 @@ class Comparison:
             "only_baseline": self.only_baseline,
             "only_candidate": self.only_candidate,
             "repeated": self.repeated,
+            "judged": len(self.judged),
+            "set_aside": self.set_aside(),
+            "geometric_mean": self.geometric_mean(),
         }
 
 
@@ -134,28 +177,34 @@ def select(store: Store, selector: str) -> list[Result]:
     return store.query(run_id=run_id, status="ok")
 
 
-def workload_key(result: Result, ignore: Iterable[str] = ()) -> str:
-    """The workload a record measured: a setting added since an older record was made counts at its default."""
+def workload_key(result: Result, ignore: Iterable[str] = (), keep: Iterable[str] = ()) -> str:
+    """The workload a record measured: a setting added since an older record was made counts at its default.
+
+    ``compare`` pairs machines, so where and with which budget a figure was measured is dropped; ``keep`` puts
+    some of that back (a history on one system keeps the device and the threads, which change its figure).
+    """
     from accelbench.registry import BENCHMARKS
 
-    drop = CONTEXT_PARAMS | set(ignore)
+    drop = (CONTEXT_PARAMS - set(keep)) | set(ignore)
     info = BENCHMARKS.get(result.benchmark)
     complete = (info.params().to_dict() if info else {}) | result.params
     params = {k: v for k, v in complete.items() if k not in drop}
     return json.dumps([result.benchmark, params], sort_keys=True)
 
 
-def _latest_by_key(results: list[Result], ignore: Iterable[str]) -> tuple[dict[str, Result], set[str]]:
-    """The latest ok record per workload, and the workloads that had several."""
-    out: dict[str, Result] = {}
-    repeated: set[str] = set()
+def system_key(result: Result) -> tuple[str, str]:
+    """One workload on one system: the figure a run-to-run spread is measured on (every setting that changes
+    the figure kept, the length of the measurement dropped)."""
+    return result.fingerprint, workload_key(result, keep=CONTEXT_PARAMS - LENGTH_PARAMS)
+
+
+def _by_key(results: list[Result], ignore: Iterable[str]) -> dict[str, list[Result]]:
+    """The ok records per workload, oldest first."""
+    out: dict[str, list[Result]] = {}
     for r in sorted(results, key=lambda r: r.started_at):
         if r.status == "ok":
-            key = workload_key(r, ignore)
-            if key in out:
-                repeated.add(key)
-            out[key] = r
-    return out, repeated
+            out.setdefault(workload_key(r, ignore), []).append(r)
+    return out
 
 
 def compare(
@@ -165,39 +214,81 @@ def compare(
     ignore: Iterable[str] = (),
     metric: str | None = None,
     describe: Describe = plain,
+    earlier: Iterable[Result] = (),
 ) -> Comparison:
-    """One row per workload present on both sides, on its primary metric (or ``metric``)."""
+    """One row per workload present on both sides, on its primary metric (or ``metric``).
+
+    ``earlier``: other records (the store's) from which each side's run-to-run variation is read, those of
+    the same workload on the same system as the side's latest run.
+    """
     ignore = tuple(ignore)
-    (base, rep_b), (cand, rep_c) = _latest_by_key(baseline, ignore), _latest_by_key(candidate, ignore)
+    base, cand = _by_key(baseline, ignore), _by_key(candidate, ignore)
     if metric is not None:
-        known = {m for r in (*base.values(), *cand.values()) for m in r.metrics}
+        known = {m for rs in (*base.values(), *cand.values()) for r in rs for m in r.metrics}
         if metric not in known:
             close = difflib.get_close_matches(metric, sorted(known), n=3, cutoff=0.3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise UsageError(f"no result here has a metric {metric!r}{hint} (metrics: {', '.join(sorted(known))})")
+    taken = {r.id for rs in (*base.values(), *cand.values()) for r in rs}
+    others: dict[tuple[str, str], list[Result]] = {}
+    for r in earlier:
+        if r.status == "ok" and r.id not in taken:
+            others.setdefault(system_key(r), []).append(r)
 
     def name(r: Result) -> str:
         return f"{r.benchmark} {describe(r.benchmark, r.params)}"
 
     rows = []
-    for key, b in base.items():
-        c = cand.get(key)
-        if c is None:
+    for key, bs in base.items():
+        cs = cand.get(key)
+        if cs is None:
             continue
+        b, c = bs[-1], cs[-1]
         m = metric or b.primary_metric or next(iter(b.metrics), None)
-        if m is None or m not in b.metrics or m not in c.metrics:
+        if m is None or any(m not in r.metrics for r in (*bs, *cs)):
             continue
-        bm, cm = b.metrics[m], c.metrics[m]
+        sb = side(bs, m, others.get(system_key(b), ()))
+        sc = side(cs, m, others.get(system_key(c), ()))
+        bm, cm = sb.figure(m), sc.figure(m)
         wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
         workload = wb if wb == wc else f"{wb} vs {wc}"
-        eff = _efficiency(b, c) if metric is None else {}
-        rows.append(Row(b.benchmark, workload, m, bm.unit, bm.higher_is_better, bm, cm, b.valid, c.valid, eff))
+        eff = _efficiency(_shown(sb), _shown(sc)) if metric is None else {}
+        rows.append(
+            Row(
+                b.benchmark,
+                workload,
+                m,
+                bm.unit,
+                bm.higher_is_better,
+                bm,
+                cm,
+                _validity(list(sb.runs) or bs),
+                _validity(list(sc.runs) or cs),
+                eff,
+                judge(sb, sc, m, _is_speed(bm.unit)),
+                len(sb.runs) or len(bs),
+                len(sc.runs) or len(cs),
+                tuple(sb.reasons()),
+                tuple(sc.reasons()),
+            )
+        )
     return Comparison(
         rows,
-        only_baseline=[name(r) for k, r in base.items() if k not in cand],
-        only_candidate=[name(r) for k, r in cand.items() if k not in base],
-        repeated=sorted({name((base | cand)[k]) for k in rep_b | rep_c}),
+        only_baseline=[name(rs[-1]) for k, rs in base.items() if k not in cand],
+        only_candidate=[name(rs[-1]) for k, rs in cand.items() if k not in base],
+        repeated=sorted({name(rs[-1]) for rs in (*base.values(), *cand.values()) if len(rs) > 1}),
     )
+
+
+def _shown(s: Side) -> Result:
+    """The record whose secondary figures (per $, per J) a side shows: its latest trustworthy run."""
+    return (s.runs or tuple(r for r, _ in s.set_aside))[-1]
+
+
+def _validity(records: list[Result]) -> bool | None:
+    """INVALID if any of the runs shown was, VALID if every run with a verdict was, None where none has one."""
+    verdicts = [r.valid for r in records if r.valid is not None]
+    return None if not verdicts else all(verdicts)
 
 
 def _efficiency(b: Result, c: Result) -> dict[str, tuple[Metric, Metric]]:

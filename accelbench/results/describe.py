@@ -10,23 +10,28 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-#: Parameters that say how, where or with which luck (seeds, LoadGen's verdict) a figure was measured, not what
-#: was measured; ``compare`` ignores them when it pairs records of two machines. (``price_per_hour``: a parameter
-#: of tta records made before prices moved into ``system.price``.)
-CONTEXT_PARAMS = frozenset(
+#: Parameters that change only how long, how often or with which luck (seeds) a figure is measured, never the
+#: figure itself: no comparison and no history splits on them. (``price_per_hour``: a parameter of tta records
+#: made before prices moved into ``system.price``.)
+LENGTH_PARAMS = frozenset(
     {
-        "device",
-        "threads",
         "min_time",
         "max_time",
         "min_reps",
         "warmup_time",
         "warmup",
+        "num_batches",
+        "display_every",
         "seed",
         "seeds_used",
         "price_per_hour",
     }
 )
+#: Parameters that say where a figure was measured: they differ between machines, so ``compare`` pairs records
+#: across them, but on one system they change the figure, so a history keeps them apart.
+PLACE_PARAMS = frozenset({"device", "threads"})
+#: What ``compare`` ignores when it pairs records of two machines.
+CONTEXT_PARAMS = LENGTH_PARAMS | PLACE_PARAMS
 
 Describe = Callable[[str, dict[str, Any]], str]
 

@@ -87,8 +87,8 @@ def to_markdown(results: list[Result], describe: Describe = plain) -> str:
     from accelbench.results import format as fmt
 
     lines = [
-        "| benchmark | workload | device | status | verdict | result | 95% CI | system |",
-        "| --- | --- | --- | --- | --- | ---: | ---: | --- |",
+        "| benchmark | workload | device | status | verdict | result | 95% CI | system | warnings |",
+        "| --- | --- | --- | --- | --- | ---: | ---: | --- | --- |",
     ]
     for r in results:
         m = r.primary
@@ -106,6 +106,7 @@ def to_markdown(results: list[Result], describe: Describe = plain) -> str:
             result,
             ci,
             system,
+            "; ".join(r.warnings),  # contended, noisy: a figure read without them is read wrong
         ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"

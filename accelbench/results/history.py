@@ -10,18 +10,25 @@ measured on one system fingerprint, oldest first. A point is flagged only when
 - it differs from the earlier points' median by more than ``threshold`` (a real but tiny shift is not news).
 
 A series whose own points scatter more than ``max_spread`` (relative spread of the earlier values, or of
-their intervals) is reported ``unstable`` instead: flagging it would flag noise. Points without an
-interval, or INVALID by their own verdict, are shown but never judged.
+their intervals) is reported ``unstable`` instead: flagging it would flag noise. Points that compare would set
+aside (contended, noisy, INVALID, too few samples for an interval: :func:`accelbench.results.judge.concerns`)
+are shown with the reason but neither judged nor part of another point's baseline.
+
+A series keeps every setting that changes its figure (the device and the threads too, unlike ``compare``
+across machines) and ignores those that only change how long it was measured; where several series share
+one name, the settings that tell them apart are named.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from accelbench.results.compare import workload_key
+from accelbench.results.compare import system_key
 from accelbench.results.describe import Describe, plain
+from accelbench.results.judge import concerns
 from accelbench.results.record import Metric, Result
 
 THRESHOLD = 0.05
@@ -37,10 +44,12 @@ class Point:
     started_at: str
     metric: Metric
     valid: bool | None
+    #: why this point is not judged (judge.concerns): empty when it is
+    set_aside: tuple[str, ...] = ()
 
     @property
     def judgeable(self) -> bool:
-        return self.metric.ci95 is not None and self.valid is not False
+        return not self.set_aside and self.metric.ci95 is not None
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,8 @@ class Series:
     points: list[Point]
     changes: list[Change] = field(default_factory=list)
     unstable: str | None = None
+    #: the parameters that define the series (the history key's)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def regressions(self) -> list[Change]:
@@ -73,13 +84,15 @@ class Series:
             "metric": self.metric,
             "fingerprint": self.fingerprint,
             "points": [
-                {"run_id": p.run_id, "started_at": p.started_at, "valid": p.valid} | p.metric.to_dict()
+                {"run_id": p.run_id, "started_at": p.started_at, "valid": p.valid, "set_aside": list(p.set_aside)}
+                | p.metric.to_dict()
                 for p in self.points
             ],
             "changes": [
                 {"run_id": self.points[c.index].run_id, "kind": c.kind, "ratio": c.ratio} for c in self.changes
             ],
             "unstable": self.unstable,
+            "settings": self.settings,
         }
 
 
@@ -133,14 +146,34 @@ def histories(
     """One judged series per (system fingerprint, workload), from ok records, oldest first."""
     groups: dict[tuple[str, str], list[Result]] = {}
     for r in sorted((r for r in results if r.status == "ok"), key=lambda r: r.started_at):
-        groups.setdefault((r.fingerprint, workload_key(r)), []).append(r)
+        groups.setdefault(system_key(r), []).append(r)
     out = []
     for (fingerprint, _), rs in groups.items():
         name = metric or rs[-1].primary_metric
-        pts = [Point(r.run_id, r.started_at, r.metrics[name], r.valid) for r in rs if name and name in r.metrics]
+        pts = [
+            Point(r.run_id, r.started_at, r.metrics[name], r.valid, tuple(concerns(r, name)))
+            for r in rs
+            if name and name in r.metrics
+        ]
         if not pts:
             continue
         first = rs[-1]
         s = Series(first.benchmark, describe(first.benchmark, first.params), str(name), fingerprint, pts)
+        s.settings = json.loads(system_key(first)[1])[1]
         out.append(judge(s, threshold, min_history, max_spread))
+    _name_differences(out)
     return out
+
+
+def _name_differences(series: list[Series]) -> None:
+    """Series that would read alike (the threads, the device differ) get the settings that tell them apart."""
+    alike: dict[tuple[str, str, str, str], list[Series]] = {}
+    for s in series:
+        alike.setdefault((s.benchmark, s.workload, s.metric, s.fingerprint), []).append(s)
+    for group in alike.values():
+        if len(group) < 2:
+            continue
+        keys = sorted({k for s in group for k in s.settings})
+        differ = [k for k in keys if len({json.dumps(s.settings.get(k), sort_keys=True) for s in group}) > 1]
+        for s in group:
+            s.workload += " (" + ", ".join(f"{k}={s.settings.get(k)}" for k in differ) + ")"

@@ -1,0 +1,207 @@
+"""Whether two sides of a comparison can be told apart, and on what evidence.
+
+A comparison tool whose verdicts mislead is worse than none. Three rules, after asv:
+
+1. **Only trustworthy sides are judged.** A record that was contended (other processes or the hypervisor
+   took CPU), noisy beyond the threshold, INVALID by its own verdict, or measured on too few samples for an
+   interval is shown but set aside, with the reason. Where a side has several runs, the set-aside ones are
+   dropped and the rest judged.
+2. **A difference must be more than chance within the runs**: the Mann-Whitney U test on the runs' raw
+   samples (pooled per side, in the metric's own units), p below :data:`ALPHA`; where records carry no raw
+   samples, the 95% intervals must not overlap.
+3. **...and more than the runs vary between themselves.** An interval from one run's samples says nothing
+   about run-to-run variation (a neighbour, the frequency governor, the allocator's luck). Where a side was
+   measured more than once on its system (repeats in the selection, or earlier runs of the same workload in
+   the store) the change must exceed that spread; with one run a side it must exceed
+   :data:`MIN_EFFECT_SINGLE` (asv's default factor of 1.1), and the row says which evidence it stood on.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from accelbench.measure.stats import MIN_CI_SAMPLES, mann_whitney_p, median_ci_ranks
+from accelbench.results.record import Metric, Result
+
+#: p-value under which the rank test calls two sets of samples different (asv's threshold).
+ALPHA = 0.002
+#: With one run a side, the smallest change called a difference (asv compare's default factor, 1.1).
+MIN_EFFECT_SINGLE = 0.10
+#: With run-to-run evidence, the smallest change called a difference however steady the runs.
+MIN_EFFECT = 0.02
+#: Warnings that set a record aside, by the prefix the measurement and the conditions monitor give them.
+_SET_ASIDE = ("contended", "noisy", "few samples")
+
+
+def concerns(r: Result, metric: str) -> list[str]:
+    """Why ``r``'s ``metric`` cannot stand in a comparison: empty when it can."""
+    out = ["INVALID"] if r.valid is False else []
+    seen = [*r.warnings, *(w for w in r.conditions.get("warnings", []) if w not in r.warnings)]
+    out += [w for w in seen if w.startswith(_SET_ASIDE)]
+    m = r.metrics.get(metric)
+    if m is not None and m.ci95 is None and not any(w.startswith("few samples") for w in out):
+        out.append("no interval")
+    return out
+
+
+def metric_samples(r: Result, metric: str) -> list[float] | None:
+    """The record's raw samples in ``metric``'s units, where the figure was derived from them.
+
+    Samples are seconds per call; a rate is work over the median time, a time is proportional to it, so each
+    sample maps to the figure it would have given (scaled so that their median is the figure). Records whose
+    figure did not come from those samples (another count, no samples kept) give None.
+    """
+    m = r.metrics.get(metric)
+    s = r.samples
+    if m is None or not s or m.n != len(s) or not m.value or any(x <= 0 for x in s):
+        return None
+    med = statistics.median(s)
+    return [m.value * med / x for x in s] if m.higher_is_better else [m.value * x / med for x in s]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's figure for one workload: the trustworthy runs, those set aside, and earlier runs."""
+
+    runs: tuple[Result, ...]
+    set_aside: tuple[tuple[Result, tuple[str, ...]], ...]
+    #: trustworthy earlier runs of the same workload on the same system, from the store (not on either side)
+    earlier: tuple[Result, ...] = ()
+
+    @property
+    def judgeable(self) -> bool:
+        return bool(self.runs)
+
+    def reasons(self) -> list[str]:
+        """Each distinct reason a run of this side was set aside."""
+        out: list[str] = []
+        for _, why in self.set_aside:
+            out += [w for w in why if w not in out]
+        return out
+
+    def values(self, metric: str) -> list[float]:
+        return [r.metrics[metric].value for r in self.runs]
+
+    def samples(self, metric: str) -> list[float] | None:
+        """Every run's samples pooled, or None when any run has none to give."""
+        out: list[float] = []
+        for r in self.runs:
+            s = metric_samples(r, metric)
+            if s is None:
+                return None
+            out += s
+        return out
+
+    def run_to_run(self, metric: str) -> tuple[float, int] | None:
+        """How far runs of this workload on this system stray from one another: range over median, and how many
+        runs, of the side's repeats and of the earlier runs, whichever strays further (a side's single run is
+        not its own evidence); None where neither has two runs."""
+        spreads = []
+        for group in (self.runs, self.earlier):
+            vals = [r.metrics[metric].value for r in group]
+            if len(vals) >= 2:
+                med = statistics.median(vals)
+                spreads.append((((max(vals) - min(vals)) / med) if med else math.inf, len(vals)))
+        return max(spreads) if spreads else None
+
+    def figure(self, metric: str) -> Metric:
+        """The latest run's figure, or with repeats the median of the runs, its interval from the pooled samples."""
+        shown = self.runs or tuple(r for r, _ in self.set_aside)
+        latest = shown[-1].metrics[metric]
+        if len(self.runs) < 2:
+            return latest
+        pooled = sorted(self.samples(metric) or [])
+        ci = None
+        if len(pooled) >= MIN_CI_SAMPLES:
+            lo, hi = median_ci_ranks(len(pooled))
+            ci = (pooled[lo], pooled[hi])
+        value = statistics.median(self.values(metric))
+        unit, hib = latest.unit, latest.higher_is_better
+        return Metric(value=value, unit=unit, higher_is_better=hib, ci95=ci, n=len(pooled) or None)
+
+
+def side(records: Sequence[Result], metric: str, earlier: Iterable[Result] = ()) -> Side:
+    """Split ``records`` (one workload, oldest first) into runs that can be judged and runs set aside."""
+    runs, aside = [], []
+    for r in records:
+        why = concerns(r, metric)
+        if why:
+            aside.append((r, tuple(why)))
+        else:
+            runs.append(r)
+    kept = tuple(r for r in earlier if metric in r.metrics and not concerns(r, metric))
+    return Side(tuple(runs), tuple(aside), kept)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A verdict and what it stood on, in words a reader can check."""
+
+    verdict: str
+    evidence: str
+    p_value: float | None = None
+    #: the smallest relative change that would have been called, and where it came from
+    threshold: float | None = None
+
+    @property
+    def judged(self) -> bool:
+        return not self.verdict.startswith("not judged")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "evidence": self.evidence,
+            "p_value": self.p_value,
+            "threshold": self.threshold,
+        }
+
+
+def judge(base: Side, cand: Side, metric: str, speed: bool) -> Judgement:
+    """The verdict between two sides of one workload; ``speed`` names it faster/slower, else better/worse."""
+    aside = [
+        f"{name} {'; '.join(s.reasons())}" for name, s in (("baseline", base), ("candidate", cand)) if not s.judgeable
+    ]
+    if aside:
+        return Judgement(f"not judged: {' and '.join(aside)}", "set aside: " + "; ".join(aside))
+    b, c = base.figure(metric), cand.figure(metric)
+    speedup = _speedup(b, c)
+    sb, sc = base.samples(metric), cand.samples(metric)
+    if sb is not None and sc is not None:
+        p: float | None = mann_whitney_p(sb, sc)
+        apart = p < ALPHA
+        test = f"Mann-Whitney p={p:.2g} on {len(sb)}+{len(sc)} samples"
+    else:
+        p = None
+        ib, ic = _intervals(base, metric), _intervals(cand, metric)
+        apart = ib[0] > ic[1] or ib[1] < ic[0]
+        test = "95% intervals " + ("apart" if apart else "overlap") + " (no raw samples)"
+    spreads = [x for x in (base.run_to_run(metric), cand.run_to_run(metric)) if x is not None]
+    if spreads:
+        spread, runs = max(spreads)
+        threshold = max(spread, MIN_EFFECT)
+        stood_on = f"run-to-run spread {spread:.1%} over {runs} runs"
+    else:
+        threshold = MIN_EFFECT_SINGLE
+        stood_on = f"one run a side: only a change over {MIN_EFFECT_SINGLE:.0%} is called (repeat to measure less)"
+    evidence = f"{test}; {stood_on}"
+    if not apart or abs(math.log(speedup)) <= math.log1p(threshold):
+        return Judgement("no difference", evidence, p, threshold)
+    better = speedup > 1
+    word = ("faster" if better else "slower") if speed else ("better" if better else "worse")
+    return Judgement(word, evidence, p, threshold)
+
+
+def _speedup(b: Metric, c: Metric) -> float:
+    if not b.value or not c.value:
+        return 1.0
+    ratio = c.value / b.value
+    return ratio if b.higher_is_better else 1 / ratio
+
+
+def _intervals(s: Side, metric: str) -> tuple[float, float]:
+    """The band the side's runs' intervals span (each run has one: a run without is set aside)."""
+    cis = [r.metrics[metric].ci95 for r in s.runs]
+    return min(ci[0] for ci in cis if ci), max(ci[1] for ci in cis if ci)

@@ -1,0 +1,157 @@
+"""Comparisons judge only comparable, trustworthy sides, on the raw samples and the run-to-run spread."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from accelbench.kit.metrics import rate, seconds, warnings_of
+from accelbench.measure.stats import Measurement
+from accelbench.results.compare import compare
+from accelbench.results.history import histories
+from accelbench.results.judge import concerns, metric_samples
+from accelbench.results.record import Result
+
+FLOPS = 2 * 256**3
+CONTENDED = "contended: other processes used 50% of the CPUs (stress-ng 48%)"
+
+
+def gemm(
+    run_id: str,
+    times: list[float],
+    *,
+    started: str = "2026-11-01T00:00:00.000+00:00",
+    warnings: tuple[str, ...] = (),
+    params: dict | None = None,
+    fingerprint: str = "zen4",
+) -> Result:
+    """A GEMM record as kernels/gemm makes it: figures from a Measurement of ``times``."""
+    m = Measurement(tuple(times))
+    return Result(
+        benchmark="kernels/gemm",
+        params=params or {"m": 256, "n": 256, "k": 256, "precision": "fp32", "device": "cpu", "threads": 2},
+        metrics={"tflops": rate(FLOPS, m, "TFLOPS", 1e12), "seconds": seconds(m)},
+        primary_metric="tflops",
+        warnings=warnings_of(m, {"warnings": list(warnings)}),
+        conditions={"warnings": list(warnings), "contended": bool(warnings)},
+        samples=list(times),
+        run_id=run_id,
+        started_at=started,
+        system={"fingerprint": fingerprint},
+    )
+
+
+def times(median: float, n: int = 40, spread: float = 0.01, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [median * (1 + spread * (rng.random() - 0.5)) for _ in range(n)]
+
+
+def test_a_contended_side_is_shown_not_judged_and_left_out_of_the_mean():
+    quiet = gemm("a", times(1e-3))
+    # the 24x of the issue: a neighbour held one core, every 2-thread call waited a slice (16 ms), tightly
+    busy = gemm("b", times(24e-3, seed=1), warnings=(CONTENDED,))
+    c = compare([quiet], [busy])
+    [row] = c.rows
+    assert row.verdict.startswith("not judged: candidate contended: other processes used 50%")
+    assert "stress-ng" in row.verdict and not row.judged
+    assert c.geometric_mean() is None and c.set_aside() == {"contended": 1}
+    assert c.footer() == "1 of 1 pairs not judged (1 contended): shown, left out of the geometric mean"
+    d = c.to_dict()
+    assert d["rows"][0]["candidate_set_aside"] == [CONTENDED] and d["judged"] == 0
+
+
+def test_two_quiet_runs_of_one_machine_are_no_difference():
+    # two runs minutes apart differ by 3% in their medians, each tight within itself: the rank test separates
+    # them, but one run a side says nothing about how runs vary, and 3% is under the 10% a single run needs
+    a, b = gemm("a", times(1.00e-3, seed=2)), gemm("b", times(1.03e-3, seed=3))
+    [row] = compare([a], [b]).rows
+    assert row.judgement.p_value < 1e-6
+    assert row.verdict == "no difference" and "one run a side" in row.judgement.evidence
+
+
+def test_a_large_difference_is_called_and_the_evidence_named():
+    [row] = compare([gemm("a", times(1e-3, seed=4))], [gemm("b", times(0.5e-3, seed=5))]).rows
+    assert row.verdict == "faster" and row.speedup == pytest.approx(2.0, rel=0.02)
+    assert row.judgement.evidence.startswith("Mann-Whitney p=")
+
+
+def test_repeats_measure_the_run_to_run_spread():
+    # three runs a side, each within 1% of the others: a 5% change exceeds that spread and is called
+    base = [
+        gemm(f"a{i}", times(1e-3 * (1 + 0.005 * i), seed=10 + i), started=f"2026-11-01T00:0{i}:00.000+00:00")
+        for i in range(3)
+    ]
+    cand = [
+        gemm(f"b{i}", times(0.95e-3 * (1 + 0.005 * i), seed=20 + i), started=f"2026-11-02T00:0{i}:00.000+00:00")
+        for i in range(3)
+    ]
+    [row] = compare(base, cand).rows
+    assert row.baseline_runs == 3 and row.candidate_runs == 3
+    assert row.verdict == "faster" and "over 3 runs" in row.judgement.evidence
+    # the same 5% against runs that scatter by 12% is no difference
+    wide = [
+        gemm(f"w{i}", times(1e-3 * (0.94 + 0.06 * i), seed=30 + i), started=f"2026-11-03T00:0{i}:00.000+00:00")
+        for i in range(3)
+    ]
+    [row] = compare(wide, cand).rows
+    assert row.verdict == "no difference" and row.judgement.threshold > 0.1
+
+
+def test_earlier_runs_in_the_store_are_evidence_for_single_runs():
+    earlier = [
+        gemm(f"e{i}", times(1e-3 * (1 + 0.004 * i), seed=40 + i), started=f"2026-10-0{i + 1}T00:00:00.000+00:00")
+        for i in range(4)
+    ]
+    a, b = gemm("a", times(1e-3, seed=50)), gemm("b", times(0.94e-3, seed=51))
+    [alone] = compare([a], [b]).rows
+    assert alone.verdict == "no difference"  # 6%: under the single-run 10%
+    [row] = compare([a], [b], earlier=[*earlier, a, b]).rows
+    assert row.verdict == "faster" and "over 4 runs" in row.judgement.evidence
+
+
+def test_a_repeat_that_was_contended_is_dropped_and_the_rest_judged():
+    runs = [gemm("a1", times(1e-3, seed=60)), gemm("a2", times(5e-3, seed=61), warnings=(CONTENDED,))]
+    [row] = compare(runs, [gemm("b", times(0.5e-3, seed=62))]).rows
+    assert row.baseline_runs == 1 and row.baseline_set_aside == (CONTENDED,)
+    assert row.verdict == "faster" and row.baseline.value == pytest.approx(runs[0].metrics["tflops"].value)
+
+
+def test_noisy_and_few_samples_are_set_aside():
+    noisy = gemm("a", [1e-3, 2e-3] * 10)
+    assert any(w.startswith("noisy") for w in concerns(noisy, "tflops"))
+    few = gemm("b", times(1e-3, n=4))
+    assert concerns(few, "tflops")[0].startswith("few samples")
+    [row] = compare([noisy], [few]).rows
+    assert row.verdict.startswith("not judged: baseline noisy") and "candidate few samples" in row.verdict
+
+
+def test_samples_map_to_the_figure_whichever_way_it_runs():
+    r = gemm("a", [1e-3, 2e-3, 4e-3, 2e-3, 2e-3, 2e-3])
+    tf = metric_samples(r, "tflops")
+    assert tf is not None and sorted(tf)[len(tf) // 2] == pytest.approx(r.metrics["tflops"].value)
+    assert max(tf) == pytest.approx(FLOPS / 1e-3 / 1e12)  # the fastest call gives the highest rate
+    assert metric_samples(r, "seconds") == pytest.approx([1e-3, 2e-3, 4e-3, 2e-3, 2e-3, 2e-3])
+
+
+def test_history_sets_contended_runs_aside_and_never_flags_them():
+    pts = [gemm(f"r{i}", times(1e-3, seed=70 + i), started=f"2026-11-0{i + 1}T00:00:00.000+00:00") for i in range(4)]
+    pts.append(gemm("slow", times(24e-3, seed=80), started="2026-11-06T00:00:00.000+00:00", warnings=(CONTENDED,)))
+    [s] = histories(pts)
+    assert s.changes == [] and s.points[-1].set_aside == (CONTENDED,)
+
+
+def test_history_keys_keep_threads_and_drop_the_measurement_length():
+    base = {"m": 256, "n": 256, "k": 256, "precision": "fp32", "device": "cpu"}
+    recs = [
+        gemm("t1", times(2e-3), params=base | {"threads": 1}),
+        gemm("t2", times(1e-3), params=base | {"threads": 2}),
+        gemm("t2b", times(1e-3), params=base | {"threads": 2, "min_time": 5.0, "warmup_time": 1.0}),
+    ]
+    series = histories(recs)
+    assert len(series) == 2
+    names = sorted(s.workload for s in series)
+    assert names == ["m=256 n=256 k=256 precision=fp32 (threads=1)", "m=256 n=256 k=256 precision=fp32 (threads=2)"]
+    assert sorted(len(s.points) for s in series) == [1, 2]
+    assert json.dumps(series[0].to_dict())  # serialisable with its settings
