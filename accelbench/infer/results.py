@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.logs import invalid_reasons
+from accelbench.infer.replan import true_cause
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
@@ -90,7 +91,11 @@ def performance_result(
             int(record.get("samples_per_query") or params.samples_per_query) if params.scenario == "multistream" else 1
         )
         details["queries"] = outcome.sut.samples // max(spq, 1)
-    reasons = [] if valid else invalid_reasons(d, params.scenario)
+    reasons = (
+        []
+        if valid
+        else true_cause(invalid_reasons(d, params.scenario), details.get("reruns") or [], outcome.conditions)
+    )
     over = ""
     if params.scenario == "multistream" and bound:
         # accelbench's own check, labelled as such: the verdict (valid) stays LoadGen's

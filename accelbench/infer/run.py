@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.devices.precision import precision_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
+from accelbench.infer import replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Backend
 from accelbench.infer.catalog import backend
@@ -179,16 +180,51 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     elif params.mode == "find-peak":
         result = find_peak(params, serving, probe, record, ctx)
     else:
-        settings = lgset.performance_settings(params, probe)
-        ctx.progress(
-            f"LoadGen {params.scenario} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)",
-            left=lgset.planned_seconds(settings, params.scenario, probe.rate),
-        )
-        outcome = loadgen_run(serving, settings, params, ctx)
-        result = performance_result(params, record, outcome, probe)
+        result = _performance(params, serving, record, probe, ctx)
     if serving.facts:  # what the runtime chose (OpenVINO's precision, streams and optimal requests)
         result.details["backend"] = serving.facts
     yield result
+
+
+def _performance(
+    params: InferParams, serving: Serving, record: dict[str, Any], probe: lgset.Probe, ctx: RunContext
+) -> Result:
+    """One measured LoadGen run, repeated (at most ``replan.MAX_RERUNS`` times) while it disagrees with its plan.
+
+    A run that ran out of the queries the probe planned (or, in Server, was overloaded by the probe's target)
+    says nothing about the system; it is rerun with hints from what it measured, and only the last run is
+    reported, with the earlier ones in ``details.reruns`` and a warning saying why.
+    """
+    reuse = lgset.base(params)  # FromConfig reads mlperf.conf once per process: one settings object for every run
+    least_queries = reuse.min_query_count  # the Offline plan below raises it: each run starts from the profile's
+    reruns: list[dict[str, Any]] = []
+    while True:
+        reuse.min_query_count = least_queries
+        settings = lgset.performance_settings(params, probe, reuse=reuse)
+        again = f" again ({len(reruns)} of at most {replan.MAX_RERUNS} reruns)" if reruns else ""
+        ctx.progress(
+            f"LoadGen {params.scenario}{again} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)",
+            left=lgset.planned_seconds(settings, params.scenario, probe.rate),
+        )
+        outcome = loadgen_run(serving, settings, params, ctx)
+        wrong = replan.disagreement(outcome.detail, params, probe, outcome.sut.samples)
+        if wrong is None or len(reruns) == replan.MAX_RERUNS:
+            break
+        ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
+        repeated = lgset.probe(serving, params, warm=False)
+        reruns.append(
+            wrong.to_dict()
+            | {"probe": probe.to_dict(), "probe_repeated": repeated.to_dict(), "log_dir": str(outcome.outdir)}
+        )
+        probe = replan.replanned(probe, wrong.measured, repeated, params.scenario)
+    result = performance_result(params, record, outcome, probe, {"reruns": reruns} if reruns else None)
+    if reruns:
+        result.warnings.insert(
+            0,
+            f"rerun: the first run ran out of its plan ({reruns[0]['why']}); reported: run {len(reruns) + 1}, "
+            "planned from the previous run's own measurement",
+        )
+    return result
 
 
 def _accuracy(

@@ -9,6 +9,7 @@ rules (600 s minimum, the official RNG seeds, per-model bounds) through
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,9 +53,11 @@ SCENARIO_NAMES = {
 
 
 #: The probe times up to this many full batches and single samples, each shape stopping once this many seconds
-#: have passed: a configuration that takes seconds a batch (an emulated precision) is planned from one timed
-#: call, not minutes of probing before a shorter run; a fast one is timed as often as before
-PROBE_BATCHES, PROBE_SINGLES, PROBE_SECONDS = 3, 5, 1.0
+#: have passed and at least ``PROBE_MIN_CALLS`` calls are timed (one, if a single call takes the whole second: a
+#: configuration that takes seconds a batch, an emulated precision, is planned from one timed call, not minutes of
+#: probing before a shorter run). The per-call median is what counts: one call disturbed by another process (a
+#: scheduler slice lost on a shared core) must not plan the run 10x off, as a mean of a few calls did.
+PROBE_BATCHES, PROBE_SINGLES, PROBE_SECONDS, PROBE_MIN_CALLS = 5, 7, 1.0, 3
 
 
 @dataclass(frozen=True)
@@ -68,34 +71,40 @@ class Probe:
         return {"samples_per_second": self.rate, "single_sample_seconds": self.single}
 
 
-def probe(serving: "Serving", params: InferParams) -> Probe:
+def probe(serving: "Serving", params: InferParams, warm: bool = True) -> Probe:
     """The rate and single-sample latency LoadGen plans with, measured on the first device.
 
     Every device is warmed up first (its cuBLAS/cuDNN handles, torch.compile's two shapes), so that no
-    device does that inside the timed run.
+    device does that inside the timed run; a repeated probe (``warm=False``, after a run that disagreed with
+    the first) skips the warm-up.
     """
     if serving.workers[0].predict is None:  # no model: LoadGen's own round trip (~10 us) is the latency
         return Probe(MAX_PLANNED_RATE, HARNESS_LATENCY)
     n = max(params.batch_size, params.samples_per_query)
     samples = [serving.make_input(i % serving.total) for i in range(n)]
     full, one = serving.collate(samples[: params.batch_size]), serving.collate(samples[:1])
-    for worker in serving.workers:
+    for worker in serving.workers if warm else []:
         for _ in range(2):
             worker(full)
             worker(one)
-    per_batch = _mean_seconds(serving.workers[0], full, PROBE_BATCHES)
-    single = _mean_seconds(serving.workers[0], one, PROBE_SINGLES)
+    per_batch = median_seconds(serving.workers[0], full, PROBE_BATCHES)
+    single = median_seconds(serving.workers[0], one, PROBE_SINGLES)
     rate = params.batch_size / max(per_batch, 1e-9) * len(serving.workers)
     return Probe(min(rate, MAX_PLANNED_RATE), max(single, 1e-7))
 
 
-def _mean_seconds(call: Any, inputs: Any, most: int) -> float:
-    """Mean seconds of up to ``most`` calls, stopping once ``PROBE_SECONDS`` have passed (one call at least)."""
-    n, t0 = 0, time.perf_counter()
-    while n < most and (n == 0 or time.perf_counter() - t0 < PROBE_SECONDS):
+def median_seconds(call: Any, inputs: Any, most: int) -> float:
+    """The median seconds of up to ``most`` calls (see ``PROBE_SECONDS`` for when it stops sooner)."""
+    times: list[float] = []
+    t0 = time.perf_counter()
+    while len(times) < most:
+        start = time.perf_counter()
         call(inputs)
-        n += 1
-    return (time.perf_counter() - t0) / n
+        end = time.perf_counter()
+        times.append(end - start)
+        if end - t0 >= PROBE_SECONDS and (len(times) >= PROBE_MIN_CALLS or min(times) >= PROBE_SECONDS):
+            break
+    return statistics.median(times)
 
 
 def bound_ms(params: InferParams) -> float:

@@ -1,0 +1,136 @@
+"""When a LoadGen run disagrees with the probe that planned it: rerun at the measured rate, or say the true cause.
+
+LoadGen plans a run from hints (Offline's expected throughput, SingleStream's and MultiStream's expected
+latency, Server's target); accelbench takes them from a probe of a few calls. A probe disturbed by another
+process (one scheduler slice lost on a shared core makes a 1 ms call 16 ms) plans too few queries, and the
+run ends long before its minimum duration: on a loaded 2-core VM, ``infer resnet18 --scale tiny`` measured 32
+samples in 0.18 s and was INVALID with a hint to raise ``--expected-qps``, though nothing the user set was
+wrong. So after each run: if LoadGen ran out of planned queries and the plan was the probe's (not a flag the
+user gave), the probe is repeated, and the run is repeated with hints from what the run itself measured,
+before anything is reported. A run still INVALID after that names the true cause: the system's speed changed
+between the plan and the run (the conditions say what else ran).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.infer.settings import MAX_PLANNED_RATE, Probe
+from accelbench.infer.specs import InferParams
+
+#: runs after the first that a disagreement may cost; each is planned from the latest run's measurement
+MAX_RERUNS = 2
+#: Server: a run that completed less than this fraction of its schedule was overloaded (its target too high)
+OVERLOADED = 0.9
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A run whose plan was wrong: what it measured, as a probe, and the words the record keeps."""
+
+    measured: Probe
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"why": self.why, "measured": self.measured.to_dict()}
+
+
+def planned_by_probe(params: InferParams) -> bool:
+    """Whether LoadGen's hint for this scenario came from the probe (a user's flag is the user's plan)."""
+    return {
+        "offline": not params.expected_qps,
+        "server": not params.target_qps,
+        "singlestream": True,
+        "multistream": True,
+    }[params.scenario]
+
+
+def ran_seconds(d: dict[str, Any], scenario: str, samples: int) -> float | None:
+    """How long the run lasted by LoadGen's own figures (None where it does not say)."""
+    if scenario == "offline":
+        rate = d.get("result_samples_per_second") or 0.0
+        return samples / rate if rate else None
+    if scenario == "server":
+        rate = d.get("result_completed_samples_per_sec") or 0.0
+        return samples / rate if rate else None
+    mean = d.get("result_mean_latency_ns") or 0.0
+    spq = int(d.get("effective_samples_per_query") or 1)
+    return (samples / max(spq, 1)) * mean / 1e9 if mean else None
+
+
+def disagreement(d: dict[str, Any], params: InferParams, probe: Probe, samples: int) -> Disagreement | None:
+    """What the run measured, if it disagrees with the probe badly enough to be INVALID for it; else None."""
+    if d.get("result_validity") == "VALID" or not planned_by_probe(params):
+        return None
+    scenario = params.scenario
+    if scenario == "server":
+        scheduled = float(d.get("result_scheduled_samples_per_sec") or 0.0)
+        completed = float(d.get("result_completed_samples_per_sec") or 0.0)
+        if d.get("result_perf_constraints_met") is not False or not completed or completed >= OVERLOADED * scheduled:
+            return None  # a latency miss at a rate the system kept up with is the verdict, not a wrong plan
+        why = (
+            f"the probe's {probe.rate:,.1f} samples/s set a target of {scheduled:,.1f} QPS, but the system completed "
+            f"only {completed:,.1f} QPS: overloaded"
+        )
+        return Disagreement(Probe(min(completed, MAX_PLANNED_RATE), probe.single), why)
+    if d.get("result_min_duration_met") is not False:
+        return None
+    lasted = ran_seconds(d, scenario, samples)
+    wanted = (d.get("effective_min_duration_ms") or 0) / 1000
+    took = f" (the run lasted {lasted:.2g} s of its {wanted:g} s minimum)" if lasted is not None and wanted else ""
+    if scenario == "offline":
+        rate = float(d.get("result_samples_per_second") or 0.0)
+        if not rate:
+            return None
+        why = f"the probe planned {probe.rate:,.1f} samples/s, the run measured {rate:,.1f}{took}"
+        return Disagreement(Probe(min(rate, MAX_PLANNED_RATE), probe.single), why)
+    mean = float(d.get("result_mean_latency_ns") or 0.0) / 1e9
+    if not mean:
+        return None
+    if scenario == "singlestream":
+        why = f"the probe planned {probe.single * 1e3:.3g} ms a query, the run measured {mean * 1e3:.3g} ms{took}"
+        return Disagreement(Probe(probe.rate, mean), why)
+    spq = int(d.get("effective_samples_per_query") or params.samples_per_query)
+    planned = spq / probe.rate
+    why = f"the probe planned {planned * 1e3:.3g} ms a query, the run measured {mean * 1e3:.3g} ms{took}"
+    return Disagreement(Probe(min(spq / mean, MAX_PLANNED_RATE), probe.single), why)
+
+
+def replanned(first: Probe, measured: Probe, again: Probe, scenario: str) -> Probe:
+    """The hints for a rerun: the run's own measurement, or the repeated probe where that is the safer plan.
+
+    Too low an Offline (or MultiStream) rate, or too long a SingleStream latency, runs out of queries again;
+    too high a Server rate overloads again. So of the run's measurement and the repeated probe, the rerun takes
+    the faster for the first and the slower for Server.
+    """
+    if scenario == "server":
+        return Probe(min(measured.rate, again.rate), first.single)
+    if scenario == "singlestream":
+        return Probe(first.rate, min(measured.single, again.single))
+    return Probe(max(measured.rate, again.rate), first.single)
+
+
+def true_cause(reasons: list[str], reruns: list[dict[str, Any]], conditions: dict[str, Any]) -> list[str]:
+    """INVALID reasons with the hint LoadGen's rule suggests replaced by what happened, once reruns did not help.
+
+    After a rerun planned from the previous run's own measurement, "raise --expected-qps" is no fix: the
+    system ran at a different speed from one run to the next. The conditions' own warnings (other processes'
+    CPU share) say why, where they saw it.
+    """
+    if not reruns:
+        return reasons
+    load = "; ".join(w for w in conditions.get("warnings", []) if w) or "nothing else was seen running"
+    cause = (
+        f"the system's speed changed from one run to the next: {len(reruns)} rerun(s) planned from the previous "
+        f"run's own measurement still ran out of queries ({reruns[-1]['why']}); conditions: {load}"
+    )
+    out = []
+    for r in reasons:
+        if r.startswith("min duration not met"):
+            out.append(f"min duration not met: {cause}")
+        elif r.startswith("latency bound") and reruns[-1]["why"].endswith("overloaded"):
+            out.append(f"{r} ({cause})")
+        else:
+            out.append(r)
+    return out

@@ -1,0 +1,141 @@
+"""LoadGen runs that measure what they say: a disturbed probe, a run that disagrees with it, find-peak's clock.
+
+The real LoadGen drives a sleep backend (a system of known capacity); a backend slow only for its first calls
+stands for a probe disturbed by another process on a shared core.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from accelbench.infer import replan, tail
+from accelbench.infer import settings as lgset
+from accelbench.infer.backends import Sleep
+from accelbench.infer.driver import Serving
+from accelbench.infer.specs import InferParams
+from accelbench.infer.sut import Worker
+
+SLEEP = {"backend": "sleep", "service_ms": 2.0, "batch_size": 8, "threads": 2, "device": "cpu"}
+#: calls the probe makes before it times anything: two of each shape on the one worker
+WARM_UP_CALLS = 4
+
+
+class SlowStart(Sleep):
+    """2 ms a batch, except the first ``slow_calls`` calls, which take 60 ms each: a probe disturbed by a
+    neighbour. Subclasses set how many calls the disturbance lasts."""
+
+    slow_calls = 0
+
+    def __init__(self) -> None:
+        super().__init__(2.0)
+
+    def load(self, served: Any, model: Any, device: Any, precision: str, calibration: list[Any]) -> Any:
+        fast, calls = super().load(served, model, device, precision, calibration), [0]
+
+        def predict(inputs: Any) -> None:
+            calls[0] += 1
+            if calls[0] <= self.slow_calls:
+                time.sleep(0.06)
+            else:
+                fast(inputs)
+
+        return predict
+
+
+class OnceSlow(SlowStart):
+    """The warm-up and one timed batch are slow: a mean of three calls planned this run 10x too short."""
+
+    slow_calls = WARM_UP_CALLS + 1
+
+
+class SlowProbe(SlowStart):
+    """Every call of the probe is slow, and none of the run's: the probe plans a tenth of the real rate."""
+
+    slow_calls = WARM_UP_CALLS + lgset.PROBE_BATCHES + lgset.PROBE_SINGLES
+
+
+def test_a_probe_disturbed_once_still_sizes_the_run(run_isolated):
+    [r] = run_isolated({**SLEEP, "backend": "test_loadgen_probe:OnceSlow"})
+    assert r.status == "ok" and r.valid is True, (r.error, r.details.get("invalid_reasons"))
+    assert "reruns" not in r.details  # the median of the probe's calls was right the first time
+    assert r.details["probe"]["samples_per_second"] == pytest.approx(8 / 0.002, rel=0.3)
+
+
+def test_a_run_far_below_its_minimum_duration_is_rerun_at_the_measured_rate(run_isolated):
+    [r] = run_isolated({**SLEEP, "backend": "test_loadgen_probe:SlowProbe"})
+    assert r.status == "ok" and r.valid is True, (r.error, r.details.get("invalid_reasons"))
+    [rerun] = r.details["reruns"]
+    assert rerun["probe"]["samples_per_second"] < 200  # 8 samples per 60 ms: the disturbed plan
+    assert rerun["measured"]["samples_per_second"] > 1000  # what the short run itself measured
+    assert "the probe planned" in rerun["why"] and "of its 2 s minimum" in rerun["why"]
+    assert r.warnings[0].startswith("rerun: the first run ran out of its plan")
+    assert r.details["probe"]["samples_per_second"] > 1000  # the reported run's plan
+
+
+def test_a_user_s_own_plan_is_not_rerun(run_isolated):
+    """--expected-qps is the user's plan: INVALID with LoadGen's hint, as before."""
+    [r] = run_isolated({**SLEEP, "expected_qps": 100})
+    assert r.status == "ok" and r.valid is False and "reruns" not in r.details
+    assert any("raise --expected-qps to" in x for x in r.details["invalid_reasons"])
+
+
+def test_the_probe_takes_the_median_of_its_calls(monkeypatch):
+    """With a patched clock: one slow call among the timed ones moves the median not at all."""
+    now, costs = [0.0], iter([0.01] * WARM_UP_CALLS + [0.5] + [0.01] * 50)
+
+    def predict(batch: list) -> None:
+        now[0] += next(costs)
+
+    monkeypatch.setattr(lgset, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    p = lgset.probe(Serving([Worker(predict)], lambda i: i, 64, list, None, None, 1), InferParams(batch_size=8))
+    assert p.rate == pytest.approx(8 / 0.01) and p.single == pytest.approx(0.01)
+
+
+def _detail(**values: Any) -> dict[str, Any]:
+    return {"result_validity": "INVALID", "effective_min_duration_ms": 2000} | values
+
+
+def test_what_disagrees_with_the_probe_and_what_does_not():
+    offline = InferParams(scenario="offline")
+    probe = lgset.Probe(rate=10.0, single=0.1)
+    short = _detail(result_min_duration_met=False, result_samples_per_second=180.0)
+    wrong = replan.disagreement(short, offline, probe, 32)
+    assert wrong is not None and wrong.measured.rate == 180.0
+    assert "the run lasted 0.18 s of its 2 s minimum" in wrong.why
+    assert replan.disagreement(short | {"result_validity": "VALID"}, offline, probe, 32) is None
+    assert replan.disagreement(short, InferParams(scenario="offline", expected_qps=10.0), probe, 32) is None
+
+    server = InferParams(scenario="server")
+    overloaded = _detail(
+        result_perf_constraints_met=False,
+        result_scheduled_samples_per_sec=100.0,
+        result_completed_samples_per_sec=40.0,
+    )
+    assert replan.disagreement(overloaded, server, probe, 100).measured.rate == 40.0
+    kept_up = overloaded | {"result_completed_samples_per_sec": 99.0}  # a latency miss, not a wrong plan
+    assert replan.disagreement(kept_up, server, probe, 100) is None
+
+    single = _detail(result_min_duration_met=False, result_mean_latency_ns=2e6, effective_samples_per_query=1)
+    assert replan.disagreement(single, InferParams(scenario="singlestream"), probe, 100).measured.single == 0.002
+
+
+def test_an_invalid_verdict_after_reruns_names_the_true_cause():
+    reasons = ["min duration not met: LoadGen ran out of planned queries before the minimum duration; raise x"]
+    rerun = {"why": "the probe planned 10 samples/s, the run measured 180", "measured": {}}
+    conditions = {"warnings": ["contended: other processes used 50% of the CPU"]}
+    [cause] = replan.true_cause(reasons, [rerun], conditions)
+    assert "--expected-qps" not in cause and "raise x" not in cause
+    assert "speed changed from one run to the next" in cause and "other processes used 50%" in cause
+    assert replan.true_cause(reasons, [], conditions) == reasons  # no rerun: LoadGen's own hint stands
+
+
+def test_early_stopping_s_bound_is_loadgen_s():
+    """LoadGen needs 662 queries for the 99th percentile and 64 for SingleStream's 90th with no late query."""
+    assert tail.min_queries(0.99) == 662 and tail.min_queries(0.90) == 64
+    assert tail.late_allowed(661) == -1 and tail.late_allowed(662) == 0
+    assert tail.passes(4096, tail.late_allowed(4096)) and not tail.passes(4096, tail.late_allowed(4096) + 1)
+    assert "only if none is over 2000 ms" in tail.bound_text(662, 2000.0)
