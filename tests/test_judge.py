@@ -155,3 +155,28 @@ def test_history_keys_keep_threads_and_drop_the_measurement_length():
     assert names == ["m=256 n=256 k=256 precision=fp32 (threads=1)", "m=256 n=256 k=256 precision=fp32 (threads=2)"]
     assert sorted(len(s.points) for s in series) == [1, 2]
     assert json.dumps(series[0].to_dict())  # serialisable with its settings
+
+
+def test_repeat_runs_each_entry_in_rounds_and_compare_pools_them(cli_env, tmp_path):
+    from conftest import run_cli
+
+    db = str(tmp_path / "r.db")
+    gemm_args = ["kernels", "gemm", "--m", "64,96", "--n", "64", "--k", "64", "--min-time", "0.05", "--min-reps", "6"]
+    runs = []
+    for box in ("a", "b"):
+        p = run_cli([*gemm_args, "--repeat", "2", "--db", db, "--tag", f"box={box}", "--json"], cli_env, tmp_path)
+        assert p.returncode == 0, p.stderr
+        out = json.loads(p.stdout)
+        runs.append(out["run_id"])
+        # rounds: m=64, m=96, m=64, m=96 (drift over the run hits both alike)
+        assert [r["params"]["m"] for r in out["results"]] == [64, 96, 64, 96]
+    p = run_cli(["compare", *runs, "--db", db, "--json"], cli_env, tmp_path)
+    rows = json.loads(p.stdout)["rows"]
+    assert len(rows) == 2
+    for r in rows:  # both repeats pooled, or the ones set aside named (a shared machine may contend a run)
+        for name in ("baseline", "candidate"):
+            assert r[f"{name}_runs"] == 2 or r[f"{name}_set_aside"]
+        if r["judged"]:
+            assert "over 2 runs" in r["evidence"] or "one run a side" in r["evidence"]
+    resumed = run_cli(["run", "--resume", runs[0], "--repeat", "2", "--db", db], cli_env, tmp_path)
+    assert resumed.returncode == 2 and "--repeat applies to a new run" in resumed.stderr

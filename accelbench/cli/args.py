@@ -142,6 +142,18 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     add_price_options(p)
 
 
+def add_repeat_option(p: argparse.ArgumentParser) -> None:
+    """``--repeat N`` for the commands that run a suite (tune confirms its own candidates: ``--repeats``)."""
+    p.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="run everything N times, in rounds, each run its own process: compare and history then judge a "
+        "change against the spread between runs, not only within one (default 1)",
+    )
+
+
 def add_price_options(p: argparse.ArgumentParser) -> None:
     """One way of pricing the machine; each record then carries the price and its per-dollar figures."""
     g = p.add_argument_group(

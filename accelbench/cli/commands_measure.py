@@ -40,6 +40,7 @@ def register(sub: Any) -> None:
     run.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run: skip what already finished")
     run.add_argument("--retry-failed", action="store_true", help="with --resume, also re-run benchmarks that failed")
     a.add_common_options(run)
+    a.add_repeat_option(run)
     run.set_defaults(handler=cmd_run)
 
     from accelbench.cli.kernel_args import add_param_flags, add_set_flags
@@ -70,6 +71,7 @@ def register(sub: Any) -> None:
         add_param_flags(kp, info.params, short)
         add_set_flags(kp, info.name)
         a.add_common_options(kp)
+        a.add_repeat_option(kp)
         kp.set_defaults(handler=cmd_kernel, benchmark=info.name)
 
 
@@ -90,6 +92,7 @@ def _register_family(sub: Any, info: Any) -> None:
     )
     add_param_flags(p, info.params, cmd.name, skip=frozenset({cmd.positional}))
     a.add_common_options(p)
+    a.add_repeat_option(p)
     p.set_defaults(handler=cmd_family, benchmark=info.name)
 
 
@@ -150,6 +153,8 @@ def _execute(
         from accelbench.suite.suites import builtin_suite
 
         suite = builtin_suite("standard" if profile["accelerators"] else "quick")
+    if suite is not None:
+        suite = suite.repeated(ns.repeat)
     estimates = _plan(ns, suite, store, profile["fingerprint"])
     if estimates is None:
         return 0
@@ -241,6 +246,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
     if ns.resume:
         if ns.targets:
             raise UsageError("give either targets or --resume RUN_ID, not both")
+        if ns.repeat > 1:
+            raise UsageError("--repeat applies to a new run; a resumed run keeps the repeats it was started with")
         return _execute(ns, None, resume=ns.resume)
     suite = resolve_targets(ns.targets) if ns.targets else None
     return _execute(ns, suite)

@@ -89,6 +89,14 @@ class Suite:
             out.append((e.key if n == 1 else f"{e.key}#{n}", e))
         return out
 
+    def repeated(self, times: int) -> "Suite":
+        """Every entry ``times`` times, in rounds (A B C A B C): each run is its own process, pyperf-style, and
+        drift over the run hits every entry alike, so the repeats measure the run-to-run spread that one run's
+        samples cannot (compare pools them and judges a change against it)."""
+        if times <= 1:
+            return self
+        return Suite(self.name, self.entries * times, self.description, self.source, dict(self.meta, repeat=times))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
