@@ -72,7 +72,9 @@ def emulated_reason(device: "torch.device", precision: str, allowed: bool = Fals
     from accelbench.system.cpu import emulated_reason as cpu_reason
 
     why = cpu_reason(ARITHMETIC.get(precision, precision), cpu_flags())
-    return f"{why}; --emulated measures it anyway" if why else None
+    # the way forward first: the precision this CPU computes natively, then the emulation (attention's fp16
+    # default is skipped on most CPUs; a hint naming only --emulated sent users to measure torch's fallback)
+    return f"{why}; --precision fp32 measures what it computes natively, --emulated measures it anyway" if why else None
 
 
 def precision_reason(device: "torch.device", precision: str, emulated: bool = False) -> str | None:

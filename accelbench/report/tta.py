@@ -25,7 +25,8 @@ def tta(inp: ReportInput) -> Section | None:
         "tta",
         "Time to accuracy",
         "Each seed trains until the quality target; the score is MLPerf Training's olympic mean (the fastest "
-        "and the slowest seed dropped). Spread is (slowest - fastest) / score: the luck a single run carries.",
+        "and the slowest seed dropped). Spread is (slowest - fastest) / the mean of the seeds that reached the "
+        "target: the luck a single run carries.",
     )
     if opened is None:
         return None
