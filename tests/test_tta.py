@@ -18,20 +18,48 @@ from accelbench.tta.scoring import olympic
 TTA = "tta/time_to_target"
 
 
+class Progress:
+    """The runner's observer, keeping the progress lines (message, seconds left) the benchmark sent."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, float | None]] = []
+
+    def suite_started(self, *a: object) -> None: ...
+    def entry_started(self, *a: object) -> None: ...
+    def entry_finished(self, *a: object) -> None: ...
+
+    def entry_progress(self, message: str, left: float | None = None) -> None:
+        self.lines.append((message, left))
+
+
 @pytest.fixture
-def run_isolated(tmp_path, store, profile):
+def progress() -> Progress:
+    return Progress()
+
+
+@pytest.fixture
+def run_isolated(tmp_path, store, profile, progress):
     def run(params: dict, price: Price | None = None) -> list:
         suite = Suite("t", [make_entry(TTA, {"threads": 2, **params})])
-        return run_suite(suite, store, RunOptions(out_dir=tmp_path, price=price), profile=profile).results
+        options = RunOptions(out_dir=tmp_path, price=price)
+        return run_suite(suite, store, options, progress, profile=profile).results
 
     return run
 
 
-def test_digits_reaches_98_percent_with_two_seeds(run_isolated):
+def test_digits_reaches_98_percent_with_two_seeds(run_isolated, progress):
     [r] = run_isolated({"workload": "digits", "seeds": 2, "seed": 7}, price=stated(3.6, "test"))
     assert r.status == "ok", r.error or r.reason
     seeds = r.details["seeds"]
     assert [s["seed"] for s in seeds] == [7, 8] and all(s["converged"] for s in seeds)
+    # the time left: before any seed reached the target only a bound is known, said as one (not an estimate);
+    # then the first seed's time to target is the estimate
+    first = [(m, left) for m, left in progress.lines if m.startswith("seed 7 epoch")]
+    second = [(m, left) for m, left in progress.lines if m.startswith("seed 8 epoch")]
+    assert first and second
+    assert all(left is None and "at most" in m and "--max-epochs" in m for m, left in first)
+    assert all(left is not None and "at most" not in m for m, left in second)
+    assert second[0][1] <= seeds[0]["time_to_target"] + 1.0
     assert all(s["curve"][-1]["quality"] >= 0.98 for s in seeds)
     times = [s["time_to_target"] for s in seeds]
     assert r.metrics["time_to_target_seconds"].value == pytest.approx(sum(times) / 2)

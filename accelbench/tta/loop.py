@@ -96,6 +96,8 @@ class Job:
     progress: Progress = quiet
     #: seeds still to train after this one, for the estimate of the time left
     seeds_after: int = 0
+    #: the mean time earlier seeds of this set took to reach the target: the estimate of the time left, once known
+    typical_seconds: float | None = None
 
 
 def _seed_everything(seed: int) -> None:
@@ -173,11 +175,14 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         log.end(C.EVAL_STOP, epoch_num=epoch)
         run.curve.append({"epoch": epoch, "seconds": elapsed, "quality": quality, "samples": run.samples})
         per_epoch = elapsed / epoch
-        job.progress(
-            f"seed {seed} epoch {epoch}: {r.metric} {quality:.4f} at {elapsed:.1f} s",
-            left=per_epoch
-            * ((job.max_epochs - epoch) + job.seeds_after * job.max_epochs),  # at most: it may stop sooner
-        )
+        # before a seed has reached the target, only a bound is known (every seed running to --max-epochs): said
+        # as a bound in the message, not passed as the estimate; after one has, its time is the estimate
+        bound = per_epoch * ((job.max_epochs - epoch) + job.seeds_after * job.max_epochs)
+        left = None
+        note = f"; at most {int(bound // 60)}:{int(bound % 60):02d} left if every seed runs to --max-epochs"
+        if job.typical_seconds:
+            left, note = max(job.typical_seconds - elapsed, per_epoch) + job.seeds_after * job.typical_seconds, ""
+        job.progress(f"seed {seed} epoch {epoch}: {r.metric} {quality:.4f} at {elapsed:.1f} s{note}", left=left)
         if quality >= job.target:
             run.converged, run.time_to_target = True, elapsed
             break

@@ -62,7 +62,9 @@ def make_job(params: TtaParams, device: Any, ctx: RunContext, rank: int = 0, wor
 def run_seeds(job: Job, seeds: list[int], log_dir: Path | None) -> list[SeedRun]:
     runs = []
     for i, seed in enumerate(seeds):
-        job = dataclasses.replace(job, seeds_after=len(seeds) - i - 1)
+        reached = [r.time_to_target for r in runs if r.converged and r.time_to_target]
+        typical = sum(reached) / len(reached) if reached else None
+        job = dataclasses.replace(job, seeds_after=len(seeds) - i - 1, typical_seconds=typical)
         path = log_dir / f"mlperf-{job.recipe.name}-seed{seed}.log" if log_dir else None
         log = RunLog(path)
         try:
