@@ -186,9 +186,9 @@ def test_a_priced_run_beside_published_systems(tmp_path: Path, cli_env) -> None:
     lambda_rows = [m for m in found if m["reference"]["source"].startswith("Lambda")]
     assert rtx and lambda_rows
     one = next(m for m in rtx if m["reference"]["count"] == "1" and m["reference"]["precision"] == "fp32")
-    assert one["ratio"] == pytest.approx(throughput / 379.06)
+    assert one["ratio"] is None and one["unlike"] == ["tiny model"]  # a tiny model is not the published one
     words = " ".join(one["differences"])
-    assert "tiny-scale resnet50" in words and "TensorFlow 1.x + XLA vs PyTorch" in words and "batch 512 vs 2" in words
+    assert "TensorFlow 1.x + XLA vs PyTorch" in words and "batch 512 vs 2" in words
     table = run_cli(["compare", run["run_id"], "--reference"], cli_env, tmp_path)
     assert table.returncode == 0 and "Quadro RTX 8000" in table.stdout and "what differs" in table.stdout
 
@@ -200,7 +200,7 @@ def test_a_priced_run_beside_published_systems(tmp_path: Path, cli_env) -> None:
     md = (tmp_path / "r" / "report.md").read_text()
     section = md[md.index("## Beside published systems") :]
     assert "Quadro RTX 8000 x1" in section and "379.06 images/s" in section and "Priced at $3.06/h" in section
-    assert (tmp_path / "r" / "report_files" / "published-0.png").stat().st_size > 1000
+    assert "n/a: tiny model" in section and not (tmp_path / "r" / "report_files" / "published-0.png").exists()
     energy = r["conditions"]["energy"]
     assert energy["note"].endswith("not MLPerf Power (wall power)")
     if not Path("/sys/class/powercap").is_dir():  # as on this development machine: said, never estimated
@@ -247,11 +247,13 @@ def test_an_inference_result_meets_mlperf_inference_submissions_of_its_scenario(
 
     offline = matches(served("offline", "throughput", 887.143, "samples/s"))
     h100 = next(m for m in offline if m.reference.accelerator == "H100 SXM5 80GB")
-    assert h100.ratio == pytest.approx(0.01) and h100.reference.metric == "throughput"
+    assert h100.ratio is None and h100.unlike == ("published precision not stated (here fp32)",)
+    assert h100.reference.metric == "throughput"
     words = " ".join(h100.differences)
     assert "TensorRT 9.3.0, CUDA 12.2 vs accelbench's onnxruntime backend (PyTorch 2.14.1)" in words
-    assert "published precision not stated (here fp32)" in words and "quick LoadGen profile" in words
+    assert "quick LoadGen profile" in words
     server = matches(served("server", "queries_per_second", 198.0722, "queries/s"))
     assert {m.reference.metric for m in server} == {"queries_per_second"}  # Server meets Server only
-    assert next(m for m in server if "Xeon" in m.reference.accelerator).ratio == pytest.approx(0.01)
+    xeon = next(m for m in server if "Xeon" in m.reference.accelerator)  # int8 in the submission's code
+    assert xeon.ratio is None and xeon.unlike == ("precision differs (int8 published, fp32 here)",)
     assert matches(served("singlestream", "latency_p90_seconds", 0.01, "s")) == []  # nothing published to meet

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
@@ -19,9 +20,11 @@ def register(sub: Any) -> None:
         help="published results (with their sources) and dated cloud prices to hold this machine against",
         description=(
             "List the published results shipped with accelbench: the seed articles' tables (tf_cnn_benchmarks on "
-            "Quadro RTX 8000, TPUv2 vs V100 with prices, MLPerf v0.5 V100-PCIe/T4 ratios, DAWNBench) and Lambda's "
-            "PyTorch training throughput (RTX 8000 to H100, 1-8 GPUs), each with the place it was read from and "
-            "the fields that decide comparability. 'accelbench compare RUN --reference' puts a run beside them.\n\n"
+            "Quadro RTX 8000, TPUv2 vs V100 with prices, MLPerf v0.5 V100-PCIe/T4 ratios, DAWNBench), Lambda's "
+            "PyTorch training throughput (RTX 8000 to H100, 1-8 GPUs) and MLPerf Inference v4.0 ResNet-50 Offline "
+            "and Server submissions, each with the place it was read from and the fields that decide "
+            "comparability. 'accelbench compare RUN --reference' puts a run beside them: a ratio only where scale, "
+            "model, precision, scenario and validity are alike, else the row reads 'n/a: tiny model' etc.\n\n"
             "--prices lists the dated cloud instance prices that --instance NAME can name (never used unless named)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -30,10 +33,18 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--accelerator", help="only accelerators whose name has every word of this (e.g. 'h100', 'rtx 8000')"
     )
-    p.add_argument("--task", choices=("train_throughput", "time_to_accuracy"), help="only this task")
+    p.add_argument("--task", choices=_tasks(), help="only this task (the tasks of the shipped rows)")
     p.add_argument("--prices", action="store_true", help="list the cloud instance price table instead")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(handler=cmd_reference)
+
+
+def _tasks() -> tuple[str, ...]:
+    """Every task the shipped rows name, so each row can be asked for (inference_offline, ...), read from the
+    table rather than listed here: a row added to the data is selectable without a code change."""
+    from accelbench.reference.table import TASKS, references
+
+    return tuple(dict.fromkeys([*TASKS, *(r.task for r in references())]))
 
 
 def cmd_reference(ns: argparse.Namespace) -> int:
@@ -122,12 +133,73 @@ def _prices(ns: argparse.Namespace) -> int:
     return 0
 
 
+#: below this many columns 'what differs' leaves the table for notes under it: beside five other columns it
+#: would fold a word or two per line
+NOTES_BELOW = 100
+
+
+def beside_table(ms: list[Any], width: int) -> Group:
+    """One result beside its published rows (``ms``, closest first), for a terminal ``width`` columns wide.
+
+    'What differs' is a sentence and is given the room: the other cells are short (the source is a number,
+    its reference in the caption), and in a narrow terminal the sentences are notes under the table, so
+    none folds one word per line.
+    """
+    from rich.text import Text
+
+    from accelbench.registry import describe_params
+    from accelbench.results import format as fmt
+
+    r = ms[0].result
+    primary = r.metrics.get("throughput") or r.primary
+    price = r.system.get("price") or {}
+    title = f"{r.benchmark} {describe_params(r.benchmark, r.params)}: {fmt.outcome(r)}"
+    if price:
+        title += f" at ${price['usd_per_hour']:,.4g}/h ({price.get('source', '')})"
+    table = Table(title=escape(title), title_justify="left", caption_justify="left", expand=True)
+    # a column only where some row fills it: a ratio per device that differs from the whole system's, a
+    # per-dollar figure beside a like row (the others read n/a)
+    per_device = any(m.ratio_per_device is not None and m.ratio_per_device != m.ratio for m in ms)
+    priced = any(m.reference_per_usd_hour is not None and m.like for m in ms)
+    inline = width >= NOTES_BELOW
+    table.add_column("published", ratio=2, min_width=9)
+    table.add_column("figure", justify="right", max_width=8)
+    table.add_column("this / published", justify="right", max_width=9)
+    if per_device:
+        table.add_column("per device", justify="right", max_width=7)
+    if priced:
+        table.add_column("per $/h: this vs published", justify="right", max_width=10)
+    table.add_column("what differs", ratio=5) if inline else table.add_column("note", justify="right")
+    refs = list(dict.fromkeys(m.reference.source_ref for m in ms))  # numbered in the caption
+    notes = []
+    for i, m in enumerate(ms):
+        ref = m.reference
+        # why there is no ratio leads the sentence, in the one cell wide enough for it
+        said = m.comparable if m.like else f"{m.ratio_text}. Also: {m.comparable}"
+        notes.append(Text(f"({chr(97 + i % 26)}) {ref.accelerator} x{ref.count}: {said}"))
+        table.add_row(
+            escape(f"{ref.accelerator} x{ref.count} [{refs.index(ref.source_ref) + 1}]"),
+            escape(ref.figure),
+            "n/a" if m.ratio is None else m.ratio_text,
+            *([m.per_device_text] if per_device else []),
+            *([m.per_dollar] if priced else []),
+            escape(said) if inline else f"({chr(97 + i % 26)})",
+        )
+    unit = primary.unit if primary is not None else ""
+    unlike = sum(not m.like for m in ms)
+    table.caption = (
+        f"ratios: this run's {unit} over the published figure (above 1: this machine is faster); "
+        + (f"{unlike} of {len(ms)} rows have none: n/a where the work differs (scale, model, precision, "
+           "scenario, validity); " if unlike else "")
+        + "sources: " + "; ".join(f"[{i}] {ref}" for i, ref in enumerate(refs, 1))
+    )  # fmt: skip
+    return Group(table) if inline else Group(table, Text("what differs:"), *notes)
+
+
 def print_beside_references(results: list[Any], selector: str, as_json: bool) -> int:
     """``compare RUN --reference``: each result of the run beside the published rows of its task and model."""
     from accelbench.cli.render import console
-    from accelbench.reference.match import matches
-    from accelbench.registry import describe_params
-    from accelbench.results import format as fmt
+    from accelbench.reference.match import closest, matches
 
     found = [m for r in results for m in matches(r)]
     if as_json:
@@ -135,45 +207,12 @@ def print_beside_references(results: list[Any], selector: str, as_json: bool) ->
         return 0
     if not found:
         raise UsageError(
-            f"no result of {selector} has a published counterpart (training throughput or time to accuracy of a "
-            "model in 'accelbench reference')"
+            f"no result of {selector} has a published counterpart (training throughput, time to accuracy or "
+            "MLPerf Inference of a model in 'accelbench reference')"
         )
     for rid in dict.fromkeys(m.result.id for m in found):
-        # the closest setups first: the fewer differences, the more the ratio says about the machines
-        ms = sorted((m for m in found if m.result.id == rid), key=lambda m: len(m.differences))
-        r = ms[0].result
-        primary = r.metrics.get("throughput") or r.primary
-        price = r.system.get("price") or {}
-        title = f"{r.benchmark} {describe_params(r.benchmark, r.params)}: {fmt.outcome(r)}"
-        if price:
-            title += f" at ${price['usd_per_hour']:,.4g}/h ({price.get('source', '')})"
-        table = Table(title=escape(title), title_justify="left", caption_justify="left")
-        priced = any(m.reference_per_usd_hour is not None for m in ms)
-        for col, kw in (
-            ("published", {}),
-            ("figure", {"justify": "right"}),
-            ("this / published", {"justify": "right"}),
-            ("per device", {"justify": "right"}),
-            *((("per $/h: this vs published", {"justify": "right"}),) if priced else ()),
-            ("what differs", {}),
-        ):
-            table.add_column(col, overflow="fold", **kw)
-        for m in ms:
-            ref = m.reference
-            table.add_row(
-                escape(f"{ref.accelerator} x{ref.count} ({ref.source})"),
-                escape(ref.figure),
-                f"{m.ratio:.3g}x",
-                f"{m.ratio_per_device:.3g}x" if m.ratio_per_device is not None else "",
-                *([m.per_dollar] if priced else []),
-                escape(m.comparable),
-            )
-        unit = primary.unit if primary is not None else ""
-        table.caption = (
-            f"ratios: this run's {unit} over the published figure (above 1: this machine is faster); "
-            "sources: " + "; ".join(sorted({m.reference.source_ref for m in ms}))
-        )
-        console.print(table)
+        # like rows first, then the fewest differences: the more the ratio says about the machines
+        console.print(beside_table(closest([m for m in found if m.result.id == rid]), console.width))
     return 0
 
 

@@ -1,8 +1,12 @@
 """A stored result beside the published rows of the same task and model, with what differs said in words.
 
-No row is hidden for being different: the ratio is printed with a comparability note (TensorFlow + XLA
-against PyTorch eager, fp16 against bf16, batch 1024 against 256, real against synthetic data, a tiny
-model against the full one), so the reader judges; rows that differ in nothing but the machine say so.
+No row is hidden for being different, but a ratio is printed only between like and like: where the scale
+(a ``--scale tiny`` model against the full one), the model, the precision (int8 published, fp32 here; or a
+precision the source does not state), the scenario (or its latency bound) or the run's validity (an INVALID
+LoadGen run, a failed accuracy gate) differ, the row reads "n/a: tiny model" and carries no ratio, per-device
+ratio or bar. Such a ratio measures the difference in the work, not in the machines, and a reader cannot undo
+it. Differences that leave the work the same (framework, batch, data, device count, LoadGen profile) are said
+beside the ratio, so the reader judges; rows that differ in nothing but the machine say so.
 """
 
 from __future__ import annotations
@@ -22,32 +26,67 @@ _SAME_PRECISION = {
     "amp_fp16": {"amp_fp16"},
     "bf16": {"amp_bf16", "bf16"},
     "mixed": {"amp_fp16", "amp_bf16"},
+    "int8": {"int8"},
 }
+#: a published precision the source does not give: nothing can be shown to match it
+NOT_STATED = "not stated"
 
 
 @dataclass(frozen=True)
 class Match:
     result: Result
     reference: Reference
-    #: this result's figure over the published one, for the whole system and per device
-    ratio: float
+    #: this result's figure over the published one, for the whole system and per device; None where the two
+    #: sides are not like with like (``unlike`` says why)
+    ratio: float | None
     ratio_per_device: float | None
     #: each side's rate per USD/h, where both have a price
     per_usd_hour: float | None
     reference_per_usd_hour: float | None
+    #: differences that leave the work the same: said beside the ratio
     differences: tuple[str, ...]
+    #: differences in the work itself ("tiny model", "INVALID run"): no ratio is given
+    unlike: tuple[str, ...] = ()
+
+    @property
+    def like(self) -> bool:
+        """Both sides did the same work under the same rules, so the ratio is about the machines."""
+        return not self.unlike
+
+    @property
+    def ratio_text(self) -> str:
+        """'0.52x', or 'n/a: tiny model; INVALID run' where no ratio is given."""
+        if self.ratio is None:
+            return "n/a: " + "; ".join(self.unlike)
+        return f"{self.ratio:.3g}x"
+
+    @property
+    def per_device_text(self) -> str:
+        if self.ratio is None:
+            return "n/a"
+        return f"{self.ratio_per_device:.3g}x" if self.ratio_per_device is not None else ""
 
     @property
     def per_dollar(self) -> str:
         """'4.15 vs 475.5' (rate per USD/h here and there), where the published row has a price."""
         if self.reference_per_usd_hour is None:
             return ""
+        if not self.like:
+            return "n/a"
         own = fmt.number(self.per_usd_hour) if self.per_usd_hour is not None else "no price here"
         return f"{own} vs {fmt.number(self.reference_per_usd_hour)}"
 
     @property
     def comparable(self) -> str:
-        return "same setup" if not self.differences else "; ".join(self.differences)
+        """The differences beside the ratio, in words (those in the work are :attr:`ratio_text`'s)."""
+        if self.differences:
+            return "; ".join(self.differences)
+        return "same setup" if self.like else "nothing else"
+
+    @property
+    def closeness(self) -> tuple[int, int]:
+        """Sort key: like rows first, then the fewest differences."""
+        return (len(self.unlike), len(self.differences))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +96,8 @@ class Match:
             "ratio_per_device": self.ratio_per_device,
             "per_usd_hour": self.per_usd_hour,
             "reference_per_usd_hour": self.reference_per_usd_hour,
+            "like": self.like,
+            "unlike": list(self.unlike),
             "differences": list(self.differences),
         }
 
@@ -69,23 +110,54 @@ def _framework(r: Result) -> str:
     return f"PyTorch {version} {mode}"
 
 
-def differences(r: Result, ref: Reference) -> tuple[str, ...]:
-    """What differs between how ``r`` was measured and how ``ref`` was, in the reader's words."""
+def _model(r: Result) -> str:
+    return str(r.params.get("model") or r.params.get("workload") or "")
+
+
+def _scenario(ref: Reference) -> str | None:
+    """'offline' for an inference_offline row; None for a row of another task."""
+    return ref.task.removeprefix("inference_") if ref.task.startswith("inference_") else None
+
+
+def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
+    """Why ``r`` and ``ref`` did different work, or under different rules, in a few words each ("tiny
+    model", "INVALID run"); empty where a ratio between them says something about the machines."""
     out: list[str] = []
-    if r.params.get("scale", "full") != "full":
-        out.append(f"accelbench's {r.params.get('scale')}-scale {r.params.get('model')}, not the full model")
-    if not ref.framework.startswith("PyTorch") or r.benchmark == "infer/loadgen":
-        out.append(f"{ref.framework} vs {_framework(r)}")
+    scale = str(r.params.get("scale", "full") or "full")
+    if scale != "full":
+        out.append(f"{scale} model")  # the published systems ran the full model
+    model = _model(r)
+    if model and ref.model != model:
+        out.append(f"model differs ({ref.model} published, {model} here)")
     precision = str(r.params.get("precision", ""))
-    if ref.precision == "not stated":
+    if ref.precision == NOT_STATED:
         out.append(f"published precision not stated (here {precision})")
     elif precision not in _SAME_PRECISION.get(ref.precision, {ref.precision}):
-        out.append(f"{ref.precision} vs {precision}")
+        out.append(f"precision differs ({ref.precision} published, {precision} here)")
+    scenario = _scenario(ref)
+    if scenario is not None and r.params.get("scenario") != scenario:
+        out.append(f"scenario differs ({scenario} published, {r.params.get('scenario') or 'none'} here)")
+    elif ref.latency_bound_ms is not None:
+        bound = r.details.get("latency_bound_ms")
+        if bound and float(bound) != ref.latency_bound_ms:
+            out.append(f"latency bound differs ({ref.latency_bound_ms:g} ms published, {float(bound):g} ms here)")
+    if r.valid is False:
+        gates = r.details.get("accuracy_gates") or {}
+        out.append("failed accuracy gate" if gates and not all(gates.values()) else "INVALID run")
+    return tuple(out)
+
+
+def differences(r: Result, ref: Reference) -> tuple[str, ...]:
+    """What differs between how ``r`` was measured and how ``ref`` was without changing the work, in the
+    reader's words (the differences in the work are :func:`unlike`'s)."""
+    out: list[str] = []
+    if not ref.framework.startswith("PyTorch") or r.benchmark == "infer/loadgen":
+        out.append(f"{ref.framework} vs {_framework(r)}")
     if r.benchmark == "infer/loadgen":
         if r.params.get("profile", "quick") != "official":
             out.append("accelbench's quick LoadGen profile (seconds), not MLPerf's 600 s official run")
-        if r.valid is False:
-            out.append("this run is INVALID by LoadGen's rules")
+        if ref.latency_bound_ms is not None and not r.details.get("latency_bound_ms"):
+            out.append(f"latency bound not recorded here (published: {ref.latency_bound_ms:g} ms)")
     batch = r.params.get("batch_size")
     if ref.batch_per_device and str(batch) != ref.batch_per_device:
         out.append(f"batch {ref.batch_per_device} vs {batch} per device")
@@ -127,29 +199,46 @@ def _figure(r: Result, ref: Reference) -> float | None:
     return m.value if m is not None and m.value else None
 
 
+def beside(result: Result, ref: Reference) -> Match | None:
+    """``result`` beside one published row: its ratio where the two are like with like, else the reasons
+    not; None where the record has no figure of the row's metric."""
+    value = _figure(result, ref)
+    if value is None or ref.is_ratio:
+        return None
+    blocked = unlike(result, ref)
+    # a time is better when lower: the ratio is always "this machine's speed over the published one"
+    rate = ref.metric in _RATES
+    ratio = per_dev = None
+    if not blocked:
+        ratio = value / ref.value if rate else ref.value / value
+        per_dev = (value / _devices(result)) / ref.per_device if rate and ref.per_device is not None else None
+    price = (result.system.get("price") or {}).get("usd_per_hour")
+    own_per_usd = value / price if price and rate else None
+    return Match(result, ref, ratio, per_dev, own_per_usd, ref.per_usd_hour, differences(result, ref), blocked)
+
+
 def matches(result: Result) -> list[Match]:
-    """The published rows of ``result``'s task and model (absolute figures only), each with its ratio."""
+    """The published rows of ``result``'s task and model (absolute figures only), each with its ratio or
+    the reasons it has none."""
     task = next((t for t, bench in TASKS.items() if bench == result.benchmark), None)
     if result.benchmark == "infer/loadgen":
         task = f"inference_{result.params.get('scenario', '')}"
-    model = result.params.get("model") or result.params.get("workload")
+    model = _model(result)
     if task is None or not model or result.status != "ok":
         return []
     out = []
-    price = (result.system.get("price") or {}).get("usd_per_hour")
-    for ref in select(model=str(model), task=task):
-        if ref.is_ratio or ref.metric not in _METRIC:
+    for ref in select(model=model, task=task):
+        if ref.metric not in _METRIC:
             continue
-        value = _figure(result, ref)
-        if value is None:
-            continue
-        # a time is better when lower: the ratio is always "this machine's speed over the published one"
-        rate = ref.metric in _RATES
-        ratio = value / ref.value if rate else ref.value / value
-        per_dev = (value / _devices(result)) / ref.per_device if rate and ref.per_device is not None else None
-        own_per_usd = value / price if price and rate else None
-        out.append(Match(result, ref, ratio, per_dev, own_per_usd, ref.per_usd_hour, differences(result, ref)))
+        m = beside(result, ref)
+        if m is not None:
+            out.append(m)
     return out
+
+
+def closest(ms: list[Match], n: int | None = None) -> list[Match]:
+    """Like rows first, then the fewest differences: the order a reader should meet them in."""
+    return sorted(ms, key=lambda m: m.closeness)[:n]
 
 
 def ratio_rows(accelerators: tuple[str, str]) -> list[Reference]:

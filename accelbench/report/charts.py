@@ -92,28 +92,57 @@ def _errors(bars: Sequence[Bar]) -> list[list[float]] | None:
     return [[max(v, 0.0) for v in lo], [max(v, 0.0) for v in hi]]
 
 
+def distinct(labels: Sequence[str], hints: Sequence[str] | None = None) -> list[str]:
+    """``labels`` made unique: a label shared by several bars gets its hint ('resnet50 (run 2026-01-02
+    10:00)'), then a number where hints collide too. Two bars under one label read as one result drawn
+    twice, and a reader cannot tell which is which."""
+    out = list(labels)
+    if hints is not None:
+        counts = {x: out.count(x) for x in out}
+        out = [f"{x} ({h})" if counts[x] > 1 and h else x for x, h in zip(out, hints, strict=True)]
+    seen: dict[str, int] = {}
+    for i, x in enumerate(out):
+        if out.count(x) > 1:
+            seen[x] = seen.get(x, 0) + 1
+            out[i] = f"{x} #{seen[x]}"
+    return out
+
+
+def _value_labels(ax: "Axes", bars: Sequence[Bar]) -> None:
+    """Each bar's figure at its end: on a linear axis from zero a CPU beside an H100 is a sliver, and the
+    number is what the reader needs from it."""
+    top = max((b.ci95[1] if b.ci95 else b.value) for b in bars)
+    for i, b in enumerate(bars):
+        end = b.ci95[1] if b.ci95 else b.value
+        ax.annotate(f"{b.value:,.4g}", (end, i), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7.5)
+    ax.set_xlim(0, top * 1.18)  # room for the last label inside the axes
+
+
 def draw_bar_panels(
-    fig: "Figure", panels: Sequence[tuple[str, str, Sequence[Bar]]], log: bool = False, highlight_first: bool = False
+    fig: "Figure",
+    panels: Sequence[tuple[str, str, Sequence[Bar]]],
+    highlight_first: bool = False,
+    values: bool = False,
 ) -> None:
-    """One panel per (title, unit, bars): figures in different units never share an axis; ``log`` where the
-    bars span orders of magnitude (a CPU beside an H100); ``highlight_first``: this machine among others."""
+    """One panel per (title, unit, bars): figures in different units never share an axis. The axis is
+    linear and starts at zero, so a bar's length is its figure and two bars' lengths are their ratio (a
+    log axis from an arbitrary value makes a 2x gap look like any other); ``values`` writes each figure at
+    its bar's end, for bars that span orders of magnitude (a CPU beside an H100); ``highlight_first``: this
+    machine among others. Labels are made distinct, so two bars never share one."""
     heights = [len(bars) + 1.5 for _, _, bars in panels]
     axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights}).ravel()
     for ax, (title, unit, bars) in zip(axes, panels, strict=True):
         y = list(range(len(bars)))
         colors = [PALETTE[1] if i == 0 else NEUTRAL for i in y] if highlight_first else [PALETTE[i % 8] for i in y]
         ax.barh(y, [b.value for b in bars], xerr=_errors(bars), color=colors, capsize=3)
-        ax.set_yticks(y, [b.label for b in bars])
+        ax.set_yticks(y, distinct([b.label for b in bars]))
         ax.invert_yaxis()
         ax.set_title(title, loc="left")
         ax.set_xlabel(unit)
         ax.grid(axis="y", visible=False)
-        if log:
-            from matplotlib.ticker import NullFormatter
-
-            ax.set_xscale("log")
-            _plain_log(ax, ("x", ""))
-            ax.xaxis.set_minor_formatter(NullFormatter())  # a label per decade; minor ticks crowd
+        ax.set_xlim(left=0)
+        if values and bars:
+            _value_labels(ax, bars)
 
 
 def draw_roofline(
