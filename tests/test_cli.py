@@ -142,7 +142,7 @@ def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
     assert listed.returncode == 0 and listed.stdout.count("kernels/gemm") == 4
 
     exported = run_cli(["results", "export", "--db", db, "--format", "json"], cli_env, tmp_path)
-    records = json.loads(exported.stdout)
+    records = json.loads(exported.stdout)["records"]
     assert len(records) == 4 and {r["tags"]["box"] for r in records} == {"a", "b"}
     csv_out = run_cli(["results", "export", "--db", db, "--format", "csv", "--tag", "box=a"], cli_env, tmp_path)
     lines = csv_out.stdout.splitlines()  # tidy: one row per figure, the columns a spreadsheet user looks for

@@ -39,7 +39,7 @@ def gemm(
         samples=list(times),
         run_id=run_id,
         started_at=started,
-        system={"fingerprint": fingerprint},
+        system={"fingerprint": fingerprint, "profile": {"cpu": {"model": "test cpu"}, "accelerators": []}},
     )
 
 
@@ -180,3 +180,24 @@ def test_repeat_runs_each_entry_in_rounds_and_compare_pools_them(cli_env, tmp_pa
             assert "over 2 runs" in r["evidence"] or "one run a side" in r["evidence"]
     resumed = run_cli(["run", "--resume", runs[0], "--repeat", "2", "--db", db], cli_env, tmp_path)
     assert resumed.returncode == 2 and "--repeat applies to a new run" in resumed.stderr
+
+
+def test_a_json_export_carries_its_runs_and_an_import_keeps_the_command_line(tmp_path):
+    from accelbench.results.exchange import export, import_path
+    from accelbench.results.store import RunInfo, Store
+
+    src = Store(tmp_path / "src.db")
+    cmd = "accelbench kernels gemm --m 256 --n 256 --k 256 --tag box=a"
+    src.add_run(RunInfo("20261101-000000-aaaa", "2026-11-01T00:00:00.000+00:00", cmd, {"name": "gemm"}, "zen4"))
+    rec = gemm("20261101-000000-aaaa", times(1e-3))
+    src.add(rec)
+    doc = export([rec], "json", runs=[src.get_run("20261101-000000-aaaa")])
+    assert json.loads(doc)["runs"][0]["command"] == cmd
+    path = tmp_path / "export.json"
+    path.write_text(doc)
+    dst = Store(tmp_path / "dst.db")
+    assert import_path(dst, path)[0] == 1
+    run = dst.get_run("20261101-000000-aaaa")
+    assert run.command == cmd and run.suite == {"name": "gemm"}
+    src.close()
+    dst.close()

@@ -195,7 +195,12 @@ def cmd_runs(ns: argparse.Namespace) -> int:
 def cmd_export(ns: argparse.Namespace) -> int:
     from accelbench.results.exchange import export
 
-    text = export(_filtered(ns), ns.format, describe_params)
+    results = _filtered(ns)
+    runs = None
+    if ns.format == "json":  # the runs travel with their records: an import keeps their command lines
+        store = _store(ns)
+        runs = [run for run_id in sorted({r.run_id for r in results}) if (run := store.get_run(run_id)) is not None]
+    text = export(results, ns.format, describe_params, runs)
     if ns.output:
         try:
             ns.output.write_text(text, encoding="utf-8")

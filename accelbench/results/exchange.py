@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -17,8 +18,11 @@ from accelbench.results.upgrade import upgrade
 FORMATS = ("json", "csv", "md")
 
 
-def to_json(results: list[Result]) -> str:
-    return json.dumps([r.to_dict() for r in results], indent=2, sort_keys=True) + "\n"
+def to_json(results: list[Result], runs: list[RunInfo] | None = None) -> str:
+    """The records and the runs they came from (the command line, the suite, the run's tags): an import on
+    another machine keeps what a run folder would."""
+    doc = {"records": [r.to_dict() for r in results], "runs": [dataclasses.asdict(run) for run in runs or []]}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 #: the tidy CSV: one row per figure, the columns a spreadsheet user looks for first
@@ -112,9 +116,9 @@ def to_markdown(results: list[Result], describe: Describe = plain) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export(results: list[Result], fmt_name: str, describe: Describe = plain) -> str:
+def export(results: list[Result], fmt_name: str, describe: Describe = plain, runs: list[RunInfo] | None = None) -> str:
     if fmt_name == "json":
-        return to_json(results)
+        return to_json(results, runs)
     if fmt_name == "csv":
         return to_csv(results, describe)
     if fmt_name == "md":
@@ -156,29 +160,35 @@ def _jsonl(path: Path) -> tuple[list[Any], list[str]]:
     return records, notes
 
 
-def _read_records(path: Path) -> tuple[list[Any], Path | None, list[str]]:
+def _read_records(path: Path) -> tuple[list[Any], Path | None, list[str], dict[str, dict[str, Any]]]:
+    """The records, the run folder they came from (if any), notes, and the runs an export carried by id."""
     if path.is_dir():
         jsonl = path / "results.jsonl"
         if not jsonl.is_file():
             raise UsageError(f"{path} is not a run folder: it has no results.jsonl")
         records, notes = _jsonl(jsonl)
-        return records, path, notes
+        return records, path, notes, {}
     if not path.is_file():
         raise UsageError(f"nothing to import at {path}: give a run folder or a results.jsonl / .json file")
     if path.suffix == ".json":
         data = _parse(_text(path), str(path))
+        runs: dict[str, dict[str, Any]] = {}
+        if isinstance(data, dict) and isinstance(data.get("records"), list):  # an export: records and their runs
+            runs = {r["run_id"]: r for r in data.get("runs") or [] if isinstance(r, dict) and "run_id" in r}
+            data = data["records"]
         if not isinstance(data, list):
             raise UsageError(
-                f"{path} should hold a list of records, as 'accelbench results export --format json' writes"
+                f"{path} should hold records, as 'accelbench results export --format json' writes "
+                '({"records": [...], "runs": [...]}, or a list of records)'
             )
-        return data, None, []
+        return data, None, [], runs
     records, notes = _jsonl(path)
-    return records, path.parent, notes
+    return records, path.parent, notes, {}
 
 
 def import_path(store: Store, path: Path) -> tuple[int, int, list[str]]:
     """Merge records into ``store``; returns (new, already present, what was skipped). All are validated first."""
-    records, folder, notes = _read_records(path)
+    records, folder, notes, runs = _read_records(path)
     if not records:
         raise UsageError(f"{path} holds no records")
     for i, rec in enumerate(records, 1):
@@ -195,15 +205,16 @@ def import_path(store: Store, path: Path) -> tuple[int, int, list[str]]:
         suite = json.loads((folder / "suite.json").read_text(encoding="utf-8"))
     for run_id in sorted({r.run_id for r in results}):
         first = min((r for r in results if r.run_id == run_id), key=lambda r: r.started_at)
+        told = runs.get(run_id) or {}
         store.add_run(
             RunInfo(
                 run_id=run_id,
-                created_at=first.started_at or now_iso(),
-                command=f"imported from {path}",
-                suite=suite,
+                created_at=str(told.get("created_at") or first.started_at or now_iso()),
+                command=str(told.get("command") or f"imported from {path}"),
+                suite=told.get("suite") if isinstance(told.get("suite"), dict) else suite,
                 fingerprint=first.fingerprint,
-                tags=first.tags,
-                run_dir=str(folder.resolve()) if folder is not None else None,
+                tags=told.get("tags") if isinstance(told.get("tags"), dict) else first.tags,
+                run_dir=str(folder.resolve()) if folder is not None else told.get("run_dir"),
             )
         )
     new = store.add_many(results)
