@@ -74,14 +74,40 @@ def render(charts: Sequence["Chart"], kinds: tuple[str, ...]) -> list[dict[str, 
 
 
 def _plain_log(ax: "Axes", *axes: tuple[str, str]) -> None:
-    """Log axes labelled 0.2 and 3x, not 2x10^-1: a reader should not decode exponents."""
+    """Log axes labelled 0.2 and 3x, not 2x10^-1: a reader should not decode exponents. Every decade is
+    labelled; between decades only as many as fit (2, 3 and 5 within one decade, 2 and 5 within three, none
+    beyond): a label at every minor tick runs them into one another ('400500600700')."""
+    import math
+
     from matplotlib.ticker import FuncFormatter
 
     for name, suffix in axes:
-        fmt = FuncFormatter(lambda v, _, s=suffix: f"{v:,.6g}{s}")
         axis = ax.xaxis if name == "x" else ax.yaxis
-        axis.set_major_formatter(fmt)
-        axis.set_minor_formatter(fmt)
+
+        def minor(v: float, _: int, s: str = suffix, axis: object = axis) -> str:
+            lo, hi = sorted(axis.get_view_interval())  # type: ignore[attr-defined]
+            if v <= 0 or lo <= 0:
+                return ""
+            decades = math.log10(hi / lo)
+            mantissa = round(v / 10 ** math.floor(math.log10(v)), 6)
+            shown = (2, 3, 5) if decades <= 1 else (2, 5) if decades <= 3 else ()
+            return f"{v:,.6g}{s}" if mantissa in shown else ""
+
+        axis.set_major_formatter(FuncFormatter(lambda v, _, s=suffix: f"{v:,.6g}{s}"))
+        axis.set_minor_formatter(FuncFormatter(minor))
+
+
+def _plain_linear(ax: "Axes") -> None:
+    """A linear x axis labelled 1.5M and 20k rather than 1.5 with '1e6' in the corner."""
+    from matplotlib.ticker import FuncFormatter
+
+    def short(v: float, _: int) -> str:
+        for low, scale, unit in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+            if abs(v) >= low:
+                return f"{v / scale:,.4g}{unit}"
+        return f"{v:,.6g}"
+
+    ax.xaxis.set_major_formatter(FuncFormatter(short))
 
 
 def _errors(bars: Sequence[Bar]) -> list[list[float]] | None:
@@ -92,17 +118,18 @@ def _errors(bars: Sequence[Bar]) -> list[list[float]] | None:
     return [[max(v, 0.0) for v in lo], [max(v, 0.0) for v in hi]]
 
 
-def distinct(labels: Sequence[str], hints: Sequence[str] | None = None) -> list[str]:
-    """``labels`` made unique: a label shared by several bars gets its hint ('resnet50 (run 2026-01-02
-    10:00)'), then a number where hints collide too. Two bars under one label read as one result drawn
-    twice, and a reader cannot tell which is which."""
+def distinct(labels: Sequence[str], *hints: Sequence[str]) -> list[str]:
+    """``labels`` made unique: a label shared by several bars gets its first hint ('(run 20261122-...)'),
+    one still shared its next hint, and a number where the hints run out. Two bars under one label read as
+    one result drawn twice, and a reader cannot tell which is which."""
     out = list(labels)
-    if hints is not None:
+    for hint in hints:
         counts = {x: out.count(x) for x in out}
-        out = [f"{x} ({h})" if counts[x] > 1 and h else x for x, h in zip(out, hints, strict=True)]
+        out = [f"{x} ({h})" if counts[x] > 1 and h else x for x, h in zip(out, hint, strict=True)]
+    counts = {x: out.count(x) for x in out}
     seen: dict[str, int] = {}
     for i, x in enumerate(out):
-        if out.count(x) > 1:
+        if counts[x] > 1:
             seen[x] = seen.get(x, 0) + 1
             out[i] = f"{x} #{seen[x]}"
     return out
@@ -141,6 +168,7 @@ def draw_bar_panels(
         ax.set_xlabel(unit)
         ax.grid(axis="y", visible=False)
         ax.set_xlim(left=0)
+        _plain_linear(ax)
         if values and bars:
             _value_labels(ax, bars)
 
@@ -176,7 +204,9 @@ def draw_roofline(
     _plain_log(ax, ("x", ""), ("y", ""))
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved TFLOPS (TOPS for int8)")
-    ax.legend(fontsize=7, loc="lower right")
+    # under the axes, never inside them: wherever a legend sits inside, some set of kernels lies beneath it
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=min(3, max(len(labels), 1)))
 
 
 def draw_scaling(fig: "Figure", series: Sequence[tuple[str, Sequence[tuple[int, float]]]]) -> None:

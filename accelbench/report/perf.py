@@ -120,6 +120,28 @@ def _bar_label(inp: ReportInput, r: Result, multi: dict[str, str] | None) -> str
     return f"{multi[r.fingerprint]}: {text}" if multi else text
 
 
+def _run_hint(r: Result) -> str:
+    """'run 20261122-200150-1b3b': what tells apart two runs of one workload on one machine, whose names and
+    systems are the same (the id 'accelbench compare' takes)."""
+    return f"run {r.run_id}" if r.run_id else ""
+
+
+def _bars(inp: ReportInput, recs: list[Result], multi: dict[str, str] | None) -> list[charts.Bar]:
+    """One bar per record, each under its own label: two runs of one workload would otherwise share one
+    and read as a single result drawn twice."""
+    labels = charts.distinct(
+        [_bar_label(inp, r, multi) for r in recs],
+        [_run_hint(r) for r in recs],
+        [r.started_at[:19].replace("T", " ") for r in recs],  # repeats within one run: their start
+    )
+    out = []
+    for label, r in zip(labels, recs, strict=True):
+        m = r.primary
+        assert m is not None
+        out.append(charts.Bar(label, m.value, m.ci95))
+    return out
+
+
 def training(inp: ReportInput) -> Section | None:
     opened = family_section(
         inp,
@@ -134,14 +156,11 @@ def training(inp: ReportInput) -> Section | None:
     recs, labels, section = opened
     multi = labels if len(labels) > 1 else None
     ok = [r for r in recs if r.status == "ok" and r.primary is not None]
-    panels: dict[tuple[str, str], list[charts.Bar]] = {}
+    panels: dict[tuple[str, str], list[Result]] = {}
     for r in sorted(ok, key=lambda r: (str(r.params.get("model")), r.started_at)):
-        m = r.primary
-        assert m is not None
-        panels.setdefault((str(r.params.get("model")), m.unit), []).append(
-            charts.Bar(_bar_label(inp, r, multi), m.value, m.ci95)
-        )
-    items = [(model, unit, bars[-12:]) for (model, unit), bars in panels.items()][:12]
+        assert r.primary is not None
+        panels.setdefault((str(r.params.get("model")), r.primary.unit), []).append(r)
+    items = [(model, unit, _bars(inp, rs[-12:], multi)) for (model, unit), rs in panels.items()][:12]
     if items:
         height = sum(0.45 + 0.3 * len(bars) for _, _, bars in items)
         section.blocks.append(
