@@ -99,7 +99,7 @@ def test_the_fastest_candidate_wins_only_through_the_gate_and_its_confirmations(
     search = Tuner(params, fake, clock=fake.clock).run()
     rows = ranking(search)
     assert rows[0].status == "winner" and rows[0].candidate.settings["nproc"] == 2  # openvino, two requests
-    assert rows[0].confirmations == [420.0, 420.0]
+    assert rows[0].confirmations == [420.0, 420.0, 420.0]  # a third round: LoadGen's ranges separate from 3 runs
     assert next(r for r in rows if r.candidate.settings["backend"] == "int8").status == "gate failed"
     # screening order: the default first; then the shape stage around the two best runtimes (openvino, int8)
     first = fake.entries[0].params
@@ -113,7 +113,7 @@ def test_the_fastest_candidate_wins_only_through_the_gate_and_its_confirmations(
     assert record.details["reproduce"] == (
         "accelbench infer resnet18 --scale tiny --backend openvino --precision fp32 --nproc 2"
     )
-    assert [t["phase"] for t in record.details["trials"]].count("confirm") == 2 * 3  # 2 finalists + default
+    assert [t["phase"] for t in record.details["trials"]].count("confirm") == 3 * 3  # 2 finalists + default
     full = record.to_dict() | {"run_id": "r", "system": {"fingerprint": "f", "profile": {}}}
     assert schema_errors(json.loads(json.dumps(full))) == []
 
@@ -129,15 +129,17 @@ def test_a_crashing_candidate_is_failed_with_its_reason_and_the_search_goes_on()
 
 def test_the_budget_stops_each_phase_and_says_what_was_not_tried() -> None:
     fake = FakeTrials(FIGURES, seconds=10.0)
-    # 100 s: screening may run to 55 s (5 trials of 10 s), gates to 70 s, confirmations to 100 s
+    # 200 s: screening leaves a gate (15 s expected) and 3 rounds of two confirmations (15 s expected each)
+    # their time, so it stops by 95 s (9 trials of 10 s); the first confirmation round holds two candidates
     search = Tuner(
-        tune_params(backends="torch,onnxruntime,int8,openvino", budget="100s", repeats=3), fake, clock=fake.clock
+        tune_params(backends="torch,onnxruntime,int8,openvino", budget="200s", repeats=3), fake, clock=fake.clock
     ).run()
     screens = [t for t in search.trials if t.phase == "screen"]
-    assert len(screens) == 5
+    assert len(screens) == 9
     assert any("screening of batch sizes" in s for s in search.stopped)
+    assert any("round 1 holds 2 of 4" in s for s in search.stopped)
     assert [why for _, why in search.not_tried] and all("budget" in why for _, why in search.not_tried)
-    assert fake.now <= 100 + 10  # at most one trial past the budget: a winner is always confirmed once
+    assert fake.now <= 200 + 10  # at most one trial past the budget
     assert summary(search).status == "ok"
 
 
@@ -160,7 +162,7 @@ def test_server_is_screened_on_offline_and_confirmed_by_find_peak() -> None:
     confirms = [e.params for e in fake.entries if e.params["mode"] == "find-peak"]
     assert screens and {p["scenario"] for p in screens} == {"offline"}
     assert confirms and {p["scenario"] for p in confirms} == {"server"}
-    assert len(confirms) == 2  # the finalist and the default, once each: find-peak is a search in itself
+    assert len(confirms) == 6  # the finalist and the default, 3 rounds: LoadGen's ranges separate from 3 runs
     assert "--mode find-peak" in reproduce(search, ranking(search)[0].candidate)
 
 
@@ -217,17 +219,18 @@ def test_the_report_shows_a_search_with_its_command() -> None:
 
 
 def test_a_real_search_stores_every_trial_beside_its_summary(tmp_path: Path, cli_env: dict[str, str]) -> None:
-    """ncf (no image input: one runtime) at its default batch: one screening, one confirmation, all stored."""
+    """ncf (no image input: one runtime) at its default batch: one screening, stored; with nothing to compare it
+    against, the search says "no search" (a skipped summary, exit 0) and confirms nothing."""
     args = ["tune", "ncf", "--scale", "tiny", "--task", "train", "--precisions", "fp32", "--no-compile"]
     args += ["--batch-sizes", "8192", "--repeats", "1", "--budget", "60s", "--json"]
     out = run_cli(args, cli_env, tmp_path, timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]
     doc = json.loads(out.stdout)
     record = doc["summary"]
-    assert record["benchmark"] == "tune/search" and record["status"] == "ok"
+    assert record["benchmark"] == "tune/search" and record["status"] == "skipped"
+    assert record["reason"].startswith("no search: ") and "reproduce" not in record["details"]
     trials = record["details"]["trials"]
-    assert [t["phase"] for t in trials] == ["screen", "confirm"] and all(t["status"] == "ok" for t in trials)
-    assert record["details"]["reproduce"] == "accelbench train ncf --scale tiny --device cpu"
+    assert [t["phase"] for t in trials] == ["screen"] and all(t["status"] == "ok" for t in trials)
     listed = run_cli(["results", "list", "--run", doc["run_id"], "--json"], cli_env, tmp_path)
     stored = json.loads(listed.stdout)
     assert len(stored) == len(trials) + 1

@@ -21,10 +21,15 @@ DESCRIPTION = (
     "OpenVINO, requests in flight) are screened around the two best. For --task infer the best candidates "
     "must pass the accuracy gate (MLPerf's 99% of the FP32 reference; meaningful with --checkpoint or "
     "--dataset) before they are confirmed. The finalists and the default settings are then confirmed "
-    "side by side in interleaved rounds. Server is screened on Offline throughput and confirmed by "
-    "find-peak. Prints the ranking (settings, figure, spread of confirmations, accuracy, validity), the "
-    "speed-up over the defaults, and the one command that reproduces the winner. A candidate that crashes, "
-    "runs out of memory or fails to compile is recorded as failed, with its reason, and the search goes on."
+    "side by side in interleaved rounds, and the rounds go on until the best separates from the runner-up "
+    "(Mann-Whitney on the raw samples where the runs keep them, else the ranges of three runs or more); "
+    "candidates it does not separate from are reported as equivalent, not ranked. Server is screened on "
+    "Offline throughput and confirmed by find-peak. The budget holds: no trial starts that is not expected "
+    "to fit, so a search ends at most one trial late, and what was cut is said. A speed-up over the defaults "
+    "is stated only against a default confirmed VALID more than once. A search that screened one candidate "
+    "says 'no search' and names no best. Prints the ranking (settings, figure, spread of confirmations, "
+    "accuracy, validity) and the command that reproduces the winner. A candidate that crashes, runs out of "
+    "memory or fails to compile is recorded as failed, with its reason, and the search goes on."
 )
 
 
@@ -65,6 +70,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     from accelbench.tune.search import Tuner
     from accelbench.tune.space import runtime_stage
 
+    started = time.monotonic()  # the budget counts from here: the system profile's time is the search's too
     params = _params(ns)
     # a device this machine lacks is bad input; trials and the summary name the device that ran
     params = dataclasses.replace(params, device=str(resolve_device(params.device)))
@@ -74,7 +80,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
         _print_space(runtime_stage(params))
         return 0
     store = Store(ns.db)
-    observer = _TuneObserver(params.budget_seconds, quiet=ns.json)
+    observer = _TuneObserver(params.budget_seconds, quiet=ns.json, started=started)
     runner = SuiteRunner(store, collect_profile(), options, observer)
     with observer:
         session = runner.open(
@@ -88,7 +94,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
             observer.entry_finished(entry, results, time.perf_counter() - t0)
             return results
 
-        tuner = Tuner(params, trial, progress=observer.phase, timeout=ns.timeout)
+        tuner = Tuner(params, trial, progress=observer.phase, timeout=ns.timeout, started=started)
         interrupted = False
         try:
             search = tuner.run()
@@ -107,7 +113,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     )
     if interrupted:
         return 130
-    return 0 if record.status == "ok" else 1
+    return 0 if record.status == "ok" or search.no_search else 1
 
 
 def _print_space(space: Any) -> None:
@@ -132,7 +138,8 @@ def _print_outcome(record: Any, search: Any) -> None:
 
     from accelbench.cli.render import console
     from accelbench.results import format as fmt
-    from accelbench.tune.outcome import figure_of, ranking
+    from accelbench.tune.outcome import ranking
+    from accelbench.tune.verdict import figure_of
 
     name, unit, _ = figure_of(search)
     table = Table(title=f"tune {escape(search.params.describe(search.params.to_dict()))}: ranked by {name}")
@@ -146,7 +153,8 @@ def _print_outcome(record: Any, search: Any) -> None:
             else "-"
         )
         valid = {True: "VALID", False: "[red]INVALID[/]", None: "-"}[row.valid]
-        style = "bold green" if row.status == "winner" else ("red" if row.status.startswith(("failed", "gate")) else "")
+        style = {"winner": "bold green", "equivalent": "green"}.get(row.status, "")
+        style = "red" if row.status.startswith(("failed", "gate")) else style
         table.add_row(
             str(i),
             escape(row.candidate.label()),
@@ -163,30 +171,50 @@ def _print_outcome(record: Any, search: Any) -> None:
     _print_left_out(search.left_out)
     for line in d["stopped"]:
         console.print(f"[yellow]{escape(line)}[/]")
-    if record.status != "ok":
-        console.print(f"[red]{escape(record.error or 'no winner')}[/]")
-        return
-    speed = record.metrics.get("speedup_over_default")
-    versus = f", {speed.value:.2f}x the default settings (confirmed side by side)" if speed else ""
-    console.print(f"best: [bold]{escape(search.params.model)} {escape(_winner_label(d))}[/]{versus}")
-    console.print(f"reproduce: [bold]{escape(d['reproduce'])}[/]")
+    console.print(f"[dim]took {d['elapsed_seconds']:.0f} s of a {d['budget_seconds']:.0f} s budget[/]")
+    for line in _outcome_lines(record, search.params.model):
+        console.print(line)
 
 
-def _winner_label(d: dict[str, Any]) -> str:
+def _outcome_lines(record: Any, model: str) -> list[str]:
+    """What the search found, in the words its evidence allows: a best only where it separated, a speed-up
+    only against a default that was measured, no best at all where nothing was compared."""
     from accelbench.tune.space import Candidate
 
-    return Candidate(d["winner"]).label()
+    d = record.details
+    outcome = d.get("outcome")
+    if outcome == "no search":
+        return [f"[yellow]{escape(record.reason or 'no search')}[/]"]
+    if outcome == "equivalent":
+        lines = [f"[yellow]{escape(d['verdict'])}:[/]"]
+        for e in d["equivalent"]:
+            lines.append(f"  {escape(model)} {escape(e['label'])}: [bold]{escape(e['reproduce'])}[/]")
+        return lines
+    if record.status != "ok":
+        return [f"[red]{escape(record.error or 'no winner')}[/]"]
+    speed = record.metrics.get("speedup_over_default")
+    versus = f", {speed.value:.2f}x the default settings (confirmed side by side)" if speed else ""
+    lines = [f"best: [bold]{escape(model)} {escape(Candidate(d['winner']).label())}[/]{versus}"]
+    evidence = d["verdict"] + (f"; against the default: {d['default']['evidence']}" if speed else "")
+    lines.append(f"[dim]{escape(evidence)}[/]")
+    if d.get("speedup_withheld"):
+        lines.append(f"[yellow]{escape(d['speedup_withheld'])}[/]")
+    lines.append(f"reproduce: [bold]{escape(d['reproduce'])}[/]")
+    return lines
 
 
 class _TuneObserver:
-    """The suite's progress display, with the budget left as the ETA and the search's phase as the status."""
+    """The suite's progress display, with the budget left as the ETA and the search's phase as the status.
 
-    def __init__(self, budget: float, quiet: bool) -> None:
+    The budget is counted from ``started`` (the command's start, as the search counts it), so the time left
+    shown is the time the search itself will respect."""
+
+    def __init__(self, budget: float, quiet: bool, started: float | None = None) -> None:
         from accelbench.cli.render import ProgressObserver
 
         self.inner = ProgressObserver(quiet=quiet)
         self.inner._eta = self._eta  # type: ignore[method-assign]
-        self.budget, self.t0 = budget, time.monotonic()
+        self.budget, self.t0 = budget, time.monotonic() if started is None else started
         self.message = "starting"
 
     def _eta(self) -> str:
@@ -207,9 +235,10 @@ class _TuneObserver:
         from accelbench.cli.render import shown
 
         inner = self.inner
-        inner.out.print(f"run [bold]{run_id}[/]: a search of {self.budget:.0f} s; folder {escape(shown(run_dir))}")
+        inner.out.print(
+            f"run [bold]{run_id}[/]: a search of {self.budget:.0f} s ({self._eta()}); folder {escape(shown(run_dir))}"
+        )
         inner.task = inner.progress.add_task("starting", total=None, status=self._eta())
-        self.t0 = time.monotonic()
 
     def entry_started(self, index: int, total: int, entry: Any) -> None:
         inner = self.inner

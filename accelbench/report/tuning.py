@@ -26,8 +26,9 @@ def tuning(inp: ReportInput) -> Section | None:
                 "Each search screened every runtime this device runs natively at the default batch, then batch "
                 "sizes (and requests in flight) around the best two; for serving, candidates had to pass the "
                 "accuracy gate; the finalists and the default settings were then confirmed side by side in "
-                "interleaved rounds. Only a confirmed candidate can win; a screening figure (2 s of LoadGen or "
-                "6 training steps) is shown for orientation.",
+                "interleaved rounds until the best separated from the runner-up. Only a confirmed candidate can win, "
+                "and only where it separated; a speed-up is stated only against a default confirmed VALID more "
+                "than once. A screening figure (2 s of LoadGen or 6 training steps) is shown for orientation.",
                 "note",
             )
         ],
@@ -41,13 +42,19 @@ def tuning(inp: ReportInput) -> Section | None:
 
 
 def _headline(r: Result) -> str:
+    """The search's outcome in the words its evidence allows (see accelbench.tune.outcome.summary)."""
     d = r.details
+    if d.get("outcome") == "no search":
+        return r.reason or "no search"
     if r.status != "ok":
         return f"no winner ({r.error})"
+    if d.get("outcome") == "equivalent":
+        return f"{d['verdict']}: " + "; ".join(e["label"] for e in d.get("equivalent", []))
     speed = r.metrics.get("speedup_over_default")
     versus = f", {speed.value:.2f}x the default settings" if speed else ""
+    withheld = f" ({d['speedup_withheld']})" if d.get("speedup_withheld") else ""
     winner = next((row["label"] for row in d.get("ranking", []) if row["status"] == "winner"), "?")
-    return f"best {winner}: {figure(r.primary)}{versus}"
+    return f"best {winner}: {figure(r.primary)}{versus}{withheld}"
 
 
 def _search(r: Result, n: int) -> list:
@@ -55,8 +62,12 @@ def _search(r: Result, n: int) -> list:
     p = r.params
     title = f"{p.get('model')} {p.get('task')}" + (f" {p.get('scenario')}" if p.get("task") == "infer" else "")
     blocks: list = [Text(f"{title} (budget {p.get('budget')}, {d.get('elapsed_seconds', 0):.0f} s): {_headline(r)}")]
+    if d.get("verdict"):
+        blocks.append(Text(d["verdict"] + ".", "note"))
     if d.get("reproduce"):
         blocks.append(Text(f"Reproduce: {d['reproduce']}", "pre"))
+    for e in d.get("equivalent", []):
+        blocks.append(Text(f"Reproduce {e['label']}: {e['reproduce']}", "pre"))
     rows = d.get("ranking", [])
     unit = d.get("unit", "")
     bars = [charts.Bar(row["label"], float(row["figure"])) for row in rows if row.get("figure") is not None]
@@ -66,7 +77,7 @@ def _search(r: Result, n: int) -> list:
                 f"tune-{n}",
                 f"{title}: each candidate's figure",
                 f"{d.get('figure')} per candidate ({len(bars)}), the winner first: confirmed medians, else screening",
-                partial(charts.draw_bar_panels, panels=[("", unit, bars)], highlight_first=r.status == "ok"),
+                partial(charts.draw_bar_panels, panels=[("", unit, bars)], highlight_first="winner" in d),
                 size=(7.0, 1.2 + 0.3 * len(bars)),
             )
         )

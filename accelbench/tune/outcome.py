@@ -1,9 +1,11 @@
 """What a search found: the ranking, the winner, the command that reproduces it, and the summary record.
 
-The winner is the best *confirmed* candidate that passed the accuracy gate (or is its FP32 reference) and
-whose every confirmation LoadGen called VALID; a screening figure alone never wins, since a 2-second run
-on a shared machine can be lucky. Every trial is referenced from the summary by its record id, so the
-ranking can be checked against the stored runs.
+The winner is the best *confirmed* candidate that passed the accuracy gate (or is its FP32 reference), whose
+every confirmation LoadGen called VALID, and which separated from every other such candidate across the
+interleaved confirmations (:mod:`accelbench.tune.verdict`); a screening figure alone never wins, since a
+2-second run on a shared machine can be lucky, and candidates that did not separate are named equivalent.
+Every trial is referenced from the summary by its record id, so the ranking can be checked against the
+stored runs.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from accelbench.measure.stats import Measurement
 from accelbench.results.record import Metric, Result
 from accelbench.tune.search import Search, Trial
 from accelbench.tune.space import Candidate
+from accelbench.tune.verdict import apart, decide, figure_of, median_of
 
 NAME = "tune/search"
 #: measurement-length fields of a trial: the reproduced run takes its family's own, longer, defaults
@@ -49,15 +52,6 @@ class Row:
         }
 
 
-def figure_of(search: Search) -> tuple[str, str, bool]:
-    """(metric name, unit, higher is better) of the ranked figure: the confirmations', else the screenings'."""
-    for phase in ("confirm", "screen"):
-        for t in search.trials:
-            if t.phase == phase and t.ok and t.result and t.result.primary:
-                return t.result.primary_metric or "", t.result.primary.unit, t.result.primary.higher_is_better
-    return "", "", True
-
-
 def _accuracy(search: Search, c: Candidate) -> str:
     if search.params.task == "train":
         return "not gated (training throughput)"
@@ -77,7 +71,12 @@ def _accuracy(search: Search, c: Candidate) -> str:
 
 
 def ranking(search: Search) -> list[Row]:
+    """Every candidate tried: contenders first by their confirmations' median, then the screened, the invalid,
+    the gate failures and the failed. The best is the winner only where it separated from every other
+    contender; otherwise the best and those it did not separate from are all ``equivalent``."""
     _, _, higher = figure_of(search)
+    decision = decide(search)
+    contenders = {c.key for c in decision.ranked}
     rows: list[Row] = []
     seen: set[str] = set()
     for t in search.trials:
@@ -89,14 +88,15 @@ def ranking(search: Search) -> list[Row]:
         values = [x.figure for x in confirms if x.figure is not None]
         screen = next((x.figure for x in screens if x.figure is not None), None)
         valid = _valid(confirms or screens)
-        passed = search.passed_gate(c)
         failed = [x for x in screens + confirms if not x.ok]
         if failed and not values and screen is None:
             status = "failed: " + failed[0].why_not
-        elif passed is False:
+        elif search.passed_gate(c) is False:
             status = "gate failed"
         elif values and valid is False:
             status = "invalid"
+        elif values and c.key not in contenders and any(not x.ok for x in confirms):
+            status = "failed in confirmation: " + next(x.why_not for x in confirms if not x.ok)
         elif values:
             status = "confirmed"
         else:
@@ -105,8 +105,11 @@ def ranking(search: Search) -> list[Row]:
         rows.append(Row(c, figure, values, screen, _accuracy(search, c), valid, status))
     order = {"confirmed": 0, "screened": 1, "invalid": 2, "gate failed": 3}
     rows.sort(key=lambda r: (order.get(r.status, 4), _sort_value(r.figure, higher)))
-    if rows and rows[0].status == "confirmed":
-        rows[0].status = "winner"
+    if search.no_search is None and decision.top is not None:
+        best = {c.key for c in decision.equivalent}
+        for r in rows:
+            if r.candidate.key in best:
+                r.status = "winner" if len(best) == 1 else "equivalent"
     return rows
 
 
@@ -154,11 +157,17 @@ def _confirmed_metric(values: list[float], unit: str, higher: bool) -> Metric:
 
 
 def summary(search: Search) -> Result:
-    """The search as one record: the winner's figure and speed-up, every trial, the ranking, the command."""
+    """The search as one record: its outcome, every trial, the ranking, the command(s).
+
+    ``details["outcome"]`` is ``winner`` (one best, separated from every other contender), ``equivalent``
+    (the top few not separated: all listed, none named best), ``no search`` (fewer than two candidates
+    screened: a skipped record, no best) or ``no winner`` (nothing confirmed VALID: failed). A speed-up over
+    the default is stated only against a default confirmed VALID more than once and separated from the
+    winner; otherwise ``speedup_withheld`` says why.
+    """
     name, unit, higher = figure_of(search)
     rows = ranking(search)
-    winner = rows[0] if rows and rows[0].status == "winner" else None
-    default = next((r for r in rows if r.candidate.key == search.default.key), None)
+    decision = decide(search)
     details: dict[str, Any] = {
         "figure": name,
         "unit": unit,
@@ -173,19 +182,74 @@ def summary(search: Search) -> Result:
         "gate": _gate_words(search),
     }
     params = search.params.to_dict()
-    if winner is None:
+    if search.no_search is not None:
+        details["outcome"] = "no search"
+        return Result(NAME, params, status="skipped", reason=search.no_search, details=details)
+    top = decision.top
+    if top is None:
+        details["outcome"] = "no winner"
         why = "; ".join(search.stopped) or "no candidate was confirmed VALID and through the accuracy gate"
         return Result(NAME, params, status="failed", error=f"no winner: {why}", details=details)
-    details["winner"] = winner.candidate.settings
-    details["reproduce"] = reproduce(search, winner.candidate)
-    metrics = {name: _confirmed_metric(winner.confirmations, unit, higher)}
-    if default is not None and default.confirmations:
-        base = statistics.median(default.confirmations)
-        best = metrics[name].value
-        ratio = best / base if higher else base / best
+    row = next(r for r in rows if r.candidate.key == top.key)
+    metrics = {name: _confirmed_metric(row.confirmations, unit, higher)}
+    if decision.open:
+        group = decision.equivalent
+        details["outcome"] = "equivalent"
+        details["verdict"] = (
+            f"not separated: the top {len(group)} are equivalent "
+            f"({decision.evidence[decision.open[0].key]} for the first two)"
+        )
+        details["equivalent"] = [
+            {"settings": c.settings, "label": c.label(), "reproduce": reproduce(search, c)} for c in group
+        ]
+        return Result(NAME, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
+    details["outcome"] = "winner"
+    details["winner"] = top.settings
+    details["reproduce"] = reproduce(search, top)
+    runner_up = decision.ranked[1] if len(decision.ranked) > 1 else None
+    details["verdict"] = (
+        f"separated from the runner-up, {runner_up.label()}: {decision.evidence[runner_up.key]}"
+        if runner_up
+        else "the only candidate confirmed VALID (and through the gate)"
+    )
+    ratio, words = _speedup(search, top, metrics[name].value, higher)
+    if ratio is None:
+        details["speedup_withheld"] = words
+    else:
         metrics["speedup_over_default"] = fig.figure(ratio, "x the default settings", higher_is_better=True)
-        details["default"] = {"settings": default.candidate.settings, "figure": base}
-    return Result(NAME, params, metrics=metrics, primary_metric=name, valid=winner.valid, details=details)
+        default = search.default
+        details["default"] = {"settings": default.settings, "figure": median_of(search, default), "evidence": words}
+    return Result(NAME, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
+
+
+def _speedup(search: Search, winner: Candidate, best: float, higher: bool) -> tuple[float | None, str]:
+    """The winner over the default settings, or None and why no ratio is stated.
+
+    A ratio needs a baseline that is a measurement of the default: confirmed beside the winner, VALID every
+    time (an INVALID run measured something other than the scenario asked for), more than once (one run
+    says nothing of the variation between runs) and separated from the winner (else the ratio is noise)."""
+    default = search.default
+    if winner.key == default.key:
+        return None, "the default settings are the best"
+    confirms = search.of(default, "confirm")
+    if not confirms:
+        return None, "no speed-up: the default settings were not confirmed beside the winner"
+    invalid = [t for t in confirms if t.ok and t.result is not None and t.result.valid is False]
+    if invalid:
+        r = invalid[0].result
+        why = f" ({r.reason})" if r is not None and r.reason else ""
+        return None, f"no speed-up: the default's confirmation was INVALID{why}, so there is no baseline"
+    values = [t.figure for t in confirms if t.figure is not None]
+    if len(values) < 2:
+        return None, (
+            f"no speed-up: the default settings were confirmed {len(values)} time(s); "
+            "a single run says nothing of the variation between runs"
+        )
+    verdict = apart(search, winner, default)
+    if not verdict.separated:
+        return None, f"no speed-up: the winner and the default are not separated ({verdict.evidence})"
+    base = statistics.median(values)
+    return (best / base if higher else base / best), verdict.evidence
 
 
 def _gate_words(search: Search) -> str:

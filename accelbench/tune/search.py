@@ -3,27 +3,37 @@
 Each trial is an ordinary benchmark entry (``infer/loadgen`` or ``train/throughput``) run by the suite
 runner in its own process, so a candidate that crashes, runs out of memory or fails to compile is a
 ``failed`` record with its cause and the search goes on, and every trial is stored in the run as it ends.
-The budget is split by phase (screening to 55% of it, gates to 70%, confirmations the rest); a phase
-stops before a trial it does not expect to finish in time, and says so. Confirmations run in interleaved
-rounds (A B C, A B C...) so that a slow minute of a shared machine lands on every finalist, and the
-default settings are always confirmed beside them: the speed-up is measured side by side, never against
-an older figure.
+
+The budget is split by phase (screening to 55% of it, gates to 70%, confirmations the rest), and the
+screenings and gates always leave the time the smallest claim needs: enough rounds of the best and the
+default settings to separate them (:mod:`accelbench.tune.verdict`). Every trial must be expected to fit
+(:mod:`accelbench.tune.budget`); what does not is cut, and the cut is recorded with its reason. A search
+that could screen only one candidate has compared nothing: it says "no search" and names no best.
+
+Confirmations run in interleaved rounds (A B C, A B C...) so that a slow minute of a shared machine lands on
+every finalist, and the default settings are confirmed beside them: the speed-up is measured side by side,
+never against an older figure. After ``--repeats`` rounds the rounds go on, with only the candidates the
+best is not yet separated from, until it separates from all of them, ``MAX_ROUNDS`` pass or the budget ends.
 """
 
 from __future__ import annotations
 
-import statistics
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from accelbench.results.record import Result
 from accelbench.suite.suites import Entry, make_entry
+from accelbench.tune.budget import Budget
 from accelbench.tune.space import INFER_DEFAULT, TRAIN_DEFAULT, Candidate, runtime_stage, shape_stage
 from accelbench.tune.specs import TuneParams
+from accelbench.tune.verdict import MIN_RUNS_RANGES, MIN_RUNS_SAMPLES, decide
 
 #: share of the budget by the end of each phase
 SCREEN_SHARE, GATE_SHARE = 0.55, 0.70
+#: confirmation rounds at most (or --repeats, if more): candidates still not separated then are equivalent
+MAX_ROUNDS = 8
 #: runtimes of the first stage whose batch and requests the second stage varies
 SHAPE_BEST = 2
 #: LoadGen seconds of a screening and of a confirmation trial (quick profile, non-compliant)
@@ -70,6 +80,8 @@ class Search:
     not_tried: list[tuple[Candidate, str]] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
     elapsed: float = 0.0
+    #: why the search compared nothing (fewer than two candidates screened with a figure), else None
+    no_search: str | None = None
 
     @property
     def default(self) -> Candidate:
@@ -103,7 +115,11 @@ def _runtime_key(c: Candidate) -> str:
 
 
 class Tuner:
-    """Runs a search: ``run_trial`` runs one entry (the suite runner in a session; a fake in tests)."""
+    """Runs a search: ``run_trial`` runs one entry (the suite runner in a session; a fake in tests).
+
+    ``started`` is when the budget began on ``clock`` (the command's start, so that collecting the system
+    profile counts too); the search's own start by default.
+    """
 
     def __init__(
         self,
@@ -112,6 +128,7 @@ class Tuner:
         clock: Callable[[], float] = time.monotonic,
         progress: Callable[[str, float], None] | None = None,
         timeout: float | None = None,
+        started: float | None = None,
     ) -> None:
         self.params = params
         self.run_trial = run_trial
@@ -121,68 +138,170 @@ class Tuner:
         #: seconds before a trial is killed and recorded as failed (a hang must not eat the whole budget)
         self.timeout = timeout or max(120.0, self.budget / 2)
         self.search = Search(params)
+        self.started = started
         self.t0 = 0.0
+        self.time = Budget(self.budget, clock, 0.0)
 
     # -- the phases ------------------------------------------------------------------------------
 
     def run(self) -> Search:
-        self.t0 = self.clock()
+        self.t0 = self.started if self.started is not None else self.clock()
+        self.time = Budget(self.budget, self.clock, self.t0)
         first = runtime_stage(self.params)
         self.search.left_out = first.left_out
         self._screen(first.candidates, "runtimes")
         screened = self._ranked(self._screened())
         tried = {t.candidate.key for t in self.search.trials}
         self._screen(shape_stage(self.params, screened[:SHAPE_BEST], tried), "batch sizes and requests in flight")
-        finalists = self._gate(self._ranked(self._screened()))
-        self._confirm(finalists)
-        self.search.elapsed = self.clock() - self.t0
+        self.search.no_search = self._no_search(len(first.candidates))
+        if self.search.no_search is None:
+            self._confirm(self._gate(self._ranked(self._screened())))
+        self.search.elapsed = self.time.spent()
         return self.search
 
     def _screen(self, candidates: list[Candidate], what: str) -> None:
         for i, c in enumerate(candidates):
-            if not self._fits("screen", SCREEN_SHARE) and self.search.trials:
+            expected = self.time.expected("screen", self.search.trials)
+            if self.search.trials and not self.time.fits(expected, self._screen_end()):
                 self.search.not_tried += [(x, "budget: screening stopped") for x in candidates[i:]]
-                self.search.stopped.append(f"screening of {what} stopped at {i} of {len(candidates)}: budget")
+                self.search.stopped.append(
+                    f"screening of {what} stopped at {i} of {len(candidates)}: budget "
+                    f"({self.time.left():.0f} s left, kept for the accuracy gates and confirmations)"
+                )
                 return
             self._trial("screen", c, f"screening {what} {i + 1}/{len(candidates)}")
 
     def _gate(self, ranked: list[Candidate]) -> list[Candidate]:
-        """The best candidates that pass the accuracy gate, ``finalists`` of them, best first."""
+        """The best candidates that pass the accuracy gate, ``finalists`` of them, best first.
+
+        A gate that does not fit is not run: its candidate cannot be a finalist, and one that needs no gate
+        (the FP32 reference, or a runtime already gated) is taken in its place."""
         finalists: list[Candidate] = []
+        cut: list[str] = []
         for c in ranked:
             if len(finalists) >= self.params.finalists:
                 break
             if self.search.passed_gate(c) is None:
-                if not self._fits("gate", GATE_SHARE) and finalists:
-                    self.search.stopped.append(f"accuracy gates stopped at {len(finalists)} finalist(s): budget")
-                    break
+                if not self.time.fits(self.time.expected("gate", self.search.trials), self._gate_end()):
+                    cut.append(c.label())
+                    continue
                 self._trial("gate", c, f"accuracy gate of {c.label()}")
             if self.search.passed_gate(c):
                 finalists.append(c)
+        if cut:
+            shown = ", ".join(cut[:3]) + (f" and {len(cut) - 3} more" if len(cut) > 3 else "")
+            self.search.stopped.append(
+                f"accuracy gates not run: budget ({self.time.left():.0f} s left, kept for the confirmations); "
+                f"not confirmed: {shown}"
+            )
         return finalists
 
     def _confirm(self, finalists: list[Candidate]) -> None:
+        """Interleaved rounds: every finalist and the default for ``--repeats`` rounds, then only the best and
+        the candidates it is not yet separated from, until it is separated from all, or the rounds or the
+        budget end."""
         default = self.search.default
-        screened = {t.candidate.key for t in self.search.trials if t.phase == "screen" and t.ok}
-        if default.key in screened and default.key not in {c.key for c in finalists}:
-            finalists = [*finalists, default]
-        rounds = 1 if self._server() else self.params.repeats
-        for r in range(rounds):
-            for c in finalists:
-                if r > 0 and not self._fits("confirm", 1.0):
-                    self.search.stopped.append(f"confirmations stopped in round {r + 1} of {rounds}: budget")
+        pool = list(finalists)
+        if default.key in {t.candidate.key for t in self._screened()} and default.key not in {c.key for c in pool}:
+            pool.append(default)
+        active, last = pool, max(MAX_ROUNDS, self.params.repeats)
+        for r in range(1, last + 1):
+            if r > 1:
+                decision = decide(self.search)
+                still = decision.ranked
+                if r > self.params.repeats:
+                    if not decision.open:
+                        return
+                    still = decision.equivalent
+                keys = {c.key for c in still}
+                active = [c for c in active if c.key in keys]
+                if not active:
                     return
-                self._trial("confirm", c, f"confirming {c.label()} (round {r + 1}/{rounds})")
+            active = self._fit_round(active, r)
+            for c in active:
+                if not self.time.fits(self.time.expected("confirm", self.search.trials)):
+                    self.search.stopped.append(
+                        f"confirmations stopped in round {r}: budget ({self.time.left():.0f} s left)"
+                    )
+                    return
+                self._trial("confirm", c, f"confirming {c.label()} (round {r}, {len(active)} side by side)")
+        if decide(self.search).open:
+            self.search.stopped.append(f"confirmations ended after {last} rounds without separating the best")
+
+    def _fit_round(self, active: list[Candidate], r: int) -> list[Candidate]:
+        """The candidates of round ``r`` that the budget allows, with the rounds any claim still needs: the best and
+        the default kept first (the speed-up is the claim a search is run for). None where not even two fit."""
+        per = self.time.expected("confirm", self.search.trials) or 0.0
+        rounds = max(1, self._runs_needed() - (r - 1))
+        fit = math.floor(self.time.left() / (per * rounds)) if per > 0 else len(active)
+        if fit >= len(active):
+            return active
+        least = min(2, len(active))
+        if fit < least:
+            self.search.stopped.append(
+                f"confirmations stopped before round {r}: budget ({self.time.left():.0f} s left; "
+                f"{rounds} round(s) of {least} take about {per * rounds * least:.0f} s)"
+            )
+            return []
+        default = self.search.default.key
+        first = active[:1] + [c for c in active[1:] if c.key == default]
+        kept = {c.key for c in (first + active)[:fit]}
+        out = ", ".join(c.label() for c in active if c.key not in kept)
+        self.search.stopped.append(
+            f"confirmation round {r} holds {fit} of {len(active)} candidates: budget (not confirmed: {out})"
+        )
+        return [c for c in active if c.key in kept]
+
+    def _runs_needed(self) -> int:
+        """Confirmations per candidate before two can be separated: fewer where the trials keep raw samples."""
+        screens = self._screened()
+        samples = bool(screens) and all(t.result is not None and t.result.samples for t in screens)
+        return MIN_RUNS_SAMPLES if samples else MIN_RUNS_RANGES
+
+    def _claim_seconds(self) -> float:
+        """The confirmations of the smallest claim: the rounds needed, of the best and the default."""
+        per = self.time.expected("confirm", self.search.trials) or 0.0
+        return 2 * self._runs_needed() * per
+
+    def _screen_end(self) -> float:
+        """Screening leaves the gate and the smallest claim their time, and stops at its share of the budget."""
+        gate = (self.time.expected("gate", self.search.trials) or 0.0) if self.params.task == "infer" else 0.0
+        return min(self.time.at(SCREEN_SHARE), self.budget - gate - self._claim_seconds())
+
+    def _gate_end(self) -> float:
+        return min(self.time.at(GATE_SHARE), self.budget - self._claim_seconds())
+
+    def _no_search(self, runtimes: int) -> str | None:
+        """Why the search compared nothing, where fewer than two candidates were screened with a figure."""
+        ok = self._screened()
+        if len(ok) >= 2:
+            return None
+        screened = {t.candidate.key for t in self.search.trials if t.phase == "screen"}
+        only = ok[0].candidate.label() if ok else "no candidate"
+        if self.search.not_tried:
+            s = self.time.expected("screen", self.search.trials) or 0.0
+            g = (self.time.expected("gate", self.search.trials) or 0.0) if self.params.task == "infer" else 0.0
+            least = 2 * s + g + self._claim_seconds()
+            suggest = f"{math.ceil(least / 60)}m"
+            return (
+                f"no search: raise --budget (screened {len(screened)} of {runtimes} runtimes in "
+                f"{self.time.spent():.0f} s; comparing two needs about {least:.0f} s here: try --budget {suggest})"
+            )
+        if len(screened) < 2:
+            return (
+                f"no search: {only} is the only candidate the settings asked for leave; "
+                "widen --precisions, --batch-sizes or --backends"
+            )
+        return f"no search: only {only} gave a figure; the other {len(screened) - len(ok)} failed (see the ranking)"
 
     # -- one trial ---------------------------------------------------------------------------------
 
     def _trial(self, phase: str, c: Candidate, message: str) -> Trial:
-        left = max(0.0, self.budget - (self.clock() - self.t0))
-        self.progress(message, left)
+        self.progress(message, self.budget - self.time.spent())
         entry = self.entry(phase, c)
-        if phase == "screen":  # a screening (a minutes-long compile) may not outlast the screening phase
-            end = self.budget * SCREEN_SHARE - (self.clock() - self.t0)
-            entry = replace(entry, timeout=min(entry.timeout or self.timeout, max(60.0, end)))
+        # a trial may not run far past its phase (a minutes-long compile, a hang): killed at its end
+        end = self._screen_end() if phase == "screen" else None
+        entry = replace(entry, timeout=min(entry.timeout or self.timeout, self.time.timeout(end)))
         t0 = self.clock()
         results = self.run_trial(entry)
         trial = Trial(phase, c, results[-1] if results else None, self.clock() - t0)
@@ -208,17 +327,6 @@ class Tuner:
 
     def _server(self) -> bool:
         return self.params.task == "infer" and self.params.scenario == "server"
-
-    def _fits(self, phase: str, share: float) -> bool:
-        """Whether the next trial of ``phase`` is expected to end before its share of the budget."""
-        spent = self.clock() - self.t0
-        same = [t.seconds for t in self.search.trials if t.phase == phase]
-        if same:
-            expected = statistics.median(same)
-        else:  # a first gate or confirmation: the screenings' time, scaled by how much longer it measures
-            screens = [t.seconds for t in self.search.trials if t.phase == "screen"] or [0.0]
-            expected = statistics.median(screens) * (2.0 if phase == "confirm" else 1.5)
-        return spent + expected <= self.budget * share
 
     # -- ordering ------------------------------------------------------------------------------------
 

@@ -30,7 +30,12 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
         choices=TUNE_SCENARIOS,
         sweep=False,
     )
-    budget: str = opt("10m", "time for the whole search, e.g. 90s, 10m, 1h", metavar="TIME", sweep=False)
+    budget: str = opt(
+        "10m",
+        "time for the whole search, e.g. 90s, 10m, 1h: no trial starts that is not expected to fit in it",
+        metavar="TIME",
+        sweep=False,
+    )
     backends: str = opt(
         "", "infer: the backends tried, comma-separated (empty: every installed one)", metavar="LIST", sweep=False
     )
@@ -48,8 +53,8 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
     )
     compile: bool = opt(
         True,
-        "also try torch.compile (the compile backend, --compile in training): each compilation of a large model "
-        "takes minutes",
+        "leave out torch.compile (the compile backend; --compile in training), which is tried by default: each "
+        "compilation of a large model takes minutes",
         flag="--no-compile",
         sweep=False,
     )
@@ -57,7 +62,11 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
         3, "candidates confirmed with longer runs (the default settings are confirmed too)", metavar="N", sweep=False
     )
     repeats: int = opt(
-        3, "confirmation runs per finalist, interleaved; the figure is their median", metavar="N", sweep=False
+        3,
+        "confirmation rounds of every finalist, interleaved, before the search may stop; more rounds follow, of "
+        "the candidates the best is not yet separated from, until it is; the figure is their median",
+        metavar="N",
+        sweep=False,
     )
     checkpoint: str = opt(
         "", "infer: a state_dict (.pt) to serve, which makes the accuracy gate meaningful", metavar="FILE", sweep=False

@@ -1,0 +1,62 @@
+"""The search's time: what is spent, what a trial of each phase is expected to take, whether one more fits.
+
+``--budget`` is a budget, not a hint: no trial starts unless it is expected to end inside its phase's
+limit (the first screening of the default excepted: without it there is nothing to search from), and no
+trial may run long past the end (its timeout is the time left, with a floor for a slow start). So the
+search overruns by at most the part of one trial that its estimate missed. The estimate of a phase is the
+median time of its trials so far; before its first, the screenings' time scaled by how much longer the
+phase measures (a gate scores a data set, a confirmation runs LoadGen three times as long).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from accelbench.tune.search import Trial
+
+#: a first gate's and a first confirmation's expected time, as a multiple of a screening's
+FIRST_OF_PHASE = {"gate": 1.5, "confirm": 1.5}
+#: the least time a trial is given before it is killed (a process start and a model load, on a slow host)
+MIN_TRIAL_TIMEOUT = 60.0
+
+
+@dataclass
+class Budget:
+    """``seconds`` from ``t0`` on ``clock``; trials' times are read from the trials themselves."""
+
+    seconds: float
+    clock: Callable[[], float]
+    t0: float
+
+    def spent(self) -> float:
+        return self.clock() - self.t0
+
+    def left(self) -> float:
+        return max(0.0, self.seconds - self.spent())
+
+    def at(self, share: float) -> float:
+        """The time, from the start, by which ``share`` of the budget is spent."""
+        return self.seconds * share
+
+    def expected(self, phase: str, trials: list[Trial]) -> float | None:
+        """Seconds a next trial of ``phase`` is expected to take; None before any trial has been timed."""
+        same = [t.seconds for t in trials if t.phase == phase]
+        if same:
+            return statistics.median(same)
+        screens = [t.seconds for t in trials if t.phase == "screen"]
+        if not screens:
+            return None
+        return statistics.median(screens) * FIRST_OF_PHASE.get(phase, 1.0)
+
+    def fits(self, seconds: float | None, until: float | None = None) -> bool:
+        """Whether work of ``seconds`` started now ends by ``until`` (the budget's end by default)."""
+        end = self.seconds if until is None else until
+        return seconds is not None and self.spent() + seconds <= end
+
+    def timeout(self, until: float | None = None) -> float:
+        """A trial's time limit: to ``until`` (the budget's end by default), never below the floor."""
+        end = self.seconds if until is None else until
+        return max(MIN_TRIAL_TIMEOUT, end - self.spent())

@@ -1,0 +1,340 @@
+"""accelbench tune's claims: a speed-up only against a default measured VALID more than once, a best only where it
+separated from the runner-up, "no search" where nothing was compared, and a budget that holds to one trial.
+
+Trials are faked (a table of figures per candidate, a clock that advances by each phase's seconds), so a
+two-minute budget is tested without sleeping; the real search is in the README's figures and the report.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import cycle
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from accelbench.params import build_params
+from accelbench.results.record import Metric, Result
+from accelbench.suite.suites import Entry
+from accelbench.tune.outcome import ranking, summary
+from accelbench.tune.search import MAX_ROUNDS, Search, Trial, Tuner
+from accelbench.tune.space import INFER_DEFAULT, Candidate
+from accelbench.tune.specs import TuneParams
+from accelbench.tune.verdict import apart, sample_figures
+
+DEFAULT = ("torch", False, 8, 1)
+ONNX = ("onnxruntime", False, 8, 1)
+OPENVINO = ("openvino", False, 8, 2)
+
+
+@pytest.fixture(autouse=True)
+def _two_openvino_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenVINO's optimal requests follow the host's cores: fixed here, so the candidates hold on any host."""
+    monkeypatch.setattr("accelbench.tune.space._openvino_requests", lambda: 2)
+
+
+def tune_params(**values: Any) -> TuneParams:
+    base = {"model": "resnet18", "scale": "tiny", "precisions": "fp32", "compile": False, "budget": "10m"}
+    return build_params(TuneParams, base | values, "tune")
+
+
+def phase_of(p: dict[str, Any]) -> str:
+    if p.get("mode") == "accuracy":
+        return "gate"
+    if p.get("mode") == "find-peak" or p.get("duration") == 6.0 or p.get("num_batches") == 18:
+        return "confirm"
+    return "screen"
+
+
+class Fake:
+    """Runs no model. ``figures`` gives each candidate's Offline samples/s, one value or a list cycled through per
+    run (run-to-run variation); ``invalid`` the candidates whose confirmations LoadGen calls INVALID;
+    ``seconds`` each phase's time on the fake clock. Every trial's start, length and timeout are logged."""
+
+    def __init__(
+        self,
+        figures: dict[tuple, float | list[float]],
+        seconds: dict[str, float] | float = 5.0,
+        invalid: frozenset[tuple] = frozenset(),
+    ) -> None:
+        self.seconds = seconds if isinstance(seconds, dict) else dict.fromkeys(("screen", "gate", "confirm"), seconds)
+        self.invalid = invalid
+        self.runs: dict[tuple, Iterator[float]] = {
+            k: cycle(v if isinstance(v, list) else [v]) for k, v in figures.items()
+        }
+        self.now = 0.0
+        self.log: list[tuple[str, tuple, float, float, float | None]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, entry: Entry) -> list[Result]:
+        p = entry.params
+        phase, key = phase_of(p), (p["backend"], p["channels_last"], p["batch_size"], p["nproc"])
+        self.log.append((phase, key, self.now, self.seconds[phase], entry.timeout))
+        self.now += self.seconds[phase]
+        if phase == "gate":
+            m = Metric(value=1.0, unit="fp32 agreement", higher_is_better=True)
+            metrics = {"fp32_agreement": m}
+            return [Result(entry.benchmark, p, metrics=metrics, primary_metric="fp32_agreement", valid=True)]
+        value = next(self.runs[key]) if key in self.runs else 10.0
+        bad = phase == "confirm" and key in self.invalid
+        m = Metric(value=value, unit="samples/s", higher_is_better=True)
+        reason = "INVALID: the run ended before its minimum duration (the probe overestimated the rate)"
+        return [
+            Result(
+                entry.benchmark,
+                p,
+                metrics={"throughput": m},
+                primary_metric="throughput",
+                valid=not bad,
+                reason=reason if bad else None,
+            )
+        ]
+
+    def confirms(self, key: tuple) -> int:
+        return sum(1 for phase, k, *_ in self.log if phase == "confirm" and k == key)
+
+
+def outcome_text(record: Result) -> str:
+    from accelbench.cli.commands_tune import _outcome_lines
+
+    return "\n".join(_outcome_lines(record, "resnet18"))
+
+
+# -- the speed-up ---------------------------------------------------------------------------------------------
+
+
+def test_an_invalid_default_gives_no_speed_up() -> None:
+    """The issue's case: the default's confirmation INVALID at 104.3 samples/s (its screening read 177.4)."""
+    fake = Fake({DEFAULT: 177.4, ONNX: 215.0}, invalid=frozenset({DEFAULT}))
+    fake.runs[DEFAULT] = iter([177.4] + [104.3] * 20)  # screened VALID, then confirmed INVALID
+    search = Tuner(tune_params(backends="torch,onnxruntime", finalists=1), fake, clock=fake.clock).run()
+    record = summary(search)
+    assert record.status == "ok" and record.details["outcome"] == "winner"
+    assert record.details["winner"]["backend"] == "onnxruntime"
+    assert "speedup_over_default" not in record.metrics and "default" not in record.details
+    assert "INVALID" in record.details["speedup_withheld"] and "no baseline" in record.details["speedup_withheld"]
+    assert fake.confirms(DEFAULT) == 1  # an INVALID candidate leaves the rounds: it cannot be a baseline
+    text = outcome_text(record)
+    assert "best:" in text and "the default settings" not in text.split("\n")[0]
+    assert "x the default" not in text and "no speed-up" in text
+
+
+def search_of(trials: list[tuple[str, dict[str, Any], float | None, bool]], **params: Any) -> Search:
+    """A search from (phase, settings, figure, valid) rows (figure None: the trial crashed), for outcomes no
+    fake schedule reaches."""
+    search = Search(tune_params(**params))
+    for phase, settings, value, valid in trials:
+        if value is None:
+            r = Result("infer/loadgen", {}, status="failed", error="killed by SIGKILL: out of memory")
+        else:
+            m = Metric(value=value, unit="samples/s", higher_is_better=True)
+            r = Result("infer/loadgen", {}, metrics={"throughput": m}, primary_metric="throughput", valid=valid)
+        search.trials.append(Trial(phase, Candidate(settings), r, 5.0))
+    return search
+
+
+def test_a_default_confirmed_once_gives_no_speed_up() -> None:
+    """The default's later confirmations crashed: the winner separated from the runner-up, but one run of the
+    default is no baseline."""
+    onnx, ov = INFER_DEFAULT | {"backend": "onnxruntime"}, INFER_DEFAULT | {"backend": "openvino", "nproc": 2}
+    rows = [("screen", c, v, True) for c, v in ((INFER_DEFAULT, 100.0), (onnx, 200.0), (ov, 150.0))]
+    rows += [("gate", onnx, 1.0, True), ("gate", ov, 1.0, True)]
+    for d, o, v in ((100.0, 200.0, 150.0), (None, 201.0, 151.0), (None, 199.0, 149.0)):
+        rows += [("confirm", INFER_DEFAULT, d, True), ("confirm", onnx, o, True), ("confirm", ov, v, True)]
+    record = summary(search_of(rows))
+    assert record.details["outcome"] == "winner" and "speedup_over_default" not in record.metrics
+    assert "confirmed 1 time(s)" in record.details["speedup_withheld"]
+    assert "x the default" not in outcome_text(record)
+
+
+def test_a_speed_up_needs_the_default_separated_from_the_winner() -> None:
+    onnx = INFER_DEFAULT | {"backend": "onnxruntime"}
+    rows = [("screen", INFER_DEFAULT, 100.0, True), ("screen", onnx, 110.0, True), ("gate", onnx, 1.0, True)]
+    for d, o in ((100.0, 108.0), (112.0, 103.0), (104.0, 111.0)):  # interleaved rounds whose ranges overlap
+        rows += [("confirm", INFER_DEFAULT, d, True), ("confirm", onnx, o, True)]
+    search = search_of(rows)
+    assert not apart(search, Candidate(onnx), Candidate(dict(INFER_DEFAULT))).separated
+    record = summary(search)
+    assert record.details["outcome"] == "equivalent" and "speedup_over_default" not in record.metrics
+
+
+def test_a_separated_winner_states_its_speed_up_and_the_evidence() -> None:
+    fake = Fake({DEFAULT: [100.0, 104.0, 98.0], ONNX: [200.0, 190.0, 210.0]})
+    record = summary(Tuner(tune_params(backends="torch,onnxruntime", finalists=1), fake, clock=fake.clock).run())
+    assert record.details["outcome"] == "winner"
+    assert record.metrics["speedup_over_default"].value == pytest.approx(2.0)
+    assert "ranges of 3 and 3 runs apart" in record.details["verdict"]
+    assert "2.00x the default settings" in outcome_text(record)
+
+
+# -- separation ---------------------------------------------------------------------------------------------
+
+
+def test_equivalent_finalists_are_not_separated() -> None:
+    """Two finalists whose runs overlap go on being confirmed, interleaved, until the rounds end; then both are
+    listed as equivalent and neither is named best. The default, separated below them, leaves the rounds."""
+    figures = {DEFAULT: 100.0, ONNX: [200.0, 190.0, 210.0, 205.0], OPENVINO: [205.0, 198.0, 192.0, 208.0]}
+    fake = Fake(figures)
+    params = tune_params(backends="torch,onnxruntime,openvino", finalists=2)
+    search = Tuner(params, fake, clock=fake.clock).run()
+    assert fake.confirms(ONNX) == fake.confirms(OPENVINO) == MAX_ROUNDS
+    assert fake.confirms(DEFAULT) == params.repeats
+    order = [k for phase, k, *_ in fake.log if phase == "confirm"]
+    assert order[:6] == [ONNX, OPENVINO, DEFAULT] * 2 or order[:6] == [OPENVINO, ONNX, DEFAULT] * 2  # interleaved
+    record = summary(search)
+    assert record.status == "ok" and record.details["outcome"] == "equivalent"
+    assert record.details["verdict"].startswith("not separated: the top 2 are equivalent")
+    assert "winner" not in record.details and "speedup_over_default" not in record.metrics
+    assert {r.status for r in ranking(search)[:2]} == {"equivalent"}
+    assert any("without separating the best" in s for s in search.stopped)
+    text = outcome_text(record)
+    assert "best:" not in text and "onnxruntime fp32 bs 8" in text and "openvino fp32 bs 8 x2 in flight" in text
+
+
+def train_fake(window: dict[bool, list[float]]) -> Any:
+    """Training trials with raw samples: seconds per window, by channels_last, cycled per run (a shift per run)."""
+    runs = {k: cycle(v) for k, v in window.items()}
+
+    def trial(entry: Entry) -> list[Result]:
+        p = entry.params
+        base = next(runs[p["channels_last"]])
+        samples = [base * (1 + 0.02 * ((i * 7) % 5 - 2)) for i in range(p["num_batches"] // 2)]
+        m = Metric(value=64 / sorted(samples)[len(samples) // 2], unit="images/s", higher_is_better=True)
+        r = Result(entry.benchmark, p, metrics={"throughput": m}, primary_metric="throughput", samples=samples)
+        return [r]
+
+    return trial
+
+
+def test_training_windows_are_separated_by_mann_whitney() -> None:
+    params = tune_params(task="train", batch_sizes="16", repeats=2)
+    record = summary(Tuner(params, train_fake({False: [0.20, 0.21], True: [0.10, 0.11]})).run())
+    assert record.details["outcome"] == "winner" and record.details["winner"]["channels_last"] is True
+    assert "Mann-Whitney p = " in record.details["verdict"] and "of 2 and 2 runs" in record.details["verdict"]
+    assert record.metrics["speedup_over_default"].value == pytest.approx(2.0, rel=0.1)
+    same = summary(Tuner(params, train_fake({False: [0.20, 0.21], True: [0.21, 0.20]})).run())
+    assert same.details["outcome"] == "equivalent" and "Mann-Whitney" in same.details["verdict"]
+
+
+def test_samples_become_figures_in_the_metric_s_unit() -> None:
+    """A window of 0.2 s where the median is 0.1 s is half the rate: batch sizes compare through their rates."""
+    m = Metric(value=100.0, unit="samples/s", higher_is_better=True)
+    r = Result("train/throughput", {}, metrics={"throughput": m}, primary_metric="throughput", samples=[0.1, 0.2, 0.1])
+    assert sample_figures(r) == pytest.approx([100.0, 50.0, 100.0])
+    assert sample_figures(Result("infer/loadgen", {}, metrics={"throughput": m}, primary_metric="throughput")) is None
+
+
+# -- the budget ---------------------------------------------------------------------------------------------
+
+SLOW = [
+    {"screen": 20.0, "gate": 45.0, "confirm": 35.0},
+    {"screen": 10.0, "gate": 90.0, "confirm": 15.0},  # a gate six times a screening: the estimate misses
+    {"screen": 25.0, "gate": 25.0, "confirm": 25.0},
+    {"screen": 8.0, "gate": 12.0, "confirm": 60.0},  # a confirmation far longer than its first estimate
+    {"screen": 150.0, "gate": 10.0, "confirm": 10.0},  # the first screening alone outlasts the budget
+]
+
+
+@pytest.mark.parametrize("seconds", SLOW)
+def test_a_two_minute_budget_ends_within_one_trial_of_it(seconds: dict[str, float]) -> None:
+    """`--budget 2m` took 217 s and 173 s: gates and the first confirmation round ignored it. Now no trial
+    starts after the budget, every trial but the first is expected to fit, and each is killed at the end."""
+    fake = Fake({DEFAULT: 100.0, ONNX: 200.0, OPENVINO: 300.0}, seconds=seconds)
+    params = tune_params(backends="torch,onnxruntime,openvino", budget="2m")
+    search = Tuner(params, fake, clock=fake.clock).run()
+    assert all(start < 120 for _, _, start, _, _ in fake.log)
+    _, _, start, length, _ = fake.log[-1]
+    assert fake.now == start + length and fake.now <= 120 + length
+    assert fake.now <= 120 + max(seconds.values())
+    for _, _, start, _, timeout in fake.log:
+        assert timeout is not None and timeout <= max(60.0, 120 - start) + 1e-9
+    record = summary(search)
+    assert search.elapsed == fake.now and record.details["elapsed_seconds"] == fake.now
+    if search.not_tried or len(fake.log) < 3:
+        assert search.stopped or search.no_search  # what was cut is said
+
+
+def test_the_budget_counts_from_the_command_s_start() -> None:
+    """Time spent before the search (the system profile) is the budget's too: `started` is the command's."""
+    fake = Fake({DEFAULT: 100.0, ONNX: 200.0}, seconds=10.0)
+    fake.now = 30.0
+    lefts: list[float] = []
+    tuner = Tuner(
+        tune_params(backends="torch,onnxruntime", budget="2m"),
+        fake,
+        clock=fake.clock,
+        progress=lambda message, left: lefts.append(left),
+        started=0.0,
+    )
+    tuner.run()
+    assert lefts[0] == 90.0 and lefts == sorted(lefts, reverse=True)
+    assert fake.now <= 120 + 10
+
+
+def test_progress_shows_the_budget_left() -> None:
+    import time
+
+    from accelbench.cli.commands_tune import _TuneObserver
+
+    observer = _TuneObserver(120.0, quiet=True, started=time.monotonic() - 30.0)
+    assert observer._eta() in ("budget: 90 s left", "budget: 89 s left")
+    assert _TuneObserver(10.0, quiet=True, started=time.monotonic() - 30.0)._eta().startswith("over budget by 2")
+
+
+# -- no search ----------------------------------------------------------------------------------------------
+
+
+def test_only_the_default_screened_says_no_search() -> None:
+    """The issue's case: a 2-minute budget screened 1 of 12 runtimes and printed "best: ..., 1.00x the default"."""
+    fake = Fake({DEFAULT: 100.0}, seconds=40.0)
+    search = Tuner(tune_params(backends="torch,onnxruntime,openvino", budget="2m"), fake, clock=fake.clock).run()
+    assert [phase for phase, *_ in fake.log] == ["screen"] and fake.now == 40.0  # ends early: nothing to confirm
+    assert search.no_search is not None and search.no_search.startswith("no search: raise --budget")
+    assert "try --budget" in search.no_search
+    record = summary(search)
+    assert record.status == "skipped" and record.reason == search.no_search
+    assert "winner" not in record.details and "reproduce" not in record.details and not record.metrics
+    assert {r.status for r in ranking(search)} == {"screened"}
+    text = outcome_text(record)
+    assert "best" not in text and "x the default" not in text and "raise --budget" in text
+
+
+def test_a_space_of_one_candidate_says_no_search_and_why() -> None:
+    from accelbench.workloads import model_info
+
+    base = model_info("ncf").default_batch["cpu"]  # ncf: no image input, so no memory format to try
+    params = tune_params(model="ncf", task="train", batch_sizes=str(base), budget="10m")
+    search = Tuner(params, train_fake({False: [0.2]})).run()
+    assert search.no_search is not None and "only candidate" in search.no_search
+    assert [t.phase for t in search.trials] == ["screen"]
+
+
+def test_the_command_exits_0_on_no_search(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from accelbench.cli.main import main
+    from accelbench.suite.runner import SuiteRunner
+    from accelbench.workloads import model_info
+
+    monkeypatch.setenv("ACCELBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("accelbench.system.profile.collect_profile", lambda: {"fingerprint": "f"})
+    monkeypatch.setattr(SuiteRunner, "_measure_idle", lambda self: None)
+    monkeypatch.setattr(SuiteRunner, "run_entry", lambda self, session, entry: train_fake({False: [0.2]})(entry))
+    args = ["tune", "ncf", "--scale", "tiny", "--task", "train", "--precisions", "fp32", "--no-compile"]
+    args += ["--batch-sizes", str(model_info("ncf").default_batch["cpu"]), "--device", "cpu"]
+    args += ["--out", str(tmp_path / "runs"), "--json"]
+    assert main(args) == 0
+    record = json.loads(capsys.readouterr().out)["summary"]
+    assert record["status"] == "skipped" and record["reason"].startswith("no search")
+
+
+def test_help_says_what_no_compile_does(capsys: pytest.CaptureFixture[str]) -> None:
+    from accelbench.cli.main import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--no-compile leave out torch.compile" in text and "also try torch.compile" not in text
