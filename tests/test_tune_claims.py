@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from accelbench.params import build_params
-from accelbench.results.record import Metric, Result
+from accelbench.results.record import Metric, Result, schema_errors
 from accelbench.suite.suites import Entry
 from accelbench.tune.outcome import ranking, summary
 from accelbench.tune.search import MAX_ROUNDS, Search, Trial, Tuner
@@ -97,6 +97,12 @@ class Fake:
         return sum(1 for phase, k, *_ in self.log if phase == "confirm" and k == key)
 
 
+def stored(record: Result) -> list[str]:
+    """The schema's complaints about the summary as it is stored (none expected)."""
+    full = record.to_dict() | {"run_id": "r", "system": {"fingerprint": "f", "profile": {}}}
+    return schema_errors(json.loads(json.dumps(full)))
+
+
 def outcome_text(record: Result) -> str:
     from accelbench.cli.commands_tune import _outcome_lines
 
@@ -112,7 +118,7 @@ def test_an_invalid_default_gives_no_speed_up() -> None:
     fake.runs[DEFAULT] = iter([177.4] + [104.3] * 20)  # screened VALID, then confirmed INVALID
     search = Tuner(tune_params(backends="torch,onnxruntime", finalists=1), fake, clock=fake.clock).run()
     record = summary(search)
-    assert record.status == "ok" and record.details["outcome"] == "winner"
+    assert record.status == "ok" and record.details["outcome"] == "winner" and stored(record) == []
     assert record.details["winner"]["backend"] == "onnxruntime"
     assert "speedup_over_default" not in record.metrics and "default" not in record.details
     assert "INVALID" in record.details["speedup_withheld"] and "no baseline" in record.details["speedup_withheld"]
@@ -185,7 +191,7 @@ def test_equivalent_finalists_are_not_separated() -> None:
     order = [k for phase, k, *_ in fake.log if phase == "confirm"]
     assert order[:6] == [ONNX, OPENVINO, DEFAULT] * 2 or order[:6] == [OPENVINO, ONNX, DEFAULT] * 2  # interleaved
     record = summary(search)
-    assert record.status == "ok" and record.details["outcome"] == "equivalent"
+    assert record.status == "ok" and record.details["outcome"] == "equivalent" and stored(record) == []
     assert record.details["verdict"].startswith("not separated: the top 2 are equivalent")
     assert "winner" not in record.details and "speedup_over_default" not in record.metrics
     assert {r.status for r in ranking(search)[:2]} == {"equivalent"}
@@ -295,7 +301,7 @@ def test_only_the_default_screened_says_no_search() -> None:
     assert search.no_search is not None and search.no_search.startswith("no search: raise --budget")
     assert "try --budget" in search.no_search
     record = summary(search)
-    assert record.status == "skipped" and record.reason == search.no_search
+    assert record.status == "skipped" and record.reason == search.no_search and stored(record) == []
     assert "winner" not in record.details and "reproduce" not in record.details and not record.metrics
     assert {r.status for r in ranking(search)} == {"screened"}
     text = outcome_text(record)

@@ -150,9 +150,11 @@ class Tuner:
         first = runtime_stage(self.params)
         self.search.left_out = first.left_out
         self._screen(first.candidates, "runtimes")
-        screened = self._ranked(self._screened())
-        tried = {t.candidate.key for t in self.search.trials}
-        self._screen(shape_stage(self.params, screened[:SHAPE_BEST], tried), "batch sizes and requests in flight")
+        if not self.search.not_tried:  # a first stage cut by the budget leaves no time for a second
+            screened = self._ranked(self._screened())
+            tried = {t.candidate.key for t in self.search.trials}
+            shapes = shape_stage(self.params, screened[:SHAPE_BEST], tried)
+            self._screen(shapes, "batch sizes and requests in flight")
         self.search.no_search = self._no_search(len(first.candidates))
         if self.search.no_search is None:
             self._confirm(self._gate(self._ranked(self._screened())))
@@ -218,6 +220,8 @@ class Tuner:
                 if not active:
                     return
             active = self._fit_round(active, r)
+            if not active:
+                return
             for c in active:
                 if not self.time.fits(self.time.expected("confirm", self.search.trials)):
                     self.search.stopped.append(
