@@ -165,7 +165,14 @@ def add_price_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--instance",
         metavar="NAME",
-        help="a cloud instance of the shipped, dated price table (accelbench reference --prices), e.g. p5.48xlarge",
+        help="a cloud instance of the shipped, dated price table (accelbench reference --prices), e.g. p5.48xlarge; "
+        "refused where its accelerators are not what the run measures",
+    )
+    g.add_argument(
+        "--price-mismatch-ok",
+        action="store_true",
+        help="price the run as --instance (or config.toml's instance) although its hardware differs from the "
+        "measured device; the records say so",
     )
     g.add_argument("--purchase-price", type=float, metavar="USD", help="an owned machine: what it cost to buy")
     g.add_argument(
@@ -175,6 +182,7 @@ def add_price_options(p: argparse.ArgumentParser) -> None:
         "--power-cost-kwh",
         type=float,
         metavar="USD",
-        help="with --purchase-price: electricity per kWh, at --board-watts (stated, labelled nominal)",
+        help="with --purchase-price: electricity per kWh, at the power each benchmark's window measured, else at "
+        "--board-watts (stated, labelled nominal); where neither exists it is left out, and said",
     )
     g.add_argument("--board-watts", type=float, metavar="W", help="with --power-cost-kwh: the machine's stated draw")

@@ -112,10 +112,17 @@ def _options(ns: argparse.Namespace) -> Any:
 
 
 def _price(ns: argparse.Namespace) -> Any:
+    """The run's price, checked against the hardware it measures, and said once where a file or a drop hides it.
+
+    A named instance whose accelerators differ from the measured device is refused (``--price-mismatch-ok``
+    keeps it, labelled); a price from ``config.toml`` is printed with its source, since nothing on the
+    command line shows it; an electricity price that no counter and no ``--board-watts`` can apply is said.
+    """
     from accelbench import config
+    from accelbench.cost.match import checked, describe, measured
     from accelbench.cost.price import from_options
 
-    return from_options(
+    price = from_options(
         price_per_hour=ns.price_per_hour,
         instance_name=ns.instance,
         purchase_price=ns.purchase_price,
@@ -125,6 +132,25 @@ def _price(ns: argparse.Namespace) -> Any:
         config=config.load(),
         config_where=str(config.config_path()),
     )
+    if getattr(ns, "price_mismatch_ok", False) and (price is None or not price.instance):
+        raise UsageError("--price-mismatch-ok applies to an instance's price (--instance, or config.toml's instance)")
+    if price is None:
+        return None
+    run = measured(ns.device) if price.instance or price.electricity_dropped else None
+    if price.instance and run is not None:
+        price = checked(price, run, ok=getattr(ns, "price_mismatch_ok", False))
+    readable: list[str] = []
+    if price.electricity_dropped and run is not None:
+        from accelbench.measure.energy import readable as domains
+
+        found = domains(gpus=range(len(run.accelerators)))
+        readable = [name for name, state in found.items() if state.startswith("readable")]
+    if not getattr(ns, "dry_run", False):
+        from accelbench.cli.render import console, err_console
+
+        for line in describe(price, readable):
+            (err_console if getattr(ns, "json", False) else console).print(f"[yellow]{escape(line)}[/]")
+    return price
 
 
 def _execute(

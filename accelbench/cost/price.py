@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -32,9 +32,15 @@ class Price:
     notes: tuple[str, ...] = ()
     #: an owned machine's electricity price, applied to the power measured in each benchmark's window
     power_cost_kwh: float | None = None
+    #: who stated the price: the flag, or the settings file's path (printed at the start of a run)
+    origin: str = ""
+    #: the instance table row's name, where the price is one (its hardware is checked against the run's)
+    instance: str = ""
+    #: the instance's hardware differs from what the run measured, priced anyway (--price-mismatch-ok)
+    mismatch: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "usd_per_hour": self.usd_per_hour,
             "method": self.method,
             "source": self.source,
@@ -42,6 +48,15 @@ class Price:
             "notes": list(self.notes),
             "power_cost_kwh": self.power_cost_kwh,
         }
+        out |= {
+            k: v for k, v in (("origin", self.origin), ("instance", self.instance), ("mismatch", self.mismatch)) if v
+        }
+        return out
+
+    @property
+    def electricity_dropped(self) -> bool:
+        """An electricity price was given, but no energy went into this price (none measured, none stated)."""
+        return self.power_cost_kwh is not None and "energy" not in self.parts
 
     def at_power(self, watts: float | None) -> "Price":
         """This price for one benchmark: its measured average power replaces a stated board power."""
@@ -51,8 +66,9 @@ class Price:
         energy = watts / 1000 * self.power_cost_kwh
         source = self.source.split(" + ")[0] + f" + measured {watts:.3g} W at {self.power_cost_kwh:g} USD/kWh"
         note = "energy from the average power measured in this benchmark's window (board/package counters)"
-        return Price(hardware + energy, self.method, source, {"hardware": hardware, "energy": energy}, (note,),
-                     self.power_cost_kwh)  # fmt: skip
+        notes = (note, *(n for n in self.notes if n.startswith("priced with --price-mismatch-ok")))
+        return replace(self, usd_per_hour=hardware + energy, source=source,
+                       parts={"hardware": hardware, "energy": energy}, notes=notes)  # fmt: skip
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Price":
@@ -63,6 +79,9 @@ class Price:
             {k: float(v) for k, v in (d.get("parts") or {}).items()},
             tuple(d.get("notes") or ()),
             d.get("power_cost_kwh"),
+            str(d.get("origin", "")),
+            str(d.get("instance", "")),
+            str(d.get("mismatch", "")),
         )
 
 
@@ -119,7 +138,14 @@ def instance(name: str) -> Price:
         f"{row.provider} {row.name}{where} ({row.count}x {row.accelerator}), "
         f"as read on {row.read_on} from {row.source}",
         notes=(f"a list price read on {row.read_on}; check today's price before relying on it",),
+        origin=f"--instance {row.name}",
+        instance=row.name,
     )
+
+
+def instance_row(name: str) -> Instance | None:
+    """The table's row of this instance (any case), or None."""
+    return next((i for i in instances() if i.name.lower() == name.lower()), None)
 
 
 def owned(
@@ -179,11 +205,11 @@ def from_options(
             f"{' and '.join(given)} price an owned machine's electricity: add --purchase-price and --amortize-years"
         )
     if price_per_hour is not None:
-        return stated(price_per_hour, f"--price-per-hour {price_per_hour:g}")
+        return replace(stated(price_per_hour, f"--price-per-hour {price_per_hour:g}"), origin="--price-per-hour")
     if instance_name is not None:
         return instance(instance_name)
     if purchase_price is not None and amortize_years is not None:
-        return owned(purchase_price, amortize_years, power_cost_kwh, board_watts)
+        return replace(owned(purchase_price, amortize_years, power_cost_kwh, board_watts), origin="--purchase-price")
     return _from_config(config or {}, config_where)
 
 
@@ -215,7 +241,7 @@ def _from_config(config: dict[str, Any], where: str) -> Price | None:
         raise UsageError(f"{where}: {text}") from None
     if price is not None and price.method == "stated":
         price = Price(price.usd_per_hour, "stated", f"price_per_hour = {price.usd_per_hour:g} in {where}")
-    return price
+    return replace(price, origin=where) if price is not None else None
 
 
 def _positive(value: float, what: str) -> None:

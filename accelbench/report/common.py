@@ -80,8 +80,14 @@ def cost(r: Result) -> str:
     m = r.metrics.get("usd_per_million")
     if m is None:
         return ""
-    price = (r.system.get("price") or {}).get("usd_per_hour")
-    return f"${fmt.number(m.value, 3)} {m.unit.removeprefix('USD ')}" + (f" at ${price:,.4g}/h" if price else "")
+    stated = r.system.get("price") or {}
+    price = stated.get("usd_per_hour")
+    text = f"${fmt.number(m.value, 3)} {m.unit.removeprefix('USD ')}" + (f" at ${price:,.4g}/h" if price else "")
+    if stated.get("power_cost_kwh") is not None and "energy" not in (stated.get("parts") or {}):
+        text += " (electricity not included: no power measured, no --board-watts)"  # never silently dropped
+    if stated.get("mismatch"):
+        text += f" (priced with --price-mismatch-ok: {stated['mismatch']})"
+    return text
 
 
 def energy(r: Result) -> str:

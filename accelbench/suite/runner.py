@@ -310,7 +310,11 @@ class SuiteRunner:
             result.conditions["energy"]["idle_watts"] = self.idle
         if result.status == "ok":  # per joule where the window's energy was measured; nothing where it was not
             result.metrics |= energy(result, basis)
-        if self.options.price is not None:
+        # A record carries the price only where a per-dollar figure derives from it (training, inference,
+        # time to accuracy): a kernel's FLOPS or GB/s buy nothing a reader pays for, and a price on a record
+        # that has no figure from it would let compare set prices against each other for nothing. The same
+        # for a flag's price and config.toml's, so the settings file never prices a kernel silently.
+        if self.options.price is not None and basis:
             watts = result.metrics.get("average_watts")
             price = self.options.price.at_power(watts.value if watts else None)
             result.system["price"] = price.to_dict()
