@@ -7,9 +7,12 @@ figure derived from it is labelled as an estimate.
 
 from __future__ import annotations
 
+import csv
 import functools
 import platform
 import re
+from dataclasses import dataclass
+from importlib import resources
 
 import psutil
 
@@ -73,44 +76,137 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def flops_per_cycle(precision: str, flags: list[str]) -> tuple[int, str] | None:
-    """FLOPs (int8: ops) per cycle per core and the unit assumed, or None when no unit is known.
+@dataclass(frozen=True)
+class CpuId:
+    """What the CPU says it is (``/proc/cpuinfo``): the facts its FMA width is read from."""
 
-    Two FMA pipes are assumed where a core may have one: the estimate is an upper bound.
+    vendor: str = ""
+    family: int | None = None
+    model: int | None = None
+    name: str = ""
+
+
+def cpu_identity(info: dict[str, str] | None = None) -> CpuId:
+    """Vendor, family, model and name from ``/proc/cpuinfo`` (or ``info``, a parsed first processor block)."""
+    info = _cpuinfo() if info is None else info
+
+    def number(key: str) -> int | None:
+        try:
+            return int(info.get(key, ""), 0)
+        except ValueError:
+            return None
+
+    return CpuId(info.get("vendor_id", ""), number("cpu family"), number("model"), info.get("model name", ""))
+
+
+@dataclass(frozen=True)
+class _Core:
+    uarch: str
+    units: int
+    bits: int
+    source: str
+
+
+def _ranges(text: str) -> list[tuple[int, int]]:
+    out = []
+    for part in text.split():
+        lo, _, hi = part.partition("-")
+        out.append((int(lo, 16), int(hi or lo, 16)))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _fma_table() -> tuple[dict[str, str], ...]:
+    path = resources.files("accelbench.system") / "data" / "cpu_fma.csv"
+    with path.open(encoding="utf-8") as f:
+        return tuple(csv.DictReader(f))
+
+
+def core_of(cpu: CpuId | None, flags: list[str]) -> _Core | None:
+    """The FMA units of this CPU's cores from the table (``system/data/cpu_fma.csv``), or None where the
+    vendor, family and model (and, for Skylake server, the SKU's name) are not in it."""
+    if cpu is None or cpu.family is None or cpu.model is None:
+        return None
+    for row in _fma_table():
+        if row["vendor"] != cpu.vendor or int(row["family"], 16) != cpu.family:
+            continue
+        if not any(lo <= cpu.model <= hi for lo, hi in _ranges(row["models"])):
+            continue
+        if row["flag"] and row["flag"] not in flags:
+            continue
+        if row["name"] and not re.search(row["name"], cpu.name):
+            continue
+        return _Core(row["uarch"], int(row["fma_units"]), int(row["fma_bits"]), row["source"])
+    return None
+
+
+def _isa_fp32(f: set[str]) -> tuple[int, str]:
+    """fp32 FLOP/cycle the widest ISA allows with two FMA units of its width: an upper bound for any core."""
+    if "avx512f" in f:
+        return 64, "avx512f"
+    if "avx2" in f and "fma" in f:
+        return 32, "avx2+fma"
+    if "asimd" in f:
+        return 16, "NEON"
+    if "avx" in f:
+        return 16, "avx (separate add and multiply)"
+    return 8, "sse"
+
+
+def fp32_per_cycle(flags: list[str], cpu: CpuId | None = None) -> tuple[int, str]:
+    """fp32 FLOP per cycle per core and how it was derived: the core's FMA units x their width x 2 FLOP per
+    lane, capped by what the ISA it advertises can issue, and the rule's source.
+
+    Zen 4 executes a 512-bit FMA as two halves on 256-bit pipes (32 FLOP/cycle, as Zen 3); Zen 5 server and
+    desktop cores and Intel server cores with two 512-bit FMA units have 64. A CPU missing from the table is
+    given two FMA units of its widest ISA, labelled an upper bound.
+    """
+    isa, isa_name = _isa_fp32(set(flags))
+    core = core_of(cpu, flags)
+    if core is None:
+        if isa_name in ("avx (separate add and multiply)", "sse"):
+            return isa, isa_name
+        return isa, f"{isa_name}, 2 FMA units assumed (microarchitecture not in accelbench's table: an upper bound)"
+    rate = core.units * core.bits // 16
+    if rate > isa:  # a hypervisor hid the wide ISA: the code can only issue what is advertised
+        return isa, f"{isa_name}: {core.uarch}'s wider units unused without its ISA"
+    units = f"{core.units} FMA unit{'s' if core.units > 1 else ''} x {core.bits} bits"
+    return rate, f"{core.uarch}: {units}; {core.source}"
+
+
+#: Intel's AMX tile unit per core: 1024 BF16/FP16 FLOP and 2048 INT8 ops per cycle (Intel AMX overview)
+_AMX = {"bf16": 1024, "fp16": 1024, "int8": 2048}
+_AMX_SOURCE = "AMX tile unit, 1024 BF16/FP16 FLOP or 2048 INT8 ops per cycle per core (Intel AMX overview)"
+
+
+def flops_per_cycle(precision: str, flags: list[str], cpu: CpuId | None = None) -> tuple[int, str] | None:
+    """FLOPs (int8: ops) per cycle per core and how they were derived, or None where the CPU has no unit for
+    ``precision`` (it only emulates it: no peak is listed for what it cannot compute natively).
+
+    The vector rates follow the fp32 FMA rate of the core (:func:`fp32_per_cycle`): fp64 half of it; bf16
+    (avx512_bf16 dot products) and fp16 (avx512_fp16, Arm's asimdhp) twice, two products per 32-bit lane;
+    int8 (VNNI) four times, four products per lane.
     """
     f = set(flags)
-    fp32_avx512 = "avx512f" in f
     if precision == "fp8":
         return None  # no CPU has fp8 arithmetic units; torch emulates it
-    if precision == "int8":
-        if "amx_int8" in f:
-            return 2048, "AMX-INT8 tile unit"
-        if "avx512_vnni" in f:
-            return 256, "avx512_vnni, 2 units"
-        if "avx_vnni" in f:
-            return 128, "avx_vnni, 2 units"
-        return None
-    if precision in ("bf16", "fp16"):
-        if f"amx_{precision}" in f:
-            return 1024, f"AMX-{precision.upper()} tile unit"
-        native = "avx512_bf16" if precision == "bf16" else "avx512_fp16"
-        if native in f:
-            return 128, f"{native}, 2 FMA units"
+    if precision in _AMX and f"amx_{precision}" in f:
+        return _AMX[precision], _AMX_SOURCE
+    fp32, how = fp32_per_cycle(flags, cpu)
+    if precision == "fp32":
+        return fp32, how
     if precision == "fp64":
-        if fp32_avx512:
-            return 32, "avx512f, 2 FMA units"
-        if "fma" in f:
-            return 16, "avx2+fma, 2 FMA units"
-        return 4, "scalar/sse"
-    if fp32_avx512:
-        return 64, "avx512f, 2 FMA units"
-    if "avx2" in f and "fma" in f:
-        return 32, "avx2+fma, 2 FMA units"
-    if "asimd" in f:
-        return 16, "NEON, 2 FMA units"
-    if "avx" in f:
-        return 16, "avx"
-    return 8, "sse"
+        return fp32 // 2, f"half the fp32 rate: {how}"
+    arm = "asimd" in f
+    native = {
+        "bf16": None if arm else ("avx512_bf16", 2),  # Arm's BFMMLA rate differs by core: no figure claimed
+        "fp16": ("asimdhp", 2) if arm else ("avx512_fp16", 2),
+        "int8": None if arm else ("avx512_vnni", 4) if "avx512_vnni" in f else ("avx_vnni", 4),
+    }.get(precision)
+    if native is None or native[0] not in f:
+        return None
+    flag, factor = native
+    return fp32 * factor, f"{flag}, {factor}x the fp32 rate: {how}"
 
 
 #: The CPU flags that mean a precision has arithmetic units (x86 and Arm spellings); without one, torch
@@ -144,7 +240,7 @@ def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | Non
     reported, timed = cpu_clock_ghz(), timed_clock_ghz()
     if not reported and not timed:
         return None
-    found = flops_per_cycle(precision, cpu_flags())
+    found = flops_per_cycle(precision, cpu_flags(), cpu_identity())
     if found is None:
         return None
     if timed and (not reported or timed > reported):
