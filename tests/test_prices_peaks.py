@@ -216,3 +216,36 @@ def test_the_peak_of_a_zen4_names_its_rule(monkeypatch) -> None:
     assert peak.tflops == pytest.approx(2 * 2.5e9 * 32 / 1e12)
     assert "x 32 FLOP/cycle (Zen 4" in peak.source and "57647" in peak.source
     assert specs.peak_for(torch.device("cpu"), "fp16", threads=2) is None
+
+
+# --- requests in flight are not devices ------------------------------------------------------------------
+
+
+def test_requests_in_flight_on_a_cpu_are_streams_not_devices(tmp_path: Path, cli_env) -> None:
+    from accelbench.infer.specs import InferParams
+
+    p = InferParams(backend="openvino", streams=4)
+    assert p.workers == 4 and p.nproc == 1  # four requests, one device: per-device figures are the CPU's
+    assert "x4 in flight" in InferParams.describe(p.to_dict()) and "devices" not in InferParams.describe(p.to_dict())
+    with pytest.raises(UsageError, match=r"--nproc 2 would record 2 devices .* give --streams 2"):
+        InferParams(backend="sleep", nproc=2).check_environment("cpu")
+    with pytest.raises(UsageError, match="--streams"):
+        InferParams(streams=0).validate()
+    out = run_cli([*_SLEEP, "--device", "cpu", "--nproc", "2"], cli_env, tmp_path)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "--streams 2" in out.stderr
+
+
+def test_openvino_counts_its_requests_in_flight() -> None:
+    pytest.importorskip("openvino")
+    import torch
+
+    from accelbench.infer.openvino import OpenVino
+    from accelbench.infer.served import served
+
+    spec = served("resnet18", "tiny")
+    model = spec.build().eval()
+    batch = spec.collate([spec.synthetic(i, torch.device("cpu")) for i in range(2)])
+    impl = OpenVino()
+    for _ in range(2):  # two workers on the one CPU: two requests, one compiled model
+        impl.load(spec, model, torch.device("cpu"), "fp32", [batch])
+    assert impl.facts["requests_in_flight"] == 2 and impl.facts["streams"] >= 1

@@ -4,8 +4,10 @@ OpenVINO chooses its own arithmetic unless told: on an AMX CPU its default preci
 "fp32" figure would silently be a bf16 one. The hint is always set from ``--precision`` (f32, bf16, f16),
 and a precision the CPU plugin does not list among its capabilities is refused with that list. The
 performance hint follows the scenario: throughput for Offline and Server (several streams), latency for
-SingleStream and MultiStream. The compiled model is shared by every worker; each worker (``--nproc N`` on
-a CPU: N requests in flight) has its own infer request, so N batches run at once on OpenVINO's streams.
+SingleStream and MultiStream. The compiled model is shared by every worker; each worker has its own infer
+request, so ``--streams N`` puts N batches in flight at once on OpenVINO's streams. Those are requests on one
+device, never devices: the record counts them in ``streams`` (and ``details.backend.requests_in_flight``),
+and ``nproc`` stays the one CPU, so a per-device figure is the device's, not a share of it.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class OpenVino(Backend):
         if self._compiled is None:
             self._compiled = self._compile(served, model, calibration, precision, scenario)
         request = self._compiled.create_infer_request()
+        self.facts["requests_in_flight"] = self.facts.get("requests_in_flight", 0) + 1  # one per worker
 
         def predict(inputs: "Inputs") -> Any:
             import torch
@@ -82,7 +85,7 @@ class OpenVino(Backend):
             "performance_hint": hint,
             "inference_precision": compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
             "streams": int(compiled.get_property("NUM_STREAMS")),
-            # as many requests in flight as this keeps every stream busy (--nproc N puts N in flight)
+            # as many requests in flight as this keeps every stream busy (--streams N puts N in flight)
             "optimal_requests": int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")),
         }
         return compiled

@@ -58,7 +58,12 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
     nproc: int = opt(
         1,
         "devices serving, as --nproc counts devices in train and tta (one SUT worker per device in LoadGen's "
-        "one process: cuda:0..N-1; on a CPU, N instances)",
+        "one process: cuda:0..N-1); a CPU is one device: requests in flight on it are --streams",
+    )
+    streams: int = opt(
+        1,
+        "requests in flight on each device: N SUT workers share it (OpenVINO's infer requests on its streams, "
+        "N instances on a CPU); recorded as streams, never as devices, so per-device figures stay per device",
     )
     profile: str = opt(
         "quick", "quick (seconds; non-compliant) or official (LoadGen's mlperf.conf rules)", choices=PROFILES
@@ -94,6 +99,7 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         positive("--batch-size", self.batch_size)
         positive("--samples-per-query", self.samples_per_query)
         positive("--nproc", self.nproc)
+        positive("--streams", self.streams)
         if (
             min(self.latency_bound_ms, self.target_qps, self.expected_qps) < 0
             or self.duration < 0
@@ -120,6 +126,11 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         if impl.runs_model or self.mode == "accuracy":
             self._check_model()
 
+    @property
+    def workers(self) -> int:
+        """SUT workers serving: ``streams`` on each of ``nproc`` devices (the run's worker count)."""
+        return self.nproc * self.streams
+
     def planned_seconds(self) -> float | None:
         if self.mode != "performance":
             return None  # accuracy runs the data set once; find-peak's trials are counted by the search
@@ -130,6 +141,12 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         why = impl.unsupported(self.effective_precision) or impl.unsupported_on(device_type) or self.export_refusal()
         if why:
             raise UsageError(why)
+        if device_type != "cuda" and self.nproc > 1:  # one CPU is one device, whatever runs on it at once
+            raise UsageError(
+                f"--nproc counts devices and a {device_type.upper()} is one: --nproc {self.nproc} would record "
+                f"{self.nproc} devices and divide the per-device figures by {self.nproc}; for {self.nproc} "
+                f"requests in flight on it give --streams {self.nproc}"
+            )
         if device_type == "cuda" and self.nproc > 1:
             import torch
 
@@ -188,6 +205,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             words.append(f"ort-optimization {p['ort_optimization']}")
         if p.get("nproc", 1) > 1:
             words.append(f"x{p['nproc']} devices")
+        if p.get("streams", 1) > 1:
+            words.append(f"x{p['streams']} in flight")
         if p.get("scale", "full") != "full":
             words.append(p["scale"])
         return " ".join(words)
