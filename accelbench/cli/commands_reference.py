@@ -49,6 +49,7 @@ def _tasks() -> tuple[str, ...]:
 
 def cmd_reference(ns: argparse.Namespace) -> int:
     from accelbench.cli.render import console
+    from accelbench.reference.match import NOT_STATED
     from accelbench.reference.table import select
     from accelbench.results import format as fmt
 
@@ -74,7 +75,13 @@ def cmd_reference(ns: argparse.Namespace) -> int:
     for r in rows:
         setup = ", ".join(
             x
-            for x in (r.framework, r.precision, f"batch {r.batch_per_device}" if r.batch_per_device else "", r.data)
+            for x in (
+                r.framework,
+                "precision not stated" if r.precision == NOT_STATED else r.precision,
+                f"batch {r.batch_per_device}" if r.batch_per_device else "",
+                f"p99 bound {r.latency_bound_ms:g} ms" if r.latency_bound_ms is not None else "",
+                r.data,
+            )
             if x
         )
         per = [f"{fmt.number(r.per_usd_hour)} at ${r.price_usd_per_hour:g}/h" if r.per_usd_hour else ""]

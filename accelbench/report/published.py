@@ -81,10 +81,11 @@ def _table(r: Result, ms: list[Match]) -> Table:
         ("per device", [m.per_device_text for m in ms], True),
         ("per USD/h: this vs published", [m.per_dollar for m in ms], True),
         ("what differs", [m.comparable for m in ms], False),
-        ("source", [f"[{refs.index(m.reference.source_ref) + 1}] {m.reference.source}" for m in ms], False),
+        ("source", [f"[{refs.index(m.reference.source_ref) + 1}]" for m in ms], False),
     ]
     columns = [c for c in columns if any(cell and cell != "n/a" for cell in c[1])]
-    sources = "; ".join(f"[{i}] {s} ({when[s]})" for i, s in enumerate(refs, 1))
+    names = {m.reference.source_ref: m.reference.source for m in ms}
+    sources = "; ".join(f"[{i}] {names[s]}: {s} ({when[s]})" for i, s in enumerate(refs, 1))
     return Table(
         [name for name, _, _ in columns],
         [list(row) for row in zip(*(cells for _, cells, _ in columns), strict=True)],
