@@ -4,8 +4,10 @@
 limit (the first screening of the default excepted: without it there is nothing to search from), and no
 trial may run long past the end (its timeout is the time left, with a floor for a slow start). So the
 search overruns by at most the part of one trial that its estimate missed. The estimate of a phase is the
-median time of its trials so far; before its first, the screenings' time scaled by how much longer the
-phase measures (a gate scores a data set, a confirmation runs LoadGen three times as long).
+median time of its trials so far; before its first, the screenings' time scaled and extended by how much
+longer the phase measures (the search says how: a LoadGen confirmation pays the same start, model load and
+probe as a screening and measures 4 s longer; a gate runs the FP32 reference and the candidate over the
+samples; a training confirmation triples the steps).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from accelbench.tune.search import Trial
 
-#: a first gate's and a first confirmation's expected time, as a multiple of a screening's
-FIRST_OF_PHASE = {"gate": 1.5, "confirm": 1.5}
+#: a first gate's and a first confirmation's expected time where the family gives none: (times a
+#: screening's, plus seconds)
+FIRST_OF_PHASE: dict[str, tuple[float, float]] = {"gate": (1.5, 0.0), "confirm": (1.5, 0.0)}
 #: the least time a trial is given before it is killed (a process start and a model load, on a slow host)
 MIN_TRIAL_TIMEOUT = 60.0
 
@@ -41,15 +44,17 @@ class Budget:
         """The time, from the start, by which ``share`` of the budget is spent."""
         return self.seconds * share
 
-    def expected(self, phase: str, trials: list[Trial]) -> float | None:
-        """Seconds a next trial of ``phase`` is expected to take; None before any trial has been timed."""
+    def expected(self, phase: str, trials: list[Trial], first: tuple[float, float] | None = None) -> float | None:
+        """Seconds a next trial of ``phase`` is expected to take; None before any trial has been timed. ``first``
+        is a first trial of the phase as (times a screening, plus seconds), where the family knows better."""
         same = [t.seconds for t in trials if t.phase == phase]
         if same:
             return statistics.median(same)
         screens = [t.seconds for t in trials if t.phase == "screen"]
         if not screens:
             return None
-        return statistics.median(screens) * FIRST_OF_PHASE.get(phase, 1.0)
+        times, plus = first or FIRST_OF_PHASE.get(phase, (1.0, 0.0))
+        return statistics.median(screens) * times + plus
 
     def fits(self, seconds: float | None, until: float | None = None) -> bool:
         """Whether work of ``seconds`` started now ends by ``until`` (the budget's end by default)."""

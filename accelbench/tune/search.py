@@ -184,7 +184,7 @@ class Tuner:
             if len(finalists) >= self.params.finalists:
                 break
             if self.search.passed_gate(c) is None:
-                if not self.time.fits(self.time.expected("gate", self.search.trials), self._gate_end()):
+                if not self.time.fits(self._expected("gate"), self._gate_end()):
                     cut.append(c.label())
                     continue
                 self._trial("gate", c, f"accuracy gate of {c.label()}")
@@ -223,7 +223,7 @@ class Tuner:
             if not active:
                 return
             for c in active:
-                if not self.time.fits(self.time.expected("confirm", self.search.trials)):
+                if not self.time.fits(self._expected("confirm")):
                     self.search.stopped.append(
                         f"confirmations stopped in round {r}: budget ({self.time.left():.0f} s left)"
                     )
@@ -235,7 +235,7 @@ class Tuner:
     def _fit_round(self, active: list[Candidate], r: int) -> list[Candidate]:
         """The candidates of round ``r`` that the budget allows, with the rounds any claim still needs: the best and
         the default kept first (the speed-up is the claim a search is run for). None where not even two fit."""
-        per = self.time.expected("confirm", self.search.trials) or 0.0
+        per = self._expected("confirm") or 0.0
         rounds = max(1, self._runs_needed() - (r - 1))
         fit = math.floor(self.time.left() / (per * rounds)) if per > 0 else len(active)
         if fit >= len(active):
@@ -256,6 +256,33 @@ class Tuner:
         )
         return [c for c in active if c.key in kept]
 
+    def _expected(self, phase: str) -> float | None:
+        """A next trial's seconds in ``phase``. Before the phase's first: a LoadGen confirmation pays a screening's
+        start, load and probe and measures 4 s longer (half as much again for LoadGen's margin); a gate runs the
+        FP32 reference and the candidate over the gate's samples at about the reference's screened rate (on a
+        shared 2-core VM a gate took 69 s where a screening took 24 s); a training confirmation runs three
+        times the steps; Server's find-peak is a search of several runs, four at least."""
+        first: tuple[float, float] | None = None
+        if phase == "confirm":
+            if self.params.task == "train":
+                first = (2.0, 0.0)
+            else:
+                first = (4.0, 0.0) if self._server() else (1.0, 1.5 * (CONFIRM_SECONDS - SCREEN_SECONDS))
+        elif phase == "gate" and not self.params.dataset:
+            from accelbench.infer.run import SYNTHETIC_ACCURACY_SAMPLES
+
+            per_sample = self._reference_seconds_per_sample()
+            first = (1.0, 2 * SYNTHETIC_ACCURACY_SAMPLES * per_sample) if per_sample else None
+        return self.time.expected(phase, self.search.trials, first)
+
+    def _reference_seconds_per_sample(self) -> float | None:
+        """Seconds per sample of the default settings (the gate's FP32 reference) by its screening."""
+        t = next((t for t in self._screened() if t.candidate.key == self.search.default.key), None)
+        primary = t.result.primary if t and t.result else None
+        if primary is None or primary.value <= 0:
+            return None
+        return 1 / primary.value if primary.higher_is_better else primary.value
+
     def _runs_needed(self) -> int:
         """Confirmations per candidate before two can be separated: fewer where the trials keep raw samples."""
         screens = self._screened()
@@ -264,12 +291,12 @@ class Tuner:
 
     def _claim_seconds(self) -> float:
         """The confirmations of the smallest claim: the rounds needed, of the best and the default."""
-        per = self.time.expected("confirm", self.search.trials) or 0.0
+        per = self._expected("confirm") or 0.0
         return 2 * self._runs_needed() * per
 
     def _screen_end(self) -> float:
         """Screening leaves the gate and the smallest claim their time, and stops at its share of the budget."""
-        gate = (self.time.expected("gate", self.search.trials) or 0.0) if self.params.task == "infer" else 0.0
+        gate = (self._expected("gate") or 0.0) if self.params.task == "infer" else 0.0
         return min(self.time.at(SCREEN_SHARE), self.budget - gate - self._claim_seconds())
 
     def _gate_end(self) -> float:
@@ -284,7 +311,7 @@ class Tuner:
         only = ok[0].candidate.label() if ok else "no candidate"
         if self.search.not_tried:
             s = self.time.expected("screen", self.search.trials) or 0.0
-            g = (self.time.expected("gate", self.search.trials) or 0.0) if self.params.task == "infer" else 0.0
+            g = (self._expected("gate") or 0.0) if self.params.task == "infer" else 0.0
             least = 2 * s + g + self._claim_seconds()
             suggest = f"{math.ceil(least / 60)}m"
             return (
