@@ -4,6 +4,14 @@ On a shared host a neighbour can halve a CPU figure, and a GPU that throttles
 for heat or power reports a slower kernel than it can run. Recording CPU steal,
 other processes' CPU use and the GPU clock beside every number lets a reader tell
 a slow machine from a busy one.
+
+"Other processes" means processes outside accelbench's own process tree: the top
+accelbench process (marked in the environment, :func:`mark_root`) and everything it
+started, alive or already reaped. A benchmark's loader workers, its torchrun ranks, the
+suite's worker and the runner tailing its output are accelbench's work, not a
+neighbour's; counting them (``os.times()`` sees only reaped children) flagged every
+real-data training run on an idle machine as contended. When other processes do take
+CPU, the warning names the top ones, so the reader knows what to stop.
 """
 
 from __future__ import annotations
@@ -25,6 +33,12 @@ OTHER_CPU_THRESHOLD = 0.10
 THROTTLE_THRESHOLD = 0.01
 
 _BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
+#: The top accelbench process, "PID:START" (START: its start time, seconds since the epoch), inherited by every
+#: process accelbench starts: whatever runs below it is accelbench's own work.
+ROOT_ENV = "ACCELBENCH_ROOT_PROCESS"
+#: How many other processes the warning names (the record keeps a few more).
+NAMED_IN_WARNING = 3
+_RECORDED_OTHERS = 5
 
 
 def _system_busy_and_steal() -> tuple[float, float, float]:
@@ -35,9 +49,142 @@ def _system_busy_and_steal() -> tuple[float, float, float]:
     return busy, steal, total
 
 
+def mark_root(pid: int | None = None) -> int:
+    """Make ``pid`` (default: this process) the top of accelbench's process tree and return the root's pid.
+
+    Called where accelbench starts processes (a suite worker names its runner), before the benchmark starts any,
+    so that each inherits the mark. A valid mark already there is kept: an accelbench started by another one
+    belongs to the outer one's tree. A ``pid`` that is neither this process nor an ancestor marks this process.
+    """
+    current = _marked_root()
+    if current is not None:
+        return current
+    try:
+        me = psutil.Process()
+        p = me if pid is None or pid == me.pid else next((q for q in me.parents() if q.pid == pid), me)
+        os.environ[ROOT_ENV] = f"{p.pid}:{p.create_time():.3f}"
+    except psutil.Error:
+        return os.getpid()
+    return p.pid
+
+
+def root_pid() -> int:
+    """The top accelbench process: the marked one, or this process when no valid mark is inherited."""
+    marked = _marked_root()
+    return os.getpid() if marked is None else marked
+
+
+def _marked_root() -> int | None:
+    """The marked root when it is this process or one of its ancestors and started when the mark says; a mark
+    inherited from an ended process, or exported by hand, is ignored (it would make strangers "own")."""
+    pid_text, _, start_text = os.environ.get(ROOT_ENV, "").partition(":")
+    try:
+        pid, start = int(pid_text), float(start_text)
+        me = psutil.Process()
+        line = [me, *me.parents()]
+    except (ValueError, psutil.Error):
+        return None
+    for p in line:
+        if p.pid == pid:
+            try:
+                return pid if abs(p.create_time() - start) < 1.0 else None
+            except psutil.Error:
+                return None
+    return None
+
+
+def _cpu_seconds(t: Any) -> float:
+    """A process's CPU time with that of its reaped children (which ``children_*`` hold from the reaping on)."""
+    return t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+
+
 def _own_cpu_seconds() -> float:
-    t = psutil.Process().cpu_times()
-    return t.user + t.system + t.children_user + t.children_system
+    """CPU seconds used so far by accelbench's process tree, reaped children included.
+
+    The sum over the live tree at one instant of each process's own and reaped children's time: taken at a
+    window's start and end, a child that is reaped mid-window moves from its own line into its parent's
+    ``children_*`` and is counted once, a child started and ended inside the window is counted in full.
+    """
+    try:
+        root = psutil.Process(root_pid())
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        tree = [psutil.Process()]
+    total = 0.0
+    for p in tree:
+        try:
+            total += _cpu_seconds(p.cpu_times())
+        except psutil.Error:  # ended (its time is now its parent's) or not ours to read
+            continue
+    return total
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """One process in a snapshot of the machine's processes."""
+
+    ppid: int
+    cpu: float | None  # None: not readable
+
+
+def _process_table() -> dict[psutil.Process, _Seen]:
+    """Every process's parent and CPU time (one pass over /proc on Linux: a few ms for a hundred processes).
+
+    Keyed by psutil's process objects, which compare by pid and start time: a pid reused in the window is a new
+    process, not the old one's continuation. Names are read only for the few that a warning names.
+    """
+    table: dict[psutil.Process, _Seen] = {}
+    for p in psutil.process_iter(["ppid", "cpu_times"]):
+        times = p.info.get("cpu_times")
+        table[p] = _Seen(p.info.get("ppid") or 0, _cpu_seconds(times) if times else None)
+    return table
+
+
+def _name(p: psutil.Process) -> str:
+    try:
+        return p.name() or "?"
+    except psutil.Error:
+        return "?"
+
+
+def _tree_of(table: dict[psutil.Process, _Seen], root: int) -> set[psutil.Process]:
+    """``root`` and its descendants in ``table``."""
+    kids: dict[int, list[psutil.Process]] = {}
+    for p, seen in table.items():
+        if p.pid != seen.ppid:
+            kids.setdefault(seen.ppid, []).append(p)
+    found = {p for p in table if p.pid == root}
+    todo = [root]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child.pid)
+    return found
+
+
+def _window_cpu(before: dict[psutil.Process, _Seen], after: dict[psutil.Process, _Seen]) -> dict[psutil.Process, float]:
+    """CPU seconds each process alive at the end used between the two snapshots, its children reaped meanwhile
+    included. A process that ended in the window was reaped by its nearest surviving ancestor, whose
+    ``children_*`` then hold its whole life: the part it had used before the window is taken off that ancestor."""
+    used: dict[psutil.Process, float] = {}
+    for p, seen in after.items():
+        was = before.get(p)
+        if seen.cpu is not None and (was is None or was.cpu is not None):
+            used[p] = seen.cpu - (was.cpu if was is not None else 0.0)
+    by_pid = {p.pid: p for p in before}
+    for p, was in before.items():
+        if p in after or not was.cpu:
+            continue
+        ppid, hops = was.ppid, 0
+        while ppid in by_pid and hops < 64:
+            parent = by_pid[ppid]
+            if parent in after:
+                if parent in used:
+                    used[parent] -= was.cpu
+                break
+            ppid, hops = before[parent].ppid, hops + 1
+    return {p: max(0.0, s) for p, s in used.items()}
 
 
 def cuda_indices(devices: Any) -> list[int]:
@@ -53,7 +200,16 @@ class Conditions:
     cpu_count: int
     wall_seconds: float = 0.0
     steal_fraction: float = 0.0
+    #: busy CPU time outside accelbench's process tree, as a share of all CPUs over the window
     other_cpu_fraction: float = 0.0
+    #: CPU seconds accelbench's process tree used in the window (workers, ranks and reaped children included)
+    own_cpu_seconds: float = 0.0
+    #: busy CPU seconds of the machine in the window that were not accelbench's (other_cpu_fraction's numerator)
+    other_cpu_seconds: float = 0.0
+    #: live processes in accelbench's tree at the end of the window (this one, its workers, ranks, the runner)
+    own_processes: int = 0
+    #: the other processes that used the most CPU in the window: name, pid, cpu_seconds, cpu_fraction (of all CPUs)
+    other_processes: list[dict[str, Any]] = field(default_factory=list)
     gpu: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     #: the window's energy per domain, measured or why not (measure/energy.py)
@@ -71,7 +227,10 @@ class Conditions:
 
 class ConditionsMonitor:
     """Context manager that samples /proc/stat (via psutil) before and after a measurement, and meters the
-    energy of the window on the CPU packages and on ``gpus`` (default: ``gpu_index``)."""
+    energy of the window on the CPU packages and on ``gpus`` (default: ``gpu_index``).
+
+    The process table is read once before the window opens and once after it closes (a few ms each for a hundred
+    processes), so naming the other processes costs the measurement nothing."""
 
     def __init__(self, threads: int, gpu_index: int | None = None, gpus: Sequence[int] | None = None) -> None:
         self.conditions = Conditions(threads=threads, cpu_count=os.cpu_count() or 1)
@@ -79,6 +238,8 @@ class ConditionsMonitor:
         self._meter = EnergyMeter(list(gpus) if gpus is not None else [] if gpu_index is None else [gpu_index])
 
     def __enter__(self) -> "ConditionsMonitor":
+        self._root = root_pid()
+        self._table0 = _process_table()  # before the energy window and the clock start: not part of the window
         self._meter.__enter__()
         self._violations0: dict[str, int] = {}
         if self._gpu_index is not None:
@@ -97,17 +258,35 @@ class ConditionsMonitor:
         if self._meter.reading is not None:
             c.energy = self._meter.reading.to_dict()
         busy, steal, total = _system_busy_and_steal()
-        own = _own_cpu_seconds() - self._own0
+        own = max(0.0, _own_cpu_seconds() - self._own0)
         d_total = max(total - self._total0, 1e-9)
         c.steal_fraction = max(0.0, (steal - self._steal0) / d_total)
         capacity = max(c.wall_seconds * c.cpu_count, 1e-9)
-        c.other_cpu_fraction = min(1.0, max(0.0, (busy - self._busy0 - own) / capacity))
+        c.own_cpu_seconds = own
+        c.other_cpu_seconds = max(0.0, busy - self._busy0 - own)
+        c.other_cpu_fraction = min(1.0, c.other_cpu_seconds / capacity)
+        self._name_others(c, capacity)
         if c.steal_fraction > STEAL_THRESHOLD:
             c.warnings.append(f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time")
         if c.other_cpu_fraction > OTHER_CPU_THRESHOLD:
-            c.warnings.append(f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs")
+            c.warnings.append(
+                f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs ({_who(c.other_processes)})"
+            )
         if self._gpu_index is not None:
             self._gpu_throttling(c)
+
+    def _name_others(self, c: Conditions, capacity: float) -> None:
+        """The processes outside accelbench's tree that used the most CPU in the window, from two snapshots of
+        the process table taken outside the window's figures (before its start, after its end)."""
+        table1 = _process_table()
+        own = _tree_of(self._table0, self._root) | _tree_of(table1, self._root)  # an orphaned worker stays ours
+        c.own_processes = sum(1 for p in own if p in table1)
+        used = _window_cpu(self._table0, table1)
+        top = sorted(((s, p) for p, s in used.items() if p not in own and s > 0), key=lambda sp: -sp[0])
+        c.other_processes = [
+            {"name": _name(p), "pid": p.pid, "cpu_seconds": round(s, 3), "cpu_fraction": round(s / capacity, 4)}
+            for s, p in top[:_RECORDED_OTHERS]
+        ]
 
     def _gpu_throttling(self, c: Conditions) -> None:
         """Throttling during the window from NVML's violation counters; the end snapshot where they are missing."""
@@ -126,3 +305,10 @@ class ConditionsMonitor:
         reasons = c.gpu.get("throttle_reasons") or []
         if reasons:
             c.warnings.append(f"GPU throttled at the end of the measurement: {', '.join(reasons)}")
+
+
+def _who(others: list[dict[str, Any]]) -> str:
+    """'stress-ng[4242] 48%, python3[17] 2%': the top other processes, so the reader knows what to stop."""
+    shown = [p for p in others[:NAMED_IN_WARNING] if p["cpu_fraction"] >= 0.005]
+    named = [f"{p['name']}[{p['pid']}] {p['cpu_fraction']:.0%}" for p in shown]
+    return ", ".join(named) if named else "no running process stands out: short-lived ones or interrupts"

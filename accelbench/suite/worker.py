@@ -100,13 +100,18 @@ def child_main(entry: dict[str, Any], out: str, log_dir: str, log_path: str, run
 
     It leads a session of its own, so that the runner can kill it with everything it
     started (torchrun ranks) and a Ctrl-C in the terminal reaches only the runner;
-    it dies with the runner; and its output goes to the entry's log file.
+    it dies with the runner; and its output goes to the entry's log file. The runner is
+    marked as the top of accelbench's process tree, so that the runner, its worker server,
+    this worker and its loader workers and ranks never read as "other processes".
     """
     import faulthandler
     import os
 
+    from accelbench.measure.conditions import mark_root
+
     if hasattr(os, "setsid"):
         os.setsid()
+    mark_root(runner_pid)  # the runner tops accelbench's tree: it, its worker server, this worker and what it starts
     _watch_runner(runner_pid)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
