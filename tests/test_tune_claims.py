@@ -314,7 +314,7 @@ def test_a_space_of_one_candidate_says_no_search_and_why() -> None:
     base = model_info("ncf").default_batch["cpu"]  # ncf: no image input, so no memory format to try
     params = tune_params(model="ncf", task="train", batch_sizes=str(base), budget="10m")
     search = Tuner(params, train_fake({False: [0.2]})).run()
-    assert search.no_search is not None and "only candidate" in search.no_search
+    assert search.no_search is not None and "leave one candidate" in search.no_search
     assert [t.phase for t in search.trials] == ["screen"]
 
 
@@ -344,3 +344,19 @@ def test_help_says_what_no_compile_does(capsys: pytest.CaptureFixture[str]) -> N
         build_parser().parse_args(["tune", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--no-compile leave out torch.compile" in text and "also try torch.compile" not in text
+
+
+def test_the_report_says_no_search_and_not_separated_without_a_best() -> None:
+    from accelbench.report.build import ReportInput, build
+    from accelbench.report.markdown import render
+
+    short = Fake({DEFAULT: 100.0}, seconds=40.0)
+    none = summary(Tuner(tune_params(backends="torch,onnxruntime", budget="2m"), short, clock=short.clock).run())
+    tied = Fake({DEFAULT: 100.0, ONNX: [200.0, 190.0, 210.0], OPENVINO: [205.0, 198.0, 192.0]})
+    params = tune_params(backends="torch,onnxruntime,openvino", finalists=2)
+    equivalent = summary(Tuner(params, tied, clock=tied.clock).run())
+    for i, record in enumerate((none, equivalent)):
+        record.run_id, record.system = f"r{i}", {"fingerprint": "f", "profile": {}}
+    text = render(build(ReportInput(records=[none, equivalent], title="t")), lambda chart: f"{chart.name}.png")
+    assert "no search: raise --budget" in text and "not separated: the top 2 are equivalent" in text
+    assert "x the default settings" not in text and "): best " not in text

@@ -320,7 +320,7 @@ class Tuner:
             )
         if len(screened) < 2:
             return (
-                f"no search: {only} is the only candidate the settings asked for leave; "
+                f"no search: the settings asked for leave one candidate, {only}, and nothing to compare it with; "
                 "widen --precisions, --batch-sizes or --backends"
             )
         return f"no search: only {only} gave a figure; the other {len(screened) - len(ok)} failed (see the ranking)"
