@@ -201,3 +201,32 @@ def test_a_json_export_carries_its_runs_and_an_import_keeps_the_command_line(tmp
     assert run.command == cmd and run.suite == {"name": "gemm"}
     src.close()
     dst.close()
+
+
+def test_the_report_shows_a_contended_pair_not_judged_and_says_why():
+    from accelbench.report.common import ReportInput
+    from accelbench.report.model import Bullets, Table
+    from accelbench.report.overview import summary
+    from accelbench.report.trends import comparisons, history
+
+    def on(system: str, r: Result) -> Result:
+        r.system = {"fingerprint": system, "profile": {"cpu": {"model": f"CPU {system}"}, "accelerators": []}}
+        return r
+
+    quiet = on("sys-a", gemm("a", times(1e-3)))
+    busy = on("sys-b", gemm("b", times(24e-3, seed=1), warnings=(CONTENDED,)))
+    inp = ReportInput([quiet, busy])
+    section = comparisons(inp)
+    assert section is not None
+    [sub] = [b for b in section.blocks if hasattr(b, "blocks")]
+    [table] = [b for b in sub.blocks if isinstance(b, Table)]
+    [row] = table.rows
+    assert row[7].text.startswith("not judged: candidate contended") and "1 of 1 pairs not judged" in table.caption
+    assert not any(getattr(b, "name", "").startswith("ratios-") for b in sub.blocks)  # no bar for it
+    care = [i for b in summary(inp).blocks if isinstance(b, Bullets) for i in b.items]
+    assert any(i.startswith("Contended: kernels/gemm") and "stress-ng" in i for i in care)
+    runs = [on("sys-a", gemm(f"r{i}", times(1e-3), started=f"2026-11-0{i + 1}T00:00:00.000+00:00")) for i in range(4)]
+    runs.append(on("sys-a", gemm("slow", times(24e-3), started="2026-11-06T00:00:00.000+00:00", warnings=(CONTENDED,))))
+    hist = history(ReportInput(runs))
+    [htable] = [b for b in hist.blocks if isinstance(b, Table)]
+    assert htable.rows[0][5].text == "" and htable.rows[0][6].text == "1 of 5 runs: contended (1)"

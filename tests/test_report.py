@@ -117,7 +117,7 @@ def test_the_report_says_what_a_reader_must_not_miss(report: Path) -> None:
     assert "Failed: infer/loadgen" in text and "no peak" in text  # a failed find-peak, with its reason
     assert "fp16 arithmetic" in text  # skipped, with the reason
     assert "Above the peak" in text  # the CPU estimate was beaten: % of peak is no ceiling here
-    assert "Geometric mean of the speedups" in text
+    assert "Geometric mean of the judged speedups" in text
 
 
 def test_the_markdown_report_has_the_tables_and_charts_as_files(report: Path) -> None:
