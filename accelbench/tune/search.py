@@ -245,6 +245,7 @@ class Tuner:
             self.search.stopped.append(
                 f"confirmations stopped before round {r}: budget ({self.time.left():.0f} s left; "
                 f"{rounds} round(s) of {least} take about {per * rounds * least:.0f} s)"
+                + (": raise --budget" if r == 1 else "")
             )
             return []
         default = self.search.default.key
