@@ -139,3 +139,73 @@ def test_early_stopping_s_bound_is_loadgen_s():
     assert tail.late_allowed(661) == -1 and tail.late_allowed(662) == 0
     assert tail.passes(4096, tail.late_allowed(4096)) and not tail.passes(4096, tail.late_allowed(4096) + 1)
     assert "only if none is over 2000 ms" in tail.bound_text(662, 2000.0)
+
+
+def test_find_peak_on_a_slow_system_confirms_in_minutes_and_says_how_long(monkeypatch, tmp_path):
+    """A system that serves 11 QPS (ResNet-50 on a 2-core CPU) with a 2 s bound, simulated: a screen passes below
+    10 QPS, a confirmation passes below 9.5 QPS. Its confirmations are sized by time (not 4,096 queries, six
+    minutes each), the planned total is a few minutes, and every progress line has the time left."""
+    from accelbench.infer import peak
+    from accelbench.infer.driver import Outcome
+    from accelbench.kit.context import RunContext
+
+    planned, lines = [], []
+
+    def fake_run(serving, s, params, ctx):
+        rate, queries = s.server_target_qps, s.min_query_count
+        planned.append(peak.trial_seconds("server", rate, queries, s.min_duration_ms, 2000.0))
+        confirm = queries >= tail.min_queries()
+        ok = rate < (9.5 if confirm else 10.0)
+        detail = {
+            "result_validity": "VALID" if ok else "INVALID",
+            "result_perf_constraints_met": ok,
+            "early_stopping_met": ok,
+            "result_query_count": queries,
+            "result_overlatency_query_count": 0 if ok else 12,
+            "result_scheduled_samples_per_sec": rate,
+            "result_completed_samples_per_sec": rate,
+            "result_99.00_percentile_latency_ns": (1.5e9 if ok else 2.5e9),
+        }
+        return Outcome(detail, {}, tmp_path, SimpleNamespace(batches=1, samples=queries, per_worker=[queries]))
+
+    monkeypatch.setattr(peak, "loadgen_run", fake_run)
+    params = InferParams(scenario="server", mode="find-peak", latency_bound_ms=2000.0, backend="sleep")
+    ctx = RunContext(tmp_path, progress=lambda m, left=None: lines.append((m, left)))
+    r = peak.find_peak(params, Serving([], lambda i: i, 64, list, None, None, 2), lgset.Probe(11.0, 0.3), {}, ctx)
+    assert r.status == "ok" and r.valid is True, r.error
+    assert 8.0 < r.details["find_peak"]["peak"] < 9.5
+    confirmations = [t for t in r.details["find_peak"]["trials"] if t["confirmation"]]
+    assert all(t["queries"] == tail.min_queries() for t in confirmations)  # 60 s at ~9 QPS is under 662
+    assert "only if none is over 2000 ms" in confirmations[0]["early_stopping"]
+    assert sum(planned) < 5 * 60, planned  # the whole search, by LoadGen's own schedule
+    assert all(left is not None and left > 0 for _, left in lines)
+    assert any("confirmation 1 of at most 3" in m and "662 queries" in m for m, _ in lines)
+
+
+def test_find_peak_with_a_sleep_backend_ends_in_time_with_a_valid_peak(run_isolated):
+    """8 samples per 5 ms batch: at most 1,600 QPS; a 50 ms bound. The whole search, LoadGen included, is short."""
+    params = {
+        **SLEEP,
+        "service_ms": 5.0,
+        "mode": "find-peak",
+        "scenario": "server",
+        "latency_bound_ms": 50,
+        "duration": 0.5,
+    }
+    t0 = time.monotonic()
+    [r] = run_isolated(params)
+    took = time.monotonic() - t0
+    assert r.status == "ok" and r.valid is True, r.error
+    search = r.details["find_peak"]
+    assert 0.4 * 1600 <= search["peak"] <= 1600 * 1.02, search["trials"]
+    assert search["trials"][-1]["confirmation"] and search["trials"][-1]["valid"]
+    assert search["search_seconds"] < 20 and took < 30, (search["search_seconds"], took)
+
+
+def test_a_duration_its_timeout_would_kill_is_refused_in_one_line(tmp_path, cli_env):
+    from conftest import run_cli
+
+    proc = run_cli(["infer", "resnet18", "--backend", "null", "--duration", "100000"], cli_env, tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "at least 100000 s (--duration), not less than its 1800 s timeout" in proc.stderr
+    assert "lower --duration or raise --timeout" in proc.stderr

@@ -163,6 +163,8 @@ def _execute(
     from accelbench.system.profile import collect_profile
 
     options = _options(ns)  # a bad price is bad input: said before anything is opened or measured
+    if suite is not None and not ns.dry_run:
+        _refuse_what_its_timeout_kills(suite, ns.timeout)
     if note and not ns.dry_run:  # stdout is the JSON's alone with --json
         (err_console if ns.json else console).print(f"[dim]{note}[/]")
     store = Store(ns.db)
@@ -208,6 +210,23 @@ def _execute(
     if counts["failed"]:
         return EXIT_FAILED
     return EXIT_INVALID if invalid else 0
+
+
+def _refuse_what_its_timeout_kills(suite: Suite, timeout: float | None) -> None:
+    """An entry whose own parameters ask for more time than its timeout (``--duration 100000``) is bad input,
+    refused in one line before anything starts: it used to be warned about, then killed after 30 minutes.
+    (``--dry-run`` still lists it, with the plan's warning.)"""
+    from accelbench import registry
+    from accelbench.suite.plan import timeout_of
+
+    for entry in suite.entries:
+        floor = registry.get(entry.benchmark).make_params(entry.params).planned_seconds()
+        limit = timeout_of(entry, timeout)
+        if floor is not None and floor >= limit:
+            raise UsageError(
+                f"{entry.label} asks for at least {floor:g} s (--duration), not less than its {limit:g} s timeout, "
+                "so it would be killed before it ends: lower --duration or raise --timeout"
+            )
 
 
 def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: str) -> dict[str, float | None] | None:

@@ -2,19 +2,26 @@
 
 Server: from the probe's throughput, halve until a run is VALID, then bisect
 between the highest valid and the lowest invalid target until they are within
-2% of each other, then confirm the result with a fresh run (stepping down 2% if
-the confirmation fails). MultiStream: double the samples per query while the
-99th-percentile query latency meets the bound, then bisect the integer range
-and confirm. Every trial is a real LoadGen run with its own log folder; the
-trials are recorded so a user sees how the peak was found.
+2% of each other, then confirm the result with a fresh run (stepping down 10%,
+then 20%, if a confirmation fails). A confirmation is sized by time as well as
+by queries, so a system serving 11 QPS confirms in about a minute, not six, and
+its progress line states the early-stopping bound that size leaves; every line
+carries the time the search expects to have left. MultiStream: double the
+samples per query while the 99th-percentile query latency meets the bound,
+then bisect the integer range and confirm. Every trial is a real LoadGen run
+with its own log folder; the trials are recorded so a user sees how the peak
+was found.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import time
 from typing import Any, Callable
 
 from accelbench.infer import settings as lgset
+from accelbench.infer import tail
 from accelbench.infer.driver import Outcome, Serving, loadgen_run
 from accelbench.infer.logs import invalid_reasons
 from accelbench.infer.results import NAME, multistream_within_bound, performance_result
@@ -27,29 +34,63 @@ PRECISION = 0.02
 MAX_HALVINGS = 6
 MAX_SAMPLES_PER_QUERY = 4096
 CONFIRMATIONS = 3
-#: After a confirmation fails, the next tries this much lower: a short screen near saturation is optimistic
-#: (a queue that a long run builds up has no time to form), so a 2% step rarely lands on a rate that holds.
+#: After a confirmation fails, the next tries this much lower, doubling each time (10%, then 20% lower): a short
+#: screen near saturation is optimistic (a queue that a long run builds up has no time to form), so a 2% step
+#: rarely lands on a rate that holds, and three 10% steps of a slow system's minute-long confirmations ended a
+#: 24-minute search `failed`.
 CONFIRM_BACKOFF = 0.10
-#: Queries in a confirmation run at least: enough for LoadGen's early stopping to pass a tail near 1%.
+#: Queries in a Server confirmation at most: enough for LoadGen's early stopping to pass a tail near 1% (4,096
+#: queries may have 25 late). A slow system gets fewer (see CONFIRM_SECONDS), and a bound that allows fewer late
+#: queries, which its progress line and record state.
 CONFIRM_QUERIES = 4096
+#: A quick-profile Server confirmation lasts about this long at most (beyond its minimum duration): 4,096 queries
+#: at 11 QPS (ResNet-50 on a 2-core CPU) were 6 minutes each; at least LoadGen's minimum for the percentile
+CONFIRM_SECONDS = 60.0
+#: seconds LoadGen spends around a trial besides issuing queries (the SUT's start, the last answers, the logs)
+TRIAL_OVERHEAD = 1.0
 #: a screening trial: about this long, with between these many queries (a p99 clearly over or under the bound)
 SCREEN_MS, SCREEN_MIN_QUERIES, SCREEN_MAX_QUERIES = 1000, 32, 200
+#: a slow screen stops at this many seconds of queries, and at no fewer than this many queries: 32 queries at the
+#: 1.1 QPS a slow CPU's search starts from were 29 s of a trial whose answer (valid, far below the peak) was clear
+SCREEN_MAX_SECONDS, SCREEN_FEWEST = 8.0, 8
 
 
 def screen_queries(scenario: str, value: float, bound_ms: float) -> int:
     """Queries in about two screening seconds: Server issues ``value`` per second, MultiStream one per bound."""
     per_second = value if scenario == "server" else 1000.0 / bound_ms
-    return int(min(SCREEN_MAX_QUERIES, max(SCREEN_MIN_QUERIES, 2 * per_second * SCREEN_MS / 1000)))
+    least = max(SCREEN_FEWEST, min(SCREEN_MIN_QUERIES, per_second * SCREEN_MAX_SECONDS))
+    return int(min(SCREEN_MAX_QUERIES, max(least, 2 * per_second * SCREEN_MS / 1000)))
 
 
-def confirmation_size(full: tuple[float, int], scenario: str) -> tuple[float, int]:
-    """A confirmation run's (minimum ms, minimum queries): the profile's, and for Server ``CONFIRM_QUERIES``.
+def confirmation_size(
+    full: tuple[float, int], scenario: str, qps: float = 0.0, official: bool = False
+) -> tuple[float, int]:
+    """A confirmation run's (minimum ms, minimum queries): the profile's, and for Server sized by time too.
 
     At a Server peak the tail is close to 1%, and LoadGen's early stopping then needs far more than the 662
-    queries that suffice when no query is late (about 4,000 pass a true 0.5% tail): too few, and every
-    confirmation fails however good the rate. MultiStream's search judges its own bound, query by query.
+    queries that suffice when no query is late (about 4,000 pass a true 0.5% tail). But 4,096 queries at 11
+    QPS are six minutes; so a quick confirmation issues ``CONFIRM_SECONDS`` of queries at ``qps`` when that
+    is fewer, and never fewer than early stopping's own minimum, and says what bound that leaves
+    (:func:`accelbench.infer.tail.bound_text`). The official profile keeps mlperf.conf's count. MultiStream's
+    search judges its own bound, query by query.
     """
-    return full[0], max(full[1], CONFIRM_QUERIES) if scenario == "server" else full[1]
+    if scenario != "server":
+        return full
+    timed = int(qps * CONFIRM_SECONDS) if qps > 0 and not official else CONFIRM_QUERIES
+    return full[0], max(full[1], tail.min_queries(), min(CONFIRM_QUERIES, timed))
+
+
+def trial_seconds(scenario: str, value: float, queries: int, min_ms: float, bound_ms: float) -> float:
+    """How long one trial takes by its plan: its queries at its rate (MultiStream: one per bound), or its minimum."""
+    per_query = 1 / max(value, 1e-9) if scenario == "server" else bound_ms / 1000
+    return max(min_ms / 1000, queries * per_query) + TRIAL_OVERHEAD
+
+
+def screens_left(lo: float, hi: float) -> int:
+    """Bisection steps left until ``lo`` and ``hi`` are within ``PRECISION`` (one more if no valid ``lo`` yet)."""
+    if lo <= 0:
+        return 1 + math.ceil(math.log2(1 / PRECISION))
+    return max(0, math.ceil(math.log2(max((hi - lo) / (lo * PRECISION), 1.0))))
 
 
 def screen_passed(d: dict[str, Any]) -> bool:
@@ -71,33 +112,70 @@ def find_peak(
             "can meet it: raise --latency-bound-ms or serve faster (--backend, --precision)"
         )
 
-    def trial(value: float, confirm: bool = False) -> tuple[bool, Outcome]:
+    official = params.profile == "official"
+    started = time.monotonic()
+
+    def size(value: float, confirm: bool) -> tuple[float, int]:
+        """(minimum ms, minimum queries): screens are short; a confirmation runs under the profile's rules."""
+        if confirm:
+            return confirmation_size(full, params.scenario, value, official)
+        return min(full[0], SCREEN_MS), screen_queries(params.scenario, value, bound)
+
+    def seconds(value: float, confirm: bool) -> float:
+        ms, queries = size(value, confirm)
+        return trial_seconds(params.scenario, value, queries, ms, bound)
+
+    def expected(value: float) -> float:
+        """Where the confirmation will most likely run: Server near the probed capacity, MultiStream at ``value``."""
+        return max(value, probe.rate * 0.9) if params.scenario == "server" else value
+
+    def trial(value: float, confirm: bool = False, after: int = 0) -> tuple[bool, Outcome]:
+        """One LoadGen run at ``value``; ``after``: the screens the search expects after this one (for the ETA)."""
         if params.scenario == "server":
             s = lgset.performance_settings(params, probe, target_qps=value, reuse=reuse)
         else:
             s = lgset.performance_settings(params, probe, samples_per_query=int(value), reuse=reuse)
-        # screening trials are short; only the confirmation runs under the profile's full rules
-        screen = (min(full[0], SCREEN_MS), screen_queries(params.scenario, value, bound))
-        s.min_duration_ms, s.min_query_count = confirmation_size(full, params.scenario) if confirm else screen
-        kind = "confirmation" if confirm else f"trial {len(trials) + 1}"
-        ctx.progress(f"find-peak {kind}: {_label(params, value)}")
+        s.min_duration_ms, s.min_query_count = size(value, confirm)
+        done = f"{time.monotonic() - started:.0f} s so far"
+        if confirm:
+            n = sum(t["confirmation"] for t in trials) + 1
+            stopping = tail.bound_text(s.min_query_count, bound) if params.scenario == "server" else ""
+            ctx.progress(
+                f"find-peak confirmation {n} of at most {CONFIRMATIONS}: {_label(params, value)}, "
+                f"{s.min_query_count:,} queries ({done}){'; ' + stopping if stopping else ''}",
+                left=seconds(value, True),
+            )
+        else:
+            ctx.progress(
+                f"find-peak trial {len(trials) + 1}: {_label(params, value)} ({done})",
+                # then, most likely, one confirmation near the capacity the probe measured
+                left=seconds(value, False) * (1 + after) + seconds(expected(value), True),
+            )
         outcome = loadgen_run(serving, s, params, ctx)
         if confirm:
             ok = outcome.detail.get("result_validity") == "VALID"
         else:  # too few queries for early stopping by design: judge the screen by its latency alone
             ok = screen_passed(outcome.detail)
-        if params.scenario == "multistream":
-            ok = ok and multistream_within_bound(outcome.detail, bound)
-        p99 = outcome.detail.get("result_99.00_percentile_latency_ns", 0) / 1e9
+        d = outcome.detail
+        why = invalid_reasons(d, params.scenario) if confirm and not ok else []
+        if params.scenario == "multistream" and not multistream_within_bound(d, bound):
+            ok = False  # accelbench's own bound: LoadGen >= 2.0 has none for MultiStream
+            ns = d.get("result_99.00_percentile_per_query_latency_ns") or d.get("result_99.00_percentile_latency_ns", 0)
+            over = f"the 99th-percentile query latency {ns / 1e6:.3g} ms is over the {bound:g} ms bound"
+            why = [r for r in why if not r.startswith("LoadGen reported INVALID")] + [over] if confirm else []
         trials.append(
             {
                 "value": value,
                 "valid": ok,
                 "confirmation": confirm,
-                "p99_latency_seconds": p99,
+                "queries": d.get("result_query_count"),
+                "late_queries": d.get("result_overlatency_query_count"),
+                "p99_latency_seconds": d.get("result_99.00_percentile_latency_ns", 0) / 1e9,
+                "completed_per_second": d.get("result_completed_samples_per_sec"),
                 "log_dir": str(outcome.outdir),
             }
-            | ({"invalid_reasons": invalid_reasons(outcome.detail, params.scenario)} if confirm and not ok else {})
+            | ({"early_stopping": stopping} if confirm and stopping else {})
+            | ({"invalid_reasons": why} if why else {})
         )
         return ok, outcome
 
@@ -105,7 +183,12 @@ def find_peak(
         peak, outcome = _search_server(trial, params.target_qps or probe.rate * lgset.SERVER_FRACTION, probe.rate)
     else:
         peak, outcome = _search_multistream(trial)
-    search = {"precision": PRECISION, "trials": trials, "latency_bound_ms": bound}
+    search = {
+        "precision": PRECISION,
+        "trials": trials,
+        "latency_bound_ms": bound,
+        "search_seconds": round(time.monotonic() - started, 1),
+    }
     if outcome is None:  # no confirmation run held VALID: a peak LoadGen did not accept is no peak
         tried = [t for t in trials if t["confirmation"]]
         why = "; ".join(dict.fromkeys(r for t in tried for r in t.get("invalid_reasons", []))) or "latency bound"
@@ -139,28 +222,39 @@ def _search_server(trial: Callable[..., tuple[bool, Any]], start: float, capacit
     lo, hi = 0.0, max(capacity * 1.1, start * 1.05)
     q = min(start, hi / 1.05)
     for _ in range(MAX_HALVINGS):
-        if trial(q)[0]:
+        if trial(q, after=screens_left(q, hi))[0]:
             lo = q
             break
         hi, q = q, q / 2
     if lo == 0.0:
         raise RuntimeError(f"no valid Server rate found down to {q:.3g} QPS: raise --latency-bound-ms")
     if lo == start:  # the start was valid: is the upper limit too?
-        ok, _ = trial(hi)
+        ok, _ = trial(hi, after=screens_left(lo, hi) - 1)
         if ok:
             lo = hi
     while hi > lo and (hi - lo) / lo > PRECISION:
         mid = (lo + hi) / 2
-        if trial(mid)[0]:
+        if trial(mid, after=screens_left(lo, hi) - 1)[0]:
             lo = mid
         else:
             hi = mid
-    for _ in range(CONFIRMATIONS):  # a fresh run at the peak: noise may have favoured one trial
+    for k in range(CONFIRMATIONS):  # a fresh run at the peak: noise may have favoured one trial
         ok, outcome = trial(lo, confirm=True)
         if ok:
             return lo, outcome
-        lo *= 1 - CONFIRM_BACKOFF
+        lo = _backed_off(lo, outcome.detail, CONFIRM_BACKOFF * 2**k)
     return lo, None  # none held: the caller reports it as failed
+
+
+def _backed_off(value: float, d: dict[str, Any], step: float) -> float:
+    """The next confirmation's rate: ``step`` lower, and lower still if the system could not keep up at all
+    (it completed fewer queries per second than were scheduled: its capacity is what it completed)."""
+    completed = float(d.get("result_completed_samples_per_sec") or 0.0)
+    scheduled = float(d.get("result_scheduled_samples_per_sec") or 0.0)
+    lower = value * (1 - step)
+    if completed and scheduled and completed < 0.95 * scheduled:
+        lower = min(lower, completed * (1 - step))
+    return lower
 
 
 def _search_multistream(trial: Callable[..., tuple[bool, Any]]) -> tuple[float, Any]:
@@ -177,13 +271,13 @@ def _search_multistream(trial: Callable[..., tuple[bool, Any]]) -> tuple[float, 
             hi = n
     while hi is not None and hi - lo > max(1, int(lo * PRECISION)):
         mid = (lo + hi) // 2
-        if trial(mid)[0]:
+        if trial(mid, after=screens_left(lo, hi) - 1)[0]:
             lo = mid
         else:
             hi = mid
-    for _ in range(CONFIRMATIONS):
+    for k in range(CONFIRMATIONS):
         ok, outcome = trial(lo, confirm=True)
         if ok:
             return float(lo), outcome
-        lo = max(1, lo - max(1, int(lo * PRECISION)))
+        lo = max(1, min(lo - 1, int(lo * (1 - CONFIRM_BACKOFF * 2**k))))
     return float(lo), None
