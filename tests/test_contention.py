@@ -90,27 +90,37 @@ def test_children_alive_reaped_and_grandchildren_are_accelbench_s_own(monkeypatc
     assert {"own_cpu_seconds", "other_cpu_seconds", "own_processes", "other_processes", "other_cpu_fraction"} <= set(d)
 
 
-def _detached_burner(seconds: float) -> int:
-    """A process burning a core outside this process's tree, as a neighbour's is: started by a process that exits at
-    once, so that the kernel re-parents it (to init or the nearest subreaper)."""
-    code = (
+#: A build, as a neighbour runs one: for argv[1] seconds, one short child after another, each spending 0.15 s of CPU.
+BUILD = (
+    "import subprocess, sys, time\n"
+    "t = time.time()\n"
+    "while time.time() - t < float(sys.argv[1]):\n"
+    "    subprocess.run([sys.executable, '-c', 'import time\\nwhile time.process_time() < 0.15: pass'])\n"
+)
+
+
+def _detached(code: str, seconds: float) -> int:
+    """A process running ``code`` outside this process's tree, as a neighbour's is: started by a process that exits
+    at once, so that the kernel re-parents it (to init or the nearest subreaper)."""
+    start = (
         "import subprocess, sys\n"
         "p = subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], start_new_session=True,"
         " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
         "print(p.pid)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, WALL_BURN, str(seconds)], capture_output=True, text=True, timeout=30, check=True
+        [sys.executable, "-c", start, code, str(seconds)], capture_output=True, text=True, timeout=30, check=True
     )
-    return int(out.stdout)
+    pid = int(out.stdout)
+    assert pid not in {p.pid for p in psutil.Process().children(recursive=True)}, "the neighbour is in our tree"
+    return pid
 
 
 def test_an_unrelated_process_is_other_load_and_named(monkeypatch) -> None:
     monkeypatch.delenv(ROOT_ENV, raising=False)
-    pid = _detached_burner(15)
+    pid = _detached(WALL_BURN, 15)
     burner = psutil.Process(pid)
     try:
-        assert pid not in {p.pid for p in psutil.Process().children(recursive=True)}, "the burner is in our tree"
         time.sleep(0.2)
         before = sum(burner.cpu_times()[:2])
         with ConditionsMonitor(threads=1) as mon:
@@ -125,12 +135,45 @@ def test_an_unrelated_process_is_other_load_and_named(monkeypatch) -> None:
     # what it used between the two snapshots, which lie just inside the readings taken around the monitor
     assert after - before - 0.15 <= seen["cpu_seconds"] <= after - before + 0.02, (seen, before, after)
     assert seen["name"] == burner.name() and c.other_cpu_seconds >= seen["cpu_seconds"] - 0.05, c
+    assert not seen.get("exited_children"), seen
     assert seen["cpu_seconds"] > 0.3, seen  # a core's share even with other test runs on the two cores
     assert c.own_cpu_seconds < 0.3, c  # this process slept
     if seen["cpu_fraction"] > OTHER_CPU_THRESHOLD:  # the burner alone is contention: the warning says who
         [warning] = [w for w in c.warnings if w.startswith("contended: other processes used")]
         if c.other_processes.index(seen) < NAMED_IN_WARNING:
             assert f"{seen['name']}[{pid}] {seen['cpu_fraction']:.0%}" in warning, warning
+
+
+def test_a_neighbour_s_short_lived_processes_are_named_by_their_parent(monkeypatch) -> None:
+    """A build's compilers come and go within the window: their time is its, read from its reaped children's
+    counters, without the part a child reaped mid-window had spent before the window."""
+    monkeypatch.delenv(ROOT_ENV, raising=False)
+    pid = _detached(BUILD, 15)
+    build = psutil.Process(pid)
+
+    def children_seconds() -> float:
+        t = build.cpu_times()
+        return t.children_user + t.children_system
+
+    try:
+        time.sleep(0.3)
+        before = children_seconds()
+        with ConditionsMonitor(threads=1) as mon:
+            time.sleep(2.0)
+        after = children_seconds()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    c = mon.conditions
+    [seen] = [p for p in c.other_processes if p["pid"] == pid and p.get("exited_children")] or [None]
+    assert seen is not None, c.other_processes
+    # at most what its reaped children's counters grew by around the monitor; at least that less one child's life
+    # (the part a child reaped in the window spent before it) and what ran between the readings
+    assert after - before - 0.35 <= seen["cpu_seconds"] <= after - before + 0.02, (seen, before, after)
+    assert seen["cpu_seconds"] > 0.2, seen
+    if seen["cpu_fraction"] > OTHER_CPU_THRESHOLD and c.other_processes.index(seen) < NAMED_IN_WARNING:
+        [warning] = [w for w in c.warnings if w.startswith("contended: other processes used")]
+        assert f"exited children of {seen['name']}[{pid}]" in warning, warning
 
 
 def test_a_real_data_training_run_is_not_contended_by_its_own_workers(tmp_path: Path, cli_env: dict[str, str]) -> None:

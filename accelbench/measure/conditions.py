@@ -121,10 +121,12 @@ def _own_cpu_seconds() -> float:
 
 @dataclass(frozen=True)
 class _Seen:
-    """One process in a snapshot of the machine's processes."""
+    """One process in a snapshot of the machine's processes: its parent, its own CPU seconds and those of its
+    reaped children (None: not readable)."""
 
     ppid: int
-    cpu: float | None  # None: not readable
+    cpu: float | None
+    children: float = 0.0
 
 
 def _process_table() -> dict[psutil.Process, _Seen]:
@@ -135,8 +137,13 @@ def _process_table() -> dict[psutil.Process, _Seen]:
     """
     table: dict[psutil.Process, _Seen] = {}
     for p in psutil.process_iter(["ppid", "cpu_times"]):
-        times = p.info.get("cpu_times")
-        table[p] = _Seen(p.info.get("ppid") or 0, _cpu_seconds(times) if times else None)
+        t = p.info.get("cpu_times")
+        ppid = p.info.get("ppid") or 0
+        if t is None:
+            table[p] = _Seen(ppid, None)
+        else:
+            kids = getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+            table[p] = _Seen(ppid, t.user + t.system, kids)
     return table
 
 
@@ -163,28 +170,34 @@ def _tree_of(table: dict[psutil.Process, _Seen], root: int) -> set[psutil.Proces
     return found
 
 
-def _window_cpu(before: dict[psutil.Process, _Seen], after: dict[psutil.Process, _Seen]) -> dict[psutil.Process, float]:
-    """CPU seconds each process alive at the end used between the two snapshots, its children reaped meanwhile
-    included. A process that ended in the window was reaped by its nearest surviving ancestor, whose
-    ``children_*`` then hold its whole life: the part it had used before the window is taken off that ancestor."""
-    used: dict[psutil.Process, float] = {}
+def _window_cpu(
+    before: dict[psutil.Process, _Seen], after: dict[psutil.Process, _Seen]
+) -> dict[psutil.Process, tuple[float, float]]:
+    """(own, reaped children's) CPU seconds of each process alive at the end, used between the two snapshots.
+
+    A process that ended in the window was reaped by its nearest surviving ancestor, whose ``children_*`` then
+    hold its whole life: the part it had used before the window is taken off that ancestor's children's share.
+    Kept apart, a shell running a build reads as its children's work, and init reaping orphans as theirs.
+    """
+    used: dict[psutil.Process, list[float]] = {}
     for p, seen in after.items():
         was = before.get(p)
-        if seen.cpu is not None and (was is None or was.cpu is not None):
-            used[p] = seen.cpu - (was.cpu if was is not None else 0.0)
+        if seen.cpu is None or (was is not None and was.cpu is None):
+            continue
+        used[p] = [seen.cpu - ((was.cpu or 0.0) if was else 0.0), seen.children - (was.children if was else 0.0)]
     by_pid = {p.pid: p for p in before}
     for p, was in before.items():
-        if p in after or not was.cpu:
+        if p in after or was.cpu is None:
             continue
         ppid, hops = was.ppid, 0
         while ppid in by_pid and hops < 64:
             parent = by_pid[ppid]
             if parent in after:
                 if parent in used:
-                    used[parent] -= was.cpu
+                    used[parent][1] -= was.cpu + was.children
                 break
             ppid, hops = before[parent].ppid, hops + 1
-    return {p: max(0.0, s) for p, s in used.items()}
+    return {p: (max(0.0, own), max(0.0, kids)) for p, (own, kids) in used.items()}
 
 
 def cuda_indices(devices: Any) -> list[int]:
@@ -208,7 +221,8 @@ class Conditions:
     other_cpu_seconds: float = 0.0
     #: live processes in accelbench's tree at the end of the window (this one, its workers, ranks, the runner)
     own_processes: int = 0
-    #: the other processes that used the most CPU in the window: name, pid, cpu_seconds, cpu_fraction (of all CPUs)
+    #: the other processes that used the most CPU in the window: name, pid, cpu_seconds, cpu_fraction (of all CPUs);
+    #: ``exited_children: true`` for the time of a process's children that ended in the window (a build's compilers)
     other_processes: list[dict[str, Any]] = field(default_factory=list)
     gpu: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -281,11 +295,23 @@ class ConditionsMonitor:
         table1 = _process_table()
         own = _tree_of(self._table0, self._root) | _tree_of(table1, self._root)  # an orphaned worker stays ours
         c.own_processes = sum(1 for p in own if p in table1)
-        used = _window_cpu(self._table0, table1)
-        top = sorted(((s, p) for p, s in used.items() if p not in own and s > 0), key=lambda sp: -sp[0])
+        shares = [
+            (seconds, p, reaped)
+            for p, both in _window_cpu(self._table0, table1).items()
+            if p not in own
+            for seconds, reaped in zip(both, (False, True), strict=True)
+            if seconds > 0
+        ]
+        shares.sort(key=lambda share: -share[0])
         c.other_processes = [
-            {"name": _name(p), "pid": p.pid, "cpu_seconds": round(s, 3), "cpu_fraction": round(s / capacity, 4)}
-            for s, p in top[:_RECORDED_OTHERS]
+            {
+                "name": _name(p),
+                "pid": p.pid,
+                "cpu_seconds": round(seconds, 3),
+                "cpu_fraction": round(seconds / capacity, 4),
+            }
+            | ({"exited_children": True} if reaped else {})
+            for seconds, p, reaped in shares[:_RECORDED_OTHERS]
         ]
 
     def _gpu_throttling(self, c: Conditions) -> None:
@@ -308,7 +334,11 @@ class ConditionsMonitor:
 
 
 def _who(others: list[dict[str, Any]]) -> str:
-    """'stress-ng[4242] 48%, python3[17] 2%': the top other processes, so the reader knows what to stop."""
+    """'stress-ng[4242] 48%, exited children of make[17] 20%': the top other processes, so the reader knows what to
+    stop."""
     shown = [p for p in others[:NAMED_IN_WARNING] if p["cpu_fraction"] >= 0.005]
-    named = [f"{p['name']}[{p['pid']}] {p['cpu_fraction']:.0%}" for p in shown]
+    named = [
+        f"{'exited children of ' if p.get('exited_children') else ''}{p['name']}[{p['pid']}] {p['cpu_fraction']:.0%}"
+        for p in shown
+    ]
     return ", ".join(named) if named else "no running process stands out: short-lived ones or interrupts"
