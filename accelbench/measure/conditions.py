@@ -336,7 +336,7 @@ class ConditionsMonitor:
 def _who(others: list[dict[str, Any]]) -> str:
     """'stress-ng[4242] 48%, exited children of make[17] 20%': the top other processes, so the reader knows what to
     stop."""
-    shown = [p for p in others[:NAMED_IN_WARNING] if p["cpu_fraction"] >= 0.005]
+    shown = [p for p in others[:NAMED_IN_WARNING] if p["cpu_fraction"] >= 0.01]
     named = [
         f"{'exited children of ' if p.get('exited_children') else ''}{p['name']}[{p['pid']}] {p['cpu_fraction']:.0%}"
         for p in shown
