@@ -210,6 +210,9 @@ def test_a_real_data_training_run_is_not_contended_by_its_own_workers(tmp_path: 
     named = {p["pid"] for p in c["other_processes"]}
     assert not named & (seen | {os.getpid()}), (named & seen, c)
     contended = [w for w in r["warnings"] if w.startswith("contended: other processes")]
-    # on an idle machine no warning; with other test runs on the two cores, only one that they explain
+    # on an idle machine no warning; with other test runs on the two cores, only one that they explain: the named
+    # neighbours alone are over the threshold, or leave little of the other load unexplained (our loader workers,
+    # counted as others, would leave their share: about 17 points in the run this was written from)
     explained = sum(p["cpu_fraction"] for p in c["other_processes"])
-    assert not contended or explained > OTHER_CPU_THRESHOLD, (contended, c)
+    unexplained = c["other_cpu_fraction"] - explained
+    assert not contended or explained > OTHER_CPU_THRESHOLD or unexplained < 0.05, (contended, c)
