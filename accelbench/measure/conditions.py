@@ -279,15 +279,17 @@ class ConditionsMonitor:
         c.own_cpu_seconds = own
         c.other_cpu_seconds = max(0.0, busy - self._busy0 - own)
         c.other_cpu_fraction = min(1.0, c.other_cpu_seconds / capacity)
+        if self._gpu_index is not None:
+            self._gpu_throttling(c)  # NVML's counters first, closest to the window's end
         self._name_others(c, capacity)
+        contention = []
         if c.steal_fraction > STEAL_THRESHOLD:
-            c.warnings.append(f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time")
+            contention.append(f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time")
         if c.other_cpu_fraction > OTHER_CPU_THRESHOLD:
-            c.warnings.append(
+            contention.append(
                 f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs ({_who(c.other_processes)})"
             )
-        if self._gpu_index is not None:
-            self._gpu_throttling(c)
+        c.warnings[:0] = contention
 
     def _name_others(self, c: Conditions, capacity: float) -> None:
         """The processes outside accelbench's tree that used the most CPU in the window, from two snapshots of
