@@ -1,3 +1,5 @@
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -125,14 +127,20 @@ def test_cuda_events_cold_and_hot():
 
 
 def test_contention_from_another_process_is_recorded():
-    burner = subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<5: pass"])
+    # the burner must be outside this process's tree (a child would be accelbench's own): started by a
+    # process that exits at once, so it is orphaned
+    start = (
+        "import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', sys.argv[1]], "
+        "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)"
+    )
+    burn = "import time\nt=time.time()\nwhile time.time()-t<5: pass"
+    pid = int(subprocess.run([sys.executable, "-c", start, burn], capture_output=True, text=True, check=True).stdout)
     try:
         time.sleep(0.3)
         with ConditionsMonitor(threads=1) as mon:
             time.sleep(1.0)
     finally:
-        burner.kill()
-        burner.wait()
+        os.kill(pid, signal.SIGKILL)
     c = mon.conditions
     assert c.other_cpu_fraction > 0.2
     assert c.contended and any("other processes" in w for w in c.warnings)
