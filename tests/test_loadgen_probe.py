@@ -72,7 +72,7 @@ def test_a_run_far_below_its_minimum_duration_is_rerun_at_the_measured_rate(run_
     assert rerun["probe"]["samples_per_second"] < 200  # 8 samples per 60 ms: the disturbed plan
     assert rerun["measured"]["samples_per_second"] > 1000  # what the short run itself measured
     assert "the probe planned" in rerun["why"] and "of its 2 s minimum" in rerun["why"]
-    assert r.warnings[0].startswith("rerun: the first run ran out of its plan")
+    assert r.warnings[0].startswith("rerun: the first run disagreed with its plan")
     assert r.details["probe"]["samples_per_second"] > 1000  # the reported run's plan
 
 

@@ -2,8 +2,9 @@
 
 Server: from the probe's throughput, halve until a run is VALID, then bisect
 between the highest valid and the lowest invalid target until they are within
-2% of each other, then confirm the result with a fresh run (stepping down 10%,
-then 20%, if a confirmation fails). A confirmation is sized by time as well as
+2% of each other, then confirm the result with a fresh run (10% under the
+screened peak when its early stopping tolerates no late query; stepping down
+10%, then 20%, if a confirmation fails). A confirmation is sized by time as well as
 by queries, so a system serving 11 QPS confirms in about a minute, not six, and
 its progress line states the early-stopping bound that size leaves; every line
 carries the time the search expects to have left. MultiStream: double the
@@ -46,6 +47,10 @@ CONFIRM_QUERIES = 4096
 #: A quick-profile Server confirmation lasts about this long at most (beyond its minimum duration): 4,096 queries
 #: at 11 QPS (ResNet-50 on a 2-core CPU) were 6 minutes each; at least LoadGen's minimum for the percentile
 CONFIRM_SECONDS = 60.0
+#: A confirmation whose early stopping allows fewer late queries than this fraction (662 queries: none) starts
+#: ``CONFIRM_BACKOFF`` under the screened peak: a screen of 32 queries says nothing of a 1-in-662 slow query
+#: (ResNet-50 on a shared 2-core CPU screened clean at 4.9 QPS, then had 240 of 662 confirmation queries late)
+TIGHT_TAIL = 0.005
 #: seconds LoadGen spends around a trial besides issuing queries (the SUT's start, the last answers, the logs)
 TRIAL_OVERHEAD = 1.0
 #: a screening trial: about this long, with between these many queries (a p99 clearly over or under the bound)
@@ -179,8 +184,14 @@ def find_peak(
         )
         return ok, outcome
 
+    def margin(value: float) -> float:
+        """How far under the screened peak the first confirmation runs (see ``TIGHT_TAIL``)."""
+        n = size(value, True)[1]
+        return CONFIRM_BACKOFF if tail.late_allowed(n) < TIGHT_TAIL * n else 0.0
+
     if params.scenario == "server":
-        peak, outcome = _search_server(trial, params.target_qps or probe.rate * lgset.SERVER_FRACTION, probe.rate)
+        start = params.target_qps or probe.rate * lgset.SERVER_FRACTION
+        peak, outcome = _search_server(trial, start, probe.rate, margin)
     else:
         peak, outcome = _search_multistream(trial)
     search = {
@@ -218,7 +229,9 @@ def _label(params: InferParams, value: float) -> str:
     return f"{value:,.1f} QPS" if params.scenario == "server" else f"{int(value)} samples/query"
 
 
-def _search_server(trial: Callable[..., tuple[bool, Any]], start: float, capacity: float) -> tuple[float, Any]:
+def _search_server(
+    trial: Callable[..., tuple[bool, Any]], start: float, capacity: float, margin: Callable[[float], float]
+) -> tuple[float, Any]:
     lo, hi = 0.0, max(capacity * 1.1, start * 1.05)
     q = min(start, hi / 1.05)
     for _ in range(MAX_HALVINGS):
@@ -238,6 +251,7 @@ def _search_server(trial: Callable[..., tuple[bool, Any]], start: float, capacit
             lo = mid
         else:
             hi = mid
+    lo *= 1 - margin(lo)
     for k in range(CONFIRMATIONS):  # a fresh run at the peak: noise may have favoured one trial
         ok, outcome = trial(lo, confirm=True)
         if ok:
@@ -247,11 +261,13 @@ def _search_server(trial: Callable[..., tuple[bool, Any]], start: float, capacit
 
 
 def _backed_off(value: float, d: dict[str, Any], step: float) -> float:
-    """The next confirmation's rate: ``step`` lower, and lower still if the system could not keep up at all
-    (it completed fewer queries per second than were scheduled: its capacity is what it completed)."""
+    """The next confirmation's rate: ``step`` lower, or by the fraction of its queries that were late if that is
+    more (240 of 662 late is a queue that grew for minutes, not a tail 10% fixes), and lower still if the system
+    could not keep up at all (it completed fewer queries per second than were scheduled: its capacity)."""
     completed = float(d.get("result_completed_samples_per_sec") or 0.0)
     scheduled = float(d.get("result_scheduled_samples_per_sec") or 0.0)
-    lower = value * (1 - step)
+    late = (d.get("result_overlatency_query_count") or 0) / max(d.get("result_query_count") or 0, 1)
+    lower = value * (1 - min(max(step, late), 0.5))
     if completed and scheduled and completed < 0.95 * scheduled:
         lower = min(lower, completed * (1 - step))
     return lower

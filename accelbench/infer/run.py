@@ -221,7 +221,7 @@ def _performance(
     if reruns:
         result.warnings.insert(
             0,
-            f"rerun: the first run ran out of its plan ({reruns[0]['why']}); reported: run {len(reruns) + 1}, "
+            f"rerun: the first run disagreed with its plan ({reruns[0]['why']}); reported: run {len(reruns) + 1}, "
             "planned from the previous run's own measurement",
         )
     return result
