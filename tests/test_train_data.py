@@ -163,3 +163,13 @@ def test_decoder_resolution_says_why_auto_stayed_on_the_cpu() -> None:
         assert decoder == "cpu" and why
         with pytest.raises(BenchmarkSkipped, match="--decode cuda"):
             resolve("cuda", torch.device("cuda"))
+
+
+def test_an_unreadable_image_fails_in_one_line_naming_the_file(tmp_path: Path) -> None:
+    data = image_folders(tmp_path / "imgs")
+    broken = next(data.rglob("*.jpg"))
+    broken.write_bytes(b"")  # a 0-byte JPEG: PIL cannot identify it
+    params = {**QUICK, "data": "real", "data_dir": str(data), "workers": 1, "batch_size": "4"}
+    [r] = run_inline(make_entry("train/throughput", params))
+    assert r.status == "failed" and "\n" not in r.error
+    assert "cannot identify image file" in r.error and broken.name in r.error and "DataLoader worker" in r.error

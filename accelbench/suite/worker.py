@@ -33,10 +33,19 @@ CACHE = ".work/cache"
 
 
 def _describe(exc: BaseException) -> str:
+    """One line for the record: the cause, never a traceback (the log keeps it)."""
     name = type(exc).__name__
     if name == "OutOfMemoryError" or isinstance(exc, MemoryError):
         return f"out of memory: {exc}".strip().rstrip(":") + "; try smaller sizes or batch"
-    return f"{name}: {exc}"
+    text = str(exc)
+    if "Original Traceback" in text:
+        # a DataLoader worker's exception comes back with the worker's whole traceback in its message (40 lines
+        # in the results table for one unreadable JPEG): keep where it happened and the original error's line
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+        where = lines[0].removeprefix("Caught ").rstrip(".")
+        return f"{lines[-1]} ({where}; the traceback is in the log)"
+    first, _, rest = text.partition("\n")
+    return f"{name}: {first}" + (" (more in the log)" if rest.strip() else "")
 
 
 def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
