@@ -55,6 +55,9 @@ TIGHT_TAIL = 0.005
 TRIAL_OVERHEAD = 1.0
 #: a screening trial: about this long, with between these many queries (a p99 clearly over or under the bound)
 SCREEN_MS, SCREEN_MIN_QUERIES, SCREEN_MAX_QUERIES = 1000, 32, 200
+#: A Server screen whose workers were busy more than this fraction of it is at capacity, whatever its latency: a
+#: queue that a long run builds up has no time to form in a few seconds (see BatchingSUT.utilization)
+SCREEN_MAX_UTILIZATION = 0.9
 #: a slow screen stops at this many seconds of queries, and at no fewer than this many queries: 32 queries at the
 #: 1.1 QPS a slow CPU's search starts from were 29 s of a trial whose answer (valid, far below the peak) was clear
 SCREEN_MAX_SECONDS, SCREEN_FEWEST = 8.0, 8
@@ -98,8 +101,11 @@ def screens_left(lo: float, hi: float) -> int:
     return max(0, math.ceil(math.log2(max((hi - lo) / (lo * PRECISION), 1.0))))
 
 
-def screen_passed(d: dict[str, Any]) -> bool:
-    """A screening trial passes if LoadGen's latency constraint held and the SUT kept up with the schedule."""
+def screen_passed(d: dict[str, Any], utilization: float | None = None) -> bool:
+    """A screening trial passes if LoadGen's latency constraint held and the SUT kept up with the schedule,
+    with time to spare (busy at most ``SCREEN_MAX_UTILIZATION`` of the run, where the SUT measured it)."""
+    if utilization is not None and utilization > SCREEN_MAX_UTILIZATION:
+        return False
     return d.get("result_perf_constraints_met", True) is not False and not d.get("_errors")
 
 
@@ -157,10 +163,11 @@ def find_peak(
                 left=seconds(value, False) * (1 + after) + seconds(expected(value), True),
             )
         outcome = loadgen_run(serving, s, params, ctx)
+        busy = getattr(outcome.sut, "utilization", None)
         if confirm:
             ok = outcome.detail.get("result_validity") == "VALID"
-        else:  # too few queries for early stopping by design: judge the screen by its latency alone
-            ok = screen_passed(outcome.detail)
+        else:  # too few queries for early stopping by design: judge the screen by its latency and load
+            ok = screen_passed(outcome.detail, busy if params.scenario == "server" else None)
         d = outcome.detail
         why = invalid_reasons(d, params.scenario) if confirm and not ok else []
         if params.scenario == "multistream" and not multistream_within_bound(d, bound):
@@ -177,6 +184,7 @@ def find_peak(
                 "late_queries": d.get("result_overlatency_query_count"),
                 "p99_latency_seconds": d.get("result_99.00_percentile_latency_ns", 0) / 1e9,
                 "completed_per_second": d.get("result_completed_samples_per_sec"),
+                "utilization": busy,
                 "log_dir": str(outcome.outdir),
             }
             | ({"early_stopping": stopping} if confirm and stopping else {})

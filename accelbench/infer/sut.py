@@ -103,6 +103,11 @@ class BatchingSUT:
         # each worker writes only its own slot: no lock on the hot path
         self.per_worker = [0] * len(workers)
         self.batches_per_worker = [0] * len(workers)
+        #: seconds each worker spent in its backend, and the span from the first issue to the last answer: how
+        #: busy the system was (find-peak's screens read it, see :attr:`utilization`)
+        self.busy_per_worker = [0.0] * len(workers)
+        self.first_issue: float | None = None
+        self.last_answer = 0.0
         self.error: BaseException | None = None
         self._threads = [
             threading.Thread(target=self._serve, args=(i, w), name=f"accelbench-sut-{i}", daemon=True)
@@ -119,7 +124,21 @@ class BatchingSUT:
     def samples(self) -> int:
         return sum(self.per_worker)
 
+    @property
+    def utilization(self) -> float | None:
+        """The fraction of the run's span the workers spent serving (None before any answer).
+
+        A short Server screen at or over capacity can end before its queue is long enough to break the latency
+        bound, while its worker never rests: ResNet-50 on a 2-core CPU screened clean at 16.8 QPS with a
+        2 s bound, then had 867 of 906 confirmation queries late at 15.1 QPS.
+        """
+        if self.first_issue is None or self.last_answer <= self.first_issue:
+            return None
+        return sum(self.busy_per_worker) / (len(self.busy_per_worker) * (self.last_answer - self.first_issue))
+
     def issue(self, query_samples: list[Any]) -> None:
+        if self.first_issue is None:
+            self.first_issue = time.perf_counter()
         samples = list(query_samples)
         if len(self._threads) == 1 or len(samples) <= self.batch_size:
             self.queue.put(samples)  # one queue item per LoadGen call, however many samples
@@ -171,6 +190,7 @@ class BatchingSUT:
             if not batch:
                 continue
             payloads = None
+            start = time.perf_counter()
             try:
                 if worker.predict is not None:
                     out = worker(self.collate([self.qsl.loaded[q.index] for q in batch]))
@@ -178,6 +198,9 @@ class BatchingSUT:
                         payloads = self.answers(out)
             except BaseException as exc:  # keep answering LoadGen; the run is reported failed afterwards
                 self.error = self.error or exc
+            done = time.perf_counter()
+            self.busy_per_worker[index] += done - start
+            self.last_answer = max(self.last_answer, done)
             self.batches_per_worker[index] += 1
             self.per_worker[index] += len(batch)
             if payloads is None:
