@@ -27,3 +27,8 @@ class BenchmarkSkipped(Exception):
 
 class RecordedElsewhere(Exception):
     """Raised on a node of a multi-node job whose result another invocation records: no record here, no failure."""
+
+
+class StoppedEarly(Exception):
+    """The runner asked the benchmark to stop (Ctrl-C, its timeout) before it had measured anything to keep:
+    the worker records nothing, and the runner says why."""

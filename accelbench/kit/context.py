@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from accelbench.errors import BenchmarkSkipped
 
@@ -39,6 +39,9 @@ class RunContext:
     #: files the entries of one run share (an ONNX export that every trial of the same weights reuses);
     #: the runner deletes it when the run ends. None outside a run: nothing is cached
     cache_dir: Path | None = None
+    #: why the runner asked the benchmark to stop early (Ctrl-C, the timeout), or None: one that measures in
+    #: windows ends after the step in progress and reports the windows it finished, so nothing is lost
+    stop: Callable[[], str | None] = lambda: None
 
 
 @dataclass(frozen=True)

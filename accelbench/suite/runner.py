@@ -35,6 +35,8 @@ from accelbench.suite.worker import CACHE
 from accelbench.suite.worker import child_main as worker_child_main
 
 POLL_SECONDS = 0.2
+#: after asking a benchmark to stop (Ctrl-C, its timeout), how long it has to report what it finished
+STOP_GRACE_SECONDS = 30.0
 
 
 def new_run_id() -> str:
@@ -140,6 +142,8 @@ class SuiteRunner:
         #: average watts per energy domain before the first benchmark (None: nothing readable, or not measured)
         self.idle: dict[str, float] | None = None
         self.observer = observer or _Silent()
+        #: whether the entry in progress listens for a stop (it said so through worker._stop_poll)
+        self._stoppable = False
 
     def run(self, suite: Suite, resume: str | None = None) -> RunSummary:
         run_id, suite, folder, done = self._start(suite, resume)
@@ -248,6 +252,7 @@ class SuiteRunner:
         committed: list[Result] = []
         tail = Tail(out)
         finished = False
+        self._stoppable = False  # until the worker says its benchmark listens for a stop (worker._stop_poll)
         started = now_iso()
         proc = context().Process(
             target=worker_child_main,
@@ -265,11 +270,10 @@ class SuiteRunner:
                     break
                 if time.monotonic() > deadline:
                     timed_out = True
-                    kill_group(proc)
+                    finished |= self._stop(proc, "SIGUSR2", tail, run_id, folder, key, committed)
                     break
         except KeyboardInterrupt:
-            kill_group(proc)
-            self._drain(tail, run_id, folder, key, committed)
+            self._stop(proc, "SIGUSR1", tail, run_id, folder, key, committed)
             raise Interrupted(committed) from None
         finished |= self._drain(tail, run_id, folder, key, committed)
         if not finished:
@@ -285,6 +289,32 @@ class SuiteRunner:
         self.store.mark_entry(run_id, key, status)
         return committed
 
+    def _stop(
+        self, proc: Any, how: str, tail: "Tail", run_id: str, folder: RunFolder, key: str, committed: list[Result]
+    ) -> bool:
+        """Ask the worker to stop (``how``: a signal of worker.STOP_SIGNALS) and keep what it had finished: a
+        benchmark measuring in windows reports the finished ones after the step in progress. Killed with all it
+        started after ``STOP_GRACE_SECONDS``, or at once on a second Ctrl-C. Whether the worker said it was done."""
+        finished = self._drain(tail, run_id, folder, key, committed)
+        if not self._stoppable:  # the benchmark never asked whether to stop: nothing to wait for
+            kill_group(proc)
+            return self._drain(tail, run_id, folder, key, committed) or finished
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, getattr(signal, how, signal.SIGKILL))
+        self.observer.entry_progress(
+            f"stopping: finished windows are kept after the step in progress (at most {STOP_GRACE_SECONDS:g} s; "
+            "Ctrl-C again stops now)"
+        )
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        try:
+            while proc.exitcode is None and time.monotonic() < deadline:
+                proc.join(timeout=POLL_SECONDS)
+                finished |= self._drain(tail, run_id, folder, key, committed)
+        except KeyboardInterrupt:
+            pass
+        kill_group(proc)
+        return self._drain(tail, run_id, folder, key, committed) or finished
+
     def _drain(self, tail: "Tail", run_id: str, folder: RunFolder, key: str, committed: list[Result]) -> bool:
         finished = False
         for msg in tail.read():
@@ -297,6 +327,8 @@ class SuiteRunner:
                 committed.append(self._commit(result, run_id, folder, key))
             elif kind == "done":
                 finished = True
+            elif kind == "stoppable":
+                self._stoppable = True
         return finished
 
     def _commit(self, result: Result, run_id: str, folder: RunFolder, key: str) -> Result:

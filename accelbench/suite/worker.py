@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from accelbench import registry
-from accelbench.errors import BenchmarkSkipped, RecordedElsewhere, UsageError
+from accelbench.errors import BenchmarkSkipped, RecordedElsewhere, StoppedEarly, UsageError
 from accelbench.kit.context import RunContext
 from accelbench.results.record import Result, now_iso
 from accelbench.suite.suites import Entry
@@ -30,6 +30,33 @@ def _failure(entry: Entry, error: str, started: str) -> Result:
 
 #: the run folder's shared cache (see RunContext.cache_dir), removed by the runner at the end of the run
 CACHE = ".work/cache"
+
+#: why the runner asked this worker to stop early (set by the signal handlers child_main installs)
+_stop: dict[str, str] = {}
+#: the signals the runner stops a worker with, and what each means (SIGKILL follows after a grace period)
+STOP_SIGNALS = {"SIGUSR1": "interrupted (Ctrl-C)", "SIGUSR2": "stopped at the entry's timeout"}
+
+
+def _stop_poll(emit: Emit) -> Callable[[], str | None]:
+    """RunContext.stop: why the runner asked this worker to stop, or None. The first call tells the runner that
+    this benchmark listens (it then waits for the finished windows before killing; others are killed at once)."""
+    said: list[bool] = []
+
+    def stop() -> str | None:
+        if not said:
+            said.append(True)
+            emit({"type": "stoppable"})
+        return _stop.get("why")
+
+    return stop
+
+
+def _listen_for_stop() -> None:
+    import signal
+
+    for name, why in STOP_SIGNALS.items():
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), lambda *_, why=why: _stop.setdefault("why", why))
 
 
 def _describe(exc: BaseException) -> str:
@@ -67,6 +94,7 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
             log_dir,
             progress=lambda m, left=None: emit({"type": "progress", "message": m, "left": left}),
             cache_dir=log_dir.parent / CACHE,
+            stop=_stop_poll(emit),
         )
         for result in info.load()(params, ctx):
             if result.primary_metric is None:
@@ -76,6 +104,8 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
         record = exc.record if exc.record is not None else entry.params
         emit_result(Result(benchmark=entry.benchmark, params=record, status="skipped", reason=str(exc)))
     except RecordedElsewhere as exc:  # a multi-node job's other node: say where, record nothing
+        emit({"type": "progress", "message": str(exc)})
+    except StoppedEarly as exc:  # asked to stop before anything could be kept: the runner says why
         emit({"type": "progress", "message": str(exc)})
     except UsageError as exc:
         emit_result(_failure(entry, str(exc), started))
@@ -122,6 +152,7 @@ def child_main(entry: dict[str, Any], out: str, log_dir: str, log_path: str, run
         os.setsid()
     mark_root(runner_pid)  # the runner tops accelbench's tree: it, its worker server, this worker and what it starts
     _watch_runner(runner_pid)
+    _listen_for_stop()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)

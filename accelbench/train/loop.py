@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from accelbench.errors import StoppedEarly
 from accelbench.kit.step import TrainStep, fused_kwargs
 from accelbench.measure.stats import Measurement
 from accelbench.measure.timer import clock_name, time_burst
@@ -48,6 +49,8 @@ class Trainer:
     feed: Callable[[], Any] | None = None
     #: seconds each measured window's steps waited for their batches (real data)
     window_waits: list[float] = field(default_factory=list)
+    #: why the measurement ended before ``num_batches`` (the runner's stop), with what it kept; None: it did not
+    stopped: str | None = None
 
     def step(self) -> "torch.Tensor":
         if self.feed is not None:
@@ -125,33 +128,56 @@ def flops_per_sample(trainer: Trainer, samples: int) -> float | None:
     return total / samples if total else None
 
 
+class _Stop(Exception):
+    """Raised between two steps when the runner asked to stop: the window in progress is dropped."""
+
+
 def run_windows(
-    trainer: Trainer, params: "TrainParams", report: Callable[[int, float], None]
+    trainer: Trainer,
+    params: "TrainParams",
+    report: Callable[[int, float], None],
+    stop: Callable[[], str | None] = lambda: None,
 ) -> tuple[Measurement, float]:
     """Warm up, then time ``num_batches`` steps in windows; returns per-step seconds and the final loss.
 
     Each window is one burst (events on CUDA, the host clock and a synchronisation
     elsewhere), so the host waits only at a window's end. The losses of the measured
     steps are kept on the device and read once at the end: a divergence during the
-    measurement is caught, not only one in the warm-up.
+    measurement is caught, not only one in the warm-up. When ``stop`` gives a reason (Ctrl-C, the timeout),
+    the step in progress ends the measurement: the finished windows are kept (``trainer.stopped`` says how
+    many), the unfinished one dropped; with none finished, :class:`StoppedEarly`.
     """
     from accelbench.devices import synchronize
 
     device = trainer.device
     for _ in range(params.warmup):
+        if stop():
+            raise StoppedEarly(f"{stop()} during the warm-up: no window was measured")
         trainer.step()
     synchronize(device)
     losses: list["torch.Tensor"] = []
     samples: list[float] = []
     window = params.window
+    windows = params.num_batches // window
 
     def step() -> None:
+        if stop():
+            raise _Stop
         losses.append(trainer.step())
 
     pipeline = trainer.pipeline
-    for w in range(params.num_batches // window):
+    for w in range(windows):
         waited = pipeline.waited if pipeline else 0.0
-        samples.append(time_burst(step, device, window))
+        kept = len(losses)
+        try:
+            samples.append(time_burst(step, device, window))
+        except _Stop:
+            synchronize(device)
+            del losses[kept:]
+            if not samples:
+                raise StoppedEarly(f"{stop()} before the first window finished: nothing measured") from None
+            trainer.stopped = f"{stop()}: {len(samples)} of {windows} windows measured, the figure is theirs"
+            break
         if pipeline is not None:
             trainer.window_waits.append(pipeline.waited - waited)
         report((w + 1) * window, samples[-1])

@@ -158,6 +158,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
                     f"step {step}/{params.num_batches}: {batch / sec:,.1f} {info.sample_unit}/s",
                     left=(params.num_batches - step) * sec,
                 ),
+                ctx.stop,
             )
     except Exception as exc:
         if not loop.is_oom(exc):
@@ -176,7 +177,9 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     conditions = monitor.conditions.to_dict()
     if trainer.window_waits:
         details["input_wait_seconds_per_window"] = trainer.window_waits
-    yield _result(
+    if trainer.stopped:
+        details["stopped"] = trainer.stopped
+    result = _result(
         record,
         measurement,
         batch,
@@ -189,6 +192,9 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         details,
         conditions,
     )
+    if trainer.stopped:  # the windows finished before a Ctrl-C or the timeout: kept, and said to be partial
+        result.warnings.append(f"stopped early: {trainer.stopped}")
+    yield result
 
 
 def workers(params: TrainParams) -> int:
