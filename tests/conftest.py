@@ -98,3 +98,21 @@ def run_cli(
         os.chdir(saved_cwd)
         sys.argv = saved_argv
     return subprocess.CompletedProcess(["accelbench", *args], code, out.getvalue(), err.getvalue())
+
+
+def popen_interruptible(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """``cmd`` as its own process that a test can Ctrl-C (``send_signal(SIGINT)``) as a terminal would.
+
+    A test run started as a background job inherits SIGINT ignored; the child restores the default.
+    """
+    import signal
+
+    return subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from conftest import popen_interruptible
 
 from accelbench.suite.runner import RunOptions, run_suite
 from accelbench.suite.suites import Suite, make_entry
@@ -40,16 +41,7 @@ def test_ctrl_c_during_training_keeps_the_finished_windows(tmp_path: Path, cli_e
     db = tmp_path / "s.db"
     cmd = [sys.executable, "-m", "accelbench", "train", "resnet18", "--scale", "tiny", "--warmup", "1"]
     cmd += ["--num-batches", "100000", "--display-every", "2", "--threads", "2", "--db", str(db), "--json"]
-    proc = subprocess.Popen(
-        cmd,
-        env=cli_env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # a test run started as a background job inherits SIGINT ignored; Ctrl-C must reach the runner
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    proc = popen_interruptible(cmd, cli_env, tmp_path)
     from accelbench.results.store import Store
 
     deadline = time.time() + 120

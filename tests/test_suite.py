@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import popen_interruptible
 
 from accelbench.errors import UsageError
 from accelbench.suite.runner import RunOptions, run_suite
@@ -62,16 +63,7 @@ def test_ctrl_c_keeps_finished_records_and_resume_finishes(tmp_path, cli_env):
     db = tmp_path / "s.db"
     cmd = [sys.executable, "-m", "accelbench", "run", "selftest/ok", "selftest/hang", "selftest/ok"]
     cmd += ["--db", str(db), "--out", str(tmp_path / "runs"), "--timeout", "60"]
-    # a test run started as a background job inherits SIGINT ignored; the child must see Ctrl-C as a terminal sends it
-    proc = subprocess.Popen(
-        cmd,
-        env=cli_env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    proc = popen_interruptible(cmd, cli_env, tmp_path)
     from accelbench.results.store import Store
 
     deadline = time.time() + 60
