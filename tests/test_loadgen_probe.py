@@ -142,8 +142,9 @@ def test_early_stopping_s_bound_is_loadgen_s():
 
 
 def test_find_peak_on_a_slow_system_confirms_in_minutes_and_says_how_long(monkeypatch, tmp_path):
-    """A system that serves 11 QPS (ResNet-50 on a 2-core CPU) with a 2 s bound, simulated: a screen passes below
-    10 QPS, a confirmation passes below 9.5 QPS. Its confirmations are sized by time (not 4,096 queries, six
+    """A system that serves 10.5 QPS (ResNet-50 on a 2-core CPU) with a 2 s bound, simulated: a screen's latency
+    holds up to 12 QPS (too short for the queue to form) but its SUT is busy rate/10.5 of the time; a confirmation
+    passes below 9.5 QPS. Screens over 90% busy fail, confirmations are sized by time (not 4,096 queries, six
     minutes each), the planned total is a few minutes, and every progress line has the time left."""
     from accelbench.infer import peak
     from accelbench.infer.driver import Outcome
@@ -155,7 +156,7 @@ def test_find_peak_on_a_slow_system_confirms_in_minutes_and_says_how_long(monkey
         rate, queries = s.server_target_qps, s.min_query_count
         planned.append(peak.trial_seconds("server", rate, queries, s.min_duration_ms, 2000.0))
         confirm = queries >= tail.min_queries()
-        ok = rate < (9.5 if confirm else 10.0)
+        ok = rate < (9.5 if confirm else 12.0)
         detail = {
             "result_validity": "VALID" if ok else "INVALID",
             "result_perf_constraints_met": ok,
@@ -166,7 +167,8 @@ def test_find_peak_on_a_slow_system_confirms_in_minutes_and_says_how_long(monkey
             "result_completed_samples_per_sec": rate,
             "result_99.00_percentile_latency_ns": (1.5e9 if ok else 2.5e9),
         }
-        return Outcome(detail, {}, tmp_path, SimpleNamespace(batches=1, samples=queries, per_worker=[queries]))
+        sut = SimpleNamespace(batches=1, samples=queries, per_worker=[queries], utilization=rate / 10.5)
+        return Outcome(detail, {}, tmp_path, sut)
 
     monkeypatch.setattr(peak, "loadgen_run", fake_run)
     params = InferParams(scenario="server", mode="find-peak", latency_bound_ms=2000.0, backend="sleep")
@@ -174,6 +176,9 @@ def test_find_peak_on_a_slow_system_confirms_in_minutes_and_says_how_long(monkey
     r = peak.find_peak(params, Serving([], lambda i: i, 64, list, None, None, 2), lgset.Probe(11.0, 0.3), {}, ctx)
     assert r.status == "ok" and r.valid is True, r.error
     assert 8.0 < r.details["find_peak"]["peak"] < 9.5
+    screens = [t for t in r.details["find_peak"]["trials"] if not t["confirmation"]]
+    assert all(t["utilization"] <= peak.SCREEN_MAX_UTILIZATION for t in screens if t["valid"])
+    assert any(not t["valid"] and t["value"] < 12.0 for t in screens)  # latency held, but the SUT never rested
     confirmations = [t for t in r.details["find_peak"]["trials"] if t["confirmation"]]
     assert all(t["queries"] == tail.min_queries() for t in confirmations)  # 60 s at ~9 QPS is under 662
     assert "only if none is over 2000 ms" in confirmations[0]["early_stopping"]
@@ -199,6 +204,7 @@ def test_find_peak_with_a_sleep_backend_ends_in_time_with_a_valid_peak(run_isola
     search = r.details["find_peak"]
     assert 0.4 * 1600 <= search["peak"] <= 1600 * 1.02, search["trials"]
     assert search["trials"][-1]["confirmation"] and search["trials"][-1]["valid"]
+    assert all(0 < t["utilization"] <= 1.0 for t in search["trials"])
     assert search["search_seconds"] < 20 and took < 30, (search["search_seconds"], took)
 
 
