@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import math
 import statistics
-import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.specs import InferParams
 
 if TYPE_CHECKING:
     from accelbench.infer.driver import Serving
-
-T = TypeVar("T")
 
 #: A Python SUT answers at most a few hundred thousand samples/s, whatever the backend; planning
 #: LoadGen's queries for more (a null backend probes as infinitely fast) would only waste memory.
@@ -79,47 +76,25 @@ def probe(serving: "Serving", params: InferParams, warm: bool = True) -> Probe:
 
     Every device is warmed up first (its cuBLAS/cuDNN handles, torch.compile's two shapes), so that no
     device does that inside the timed run; a repeated probe (``warm=False``, after a run that disagreed with
-    the first) skips the warm-up. The calls run on a thread of their own, as the SUT's worker serves: on a
-    shared 2-core VM the main thread ran ResNet-18 (tiny, batch 8, two threads) at 0.4-1.8 s a batch while a
-    fresh thread ran it at 40-120 ms, so a probe on the main thread planned Offline runs 5-20x too short.
+    the first) skips the warm-up. The probe runs on the calling (main) thread, not on a thread of its own as the
+    SUT serves: with one of this VM's 2 cores saturated, ResNet-18 tiny (two threads) then served at 88-107
+    samples/s against 196-210 with the probe on the main thread (alternating runs, one process each). Under
+    such load the main thread's own figure can be 5-20x slow (9 samples/s probed, 168 served); the rerun in
+    :mod:`accelbench.infer.replan` corrects the plan from the run's own measurement.
     """
     if serving.workers[0].predict is None:  # no model: LoadGen's own round trip (~10 us) is the latency
         return Probe(MAX_PLANNED_RATE, HARNESS_LATENCY)
     n = max(params.batch_size, params.samples_per_query)
     samples = [serving.make_input(i % serving.total) for i in range(n)]
     full, one = serving.collate(samples[: params.batch_size]), serving.collate(samples[:1])
-
-    def timed() -> tuple[float, float]:
-        for worker in serving.workers if warm else []:
-            for _ in range(2):
-                worker(full)
-                worker(one)
-        return median_seconds(serving.workers[0], full, PROBE_BATCHES), median_seconds(
-            serving.workers[0], one, PROBE_SINGLES
-        )
-
-    per_batch, single = on_a_thread(timed)
+    for worker in serving.workers if warm else []:
+        for _ in range(2):
+            worker(full)
+            worker(one)
+    per_batch = median_seconds(serving.workers[0], full, PROBE_BATCHES)
+    single = median_seconds(serving.workers[0], one, PROBE_SINGLES)
     rate = params.batch_size / max(per_batch, 1e-9) * len(serving.workers)
     return Probe(min(rate, MAX_PLANNED_RATE), max(single, 1e-7))
-
-
-def on_a_thread(work: Callable[[], T]) -> T:
-    """``work()`` run on a new thread, as the SUT's workers run (its exception re-raised here)."""
-    out: list[Any] = []
-
-    def body() -> None:
-        try:
-            out.append((True, work()))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            out.append((False, exc))
-
-    thread = threading.Thread(target=body, name="accelbench-probe", daemon=True)
-    thread.start()
-    thread.join()
-    ok, value = out[0]
-    if not ok:
-        raise value
-    return value
 
 
 def median_seconds(call: Any, inputs: Any, most: int) -> float:
