@@ -215,3 +215,22 @@ def test_a_duration_its_timeout_would_kill_is_refused_in_one_line(tmp_path, cli_
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "at least 100000 s (--duration), not less than its 1800 s timeout" in proc.stderr
     assert "lower --duration or raise --timeout" in proc.stderr
+
+
+def test_find_peak_climbs_above_a_probe_that_read_low(monkeypatch, tmp_path):
+    """A probe disturbed by load read 1 QPS of a 100 QPS system: the search doubles past the probe's capacity."""
+    from accelbench.infer import peak
+    from accelbench.infer.driver import Outcome
+    from accelbench.kit.context import RunContext
+
+    def fake_run(serving, s, params, ctx):
+        rate = s.server_target_qps
+        ok = rate < 90.0
+        detail = {"result_validity": "VALID" if ok else "INVALID", "result_perf_constraints_met": ok}
+        return Outcome(detail, {}, tmp_path, SimpleNamespace(batches=1, samples=1, per_worker=[1], utilization=0.5))
+
+    monkeypatch.setattr(peak, "loadgen_run", fake_run)
+    params = InferParams(scenario="server", mode="find-peak", latency_bound_ms=2000.0, backend="sleep")
+    serving = Serving([], lambda i: i, 64, list, None, None, 2)
+    r = peak.find_peak(params, serving, lgset.Probe(1.0, 0.01), {}, RunContext(tmp_path))
+    assert r.status == "ok" and 80.0 < r.details["find_peak"]["peak"] < 90.0, r.details["find_peak"]["trials"]

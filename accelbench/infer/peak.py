@@ -33,6 +33,8 @@ from accelbench.results.record import Result
 
 PRECISION = 0.02
 MAX_HALVINGS = 6
+#: above a start that held, the search doubles at most this often (4,096x: a probe 20x slow under load is no limit)
+MAX_DOUBLINGS = 12
 MAX_SAMPLES_PER_QUERY = 4096
 CONFIRMATIONS = 3
 #: After a confirmation fails, the next tries this much lower, doubling each time (10%, then 20% lower): a short
@@ -249,10 +251,11 @@ def _search_server(
         hi, q = q, q / 2
     if lo == 0.0:
         raise RuntimeError(f"no valid Server rate found down to {q:.3g} QPS: raise --latency-bound-ms")
-    if lo == start:  # the start was valid: is the upper limit too?
-        ok, _ = trial(hi, after=screens_left(lo, hi) - 1)
-        if ok:
-            lo = hi
+    if lo == start:  # the start was valid: is the upper limit too? Then double (a probe disturbed by load reads low)
+        for _ in range(MAX_DOUBLINGS):
+            if not trial(hi, after=screens_left(lo, hi) - 1)[0]:
+                break
+            lo, hi = hi, hi * 2
     while hi > lo and (hi - lo) / lo > PRECISION:
         mid = (lo + hi) / 2
         if trial(mid, after=screens_left(lo, hi) - 1)[0]:
