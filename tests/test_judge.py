@@ -55,7 +55,7 @@ def test_a_contended_side_is_shown_not_judged_and_left_out_of_the_mean():
     c = compare([quiet], [busy])
     [row] = c.rows
     assert row.verdict.startswith("not judged: candidate contended: other processes used 50%")
-    assert "stress-ng" in row.verdict and not row.judged
+    assert "stress-ng" in row.verdict and not row.judged and row.brief == "not judged: candidate contended"
     assert c.geometric_mean() is None and c.set_aside() == {"contended": 1}
     assert c.footer() == "1 of 1 pairs not judged (1 contended): shown, left out of the geometric mean"
     d = c.to_dict()
@@ -221,7 +221,8 @@ def test_the_report_shows_a_contended_pair_not_judged_and_says_why():
     [sub] = [b for b in section.blocks if hasattr(b, "blocks")]
     [table] = [b for b in sub.blocks if isinstance(b, Table)]
     [row] = table.rows
-    assert row[7].text.startswith("not judged: candidate contended") and "1 of 1 pairs not judged" in table.caption
+    assert row[7].text == "not judged: candidate contended" and row[6] == "-"  # no ratio for a set-aside pair
+    assert "1 of 1 pairs not judged" in table.caption and "stress-ng 48%" in table.caption
     assert not any(getattr(b, "name", "").startswith("ratios-") for b in sub.blocks)  # no bar for it
     care = [i for b in summary(inp).blocks if isinstance(b, Bullets) for i in b.items]
     assert any(i.startswith("Contended: kernels/gemm") and "stress-ng" in i for i in care)

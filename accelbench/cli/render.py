@@ -301,14 +301,14 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
         for col in (f"baseline {label}", f"candidate {label}", label):
             table.add_column(col, justify="right")
     for r in rows:
-        v = r.verdict
+        v = r.brief  # the reasons in full are in the caption and --json
         cells = [
             escape(r.benchmark),
             escape(r.workload),
             escape(r.metric),
             side(r.baseline, r.baseline_valid, r.baseline_runs),
             side(r.candidate, r.candidate_valid, r.candidate_runs),
-            f"{r.speedup:.2f}x",
+            f"{r.speedup:.2f}x" if r.judged else "[dim]-[/]",  # a set-aside pair's ratio is no evidence
             f"[{colour.get(v, 'dim')}]{escape(v)}[/]",
         ]
         for label in extra:
@@ -326,6 +326,10 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     footer = comparison.footer()
     if footer:
         lines.append(f"[yellow]{escape(footer)}[/]")
+        reasons = list(dict.fromkeys(w for r in rows for w in (*r.baseline_set_aside, *r.candidate_set_aside)))
+        lines += [f"  {escape(w)}" for w in reasons[:6]]
+        if len(reasons) > 6:
+            lines.append(f"  ... and {len(reasons) - 6} more reasons ('compare --json' has each row's)")
     if judged:
         lines.append(
             f"verdicts: the raw samples told apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart) and "

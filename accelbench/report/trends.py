@@ -7,7 +7,7 @@ from functools import partial
 import accelbench.report.charts as charts
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
-from accelbench.results.compare import Row, compare
+from accelbench.results.compare import Comparison, Row, compare
 from accelbench.results.history import Series, histories
 from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
 from accelbench.results.record import Result
@@ -70,8 +70,8 @@ def comparisons(inp: ReportInput) -> Section | None:
                 verdict(r.baseline_valid),
                 figure(r.candidate),
                 verdict(r.candidate_valid),
-                f"{r.speedup:.3g}x",
-                Cell(r.verdict, _VERDICT_MARK.get(r.verdict, "")),
+                f"{r.speedup:.3g}x" if r.judged else "-",  # a set-aside pair's ratio is no evidence
+                Cell(r.brief, _VERDICT_MARK.get(r.verdict, "") or ("" if r.judged else "warn")),
                 *(cell for label in extra for cell in _efficiency(r, label)),
             ]
             for r in c.rows
@@ -100,7 +100,7 @@ def comparisons(inp: ReportInput) -> Section | None:
                 + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)],
                 rows,
                 caption=(f"Geometric mean of the judged speedups: {gm:.3g}x." if gm else "")
-                + (f" {c.footer()}." if c.footer() else "")
+                + (f" {c.footer()}: " + "; ".join(_reasons(c)) + "." if c.footer() else "")
                 + (
                     " Per $: each side's figure per USD/h of its machine (or its cost), at the price its records "
                     "carry, with its source in the record."
@@ -205,3 +205,9 @@ def _set_aside(s: Series) -> Cell:
     if not n:
         return Cell("")
     return Cell(f"{n} of {len(s.points)} runs: " + ", ".join(f"{k} ({v})" for k, v in kinds.items()), "warn")
+
+
+def _reasons(c: Comparison, most: int = 6) -> list[str]:
+    """The distinct reasons the pairs of ``c`` were set aside, the first ``most`` of them."""
+    out = list(dict.fromkeys(w for r in c.rows for w in (*r.baseline_set_aside, *r.candidate_set_aside)))
+    return out[:most] + ([f"and {len(out) - most} more"] if len(out) > most else [])

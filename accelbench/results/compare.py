@@ -48,6 +48,8 @@ class Row:
     candidate_runs: int = 1
     baseline_set_aside: tuple[str, ...] = ()
     candidate_set_aside: tuple[str, ...] = ()
+    #: the sides with no run left to judge ("baseline", "candidate")
+    unjudgeable: tuple[str, ...] = ()
 
     def efficiency_speedup(self, label: str) -> float | None:
         """> 1 when the candidate gives more per dollar (or per joule), whichever way the figure runs."""
@@ -75,6 +77,19 @@ class Row:
     @property
     def judged(self) -> bool:
         return self.judgement is not None and self.judgement.judged
+
+    @property
+    def brief(self) -> str:
+        """The verdict in a few words for a table cell: a set-aside side by the kinds of its reasons
+        ('not judged: baseline contended, noisy'); the full reasons are in ``verdict`` and the record."""
+        if self.judged or self.judgement is None:
+            return self.verdict
+        sides = [
+            f"{name} {', '.join(dict.fromkeys(_kind(w) for w in why))}"
+            for name, why in (("baseline", self.baseline_set_aside), ("candidate", self.candidate_set_aside))
+            if name in self.unjudgeable
+        ]
+        return "not judged: " + "; ".join(sides) if sides else self.verdict
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -270,6 +285,7 @@ def compare(
                 len(sc.runs) or len(cs),
                 tuple(sb.reasons()),
                 tuple(sc.reasons()),
+                tuple(name for name, x in (("baseline", sb), ("candidate", sc)) if not x.judgeable),
             )
         )
     return Comparison(
