@@ -1,8 +1,10 @@
 """``--mode find-peak``: the highest Server QPS, or the largest MultiStream query, that LoadGen calls valid.
 
-Server: from the probe's throughput, halve until a run is VALID, then bisect
-between the highest valid and the lowest invalid target until they are within
-2% of each other, then confirm the result with a fresh run (10% under the
+Server: from a quarter of the probe's throughput, halve until a screen passes
+(or, if the start passed, double while they pass: a probe disturbed by load
+reads low), then bisect between the highest passing and the lowest failing
+target until they are within 2% of each other; a screen passes if its latency
+held and its SUT was not busy all the time. Then confirm the result with a fresh run (10% under the
 screened peak when its early stopping tolerates no late query; stepping down
 10%, then 20%, if a confirmation fails). A confirmation is sized by time as well as
 by queries, so a system serving 11 QPS confirms in about a minute, not six, and
