@@ -149,7 +149,7 @@ def _infer(params: dict) -> list:
 def test_inference_on_two_gpus_serves_from_both():
     [r] = _infer({"nproc": 2})
     assert r.status == "ok", r.error
-    assert r.details["samples_per_device"][0] > 0 and r.details["samples_per_device"][1] > 0
+    assert r.details["samples_per_worker"][0] > 0 and r.details["samples_per_worker"][1] > 0
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")

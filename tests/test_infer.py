@@ -132,7 +132,7 @@ def test_serving_settings_keep_the_arithmetic_they_name() -> None:
 
 
 def test_openvino_serves_the_export_at_the_precision_asked(run_isolated) -> None:
-    """OpenVINO never picks its own arithmetic: the hint is --precision's; requests in flight = --nproc."""
+    """OpenVINO never picks its own arithmetic: the hint is --precision's; requests in flight = --streams."""
     import openvino as ov
     import torch
 
@@ -152,8 +152,10 @@ def test_openvino_serves_the_export_at_the_precision_asked(run_isolated) -> None
     if "BF16" not in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
         assert "no bf16 arithmetic here" in (impl.unsupported("bf16") or "")
 
-    [r] = run_isolated({"model": "resnet18", "scale": "tiny", "backend": "openvino", "scenario": "offline", "nproc": 2})
+    params = {"model": "resnet18", "scale": "tiny", "backend": "openvino", "scenario": "offline", "streams": 2}
+    [r] = run_isolated(params)
     assert r.status == "ok" and r.valid is True, r.error or r.reason
+    assert len(r.details["samples_per_worker"]) == 2 and "throughput_per_device" not in r.metrics
     assert r.metrics["throughput"].value > 0
 
 

@@ -31,7 +31,7 @@ def tune_params(**values: Any) -> TuneParams:
 
 
 class FakeTrials:
-    """Runs no model: answers each entry from a table keyed by (backend, channels_last, batch, nproc).
+    """Runs no model: answers each entry from a table keyed by (backend, channels_last, batch, streams).
 
     ``figures`` gives the Offline samples/s (or the SingleStream p90 seconds); ``failing`` the entries that
     crash; ``inaccurate`` the runtimes whose accuracy gate fails. The clock advances ``seconds`` per trial.
@@ -55,7 +55,7 @@ class FakeTrials:
         self.entries.append(entry)
         self.now += self.seconds
         p = entry.params
-        key = (p["backend"], p["channels_last"], p["batch_size"], p["nproc"])
+        key = (p["backend"], p["channels_last"], p["batch_size"], p["streams"])
         if key in self.failing:
             return [Result(entry.benchmark, p, status="failed", error="killed by SIGKILL: out of memory")]
         if p["mode"] == "accuracy":
@@ -98,7 +98,7 @@ def test_the_fastest_candidate_wins_only_through_the_gate_and_its_confirmations(
     params = tune_params(backends="torch,onnxruntime,int8,openvino", finalists=2, repeats=2)
     search = Tuner(params, fake, clock=fake.clock).run()
     rows = ranking(search)
-    assert rows[0].status == "winner" and rows[0].candidate.settings["nproc"] == 2  # openvino, two requests
+    assert rows[0].status == "winner" and rows[0].candidate.settings["streams"] == 2  # openvino, two requests
     assert rows[0].confirmations == [420.0, 420.0, 420.0]  # a third round: LoadGen's ranges separate from 3 runs
     assert next(r for r in rows if r.candidate.settings["backend"] == "int8").status == "gate failed"
     # screening order: the default first; then the shape stage around the two best runtimes (openvino, int8)
@@ -111,7 +111,7 @@ def test_the_fastest_candidate_wins_only_through_the_gate_and_its_confirmations(
     assert record.status == "ok" and record.primary_metric == "throughput"
     assert record.metrics["speedup_over_default"].value == pytest.approx(4.2)
     assert record.details["reproduce"] == (
-        "accelbench infer resnet18 --scale tiny --backend openvino --precision fp32 --nproc 2"
+        "accelbench infer resnet18 --scale tiny --backend openvino --precision fp32 --streams 2"
     )
     assert [t["phase"] for t in record.details["trials"]].count("confirm") == 3 * 3  # 2 finalists + default
     full = record.to_dict() | {"run_id": "r", "system": {"fingerprint": "f", "profile": {}}}

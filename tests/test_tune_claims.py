@@ -71,7 +71,7 @@ class Fake:
 
     def __call__(self, entry: Entry) -> list[Result]:
         p = entry.params
-        phase, key = phase_of(p), (p["backend"], p["channels_last"], p["batch_size"], p["nproc"])
+        phase, key = phase_of(p), (p["backend"], p["channels_last"], p["batch_size"], p["streams"])
         self.log.append((phase, key, self.now, self.seconds[phase], entry.timeout))
         self.now += self.seconds[phase]
         if phase == "gate":
@@ -145,7 +145,7 @@ def search_of(trials: list[tuple[str, dict[str, Any], float | None, bool]], **pa
 def test_a_default_confirmed_once_gives_no_speed_up() -> None:
     """The default's later confirmations crashed: the winner separated from the runner-up, but one run of the
     default is no baseline."""
-    onnx, ov = INFER_DEFAULT | {"backend": "onnxruntime"}, INFER_DEFAULT | {"backend": "openvino", "nproc": 2}
+    onnx, ov = INFER_DEFAULT | {"backend": "onnxruntime"}, INFER_DEFAULT | {"backend": "openvino", "streams": 2}
     rows = [("screen", c, v, True) for c, v in ((INFER_DEFAULT, 100.0), (onnx, 200.0), (ov, 150.0))]
     rows += [("gate", onnx, 1.0, True), ("gate", ov, 1.0, True)]
     for d, o, v in ((100.0, 200.0, 150.0), (None, 201.0, 151.0), (None, 199.0, 149.0)):

@@ -82,7 +82,8 @@ def performance_result(
         "latency_bound_ms": bound,
         "sut_batches": outcome.sut.batches,
         "sut_samples": outcome.sut.samples,
-        "samples_per_device": outcome.sut.per_worker,
+        # per serving worker: a device's, or one of the requests in flight on it (--streams)
+        "samples_per_worker": outcome.sut.per_worker,
         "loadgen_version": d.get("loadgen_version"),
         "target_qps": d.get("requested_server_target_qps") if params.scenario == "server" else None,
     } | (extra or {})

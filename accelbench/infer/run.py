@@ -40,11 +40,12 @@ SYNTHETIC_ACCURACY_SAMPLES = 256
 
 
 def _devices(params: InferParams, device: "torch.device") -> list["torch.device"]:
-    """The serving devices: ``--device cuda:N --nproc K`` serves on cuda:N..N+K-1 (the record names cuda:N)."""
+    """The serving workers' devices: ``--device cuda:N --nproc K`` serves on cuda:N..N+K-1 (the record names
+    cuda:N), each device ``--streams`` times (requests in flight on it: workers, never more devices)."""
     import torch
 
     if device.type != "cuda":
-        return [device] * params.nproc
+        return [device] * params.workers
     first = device.index or 0
     available = torch.cuda.device_count()
     if first + params.nproc > available:
@@ -52,7 +53,7 @@ def _devices(params: InferParams, device: "torch.device") -> list["torch.device"
             f"--nproc {params.nproc} from cuda:{first} needs GPUs up to cuda:{first + params.nproc - 1}; "
             f"this machine has {available}"
         )
-    return [torch.device("cuda", first + i) for i in range(params.nproc)]
+    return [torch.device("cuda", first + i) for i in range(params.nproc) for _ in range(params.streams)]
 
 
 #: Samples whose activations calibrate random weights in accuracy mode.
@@ -136,7 +137,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     model = _build(params, spec)
     # one device: samples live on it; several: on the host, each worker copying its batch to its device; a
     # backend that reads host memory (ONNX Runtime) gets host samples and no copy
-    on_host = len(devices) > 1 or impl.host_inputs
+    on_host = len(set(devices)) > 1 or impl.host_inputs
     host = torch.device("cpu") if on_host else devices[0]
     dataset = spec.dataset(Path(params.dataset).expanduser()) if params.dataset else None
     if dataset is not None:
@@ -160,7 +161,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         replica = (model if last and not keep_reference else copy.deepcopy(model)).to(d)
         settings = {name: getattr(params, name) for name in impl.options}  # only the settings it takes
         predict = impl.load(spec, replica, d, params.effective_precision, calibration, **settings)
-        workers.append(Worker(predict, d if len(devices) > 1 and not impl.host_inputs else None))
+        workers.append(Worker(predict, d if len(set(devices)) > 1 and not impl.host_inputs else None))
     reference = model.to(devices[0]) if keep_reference else None
     facts = getattr(impl, "facts", None) or {}  # a user's backend may not call Backend.__init__
     return Serving(workers, make_input, total, spec.collate, spec, reference, threads, device, dataset, weights, facts)

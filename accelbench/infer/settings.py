@@ -168,7 +168,7 @@ def performance_settings(
     s.multi_stream_expected_latency_ns = int(spq / p.rate * 1e9)
     if params.scenario == "offline" and params.profile != "official" and mode == "performance":
         s.min_query_count = offline_samples(
-            s.offline_expected_qps, s.min_duration_ms, s.min_query_count, params.batch_size, max(params.nproc, 1)
+            s.offline_expected_qps, s.min_duration_ms, s.min_query_count, params.batch_size, max(params.workers, 1)
         )
     return s
 

@@ -111,7 +111,7 @@ class Search:
 
 
 def _runtime_key(c: Candidate) -> str:
-    return Candidate({k: v for k, v in c.settings.items() if k not in ("batch_size", "nproc")}).key
+    return Candidate({k: v for k, v in c.settings.items() if k not in ("batch_size", "streams")}).key
 
 
 class Tuner:

@@ -17,7 +17,7 @@ from accelbench.errors import UsageError
 from accelbench.tune.specs import TuneParams, split_list
 
 #: infer's defaults: the candidate every other is measured against
-INFER_DEFAULT = {"backend": "torch", "precision": "fp32", "channels_last": False, "batch_size": 8, "nproc": 1}
+INFER_DEFAULT = {"backend": "torch", "precision": "fp32", "channels_last": False, "batch_size": 8, "streams": 1}
 TRAIN_DEFAULT = {"precision": "fp32", "channels_last": False, "compile": False, "batch_size": "default"}
 #: batch sizes tried around the best runtimes when --batch-sizes is not given
 INFER_BATCHES = {"cpu": (16, 32), "cuda": (32, 128, 256)}
@@ -47,7 +47,7 @@ class Candidate:
             words = [s["backend"], s["precision"]]
             words += ["channels_last"] if s.get("channels_last") else []
             words.append(f"bs {s['batch_size']}")
-            words += [f"x{s['nproc']} in flight"] if s.get("nproc", 1) > 1 else []
+            words += [f"x{s['streams']} in flight"] if s.get("streams", 1) > 1 else []
             words += [s["compile_mode"]] if s.get("compile_mode", "default") != "default" else []
             words += [f"{s['threads']} threads"] if s.get("threads") else []
             return " ".join(words)
@@ -98,7 +98,7 @@ def _infer_runtimes(params: TuneParams) -> Space:
                 why = why or (precision_reason(device, precision, params.emulated) if computes else None)
                 why = why or impl.unsupported_on(device.type)
                 if not why and name == "openvino" and params.scenario != "singlestream":
-                    c = c.with_(nproc=_openvino_requests())
+                    c = c.with_(streams=_openvino_requests())
                 for mode in _compile_modes(device.type) if name == "compile" else (None,):
                     one = c.with_(compile_mode=mode) if mode else c
                     (space.left_out.append((one, why)) if why else space.candidates.append(one))
@@ -179,7 +179,7 @@ def shape_stage(params: TuneParams, best: list[Candidate], tried: set[str]) -> l
             out.append(c.with_(batch_size=b))
         if params.task == "infer" and c.settings["backend"] == "openvino":
             for n in sorted({1, 2, _cores()}):
-                out.append(c.with_(nproc=n))
+                out.append(c.with_(streams=n))
     if params.task == "infer" and device.type == "cpu" and params.threads is None and best:
         top, cores = best[0], _cores()
         if top.settings["backend"] in THREADED_BACKENDS and cores >= MANY_CORES:
