@@ -62,6 +62,26 @@ def test_a_contended_side_is_shown_not_judged_and_left_out_of_the_mean():
     assert d["rows"][0]["candidate_set_aside"] == [CONTENDED] and d["judged"] == 0
 
 
+def _recorded() -> dict[str, Result]:
+    """Real runs of one GEMM on one machine: two quiet, one with a neighbour holding a core (see 'about')."""
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).parent / "data" / "gemm_quiet_contended.json").read_text())
+    return {r["tags"]["run"]: Result.from_dict(r) for r in doc["records"]}
+
+
+def test_recorded_runs_the_same_machine_never_reads_faster_than_itself():
+    runs = _recorded()
+    quiet1, quiet2, busy = runs["quiet1"], runs["quiet2"], runs["contended"]
+    [same] = compare([quiet1], [quiet2]).rows
+    assert same.verdict == "no difference" and same.judged  # 6% apart: one run a side cannot call that
+    [row] = compare([quiet1], [busy]).rows  # 2.9x slower, each interval tight: the neighbour, not the machine
+    assert row.speedup < 0.5 and not row.judged and row.brief == "not judged: candidate contended"
+    assert "python[" in row.verdict  # who took the core
+    [s] = histories([quiet1, quiet2, busy])
+    assert s.changes == [] and s.points[-1].set_aside and not s.points[0].set_aside
+
+
 def test_two_quiet_runs_of_one_machine_are_no_difference():
     # two runs minutes apart differ by 3% in their medians, each tight within itself: the rank test separates
     # them, but one run a side says nothing about how runs vary, and 3% is under the 10% a single run needs
