@@ -70,7 +70,8 @@ def cmd_history(ns: argparse.Namespace) -> int:
     if ns.json:
         sys.stdout.write(json.dumps([s.to_dict() for s in series], indent=2) + "\n")
     else:
-        from accelbench.cli.render import console, history_table
+        from accelbench.cli.render import console
+        from accelbench.cli.render_trends import history_table
 
         for s in series:
             console.print(history_table(s))

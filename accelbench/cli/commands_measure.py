@@ -322,7 +322,8 @@ def cmd_family(ns: argparse.Namespace) -> int:
 
 
 def _print_scaling(summary: Any, cmd: Any) -> None:
-    from accelbench.cli.render import console, scaling_table
+    from accelbench.cli.render import console
+    from accelbench.cli.render_trends import scaling_table
     from accelbench.results.scaling import scaling_rows
 
     if cmd.name == "train":

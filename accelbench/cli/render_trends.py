@@ -1,0 +1,142 @@
+"""Tables that set figures side by side: two runs (compare), a series over runs (history), device counts
+(scaling). The figures and verdicts come from ``accelbench.results``; only the words and colours are here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from accelbench.results import format as fmt
+
+
+def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
+    """The pairs with a speedup that reads the same way for every metric (>1: the candidate is better),
+    and, below, what had no partner or was measured more than once."""
+    from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
+
+    rows = comparison.rows
+    table = Table(title=f"{escape(candidate)} vs {escape(baseline)}", title_justify="left", caption_justify="left")
+    for col, just in (
+        ("benchmark", "left"),
+        ("workload", "left"),
+        ("metric", "left"),
+        ("baseline", "right"),
+        ("candidate", "right"),
+        ("speedup", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    colour = {"faster": "green", "better": "green", "slower": "red", "worse": "red"}
+
+    def side(m: Any, valid: bool | None, runs: int) -> str:
+        pooled = f" ({runs} runs)" if runs > 1 else ""
+        return f"{fmt.metric(m)} {fmt.ci_percent(m)}{pooled}" + (" [red]INVALID[/]" if valid is False else "")
+
+    # performance per dollar and per joule beside performance, where both sides carry the figure
+    extra = [label for label in ("per $", "per J") if any(r.efficiency_speedup(label) is not None for r in rows)]
+    for label in extra:
+        for col in (f"baseline {label}", f"candidate {label}", label):
+            table.add_column(col, justify="right")
+    for r in rows:
+        v = r.brief  # the reasons in full are in the caption and --json
+        cells = [
+            escape(r.benchmark),
+            escape(r.workload),
+            escape(r.metric),
+            side(r.baseline, r.baseline_valid, r.baseline_runs),
+            side(r.candidate, r.candidate_valid, r.candidate_runs),
+            f"{r.speedup:.2f}x" if r.judged else "[dim]-[/]",  # a set-aside pair's ratio is no evidence
+            f"[{colour.get(v, 'dim')}]{escape(v)}[/]",
+        ]
+        for label in extra:
+            s = r.efficiency_speedup(label)
+            b, c = r.efficiency.get(label, (None, None))
+            cells += (
+                [escape(fmt.metric(b)), escape(fmt.metric(c)), f"{s:.2f}x"] if s is not None and b and c else [""] * 3
+            )
+        table.add_row(*cells)
+    judged = comparison.judged
+    lines = []
+    gm = comparison.geometric_mean()
+    if gm is not None:
+        lines.append(f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(judged)} judged pair(s)")
+    footer = comparison.footer()
+    if footer:
+        lines.append(f"[yellow]{escape(footer)}[/]")
+    partial = sum(1 for r in rows if r.judged and (r.baseline_set_aside or r.candidate_set_aside))
+    if partial:
+        lines.append(f"[yellow]{partial} judged pair(s) left out runs set aside and pooled the others[/]")
+    reasons = list(dict.fromkeys(w for r in rows for w in (*r.baseline_set_aside, *r.candidate_set_aside)))
+    lines += [f"  {escape(w)}" for w in reasons[:6]]
+    if len(reasons) > 6:
+        lines.append(f"  ... and {len(reasons) - 6} more reasons ('compare --json' has each row's)")
+    if judged:
+        lines.append(
+            f"verdicts: the raw samples told apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart) and "
+            f"a change beyond the run-to-run spread (with one run a side, beyond {MIN_EFFECT_SINGLE:.0%}: "
+            "'--repeat 3' measures it); 'compare --json' gives each row's evidence"
+        )
+    for label, names in (
+        (f"only in {baseline}", comparison.only_baseline),
+        (f"only in {candidate}", comparison.only_candidate),
+        ("measured more than once (the runs are pooled as repeats)", comparison.repeated),
+    ):
+        if names:
+            lines.append(f"{escape(label)}: {escape(', '.join(names))}")
+    if "per $" in extra:
+        lines.append("per $: each side's figure per USD/h of its machine (or its cost), at the price its records carry")
+    if "per J" in extra:
+        lines.append("per J: each side's work per joule of measured board/package energy (or its energy to target)")
+    table.caption = "\n".join(lines) or None
+    return table
+
+
+def scaling_table(rows: list[Any], figure: str = "throughput") -> Table:
+    table = Table(title="scaling over devices (batch per device fixed)", title_justify="left")
+    for col, just in (("workload", "left"), ("devices", "right"), (figure, "right"), ("speedup", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    table.add_column("efficiency", justify="right")
+    for r in rows:
+        speedup = f"{r.speedup:.2f}x" if r.speedup is not None else "-"
+        eff = f"{r.efficiency:.0%}" if r.efficiency is not None else "-"
+        table.add_row(
+            escape(r.workload),
+            str(r.devices),
+            f"{fmt.metric(r.throughput)} {fmt.ci_percent(r.throughput)}",
+            speedup,
+            eff,
+        )
+    return table
+
+
+def history_table(series: Any) -> Table:
+    """One row per run of a series: its figure, its ratio to the earlier runs' median where judged, the flag."""
+    name = escape(f"{series.benchmark} {series.workload}: {series.metric}")
+    title = f"{name} on system {escape(series.fingerprint[:12])}"
+    table = Table(title=title, title_justify="left", caption_justify="left")
+    for col, just in (
+        ("run", "left"),
+        ("started", "left"),
+        (series.metric, "right"),
+        ("change", "right"),
+        ("", "left"),
+    ):
+        table.add_column(escape(col), justify=just)  # type: ignore[arg-type]
+    flagged = {c.index: c for c in series.changes}
+    for i, p in enumerate(series.points):
+        c = flagged.get(i)
+        change = f"{c.ratio:.2f}x" if c else ""
+        flag = {"regression": "[red]regression[/]", "improvement": "[green]improvement[/]"}[c.kind] if c else ""
+        if p.valid is False:
+            flag = "[red]INVALID[/] (not judged)"
+        elif p.set_aside:
+            flag = f"[yellow]not judged: {escape('; '.join(p.set_aside))}[/]"
+        elif p.metric.ci95 is None:
+            flag = "[dim]no CI (not judged)[/]"
+        value = f"{fmt.metric(p.metric)} {fmt.ci_percent(p.metric)}"
+        table.add_row(escape(p.run_id), p.started_at[:16].replace("T", " "), value, change, flag)
+    if series.unstable:
+        table.caption = f"[yellow]unstable[/]: {escape(series.unstable)}"
+    return table
