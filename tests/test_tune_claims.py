@@ -360,3 +360,20 @@ def test_the_report_says_no_search_and_not_separated_without_a_best() -> None:
     text = render(build(ReportInput(records=[none, equivalent], title="t")), lambda chart: f"{chart.name}.png")
     assert "no search: raise --budget" in text and "not separated: the top 2 are equivalent" in text
     assert "x the default settings" not in text and "): best " not in text
+
+
+def test_a_default_confirmed_alone_is_no_best_when_others_screened_faster() -> None:
+    """The README's real 4-minute search: 13 runtimes screened, OpenVINO bf16 at 5x the default, the budget left
+    room to confirm only the default. 'best: the default' would be a claim the search never tested."""
+    onnx, ov = INFER_DEFAULT | {"backend": "onnxruntime"}, INFER_DEFAULT | {"backend": "openvino", "streams": 2}
+    rows = [("screen", c, v, True) for c, v in ((INFER_DEFAULT, 287.6), (onnx, 541.9), (ov, 1275.0))]
+    rows += [("confirm", INFER_DEFAULT, v, True) for v in (243.4, 246.6, 256.0)]
+    search = search_of(rows)
+    search.elapsed = 206.0
+    record = summary(search)
+    assert record.status == "skipped" and record.details["outcome"] == "not confirmed" and stored(record) == []
+    assert "2 candidate(s) screened better" in record.reason and "openvino fp32 bs 8 x2 in flight" in record.reason
+    assert "raise --budget" in record.reason and "best:" not in outcome_text(record)
+    # a lone confirmed candidate that nothing screened above is still the winner
+    alone = summary(search_of([("screen", INFER_DEFAULT, 287.6, True), ("screen", onnx, 200.0, True)] + rows[3:]))
+    assert alone.details["outcome"] == "winner"

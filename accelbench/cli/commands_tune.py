@@ -66,7 +66,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     from accelbench.suite.runner import Interrupted, SuiteRunner
     from accelbench.suite.suites import Suite
     from accelbench.system.profile import collect_profile
-    from accelbench.tune.outcome import summary
+    from accelbench.tune.outcome import NO_CLAIM, summary
     from accelbench.tune.search import Tuner
     from accelbench.tune.space import runtime_stage
 
@@ -113,7 +113,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     )
     if interrupted:
         return 130
-    return 0 if record.status == "ok" or search.no_search else 1
+    return 0 if record.status == "ok" or record.details.get("outcome") in NO_CLAIM else 1
 
 
 def _print_space(space: Any) -> None:
@@ -179,12 +179,13 @@ def _print_outcome(record: Any, search: Any) -> None:
 def _outcome_lines(record: Any, model: str) -> list[str]:
     """What the search found, in the words its evidence allows: a best only where it separated, a speed-up
     only against a default that was measured, no best at all where nothing was compared."""
+    from accelbench.tune.outcome import NO_CLAIM
     from accelbench.tune.space import Candidate
 
     d = record.details
     outcome = d.get("outcome")
-    if outcome == "no search":
-        return [f"[yellow]{escape(record.reason or 'no search')}[/]"]
+    if outcome in NO_CLAIM:
+        return [f"[yellow]{escape(record.reason or str(outcome))}[/]"]
     if outcome == "equivalent":
         lines = [f"[yellow]{escape(d['verdict'])}:[/]"]
         for e in d["equivalent"]:

@@ -9,6 +9,7 @@ from accelbench.report.common import ReportInput, figure, newest_first
 from accelbench.report.model import Chart, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
+from accelbench.tune.outcome import NO_CLAIM
 
 #: searches drawn in full (the newest); older ones are summarised in one line each
 MAX_SEARCHES = 4
@@ -44,8 +45,8 @@ def tuning(inp: ReportInput) -> Section | None:
 def _headline(r: Result) -> str:
     """The search's outcome in the words its evidence allows (see accelbench.tune.outcome.summary)."""
     d = r.details
-    if d.get("outcome") == "no search":
-        return r.reason or "no search"
+    if d.get("outcome") in NO_CLAIM:
+        return r.reason or str(d.get("outcome"))
     if r.status != "ok":
         return f"no winner ({r.error})"
     if d.get("outcome") == "equivalent":

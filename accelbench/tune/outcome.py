@@ -23,6 +23,8 @@ from accelbench.tune.space import Candidate
 from accelbench.tune.verdict import apart, decide, figure_of, median_of
 
 NAME = "tune/search"
+#: outcomes that name no best and are no failure either (exit 0, a skipped record whose reason says what to do)
+NO_CLAIM = ("no search", "not confirmed")
 #: measurement-length fields of a trial: the reproduced run takes its family's own, longer, defaults
 TRIAL_LENGTH = frozenset({"duration", "profile", "warmup", "num_batches", "display_every", "mode", "dataset"})
 
@@ -203,10 +205,23 @@ def summary(search: Search) -> Result:
             {"settings": c.settings, "label": c.label(), "reproduce": reproduce(search, c)} for c in group
         ]
         return Result(NAME, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
+    runner_up = decision.ranked[1] if len(decision.ranked) > 1 else None
+    if runner_up is None:
+        unconfirmed = _screened_better(rows, row, higher)
+        if unconfirmed:  # the "best" only because the budget confirmed nothing else: no claim
+            details["outcome"] = "not confirmed"
+            best = unconfirmed[0]
+            cut = f" ({search.stopped[-1]})" if search.stopped else ""
+            why = (
+                f"not confirmed: {len(unconfirmed)} candidate(s) screened better than {top.label()}, the only one "
+                f"confirmed (fastest screened: {best.candidate.label()} at {best.screen:.4g} {unit} against "
+                f"{row.screen or row.figure:.4g}), were never gated and confirmed{cut}: raise --budget (this "
+                f"search took {search.elapsed:.0f} s of {search.params.budget_seconds:.0f} s)"
+            )
+            return Result(NAME, params, status="skipped", reason=why, details=details)
     details["outcome"] = "winner"
     details["winner"] = top.settings
     details["reproduce"] = reproduce(search, top)
-    runner_up = decision.ranked[1] if len(decision.ranked) > 1 else None
     details["verdict"] = (
         f"separated from the runner-up, {runner_up.label()}: {decision.evidence[runner_up.key]}"
         if runner_up
@@ -220,6 +235,19 @@ def summary(search: Search) -> Result:
         default = search.default
         details["default"] = {"settings": default.settings, "figure": median_of(search, default), "evidence": words}
     return Result(NAME, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
+
+
+def _screened_better(rows: list[Row], winner: Row, higher: bool) -> list[Row]:
+    """Candidates only screened (never gated or confirmed) whose screening beat the winner's: best first."""
+    own = winner.screen if winner.screen is not None else winner.figure
+    if own is None:
+        return []
+    better = [
+        r
+        for r in rows
+        if r.status == "screened" and r.screen is not None and (r.screen > own if higher else r.screen < own)
+    ]
+    return sorted(better, key=lambda r: _sort_value(r.screen, higher))
 
 
 def _speedup(search: Search, winner: Candidate, best: float, higher: bool) -> tuple[float | None, str]:
