@@ -16,7 +16,10 @@ pip extra that brings it, and are refused at the command line when it is missing
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -47,11 +50,25 @@ class Backend:
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
     #: where an export may be reused from and kept for the run's next entries (RunContext.cache_dir)
     cache_dir: Path | None = None
+    #: where this entry's working files go (RunContext.scratch_dir); None: a temporary folder removed with the
+    #: backend object or at exit
+    scratch_dir: Path | None = None
     #: what the runtime chose that the record should keep (e.g. OpenVINO's optimal requests), filled by load
     facts: dict[str, Any]
 
     def __init__(self) -> None:
         self.facts = {}
+
+    def workdir(self, prefix: str) -> Path:
+        """A fresh folder for this load's files (an ONNX export, a quantized copy), owned by the run: in the
+        entry's scratch folder, which the worker and the runner remove, never left in the system's temporary
+        folder (one afternoon of runs once left 2.4 GB of exports there)."""
+        if self.scratch_dir is not None:
+            self.scratch_dir.mkdir(parents=True, exist_ok=True)
+            return Path(tempfile.mkdtemp(prefix=f"{prefix}-", dir=self.scratch_dir))
+        path = Path(tempfile.mkdtemp(prefix=f"accelbench-{prefix}-"))
+        weakref.finalize(self, shutil.rmtree, path, True)  # with the backend, or at exit
+        return path
 
     def unsupported(self, precision: str) -> str | None:
         """Why this backend cannot serve at ``precision`` here, or None: a skip in a sweep, bad input alone."""

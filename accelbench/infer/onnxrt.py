@@ -8,7 +8,6 @@ figure is only taken from the provider it names.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +42,7 @@ class OnnxRuntime(Backend):
     def load(self, served, model, device, precision, calibration, ort_optimization="all", batch_size=8):  # type: ignore[no-untyped-def]
         import onnxruntime as ort
 
-        workdir = Path(tempfile.mkdtemp(prefix="accelbench-onnx-"))
+        workdir = self.workdir("onnx")
         # a batch of two: torch.export specialises a dimension of size 1, which would fix the batch at 1
         example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
         path = export(model.cpu(), example, workdir / "model.onnx", self.cache_dir)

@@ -12,8 +12,6 @@ and ``nproc`` stays the one CPU, so a per-device figure is the device's, not a s
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import BenchmarkSkipped
@@ -74,7 +72,7 @@ class OpenVino(Backend):
     def _compile(self, served: Any, model: Any, calibration: list["Inputs"], precision: str, scenario: str) -> Any:
         import openvino as ov
 
-        workdir = Path(tempfile.mkdtemp(prefix="accelbench-openvino-"))
+        workdir = self.workdir("openvino")
         # a batch of two, as for ONNX Runtime: torch.export would specialise a batch of 1
         example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
         path = export(model.cpu(), example, workdir / "model.onnx", self.cache_dir)

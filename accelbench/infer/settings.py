@@ -133,10 +133,12 @@ def base(params: InferParams, mode: str = "performance") -> Any:
         import tempfile
         from pathlib import Path
 
-        user_conf = Path(tempfile.mkdtemp(prefix="accelbench-lg-")) / "user.conf"
-        user_conf.write_text("# accelbench sets its measured hints on the settings object\n")
         name = MLPERF_NAMES.get(params.model, params.model)
-        if s.FromConfig(str(user_conf), name, SCENARIO_NAMES[params.scenario], 1) != 0:
+        with tempfile.TemporaryDirectory(prefix="accelbench-lg-") as tmp:  # read at once: nothing left behind
+            user_conf = Path(tmp) / "user.conf"
+            user_conf.write_text("# accelbench sets its measured hints on the settings object\n")
+            loaded = s.FromConfig(str(user_conf), name, SCENARIO_NAMES[params.scenario], 1)
+        if loaded != 0:
             raise RuntimeError(f"LoadGen could not load mlperf.conf for {name} {SCENARIO_NAMES[params.scenario]}")
     s.scenario = getattr(lg.TestScenario, SCENARIO_NAMES[params.scenario])
     s.mode = lg.TestMode.AccuracyOnly if mode == "accuracy" else lg.TestMode.PerformanceOnly

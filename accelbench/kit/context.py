@@ -39,6 +39,9 @@ class RunContext:
     #: files the entries of one run share (an ONNX export that every trial of the same weights reuses);
     #: the runner deletes it when the run ends. None outside a run: nothing is cached
     cache_dir: Path | None = None
+    #: where the entry's working files go (an export, a quantized copy): inside the run folder, removed when the
+    #: entry ends; None outside a run (a backend then uses a temporary folder it removes itself)
+    scratch_dir: Path | None = None
     #: why the runner asked the benchmark to stop early (Ctrl-C, the timeout), or None: one that measures in
     #: windows ends after the step in progress and reports the windows it finished, so nothing is lost
     stop: Callable[[], str | None] = lambda: None

@@ -31,7 +31,7 @@ from accelbench.results.runfolder import DEFAULT_OUT, RunFolder
 from accelbench.results.store import RunInfo, Store
 from accelbench.suite.process import Tail, cause, context, kill_group
 from accelbench.suite.suites import Entry, Suite, make_entry
-from accelbench.suite.worker import CACHE
+from accelbench.suite.worker import CACHE, SCRATCH
 from accelbench.suite.worker import child_main as worker_child_main
 
 POLL_SECONDS = 0.2
@@ -182,11 +182,13 @@ class SuiteRunner:
 
     @contextlib.contextmanager
     def closing(self, session: "Session") -> Iterator[None]:
-        """The run's shared cache (ONNX exports, hundreds of MB for a large model) is deleted when it ends."""
+        """The run's shared cache (ONNX exports, hundreds of MB for a large model) and what killed entries left in
+        their scratch folders are deleted when it ends."""
         try:
             yield
         finally:
             shutil.rmtree(session.folder.path / CACHE, ignore_errors=True)
+            shutil.rmtree(session.folder.path / SCRATCH, ignore_errors=True)
 
     def run_entry(self, session: "Session", entry: Entry) -> list[Result]:
         """One entry in its own process, committed as in a suite; :class:`Interrupted` on Ctrl-C or SIGTERM."""

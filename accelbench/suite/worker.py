@@ -30,6 +30,9 @@ def _failure(entry: Entry, error: str, started: str) -> Result:
 
 #: the run folder's shared cache (see RunContext.cache_dir), removed by the runner at the end of the run
 CACHE = ".work/cache"
+#: the run folder's scratch space (see RunContext.scratch_dir): one folder per entry's process, removed when the
+#: entry ends, and by the runner at the end of the run (a killed worker cannot clean up after itself)
+SCRATCH = ".work/scratch"
 
 #: why the runner asked this worker to stop early (set by the signal handlers child_main installs)
 _stop: dict[str, str] = {}
@@ -87,6 +90,10 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
         emit({"type": "result", "record": result.to_dict()})
         count += 1
 
+    import os
+    import shutil
+
+    scratch = log_dir.parent / SCRATCH / f"{entry.key}-{os.getpid()}"
     try:
         info = registry.get(entry.benchmark)
         params = info.make_params(entry.params)
@@ -94,6 +101,7 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
             log_dir,
             progress=lambda m, left=None: emit({"type": "progress", "message": m, "left": left}),
             cache_dir=log_dir.parent / CACHE,
+            scratch_dir=scratch,
             stop=_stop_poll(emit),
         )
         for result in info.load()(params, ctx):
@@ -115,6 +123,8 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
     else:
         if count == 0:
             emit_result(_failure(entry, "the benchmark produced no result", started))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     emit({"type": "done"})
 
 
