@@ -9,6 +9,16 @@ import pytest
 
 # Tests share a 2-core machine: keep torch (here and in every child process) at 2 threads.
 os.environ.setdefault("OMP_NUM_THREADS", "2")
+# The export cache of the tests' workers (set before any worker process starts): never the user's own, and gone
+# when the session ends.
+if "ACCELBENCH_CACHE" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    _CACHE = tempfile.mkdtemp(prefix="abtest-cache-")
+    os.environ["ACCELBENCH_CACHE"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, True)
 
 
 @pytest.fixture(scope="session", autouse=True)

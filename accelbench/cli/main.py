@@ -8,6 +8,7 @@ from typing import Sequence
 
 from accelbench import __version__
 from accelbench.cli import (
+    commands_cache,
     commands_history,
     commands_info,
     commands_measure,
@@ -49,6 +50,7 @@ def build_parser() -> Parser:
     commands_report.register(sub)
     commands_reference.register(sub)
     commands_info.register(sub)
+    commands_cache.register(sub)
     return parser
 
 

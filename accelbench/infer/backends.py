@@ -50,6 +50,8 @@ class Backend:
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
     #: where an export may be reused from and kept for the run's next entries (RunContext.cache_dir)
     cache_dir: Path | None = None
+    #: the export cache shared across runs (RunContext.export_cache): ONNX exports reused by later entries and runs
+    export_cache: Path | None = None
     #: where this entry's working files go (RunContext.scratch_dir); None: a temporary folder removed with the
     #: backend object or at exit
     scratch_dir: Path | None = None

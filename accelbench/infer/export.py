@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from accelbench.cache import touch, trim
 from accelbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -18,21 +20,26 @@ if TYPE_CHECKING:
 def export(model: "torch.nn.Module", example: "Inputs", path: Path, cache_dir: Path | None = None) -> Path:
     """torch.onnx's exporter with a dynamic batch dimension, so any batch the SUT forms runs.
 
-    With ``cache_dir``, an export of the same weights and input shapes made earlier in the run is reused: a
-    search serves one model on several ONNX backends and batches, and each export of ResNet-50 takes 10 s.
+    With ``cache_dir`` (the export cache, :mod:`accelbench.cache`), an export of the same weights, input shapes
+    and torch version made by an earlier entry or run is reused: a search serves one model on several ONNX
+    backends and batches, and each export of ResNet-50 takes 10 s. A new export is added, and the cache trimmed
+    to its cap.
     """
     cached = cache_dir / f"{_export_key(model, example)}.onnx" if cache_dir is not None else None
     if cached is not None and cached.is_file():
         shutil.copyfile(cached, path)
-        # the entry's log says so: a search's later trials skip the export (10 s for ResNet-50)
-        print(f"accelbench: reusing the ONNX export {cached.name} from this run's cache", file=sys.stderr)
+        touch(cached)
+        # the entry's log says so: the export is skipped (10 s for ResNet-50)
+        print(f"accelbench: reusing the ONNX export {cached} from the export cache", file=sys.stderr)
         return path
     _export(model, example, path)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(".partial")
+        partial = cached.with_suffix(f".{os.getpid()}.partial")
         shutil.copyfile(path, partial)
         partial.replace(cached)  # atomic: a killed entry never leaves half a file under the final name
+        print(f"accelbench: the ONNX export is kept in the export cache as {cached}", file=sys.stderr)
+        trim(cache_dir)
     return path
 
 

@@ -45,7 +45,7 @@ class OnnxRuntime(Backend):
         workdir = self.workdir("onnx")
         # a batch of two: torch.export specialises a dimension of size 1, which would fix the batch at 1
         example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
-        path = export(model.cpu(), example, workdir / "model.onnx", self.cache_dir)
+        path = export(model.cpu(), example, workdir / "model.onnx", self.export_cache)
         model.to(device)
         shapes = [tuple(t.shape[1:]) for t in example]
         providers = self.providers(ort.get_available_providers(), device, precision, shapes, batch_size)

@@ -75,7 +75,7 @@ class OpenVino(Backend):
         workdir = self.workdir("openvino")
         # a batch of two, as for ONNX Runtime: torch.export would specialise a batch of 1
         example = served.collate(calibration[:2]) if len(calibration) > 1 else calibration[0]
-        path = export(model.cpu(), example, workdir / "model.onnx", self.cache_dir)
+        path = export(model.cpu(), example, workdir / "model.onnx", self.export_cache)
         hint = "THROUGHPUT" if scenario in ("offline", "server") else "LATENCY"
         config = {"PERFORMANCE_HINT": hint, "INFERENCE_PRECISION_HINT": _HINTS[precision][0]}
         compiled = ov.Core().compile_model(str(path), "CPU", config)

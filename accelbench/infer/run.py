@@ -125,6 +125,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     impl: Backend = backend(params.backend, params.service_ms)
     impl.cache_dir = ctx.cache_dir  # an export made by an earlier entry of this run (same weights) is reused
     impl.scratch_dir = ctx.scratch_dir  # its working files live in the run folder and go with the entry
+    impl.export_cache = ctx.export_cache  # an export of the same weights and shapes, from this run or an earlier one
     precision = params.effective_precision
     # int8 is ONNX Runtime's own kernels (AVX2 included), not a torch emulation: only autocast is checked
     computes = impl.runs_model and (precision.startswith("amp_") or precision in ("bf16", "fp16"))

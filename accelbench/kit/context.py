@@ -36,9 +36,11 @@ class RunContext:
 
     log_dir: Path
     progress: Progress = quiet
-    #: files the entries of one run share (an ONNX export that every trial of the same weights reuses);
+    #: files the entries of one run share (TensorRT engines and timing caches a search's later trials reuse);
     #: the runner deletes it when the run ends. None outside a run: nothing is cached
     cache_dir: Path | None = None
+    #: the export cache shared across runs (accelbench.cache.exports_dir); None outside a run: nothing is kept
+    export_cache: Path | None = None
     #: where the entry's working files go (an export, a quantized copy): inside the run folder, removed when the
     #: entry ends; None outside a run (a backend then uses a temporary folder it removes itself)
     scratch_dir: Path | None = None

@@ -182,8 +182,8 @@ class SuiteRunner:
 
     @contextlib.contextmanager
     def closing(self, session: "Session") -> Iterator[None]:
-        """The run's shared cache (ONNX exports, hundreds of MB for a large model) and what killed entries left in
-        their scratch folders are deleted when it ends."""
+        """The run's shared cache (TensorRT engines, hundreds of MB for a large model) and what killed entries left
+        in their scratch folders are deleted when it ends (ONNX exports are kept in the export cache)."""
         try:
             yield
         finally:

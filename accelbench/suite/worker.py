@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from accelbench import registry
+from accelbench.cache import exports_dir
 from accelbench.errors import BenchmarkSkipped, RecordedElsewhere, StoppedEarly, UsageError
 from accelbench.kit.context import RunContext
 from accelbench.results.record import Result, now_iso
@@ -102,6 +103,7 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
             progress=lambda m, left=None: emit({"type": "progress", "message": m, "left": left}),
             cache_dir=log_dir.parent / CACHE,
             scratch_dir=scratch,
+            export_cache=exports_dir(),
             stop=_stop_poll(emit),
         )
         for result in info.load()(params, ctx):
