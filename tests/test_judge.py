@@ -94,7 +94,31 @@ def test_two_quiet_runs_of_one_machine_are_no_difference():
 def test_a_large_difference_is_called_and_the_evidence_named():
     [row] = compare([gemm("a", times(1e-3, seed=4))], [gemm("b", times(0.5e-3, seed=5))]).rows
     assert row.verdict == "faster" and row.speedup == pytest.approx(2.0, rel=0.02)
-    assert row.judgement.evidence.startswith("Mann-Whitney p=")
+    assert row.judgement.evidence.startswith("Mann-Whitney p<1e-12 on 40+40 samples")
+
+
+def test_noisy_repeats_are_pooled_not_dropped_for_the_odd_steady_one():
+    """A reviewer's case: two noisy repeats that agreed were set aside and the odd steady third judged alone."""
+    rng = random.Random(90)
+    noisy = [[t * (1 + 0.3 * rng.random()) for t in times(m, seed=91 + i)] for i, m in enumerate((1e-3, 1.05e-3))]
+    base = [gemm(f"a{i}", s, started=f"2026-11-01T00:0{i}:00.000+00:00") for i, s in enumerate(noisy)]
+    base.append(gemm("a2", times(2e-3, seed=95), started="2026-11-01T00:03:00.000+00:00"))  # odd, steady
+    assert all(any(w.startswith("noisy") for w in r.warnings) for r in base[:2])
+    [row] = compare(base, [gemm("b", times(0.5e-3, seed=96))]).rows
+    assert row.baseline_runs == 3 and row.baseline_set_aside == ()  # all three pooled
+    assert row.baseline.value == pytest.approx(base[1].metrics["tflops"].value)  # the median of the runs
+    # a single noisy run is still set aside: one run's noise is all there is to judge it by
+    [alone] = compare([base[0]], [gemm("b", times(0.5e-3, seed=96))]).rows
+    assert alone.verdict.startswith("not judged: baseline noisy")
+
+
+def test_where_each_side_ran_is_said_when_it_differs():
+    params = {"m": 256, "n": 256, "k": 256, "precision": "fp32", "device": "cpu"}
+    [row] = compare(
+        [gemm("a", times(1e-3), params=params | {"threads": 2})],
+        [gemm("b", times(2e-3, seed=1), params=params | {"threads": 1})],
+    ).rows
+    assert row.workload.endswith("(threads 2 -> 1)")
 
 
 def test_repeats_measure_the_run_to_run_spread():

@@ -67,7 +67,7 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
         lines.append(f"[yellow]{escape(footer)}[/]")
     partial = sum(1 for r in rows if r.judged and (r.baseline_set_aside or r.candidate_set_aside))
     if partial:
-        lines.append(f"[yellow]{partial} judged pair(s) left out runs set aside and pooled the others[/]")
+        lines.append(f"[yellow]{partial} judged pair(s) were judged on the runs left after some were set aside[/]")
     reasons = list(dict.fromkeys(w for r in rows for w in (*r.baseline_set_aside, *r.candidate_set_aside)))
     lines += [f"  {escape(w)}" for w in reasons[:6]]
     if len(reasons) > 6:
@@ -81,7 +81,7 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     for label, names in (
         (f"only in {baseline}", comparison.only_baseline),
         (f"only in {candidate}", comparison.only_candidate),
-        ("measured more than once (the runs are pooled as repeats)", comparison.repeated),
+        ("measured more than once (the runs kept are pooled as repeats)", comparison.repeated),
     ):
         if names:
             lines.append(f"{escape(label)}: {escape(', '.join(names))}")

@@ -275,13 +275,20 @@ def draw_history(
     points: Sequence[tuple[str, float, tuple[float, float] | None, str]],
     unit: str,
 ) -> None:
-    """A figure over runs, oldest first: (label, value, ci95, mark) with mark '', 'regression' or 'improvement'."""
+    """A figure over runs, oldest first: (label, value, ci95, mark) with mark '', 'regression', 'improvement' or
+    'set aside' (contended, noisy, INVALID: drawn hollow and grey, off the line, so a dip it shows is not read as
+    the machine's)."""
     ax = fig.add_subplot()
     x = list(range(len(points)))
-    bars = [Bar(p[0], p[1], p[2]) for p in points]
-    ax.errorbar(x, [p[1] for p in points], yerr=_errors(bars), color=PALETTE[0], marker="o", capsize=3)
+    kept = [i for i, p in enumerate(points) if p[3] != "set aside"]
+    bars = [Bar(points[i][0], points[i][1], points[i][2]) for i in kept]
+    ax.errorbar(kept, [points[i][1] for i in kept], yerr=_errors(bars), color=PALETTE[0], marker="o", capsize=3)
+    aside = [i for i in x if i not in kept]
+    if aside:
+        ax.scatter(aside, [points[i][1] for i in aside], s=40, facecolors="none", edgecolors=NEUTRAL, label="set aside")
+        ax.legend(fontsize=7)
     for i, p in enumerate(points):
-        if p[3]:
+        if p[3] in ("regression", "improvement"):
             ax.scatter([i], [p[1]], s=120, facecolors="none", edgecolors=BAD if p[3] == "regression" else GOOD)
     ax.set_xticks(x, [p[0] for p in points], rotation=30, ha="right")
     ax.set_ylabel(unit)

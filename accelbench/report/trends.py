@@ -152,7 +152,12 @@ def history(inp: ReportInput) -> Section | None:
     for i, s in enumerate(ranked[:MAX_CHARTS]):
         marks = {c.index: c.kind for c in s.changes}
         points = [
-            (p.started_at[:16].replace("T", " "), p.metric.value, p.metric.ci95, marks.get(j, ""))
+            (
+                p.started_at[:19].replace("T", " "),
+                p.metric.value,
+                p.metric.ci95,
+                marks.get(j, "set aside" if p.set_aside else ""),
+            )
             for j, p in enumerate(s.points)
         ]
         section.blocks.append(
@@ -188,9 +193,7 @@ def history(inp: ReportInput) -> Section | None:
             ]
         )
     section.blocks.append(
-        Table(
-            ["workload", "system", "metric", "runs", "latest", "flag", "not judged"], rows, numeric=frozenset({3, 4})
-        )
+        Table(["workload", "system", "metric", "runs", "latest", "flag", "not judged"], rows, numeric=frozenset({3, 4}))
     )
     return section
 

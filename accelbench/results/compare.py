@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from accelbench.cost.figures import EFFICIENCY
 from accelbench.errors import UsageError
-from accelbench.results.describe import CONTEXT_PARAMS, LENGTH_PARAMS, Describe, plain
+from accelbench.results.describe import CONTEXT_PARAMS, LENGTH_PARAMS, PLACE_PARAMS, Describe, plain
 from accelbench.results.judge import Judgement, Side, judge, side
 from accelbench.results.record import Metric, Result
 from accelbench.results.store import Store
@@ -267,6 +267,13 @@ def compare(
         bm, cm = sb.figure(m), sc.figure(m)
         wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
         workload = wb if wb == wc else f"{wb} vs {wc}"
+        # where each side ran (never part of the pairing): said, so a thread count is not read as the machine
+        moved = [
+            f"{k} {b.params.get(k)} -> {c.params.get(k)}"
+            for k in sorted(PLACE_PARAMS)
+            if b.params.get(k) != c.params.get(k)
+        ]
+        workload += f" ({', '.join(moved)})" if moved else ""
         eff = _efficiency(_shown(sb), _shown(sc)) if metric is None else {}
         rows.append(
             Row(

@@ -124,10 +124,16 @@ class Side:
 
 
 def side(records: Sequence[Result], metric: str, earlier: Iterable[Result] = ()) -> Side:
-    """Split ``records`` (one workload, oldest first) into runs that can be judged and runs set aside."""
+    """Split ``records`` (one workload, oldest first) into runs that can be judged and runs set aside.
+
+    With repeats, a run's noise within itself does not set it aside: the pooled samples and the spread between
+    the runs carry that noise into the judgement, where dropping the noisy repeats would judge whichever odd
+    one was steady. Contention, INVALID and too few samples set a run aside however many there are.
+    """
+    repeated = len(records) > 1
     runs, aside = [], []
     for r in records:
-        why = concerns(r, metric)
+        why = [w for w in concerns(r, metric) if not (repeated and w.startswith("noisy"))]
         if why:
             aside.append((r, tuple(why)))
         else:
@@ -172,7 +178,8 @@ def judge(base: Side, cand: Side, metric: str, speed: bool) -> Judgement:
     if sb is not None and sc is not None:
         p: float | None = mann_whitney_p(sb, sc)
         apart = p < ALPHA
-        test = f"Mann-Whitney p={p:.2g} on {len(sb)}+{len(sc)} samples"
+        shown = f"p={p:.2g}" if p >= 1e-12 else "p<1e-12"
+        test = f"Mann-Whitney {shown} on {len(sb)}+{len(sc)} samples"
     else:
         p = None
         ib, ic = _intervals(base, metric), _intervals(cand, metric)
