@@ -19,15 +19,15 @@ def register(sub: Any) -> None:
         "history",
         help="a figure across runs on each system, with regressions and improvements flagged",
         description=(
-            "One series per workload (the benchmark and the parameters that define it, as compare pairs them) "
-            "and system fingerprint, oldest run first; a series keeps every setting that changes its figure "
-            "(device and threads too) and ignores those that only change how long it was measured, and series "
-            "that would read alike are told apart by the settings that differ. A run is flagged when its 95% "
-            "interval lies outside the band of the earlier runs' intervals and it differs from their median by "
-            "more than --threshold, with at least 3 earlier runs since the last change; a series whose runs "
-            "scatter by more than 10% is reported unstable instead. Runs that were contended, noisy, INVALID or "
-            "without an interval are shown with the reason, never judged and never part of another run's "
-            "baseline."
+            "One series per workload (the benchmark and the parameters that define it) and system fingerprint, "
+            "oldest run first. Unlike compare, which pairs machines, a series keeps every setting that changes "
+            "its figure (device and threads too) and ignores those that only change how long it was measured; "
+            "series that would read alike are told apart by the settings that differ. A run is flagged when "
+            "its 95% interval lies outside the band of the earlier runs' intervals and it differs from their "
+            "median by more than --threshold, with at least 3 earlier runs since the last change; a series "
+            "whose runs scatter by more than 10% is reported unstable instead. Runs that were contended, noisy, "
+            "INVALID or without an interval are shown with the reason, never judged and never part of another "
+            "run's baseline."
         ),
     )
     hist.add_argument("benchmark", help="a benchmark name (see 'accelbench list'), e.g. kernels/gemm")

@@ -61,8 +61,10 @@ def register(sub: Any) -> None:
         "compare",
         help="ratios between two runs or tagged sets, with a noise-aware verdict",
         description=(
-            "Pair the results of BASELINE and CANDIDATE by benchmark and workload parameters, show each side's "
-            "metric, the speedup (above 1: the candidate is better, for times as for rates) and a verdict.\n\n"
+            "Pair the results of BASELINE and CANDIDATE by benchmark and workload parameters (where they ran, "
+            "--device and --threads, and how long they measured are not part of the pairing; the workload says "
+            "'(threads 2 -> 1)' where they differ), show each side's metric, the speedup (above 1: the candidate "
+            "is better, for times as for rates) and a verdict.\n\n"
             "'not judged: REASON' when a side was contended (other processes or the hypervisor took CPU), "
             "noisy, INVALID, or too short for an interval: shown, never counted. 'faster'/'slower' "
             "('better'/'worse') when the raw samples of the two sides tell them apart (Mann-Whitney U, "
