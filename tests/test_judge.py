@@ -160,6 +160,12 @@ def test_a_repeat_that_was_contended_is_dropped_and_the_rest_judged():
     [row] = compare(runs, [gemm("b", times(0.5e-3, seed=62))]).rows
     assert row.baseline_runs == 1 and row.baseline_set_aside == (CONTENDED,)
     assert row.verdict == "faster" and row.baseline.value == pytest.approx(runs[0].metrics["tflops"].value)
+    d = compare(runs, [gemm("b", times(0.5e-3, seed=62))]).to_dict()
+    assert d["set_aside"] == {} and d["runs_set_aside"] == {"contended": 1}  # a judged pair that left a run out
+    from accelbench.cli.render_trends import compare_table
+
+    caption = str(compare_table(compare(runs, [gemm("b", times(0.5e-3, seed=62))]), "a", "b").caption)
+    assert f"baseline {row.workload}: {CONTENDED}" in caption  # which side the reason belongs to
 
 
 def test_noisy_and_few_samples_are_set_aside():

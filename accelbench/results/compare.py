@@ -147,6 +147,13 @@ class Comparison:
                 counts.update(kinds)
         return dict(counts)
 
+    def runs_set_aside(self) -> dict[str, int]:
+        """Every reason a run was set aside, judged pairs included (a repeat left out), counted by kind."""
+        counts: Counter[str] = Counter()
+        for r in self.rows:
+            counts.update(_kind(w) for w in (*r.baseline_set_aside, *r.candidate_set_aside))
+        return dict(counts)
+
     def footer(self) -> str | None:
         """'2 of 9 pairs not judged: 2 contended, 1 INVALID', or None when every pair was judged."""
         n = len(self.rows) - len(self.judged)
@@ -167,6 +174,7 @@ class Comparison:
             "repeated": self.repeated,
             "judged": len(self.judged),
             "set_aside": self.set_aside(),
+            "runs_set_aside": self.runs_set_aside(),
             "geometric_mean": self.geometric_mean(),
         }
 
