@@ -68,14 +68,7 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     partial = sum(1 for r in rows if r.judged and (r.baseline_set_aside or r.candidate_set_aside))
     if partial:
         lines.append(f"[yellow]{partial} judged pair(s) were judged on the runs left after some were set aside[/]")
-    reasons = list(
-        dict.fromkeys(
-            f"{name} {r.workload}: {w}"
-            for r in rows
-            for name, why in (("baseline", r.baseline_set_aside), ("candidate", r.candidate_set_aside))
-            for w in why
-        )
-    )
+    reasons = comparison.reasons()
     lines += [f"  {escape(w)}" for w in reasons[:6]]
     if len(reasons) > 6:
         lines.append(f"  ... and {len(reasons) - 6} more reasons ('compare --json' has each row's)")

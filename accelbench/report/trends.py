@@ -7,7 +7,7 @@ from functools import partial
 import accelbench.report.charts as charts
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
-from accelbench.results.compare import Comparison, Row, compare
+from accelbench.results.compare import Row, compare
 from accelbench.results.history import Series, histories
 from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
 from accelbench.results.record import Result
@@ -100,7 +100,7 @@ def comparisons(inp: ReportInput) -> Section | None:
                 + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)],
                 rows,
                 caption=(f"Geometric mean of the judged speedups: {gm:.3g}x." if gm else "")
-                + (f" {c.footer()}: " + "; ".join(_reasons(c)) + "." if c.footer() else "")
+                + (f" {c.footer()}: " + "; ".join(_first(c.reasons())) + "." if c.footer() else "")
                 + (
                     " Per $: each side's figure per USD/h of its machine (or its cost), at the price its records "
                     "carry, with its source in the record."
@@ -210,7 +210,6 @@ def _set_aside(s: Series) -> Cell:
     return Cell(f"{n} of {len(s.points)} runs: " + ", ".join(f"{k} ({v})" for k, v in kinds.items()), "warn")
 
 
-def _reasons(c: Comparison, most: int = 6) -> list[str]:
-    """The distinct reasons the pairs of ``c`` were set aside, the first ``most`` of them."""
-    out = list(dict.fromkeys(w for r in c.rows for w in (*r.baseline_set_aside, *r.candidate_set_aside)))
-    return out[:most] + ([f"and {len(out) - most} more"] if len(out) > most else [])
+def _first(reasons: list[str], most: int = 6) -> list[str]:
+    """The first ``most`` reasons, and how many more."""
+    return reasons[:most] + ([f"and {len(reasons) - most} more"] if len(reasons) > most else [])

@@ -147,6 +147,17 @@ class Comparison:
                 counts.update(kinds)
         return dict(counts)
 
+    def reasons(self) -> list[str]:
+        """Each distinct reason a run was set aside, with its side and workload ('baseline 1024x... fp32: ...')."""
+        return list(
+            dict.fromkeys(
+                f"{name} {r.workload}: {w}"
+                for r in self.rows
+                for name, why in (("baseline", r.baseline_set_aside), ("candidate", r.candidate_set_aside))
+                for w in why
+            )
+        )
+
     def runs_set_aside(self) -> dict[str, int]:
         """Every reason a run was set aside, judged pairs included (a repeat left out), counted by kind."""
         counts: Counter[str] = Counter()
