@@ -15,21 +15,22 @@ from accelbench.cli import args as a
 
 DESCRIPTION = (
     "Search the settings that make MODEL fastest on this machine, within --budget. Each trial is an ordinary "
-    "benchmark run in its own process and stored in one run. First every runtime is screened at the default "
-    "batch: backend (torch, compile, onnxruntime, int8, openvino, as installed), precision (only what this "
-    "device runs natively, unless --emulated), memory format and torch.compile. Then batch sizes (and, for "
-    "OpenVINO, requests in flight) are screened around the two best. For --task infer the best candidates "
-    "must pass the accuracy gate (MLPerf's 99% of the FP32 reference; meaningful with --checkpoint or "
-    "--dataset) before they are confirmed. The finalists and the default settings are then confirmed "
-    "side by side in interleaved rounds, and the rounds go on until the best separates from the runner-up "
-    "(Mann-Whitney on the raw samples where the runs keep them, else the ranges of three runs or more); "
-    "candidates it does not separate from are reported as equivalent, not ranked. Server is screened on "
-    "Offline throughput and confirmed by find-peak. The budget holds: no trial starts that is not expected "
-    "to fit, so a search ends at most one trial late, and what was cut is said. A speed-up over the defaults "
-    "is stated only against a default confirmed VALID more than once. A search that screened one candidate "
-    "says 'no search' and names no best. Prints the ranking (settings, figure, spread of confirmations, "
-    "accuracy, validity) and the command that reproduces the winner. A candidate that crashes, runs out of "
-    "memory or fails to compile is recorded as failed, with its reason, and the search goes on."
+    "benchmark run in its own process and stored in one run. First every runtime is screened at the default batch: "
+    "backend (torch, compile, onnxruntime, int8, openvino, as installed), precision (only what this device runs "
+    "natively, unless --emulated), memory format and torch.compile. Then batch sizes (and, for OpenVINO, requests in "
+    "flight) are screened around the two best. For --task infer the best candidates must pass the accuracy gate "
+    "before they are confirmed: with --dataset, MLPerf's 99% of the FP32 reference's quality on its labels (accuracy "
+    "verified); without, fidelity to FP32 on the same weights (random, or --checkpoint), where a bf16, fp16 or INT8 "
+    "path must stay nearer its precision's own rounding than a rounding 3 bits coarser (accuracy not verified, and "
+    "the result says so). The finalists and the default settings are then confirmed side by side in interleaved "
+    "rounds, and the rounds go on until the best separates from the runner-up (Mann-Whitney on the raw samples where "
+    "the runs keep them, else the ranges of three runs or more); candidates it does not separate from are reported as"
+    " equivalent, not ranked. Server is screened on Offline throughput and confirmed by find-peak. The budget holds: "
+    "no trial starts that is not expected to fit, so a search ends at most one trial late, and what was cut is said. "
+    "A speed-up over the defaults is stated only against a default confirmed VALID more than once. A search that "
+    "screened one candidate says 'no search' and names no best. Prints the ranking (settings, figure, spread of "
+    "confirmations, accuracy, validity) and the command that reproduces the winner. A candidate that crashes, runs "
+    "out of memory or fails to compile is recorded as failed, with its reason, and the search goes on."
 )
 
 
@@ -184,18 +185,19 @@ def _outcome_lines(record: Any, model: str) -> list[str]:
 
     d = record.details
     outcome = d.get("outcome")
+    accuracy = [f"[dim]{escape(d['accuracy'])}[/]"] if d.get("accuracy") else []
     if outcome in NO_CLAIM:
         return [f"[yellow]{escape(record.reason or str(outcome))}[/]"]
     if outcome == "equivalent":
         lines = [f"[yellow]{escape(d['verdict'])}:[/]"]
         for e in d["equivalent"]:
             lines.append(f"  {escape(model)} {escape(e['label'])}: [bold]{escape(e['reproduce'])}[/]")
-        return lines
+        return lines + accuracy
     if record.status != "ok":
         return [f"[red]{escape(record.error or 'no winner')}[/]"]
     speed = record.metrics.get("speedup_over_default")
     versus = f", {speed.value:.2f}x the default settings (confirmed side by side)" if speed else ""
-    lines = [f"best: [bold]{escape(model)} {escape(Candidate(d['winner']).label())}[/]{versus}"]
+    lines = [f"best: [bold]{escape(model)} {escape(Candidate(d['winner']).label())}[/]{versus}", *accuracy]
     evidence = d["verdict"] + (f"; against the default: {d['default']['evidence']}" if speed else "")
     lines.append(f"[dim]{escape(evidence)}[/]")
     if d.get("speedup_withheld"):

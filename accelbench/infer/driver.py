@@ -50,9 +50,16 @@ class Outcome:
 
 
 def loadgen_run(
-    serving: Serving, settings: Any, params: InferParams, ctx: RunContext, answers: bool = False
+    serving: Serving,
+    settings: Any,
+    params: InferParams,
+    ctx: RunContext,
+    answers: Callable[[list[int], Any], list[Any]] | None = None,
 ) -> Outcome:
-    """One LoadGen test: its own log folder, an explicit (absent) audit config, the SUT stopped whatever happens."""
+    """One LoadGen test: its own log folder, an explicit (absent) audit config, the SUT stopped whatever happens.
+
+    ``answers`` (accuracy mode) turns a batch's outputs into the answers LoadGen logs, given the samples' indices.
+    """
     import mlperf_loadgen as lg
 
     outdir = ctx.log_dir / f"loadgen-{params.scenario}-{params.mode}-{uuid.uuid4().hex[:8]}"
@@ -64,8 +71,7 @@ def loadgen_run(
     log_settings.enable_trace = params.trace
     qsl_lib = SampleLibrary(serving.make_input, serving.total)
     max_wait = params.max_wait_ms / 1000 if params.scenario == "server" else 0.0
-    respond = serving.served.answers if answers and serving.served is not None else None
-    sut_impl = BatchingSUT(serving.workers, qsl_lib, params.batch_size, max_wait, serving.collate, respond)
+    sut_impl = BatchingSUT(serving.workers, qsl_lib, params.batch_size, max_wait, serving.collate, answers)
     sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
     in_memory = min(serving.total, QSL_SAMPLES[params.profile])
     qsl = lg.ConstructQSL(serving.total, in_memory, qsl_lib.load, qsl_lib.unload)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from accelbench.infer.fidelity import COARSER_BITS
 from accelbench.infer.logs import invalid_reasons
 from accelbench.infer.replan import true_cause
 from accelbench.infer.specs import InferParams
@@ -150,14 +151,32 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
         f"reference_{verdict.metric}": _metric(verdict.reference, verdict.metric.replace("_", " "), True),
         "quality_ratio": _metric(verdict.ratio, "x FP32", True),
     }
+    fid = verdict.fidelity
+    if fid is not None:
+        metrics["fidelity_ratio"] = _metric(fid.ratio, f"x {fid.precision} rounding", False)
     details = {
-        "accuracy_gates": verdict.gates,
+        "accuracy_gates": verdict.gates if fid is None else {"fidelity": fid.passed},
+        "gate": verdict.gate,
+        "accuracy_verified": verdict.labels == "dataset",
         "labels": verdict.labels,
         "samples": verdict.samples,
         "loadgen_log_dir": str(outcome.outdir),
         "loadgen_validity": outcome.detail.get("result_validity"),
         "compliant": params.profile == "official",
     }
+    if fid is not None:
+        details["fidelity"] = {
+            "precision": fid.precision,
+            "deviation": fid.deviation,
+            "rounding": fid.rounding,
+            "coarser": fid.coarser,
+            "coarser_bits": COARSER_BITS,
+            "limit": fid.limit,
+            "ratio": fid.ratio,
+            "decided": fid.decided,
+            "decided_agreement": fid.decided_agreement,
+            "summary": fid.describe(),
+        }
     reasons = []
     if verdict.uninformative:  # no verdict at all rather than a VALID that proves nothing
         details["uninformative"] = verdict.uninformative
@@ -168,10 +187,13 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
             "labels (--dataset DIR) for a verdict",
         )
         return result
-    if not verdict.passed:
+    if fid is not None and not fid.passed:
+        reasons.append(f"strays from FP32 beyond {fid.precision} rounding: {fid.describe()}")
+    elif not verdict.passed:
         failed = [g for g, ok in verdict.gates.items() if not ok]
         reasons.append(
             f"accuracy below {', '.join(failed)} of the FP32 reference: {verdict.metric} {verdict.quality:.4f} "
             f"vs {verdict.reference:.4f} ({verdict.ratio:.2%})"
         )
-    return _record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, verdict.passed)
+    primary = "fidelity_ratio" if fid is not None else verdict.metric  # what the gate judged
+    return _record(params, record, metrics, primary, details, reasons, outcome.conditions, verdict.passed)

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.devices.precision import precision_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
-from accelbench.infer import replan
+from accelbench.infer import accuracy, replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Backend
 from accelbench.infer.catalog import backend
 from accelbench.infer.driver import QSL_SAMPLES, Serving, loadgen_run
 from accelbench.infer.peak import find_peak
-from accelbench.infer.results import accuracy_result, performance_result
+from accelbench.infer.results import performance_result
 from accelbench.infer.served import Served, served
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import Worker
@@ -179,7 +179,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     ctx.progress("probing the backend")
     probe = lgset.probe(serving, params)
     if params.mode == "accuracy":
-        result = _accuracy(params, serving, record, probe, ctx)
+        result = accuracy.measure(params, serving, record, lgset.accuracy_settings(params, probe), ctx)
     elif params.mode == "find-peak":
         result = find_peak(params, serving, probe, record, ctx)
     else:
@@ -227,23 +227,4 @@ def _performance(
             f"rerun: the first run disagreed with its plan ({reruns[0]['why']}); reported: run {len(reruns) + 1}, "
             "planned from the previous run's own measurement",
         )
-    return result
-
-
-def _accuracy(
-    params: InferParams, serving: Serving, record: dict[str, Any], probe: lgset.Probe, ctx: RunContext
-) -> Result:
-    from accelbench.infer.accuracy import judge, read_accuracy_log, reference_answers
-
-    spec = serving.served
-    assert spec is not None
-    ctx.progress(f"FP32 reference on {serving.total} samples")
-    reference = reference_answers(spec, serving.model, serving.make_input, serving.total, params.batch_size)
-    ctx.progress(f"LoadGen {params.scenario} accuracy ({serving.total} samples)")
-    outcome = loadgen_run(serving, lgset.accuracy_settings(params, probe), params, ctx, answers=True)
-    logged = read_accuracy_log(outcome.outdir / "mlperf_log_accuracy.json", spec.answer_dtype)
-    labels = serving.dataset.labels if serving.dataset is not None else None
-    verdict = judge(spec, logged, reference, labels)
-    result = accuracy_result(params, record, outcome, verdict)
-    result.details["weights"] = serving.weights
     return result

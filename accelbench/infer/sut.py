@@ -92,13 +92,14 @@ class BatchingSUT:
         batch_size: int,
         max_wait: float,
         collate: Callable[[list[Any]], Any] = list,
-        answers: Callable[[Any], list[Any]] | None = None,
+        answers: Callable[[list[int], Any], list[Any]] | None = None,
     ):
         self.qsl = qsl
         self.batch_size = batch_size
         self.max_wait = max_wait
         self.collate = collate
-        self.answers = answers  # accuracy mode: each sample's answer goes back to LoadGen
+        #: accuracy mode: (samples' QSL indices, the batch's outputs) -> each sample's answer, back to LoadGen
+        self.answers = answers
         self.queue: queue.Queue[Any] = queue.Queue()
         # each worker writes only its own slot: no lock on the hot path
         self.per_worker = [0] * len(workers)
@@ -195,7 +196,7 @@ class BatchingSUT:
                 if worker.predict is not None:
                     out = worker(self.collate([self.qsl.loaded[q.index] for q in batch]))
                     if self.answers is not None:
-                        payloads = self.answers(out)
+                        payloads = self.answers([q.index for q in batch], out)
             except BaseException as exc:  # keep answering LoadGen; the run is reported failed afterwards
                 self.error = self.error or exc
             done = time.perf_counter()

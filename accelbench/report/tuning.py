@@ -49,13 +49,14 @@ def _headline(r: Result) -> str:
         return r.reason or str(d.get("outcome"))
     if r.status != "ok":
         return f"no winner ({r.error})"
+    accuracy = f"; {d['accuracy']}" if d.get("accuracy") else ""
     if d.get("outcome") == "equivalent":
-        return f"{d['verdict']}: " + "; ".join(e["label"] for e in d.get("equivalent", []))
+        return f"{d['verdict']}: " + "; ".join(e["label"] for e in d.get("equivalent", [])) + accuracy
     speed = r.metrics.get("speedup_over_default")
     versus = f", {speed.value:.2f}x the default settings" if speed else ""
     withheld = f" ({d['speedup_withheld']})" if d.get("speedup_withheld") else ""
     winner = next((row["label"] for row in d.get("ranking", []) if row["status"] == "winner"), "?")
-    return f"best {winner}: {figure(r.primary)}{versus}{withheld}"
+    return f"best {winner}: {figure(r.primary)}{versus}{withheld}{accuracy}"
 
 
 def _search(r: Result, n: int) -> list:

@@ -260,7 +260,8 @@ class Tuner:
     def _expected(self, phase: str) -> float | None:
         """A next trial's seconds in ``phase``. Before the phase's first: a LoadGen confirmation pays a screening's
         start, load and probe and measures 4 s longer (half as much again for LoadGen's margin); a gate runs the
-        FP32 reference and the candidate over the gate's samples at about the reference's screened rate (on a
+        FP32 reference and the candidate over the gate's samples, and the FP32 model rounded twice (fidelity's
+        twins) over a quarter of them, at about the reference's screened rate (on a
         shared 2-core VM a gate took 69 s where a screening took 24 s); a training confirmation runs three
         times the steps; Server's find-peak is a search of several runs, four at least."""
         first: tuple[float, float] | None = None
@@ -270,10 +271,12 @@ class Tuner:
             else:
                 first = (4.0, 0.0) if self._server() else (1.0, 1.5 * (CONFIRM_SECONDS - SCREEN_SECONDS))
         elif phase == "gate" and not self.params.dataset:
+            from accelbench.infer.accuracy import ROUNDING_SAMPLES
             from accelbench.infer.run import SYNTHETIC_ACCURACY_SAMPLES
 
             per_sample = self._reference_seconds_per_sample()
-            first = (1.0, 2 * SYNTHETIC_ACCURACY_SAMPLES * per_sample) if per_sample else None
+            samples = 2 * SYNTHETIC_ACCURACY_SAMPLES + 2 * ROUNDING_SAMPLES  # + the rounded twins, for fidelity
+            first = (1.0, samples * per_sample) if per_sample else None
         return self.time.expected(phase, self.search.trials, first)
 
     def _reference_seconds_per_sample(self) -> float | None:

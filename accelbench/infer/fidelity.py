@@ -1,0 +1,231 @@
+"""Fidelity to FP32 where accuracy cannot be measured: is a precision's path closer to its own rounding than to a
+coarser one?
+
+Without labels (no ``--dataset``) the accuracy gate compares a candidate's answers with FP32's on the same
+weights. Answer agreement alone misjudges random weights: a randomly initialised deep network amplifies any
+rounding (on a random ResNet-50, rounding every activation to bf16 moved its logits 0.25 while two inputs'
+logits differ by 0.45), so bf16 flipped 90% of its argmaxes, while a trained network keeps its top-1 in bf16
+and INT8. What can be judged on any weights is how far the candidate's raw outputs move from FP32's, against
+how far *rounding* moves them: the FP32 model is run again with its weights and every activation rounded to
+the candidate's precision (INT8: weights per output channel, activations per tensor, as static quantization
+does), computing in FP32, and once more rounded three bits coarser (bf16 with 5 significant bits, INT8 with 16
+levels a side). A faithful path lands near the first (its kernels round in other places too: measured 0.92x to
+1.05x of it for PyTorch, OpenVINO and ONNX Runtime INT8 on a random ResNet-50); one that throws bits away (weights
+truncated to 4 bits, a wrong scale) lands near the second or beyond. The limit is halfway between them - on a
+network that responds to rounding in proportion, 4.5 times the precision's own rounding - on random and trained
+weights alike. Where the coarser rounding moves the outputs less than twice as far as the precision's own (they
+saturate), the test cannot separate the two and says so.
+
+Where the FP32 answers are decided by more than the limit (a trained network's confident top-1), they must also
+agree, as MLPerf's gate asks; a random network rarely has such answers and that part is then reported as not
+testable. An FP32 candidate (another runtime, another memory layout) rounds nothing: its answers must agree with
+FP32's, as before.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+    from accelbench.infer.served import Inputs, Served
+
+#: how many bits coarser the comparison rounding is: a path that loses this many is broken, not rounding elsewhere
+COARSER_BITS = 3
+#: raw output elements kept per sample (a segmentation's volume is strided down to this many)
+KEEP = 4096
+#: decided answers needed before their agreement is a test
+MIN_DECIDED = 20
+#: the agreement MLPerf's loosest gate asks of decided answers (and of an FP32 candidate's answers)
+AGREEMENT = 0.99
+
+
+def rows(outputs: Any) -> list[np.ndarray] | None:
+    """Each sample's raw output as float32 (strided down to ``KEEP`` elements), or None when the outputs are not
+    one tensor with the batch first (a detector's boxes, a transcript): those are judged on answers alone."""
+    import torch
+
+    if not torch.is_tensor(outputs) or outputs.dim() < 1:
+        return None
+    flat = outputs.detach().float().reshape(outputs.shape[0], -1).cpu().numpy()
+    step = max(1, flat.shape[1] // KEEP)
+    return [flat[i, ::step].copy() for i in range(flat.shape[0])]
+
+
+def _quantize(t: "torch.Tensor", dim: int | None, symmetric: bool, bits: int = 8) -> "torch.Tensor":
+    """``t`` rounded to ``bits``-bit integers and back: per slice along ``dim`` (weights) or per tensor."""
+    import torch
+
+    if dim is None:
+        lo, hi = t.amin(), t.amax()
+    else:
+        axes = [d for d in range(t.dim()) if d != dim]
+        lo, hi = t.amin(dim=axes, keepdim=True), t.amax(dim=axes, keepdim=True)
+    if symmetric:
+        top = 2 ** (bits - 1) - 1
+        scale = torch.maximum(lo.abs(), hi.abs()).clamp_min(1e-12) / top
+        return (t / scale).round().clamp(-top, top) * scale
+    top = 2**bits - 1
+    lo, hi = torch.minimum(lo, torch.zeros_like(lo)), torch.maximum(hi, torch.zeros_like(hi))
+    scale = ((hi - lo) / top).clamp_min(1e-12)
+    zero = (-lo / scale).round()
+    return ((t / scale).round() + zero).clamp(0, top).sub(zero) * scale
+
+
+def _significant(t: "torch.Tensor", bits: int) -> "torch.Tensor":
+    """FP32 ``t`` rounded to ``bits`` significant bits (to nearest; the exponent's range kept)."""
+    import torch
+
+    drop = 24 - bits
+    raw = t.float().contiguous().view(torch.int32)
+    return ((raw + (1 << (drop - 1))) & ~((1 << drop) - 1)).view(torch.float32)
+
+
+#: significant bits of each floating-point storage precision (the implicit one included)
+SIGNIFICANT_BITS = {"bf16": 8, "fp16": 11}
+
+
+def rounded_copy(model: "torch.nn.Module", precision: str, coarser: int = 0) -> "torch.nn.Module | None":
+    """A copy of ``model`` computing in FP32 with its storage rounded as ``precision`` rounds it (``coarser`` bits
+    fewer: the comparison a broken path resembles); None for fp32, which rounds nothing."""
+    import torch
+
+    from accelbench.devices.precision import ARITHMETIC, torch_dtype
+
+    arithmetic = ARITHMETIC.get(precision, precision)
+    if arithmetic in ("fp32", "tf32"):
+        return None
+    twin = copy.deepcopy(model).float()
+    layers = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.Linear)
+    with torch.no_grad():
+        if arithmetic == "int8":
+            bits = 8 - coarser
+            for m in twin.modules():
+                if isinstance(m, layers):
+                    m.weight.copy_(_quantize(m.weight, 0, True, bits))
+                    m.register_forward_pre_hook(
+                        lambda _m, args: tuple(
+                            _quantize(a, None, False, bits) if torch.is_tensor(a) else a for a in args
+                        )
+                    )
+            return twin
+        dtype, kept = torch_dtype(arithmetic), SIGNIFICANT_BITS[arithmetic] - coarser
+
+        def rnd(t: Any) -> Any:
+            if not (torch.is_tensor(t) and t.is_floating_point()):
+                return t
+            # the dtype itself where it can (fp16's range too), fewer significant bits by hand
+            return t.to(dtype).float() if not coarser else _significant(t, kept)
+
+        for p in twin.parameters():
+            p.copy_(rnd(p))
+        twin.register_forward_pre_hook(lambda _m, args: tuple(rnd(a) for a in args))
+        for m in twin.modules():
+            if not list(m.children()):  # every leaf's output is stored at the precision
+                m.register_forward_hook(lambda _m, _args, out: rnd(out))
+    return twin
+
+
+def outputs(
+    served: "Served", model: Any, load: Callable[[int], "Inputs"], count: int, batch_size: int
+) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Each sample's answer and raw output row (None when the family's outputs have no rows)."""
+    import torch
+
+    answers: list[np.ndarray] = []
+    raw: list[np.ndarray] | None = []
+    device = next(iter(model.parameters())).device
+    with torch.inference_mode():
+        for start in range(0, count, batch_size):
+            inputs = served.collate([load(i) for i in range(start, min(count, start + batch_size))])
+            out = served.forward(model, tuple(t.to(device) for t in inputs))
+            answers += [a.copy() for a in served.answers(out)]
+            got = rows(out)
+            raw = None if got is None or raw is None else raw + got
+    return answers, raw
+
+
+def margins(raw: list[np.ndarray]) -> np.ndarray:
+    """Each sample's lead of its largest output over the next: how decided a classifier's top-1 is."""
+    return np.array([float(np.diff(np.sort(r)[-2:])[0]) if r.size > 1 else float("inf") for r in raw])
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """How far a candidate's outputs strayed from FP32's, against the precision's rounding and a coarser one."""
+
+    precision: str
+    #: median over samples of the largest change of any output element: the candidate's, the precision's
+    #: rounding's, and the rounding ``COARSER_BITS`` coarser
+    deviation: float
+    rounding: float
+    coarser: float
+    #: answers whose FP32 lead exceeds twice the limit, and the share the candidate kept (None: too few)
+    decided: int
+    decided_agreement: float | None
+
+    @property
+    def ratio(self) -> float:
+        """The candidate's deviation in units of the precision's own rounding (1: rounds as the precision does)."""
+        return self.deviation / self.rounding if self.rounding > 0 else float("inf")
+
+    @property
+    def limit(self) -> float:
+        """Halfway between the precision's rounding and the coarser rounding's."""
+        return (self.rounding + self.coarser) / 2
+
+    @property
+    def informative(self) -> str | None:
+        """None, or why these outputs cannot separate a faithful candidate from a broken one."""
+        if self.coarser >= 2 * self.rounding:
+            return None
+        return (
+            f"rounding {COARSER_BITS} bits coarser than {self.precision} moves these outputs {self.coarser:.3g}, "
+            f"hardly more than {self.precision}'s own rounding ({self.rounding:.3g}): fidelity cannot be judged "
+            "on these weights"
+        )
+
+    @property
+    def passed(self) -> bool:
+        kept = self.decided_agreement is None or self.decided_agreement >= AGREEMENT
+        return self.deviation <= self.limit and kept
+
+    def describe(self) -> str:
+        line = (
+            f"outputs moved {self.deviation:.3g} from FP32 (median over samples), {self.ratio:.2f}x what rounding "
+            f"to {self.precision} moves them ({self.rounding:.3g}); at most {self.limit:.3g} passes (halfway to "
+            f"a rounding {COARSER_BITS} bits coarser, {self.coarser:.3g})"
+        )
+        if self.decided_agreement is None:
+            return line + f"; answers decided beyond that: {self.decided}, too few to test agreement"
+        return line + f"; {self.decided_agreement:.2%} of the {self.decided} decided answers kept"
+
+
+def fidelity(
+    precision: str,
+    candidate: dict[int, np.ndarray],
+    reference: list[np.ndarray],
+    rounded: list[np.ndarray],
+    coarser: list[np.ndarray],
+    answers: list[np.ndarray],
+    reference_answers: list[np.ndarray],
+    top1: bool,
+) -> Fidelity:
+    """Judge a candidate's raw output rows (by sample index) against FP32's and the rounded twins' (on the first
+    ``len(rounded)`` samples). ``top1``: each answer is its row's argmax, so a lead over the next is a margin."""
+    n = len(rounded)
+
+    def moved(rows: Any) -> float:
+        return float(np.median([np.abs(rows[i] - reference[i]).max() for i in range(n)]))
+
+    verdict = Fidelity(precision, moved(candidate), moved(rounded), moved(coarser), 0, None)
+    lead = margins(reference) if top1 else np.zeros(len(reference))
+    decided = [i for i in range(len(reference)) if lead[i] > 2 * verdict.limit]
+    kept = [bool(np.array_equal(answers[i], reference_answers[i])) for i in decided]
+    share = float(np.mean(kept)) if len(kept) >= MIN_DECIDED else None
+    return replace(verdict, decided=len(decided), decided_agreement=share)
