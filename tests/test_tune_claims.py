@@ -377,3 +377,16 @@ def test_a_default_confirmed_alone_is_no_best_when_others_screened_faster() -> N
     # a lone confirmed candidate that nothing screened above is still the winner
     alone = summary(search_of([("screen", INFER_DEFAULT, 287.6, True), ("screen", onnx, 200.0, True)] + rows[3:]))
     assert alone.details["outcome"] == "winner"
+
+
+def test_a_small_budget_still_gates_and_confirms_the_best_screened() -> None:
+    """The README's 4-minute search screened 14 runtimes, then found no room for a gate before the gates' share
+    of the budget ended, and confirmed only the default. Screening now stops where one gate still fits."""
+    fake = Fake({DEFAULT: 100.0, ONNX: 200.0, OPENVINO: 300.0}, seconds={"screen": 8.0, "gate": 30.0, "confirm": 12.0})
+    params = tune_params(backends="torch,onnxruntime,openvino", precisions="fp32", budget="4m")
+    search = Tuner(params, fake, clock=fake.clock).run()
+    gates = [key for phase, key, *_ in fake.log if phase == "gate"]
+    assert gates and gates[0] == OPENVINO, fake.log  # the best screened is gated first
+    record = summary(search)
+    assert record.details["outcome"] in ("winner", "equivalent"), (record.reason, search.stopped)
+    assert fake.now <= 240 + 30

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from accelbench.infer.fidelity import COARSER_BITS
+from accelbench.infer.fidelity import COARSER_BITS, HEADROOM
 from accelbench.infer.logs import invalid_reasons
 from accelbench.infer.replan import true_cause
 from accelbench.infer.specs import InferParams
@@ -171,6 +171,7 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
             "rounding": fid.rounding,
             "coarser": fid.coarser,
             "coarser_bits": COARSER_BITS,
+            "headroom": HEADROOM,
             "limit": fid.limit,
             "ratio": fid.ratio,
             "decided": fid.decided,

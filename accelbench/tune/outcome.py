@@ -292,8 +292,8 @@ def _gate_words(search: Search) -> str:
     if p.dataset:
         return f"MLPerf's 99% of the FP32 reference's quality on the labels of {p.dataset}, {weights}"
     return (
-        f"fidelity to FP32 on {weights} and synthetic samples: a rounding precision's outputs nearer its own "
-        "rounding than a rounding 3 bits coarser; an FP32 candidate's answers 99% the same"
+        f"fidelity to FP32 on {weights} and synthetic samples: a bf16, fp16 or INT8 path's outputs within twice "
+        "what rounding the FP32 model to that precision moves them; an FP32 candidate's answers 99% the same"
     )
 
 
