@@ -129,13 +129,14 @@ def test_a_crashing_candidate_is_failed_with_its_reason_and_the_search_goes_on()
 
 def test_the_budget_stops_each_phase_and_says_what_was_not_tried() -> None:
     fake = FakeTrials(FIGURES, seconds=10.0)
-    # 200 s: screening leaves a gate (15 s expected) and 3 rounds of two confirmations (16 s expected each: a
-    # screening and 6 s) their time, so it stops by 89 s (8 trials of 10 s); the first round holds two candidates
+    # 200 s: screening leaves a gate (36 s expected: three screenings and the gate's samples at the default's 100
+    # samples/s) and 3 rounds of two confirmations (16 s expected each: a screening and 6 s) their time, so it
+    # stops by 68 s (6 trials of 10 s); the first round holds two candidates
     search = Tuner(
         tune_params(backends="torch,onnxruntime,int8,openvino", budget="200s", repeats=3), fake, clock=fake.clock
     ).run()
     screens = [t for t in search.trials if t.phase == "screen"]
-    assert len(screens) == 8
+    assert len(screens) == 6
     assert any("screening of batch sizes" in s for s in search.stopped)
     assert any("round 1 holds 2 of 4" in s for s in search.stopped)
     assert [why for _, why in search.not_tried] and all("budget" in why for _, why in search.not_tried)

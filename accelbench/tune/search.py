@@ -32,6 +32,8 @@ from accelbench.tune.verdict import MIN_RUNS_RANGES, MIN_RUNS_SAMPLES, decide
 
 #: share of the budget by the end of each phase
 SCREEN_SHARE, GATE_SHARE = 0.55, 0.70
+#: a first gate's start-up, model load and LoadGen runs, in screenings (a 2-core VM: a gate 69 s, a screening 24 s)
+GATE_SCREENS = 3.0
 #: confirmation rounds at most (or --repeats, if more): candidates still not separated then are equivalent
 MAX_ROUNDS = 8
 #: runtimes of the first stage whose batch and requests the second stage varies
@@ -259,10 +261,10 @@ class Tuner:
 
     def _expected(self, phase: str) -> float | None:
         """A next trial's seconds in ``phase``. Before the phase's first: a LoadGen confirmation pays a screening's
-        start, load and probe and measures 4 s longer (half as much again for LoadGen's margin); a gate runs the
-        FP32 reference and the candidate over the gate's samples, and the FP32 model rounded twice (fidelity's
-        twins) over a quarter of them, at about the reference's screened rate (on a
-        shared 2-core VM a gate took 69 s where a screening took 24 s); a training confirmation runs three
+        start, load and probe and measures 4 s longer (half as much again for LoadGen's margin); a gate pays
+        ``GATE_SCREENS`` screenings and runs the FP32 reference and the candidate over the gate's samples, and
+        the FP32 model rounded twice (fidelity's twins) over a quarter of them, at about the reference's
+        screened rate; a training confirmation runs three
         times the steps; Server's find-peak is a search of several runs, four at least."""
         first: tuple[float, float] | None = None
         if phase == "confirm":
@@ -276,7 +278,7 @@ class Tuner:
 
             per_sample = self._reference_seconds_per_sample()
             samples = 2 * SYNTHETIC_ACCURACY_SAMPLES + 2 * ROUNDING_SAMPLES  # + the rounded twins, for fidelity
-            first = (1.0, samples * per_sample) if per_sample else None
+            first = (GATE_SCREENS, samples * per_sample) if per_sample else None
         return self.time.expected(phase, self.search.trials, first)
 
     def _reference_seconds_per_sample(self) -> float | None:
@@ -306,7 +308,11 @@ class Tuner:
         return min(self.time.at(SCREEN_SHARE), self.budget - gate - self._claim_seconds())
 
     def _gate_end(self) -> float:
-        return min(self.time.at(GATE_SHARE), self.budget - self._claim_seconds())
+        """Gates end at their share of the budget, leaving the smallest claim its time; the first gate (of the
+        best screened) may run past the share: without it the search can claim nothing but the default."""
+        gated = any(t.phase == "gate" for t in self.search.trials)
+        share = self.time.at(GATE_SHARE) if gated else self.budget
+        return min(share, self.budget - self._claim_seconds())
 
     def _no_search(self, runtimes: int) -> str | None:
         """Why the search compared nothing, where fewer than two candidates were screened with a figure."""
