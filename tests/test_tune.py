@@ -219,6 +219,30 @@ def test_the_report_shows_a_search_with_its_command() -> None:
     assert "openvino fp32 bs 8 x2 in flight" in text and "winner" in text
 
 
+def test_the_headline_says_whether_accuracy_was_verified(tmp_path: Path) -> None:
+    """Without labels the gate judges fidelity to FP32, not accuracy: the best is said with that caveat, in the
+    terminal and the report; with a dataset, that accuracy was verified on its labels."""
+    from infer_fixtures import write_colour_folder
+
+    from accelbench.cli.commands_tune import _outcome_lines
+    from accelbench.report.tuning import _headline
+
+    fake = FakeTrials(FIGURES)
+    record = summary(Tuner(tune_params(backends="torch,openvino", repeats=1), fake, clock=fake.clock).run())
+    assert record.details["outcome"] == "winner"
+    words = record.details["accuracy"]
+    assert words.startswith("accuracy not verified: fidelity to FP32 on random weights")
+    assert any(words in line for line in _outcome_lines(record, "resnet18")) and words in _headline(record)
+    assert "fidelity to FP32" in record.details["gate"]
+
+    data = write_colour_folder(tmp_path / "colours")
+    fake = FakeTrials(FIGURES)
+    params = tune_params(backends="torch,openvino", repeats=1, dataset=str(data))
+    record = summary(Tuner(params, fake, clock=fake.clock).run())
+    assert record.details["accuracy"] == f"accuracy verified on the labels of {data}"
+    assert "MLPerf's 99%" in record.details["gate"]
+
+
 def test_a_real_search_stores_every_trial_beside_its_summary(tmp_path: Path, cli_env: dict[str, str]) -> None:
     """ncf (no image input: one runtime) at its default batch: one screening, stored; with nothing to compare it
     against, the search says "no search" (a skipped summary, exit 0) and confirms nothing."""

@@ -152,8 +152,11 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
         "quality_ratio": _metric(verdict.ratio, "x FP32", True),
     }
     fid = verdict.fidelity
-    if fid is not None:
-        metrics["fidelity_ratio"] = _metric(fid.ratio, f"x {fid.precision} rounding", False)
+    if fid is not None:  # agreement is shown, not judged: the reference's own agreement and the ratio say nothing
+        metrics = {
+            "fidelity_ratio": _metric(fid.ratio, f"x {fid.precision} rounding", False),
+            verdict.metric: metrics[verdict.metric],
+        }
     details = {
         "accuracy_gates": verdict.gates if fid is None else {"fidelity": fid.passed},
         "gate": verdict.gate,
