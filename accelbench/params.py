@@ -194,7 +194,10 @@ class TimingParams(CommonParams):
             raise UsageError(f"--warmup-time must not be negative, got {self.warmup_time:g}")
 
     def timer_config(self, device_type: str) -> TimerConfig:
-        cache = self.cache if self.cache != "auto" else ("cold" if device_type == "cuda" else "hot")
+        from accelbench.devices.kind import kind_of
+
+        # cold where the device flushes its cache between event-timed samples; hot on a host clock
+        cache = self.cache if self.cache != "auto" else ("cold" if kind_of(device_type).event_timing else "hot")
         return TimerConfig(
             warmup_seconds=self.warmup_time,
             min_reps=self.min_reps,
@@ -212,8 +215,13 @@ class KernelParams(EmulatedParams, TimingParams):
     graph: bool = opt(False, "also time CUDA graph replay, beside eager (CUDA only)", sweep=False)
 
     def check_environment(self, device_type: str) -> None:
-        if self.graph and device_type != "cuda":
-            raise UsageError(f"--graph times CUDA graph replay and needs a CUDA device, not {device_type}")
+        from accelbench.devices.kind import kind_of
+
+        kind = kind_of(device_type)
+        if self.graph and not kind.graphs:
+            raise UsageError(
+                f"--graph times CUDA graph replay and needs a device that captures graphs, not {kind.name}"
+            )
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def test_per_dollar_figures_carry_the_interval() -> None:
     assert figures.priced(kernel, (), price.stated(1.0, "t")) == {}  # kernels are not priced
 
 
-def _seed003_record(run_id: str, fingerprint: str, accelerator: str, throughput: float, usd_per_hour: float) -> dict:
+def _tpu_study_record(run_id: str, fingerprint: str, accelerator: str, throughput: float, usd_per_hour: float) -> dict:
     r = Result(
         benchmark="train/throughput",
         params={"model": "resnet50", "batch_size": 256, "precision": "amp_bf16", "nproc": 4, "scale": "full"},
@@ -108,13 +108,13 @@ def _seed003_record(run_id: str, fingerprint: str, accelerator: str, throughput:
     return r.to_dict()
 
 
-def test_compare_puts_seed_003s_per_dollar_figures_beside_performance(tmp_path: Path, cli_env) -> None:
+def test_compare_puts_the_tpuv2_v100_studys_per_dollar_figures_beside_performance(tmp_path: Path, cli_env) -> None:
     export = tmp_path / "two-systems.json"
     export.write_text(
         json.dumps(
             [
-                _seed003_record("run-tpu", "tpu0", "Cloud TPU v2", 3186, 6.7),
-                _seed003_record("run-v100", "v1000", "Tesla V100", 3128, 12.2),
+                _tpu_study_record("run-tpu", "tpu0", "Cloud TPU v2", 3186, 6.7),
+                _tpu_study_record("run-v100", "v1000", "Tesla V100", 3128, 12.2),
             ]
         )
     )
@@ -136,10 +136,12 @@ def test_every_reference_row_names_a_source_a_reader_can_open() -> None:
 
     rows = references()
     assert len(rows) >= 100
-    seed = re.compile(r"^seed \d{3}_[0-9a-f]{16}\.txt \(.+\)$")
+    # an article by its publisher or kind, its title as published and an English gloss; or a repository's file
+    article = re.compile(r'^\w[^"]* "[^"]+" \(.+\)')
     repo = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}:\S+$")
     for r in rows:
-        assert r.source and (seed.match(r.source_ref) or repo.match(r.source_ref)), r.source_ref
+        assert r.source and (article.match(r.source_ref) or repo.match(r.source_ref)), r.source_ref
+        assert ".txt" not in r.source_ref or repo.match(r.source_ref), r.source_ref
         assert r.value > 0 and r.unit and r.task and r.model
 
 
@@ -162,7 +164,8 @@ def test_reference_lists_published_rows_and_prices(capsys) -> None:
 
 
 def test_a_priced_run_beside_published_systems(tmp_path: Path, cli_env) -> None:
-    """The issue's end-to-end check: a stored ResNet-50 result, priced, against seed 001 and Lambda."""
+    """The issue's end-to-end check: a stored ResNet-50 result, priced, against the 4x Quadro RTX 8000
+    tf_cnn_benchmarks article and Lambda."""
     out = run_cli(
         [
             "train", "resnet50", "--scale", "tiny", "--batch-size", "2", "--num-batches", "2", "--warmup", "1",
@@ -201,6 +204,8 @@ def test_a_priced_run_beside_published_systems(tmp_path: Path, cli_env) -> None:
     section = md[md.index("## Beside published systems") :]
     assert "Quadro RTX 8000 x1" in section and "379.06 images/s" in section and "Priced at $3.06/h" in section
     assert "n/a: tiny model" in section and not (tmp_path / "r" / "report_files" / "published-0.png").exists()
+    # the report cites the article by what it is and when, never by the file it was read from
+    assert "4x Quadro RTX 8000" in section and "(2020-02-15)" in section and "seed 0" not in md
     energy = r["conditions"]["energy"]
     assert energy["note"].endswith("not MLPerf Power (wall power)")
     if not Path("/sys/class/powercap").is_dir():  # as on this development machine: said, never estimated

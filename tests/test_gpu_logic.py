@@ -221,7 +221,7 @@ def test_more_ranks_than_gpus_is_skipped_before_any_gpu_is_opened(monkeypatch):
     from accelbench.kit.ranks import node_gpus
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    with pytest.raises(BenchmarkSkipped, match="--nproc 2 needs 2 GPUs; this machine has 1") as skip:
+    with pytest.raises(BenchmarkSkipped, match="--nproc 2 needs 2 cuda devices; this machine has 1") as skip:
         node_gpus(2, "cuda", {"device": "cuda"})
     assert skip.value.record == {"device": "cuda"}
     assert node_gpus(1, "cuda") == [0] and node_gpus(2, "cpu") == []

@@ -336,7 +336,8 @@ def _print_scaling(summary: Any, cmd: Any) -> None:
 
 
 def _print_data(results: list[Any]) -> None:
-    """Seed 003's comparison: synthetic, real, their ratio and the input-bound share, per device count."""
+    """The TPUv2 vs V100 study's comparison: synthetic, real, their ratio and the input-bound share, per device
+    count."""
     from rich.table import Table
 
     from accelbench.cli.render import console

@@ -256,5 +256,5 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     console.print(compare_table(comparison, ns.baseline, ns.candidate))
     from accelbench.cli.commands_reference import print_published_ratios
 
-    print_published_ratios(base, cand)  # seed 000's V100-PCIe over T4, when these are the two systems
+    print_published_ratios(base, cand)  # MLPerf Training v0.5's V100-PCIe over T4, when these are the two
     return 0

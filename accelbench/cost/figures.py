@@ -1,8 +1,8 @@
 """The per-dollar figures of a record, derived once from its measured figure and the machine's price.
 
-A rate (``throughput`` in images/s, a Server run's queries/s) gives three: the rate per USD/h (seed 003's
-"images/s per $/h"), the work per USD, and the USD per million of work; a time (time to target) gives its
-cost. Intervals carry over: a rate's interval scales, a cost per unit of work inverts it.
+A rate (``throughput`` in images/s, a Server run's queries/s) gives three: the rate per USD/h (the TPUv2 vs
+V100 study's "images/s per $/h"), the work per USD, and the USD per million of work; a time (time to target)
+gives its cost. Intervals carry over: a rate's interval scales, a cost per unit of work inverts it.
 """
 
 from __future__ import annotations

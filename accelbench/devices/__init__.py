@@ -1,7 +1,8 @@
-"""Where a benchmark runs: device names, synchronisation and precision support.
+"""Where a benchmark runs: device names, and the seam every kind of accelerator answers through.
 
-Every workload takes a ``torch.device`` from here; CUDA specifics live in
-:mod:`accelbench.devices.cuda` so that the rest of the code is device-generic.
+Every workload takes a ``torch.device`` from here. What differs between kinds (CUDA, ROCm, XPU, MPS, the
+host) lives in one module per kind behind :class:`accelbench.devices.kind.DeviceKind`; the rest of the code
+asks ``kind_of(device)`` and never tests a device's type.
 """
 
 from __future__ import annotations
@@ -9,65 +10,53 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
 
 if TYPE_CHECKING:
     import torch
 
-_DEVICE_RE = re.compile(r"^(auto|cpu|cuda|mps|xpu)(:\d+)?$")
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda|rocm|mps|xpu|[a-z][a-z0-9_]*)(:\d+)?$")
 
 
 def check_device_name(name: str) -> str:
     """Validate the spelling of a device before torch is imported (for fast CLI errors)."""
     if not _DEVICE_RE.match(name) or (name.startswith("auto") and ":" in name):
-        raise UsageError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N (also mps, xpu)")
+        raise UsageError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N (also rocm, xpu, mps)")
     return name
 
 
 def resolve_device(name: str = "auto") -> "torch.device":
-    """Turn a user's device name into a torch.device that exists on this machine."""
-    import torch
+    """Turn a user's device name into a torch.device that exists on this machine (through its kind)."""
+    from accelbench.devices.kind import by_name, kinds
 
     check_device_name(name)
-    if name == "auto":  # resolved as "cuda" is: with its index (torch.cuda.set_device refuses a bare "cuda")
-        return resolve_device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise UsageError(f"device {name!r} requested but CUDA is not available here; use --device cpu")
-        index = dev.index if dev.index is not None else torch.cuda.current_device()
-        if index >= torch.cuda.device_count():
-            raise UsageError(
-                f"device {name!r} does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)"
-            )
-        return torch.device("cuda", index)
-    if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise UsageError(f"device {name!r} requested but MPS is not available here; use --device cpu")
-    if dev.type == "xpu" and not (hasattr(torch, "xpu") and torch.xpu.is_available()):
-        raise UsageError(f"device {name!r} requested but XPU is not available here; use --device cpu")
-    return dev
+    if name == "auto":  # the first accelerator kind with a device, else the host
+        for k in kinds():
+            if k.accelerator and k.unavailable() is None and k.count() > 0:
+                return k.resolve(None)
+        return kind_of("cpu").resolve(None)
+    kind_name, _, index_text = name.partition(":")
+    index = int(index_text) if index_text else None
+    kind = by_name(kind_name)
+    if kind is None:
+        names = ", ".join(sorted(k.name for k in kinds()))
+        raise UsageError(f"unknown device {name!r}: the device kinds are {names}")
+    if kind.name == "cuda" and kind.unavailable() and by_name("rocm") and not by_name("rocm").unavailable():
+        kind = by_name("rocm")  # type: ignore[assignment]  # "cuda" on a HIP build of torch: the AMD GPUs
+    why = kind.unavailable()
+    if why:
+        raise UsageError(f"device {name!r} requested but {why}; use --device cpu")
+    if index is not None and index >= kind.count():
+        raise UsageError(f"device {name!r} does not exist: this machine has {kind.count()} {kind.name} device(s)")
+    return kind.resolve(index)
 
 
 def synchronize(device: "torch.device") -> None:
     """Wait for the device's queued work; a no-op on the CPU, which runs synchronously."""
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
-    elif device.type == "xpu":
-        torch.xpu.synchronize(device)
+    kind_of(device).synchronize(device)
 
 
 def device_label(device: "torch.device") -> str:
-    """A human name: the GPU's marketing name, or the CPU model."""
-    import torch
-
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type == "cpu":
-        from accelbench.system.cpu import cpu_model
-
-        return cpu_model()
-    return str(device)
+    """A human name: the accelerator's marketing name, or the CPU model."""
+    return kind_of(device).label(device)

@@ -1,6 +1,6 @@
-"""CUDA-only timing pieces, kept small because no GPU is available to test them here.
+"""NVIDIA GPUs as a device kind, and their timing pieces (kept small: no GPU is available to test them here).
 
-Follows ``triton.testing.do_bench``: one pair of CUDA events per sample recorded on
+The timing follows ``triton.testing.do_bench``: one pair of CUDA events per sample recorded on
 the current stream, an L2-sized buffer zeroed between samples so each call starts
 with a cold cache, and a single synchronisation after the last sample so that no
 host round-trip sits inside the timed region.
@@ -8,7 +8,9 @@ host round-trip sits inside the timed region.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+from accelbench.devices.kind import DeviceKind
 
 if TYPE_CHECKING:
     import torch
@@ -104,3 +106,134 @@ def time_graph_replay(
         for _ in range(calls):
             fn()
     return [t / calls for t in time_with_events(graph.replay, device, reps, flush)]
+
+
+class CudaKind(DeviceKind):
+    """NVIDIA GPUs through ``torch.cuda``: CUDA events, NCCL, CUDA graphs, compute-capability precisions, NVML."""
+
+    name = "cuda"
+    torch_type = "cuda"
+    vendor = "NVIDIA"
+    accelerator = True
+    dist_backend = "nccl"
+    batch_class = "gpu"
+    fused_optimizer = True
+    pin_memory = True
+    graphs = True
+
+    def claims(self, device: "torch.device") -> bool:
+        import torch
+
+        return device.type == "cuda" and not torch.version.hip
+
+    def unavailable(self) -> str | None:
+        import torch
+
+        if torch.version.hip:
+            return "this torch is a HIP (ROCm) build: its GPUs are the rocm kind"
+        if not torch.cuda.is_available():
+            built = torch.version.cuda
+            return "torch sees no CUDA device" + ("" if built else " (this torch is built without CUDA)")
+        return None
+
+    def count(self) -> int:
+        import torch
+
+        return torch.cuda.device_count()
+
+    def resolve(self, index: int | None) -> "torch.device":
+        import torch
+
+        # a bare "cuda" means the current device, with its index (torch.cuda.set_device refuses a bare "cuda")
+        return torch.device("cuda", torch.cuda.current_device() if index is None else index)
+
+    def make_current(self, device: "torch.device") -> None:
+        import torch
+
+        torch.cuda.set_device(device)
+
+    def label(self, device: "torch.device") -> str:
+        import torch
+
+        return torch.cuda.get_device_name(device)
+
+    def synchronize(self, device: "torch.device") -> None:
+        import torch
+
+        torch.cuda.synchronize(device)
+
+    event_timing = True
+
+    def flush_buffer(self, device: "torch.device") -> "torch.Tensor | None":
+        return l2_flush_buffer(device)
+
+    def estimate_call_seconds(self, fn: Callable[[], object], device: "torch.device", flush: Any) -> float:
+        return estimate_call_seconds(fn, device, flush)
+
+    def time_events(
+        self, fn: Callable[[], object], device: "torch.device", reps: int, flush: Any, calls: int = 1
+    ) -> list[float]:
+        return time_with_events(fn, device, reps, flush, calls)
+
+    def time_graph_replay(
+        self, fn: Callable[[], object], device: "torch.device", reps: int, flush: Any, calls: int = 1
+    ) -> list[float]:
+        return time_graph_replay(fn, device, reps, flush, calls)
+
+    def cache_bytes(self, device: "torch.device") -> int | None:
+        import torch
+
+        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or None
+
+    def time_burst(
+        self, fn: Callable[[], object], device: "torch.device", calls: int, clock: Callable[[], int]
+    ) -> float:
+        return time_burst(fn, device, calls)
+
+    def clock_name(self, device: "torch.device") -> str:
+        return "cuda_event"
+
+    def reset_peak_memory(self, device: "torch.device") -> int | None:
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(device)
+        return int(torch.cuda.memory_allocated(device))
+
+    def peak_memory(self, device: "torch.device") -> int | None:
+        import torch
+
+        return int(torch.cuda.max_memory_allocated(device))
+
+    def memory_method(self) -> str | None:
+        return "torch.cuda.max_memory_allocated"
+
+    def release_memory(self, device: "torch.device") -> None:
+        import torch
+
+        torch.cuda.empty_cache()
+
+    def capability(self, device: "torch.device") -> tuple[int, int]:
+        import torch
+
+        return tuple(torch.cuda.get_device_capability(device))  # type: ignore[return-value]
+
+    def unsupported(self, device: "torch.device", precision: str) -> str | None:
+        import torch
+
+        major, minor = self.capability(device)
+        cc = f"{self.label(device)} is {major}.{minor}"
+        if precision == "tf32" and major < 8:
+            return f"tf32 needs compute capability 8.0+ (Ampere); {cc}"
+        if precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
+            return f"bf16 needs compute capability 8.0+ (Ampere); {cc}"
+        if precision == "int8" and (major, minor) < (7, 5):
+            return f"int8 Tensor Core GEMM (torch._int_mm) needs compute capability 7.5+ (Turing); {cc}"
+        if precision == "fp8" and (major, minor) < (8, 9):
+            return f"fp8 (torch._scaled_mm) needs compute capability 8.9+ (Ada, Hopper); {cc}"
+        return None
+
+    def monitored(self, device: "torch.device") -> int | None:
+        return device.index or 0
+
+
+KIND = CudaKind()

@@ -33,27 +33,10 @@ def torch_dtype(precision: str) -> "torch.dtype":
 
 
 def unsupported_reason(device: "torch.device", precision: str) -> str | None:
-    """Why ``device`` cannot run ``precision`` at all, or None when it can."""
-    import torch
+    """Why ``device`` cannot run ``precision`` at all, or None when it can (its kind knows)."""
+    from accelbench.devices.kind import kind_of
 
-    if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
-        name = torch.cuda.get_device_name(device)
-        cc = f"{name} is {major}.{minor}"
-        if precision == "tf32" and major < 8:
-            return f"tf32 needs compute capability 8.0+ (Ampere); {cc}"
-        if precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
-            return f"bf16 needs compute capability 8.0+ (Ampere); {cc}"
-        if precision == "int8" and (major, minor) < (7, 5):
-            return f"int8 Tensor Core GEMM (torch._int_mm) needs compute capability 7.5+ (Turing); {cc}"
-        if precision == "fp8" and (major, minor) < (8, 9):
-            return f"fp8 (torch._scaled_mm) needs compute capability 8.9+ (Ada, Hopper); {cc}"
-        return None
-    if precision == "tf32":
-        return f"tf32 is an NVIDIA Tensor Core mode; the {device.type} device has no tf32"
-    if device.type != "cpu" and precision in ("int8", "fp8"):
-        return f"{precision} GEMM is only measured on CUDA and CPU, not on {device.type}"
-    return None
+    return kind_of(device).unsupported(device, precision)
 
 
 #: The precision whose arithmetic an autocast or a kernel precision runs in.

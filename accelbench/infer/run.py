@@ -16,6 +16,7 @@ import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
 from accelbench.infer import accuracy, replan
@@ -42,18 +43,18 @@ SYNTHETIC_ACCURACY_SAMPLES = 256
 def _devices(params: InferParams, device: "torch.device") -> list["torch.device"]:
     """The serving workers' devices: ``--device cuda:N --nproc K`` serves on cuda:N..N+K-1 (the record names
     cuda:N), each device ``--streams`` times (requests in flight on it: workers, never more devices)."""
-    import torch
-
-    if device.type != "cuda":
+    kind = kind_of(device)
+    if not kind.accelerator:
         return [device] * params.workers
     first = device.index or 0
-    available = torch.cuda.device_count()
+    available = kind.count()
     if first + params.nproc > available:
+        name = device.type
         raise BenchmarkSkipped(
-            f"--nproc {params.nproc} from cuda:{first} needs GPUs up to cuda:{first + params.nproc - 1}; "
+            f"--nproc {params.nproc} from {name}:{first} needs devices up to {name}:{first + params.nproc - 1}; "
             f"this machine has {available}"
         )
-    return [torch.device("cuda", first + i) for i in range(params.nproc) for _ in range(params.streams)]
+    return [kind.resolve(first + i) for i in range(params.nproc) for _ in range(params.streams)]
 
 
 #: Samples whose activations calibrate random weights in accuracy mode.
@@ -173,7 +174,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     serving = setup(params, ctx)
     record: dict[str, Any] = params.to_dict() | {
         "precision": params.effective_precision,
-        "device": str(serving.device),
+        "device": kind_of(serving.device).record_name(serving.device),
         "threads": serving.threads,
     }
     ctx.progress("probing the backend")

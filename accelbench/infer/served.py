@@ -36,7 +36,7 @@ class Served:
     #: the quality metric and MLPerf's accuracy gates (fractions of the FP32 reference)
     quality_name: ClassVar[str] = "agreement"
     gates: ClassVar[tuple[float, ...]] = (0.99, 0.999)
-    #: MLPerf Inference v0.7 datacenter Server latency bound (seed 002); None: Offline only
+    #: MLPerf Inference v0.7 datacenter Server latency bound (Dell EMC's v0.7 results table); None: Offline only
     server_bound_ms: ClassVar[float | None] = 100.0
     answer_dtype: ClassVar[Any] = np.float32
     #: how many leading elements of ``synthetic_batch`` are inputs (the rest are targets)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
 from accelbench.kernels.specs import AllreduceParams
 from accelbench.kit import metrics as fig
@@ -36,18 +37,21 @@ def _rates(m: Measurement, nbytes: int, nproc: int) -> dict[str, Metric]:
 def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
     prep = prepare(params)
     device = prep.device
-    backend = params.backend if params.backend != "auto" else ("nccl" if device.type == "cuda" else "gloo")
-    if backend == "nccl" and device.type != "cuda":
-        raise UsageError("the nccl backend needs CUDA devices; use --backend gloo on a CPU")
+    kind = kind_of(device)
+    backend = params.backend if params.backend != "auto" else kind.dist_backend
+    if backend == "nccl" and kind.dist_backend != "nccl":
+        raise UsageError(
+            f"the nccl backend needs NVIDIA or AMD GPUs, not {kind.name}; use --backend {kind.dist_backend}"
+        )
     sizes = [parse_size(s) for s in params.sizes.split(",")]
     payload: dict[str, Any] = {
-        "params": {"device": device.type, "threads": params.threads or 1},
+        "params": {"device": kind.name, "threads": params.threads or 1},
         "sizes": sizes,
         "backend": backend,
         "min_reps": params.min_reps,
         "min_time": params.min_time,
     }
-    gpus = node_gpus(params.nproc, device.type, params.to_dict() | {"device": device.type, "backend": backend})
+    gpus = node_gpus(params.nproc, device.type, params.to_dict() | {"device": kind.name, "backend": backend})
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         data = run_ranks(
             "accelbench.kernels.allreduce_rank",
@@ -60,7 +64,7 @@ def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
             nodes=Nodes.of(params),
         )
     conditions = monitor.conditions.to_dict()
-    base = params.to_dict() | {"device": device.type, "threads": params.threads or 1, "backend": backend}
+    base = params.to_dict() | {"device": kind.name, "threads": params.threads or 1, "backend": backend}
     for item in data["results"]:
         record = base | {"size": item["bytes"]}
         if not item["correct"]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
+from accelbench.devices.kind import kind_of
 from accelbench.errors import BenchmarkSkipped
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare
@@ -115,12 +116,7 @@ def time_kernel(
     fn: Callable[[], object], device: "torch.device", threads: int, params: TimingParams
 ) -> tuple[Measurement, dict[str, Any]]:
     """Measure ``fn`` with the parameters' budget, recording the conditions it ran under."""
-    gpu_index = None
-    if device.type == "cuda":
-        import torch
-
-        gpu_index = device.index if device.index is not None else torch.cuda.current_device()
-    with ConditionsMonitor(threads, gpu_index) as monitor:
+    with ConditionsMonitor(threads, kind_of(device).monitored(device)) as monitor:
         measurement = Timer(fn, device, params.timer_config(device.type)).measure()
     return measurement, monitor.conditions.to_dict()
 
@@ -146,7 +142,7 @@ def measure_case(
     ctx.progress("timing")
     measurement, conditions = time_kernel(case.fn, device, threads, params)
     result = kernel_result(benchmark, record, measurement, conditions, case, device, threads, details)
-    if getattr(params, "graph", False) and device.type == "cuda":
+    if getattr(params, "graph", False) and kind_of(device).graphs:
         ctx.progress("timing CUDA graph replay")
         try:
             _add_graph_metrics(result, case, device, params)
@@ -221,15 +217,15 @@ def kernel_result(
 
 def _add_graph_metrics(result: Result, case: KernelCase, device: "torch.device", params: TimingParams) -> None:
     """CUDA graph replay beside eager: what the kernel costs without the CPU launch overhead."""
-    from accelbench.devices import cuda
     from accelbench.measure.timer import calls_per_sample
 
-    cfg = params.timer_config("cuda")
+    kind = kind_of(device)
+    cfg = params.timer_config(device.type)
     est = max(result.metrics["seconds"].value, 1e-7)
     calls = calls_per_sample(est, cfg)
     reps = min(cfg.max_reps, max(cfg.min_reps, int(cfg.min_time / (est * calls))))
-    flush = cuda.l2_flush_buffer(device) if cfg.cache == "cold" else None
-    samples = cuda.time_graph_replay(case.fn, device, reps, flush, calls)
+    flush = kind.flush_buffer(device) if cfg.cache == "cold" else None
+    samples = kind.time_graph_replay(case.fn, device, reps, flush, calls)
     measurement = Measurement(tuple(samples), calls_per_sample=calls, clock="cuda_graph", meta={"cache": cfg.cache})
     result.metrics.update(_throughput_metrics("graph_", case, measurement))
     result.details["graph"] = {"calls_per_replay": calls, "replays": reps, "cache": cfg.cache}

@@ -73,12 +73,11 @@ def build_case(p: MembwParams, device: "torch.device") -> KernelCase:
 
 def last_level_cache_bytes(device: "torch.device", sysfs: Path = Path("/sys/devices/system/cpu")) -> int | None:
     """All of the device's last-level cache: a GPU's L2, or the sum of the CPU's distinct highest-level caches."""
-    import torch
+    from accelbench.devices.kind import kind_of
 
-    if device.type == "cuda":
-        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or None
-    if device.type != "cpu":
-        return None
+    kind = kind_of(device)
+    if kind.accelerator:
+        return kind.cache_bytes(device)
     caches: dict[tuple[int, str], int] = {}  # (level, the CPUs sharing it) -> bytes: each cache counted once
     for index in sysfs.glob("cpu[0-9]*/cache/index[0-9]*"):
         try:

@@ -58,7 +58,10 @@ class Prepared:
 
     def record(self, params: Any, **extra: Any) -> dict[str, Any]:
         """The record's parameters: what was asked, with the device and threads that actually ran it."""
-        return params.to_dict() | {"device": str(self.device), "threads": self.threads} | extra
+        from accelbench.devices.kind import kind_of
+
+        device = kind_of(self.device).record_name(self.device)
+        return params.to_dict() | {"device": device, "threads": self.threads} | extra
 
 
 def prepare(params: Any, autotune: bool = True) -> Prepared:
@@ -69,11 +72,11 @@ def prepare(params: Any, autotune: bool = True) -> Prepared:
     import torch
 
     from accelbench.devices import resolve_device
+    from accelbench.devices.kind import kind_of
     from accelbench.devices.precision import set_numeric_mode
 
     device = resolve_device(params.device)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+    kind_of(device).make_current(device)
     set_numeric_mode(device, getattr(params, "precision", "fp32"), autotune)
     torch.set_num_threads(params.threads or torch.get_num_threads())
     return Prepared(device, torch.get_num_threads())

@@ -34,12 +34,13 @@ if TYPE_CHECKING:
 
 def nproc_reason(nproc: int, device_type: str) -> str | None:
     """Why this machine cannot start ``nproc`` ranks per node (one device each), or None."""
-    if device_type == "cuda":
-        import torch
+    from accelbench.devices.kind import kind_of
 
-        have = torch.cuda.device_count()
+    kind = kind_of(device_type)
+    if kind.accelerator:
+        have = kind.count()
         if nproc > have:
-            return f"--nproc {nproc} needs {nproc} GPUs; this machine has {have}"
+            return f"--nproc {nproc} needs {nproc} {kind.name} devices; this machine has {have}"
         return None
     have = os.cpu_count() or 1
     if nproc > have:
@@ -50,10 +51,16 @@ def nproc_reason(nproc: int, device_type: str) -> str | None:
 def node_gpus(nproc: int, device_type: str, record: dict[str, Any] | None = None) -> list[int]:
     """The GPUs this node's ranks take, one each, for the energy meter; skipped before anything opens one that is
     not there (NVML refuses an index past the last GPU)."""
+    import torch
+
+    from accelbench.devices.kind import kind_of
+
     reason = nproc_reason(nproc, device_type)
     if reason:
         raise BenchmarkSkipped(reason, record)
-    return list(range(nproc)) if device_type == "cuda" else []
+    kind = kind_of(device_type)
+    found = (kind.monitored(torch.device(kind.torch_type, i)) for i in range(nproc)) if kind.accelerator else ()
+    return [i for i in found if i is not None]
 
 
 def check_nproc(nproc: int, device_type: str) -> None:
@@ -163,15 +170,19 @@ def start_rank(device: str, threads: int | None, timeout_s: float, backend: str 
     import torch
     import torch.distributed as dist
 
+    from accelbench.devices import resolve_device
+    from accelbench.devices.kind import kind_of
+
     local_rank = int(os.environ["LOCAL_RANK"])
-    use_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-    dev = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
-    if use_cuda:
-        torch.cuda.set_device(dev)
+    kind = kind_of(resolve_device(device.split(":")[0]))  # the kind asked for (auto: the first accelerator)
+    if kind.accelerator:  # one device per local rank
+        dev = kind.resolve(local_rank)
+        kind.make_current(dev)
     else:
+        dev = torch.device("cpu")
         torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // int(os.environ["LOCAL_WORLD_SIZE"])))
     if backend == "auto":
-        backend = "nccl" if use_cuda else "gloo"
+        backend = kind.dist_backend
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
     return dev, local_rank, dist.get_rank(), dist.get_world_size()
 

@@ -28,9 +28,11 @@ def autocast(device: "torch.device", precision: str) -> Any:
 
 
 def fused_kwargs(device: "torch.device") -> dict[str, bool]:
-    """Fused optimizers on CUDA: one kernel per step, and GradScaler hands them its inf check on
-    the device instead of reading it back to the host (no synchronisation inside a step)."""
-    return {"fused": True} if device.type == "cuda" else {}
+    """Fused optimizers where the device's kind has them: one kernel per step, and GradScaler hands them its inf
+    check on the device instead of reading it back to the host (no synchronisation inside a step)."""
+    from accelbench.devices.kind import kind_of
+
+    return {"fused": True} if kind_of(device).fused_optimizer else {}
 
 
 class TrainStep:

@@ -201,8 +201,11 @@ def _window_cpu(
 
 
 def cuda_indices(devices: Any) -> list[int]:
-    """The CUDA device indices among ``devices`` (torch devices, or anything with ``type`` and ``index``)."""
-    return sorted({d.index or 0 for d in devices if getattr(d, "type", None) == "cuda"})
+    """The indices the clock, throttle and energy readers know ``devices`` by (those their kinds monitor)."""
+    from accelbench.devices.kind import kind_of
+
+    found = (kind_of(d).monitored(d) for d in devices if d is not None and hasattr(d, "type"))
+    return sorted({i for i in found if i is not None})
 
 
 @dataclass

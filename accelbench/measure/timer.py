@@ -21,6 +21,8 @@ from accelbench.measure.stats import Measurement
 if TYPE_CHECKING:
     import torch
 
+    from accelbench.devices.kind import DeviceKind
+
 CacheMode = Literal["hot", "cold"]
 
 
@@ -73,23 +75,22 @@ class Timer:
         self.clock = clock
 
     def measure(self) -> Measurement:
-        if self.device.type == "cuda":
-            return self._measure_cuda()
-        return self._measure_host()
+        from accelbench.devices.kind import kind_of
 
-    def _measure_host(self) -> Measurement:
-        from accelbench.devices import synchronize
+        kind = kind_of(self.device)
+        return self._measure_events(kind) if kind.event_timing else self._measure_host(kind)
 
+    def _measure_host(self, kind: "DeviceKind") -> Measurement:
         cfg, fn, dev = self.config, self.fn, self.device
         clock = self.clock
-        sync_each = dev.type != "cpu"
+        sync_each = kind.accelerator  # the queued work must be done before the clock is read
         t_begin = clock()
         warm = 0
         while warm < cfg.min_warmup_calls or (clock() - t_begin) < cfg.warmup_seconds * 1e9:
             fn()
             warm += 1
             if sync_each:
-                synchronize(dev)
+                kind.synchronize(dev)
         per_call = (clock() - t_begin) / 1e9 / max(warm, 1)
         number = 1
         if per_call < cfg.min_sample_seconds and per_call > 0:
@@ -105,7 +106,7 @@ class Timer:
             for _ in range(number):
                 fn()
             if sync_each:
-                synchronize(dev)
+                kind.synchronize(dev)
             t1 = clock()
             samples.append((t1 - t0) / 1e9 / number)
             elapsed = t1 - start
@@ -118,17 +119,15 @@ class Timer:
             calls_per_sample=number,
             warmup_calls=warm,
             total_seconds=(clock() - t_begin) / 1e9,
-            clock="perf_counter_ns" if not sync_each else f"perf_counter_ns+{dev.type}_synchronize",
+            clock=kind.clock_name(dev),
             meta={"cache": "hot", "min_reps": cfg.min_reps, "max_time": cfg.max_time},
         )
 
-    def _measure_cuda(self) -> Measurement:
-        from accelbench.devices import cuda
-
+    def _measure_events(self, kind: "DeviceKind") -> Measurement:
         cfg, fn, dev = self.config, self.fn, self.device
         t_begin = time.perf_counter()
-        flush = cuda.l2_flush_buffer(dev) if cfg.cache == "cold" else None
-        est = max(cuda.estimate_call_seconds(fn, dev, flush), 1e-7)
+        flush = kind.flush_buffer(dev) if cfg.cache == "cold" else None
+        est = max(kind.estimate_call_seconds(fn, dev, flush), 1e-7)
         warm = max(cfg.min_warmup_calls, math.ceil(cfg.warmup_seconds / est))
         for _ in range(warm):
             fn()
@@ -136,13 +135,13 @@ class Timer:
         per_sample = est * number
         reps = max(cfg.min_reps, math.ceil(cfg.min_time / per_sample))
         reps = min(reps, cfg.max_reps, max(cfg.min_reps, int(cfg.max_time / per_sample)))
-        samples = cuda.time_with_events(fn, dev, reps, flush, number)
+        samples = kind.time_events(fn, dev, reps, flush, number)
         return Measurement(
             samples=tuple(samples),
             calls_per_sample=number,
             warmup_calls=warm + 5,
             total_seconds=time.perf_counter() - t_begin,
-            clock="cuda_event",
+            clock=kind.clock_name(dev),
             meta={"cache": cfg.cache, "min_reps": cfg.min_reps, "max_time": cfg.max_time},
         )
 
@@ -161,25 +160,17 @@ def time_burst(
 ) -> float:
     """Seconds per call over ``calls`` back-to-back calls, the device waited for once at the end.
 
-    What a training window or a burst of collectives is timed with: CUDA events on
-    CUDA, the host clock and a device synchronisation elsewhere (mps, xpu: the queued
-    work must be done before the clock is read).
+    What a training window or a burst of collectives is timed with: device events where the device's kind
+    has them, else the host clock around one synchronisation (the queued work must be done before the clock
+    is read).
     """
-    if device.type == "cuda":
-        from accelbench.devices import cuda
+    from accelbench.devices.kind import kind_of
 
-        return cuda.time_burst(fn, device, calls)
-    from accelbench.devices import synchronize
-
-    t0 = clock()
-    for _ in range(calls):
-        fn()
-    synchronize(device)
-    return (clock() - t0) / 1e9 / calls
+    return kind_of(device).time_burst(fn, device, calls, clock)
 
 
 def clock_name(device: "torch.device") -> str:
     """How :func:`time_burst` read the time on ``device``, for the record."""
-    if device.type == "cuda":
-        return "cuda_event"
-    return "perf_counter_ns" if device.type == "cpu" else f"perf_counter_ns+{device.type}_synchronize"
+    from accelbench.devices.kind import kind_of
+
+    return kind_of(device).clock_name(device)

@@ -242,7 +242,8 @@ def closest(ms: list[Match], n: int | None = None) -> list[Match]:
 
 
 def ratio_rows(accelerators: tuple[str, str]) -> list[Reference]:
-    """Published ratios between two accelerators a user holds (seed 000's V100-PCIe over T4), either way round."""
+    """Published ratios between two accelerators a user holds (MLPerf Training v0.5's V100-PCIe over T4), either
+    way round."""
     a, b = accelerators
     out = []
     for ref in select():

@@ -1,8 +1,10 @@
 """Published results shipped with the package, each with the place a reader can open to check it.
 
-``data/reference_results.csv`` holds the seeds' own tables and Lambda's PyTorch training throughput (see
-``data/README.md`` for the columns). Rows are facts as published: a row whose figure is a ratio between
-two accelerators (seed 000's V100-PCIe over T4) is kept, and flagged, never turned into an absolute figure.
+``data/reference_results.csv`` holds four articles' tables, MLPerf Inference submissions and Lambda's PyTorch
+training throughput (see ``data/README.md`` for the columns; a row names its source by title, publisher and date,
+never by a local file name). Rows are facts as published: a row whose figure is a ratio between two accelerators
+(Dell's MLPerf Training v0.5 V100-PCIe over T4) is kept, and flagged (its unit, ``x ...``), never turned into an
+absolute figure.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class Reference:
 
     @property
     def per_usd_hour(self) -> float | None:
-        """Seed 003's figure: the rate per USD/h of the machine, where the source gave its price."""
+        """The TPUv2 vs V100 study's figure: the rate per USD/h of the machine, where the source gave its price."""
         if self.price_usd_per_hour and self.unit.endswith("/s"):
             return self.value / self.price_usd_per_hour
         return None

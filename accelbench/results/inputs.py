@@ -1,4 +1,5 @@
-"""Synthetic against real data, as seed 003's table: the same training on both, the ratio, the input-bound share.
+"""Synthetic against real data, as the TPUv2 vs V100 study's table: the same training on both, the ratio, the
+input-bound share.
 
 Records that differ only in ``data`` (and the pipeline's own settings) pair up, per device count: what
 the real input pipeline cost this machine is real / synthetic, and how much of each step waited for data

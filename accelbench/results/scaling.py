@@ -1,4 +1,5 @@
-"""Scaling over device counts, as seed 001's table: throughput, speedup over one device, efficiency.
+"""Scaling over device counts, as the 4x Quadro RTX 8000 tf_cnn_benchmarks article's table (2020): throughput,
+speedup over one device, efficiency.
 
 Records of the same workload (every parameter equal but ``nproc``/``nnodes``
 and the run's context: threads, seeds, verdict) form one series; speedup is

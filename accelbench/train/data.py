@@ -2,8 +2,8 @@
 
 tf_cnn_benchmarks measured synthetic and real ImageNet side by side for one reason: the input pipeline
 (decoding, augmentation, copying) costs each machine a different share of its step, and that share can
-change a ranking (seed 003: four V100s lost 9% on real data, four TPUv2 12%). The pipeline is the one a
-user writes: torchvision's ``ImageFolder`` (PIL decoding), the model's standard training augmentation,
+change a ranking (the TPUv2 vs V100 study: four V100s lost 9% on real data, four TPUv2 12%). The pipeline is
+the one a user writes: torchvision's ``ImageFolder`` (PIL decoding), the model's standard training augmentation,
 a ``DataLoader`` with worker processes, pinned memory and non-blocking copies on CUDA, prefetching, and a
 ``DistributedSampler`` shard per rank. The step takes the next batch as it would in training; the time it
 waits for it is measured on the host and reported per window as the input-bound share.

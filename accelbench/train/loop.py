@@ -211,14 +211,15 @@ class PeakMemory:
         self.method = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._kind: Any = None  # the device kind whose statistics are read, where it keeps them
 
     def __enter__(self) -> "PeakMemory":
-        if self.device.type == "cuda":
-            import torch
+        from accelbench.devices.kind import kind_of
 
-            torch.cuda.reset_peak_memory_stats(self.device)
-            self.start = torch.cuda.memory_allocated(self.device)
-            self.method = "torch.cuda.max_memory_allocated"
+        kind = kind_of(self.device)
+        start = kind.reset_peak_memory(self.device)
+        if start is not None:  # the device keeps its own statistics
+            self.start, self.method, self._kind = start, kind.memory_method() or kind.name, kind
             return self
         import psutil
 
@@ -245,10 +246,8 @@ class PeakMemory:
         return max(0, self.peak - self.start)
 
     def __exit__(self, *exc: object) -> None:
-        if self.device.type == "cuda":
-            import torch
-
-            self.peak = torch.cuda.max_memory_allocated(self.device)
+        if self._kind is not None:
+            self.peak = self._kind.peak_memory(self.device) or 0
         elif self.method.startswith("VmHWM"):
             self.peak = max(self.peak, _rss_peak())
         elif self._thread is not None:
@@ -303,7 +302,6 @@ def freed(device: "torch.device") -> Iterator[None]:
         import gc
 
         gc.collect()
-        if device.type == "cuda":
-            import torch
+        from accelbench.devices.kind import kind_of
 
-            torch.cuda.empty_cache()
+        kind_of(device).release_memory(device)

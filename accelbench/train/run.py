@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Iterator
 
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
@@ -56,7 +57,7 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     prep = prepare(params)
     device = prep.device
     info = workload_class(params.model).info
-    record: dict[str, Any] = params.to_dict() | {"device": device.type, "display_every": params.window}
+    record: dict[str, Any] = params.to_dict() | {"device": kind_of(device).name, "display_every": params.window}
     peak_precision = loop.PEAK_PRECISION[params.precision]
     skip_if(precision_reason(device, peak_precision, params.emulated), record)
     batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
@@ -149,8 +150,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         if params.compile:
             ctx.progress("compiling")
             trainer.model = loop.compiled(model, params)
-        gpu = (device.index or 0) if device.type == "cuda" else None
-        with ConditionsMonitor(threads, gpu) as monitor, loop.PeakMemory(device) as mem:
+        with ConditionsMonitor(threads, kind_of(device).monitored(device)) as monitor, loop.PeakMemory(device) as mem:
             measurement, last_loss = loop.run_windows(
                 trainer,
                 params,

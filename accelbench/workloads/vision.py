@@ -1,4 +1,4 @@
-"""Image classification: the tf_cnn_benchmarks set of seed 001, from torchvision and timm.
+"""Image classification: the tf_cnn_benchmarks set of the 4x Quadro RTX 8000 article (2020), from torchvision and timm.
 
 Models are created with random weights (``weights=None`` / ``pretrained=False``):
 nothing is downloaded. ResNet-50 from torchvision is v1.5 (stride 2 in the 3x3

@@ -1,0 +1,247 @@
+"""The device seam: everything accelbench asks of an accelerator, answered by one small class per kind.
+
+Families, the kit, the timer and serving never test a device's type: they ask its kind (``kind_of(device)``)
+how many devices there are, how to make one current and wait for it, how to time it, what memory it used,
+which collective backend its ranks join, which precisions it runs, and who reads its clocks and energy. A new
+accelerator is one module that subclasses :class:`DeviceKind` and calls :func:`register`; the base class
+answers as a host device does (no events, no device memory statistics, gloo), so a kind overrides only what
+its hardware adds.
+
+Kinds are matched by ``torch.device.type`` and, where two kinds share one (a HIP build of torch answers
+``torch.cuda`` for AMD GPUs), by :meth:`DeviceKind.claims`, the most recently registered first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+if TYPE_CHECKING:
+    import torch
+
+
+class DeviceKind:
+    """A kind of device, answered as a host device would be; subclasses override what their hardware adds."""
+
+    #: the kind's name in records and messages ("cuda", "rocm", "xpu", ...)
+    name: ClassVar[str] = "cpu"
+    #: ``torch.device.type`` of its devices
+    torch_type: ClassVar[str] = "cpu"
+    #: who makes it, for the record and ``accelbench system``
+    vendor: ClassVar[str] = ""
+    #: a discrete accelerator (its own memory, a queue to wait for), as opposed to the host
+    accelerator: ClassVar[bool] = False
+    #: collective backend its ranks join (torch.distributed)
+    dist_backend: ClassVar[str] = "gloo"
+    #: the device-class key of published per-device batch sizes ("gpu" or "cpu")
+    batch_class: ClassVar[str] = "cpu"
+    #: optimizers' fused implementations exist for it (``torch.optim.AdamW(fused=True)``)
+    fused_optimizer: ClassVar[bool] = False
+    #: host memory pinned for copies to it pays off
+    pin_memory: ClassVar[bool] = False
+    #: it can capture and replay a graph of kernels (CUDA graphs)
+    graphs: ClassVar[bool] = False
+
+    # -- presence -------------------------------------------------------------------------------------------
+
+    def claims(self, device: "torch.device") -> bool:
+        """Whether a device of type ``torch_type`` is this kind (two kinds may share one type)."""
+        return device.type == self.torch_type
+
+    def unavailable(self) -> str | None:
+        """Why no device of this kind can be used here (no hardware, a torch built without it), or None."""
+        return None
+
+    def count(self) -> int:
+        """Devices of this kind on this machine."""
+        return 1
+
+    def resolve(self, index: int | None) -> "torch.device":
+        """The ``torch.device`` a user's name means, its index filled in for an indexed kind."""
+        import torch
+
+        return torch.device(self.torch_type) if index is None else torch.device(self.torch_type, index)
+
+    def make_current(self, device: "torch.device") -> None:
+        """Make ``device`` the process's current device of its kind (allocations without an index land there)."""
+
+    def label(self, device: "torch.device") -> str:
+        """A human name: the accelerator's marketing name, the CPU's model."""
+        return str(device)
+
+    def record_name(self, device: "torch.device | None" = None) -> str:
+        """The device as a record names it, and as ``--device`` accepts it again: torch's name where it is the
+        kind's ("cuda:0", "cpu"), else the kind's ("rocm:0" for an AMD GPU that torch calls cuda:0)."""
+        index = getattr(device, "index", None)
+        if device is not None and self.name == device.type:
+            return str(device)
+        return self.name if index is None else f"{self.name}:{index}"
+
+    # -- time -------------------------------------------------------------------------------------------------
+
+    def synchronize(self, device: "torch.device") -> None:
+        """Wait for the work queued on ``device``; the host runs synchronously."""
+
+    #: whether the kind times with device events (:meth:`time_events`; else the host clock around a
+    #: synchronisation), and flushes its cache between cold samples (:meth:`flush_buffer`)
+    event_timing: ClassVar[bool] = False
+
+    def flush_buffer(self, device: "torch.device") -> "torch.Tensor | None":
+        """A buffer larger than the device's last-level cache, zeroed between cold samples (None: no flush)."""
+        return None
+
+    def estimate_call_seconds(self, fn: Callable[[], object], device: "torch.device", flush: Any) -> float:
+        """Rough seconds per call (the flush included), timed on the device, to size warm-up and repetitions."""
+        raise NotImplementedError(f"{self.name} has no event timing")
+
+    def time_events(
+        self, fn: Callable[[], object], device: "torch.device", reps: int, flush: Any, calls: int = 1
+    ) -> list[float]:
+        """Seconds per call of ``reps`` samples, each ``calls`` calls between a pair of device events."""
+        raise NotImplementedError(f"{self.name} has no event timing")
+
+    def time_graph_replay(
+        self, fn: Callable[[], object], device: "torch.device", reps: int, flush: Any, calls: int = 1
+    ) -> list[float]:
+        """Per-call seconds of ``fn`` captured ``calls`` times in one graph, replayed ``reps`` times (``graphs``)."""
+        raise NotImplementedError(f"{self.name} cannot capture graphs")
+
+    def cache_bytes(self, device: "torch.device") -> int | None:
+        """The device's last-level cache, where it reports one (a memory-bandwidth test must exceed it)."""
+        return None
+
+    def time_burst(
+        self, fn: Callable[[], object], device: "torch.device", calls: int, clock: Callable[[], int]
+    ) -> float:
+        """Seconds per call over ``calls`` back-to-back calls, the device waited for once, at the end."""
+        t0 = clock()
+        for _ in range(calls):
+            fn()
+        self.synchronize(device)
+        return (clock() - t0) / 1e9 / calls
+
+    def clock_name(self, device: "torch.device") -> str:
+        """How :meth:`time_burst` read the time, for the record."""
+        return "perf_counter_ns" if not self.accelerator else f"perf_counter_ns+{self.name}_synchronize"
+
+    # -- memory ---------------------------------------------------------------------------------------------
+
+    def reset_peak_memory(self, device: "torch.device") -> int | None:
+        """Start counting peak memory; the bytes allocated now, or None where the device keeps no statistics."""
+        return None
+
+    def peak_memory(self, device: "torch.device") -> int | None:
+        """Peak bytes allocated since :meth:`reset_peak_memory`, or None."""
+        return None
+
+    def memory_method(self) -> str | None:
+        """What :meth:`peak_memory` reads, for the record."""
+        return None
+
+    def release_memory(self, device: "torch.device") -> None:
+        """Hand cached, unused memory back (between benchmarks in one process)."""
+
+    # -- precision, clocks, energy ----------------------------------------------------------------------------
+
+    def unsupported(self, device: "torch.device", precision: str) -> str | None:
+        """Why ``device`` cannot run ``precision`` at all (its arithmetic is absent), or None."""
+        if precision == "tf32":
+            return f"tf32 is an NVIDIA Tensor Core mode; the {self.name} device has no tf32"
+        if precision in ("int8", "fp8") and self.accelerator:
+            return f"{precision} GEMM is only measured on CUDA and CPU, not on {self.name}"
+        return None
+
+    def monitored(self, device: "torch.device") -> int | None:
+        """The index its clock, throttle and energy readers know this device by, or None (not monitored)."""
+        return None
+
+    def facts(self) -> dict[str, Any]:
+        """What ``accelbench system`` shows of this kind: its devices, or why there are none."""
+        why = self.unavailable()
+        return {"kind": self.name, "vendor": self.vendor, "devices": 0 if why else self.count(), "unavailable": why}
+
+
+#: every kind, the most recently registered first (a specialisation shadows the kind it refines)
+_KINDS: list[DeviceKind] = []
+
+
+def register(kind: DeviceKind) -> DeviceKind:
+    """Add a kind (a test's fake one too); a kind of the same name is replaced."""
+    _KINDS[:] = [k for k in _KINDS if k.name != kind.name]
+    _KINDS.insert(0, kind)
+    return kind
+
+
+def unregister(name: str) -> None:
+    _KINDS[:] = [k for k in _KINDS if k.name != name]
+
+
+def kinds() -> list[DeviceKind]:
+    _builtin()
+    return list(_KINDS)
+
+
+def kind_of(device: "torch.device | str") -> DeviceKind:
+    """The kind that answers for ``device`` (a ``torch.device``, or a type name such as ``"cuda"``)."""
+    import torch
+
+    _builtin()
+    dev = torch.device(device) if isinstance(device, str) else device
+    for k in _KINDS:
+        if k.claims(dev):
+            return k
+    return _HOST
+
+
+def by_name(name: str) -> DeviceKind | None:
+    """The kind a user names (``--device rocm`` is spelled ``cuda`` to torch; both find the AMD kind there)."""
+    _builtin()
+    return next((k for k in _KINDS if k.name == name), None)
+
+
+_HOST = DeviceKind()
+_LOADED = False
+
+
+def _builtin() -> None:
+    """Register the kinds shipped with accelbench, once, after any a test registered first (imported lazily:
+    naming a device needs no torch)."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    from accelbench.devices import cpu, cuda, mps, rocm, xpu
+
+    for module in (rocm, cuda, xpu, mps, cpu):  # rocm before cuda: it claims torch.cuda devices of a HIP build
+        if not any(k.name == module.KIND.name for k in _KINDS):
+            _KINDS.append(module.KIND)
+    for name in _extra_modules():  # a kind of one's own: its module's KIND, ahead of the shipped ones
+        register(_load(name))
+
+
+#: modules (comma-separated) whose ``KIND`` is a device kind to add; inherited by every process accelbench starts
+ENV = "ACCELBENCH_DEVICE_KINDS"
+#: the entry-point group a package declares its device kinds in (``module:KIND`` or a module with ``KIND``)
+ENTRY_POINTS = "accelbench.device_kinds"
+
+
+def _extra_modules() -> list[str]:
+    import os
+    from importlib.metadata import entry_points
+
+    named = [m.strip() for m in os.environ.get(ENV, "").split(",") if m.strip()]
+    return named + [ep.value for ep in entry_points(group=ENTRY_POINTS)]
+
+
+def _load(spec: str) -> DeviceKind:
+    import importlib
+
+    from accelbench.errors import UsageError
+
+    module, _, attr = spec.partition(":")
+    try:
+        kind = getattr(importlib.import_module(module), attr or "KIND")
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"cannot load the device kind {spec!r} ({ENV} or entry point): {exc}") from None
+    if not isinstance(kind, DeviceKind):
+        raise UsageError(f"{spec!r} is not a DeviceKind instance (accelbench.devices.kind.DeviceKind)")
+    return kind

@@ -1,0 +1,41 @@
+"""Apple GPUs as a device kind, through ``torch.mps``: one device, synchronised by ``torch.mps.synchronize``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from accelbench.devices.kind import DeviceKind
+
+if TYPE_CHECKING:
+    import torch
+
+
+class MpsKind(DeviceKind):
+    name = "mps"
+    torch_type = "mps"
+    vendor = "Apple"
+    accelerator = True
+    batch_class = "gpu"
+
+    def unavailable(self) -> str | None:
+        import torch
+
+        return None if torch.backends.mps.is_available() else "torch sees no Apple GPU (MPS)"
+
+    def count(self) -> int:
+        return 0 if self.unavailable() else 1
+
+    def synchronize(self, device: "torch.device") -> None:
+        import torch
+
+        torch.mps.synchronize()
+
+    def unsupported(self, device: "torch.device", precision: str) -> str | None:
+        if precision == "tf32":
+            return "tf32 is an NVIDIA Tensor Core mode; the mps device has no tf32"
+        if precision in ("int8", "fp8"):
+            return f"{precision} GEMM is only measured on CUDA and CPU, not on mps"
+        return None
+
+
+KIND = MpsKind()

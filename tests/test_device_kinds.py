@@ -1,0 +1,126 @@
+"""The device seam: a kind of one's own runs every family end to end from its own module, and the AMD and Intel
+kinds answer through fakes of their documented APIs (torch's HIP build, ``torch.xpu``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from conftest import run_cli
+
+from accelbench.devices import resolve_device
+from accelbench.devices.kind import kind_of
+from accelbench.errors import UsageError
+
+TESTS = Path(__file__).parent
+
+
+def test_a_kind_of_ones_own_runs_a_gemm_a_training_step_and_loadgen(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """``tests/fake_kind.py`` is the only code of the fakeaccel kind: no edit anywhere else runs it."""
+    log = tmp_path / "fake.log"
+    env = cli_env | {
+        "ACCELBENCH_DEVICE_KINDS": "fake_kind",
+        "FAKE_KIND_LOG": str(log),
+        "PYTHONPATH": os.pathsep.join([str(TESTS), cli_env.get("PYTHONPATH", "")]),
+    }
+    small = ["--device", "fakeaccel", "--threads", "1", "--json"]
+    runs = {
+        "gemm": ["kernels", "gemm", "--m", "64", "--n", "64", "--k", "64", "--min-time", "0.05", "--max-time", "0.3"],
+        "train": ["train", "resnet18", "--scale", "tiny", "--batch-size", "4", "--warmup", "1", "--num-batches", "4"],
+        "infer": ["infer", "resnet18", "--scale", "tiny", "--batch-size", "4"],
+    }
+    records = {}
+    for name, args in runs.items():
+        out = run_cli(args + small, env, tmp_path, process=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        [records[name]] = json.loads(out.stdout)["results"]
+    for name, r in records.items():
+        assert r["status"] == "ok", (name, r.get("error"), r.get("reason"))
+        assert r["params"]["device"] == "fakeaccel", name
+    assert records["gemm"]["measurement"]["clock"] == "perf_counter_ns+fakeaccel_synchronize"
+    assert records["train"]["details"]["memory"]["method"] == "fake counter"
+    asked = log.read_text().split()
+    assert asked.count("synchronize") > 10 and "reset_peak_memory" in asked
+
+
+def test_an_amd_gpu_is_the_rocm_kind_on_a_hip_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A HIP build of torch answers torch.cuda for AMD GPUs and says so in torch.version.hip."""
+    arch = {"name": "gfx942:sramecc+:xnack-"}
+    monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "AMD Instinct MI300X")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(gcnArchName=arch["name"]))
+    gpu = torch.device("cuda", 1)
+    kind = kind_of(gpu)
+    assert kind.name == "rocm" and kind.vendor == "AMD" and kind.dist_backend == "nccl"  # RCCL answers as nccl
+    assert kind.record_name(gpu) == "rocm:1" and kind.label(gpu) == "AMD Instinct MI300X"
+    assert resolve_device("rocm:1") == gpu and kind_of(resolve_device("cuda")).name == "rocm"
+    assert "NVIDIA Tensor Core mode" in kind.unsupported(gpu, "tf32")
+    assert kind.unsupported(gpu, "fp8") is None and kind.unsupported(gpu, "bf16") is None
+    arch["name"] = "gfx90a:sramecc+:xnack-"  # MI250X: bf16, no fp8
+    assert kind.unsupported(gpu, "bf16") is None and "CDNA 3" in kind.unsupported(gpu, "fp8")
+    with pytest.raises(UsageError, match="has 2 rocm device"):
+        resolve_device("rocm:2")
+
+
+class FakeXpu:
+    """``torch.xpu``'s documented surface, as far as accelbench asks it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.peak = 0
+
+    def is_available(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return 1
+
+    def current_device(self) -> int:
+        return 0
+
+    def set_device(self, device: object) -> None:
+        self.calls.append("set_device")
+
+    def get_device_name(self, device: object = None) -> str:
+        return "Intel(R) Data Center GPU Max 1550"
+
+    def synchronize(self, device: object = None) -> None:
+        self.calls.append("synchronize")
+
+    def reset_peak_memory_stats(self, device: object = None) -> None:
+        self.peak = 100
+
+    def memory_allocated(self, device: object = None) -> int:
+        return 100
+
+    def max_memory_allocated(self, device: object = None) -> int:
+        return self.peak + 4096
+
+    def empty_cache(self) -> None:
+        self.calls.append("empty_cache")
+
+
+def test_an_intel_gpu_answers_through_torch_xpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accelbench.measure.timer import Timer, TimerConfig
+    from accelbench.train.loop import PeakMemory
+
+    fake = FakeXpu()
+    monkeypatch.setattr(torch, "xpu", fake, raising=False)
+    device = resolve_device("xpu")
+    kind = kind_of(device)
+    assert device == torch.device("xpu", 0) and kind.name == "xpu" and kind.dist_backend == "xccl"
+    assert kind.label(device) == "Intel(R) Data Center GPU Max 1550" and kind.record_name(device) == "xpu:0"
+    kind.make_current(device)
+    m = Timer(lambda: None, device, TimerConfig(warmup_seconds=0, min_reps=3, min_time=0, max_time=0.05)).measure()
+    assert m.clock == "perf_counter_ns+xpu_synchronize" and fake.calls.count("synchronize") >= 3
+    with PeakMemory(device) as mem:
+        pass
+    assert mem.method == "torch.xpu.max_memory_allocated" and mem.growth == 4096
+    assert "set_device" in fake.calls
