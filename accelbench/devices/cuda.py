@@ -120,6 +120,7 @@ class CudaKind(DeviceKind):
     fused_optimizer = True
     pin_memory = True
     graphs = True
+    jpeg_decode = True
 
     def claims(self, device: "torch.device") -> bool:
         import torch

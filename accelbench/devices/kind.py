@@ -40,6 +40,8 @@ class DeviceKind:
     pin_memory: ClassVar[bool] = False
     #: it can capture and replay a graph of kernels (CUDA graphs)
     graphs: ClassVar[bool] = False
+    #: torchvision decodes JPEG on it (``decode_jpeg(..., device=...)``: nvJPEG on NVIDIA GPUs)
+    jpeg_decode: ClassVar[bool] = False
 
     # -- presence -------------------------------------------------------------------------------------------
 

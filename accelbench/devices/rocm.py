@@ -20,6 +20,7 @@ FP8_ARCHS = ("gfx940", "gfx941", "gfx942", "gfx950", "gfx1200", "gfx1201")
 class RocmKind(CudaKind):
     name = "rocm"
     vendor = "AMD"
+    jpeg_decode = False  # torchvision's device decoding is nvJPEG
 
     def claims(self, device: "torch.device") -> bool:
         import torch
