@@ -124,3 +124,41 @@ def test_an_intel_gpu_answers_through_torch_xpu(monkeypatch: pytest.MonkeyPatch)
         pass
     assert mem.method == "torch.xpu.max_memory_allocated" and mem.growth == 4096
     assert "set_device" in fake.calls
+
+
+VENDORS = {"cuda", "rocm", "hip", "xpu", "mps"}
+
+
+def _strings(node: object) -> list[str]:
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [s for e in node.elts for s in _strings(e)]
+    return []
+
+
+def vendor_branches(root: Path) -> list[str]:
+    """Comparisons (``==``, ``in``, ``startswith``) with a device kind's name, outside ``devices/``."""
+    import ast
+
+    hits = []
+    for py in sorted(root.rglob("*.py")):
+        if "devices" in py.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(py.read_text())):
+            if isinstance(node, ast.Compare):
+                values = [s for o in (node.left, *node.comparators) for s in _strings(o)]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("startswith", "endswith"):
+                values = [s for a in node.args for s in _strings(a)]
+            else:
+                continue
+            if any(v.split(":")[0] in VENDORS for v in values):
+                hits.append(f"{py.relative_to(root.parent)}:{node.lineno}")
+    return hits
+
+
+def test_no_vendor_branch_outside_the_device_seam() -> None:
+    """Families, kit, measure and serving ask the device's kind; only ``devices/`` knows a vendor's name."""
+    assert vendor_branches(Path(__file__).parent.parent / "accelbench") == []
