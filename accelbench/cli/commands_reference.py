@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
         "reference",
         help="published results (with their sources) and dated cloud prices to hold this machine against",
         description=(
-            "List the published results shipped with accelbench: the seed articles' tables (tf_cnn_benchmarks on "
+            "List the published results shipped with accelbench: four published articles' tables (tf_cnn_benchmarks on "
             "Quadro RTX 8000, TPUv2 vs V100 with prices, MLPerf v0.5 V100-PCIe/T4 ratios, DAWNBench), Lambda's "
             "PyTorch training throughput (RTX 8000 to H100, 1-8 GPUs) and MLPerf Inference v4.0 ResNet-50 Offline "
             "and Server submissions, each with the place it was read from and the fields that decide "

@@ -106,7 +106,7 @@ def _chart(like: list[Match], n: int) -> Chart | None:
     if not refs:
         return None
     names = [f"{x.accelerator} x{x.count} ({x.precision})" for x in refs]
-    # two rows of one accelerator (Lambda's and a seed's, synthetic and real data) must not share a label
+    # two rows of one accelerator (Lambda's and an article's, synthetic and real data) must not share a label
     names = charts.distinct(names, [f"{x.source}, {x.data}" for x in refs])
     bars = [charts.Bar("this machine", m.value / devices)]
     bars += [charts.Bar(name, x.per_device or 0.0) for name, x in zip(names, refs, strict=True)]
