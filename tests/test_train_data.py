@@ -57,16 +57,17 @@ def test_bad_data_input_names_the_layout(tmp_path: Path) -> None:
         ({"data_only": True}, "--data-only times the real input pipeline"),
         ({"decode": "cuda"}, "--decode sets up the real input pipeline: add --data-dir"),
         ({"workers": 2}, "--workers sets up the real input pipeline: add --data-dir"),
-        ({"data": "real", "data_dir": "CIFAR", "decode": "cuda"}, "--decode cuda decodes JPEG files.*cifar10"),
+        ({"data": "real", "data_dir": "CIFAR", "decode": "cuda"}, "--decode device decodes JPEG files.*cifar10"),
+        ({"data": "real", "data_dir": "CIFAR", "decode": "device"}, "--decode device decodes JPEG files.*cifar10"),
         (
             {"data": "real", "data_dir": "IMAGES", "decode": "gpu"},
-            "unknown decode .gpu.: choose one of auto, cpu, cuda; did you mean cuda",
+            "unknown decode .gpu.: choose one of auto, cpu, device, cuda; did you mean cuda",
         ),
     ):
         if params.get("data_dir") == "CIFAR":
             from tta_fixtures import write_cifar
 
-            params["data_dir"] = str(write_cifar(tmp_path / "cifar"))
+            params["data_dir"] = str(write_cifar(tmp_path / f"cifar-{params['decode']}"))
         if params.get("data_dir") == "IMAGES":
             params["data_dir"] = str(image_folders(tmp_path / "imgs"))
         with pytest.raises(UsageError, match=words):
@@ -98,7 +99,7 @@ def test_synthetic_and_real_side_by_side_from_the_command_line(tmp_path: Path, c
     gpu = run_cli(
         ["train", "resnet18", "--data-dir", str(data), "--decode", "cuda", "--device", "cpu"], cli_env, tmp_path
     )
-    assert gpu.returncode == 2 and "--decode cuda decodes JPEGs on the GPU" in gpu.stderr
+    assert gpu.returncode == 2 and "--decode device decodes JPEGs on the GPU" in gpu.stderr
 
 
 @pytest.mark.parametrize("fmt", ["cifar10", "mnist", "movielens"])
@@ -161,8 +162,10 @@ def test_decoder_resolution_says_why_auto_stayed_on_the_cpu() -> None:
     if not torch.cuda.is_available():
         decoder, why = resolve("auto", torch.device("cuda"))
         assert decoder == "cpu" and why
-        with pytest.raises(BenchmarkSkipped, match="--decode cuda"):
-            resolve("cuda", torch.device("cuda"))
+        with pytest.raises(BenchmarkSkipped, match="--decode device"):
+            resolve("device", torch.device("cuda"))
+        with pytest.raises(BenchmarkSkipped, match="--decode device"):
+            resolve("cuda", torch.device("cuda"))  # the option's first name
 
 
 def test_an_unreadable_image_fails_in_one_line_naming_the_file(tmp_path: Path) -> None:

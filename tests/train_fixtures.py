@@ -14,7 +14,7 @@ from accelbench.workloads.base import ModelInfo, Workload
 class WideMLP(Workload):
     """About 1 MB of activations and gradients per sample, so memory grows visibly with the batch."""
 
-    info = ModelInfo("wide-mlp", "test", "rows", "(batch, 256)", default_batch={"cpu": 8, "cuda": 8})
+    info = ModelInfo("wide-mlp", "test", "rows", "(batch, 256)", default_batch={"cpu": 8, "gpu": 8})
 
     def build(self, scale):
         return torch.nn.Sequential(torch.nn.Linear(256, 65536), torch.nn.ReLU(), torch.nn.Linear(65536, 2))
@@ -30,7 +30,7 @@ class WideMLP(Workload):
 class OomAbove64(Workload):
     """Raises torch's out-of-memory error for batches over 64, as a GPU would."""
 
-    info = ModelInfo("oom-above-64", "test", "rows", "(batch, 8)", default_batch={"cpu": 16, "cuda": 16})
+    info = ModelInfo("oom-above-64", "test", "rows", "(batch, 8)", default_batch={"cpu": 16, "gpu": 16})
 
     def build(self, scale):
         return torch.nn.Linear(8, 2)
@@ -52,7 +52,7 @@ class NotAWorkload:
 class DiesOnRank1(OomAbove64):
     """Rank 1 of a distributed run dies in its first step, as a crashed GPU worker would."""
 
-    info = ModelInfo("dies-on-rank-1", "test", "rows", "(batch, 8)", default_batch={"cpu": 8, "cuda": 8})
+    info = ModelInfo("dies-on-rank-1", "test", "rows", "(batch, 8)", default_batch={"cpu": 8, "gpu": 8})
 
     def loss(self, model, batch):
         import os

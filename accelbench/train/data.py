@@ -4,9 +4,10 @@ tf_cnn_benchmarks measured synthetic and real ImageNet side by side for one reas
 (decoding, augmentation, copying) costs each machine a different share of its step, and that share can
 change a ranking (the TPUv2 vs V100 study: four V100s lost 9% on real data, four TPUv2 12%). The pipeline is
 the one a user writes: torchvision's ``ImageFolder`` (PIL decoding), the model's standard training augmentation,
-a ``DataLoader`` with worker processes, pinned memory and non-blocking copies on CUDA, prefetching, and a
-``DistributedSampler`` shard per rank. The step takes the next batch as it would in training; the time it
-waits for it is measured on the host and reported per window as the input-bound share.
+a ``DataLoader`` with worker processes, pinned memory and non-blocking copies where the device's kind gains
+from them (its ``pin_memory``: CUDA, ROCm, XPU), prefetching, and a ``DistributedSampler`` shard per rank.
+The step takes the next batch as it would in training; the time it waits for it is measured on the host and
+reported per window as the input-bound share.
 """
 
 from __future__ import annotations
@@ -62,13 +63,16 @@ class Pipeline:
                 self._it, self.epoch = None, self.epoch + 1
 
     def feeder(self, device: "torch.device", convert: Callable[[Any], Any]) -> Callable[[], Any]:
-        """The next batch on ``device`` (non-blocking from pinned memory on CUDA), converted as the model wants."""
-        cuda = device.type == "cuda"
+        """The next batch on ``device`` (non-blocking from pinned memory where its kind pins), converted as the
+        model wants."""
+        from accelbench.devices.kind import kind_of
+
+        non_blocking = kind_of(device).pin_memory
 
         def feed() -> Any:
             t0 = time.perf_counter()
             raw = self._next()
-            batch = self.finish(raw) if self.finish else tuple(t.to(device, non_blocking=cuda) for t in raw)
+            batch = self.finish(raw) if self.finish else tuple(t.to(device, non_blocking=non_blocking) for t in raw)
             self.waited += time.perf_counter() - t0
             self.batches += 1
             return convert(batch)
@@ -97,7 +101,7 @@ def open_pipeline(
     if fmt == "imagefolder":
         size, classes = workload.size(params.scale), workload.classes(params.scale)
         decoder, fallback = resolve(params.decode, device)
-        if decoder == "cuda":
+        if decoder == "device":
             data, setup, finish = _encoded_folder(params.data_dir, size, classes, device)
         else:
             data, setup = _image_folder(params.data_dir, size, classes)
@@ -117,7 +121,8 @@ def open_pipeline(
 
 
 def _encoded_folder(data_dir: str, size: int, classes: int, device: "torch.device") -> tuple[Any, dict, Any]:
-    """The files' bytes from the workers, decoded (nvJPEG) and augmented on ``device`` by the step's feeder."""
+    """The files' bytes from the workers, decoded (nvJPEG on NVIDIA) and augmented on ``device`` by the step's
+    feeder."""
     from accelbench.infer.datasets import IMAGE_SUFFIXES
     from accelbench.train.datasets import image_root
 
@@ -173,15 +178,18 @@ def _loader(
     world: int,
     collate_fn: Callable[[Any], Any] | None = None,
 ) -> Pipeline:
-    """A DataLoader as a user sets one up: workers, prefetching, pinned memory on CUDA, a shard per rank."""
+    """A DataLoader as a user sets one up: workers, prefetching, pinned memory where the device's kind pins, a
+    shard per rank."""
     import torch
+
+    from accelbench.devices.kind import kind_of
 
     sampler = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler
 
         sampler = DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, drop_last=True)
-    pin = device.type == "cuda"
+    pin = kind_of(device).pin_memory
     loader = torch.utils.data.DataLoader(
         data,
         batch_size=batch,

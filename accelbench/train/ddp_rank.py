@@ -15,11 +15,18 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import set_numeric_mode
 from accelbench.kit.ranks import Rank, rank_main
 from accelbench.train import loop
 from accelbench.train.specs import TrainParams
 from accelbench.workloads import workload_class
+
+
+def device_ids(device: torch.device) -> list[int] | None:
+    """DDP's ``device_ids``: the one accelerator device a rank owns (its local rank's); None on the host, and for
+    a kind whose tensors live in host memory (an unindexed device), as DDP requires of a CPU module."""
+    return [device.index] if kind_of(device).accelerator and device.index is not None else None
 
 
 def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
@@ -29,7 +36,7 @@ def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
     workload = workload_class(params.model)()
     set_numeric_mode(device, params.precision)  # as prepare() does for one device: the scaling table's points agree
     model = loop.prepare_model(workload, params, device)
-    ddp = DistributedDataParallel(model, device_ids=[rank.local_rank] if device.type == "cuda" else None)
+    ddp = DistributedDataParallel(model, device_ids=device_ids(device))
     trainer = loop.make_trainer(workload, ddp, params, device, payload["batch"])
     if params.data == "real":  # each rank reads its own shard (DistributedSampler)
         trainer.use_real_data(params, payload["batch"], payload["workers"], rank.rank, rank.world)

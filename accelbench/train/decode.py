@@ -1,11 +1,12 @@
-"""JPEG decoding on the training device: ``train --data real --decode cuda`` (nvJPEG via torchvision).
+"""JPEG decoding on the training device: ``train --data real --decode device`` (torchvision; nvJPEG on NVIDIA).
 
 On a GPU the CPU's decoding is the usual reason real data trails synthetic: a host with a few cores cannot
-decode and augment thousands of ImageNet JPEGs a second. torchvision decodes JPEG batches on the GPU
-(``torchvision.io.decode_jpeg(..., device="cuda")``, nvJPEG), so the loader workers only read the files'
-bytes and the decode and the augmentation (RandomResizedCrop, flip, normalize, as on the CPU path) run on
-the device, on the training stream: their time is inside the step. Files of other formats (PNG) are
-decoded on the CPU in the training process and augmented on the device with the rest.
+decode and augment thousands of ImageNet JPEGs a second. torchvision decodes JPEG batches on the devices of
+a kind that says so (``jpeg_decode``: ``torchvision.io.decode_jpeg(..., device=...)``, nvJPEG on NVIDIA
+GPUs), so the loader workers only read the files' bytes and the decode and the augmentation
+(RandomResizedCrop, flip, normalize, as on the CPU path) run on the device, on the training stream: their
+time is inside the step. Files of other formats (PNG) are decoded on the CPU in the training process and
+augmented on the device with the rest. ``--decode cuda``, the option's first name, still means ``device``.
 """
 
 from __future__ import annotations
@@ -18,17 +19,28 @@ from accelbench.errors import BenchmarkSkipped
 if TYPE_CHECKING:
     import torch
 
-DECODERS = ("auto", "cpu", "cuda")
+#: where JPEGs are decoded: the loader workers' CPUs, the training device, or the device where its kind can
+DECODERS = ("auto", "cpu", "device", "cuda")
+#: the names an earlier release gave a decoder, read as today's (the record names today's)
+DECODER_SYNONYMS = {"cuda": "device"}
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 #: RandomResizedCrop's defaults (torchvision), the same on both paths
 SCALE = (0.08, 1.0)
 RATIO = (3.0 / 4.0, 4.0 / 3.0)
 
 
+def decoder_name(decode: str) -> str:
+    """The decoder a user's ``--decode`` value names (``cuda`` is ``device``)."""
+    return DECODER_SYNONYMS.get(decode, decode)
+
+
 def device_decode_reason(device: "torch.device") -> str | None:
     """Why JPEGs cannot be decoded on ``device`` by this torchvision, or None; found by decoding one."""
-    if device.type != "cuda":
-        return f"torchvision decodes JPEG on CUDA devices only, not on {device.type}"
+    from accelbench.devices.kind import kind_of
+
+    kind = kind_of(device)
+    if not kind.jpeg_decode:
+        return f"torchvision decodes JPEG on NVIDIA GPUs (nvJPEG) only, not on the {kind.name} device"
     try:
         import torch
         from torchvision.io import decode_jpeg, encode_jpeg
@@ -41,14 +53,17 @@ def device_decode_reason(device: "torch.device") -> str | None:
 
 
 def resolve(decode: str, device: "torch.device") -> tuple[str, str | None]:
-    """The decoder that will run (``cpu`` or ``cuda``) and, when ``auto`` fell back to the CPU, why."""
-    if decode == "cpu" or (decode == "auto" and device.type != "cuda"):
+    """The decoder that will run (``cpu`` or ``device``) and, when ``auto`` fell back to the CPU, why."""
+    from accelbench.devices.kind import kind_of
+
+    decode = decoder_name(decode)
+    if decode == "cpu" or (decode == "auto" and not kind_of(device).jpeg_decode):
         return "cpu", None
     reason = device_decode_reason(device)
     if reason is None:
-        return "cuda", None
-    if decode == "cuda":
-        raise BenchmarkSkipped(f"--decode cuda: {reason}")
+        return "device", None
+    if decode == "device":
+        raise BenchmarkSkipped(f"--decode device: {reason}")
     return "cpu", reason
 
 

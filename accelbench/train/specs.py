@@ -7,7 +7,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
-from accelbench.train.decode import DECODERS
+from accelbench.train.decode import DECODERS, decoder_name
 
 #: the real input pipeline's settings as a synthetic record keeps them: unused, so at their defaults (a
 #: synthetic,real sweep hands both runs the same --data-dir, --workers and --decode)
@@ -56,8 +56,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     decode: str = opt(
         "auto",
         "with --data real on image class folders: where JPEGs are decoded: cpu (PIL in the DataLoader workers), "
-        "cuda (nvJPEG via torchvision, a batch per call, augmentation on the GPU), auto (cuda when training on a "
-        "GPU whose torchvision can, else cpu)",
+        "device (on the training device via torchvision, a batch per call, augmentation there: nvJPEG on NVIDIA "
+        "GPUs; cuda is the same), auto (device when training on one whose torchvision can, else cpu)",
         choices=DECODERS,
     )
     data_only: bool = opt(
@@ -76,6 +76,10 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     memory_cap: str = opt(
         "", "with --batch-size auto: treat more than this much memory (e.g. 4G) as out of memory", sweep=False
     )
+
+    def __post_init__(self) -> None:
+        # --decode cuda, the on-device decoder's first name, is read as today's: the record says what ran
+        object.__setattr__(self, "decode", decoder_name(self.decode))
 
     def validate(self) -> None:
         from accelbench.params import parse_size
@@ -122,8 +126,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                 what = RATINGS_LAYOUT if info.name == "ncf" else IMAGE_LAYOUTS
                 raise UsageError(f"--data real needs --data-dir DIR: {what}")
             fmt = data_format(info.name, info.domain, self.data_dir)  # a malformed folder: bad input, before a run
-            if self.decode == "cuda" and fmt != "imagefolder":
-                raise UsageError(f"--decode cuda decodes JPEG files; --data-dir {self.data_dir} holds {fmt} data")
+            if self.decode == "device" and fmt != "imagefolder":
+                raise UsageError(f"--decode device decodes JPEG files; --data-dir {self.data_dir} holds {fmt} data")
         elif self.data_only:  # --data-dir and --workers may ride along in a synthetic,real sweep: unused there
             raise UsageError("--data-only times the real input pipeline: it applies to --data real")
         elif not self.data_dir and (self.workers != -1 or self.decode != "auto"):
@@ -151,10 +155,20 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             from accelbench.kit.ranks import check_nproc
 
             check_nproc(self.nproc, device_type)
-        if self.data == "real" and self.decode == "cuda" and device_type != "cuda":
-            raise UsageError(f"--decode cuda decodes JPEGs on the GPU; use --decode cpu on the {device_type} device")
-        if self.precision == "tf32" and device_type != "cuda":
-            raise UsageError(f"tf32 is an NVIDIA Tensor Core mode; the {device_type} device cannot run it")
+        import torch
+
+        from accelbench.devices.kind import kind_of
+        from accelbench.devices.precision import unsupported_reason
+
+        kind = kind_of(device_type)
+        if self.data == "real" and self.decode == "device" and not kind.jpeg_decode:
+            raise UsageError(
+                f"--decode device decodes JPEGs on the GPU (torchvision: nvJPEG on NVIDIA GPUs); use --decode cpu "
+                f"on the {kind.name} device"
+            )
+        why = unsupported_reason(torch.device(device_type), "tf32") if self.precision == "tf32" else None
+        if why:
+            raise UsageError(f"--precision tf32: the {kind.name} device cannot run it ({why})")
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from torch.nn.parallel import DistributedDataParallel
 
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import set_numeric_mode
 from accelbench.kit.context import RunContext
 from accelbench.kit.ranks import Rank, rank_main
@@ -25,7 +26,9 @@ def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
     device = rank.device
     set_numeric_mode(device, precision_of(params, recipe(params.workload), device))  # as prepare() does
     job = make_job(params, device, RunContext(rank.log_dir, rank.progress), rank=rank.rank, world=rank.world)
-    job.wrap = lambda m: DistributedDataParallel(m, device_ids=[rank.local_rank] if device.type == "cuda" else None)
+    # the one accelerator device this rank owns; none on the host or for a kind whose tensors are in host memory
+    ids = [device.index] if kind_of(device).accelerator and device.index is not None else None
+    job.wrap = lambda m: DistributedDataParallel(m, device_ids=ids)
     runs = run_seeds(job, [int(s) for s in payload["seeds"]], rank.log_dir if rank.rank == 0 else None)
     info = {"batch": job.batch, "target": job.target, "max_epochs": job.max_epochs}
     info["precision"] = precision_of(params, job.recipe, device)

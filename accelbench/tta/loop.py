@@ -51,12 +51,14 @@ class SeedRun:
 
 
 def precision_of(params: TtaParams, recipe: Recipe, device: "torch.device") -> str:
-    """The precision a run trains in: the flag, or auto (the recipe's on a GPU, fp16 where bf16 is not native)."""
+    """The precision a run trains in: the flag, or auto (the recipe's on an accelerator, fp16 where bf16 is not
+    native; the host trains in fp32)."""
+    from accelbench.devices.kind import kind_of
     from accelbench.devices.precision import precision_reason
 
     if params.precision != "auto":
         return params.precision
-    if device.type != "cuda":
+    if not kind_of(device).accelerator:
         return "fp32"
     if precision_reason(device, recipe.gpu_precision):
         return "amp_fp16"

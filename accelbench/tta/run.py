@@ -36,6 +36,14 @@ def seed_list(params: TtaParams) -> list[int]:
     return [first + i for i in range(params.seeds)]
 
 
+def _recipe_batch(table: dict[str, int], device: Any) -> int:
+    """A recipe's per-device batch for ``device``'s batch class, the GPU's where the class has none, else 64."""
+    from accelbench.workloads.base import batch_class, by_batch_class
+
+    table = by_batch_class(table)
+    return table.get(batch_class(device), table.get("gpu", 64))
+
+
 def make_job(params: TtaParams, device: Any, ctx: RunContext, rank: int = 0, world: int = 1) -> Job:
     from accelbench.devices import device_label
 
@@ -49,7 +57,7 @@ def make_job(params: TtaParams, device: Any, ctx: RunContext, rank: int = 0, wor
         val=val,
         params=params,
         device=device,
-        batch=params.batch_size or r.batch_size.get(device.type, r.batch_size.get("cuda", 64)),
+        batch=params.batch_size or _recipe_batch(r.batch_size, device),
         target=params.target or r.target,
         max_epochs=params.max_epochs or r.max_epochs,
         platform=device_label(device),

@@ -19,8 +19,8 @@ from accelbench.tune.specs import TuneParams, split_list
 #: infer's defaults: the candidate every other is measured against
 INFER_DEFAULT = {"backend": "torch", "precision": "fp32", "channels_last": False, "batch_size": 8, "streams": 1}
 TRAIN_DEFAULT = {"precision": "fp32", "channels_last": False, "compile": False, "batch_size": "default"}
-#: batch sizes tried around the best runtimes when --batch-sizes is not given
-INFER_BATCHES = {"cpu": (16, 32), "cuda": (32, 128, 256)}
+#: batch sizes tried around the best runtimes when --batch-sizes is not given, by the device's batch class
+INFER_BATCHES = {"cpu": (16, 32), "gpu": (32, 128, 256)}
 #: backends whose compute threads follow --threads (torch's intra-op pool, ONNX Runtime's intra-op threads)
 THREADED_BACKENDS = ("torch", "compile", "onnxruntime", "int8")
 #: from this many cores, a CPU search also tries leaving one or two to the harness (see shape_stage)
@@ -99,16 +99,19 @@ def _infer_runtimes(params: TuneParams) -> Space:
                 why = why or impl.unsupported_on(device.type)
                 if not why and name == "openvino" and params.scenario != "singlestream":
                     c = c.with_(streams=_openvino_requests())
-                for mode in _compile_modes(device.type) if name == "compile" else (None,):
+                for mode in _compile_modes(device) if name == "compile" else (None,):
                     one = c.with_(compile_mode=mode) if mode else c
                     (space.left_out.append((one, why)) if why else space.candidates.append(one))
     default = Candidate(dict(INFER_DEFAULT))
     return _ordered(space, default, lambda c: c.settings["backend"] == "compile")
 
 
-def _compile_modes(device_type: str) -> tuple[str, ...]:
-    """torch.compile's default, and on a GPU its CUDA-graph mode: launch latency is what small batches lose."""
-    return ("default", "reduce-overhead") if device_type == "cuda" else ("default",)
+def _compile_modes(device: Any) -> tuple[str, ...]:
+    """torch.compile's default, and where the device captures graphs its CUDA-graph mode (reduce-overhead):
+    launch latency is what small batches lose."""
+    from accelbench.devices.kind import kind_of
+
+    return ("default", "reduce-overhead") if kind_of(device).graphs else ("default",)
 
 
 def _openvino_requests() -> int:
@@ -131,7 +134,7 @@ def _train_runtimes(params: TuneParams) -> Space:
         if wanted and precision not in wanted:
             continue
         why = None if precision == "fp32" else precision_reason(device, precision, params.emulated)
-        modes = [None, *_compile_modes(device.type)] if params.compile else [None]
+        modes = [None, *_compile_modes(device)] if params.compile else [None]
         for mode in modes:
             for cl in (False, True) if image else (False,):
                 c = Candidate(
@@ -175,7 +178,7 @@ def shape_stage(params: TuneParams, best: list[Candidate], tried: set[str]) -> l
     device = _device(params)
     out: list[Candidate] = []
     for c in best:
-        for b in _batches(params, c, device.type):
+        for b in _batches(params, c, device):
             out.append(c.with_(batch_size=b))
         if params.task == "infer" and c.settings["backend"] == "openvino":
             for n in sorted({1, 2, _cores()}):
@@ -193,13 +196,16 @@ def shape_stage(params: TuneParams, best: list[Candidate], tried: set[str]) -> l
     return unique
 
 
-def _batches(params: TuneParams, c: Candidate, device_type: str) -> list[Any]:
+def _batches(params: TuneParams, c: Candidate, device: Any) -> list[Any]:
+    from accelbench.devices.kind import kind_of
+
     given = [int(b) for b in split_list(params.batch_sizes)]
+    batch_class = kind_of(device).batch_class  # "gpu" or "cpu": the class published batch sizes are given for
     if params.task == "infer":
-        return given or list(INFER_BATCHES["cuda" if device_type == "cuda" else "cpu"])
+        return given or list(INFER_BATCHES.get(batch_class, INFER_BATCHES["cpu"]))
     from accelbench.workloads import model_info
 
-    base = model_info(params.model).default_batch.get("cuda" if device_type == "cuda" else "cpu", 32)
+    base = model_info(params.model).default_batch.get(batch_class, 32)
     sizes = given or [max(1, base // 2), base * 2]
     return [str(b) for b in sizes if b != base]  # the model's default batch is the "default" already screened
 

@@ -10,7 +10,7 @@ implements this contract, and so can a user's own::
 
     class MyMLP(Workload):
         info = ModelInfo(name="my-mlp", domain="tabular", sample_unit="rows",
-                         input_shape="(batch, 512)", default_batch={"cpu": 256, "cuda": 4096})
+                         input_shape="(batch, 512)", default_batch={"cpu": 256, "gpu": 4096})
 
         def build(self, scale):
             import torch
@@ -30,6 +30,9 @@ implements this contract, and so can a user's own::
 
 ``scale`` is ``"full"`` (the published configuration, the default) or ``"tiny"``
 (a few layers and small inputs, so a CPU runs a step in well under a second).
+``default_batch`` is keyed by device class, ``"gpu"`` or ``"cpu"``: a device's kind says which class it is
+(``batch_class``: every accelerator kind is ``"gpu"``); a ``"cuda"`` key, the name it had first, is read as
+``"gpu"``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,25 @@ if TYPE_CHECKING:
     import torch
 
 SCALES = ("full", "tiny")
+#: the device classes published per-device batch sizes are given for (a device kind's ``batch_class``)
+BATCH_CLASSES = ("gpu", "cpu")
+#: keys a batch table had before device classes, read as the class they meant (the GPU's was keyed "cuda")
+OLD_BATCH_KEYS = {"cuda": "gpu"}
+
+
+def by_batch_class(table: dict[str, int]) -> dict[str, int]:
+    """``table`` keyed by device class: an old key read as its class, unless the class is given too."""
+    return {OLD_BATCH_KEYS.get(k, k): v for k, v in table.items() if OLD_BATCH_KEYS.get(k) not in table}
+
+
+def batch_class(device: "torch.device | str") -> str:
+    """The class a device's published batch size is given for: a class as named ("gpu", "cpu"), else the
+    class of the device's kind (a ``torch.device`` or its type name: "cuda", "xpu" are "gpu")."""
+    if isinstance(device, str) and device in BATCH_CLASSES:
+        return device
+    from accelbench.devices.kind import kind_of
+
+    return kind_of(device).batch_class
 
 
 @dataclass(frozen=True)
@@ -50,15 +72,20 @@ class ModelInfo:
     domain: str
     sample_unit: str
     input_shape: str
-    #: published per-device batch size by device class ("cuda", "cpu")
-    default_batch: dict[str, int] = field(default_factory=lambda: {"cuda": 64, "cpu": 16})
+    #: published per-device batch size by device class ("gpu", "cpu"; see :func:`batch_class`)
+    default_batch: dict[str, int] = field(default_factory=lambda: {"gpu": 64, "cpu": 16})
     #: whether inputs are N x C x H x W images (so --channels-last applies)
     image_input: bool = False
     source: str = ""
     description: str = ""
 
-    def batch_for(self, device_type: str) -> int:
-        return self.default_batch.get(device_type, self.default_batch.get("cuda", 32))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "default_batch", by_batch_class(self.default_batch))
+
+    def batch_for(self, device: "torch.device | str") -> int:
+        """The published batch for ``device`` (a device, its type name, or a class), the GPU's where its class
+        has none, else 32."""
+        return self.default_batch.get(batch_class(device), self.default_batch.get("gpu", 32))
 
 
 class Workload(ABC):

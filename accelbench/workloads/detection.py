@@ -69,7 +69,7 @@ class SSD300(_Detector):
         domain="object detection",
         sample_unit="images",
         input_shape="list of (3, 300, 300) images + boxes",
-        default_batch={"cuda": 64, "cpu": 2},
+        default_batch={"gpu": 64, "cpu": 2},
         source="torchvision.models.detection.ssd300_vgg16 (SSD300, as MLPerf v0.5)",
     )
 
@@ -89,7 +89,7 @@ class MaskRCNN(_Detector):
         domain="instance segmentation",
         sample_unit="images",
         input_shape="list of (3, 800, 800) images + boxes and masks",
-        default_batch={"cuda": 4, "cpu": 1},
+        default_batch={"gpu": 4, "cpu": 1},
         source="torchvision.models.detection.maskrcnn_resnet50_fpn (Mask R-CNN, ResNet-50 FPN)",
     )
 

@@ -118,7 +118,7 @@ class BertBase(BertWorkload):
         domain="language",
         sample_unit="sequences",
         input_shape="(batch, 512) tokens",
-        default_batch={"cuda": 32, "cpu": 2},
+        default_batch={"gpu": 32, "cpu": 2},
         source="BERT-base (12 layers, 768 wide), masked-LM pre-training; defined in accelbench",
     )
 
@@ -130,6 +130,6 @@ class BertLarge(BertWorkload):
         domain="language",
         sample_unit="sequences",
         input_shape="(batch, 512) tokens",
-        default_batch={"cuda": 16, "cpu": 1},
+        default_batch={"gpu": 16, "cpu": 1},
         source="BERT-large (24 layers, 1024 wide), masked-LM pre-training; defined in accelbench",
     )

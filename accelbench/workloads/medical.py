@@ -64,7 +64,7 @@ class UNet3DWorkload(Workload):
         domain="medical imaging",
         sample_unit="volumes",
         input_shape="(batch, 1, 128, 128, 128)",
-        default_batch={"cuda": 2, "cpu": 1},
+        default_batch={"gpu": 2, "cpu": 1},
         source="3D U-Net (MLPerf KiTS19 configuration); defined in accelbench",
     )
 

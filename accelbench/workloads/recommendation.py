@@ -59,7 +59,7 @@ class NCF(Workload):
         domain="recommendation",
         sample_unit="user-item pairs",
         input_shape="(batch,) user ids and item ids",
-        default_batch={"cuda": 65536, "cpu": 8192},
+        default_batch={"gpu": 65536, "cpu": 8192},
         source="NeuMF (He et al. 2017) at MLPerf's MovieLens-20M sizes; defined in accelbench",
     )
 
@@ -139,7 +139,7 @@ class DLRM(Workload):
         domain="recommendation",
         sample_unit="samples",
         input_shape="(batch, 13) dense + (batch, 26) categorical ids",
-        default_batch={"cuda": 32768, "cpu": 2048},
+        default_batch={"gpu": 32768, "cpu": 2048},
         source=(
             "DLRM with MLPerf's architecture (bottom MLP 512-256-128, 26 tables of dim 128, dot interaction, "
             "top MLP 1024-1024-512-256-1); tables hashed to 100,000 rows (Criteo 1TB's are ~100 GB)"

@@ -95,7 +95,7 @@ class RNNT(Workload):
         domain="speech recognition",
         sample_unit="utterances",
         input_shape="(batch, 400, 240) audio features, (batch, 80) characters",
-        default_batch={"cuda": 32, "cpu": 2},
+        default_batch={"gpu": 32, "cpu": 2},
         source="RNN-T in MLPerf's configuration (encoder 5x1024 LSTM, prediction 2x320, joint 512); in accelbench",
     )
 

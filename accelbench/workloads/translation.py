@@ -88,7 +88,7 @@ class TransformerBase(_Translation):
         domain="translation",
         sample_unit="sentence pairs",
         input_shape="(batch, 128) source and target tokens",
-        default_batch={"cuda": 128, "cpu": 8},
+        default_batch={"gpu": 128, "cpu": 8},
         source="Transformer base (Vaswani et al. 2017) on torch.nn.Transformer; defined in accelbench",
     )
 
@@ -165,7 +165,7 @@ class GNMT(_Translation):
         domain="translation",
         sample_unit="sentence pairs",
         input_shape="(batch, 50) source and target tokens",
-        default_batch={"cuda": 128, "cpu": 8},
+        default_batch={"gpu": 128, "cpu": 8},
         source="GNMT (Wu et al. 2016) in MLPerf's configuration: 4+4 LSTM layers of 1024, attention; in accelbench",
     )
 

@@ -56,7 +56,7 @@ def _info(name: str, source: str, gpu_batch: int, size: int = 224, cpu_batch: in
         domain="image classification",
         sample_unit="images",
         input_shape=f"(batch, 3, {size}, {size})",
-        default_batch={"cuda": gpu_batch, "cpu": cpu_batch},
+        default_batch={"gpu": gpu_batch, "cpu": cpu_batch},
         image_input=True,
         source=source,
     )

@@ -42,13 +42,14 @@ class Recipe(ABC):
     metric_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     target: ClassVar[float]
     max_epochs: ClassVar[int]
-    #: per-device batch size by device type
+    #: per-device batch size by device class ("gpu", "cpu": a device kind's ``batch_class``; an old "cuda" key is
+    #: read as "gpu")
     batch_size: ClassVar[dict[str, int]]
     #: evaluate every this many epochs (MLPerf ResNet: every 4)
     eval_every: ClassVar[int] = 1
     #: the value of MLPerf's submission_benchmark key
     mlperf_benchmark: ClassVar[str]
-    #: the default precision on a GPU (CPUs train in fp32)
+    #: the default precision on an accelerator (CPUs train in fp32)
     gpu_precision: ClassVar[str] = "fp32"
     needs_data_dir: ClassVar[bool] = True
     data_hint: ClassVar[str] = ""

@@ -66,7 +66,7 @@ class Cifar10(TensorClassification):
     name = "cifar10"
     target = 0.94
     max_epochs = 24
-    batch_size = {"cpu": 512, "cuda": 512}
+    batch_size = {"cpu": 512, "gpu": 512}
     mlperf_benchmark = "cifar10"
     gpu_precision = "amp_fp16"
     label_smoothing = 0.2

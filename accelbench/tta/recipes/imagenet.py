@@ -39,7 +39,7 @@ class ImageNet(Recipe):
     name = "imagenet"
     target = 0.759
     max_epochs = 41
-    batch_size = {"cpu": 32, "cuda": 256}
+    batch_size = {"cpu": 32, "gpu": 256}
     eval_every = 4
     mlperf_benchmark = "resnet"
     gpu_precision = "amp_bf16"

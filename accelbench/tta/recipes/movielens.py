@@ -28,7 +28,7 @@ class MovieLens(Recipe):
     metric = "hr@10"
     target = 0.635
     max_epochs = 20
-    batch_size = {"cpu": 65536, "cuda": 1048576}
+    batch_size = {"cpu": 65536, "gpu": 1048576}
     mlperf_benchmark = "ncf"
     data_hint = "ratings.csv (userId,movieId,rating,timestamp) of MovieLens ml-20m"
     source = "NeuMF (64-dim MF + MLP 256-256-128-64), Adam lr 0.0045 betas (0.25, 0.5): MLPerf NCF reference"

@@ -48,7 +48,7 @@ class Digits(_AdamW, TensorClassification):
     name = "digits"
     target = 0.98
     max_epochs = 30
-    batch_size = {"cpu": 64, "cuda": 64}
+    batch_size = {"cpu": 64, "gpu": 64}
     mlperf_benchmark = "digits"
     needs_data_dir = False
     data_hint = "none: scikit-learn's bundled handwritten digits (1,797 8x8 images; 360 held out for evaluation)"
@@ -67,7 +67,7 @@ class Mnist(_AdamW, TensorClassification):
     name = "mnist"
     target = 0.99
     max_epochs = 12
-    batch_size = {"cpu": 128, "cuda": 128}
+    batch_size = {"cpu": 128, "gpu": 128}
     mlperf_benchmark = "mnist"
     lr = 2e-3
     data_hint = "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte"
