@@ -65,7 +65,7 @@ def _list_models() -> int:
             info.domain,
             info.sample_unit,
             info.input_shape,
-            str(info.batch_for("cuda")),
+            str(info.batch_for("gpu")),
             str(info.batch_for("cpu")),
         )
     console.print(table)
