@@ -177,3 +177,14 @@ def test_a_ddp_rank_names_the_accelerator_device_it_owns(fake_gpu: torch.device)
 
     assert device_ids(torch.device("cuda", 3)) == [3] and device_ids(torch.device("meta", 1)) == [1]
     assert device_ids(CPU) is None and device_ids(fake_gpu) is None  # host memory, no index: DDP wants None
+
+
+def test_an_old_record_s_cuda_decoder_reads_as_the_device_decoder() -> None:
+    """Records written before the seam said ``decode: cuda``; they still pair with today's ``decode: device``."""
+    from accelbench.results.record import SCHEMA_VERSION
+    from accelbench.results.upgrade import upgrade
+
+    old = {"schema_version": SCHEMA_VERSION, "benchmark": "train/throughput", "params": {"decode": "cuda"}}
+    assert upgrade(old, SCHEMA_VERSION)["params"]["decode"] == "device" and old["params"]["decode"] == "cuda"
+    other = {"schema_version": SCHEMA_VERSION, "benchmark": "infer/loadgen", "params": {"device": "cuda"}}
+    assert upgrade(other, SCHEMA_VERSION) is other

@@ -34,8 +34,14 @@ _METRICS_V2 = {
 _PARAMS_V2 = {"infer/loadgen": {"devices": "nproc"}}
 
 
+#: parameter values renamed without a layout change, read as today's in every version: (benchmark, param) -> old
+#: value -> new (train's on-device JPEG decoder was "cuda" before the device seam named it "device")
+_VALUES = {("train/throughput", "decode"): {"cuda": "device"}}
+
+
 def upgrade(record: dict[str, Any], current: int) -> dict[str, Any]:
     """``record`` in schema ``current`` (a new dict; the input is not changed)."""
+    record = _renamed_values(record)
     version = record.get("schema_version")
     if version == current:
         return record
@@ -51,6 +57,20 @@ def upgrade(record: dict[str, Any], current: int) -> dict[str, Any]:
         out = _v1_to_v2(out)
     out["schema_version"] = current
     return out
+
+
+def _renamed_values(record: dict[str, Any]) -> dict[str, Any]:
+    params = record.get("params")
+    if not isinstance(params, dict):
+        return record
+    renamed = {
+        name: _VALUES[(str(record.get("benchmark")), name)].get(value, value)
+        for name, value in params.items()
+        if (str(record.get("benchmark")), name) in _VALUES and isinstance(value, str)
+    }
+    if all(params[k] == v for k, v in renamed.items()):
+        return record
+    return {**record, "params": {**params, **renamed}}
 
 
 def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:

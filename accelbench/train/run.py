@@ -60,7 +60,7 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     record: dict[str, Any] = params.to_dict() | {"device": kind_of(device).name, "display_every": params.window}
     peak_precision = loop.PEAK_PRECISION[params.precision]
     skip_if(precision_reason(device, peak_precision, params.emulated), record)
-    batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
+    batch = info.batch_for(device) if params.batch_size == "default" else int(params.batch_size)
     world = params.world_size
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch * world}
     if params.data == "synthetic":
@@ -126,7 +126,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     model = loop.prepare_model(workload, params, device)
     if params.batch_size == "auto":
         search = find_batch(
-            workload, model, params, device, info.batch_for(device.type), _memory_cap(params, device), ctx
+            workload, model, params, device, info.batch_for(device), _memory_cap(params, device), ctx
         )
         batch, details["auto_batch_trials"] = search.batch, search.trials
         details["auto_batch"] = search.summary()
@@ -136,7 +136,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
             yield failed
             return
     else:
-        batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
+        batch = info.batch_for(device) if params.batch_size == "default" else int(params.batch_size)
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}
     try:
         trainer = loop.make_trainer(workload, model, params, device, batch)
@@ -217,7 +217,7 @@ def _data_only(
     from accelbench.train.data import measure_pipeline, open_pipeline
 
     info = workload.info
-    batch = info.batch_for(device.type) if params.batch_size == "default" else int(params.batch_size)
+    batch = info.batch_for(device) if params.batch_size == "default" else int(params.batch_size)
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}
     record["workers"] = workers(params)
     ctx.progress("starting the input pipeline")
