@@ -45,8 +45,8 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices``; else a UsageError that suggests the likely intended one.
 
     ``fp16`` where autocast precisions are named ``amp_fp16`` is the common slip (kernels take
-    plain dtypes, models autocast), and ``gpu`` where devices are named ``cuda`` (spelling alone
-    would offer ``cpu``): name those rather than the nearest spelling.
+    plain dtypes, models autocast), and ``gpu`` where devices are named by their kind (``cuda``, ``xpu``;
+    spelling alone would offer ``cpu``): name those rather than the nearest spelling.
     """
     if value in choices:
         return value
@@ -54,12 +54,20 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 
     if f"amp_{value}" in choices:
         close = [f"amp_{value}"]
-    elif str(value).lower() == "gpu" and "cuda" in choices:
-        close = ["cuda"]
+    elif str(value).lower() == "gpu" and (gpus := _gpu_kinds(choices)):
+        close = gpus[:1]
     else:
         close = difflib.get_close_matches(str(value), choices, n=1)
     hint = f"; did you mean {close[0]}?" if close else ""
     raise UsageError(f"unknown {name.replace('_', ' ')} {value!r}: choose one of {', '.join(choices)}{hint}")
+
+
+def _gpu_kinds(choices: tuple[str, ...]) -> list[str]:
+    """The choices that name a GPU's device kind (a kind whose batch class is the GPUs'), in their order."""
+    from accelbench.devices.kind import kinds
+
+    gpus = {k.name for k in kinds() if k.batch_class == "gpu"}
+    return [c for c in choices if c in gpus]
 
 
 _SIZE_SUFFIX = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20}
@@ -220,7 +228,8 @@ class KernelParams(EmulatedParams, TimingParams):
         kind = kind_of(device_type)
         if self.graph and not kind.graphs:
             raise UsageError(
-                f"--graph times CUDA graph replay and needs a device that captures graphs, not {kind.name}"
+                f"--graph times CUDA graph replay and needs a CUDA device (a kind that captures graphs), "
+                f"not {kind.name}"
             )
 
 

@@ -81,7 +81,7 @@ def cmd_system(ns: argparse.Namespace) -> int:
     from accelbench.system.profile import collect_profile
 
     profile = collect_profile()
-    energy = readable(gpus=[a["index"] for a in profile["accelerators"]])
+    energy = readable(gpus=_monitored(profile))
     if ns.json:
         sys.stdout.write(json.dumps(profile | {"energy_domains": energy}, indent=2, sort_keys=True) + "\n")
         return 0
@@ -104,21 +104,14 @@ def cmd_system(ns: argparse.Namespace) -> int:
     table.add_row(
         "CUDA / cuDNN / NCCL", " / ".join(str(t[k]) if t[k] is not None else "-" for k in ("cuda", "cudnn", "nccl"))
     )
+    for found in profile["device_kinds"]:  # every kind the device seam knows, and why one has no device here
+        vendor = f" ({found['vendor']})" if found["vendor"] else ""
+        state = f"unavailable: {found['unavailable']}" if found["unavailable"] else f"{found['devices']} device(s)"
+        table.add_row(f"kind {found['kind']}{vendor}", state)
     for acc in profile["accelerators"]:
-        facts = [
-            _gib(acc["memory_bytes"]),
-            f"{acc['multiprocessors']} SMs",
-            f"cc {acc['compute_capability']}",
-        ]
-        if acc.get("driver"):
-            facts.append(f"driver {acc['driver']}")
-        if acc.get("max_sm_clock_mhz"):
-            facts.append(f"{acc['max_sm_clock_mhz']} MHz max")
-        if acc.get("power_limit_w"):
-            facts.append(f"{acc['power_limit_w']:.0f} W limit")
-        table.add_row(f"GPU {acc['index']}", f"{acc['name']}: " + ", ".join(facts))
+        table.add_row(f"{acc['kind']}:{acc['index']}", _accelerator_facts(acc))
     if not profile["accelerators"]:
-        table.add_row("GPUs", "none visible to torch")
+        table.add_row("accelerators", "none found by any device kind")
     for domain, state in energy.items():
         table.add_row(f"energy: {domain}", state)
     console.print(table)
@@ -130,10 +123,43 @@ def cmd_system(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _accelerator_facts(acc: dict[str, Any]) -> str:
+    """'NVIDIA H100 80GB HBM3: 79.1 GiB, 132 SMs, cc 9.0, driver 550.54': what the profile holds of one device."""
+    facts = [_gib(acc["memory_bytes"])] if acc.get("memory_bytes") else []
+    if acc.get("multiprocessors"):
+        facts.append(f"{acc['multiprocessors']} SMs")
+    if acc.get("compute_capability"):
+        facts.append(f"cc {acc['compute_capability']}")
+    if acc.get("arch"):
+        facts.append(acc["arch"])
+    if acc.get("driver"):
+        facts.append(f"driver {acc['driver']}")
+    if acc.get("max_sm_clock_mhz"):
+        facts.append(f"{acc['max_sm_clock_mhz']} MHz max")
+    if acc.get("power_limit_w"):
+        facts.append(f"{acc['power_limit_w']:.0f} W limit")
+    return f"{acc['name']}: " + ", ".join(facts) if facts else str(acc["name"])
+
+
+def _devices(profile: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """(kind, torch.device) of each accelerator the profile lists, as its kind resolves it."""
+    from accelbench.devices.kind import by_name
+
+    found = [(by_name(acc["kind"]), acc["index"]) for acc in profile["accelerators"]]
+    return [(kind, kind.resolve(index)) for kind, index in found if kind is not None]
+
+
+def _monitored(profile: dict[str, Any]) -> list[int]:
+    """The indices NVML knows the profile's accelerators by (those its energy reader can read)."""
+    found = (kind.monitored(device) for kind, device in _devices(profile))
+    return [i for i in found if i is not None]
+
+
 def _peaks_table(profile: dict[str, Any]) -> Any:
     import torch
     from rich.table import Table
 
+    from accelbench.devices.kind import kind_of
     from accelbench.system.specs import peak_for
 
     table = Table(title="peak TFLOPS used for % of peak", title_justify="left")
@@ -141,9 +167,9 @@ def _peaks_table(profile: dict[str, Any]) -> Any:
     for p in ("fp32", "tf32", "fp16", "bf16"):
         table.add_column(p, justify="right")
     table.add_column("source")
-    devices = [torch.device("cpu")] + [torch.device("cuda", a["index"]) for a in profile["accelerators"]]
+    devices = [torch.device("cpu")] + [device for _, device in _devices(profile)]
     for dev in devices:
         peaks = [peak_for(dev, p) for p in ("fp32", "tf32", "fp16", "bf16")]
         source = next((pk.source for pk in peaks if pk), "not in the spec table")
-        table.add_row(str(dev), *[f"{pk.tflops:.3g}" if pk else "-" for pk in peaks], source)
+        table.add_row(kind_of(dev).record_name(dev), *[f"{pk.tflops:.3g}" if pk else "-" for pk in peaks], source)
     return table

@@ -41,17 +41,11 @@ def measured(device: str | None) -> Measured:
     A suite whose entries name their own devices is judged by the run's ``--device`` (auto: a GPU where one
     is visible), which is the device its entries resolve to unless an entry says otherwise.
     """
-    import torch
-
     from accelbench.devices import resolve_device
+    from accelbench.devices.kind import accelerators
 
     kind = resolve_device(device or "auto").type
-    accs: tuple[tuple[str, int | None], ...] = ()
-    if torch.cuda.is_available():
-        accs = tuple(
-            (torch.cuda.get_device_name(i), int(torch.cuda.get_device_properties(i).total_memory))
-            for i in range(torch.cuda.device_count())
-        )
+    accs = tuple((k.label(d), k.total_memory(d)) for k, _, d in accelerators())  # every kind's, as it names them
     return Measured(kind, accs)
 
 

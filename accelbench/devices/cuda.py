@@ -8,7 +8,8 @@ host round-trip sits inside the timed region.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.devices.kind import DeviceKind
 
@@ -121,6 +122,8 @@ class CudaKind(DeviceKind):
     pin_memory = True
     graphs = True
     jpeg_decode = True
+    onnx_provider = "CUDAExecutionProvider"
+    onnx_tensorrt = True
 
     def claims(self, device: "torch.device") -> bool:
         import torch
@@ -134,7 +137,7 @@ class CudaKind(DeviceKind):
             return "this torch is a HIP (ROCm) build: its GPUs are the rocm kind"
         if not torch.cuda.is_available():
             built = torch.version.cuda
-            return "torch sees no CUDA device" + ("" if built else " (this torch is built without CUDA)")
+            return "CUDA is not available here" + ("" if built else " (this torch is built without CUDA)")
         return None
 
     def count(self) -> int:
@@ -157,6 +160,22 @@ class CudaKind(DeviceKind):
         import torch
 
         return torch.cuda.get_device_name(device)
+
+    def total_memory(self, device: "torch.device") -> int | None:
+        import torch
+
+        return int(torch.cuda.get_device_properties(device).total_memory)
+
+    def properties(self, device: "torch.device") -> dict[str, Any]:
+        import torch
+
+        p = torch.cuda.get_device_properties(device)
+        return {
+            "name": p.name,
+            "memory_bytes": p.total_memory,
+            "multiprocessors": p.multi_processor_count,
+            "compute_capability": f"{p.major}.{p.minor}",
+        }
 
     def synchronize(self, device: "torch.device") -> None:
         import torch
@@ -235,6 +254,49 @@ class CudaKind(DeviceKind):
 
     def monitored(self, device: "torch.device") -> int | None:
         return device.index or 0
+
+    # -- serving: one CUDA stream per worker ----------------------------------------------------------------
+
+    def serving_stream(self, device: "torch.device") -> Any | None:
+        import torch
+
+        return torch.cuda.Stream(device)  # this worker's own: waiting for it never waits for another's work
+
+    @contextmanager
+    def serving_batch(self, device: "torch.device", stream: Any) -> Iterator[None]:
+        import torch
+
+        stream.wait_stream(torch.cuda.current_stream(device))  # the batch was copied on the caller's stream
+        with torch.cuda.stream(stream):
+            yield
+        stream.synchronize()  # the answer is complete before LoadGen hears of it; inputs live until here
+
+    # -- kernels ------------------------------------------------------------------------------------------
+
+    def attention_backend(self, q: "torch.Tensor", causal: bool) -> str:
+        from torch.backends.cuda import SDPAParams, can_use_efficient_attention, can_use_flash_attention
+
+        try:
+            params = SDPAParams(q, q, q, None, 0.0, causal, False)
+            if can_use_flash_attention(params):
+                return "flash"
+            if can_use_efficient_attention(params):
+                return "memory-efficient"
+        except (TypeError, RuntimeError):  # the SDPAParams signature differs across versions
+            return "unknown"
+        return "math"
+
+    def int8_gemm_reason(self, m: int, k: int, n: int) -> str | None:
+        if m <= 16 or k % 8 or n % 8:  # cuBLASLt's int8 (IMMA) kernels
+            return "int8 GEMM (torch._int_mm) on CUDA needs M > 16 and K, N multiples of 8"
+        return None
+
+    def semi_structured_reason(self, device: "torch.device") -> str | None:
+        import torch
+
+        if torch.cuda.get_device_capability(device) < (8, 0):
+            return "2:4 semi-structured sparsity needs compute capability 8.0+ (Ampere)"
+        return None
 
 
 KIND = CudaKind()

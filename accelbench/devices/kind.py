@@ -13,6 +13,7 @@ Kinds are matched by ``torch.device.type`` and, where two kinds share one (a HIP
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 if TYPE_CHECKING:
@@ -42,6 +43,11 @@ class DeviceKind:
     graphs: ClassVar[bool] = False
     #: torchvision decodes JPEG on it (``decode_jpeg(..., device=...)``: nvJPEG on NVIDIA GPUs)
     jpeg_decode: ClassVar[bool] = False
+    #: ONNX Runtime's execution provider for its devices (None: none is wired; a host kind's sessions run on
+    #: ``CPUExecutionProvider``)
+    onnx_provider: ClassVar[str | None] = None
+    #: ONNX Runtime's TensorRT provider runs on its devices (an INT8 figure on it is only taken from TensorRT)
+    onnx_tensorrt: ClassVar[bool] = False
 
     # -- presence -------------------------------------------------------------------------------------------
 
@@ -69,6 +75,14 @@ class DeviceKind:
     def label(self, device: "torch.device") -> str:
         """A human name: the accelerator's marketing name, the CPU's model."""
         return str(device)
+
+    def total_memory(self, device: "torch.device") -> int | None:
+        """The device's own memory in bytes, where it reports one (the host's is the machine's)."""
+        return None
+
+    def properties(self, device: "torch.device") -> dict[str, Any]:
+        """What the system profile records of one device (its name and memory; a kind adds its own facts)."""
+        return {"name": self.label(device), "memory_bytes": self.total_memory(device)}
 
     def record_name(self, device: "torch.device | None" = None) -> str:
         """The device as a record names it, and as ``--device`` accepts it again: torch's name where it is the
@@ -142,6 +156,35 @@ class DeviceKind:
     def release_memory(self, device: "torch.device") -> None:
         """Hand cached, unused memory back (between benchmarks in one process)."""
 
+    # -- serving --------------------------------------------------------------------------------------------
+
+    def serving_stream(self, device: "torch.device") -> Any | None:
+        """A serving worker's own queue on ``device`` (so waiting for it never waits for another worker's
+        work), or None where the device has one queue (the host runs the batch in the calling thread)."""
+        return None
+
+    def serving_batch(self, device: "torch.device", stream: Any) -> AbstractContextManager[None]:
+        """Run one batch on ``stream`` (from :meth:`serving_stream`): wait for the caller's queue first (the
+        batch was copied there), and at the end for the batch itself, so the answer is complete when the block
+        exits normally. The host needs nothing."""
+        return nullcontext()
+
+    # -- kernels: which library path runs, or why it cannot here ---------------------------------------------
+
+    def attention_backend(self, q: "torch.Tensor", causal: bool) -> str:
+        """The fused scaled-dot-product-attention kernel torch can use for ``q`` (self-attention), for the
+        record; a kind without a way to ask names what torch runs there."""
+        return "cpu (flash-attention CPU kernel or math)"
+
+    def int8_gemm_reason(self, m: int, k: int, n: int) -> str | None:
+        """Why ``torch._int_mm`` cannot multiply an m x k by a k x n int8 matrix on this kind, or None."""
+        return None
+
+    def semi_structured_reason(self, device: "torch.device") -> str | None:
+        """Why 2:4 semi-structured sparsity (``torch.sparse.to_sparse_semi_structured``) cannot run on
+        ``device``, or None."""
+        return "2:4 semi-structured sparsity runs on NVIDIA GPUs (Ampere+) only"
+
     # -- precision, clocks, energy ----------------------------------------------------------------------------
 
     def unsupported(self, device: "torch.device", precision: str) -> str | None:
@@ -180,6 +223,15 @@ def unregister(name: str) -> None:
 def kinds() -> list[DeviceKind]:
     _builtin()
     return list(_KINDS)
+
+
+def accelerators() -> list[tuple[DeviceKind, int, "torch.device"]]:
+    """Every accelerator device the seam finds on this machine, kind by kind: (kind, index, device)."""
+    found: list[tuple[DeviceKind, int, "torch.device"]] = []
+    for k in kinds():
+        if k.accelerator and k.unavailable() is None:
+            found += [(k, i, k.resolve(i)) for i in range(k.count())]
+    return found
 
 
 def kind_of(device: "torch.device | str") -> DeviceKind:

@@ -4,7 +4,7 @@ names ``nccl``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.cuda import CudaKind
 
@@ -21,6 +21,8 @@ class RocmKind(CudaKind):
     name = "rocm"
     vendor = "AMD"
     jpeg_decode = False  # torchvision's device decoding is nvJPEG
+    onnx_provider = None  # ONNX Runtime's ROCm/MIGraphX providers are not wired; its CUDA one is NVIDIA's
+    onnx_tensorrt = False
 
     def claims(self, device: "torch.device") -> bool:
         import torch
@@ -41,6 +43,9 @@ class RocmKind(CudaKind):
         import torch
 
         return str(getattr(torch.cuda.get_device_properties(device), "gcnArchName", "")).split(":")[0]
+
+    def properties(self, device: "torch.device") -> dict[str, Any]:
+        return super().properties(device) | {"arch": self.arch(device)}
 
     def unsupported(self, device: "torch.device", precision: str) -> str | None:
         arch = self.arch(device)

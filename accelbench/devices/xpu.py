@@ -46,6 +46,10 @@ class XpuKind(DeviceKind):
     def label(self, device: "torch.device") -> str:
         return str(_xpu().get_device_name(device))
 
+    def total_memory(self, device: "torch.device") -> int | None:
+        props = getattr(_xpu(), "get_device_properties", None)
+        return int(props(device).total_memory) if props is not None else None
+
     def synchronize(self, device: "torch.device") -> None:
         _xpu().synchronize(device)
 

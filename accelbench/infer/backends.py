@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 if TYPE_CHECKING:
     import torch
 
+    from accelbench.devices.kind import DeviceKind
     from accelbench.infer.served import Inputs, Served
 
 Predict = Callable[["Inputs"], Any]
@@ -46,8 +47,9 @@ class Backend:
     host_inputs: ClassVar[bool] = False
     #: the run's settings (InferParams fields) ``load`` takes as keyword arguments, e.g. ``channels_last``
     options: ClassVar[tuple[str, ...]] = ()
-    #: the device types it serves on
-    devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
+    #: the device kinds it serves on (kind names, as ``--device`` spells them: "cpu", "cuda", ...); None: every
+    #: kind (torch runs wherever its tensors live)
+    devices: ClassVar[tuple[str, ...] | None] = None
     #: where an export may be reused from and kept for the run's next entries (RunContext.cache_dir)
     cache_dir: Path | None = None
     #: the export cache shared across runs (RunContext.export_cache): ONNX exports reused by later entries and runs
@@ -83,11 +85,14 @@ class Backend:
             return f"backend {self.name} needs the {self.needs[0]} package: pip install 'accelbench[{self.needs[1]}]'"
         return None
 
-    def unsupported_on(self, device_type: str) -> str | None:
-        """Why this backend cannot serve on ``device_type``, or None."""
-        if device_type in self.devices:
+    def unsupported_on(self, kind: "DeviceKind | torch.device | str") -> str | None:
+        """Why this backend cannot serve on devices of ``kind`` (a kind, a device, or a device's type), or None."""
+        from accelbench.devices.kind import DeviceKind, kind_of
+
+        name = (kind if isinstance(kind, DeviceKind) else kind_of(kind)).name
+        if self.devices is None or name in self.devices:
             return None
-        return f"backend {self.name} serves on {' or '.join(self.devices)}, not {device_type}: pick another --backend"
+        return f"backend {self.name} serves on {' or '.join(self.devices)}, not {name}: pick another --backend"
 
     def load(
         self,
@@ -118,6 +123,8 @@ class TorchEager(Backend):
     def load(self, served, model, device, precision, calibration, channels_last=False, compile_mode="default"):  # type: ignore[no-untyped-def]
         import torch
 
+        from accelbench.devices.kind import kind_of
+
         dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(precision)
         weights = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision)
         if weights is not None:
@@ -128,27 +135,27 @@ class TorchEager(Backend):
             model = model.to(memory_format=torch.channels_last)
         self.compile_mode = compile_mode
         run = self.prepare_model(model)
-        if device.type != "cuda":
+        kind = kind_of(device)
+        stream = kind.serving_stream(device)  # this worker's own queue, where the device has several
+        if stream is None:
 
             def predict(inputs: "Inputs") -> Any:
                 with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
                     return served.forward(run, _as(inputs, weights, channels_last))
 
             return predict
-        stream = torch.cuda.Stream(device)  # this worker's own: waiting for it never waits for another's work
 
-        def predict_cuda(inputs: "Inputs") -> Any:
-            stream.wait_stream(torch.cuda.current_stream(device))  # the batch was copied on the caller's stream
+        def predict_on_stream(inputs: "Inputs") -> Any:
+            # the kind waits for the caller's queue first, and for the batch when the block exits: the answer is
+            # complete before LoadGen hears of it
             with (
-                torch.cuda.stream(stream),
+                kind.serving_batch(device, stream),
                 torch.inference_mode(),
-                torch.autocast("cuda", dtype=dtype, enabled=dtype is not None),
+                torch.autocast(device.type, dtype=dtype, enabled=dtype is not None),
             ):
-                out = served.forward(run, _as(inputs, weights, channels_last))
-            stream.synchronize()  # the answer is complete before LoadGen hears of it; inputs live until here
-            return out
+                return served.forward(run, _as(inputs, weights, channels_last))
 
-        return predict_cuda
+        return predict_on_stream
 
 
 def _precast(model: "torch.nn.Module", dtype: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelbench.devices.kind import kind_of
 from accelbench.errors import BenchmarkSkipped
 from accelbench.infer.backends import Backend, Predict
 from accelbench.infer.export import export
@@ -38,6 +39,8 @@ class OnnxRuntime(Backend):
     host_inputs = True
     exports_onnx = True
     options = ("ort_optimization", "batch_size")
+    #: the host, and the kinds whose devices ONNX Runtime has a provider for (DeviceKind.onnx_provider)
+    devices = ("cpu", "cuda")
 
     def load(self, served, model, device, precision, calibration, ort_optimization="all", batch_size=8):  # type: ignore[no-untyped-def]
         import onnxruntime as ort
@@ -67,7 +70,7 @@ class OnnxRuntimeInt8(OnnxRuntime):
     precisions = ("int8",)
 
     def providers(self, available, device, precision, shapes, batch):  # type: ignore[no-untyped-def]
-        if device.type != "cuda":
+        if not kind_of(device).onnx_tensorrt:
             return session_providers(available, device, int8=True)
         return tensorrt_providers(available, device.index or 0, "int8", shapes, batch, self.cache_dir)
 
@@ -121,14 +124,23 @@ def session_providers(available: list[str], device: "torch.device", int8: bool) 
     ONNX Runtime's CUDA provider runs a QDQ-quantised model with float kernels plus Q/DQ nodes: an INT8
     GPU figure is only taken from TensorRT's provider.
     """
-    if device.type != "cuda":
+    kind = kind_of(device)
+    if not kind.accelerator:
         return ["CPUExecutionProvider"]
+    provider = kind.onnx_provider
+    if provider is None:
+        raise BenchmarkSkipped(f"ONNX Runtime has no execution provider wired for {kind.name} devices here")
     index = device.index or 0
     if int8:
+        if not kind.onnx_tensorrt:
+            raise BenchmarkSkipped(f"INT8 through ONNX Runtime needs its TensorRT provider, which {kind.name} lacks")
         return tensorrt_providers(available, index, "int8", [], 0, None)
-    if "CUDAExecutionProvider" not in available:
-        raise BenchmarkSkipped(f"ONNX Runtime has no CUDA provider here ({', '.join(available)}): {GPU_PROVIDER_HINT}")
-    return [("CUDAExecutionProvider", {"device_id": index})]
+    if provider not in available:
+        what = provider.removesuffix("ExecutionProvider")
+        raise BenchmarkSkipped(
+            f"ONNX Runtime has no {what} provider here ({', '.join(available)}): {GPU_PROVIDER_HINT}"
+        )
+    return [(provider, {"device_id": index})]
 
 
 def tensorrt_providers(

@@ -137,20 +137,21 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         return self.duration or (600.0 if self.profile == "official" else 2.0)
 
     def check_environment(self, device_type: str) -> None:
+        from accelbench.devices.kind import kind_of
+
         impl = backend(self.backend)
-        why = impl.unsupported(self.effective_precision) or impl.unsupported_on(device_type) or self.export_refusal()
+        kind = kind_of(device_type)
+        why = impl.unsupported(self.effective_precision) or impl.unsupported_on(kind) or self.export_refusal()
         if why:
             raise UsageError(why)
-        if device_type != "cuda" and self.nproc > 1:  # one CPU is one device, whatever runs on it at once
+        if not kind.accelerator and self.nproc > 1:  # one CPU is one device, whatever runs on it at once
             raise UsageError(
-                f"--nproc counts devices and a {device_type.upper()} is one: --nproc {self.nproc} would record "
+                f"--nproc counts devices and a {kind.name.upper()} is one: --nproc {self.nproc} would record "
                 f"{self.nproc} devices and divide the per-device figures by {self.nproc}; for {self.nproc} "
                 f"requests in flight on it give --streams {self.nproc}"
             )
-        if device_type == "cuda" and self.nproc > 1:
-            import torch
-
-            have = torch.cuda.device_count()
+        if kind.accelerator and self.nproc > 1:
+            have = kind.count()
             if self.nproc > have:
                 raise UsageError(f"--nproc {self.nproc} needs {self.nproc} GPUs; this machine has {have}")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import FLOAT_PRECISIONS, torch_dtype
 from accelbench.kernels.common import KernelCase, max_relative_error, run_kernel
 from accelbench.kernels.specs import AttentionParams
@@ -47,25 +48,8 @@ REF_BATCH, REF_HEADS = 1, 2
 
 
 def _backend(q: "torch.Tensor", causal: bool) -> str:
-    """The fused kernel PyTorch can use for these inputs (CUDA only), or 'math'."""
-
-    if q.device.type != "cuda":
-        return "cpu (flash-attention CPU kernel or math)"
-    from torch.backends.cuda import (
-        SDPAParams,
-        can_use_efficient_attention,
-        can_use_flash_attention,
-    )
-
-    try:
-        params = SDPAParams(q, q, q, None, 0.0, causal, False)
-        if can_use_flash_attention(params):
-            return "flash"
-        if can_use_efficient_attention(params):
-            return "memory-efficient"
-    except (TypeError, RuntimeError):  # the SDPAParams signature differs across versions
-        return "unknown"
-    return "math"
+    """The fused kernel PyTorch can use for these inputs, as the device's kind can tell, or 'math'."""
+    return kind_of(q.device).attention_backend(q, causal)
 
 
 def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:

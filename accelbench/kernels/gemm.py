@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import MATMUL_PRECISIONS, torch_dtype
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import GemmParams
@@ -53,8 +54,8 @@ def low_precision_reason(p: GemmParams, device: "torch.device") -> str | None:
         return f"batched {p.precision} GEMM has no documented PyTorch path (torch._int_mm/_scaled_mm are 2-D)"
     if p.precision == "fp8" and any(d % 16 for d in (p.m, p.n, p.k)):
         return "fp8 GEMM (torch._scaled_mm) needs M, N and K to be multiples of 16"
-    if p.precision == "int8" and device.type == "cuda" and (p.m <= 16 or p.k % 8 or p.n % 8):
-        return "int8 GEMM (torch._int_mm) on CUDA needs M > 16 and K, N multiples of 8"
+    if p.precision == "int8":
+        return kind_of(device).int8_gemm_reason(p.m, p.k, p.n)
     return None
 
 

@@ -14,6 +14,7 @@ import warnings
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import torch_dtype
 from accelbench.errors import BenchmarkSkipped
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
@@ -45,13 +46,10 @@ def _pruned(p: SparseParams, gen: "torch.Generator") -> "torch.Tensor":
 
 
 def setup_reason(p: SparseParams, device: "torch.device") -> str | None:
-    import torch
-
     if p.format == "semi24":
-        if device.type != "cuda":
-            return "2:4 semi-structured sparsity runs on NVIDIA GPUs (Ampere+) only"
-        if torch.cuda.get_device_capability(device) < (8, 0):
-            return "2:4 semi-structured sparsity needs compute capability 8.0+ (Ampere)"
+        why = kind_of(device).semi_structured_reason(device)
+        if why:
+            return why
         if p.precision == "fp32":
             return "2:4 semi-structured sparsity runs in fp16, bf16 or int8, not fp32"
         if p.k % 4:

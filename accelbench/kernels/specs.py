@@ -228,9 +228,14 @@ class AllreduceParams(NodesParams, KernelParams):
             parse_size(part)
 
     def check_environment(self, device_type: str) -> None:
+        from accelbench.devices.kind import kind_of
         from accelbench.kit.ranks import check_nproc
 
         super().check_environment(device_type)
         check_nproc(self.nproc, device_type)
-        if self.backend == "nccl" and device_type != "cuda":
-            raise UsageError("the nccl backend needs CUDA devices; use --backend gloo (or auto) on a CPU")
+        kind = kind_of(device_type)
+        if self.backend == "nccl" and kind.dist_backend != "nccl":
+            raise UsageError(
+                f"the nccl backend needs NVIDIA or AMD GPUs, not {kind.name}; use --backend {kind.dist_backend} "
+                "(or auto)"
+            )

@@ -29,11 +29,11 @@ def _os_name() -> str:
     return f"{platform.system()} {platform.version()}"
 
 
-def _torch_section() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _torch_section() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     try:
         import torch
     except ImportError:
-        return {"version": None, "cuda": None, "cudnn": None, "nccl": None}, []
+        return {"version": None, "cuda": None, "cudnn": None, "nccl": None}, [], []
     has_cuda = torch.cuda.is_available()
     section: dict[str, Any] = {
         "version": torch.__version__,
@@ -43,27 +43,34 @@ def _torch_section() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "nccl": None,
         "num_threads": torch.get_num_threads(),
     }
-    accelerators: list[dict[str, Any]] = []
     if has_cuda:
         try:
             section["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
         except Exception:  # torch built without NCCL
             section["nccl"] = None
-        for i in range(torch.cuda.device_count()):
-            p = torch.cuda.get_device_properties(i)
-            acc: dict[str, Any] = {
-                "index": i,
-                "name": p.name,
-                "memory_bytes": p.total_memory,
-                "multiprocessors": p.multi_processor_count,
-                "compute_capability": f"{p.major}.{p.minor}",
-            }
-            acc.update(nvidia.device_facts(i))
-            accelerators.append(acc)
-        topo = nvidia.topology()
-        if topo and accelerators:
-            accelerators[0]["topology"] = topo
-    return section, accelerators
+    kinds, accelerators = device_kinds()
+    return section, accelerators, kinds
+
+
+def device_kinds() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every device kind the seam knows (its vendor, its device count, or why it has none), and every
+    accelerator device of the available kinds: its kind's facts of it, and its NVML facts where NVML reads it."""
+    from accelbench.devices.kind import accelerators, kinds
+
+    found = [kind.facts() for kind in kinds()]
+    devices: list[dict[str, Any]] = []
+    monitored = False
+    for kind, index, device in accelerators():
+        acc: dict[str, Any] = {"index": index, **kind.properties(device)}
+        nvml_index = kind.monitored(device)
+        if nvml_index is not None:
+            acc.update(nvidia.device_facts(nvml_index))
+            monitored = True
+        devices.append(acc | {"kind": kind.name, "vendor": kind.vendor})
+    topo = nvidia.topology() if monitored else None
+    if topo and devices:
+        devices[0]["topology"] = topo
+    return found, devices
 
 
 def fingerprint(profile: dict[str, Any]) -> str:
@@ -82,7 +89,7 @@ def fingerprint(profile: dict[str, Any]) -> str:
 
 def collect_profile() -> dict[str, Any]:
     """The machine's profile as a JSON-ready dict (imports torch)."""
-    torch_section, accelerators = _torch_section()
+    torch_section, accelerators, kinds = _torch_section()
     profile: dict[str, Any] = {
         "hostname": platform.node(),
         "cpu": {
@@ -98,6 +105,7 @@ def collect_profile() -> dict[str, Any]:
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "torch": torch_section,
         "accelerators": accelerators,
+        "device_kinds": kinds,
     }
     profile["fingerprint"] = fingerprint(profile)
     return profile

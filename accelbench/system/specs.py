@@ -84,14 +84,15 @@ def peak_for(device: "torch.device", precision: str, threads: int | None = None)
     On the CPU the estimate counts the cores actually used (``threads``, capped at
     the physical cores), since a 2-thread run cannot use a 64-core socket's peak.
     """
-    if device.type == "cuda":
-        import torch
+    from accelbench.devices.kind import kind_of
 
-        spec = find_spec(torch.cuda.get_device_name(device))
+    kind = kind_of(device)
+    if kind.accelerator:  # looked up by the name its kind gives it ("NVIDIA H100 80GB HBM3")
+        spec = find_spec(kind.label(device))
         if spec is None or precision not in spec.peaks:
             return None
         return Peak(spec.peaks[precision], f"{spec.name}: {spec.source}", precision in spec.derived)
-    if device.type == "cpu" and precision != "tf32":
+    if precision != "tf32":
         from accelbench.system.cpu import estimated_peak_tflops, physical_cores
 
         cores = physical_cores() if threads is None else max(1, min(threads, physical_cores()))
@@ -104,11 +105,12 @@ def peak_for(device: "torch.device", precision: str, threads: int | None = None)
 
 def bandwidth_peak_for(device: "torch.device") -> tuple[float, str] | None:
     """(peak memory bandwidth in GB/s, source) from the spec table; CPUs have no trustworthy figure."""
-    if device.type != "cuda":
-        return None
-    import torch
+    from accelbench.devices.kind import kind_of
 
-    spec = find_spec(torch.cuda.get_device_name(device))
+    kind = kind_of(device)
+    if not kind.accelerator:
+        return None
+    spec = find_spec(kind.label(device))
     if spec is None or spec.mem_bw_gbs is None:
         return None
     return spec.mem_bw_gbs, f"{spec.name}: {spec.source}"
