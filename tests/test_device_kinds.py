@@ -41,8 +41,8 @@ def test_a_kind_of_ones_own_runs_a_gemm_a_training_step_and_loadgen(tmp_path: Pa
     for name, r in records.items():
         assert r["status"] == "ok", (name, r.get("error"), r.get("reason"))
         assert r["params"]["device"] == "fakeaccel", name
-    assert records["gemm"]["measurement"]["clock"] == "perf_counter_ns+fakeaccel_synchronize"
-    assert records["train"]["details"]["memory"]["method"] == "fake counter"
+    assert records["gemm"]["details"]["clock"] == "perf_counter_ns+fakeaccel_synchronize"
+    assert records["train"]["details"]["peak_memory_method"] == "fake counter"
     asked = log.read_text().split()
     assert asked.count("synchronize") > 10 and "reset_peak_memory" in asked
 
