@@ -167,6 +167,7 @@ def test_impossible_shapes_are_usage_errors(name, params, message):
         make_entry(name, params)
 
 
+@pytest.mark.slow  # torchrun: several processes
 def test_allreduce_with_two_gloo_processes(tmp_path):
     entry = make_entry(
         "kernels/allreduce", {"nproc": 2, "sizes": "4K,256K", "min_time": 0.1, "min_reps": 6, "device": "cpu"}

@@ -45,14 +45,13 @@ def test_a_request_that_cannot_finish_in_its_timeout_is_said_before_it_starts(tm
     assert "at least 100000 s" in proc.stdout and "timeout" in proc.stdout
 
 
-def test_the_eta_counts_the_entry_in_progress_by_its_own_estimate(monkeypatch) -> None:
+def test_the_eta_counts_the_entry_in_progress_by_its_own_estimate() -> None:
     from accelbench.cli import render
     from accelbench.suite.suites import Entry
 
     clock = [100.0]
-    monkeypatch.setattr(render.time, "monotonic", lambda: clock[0])
     a, b, c = (Entry("selftest/ok", {"iterations": n}) for n in (1, 2, 3))
-    obs = render.ProgressObserver({a.key: 50.0, b.key: 30.0}, quiet=True)
+    obs = render.ProgressObserver({a.key: 50.0, b.key: 30.0}, quiet=True, clock=lambda: clock[0])
     obs.suite_started("r", Path("."), [a, b], 0)
     obs.entry_started(1, 2, a)
     assert obs._eta() == "about 1:20 left"  # 50 s for this one (its last time here) and 30 s for the next
@@ -64,7 +63,7 @@ def test_the_eta_counts_the_entry_in_progress_by_its_own_estimate(monkeypatch) -
     obs.entry_started(2, 2, b)
     assert obs._eta() == "about 0:30 left"  # the new entry's estimate replaces the old one's
 
-    unknown = render.ProgressObserver({a.key: 50.0}, quiet=True)
+    unknown = render.ProgressObserver({a.key: 50.0}, quiet=True, clock=lambda: clock[0])
     unknown.suite_started("r", Path("."), [a, c], 0)
     unknown.entry_started(1, 2, a)
     assert unknown._eta() == "this one: about 0:50 left"  # the next never ran here: no total is guessed

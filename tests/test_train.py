@@ -127,6 +127,7 @@ def test_bad_training_input(params, message):
 DDP = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "nproc": 2, "device": "cpu"}
 
 
+@pytest.mark.slow  # torchrun: several processes
 def test_two_process_gloo_ddp_yields_one_aggregated_record(tmp_path):
     """Two ranks on real data (MovieLens ratings): one record, each rank reading its own shard."""
     from tta_fixtures import write_ratings
@@ -144,6 +145,7 @@ def test_two_process_gloo_ddp_yields_one_aggregated_record(tmp_path):
     assert len(r.details["input_wait_seconds_per_window"]) == 2 and "input_wait_share" in r.metrics
 
 
+@pytest.mark.slow  # torchrun: several processes
 def test_a_dead_rank_ends_the_run_with_a_clear_error(tmp_path):
     import time
 

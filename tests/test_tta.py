@@ -95,6 +95,7 @@ def test_digits_reaches_98_percent_with_two_seeds(run_isolated, progress):
         assert keys.index("init_stop") < keys.index("run_start") < keys.index("eval_accuracy")
 
 
+@pytest.mark.slow  # torchrun: several processes
 def test_two_ranks_train_one_model_with_ddp(run_isolated):
     [r] = run_isolated({"workload": "digits", "seeds": 1, "seed": 3, "nproc": 2, "threads": 1})
     assert r.status == "ok", r.error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -40,7 +40,14 @@ class ProgressObserver:
     ``estimates`` (seconds per entry key, from the plan) give an ETA when every entry left has one.
     """
 
-    def __init__(self, estimates: dict[str, float | None] | None = None, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        estimates: dict[str, float | None] | None = None,
+        quiet: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        #: seconds, for the ETA and the plain lines' elapsed time (a test hands in its own)
+        self.clock = clock
         self.plain = quiet or not console.is_terminal
         #: finished entries go to stdout (a table follows them) unless stdout is for JSON
         self.out = err_console if quiet else console
@@ -60,7 +67,7 @@ class ProgressObserver:
         self.estimates = estimates or {}
         self.todo: list[Entry] = []
         self.index = 0
-        self.t0 = self.entry_t0 = time.monotonic()
+        self.t0 = self.entry_t0 = self.clock()
         #: the entry's own estimate of its seconds left, and when it said so
         self.entry_left: tuple[float, float] | None = None
 
@@ -74,7 +81,7 @@ class ProgressObserver:
     def _eta(self) -> str:
         """Time left: the entry in progress by its own estimate (else its last time here, less what has passed),
         then the entries after it by their last time here; only this entry's when one of those never ran here."""
-        now = time.monotonic()
+        now = self.clock()
         if self.entry_left is not None:
             current: float | None = max(0.0, self.entry_left[0] - (now - self.entry_left[1]))
         else:
@@ -88,7 +95,7 @@ class ProgressObserver:
         return f"about {_clock(current + sum(v for v in rest if v is not None))} left"
 
     def _line(self, text: str) -> None:
-        err_console.print(f"[dim]\\[{_clock(time.monotonic() - self.t0)}][/] {text}")
+        err_console.print(f"[dim]\\[{_clock(self.clock() - self.t0)}][/] {text}")
 
     def suite_started(self, run_id: str, run_dir: Path, todo: list[Entry], already_done: int) -> None:
         resumed = f", {already_done} already done" if already_done else ""
@@ -100,7 +107,7 @@ class ProgressObserver:
 
     def entry_started(self, index: int, total: int, entry: Entry) -> None:
         self.index = index - 1  # the runner counts from 1
-        self.entry_t0, self.entry_left = time.monotonic(), None
+        self.entry_t0, self.entry_left = self.clock(), None
         eta = self._eta()
         self.progress.update(self.task, description=entry.label, status=eta or "starting")
         if self.plain:
@@ -109,7 +116,7 @@ class ProgressObserver:
     def entry_progress(self, message: str, left: float | None = None) -> None:
         self.last_message = message
         if left is not None:
-            self.entry_left = (left, time.monotonic())
+            self.entry_left = (left, self.clock())
         eta = self._eta()
         self.progress.update(self.task, status=f"{message} ({eta})" if eta else message)
         if self.plain:
