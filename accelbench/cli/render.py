@@ -202,6 +202,7 @@ _PLAIN = {
     "cost_to_target_usd": lambda v: f"${v:.4g}",
     "usd_per_million": lambda v: f"${fmt.number(v, 3)} per 1M",
     "quality_ratio": lambda v: f"{v:.2%} of FP32",
+    "fp32_agreement": lambda v: f"FP32's answer on {v:.2%} of samples",  # beside a fidelity figure
 }
 
 

@@ -40,6 +40,11 @@ class Candidate:
     def with_(self, **changes: Any) -> "Candidate":
         return Candidate(self.settings | changes)
 
+    @property
+    def compiles(self) -> bool:
+        """Whether its trial compiles first (torch.compile: seconds to minutes before the first figure)."""
+        return bool(self.settings.get("compile")) or self.settings.get("backend") == "compile"
+
     def label(self) -> str:
         """The settings in a few words, only what differs from the family's defaults beside the runtime."""
         s = self.settings
