@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -111,12 +109,6 @@ def test_no_page_names_a_source_by_its_internal_file_name() -> None:
     assert not any(found.values()), {k: v for k, v in found.items() if v}
 
 
-@pytest.mark.xfail(
-    reason="the example output of 'reference' and 'compare --reference' in docs/reference.md was captured while "
-    "the reference table still cited its sources by file name; "
-    "'python docs/regen_readme.py --only reference' re-captures it",
-    strict=False,
-)
 def test_no_example_output_names_a_source_by_its_internal_file_name() -> None:
     found = {p.name: _internal_names(p.read_text(encoding="utf-8")) for p in _pages()}
     assert not any(found.values()), {k: v for k, v in found.items() if v}
