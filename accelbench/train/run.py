@@ -125,9 +125,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     ctx.progress(f"building {info.name} ({params.scale})")
     model = loop.prepare_model(workload, params, device)
     if params.batch_size == "auto":
-        search = find_batch(
-            workload, model, params, device, info.batch_for(device), _memory_cap(params, device), ctx
-        )
+        search = find_batch(workload, model, params, device, info.batch_for(device), _memory_cap(params, device), ctx)
         batch, details["auto_batch_trials"] = search.batch, search.trials
         details["auto_batch"] = search.summary()
         if batch is None:
