@@ -25,6 +25,21 @@ class BenchmarkSkipped(Exception):
         self.record = record
 
 
+class BenchmarkFailed(Exception):
+    """The one way a benchmark says a measurement could not be made (a rank died, no rate held at all); the
+    worker records ``failed`` with this message, exit status 1.
+
+    ``record`` is the record's parameters as resolved so far (device, threads), when the benchmark has them;
+    ``details`` what the record should keep (where the log is). A measurement whose verdict is not valid is
+    no failure: the benchmark returns it ``ok`` with ``valid=False`` (exit status 3).
+    """
+
+    def __init__(self, error: str, record: dict | None = None, details: dict | None = None) -> None:
+        super().__init__(error)
+        self.record = record
+        self.details = details or {}
+
+
 class RecordedElsewhere(Exception):
     """Raised on a node of a multi-node job whose result another invocation records: no record here, no failure."""
 

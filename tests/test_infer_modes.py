@@ -256,8 +256,11 @@ def test_ssd_accuracy_on_a_coco_split(run_isolated, tmp_path):
     assert r.metrics["map"].value == pytest.approx(r.metrics["reference_map"].value)
 
 
-def test_a_peak_no_confirmation_held_valid_is_a_failed_record(monkeypatch, tmp_path):
-    """Screens that pass and confirmations LoadGen calls INVALID: no rate is reported as the peak."""
+def test_a_peak_no_confirmation_held_valid_is_an_invalid_record(monkeypatch, tmp_path):
+    """Screens that pass and confirmations LoadGen calls INVALID: no rate is reported as the peak. The record is
+    the highest confirmation's, INVALID as LoadGen's own record of that run is: ok, valid false, the reasons."""
+    from types import SimpleNamespace
+
     from accelbench.infer import peak
     from accelbench.infer.driver import Outcome, Serving
     from accelbench.infer.settings import Probe
@@ -265,22 +268,35 @@ def test_a_peak_no_confirmation_held_valid_is_a_failed_record(monkeypatch, tmp_p
     from accelbench.kit.context import RunContext
 
     sizes = []
+    sut = SimpleNamespace(batches=10, samples=80, per_worker=[80], utilization=0.5)
 
     def fake_run(serving, settings, params, ctx):
         confirm = settings.min_query_count >= peak.CONFIRM_QUERIES
         sizes.append(settings.min_query_count)
         detail = {"result_perf_constraints_met": True, "result_99.00_percentile_latency_ns": 5e6}
+        detail |= {"requested_server_target_qps": settings.server_target_qps}
+        detail |= {
+            "result_scheduled_samples_per_sec": settings.server_target_qps,
+            "result_completed_samples_per_sec": 90,
+        }
         if confirm:
             detail |= {"result_validity": "INVALID", "early_stopping_met": False}
-        return Outcome(detail, {}, tmp_path, None)
+        return Outcome(detail, {}, tmp_path, sut)
 
     monkeypatch.setattr(peak, "loadgen_run", fake_run)
     params = InferParams(backend="sleep", scenario="server", mode="find-peak", latency_bound_ms=15.0)
     serving = Serving([], lambda i: i, 1024, list, None, None, 1)
     r = peak.find_peak(params, serving, Probe(1000.0, 1e-3), params.to_dict(), RunContext(tmp_path))
-    assert r.status == "failed" and "no peak: 3 confirmation runs" in r.error and "INVALID" in r.error
+    assert r.status == "ok" and r.valid is False and r.error is None
+    assert r.warnings[0].startswith("INVALID: no peak: 3 confirmation runs") and "INVALID" in r.warnings[0]
+    assert any(w.startswith("INVALID: early stopping criterion not met") for w in r.warnings), r.warnings
+    assert r.details["invalid_reasons"] == [w.removeprefix("INVALID: ") for w in r.warnings if "INVALID" in w]
     confirmations = [t for t in r.details["find_peak"]["trials"] if t["confirmation"]]
     assert len(confirmations) == peak.CONFIRMATIONS and all(not t["valid"] for t in confirmations)
+    assert r.details["find_peak"]["peak"] is None  # no rate is the peak
+    # the figures are the highest (first) confirmation's, headlined as LoadGen's INVALID Server runs are: served
+    assert r.details["target_qps"] == max(t["value"] for t in confirmations) == confirmations[0]["value"]
+    assert r.primary_metric == "completed_queries_per_second" and r.primary.value == 90
     assert max(sizes) == peak.CONFIRM_QUERIES and min(sizes) < 662  # screens are short, confirmations long
 
 

@@ -146,13 +146,18 @@ def test_two_process_gloo_ddp_yields_one_aggregated_record(tmp_path):
 
 
 @pytest.mark.slow  # torchrun: several processes
-def test_a_dead_rank_ends_the_run_with_a_clear_error(tmp_path):
+def test_a_dead_rank_ends_the_run_with_a_clear_error(tmp_path, monkeypatch):
     import time
+    from pathlib import Path
 
+    # the ranks import the fixture too (without it every rank failed to load the model, not rank 1 in its step)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     t0 = time.perf_counter()
     entry = make_entry("train/throughput", {"model": "train_fixtures:DiesOnRank1", **DDP})
     [r] = run_inline(entry, tmp_path)
     assert r.status == "failed" and "a rank failed" in r.error and "exited with status" in r.error
+    assert "rank 1 exited with code 13" in r.error and r.details["log"] in r.error, r.error
+    assert r.params["batch_size"] == 8 and r.params["global_batch_size"] == 16  # the record as train resolved it
     assert time.perf_counter() - t0 < 120
 
 

@@ -13,7 +13,9 @@ carries the time the search expects to have left. MultiStream: double the
 samples per query while the 99th-percentile query latency meets the bound,
 then bisect the integer range and confirm. Every trial is a real LoadGen run
 with its own log folder; the trials are recorded so a user sees how the peak
-was found.
+was found. Where no confirmation holds VALID there is no peak: the record is
+the highest confirmation's, INVALID as LoadGen's own record of it would be
+(``ok``, ``valid`` false, the reasons as warnings).
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ import math
 import time
 from typing import Any, Callable
 
+from accelbench.errors import BenchmarkFailed
 from accelbench.infer import settings as lgset
 from accelbench.infer import tail
 from accelbench.infer.driver import Outcome, Serving, loadgen_run
 from accelbench.infer.logs import invalid_reasons
-from accelbench.infer.results import NAME, multistream_within_bound, performance_result
+from accelbench.infer.results import multistream_within_bound, performance_result
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext
@@ -42,7 +45,7 @@ CONFIRMATIONS = 3
 #: After a confirmation fails, the next tries this much lower, doubling each time (10%, then 20% lower): a short
 #: screen near saturation is optimistic (a queue that a long run builds up has no time to form), so a 2% step
 #: rarely lands on a rate that holds, and three 10% steps of a slow system's minute-long confirmations ended a
-#: 24-minute search `failed`.
+#: 24-minute search with no peak.
 CONFIRM_BACKOFF = 0.10
 #: Queries in a Server confirmation at most: enough for LoadGen's early stopping to pass a tail near 1% (4,096
 #: queries may have 25 late). A slow system gets fewer (see CONFIRM_SECONDS), and a bound that allows fewer late
@@ -122,9 +125,10 @@ def find_peak(
 
     full = (reuse.min_duration_ms, reuse.min_query_count)
     if probe.single * 1000 > bound:
-        raise RuntimeError(
+        raise BenchmarkFailed(
             f"one sample alone takes {probe.single * 1000:.3g} ms, more than the {bound:g} ms bound, so no load "
-            "can meet it: raise --latency-bound-ms or serve faster (--backend, --precision)"
+            "can meet it: raise --latency-bound-ms or serve faster (--backend, --precision)",
+            record,
         )
 
     official = params.profile == "official"
@@ -201,39 +205,56 @@ def find_peak(
         n = size(value, True)[1]
         return CONFIRM_BACKOFF if tail.late_allowed(n) < TIGHT_TAIL * n else 0.0
 
-    if params.scenario == "server":
-        start = params.target_qps or probe.rate * lgset.SERVER_FRACTION
-        peak, outcome = _search_server(trial, start, probe.rate, margin)
-    else:
-        peak, outcome = _search_multistream(trial)
+    try:
+        if params.scenario == "server":
+            start = params.target_qps or probe.rate * lgset.SERVER_FRACTION
+            peak, outcome, held = _search_server(trial, start, probe.rate, margin)
+        else:
+            peak, outcome, held = _search_multistream(trial)
+    except BenchmarkFailed as exc:  # no load at all met the bound: no run a record could keep
+        raise BenchmarkFailed(str(exc), record, {"find_peak": {"trials": trials, "latency_bound_ms": bound}}) from None
     search = {
         "precision": PRECISION,
         "trials": trials,
         "latency_bound_ms": bound,
         "search_seconds": round(time.monotonic() - started, 1),
     }
-    if outcome is None:  # no confirmation run held VALID: a peak LoadGen did not accept is no peak
-        tried = [t for t in trials if t["confirmation"]]
-        why = "; ".join(dict.fromkeys(r for t in tried for r in t.get("invalid_reasons", []))) or "latency bound"
-        return Result(
-            NAME,
-            record,
-            status="failed",
-            error=(
-                f"no peak: {len(tried)} confirmation runs at {', '.join(_label(params, t['value']) for t in tried)} "
-                f"were all INVALID ({why}); the screening trials are in details.find_peak"
-            ),
-            details={"find_peak": search},
-        )
-    # the target that held; the headline is LoadGen's own metric of that run (its scheduled rate for Server)
-    extra = {"find_peak": search | {"peak": peak}}
     if params.scenario == "multistream":
         params = dataclasses.replace(params, samples_per_query=int(peak))
         record = record | {"samples_per_query": int(peak)}
-    result = performance_result(params, record, outcome, probe, extra)
+    if not held:
+        return _no_peak(params, record, outcome, probe, search, [t for t in trials if t["confirmation"]])
+    # the target that held; the headline is LoadGen's own metric of that run (its scheduled rate for Server)
+    result = performance_result(params, record, outcome, probe, {"find_peak": search | {"peak": peak}})
     if params.scenario == "multistream":
         result.metrics["peak_samples_per_query"] = fig.figure(peak, "samples/query", higher_is_better=True)
         result.primary_metric = "peak_samples_per_query"
+    return result
+
+
+def _no_peak(
+    params: InferParams,
+    record: dict[str, Any],
+    outcome: Outcome,
+    probe: lgset.Probe,
+    search: dict[str, Any],
+    tried: list[dict[str, Any]],
+) -> Result:
+    """No confirmation held VALID: a peak LoadGen did not accept is no peak. The record is the highest
+    confirmation's, as LoadGen's own INVALID record of that run would be (ok, ``valid`` false, its figures, the
+    reasons as ``INVALID: ...`` warnings; exit status 3); ``details.find_peak.peak`` is None."""
+    result = performance_result(params, record, outcome, probe, {"find_peak": search | {"peak": None}})
+    why = list(dict.fromkeys(r for t in tried for r in t.get("invalid_reasons", []))) or ["latency bound"]
+    summary = (
+        f"no peak: {len(tried)} confirmation runs at {', '.join(_label(params, t['value']) for t in tried)} were all "
+        f"INVALID; the figures are the first's, at {_label(params, tried[0]['value'])}, and the screening trials are "
+        "in details.find_peak"
+    )
+    result.valid = False  # a MultiStream run LoadGen calls VALID can still be over accelbench's bound
+    result.details["invalid_reasons"] = [summary, *why]
+    result.warnings = [f"INVALID: {r}" for r in (summary, *why)] + [
+        w for w in result.warnings if not w.startswith("INVALID: ")
+    ]
     return result
 
 
@@ -243,7 +264,8 @@ def _label(params: InferParams, value: float) -> str:
 
 def _search_server(
     trial: Callable[..., tuple[bool, Any]], start: float, capacity: float, margin: Callable[[float], float]
-) -> tuple[float, Any]:
+) -> tuple[float, Any, bool]:
+    """(the confirmed peak, its run, True), or where no confirmation held (the highest confirmed, its run, False)."""
     lo, hi = 0.0, max(capacity * 1.1, start * 1.05)
     q = min(start, hi / 1.05)
     for _ in range(MAX_HALVINGS):
@@ -252,7 +274,7 @@ def _search_server(
             break
         hi, q = q, q / 2
     if lo == 0.0:
-        raise RuntimeError(f"no valid Server rate found down to {q:.3g} QPS: raise --latency-bound-ms")
+        raise BenchmarkFailed(f"no valid Server rate found down to {q:.3g} QPS: raise --latency-bound-ms")
     if lo == start:  # the start was valid: is the upper limit too? Then double (a probe disturbed by load reads low)
         for _ in range(MAX_DOUBLINGS):
             if not trial(hi, after=screens_left(lo, hi) - 1)[0]:
@@ -265,12 +287,15 @@ def _search_server(
         else:
             hi = mid
     lo *= 1 - margin(lo)
+    first: tuple[float, Any] | None = None
     for k in range(CONFIRMATIONS):  # a fresh run at the peak: noise may have favoured one trial
         ok, outcome = trial(lo, confirm=True)
         if ok:
-            return lo, outcome
+            return lo, outcome, True
+        first = first or (lo, outcome)
         lo = _backed_off(lo, outcome.detail, CONFIRM_BACKOFF * 2**k)
-    return lo, None  # none held: the caller reports it as failed
+    assert first is not None
+    return *first, False  # none held: the caller reports the highest confirmation, INVALID
 
 
 def _backed_off(value: float, d: dict[str, Any], step: float) -> float:
@@ -286,9 +311,9 @@ def _backed_off(value: float, d: dict[str, Any], step: float) -> float:
     return lower
 
 
-def _search_multistream(trial: Callable[..., tuple[bool, Any]]) -> tuple[float, Any]:
+def _search_multistream(trial: Callable[..., tuple[bool, Any]]) -> tuple[float, Any, bool]:
     if not trial(1)[0]:
-        raise RuntimeError("a MultiStream query of one sample already misses the bound: raise --latency-bound-ms")
+        raise BenchmarkFailed("a MultiStream query of one sample already misses the bound: raise --latency-bound-ms")
     lo, hi = 1, None
     while hi is None:
         n = lo * 2
@@ -304,9 +329,12 @@ def _search_multistream(trial: Callable[..., tuple[bool, Any]]) -> tuple[float, 
             lo = mid
         else:
             hi = mid
+    first: tuple[float, Any] | None = None
     for k in range(CONFIRMATIONS):
         ok, outcome = trial(lo, confirm=True)
         if ok:
-            return float(lo), outcome
+            return float(lo), outcome, True
+        first = first or (float(lo), outcome)
         lo = max(1, min(lo - 1, int(lo * (1 - CONFIRM_BACKOFF * 2**k))))
-    return float(lo), None
+    assert first is not None
+    return *first, False

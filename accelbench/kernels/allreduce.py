@@ -51,6 +51,7 @@ def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
         "min_reps": params.min_reps,
         "min_time": params.min_time,
     }
+    base = params.to_dict() | {"device": kind.name, "threads": params.threads or 1, "backend": backend}
     gpus = node_gpus(params.nproc, device.type, params.to_dict() | {"device": kind.name, "backend": backend})
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         data = run_ranks(
@@ -62,13 +63,13 @@ def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
             budget=120 + len(sizes) * (params.max_time + 30),
             rank_timeout=max(60.0, params.max_time * 6),
             nodes=Nodes.of(params),
+            record=base,  # a dead rank: the failed record every family's ranks give
         )
     conditions = monitor.conditions.to_dict()
-    base = params.to_dict() | {"device": kind.name, "threads": params.threads or 1, "backend": backend}
     for item in data["results"]:
         record = base | {"size": item["bytes"]}
         if not item["correct"]:
-            yield Result(NAME, record, status="failed", error="wrong result: the all-reduced sum is not n(n+1)/2")
+            yield Result.failed(NAME, record, "wrong result: the all-reduced sum is not n(n+1)/2")
             continue
         m = Measurement(tuple(item["samples"]), calls_per_sample=item["burst"], clock=data["clock"])
         yield Result(

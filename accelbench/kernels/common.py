@@ -101,14 +101,11 @@ def run_kernel(
 
 
 def wrong_result(benchmark: str, params: dict[str, Any], err: float, tol: float) -> Result:
-    return Result(
-        benchmark=benchmark,
-        params=params,
-        status="failed",
-        error=(
-            f"wrong result: relative error {err:.2e} against the fp64 reference exceeds "
-            f"{tol:.0e} for {params.get('precision')}; the kernel's time is not reported"
-        ),
+    return Result.failed(
+        benchmark,
+        params,
+        f"wrong result: relative error {err:.2e} against the fp64 reference exceeds "
+        f"{tol:.0e} for {params.get('precision')}; the kernel's time is not reported",
     )
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from accelbench.errors import BenchmarkSkipped, RecordedElsewhere, UsageError
+from accelbench.errors import BenchmarkFailed, BenchmarkSkipped, RecordedElsewhere, UsageError
 from accelbench.kit.context import Progress, RunContext, quiet
 
 if TYPE_CHECKING:
@@ -105,18 +105,20 @@ def run_ranks(
     budget: float,
     nodes: Nodes = Nodes(),
     rank_timeout: float = 300.0,
+    record: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``python -m module`` on ``nproc`` ranks per node and return rank 0's report.
 
-    Raises the skip exception when the machine lacks the devices, RuntimeError with the
-    cause when a rank fails or the budget runs out, and :class:`RecordedElsewhere` on a
-    node other than ``--node-rank 0`` once the report has arrived.
+    Raises the skip exception when the machine lacks the devices, :class:`BenchmarkFailed` with the
+    cause when a rank fails or the budget runs out (every family's dead rank is the same failed record:
+    ``record``, the family's parameters as resolved so far, and the torchrun log in ``details.log``), and
+    :class:`RecordedElsewhere` on a node other than ``--node-rank 0`` once the report has arrived.
     """
     import time
 
     reason = nproc_reason(nproc, device_type)
     if reason:
-        raise BenchmarkSkipped(reason)
+        raise BenchmarkSkipped(reason, record)
     tag = f"{module.rsplit('.', 1)[-1]}-{uuid.uuid4().hex[:8]}"
     out, log = ctx.log_dir / f"{tag}.json", ctx.log_dir / f"{tag}.log"
     cmd = [sys.executable, "-m", "torch.distributed.run", *nodes.torchrun_args()]
@@ -131,12 +133,16 @@ def run_ranks(
         try:
             proc = subprocess.run(cmd, stdout=sink, stderr=subprocess.STDOUT, env=env, timeout=budget)
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"a rank hung: torchrun did not finish within {budget:g} s (see {log})") from None
+            raise BenchmarkFailed(
+                f"a rank hung: torchrun did not finish within {budget:g} s (see {log})", record, {"log": str(log)}
+            ) from None
     if proc.returncode != 0:
-        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
-        raise RuntimeError(
+        raise BenchmarkFailed(
             f"a rank failed, so the run was stopped: torchrun exited with status {proc.returncode} "
-            f"after {time.monotonic() - started:.0f} s: {tail[0][:300]} (see {log})"
+            f"after {time.monotonic() - started:.0f} s: {failure_cause(log.read_text(errors='replace'))[:300]} "
+            f"(see {log})",
+            record,
+            {"log": str(log)},
         )
     report = json.loads(out.read_text(encoding="utf-8"))
     out.unlink()
@@ -145,6 +151,31 @@ def run_ranks(
             f"node {nodes.node_rank}: the ranks finished; the invocation started with --node-rank 0 records the result"
         )
     return report
+
+
+def failure_cause(log: str) -> str:
+    """The line of a failed torchrun job's log that says why: the rank torchrun names as the root cause, with the
+    exception it raised or else its exit code (a rank that died without a word; the others' errors, "connection
+    closed by peer", are only its consequence); without that section the last exception a rank raised, else the
+    log's last line."""
+    import re
+
+    raised: dict[str, str] = {}
+    for rank, text in re.findall(r"^\[rank(\d+)\]:\s*((?:[\w.]+\.)?\w+(?:Error|Exception)\b.*)$", log, re.MULTILINE):
+        raised[rank] = text.strip()
+    root = log.rpartition("Root Cause")[2] if "Root Cause" in log else ""
+    rank = re.search(r"^\s*rank\s*:\s*(\d+)", root, re.MULTILINE)
+    code = re.search(r"^\s*exitcode\s*:\s*(-?\d+)", root, re.MULTILINE)
+    if rank and rank.group(1) in raised:
+        return f"rank {rank.group(1)}: {raised[rank.group(1)]}"
+    if rank and code:
+        n = int(code.group(1))
+        return f"rank {rank.group(1)} " + (f"was killed by signal {-n}" if n < 0 else f"exited with code {n}")
+    if raised:
+        last = list(raised)[-1]
+        return f"rank {last}: {raised[last]}"
+    lines = [line for line in log.strip().splitlines() if line.strip("=- ")]
+    return lines[-1] if lines else ""
 
 
 @dataclass

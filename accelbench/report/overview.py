@@ -146,6 +146,8 @@ def _best(inp: ReportInput) -> list[str]:
     for r in by_model.values():
         lines.append(f"Training {r.params.get('model')}: {figure(r.primary)} at best ({inp.name(r)}){where(r)}.")
     for r in inp.ok("tta/"):
+        if r.primary is None:  # INVALID by the seed rule: no time to target
+            continue
         lines.append(
             f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} (olympic mean of "
             f"{(r.details.get('score') or {}).get('runs', '?')} seeds){where(r)}."

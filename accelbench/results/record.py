@@ -96,6 +96,18 @@ class Result:
     accelbench_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
+    @classmethod
+    def failed(cls, benchmark: str, params: dict[str, Any], error: str, **fields: Any) -> "Result":
+        """The one failed record: a measurement that could not be made (or was made wrong), with why.
+
+        ``fields`` are the record's other fields where the failure has them (``details``, ``conditions``).
+        A figure that was measured but whose verdict is not valid (LoadGen's INVALID, tta's seed rule) is no
+        failure: it is ``ok`` with ``valid=False`` and its reasons in ``warnings``.
+        """
+        if not error:
+            raise ValueError("a failed record says why")
+        return cls(benchmark, params, status="failed", error=error, **fields)
+
     @property
     def primary(self) -> Metric | None:
         if self.primary_metric is None:

@@ -280,10 +280,9 @@ class SuiteRunner:
         finished |= self._drain(tail, run_id, folder, key, committed)
         if not finished:
             why = cause(proc.exitcode, timed_out, timeout, log_path)
-            failed = Result(
-                benchmark=entry.benchmark, params=entry.params, status="failed", error=why, started_at=started
+            failed = Result.failed(
+                entry.benchmark, entry.params, why, started_at=started, details={"log": str(log_path)}
             )
-            failed.details = {"log": str(log_path)}
             self._commit(failed, run_id, folder, key)
             committed.append(failed)
         out.unlink(missing_ok=True)
@@ -358,14 +357,9 @@ class SuiteRunner:
             problems = schema_errors(json.loads(result.to_json()))
         except ValueError as exc:  # NaN or infinity in a metric
             problems = [str(exc)]
-        if problems:
-            result = replace(
-                result,
-                status="failed",
-                metrics={},
-                error=f"the benchmark produced an invalid record: {problems[0]}",
-                samples=None,
-            )
+        if problems:  # the record as it was, less its figures
+            kept = {k: v for k, v in vars(result).items() if k not in ("status", "metrics", "error", "samples")}
+            result = Result.failed(error=f"the benchmark produced an invalid record: {problems[0]}", **kept)
         self.store.add(result)
         folder.append(result)
         return result

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from accelbench import registry
 from accelbench.cache import exports_dir
-from accelbench.errors import BenchmarkSkipped, RecordedElsewhere, StoppedEarly, UsageError
+from accelbench.errors import BenchmarkFailed, BenchmarkSkipped, RecordedElsewhere, StoppedEarly, UsageError
 from accelbench.kit.context import RunContext
 from accelbench.results.record import Result, now_iso
 from accelbench.suite.suites import Entry
@@ -25,8 +25,9 @@ from accelbench.suite.suites import Entry
 Emit = Callable[[dict[str, Any]], None]
 
 
-def _failure(entry: Entry, error: str, started: str) -> Result:
-    return Result(benchmark=entry.benchmark, params=entry.params, status="failed", error=error, started_at=started)
+def _failure(entry: Entry, error: str, started: str, record: dict[str, Any] | None = None, **fields: Any) -> Result:
+    params = record if record is not None else entry.params
+    return Result.failed(entry.benchmark, params, error, started_at=started, **fields)
 
 
 #: the run folder's shared cache (see RunContext.cache_dir), removed by the runner at the end of the run
@@ -117,6 +118,8 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
         emit({"type": "progress", "message": str(exc)})
     except StoppedEarly as exc:  # asked to stop before anything could be kept: the runner says why
         emit({"type": "progress", "message": str(exc)})
+    except BenchmarkFailed as exc:  # the one failure path of every family: a measurement that could not be made
+        emit_result(_failure(entry, str(exc), started, exc.record, details=dict(exc.details)))
     except UsageError as exc:
         emit_result(_failure(entry, str(exc), started))
     except Exception as exc:  # a failing benchmark is recorded, never fatal to the suite

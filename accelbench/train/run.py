@@ -39,8 +39,8 @@ def _memory_cap(params: TrainParams, device: "torch.device") -> int | None:
     return None
 
 
-def _failed(record: dict[str, Any], error: str) -> Result:
-    return Result(NAME, record, status="failed", error=error)
+def _failed(record: dict[str, Any], error: str, **fields: Any) -> Result:
+    return Result.failed(NAME, record, error, **fields)
 
 
 def run(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
@@ -69,19 +69,16 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         record["workers"] = workers(params)
     gpus = node_gpus(params.nproc, device.type, record)
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
-        try:
-            data = run_ranks(
-                "accelbench.train.ddp_rank",
-                {"params": params.to_dict(), "batch": batch, "workers": record["workers"]},
-                ctx,
-                nproc=params.nproc,
-                device_type=device.type,
-                budget=300 + 20 * (params.warmup + params.num_batches),
-                nodes=Nodes.of(params),
-            )
-        except RuntimeError as exc:
-            yield _failed(record, str(exc))
-            return
+        data = run_ranks(  # a dead rank raises the failed record every family's ranks give
+            "accelbench.train.ddp_rank",
+            {"params": params.to_dict(), "batch": batch, "workers": record["workers"]},
+            ctx,
+            nproc=params.nproc,
+            device_type=device.type,
+            budget=300 + 20 * (params.warmup + params.num_batches),
+            nodes=Nodes.of(params),
+            record=record,
+        )
     m = Measurement(tuple(data["samples"]), calls_per_sample=params.window, clock=data["clock"])
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     details |= {"world_size": data["world_size"], "backend": data["backend"], "final_loss": data["loss"]}
@@ -129,9 +126,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         batch, details["auto_batch_trials"] = search.batch, search.trials
         details["auto_batch"] = search.summary()
         if batch is None:
-            failed = _failed(record, "not even a batch of 1 fits in memory (or under --memory-cap)")
-            failed.details = details
-            yield failed
+            yield _failed(record, "not even a batch of 1 fits in memory (or under --memory-cap)", details=details)
             return
     else:
         batch = info.batch_for(device) if params.batch_size == "default" else int(params.batch_size)

@@ -95,7 +95,7 @@ def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
     gpus = node_gpus(params.nproc, device.type, record) if params.nproc > 1 else cuda_indices([device])
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         if params.nproc * params.nnodes > 1:
-            runs, job_info = _distributed(params, device.type, seeds, ctx)
+            runs, job_info = _distributed(params, device.type, seeds, ctx, record)
         else:
             job = make_job(params, device, ctx)
             runs = run_seeds(job, seeds, ctx.log_dir)
@@ -109,9 +109,9 @@ def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
 
 
 def _distributed(
-    params: TtaParams, device_type: str, seeds: list[int], ctx: RunContext
+    params: TtaParams, device_type: str, seeds: list[int], ctx: RunContext, record: dict[str, Any]
 ) -> tuple[list[SeedRun], dict[str, Any]]:
-    data = run_ranks(
+    data = run_ranks(  # a dead rank raises the failed record every family's ranks give
         "accelbench.tta.ddp_rank",
         {"params": params.to_dict(), "seeds": seeds},
         ctx,
@@ -120,6 +120,7 @@ def _distributed(
         budget=RANK_TIMEOUT,
         rank_timeout=COLLECTIVE_TIMEOUT,
         nodes=Nodes.of(params),
+        record=record,
     )
     runs = [SeedRun(**{k: v for k, v in d.items() if k != "throughput"}) for d in data["runs"]]
     return runs, data["job"]
@@ -141,27 +142,39 @@ def _result(
         "mlperf_logs": [run.log for run in runs if run.log],
     }
     converged = [run for run in runs if run.converged]
-    if not score.valid or score.time_to_target is None:
-        error = f"invalid result: {score.reason} ({r.metric} {job['target']:g} within {job['max_epochs']} epochs)"
-        return Result(NAME, record, status="failed", valid=False, error=error, details=details, conditions=conditions)
-    metrics = {
-        "time_to_target_seconds": fig.figure(score.time_to_target, "s", higher_is_better=False, n=len(runs)),
-        "epochs_to_target": fig.figure(
+    metrics: dict[str, Any] = {}
+    if converged:  # what the runs that reached the target took
+        metrics["epochs_to_target"] = fig.figure(
             sum(x.epochs for x in converged) / len(converged), "epochs", higher_is_better=False
-        ),
-        "samples_to_target": fig.figure(
+        )
+        metrics["samples_to_target"] = fig.figure(
             sum(x.samples for x in converged) / len(converged), "samples", higher_is_better=False
-        ),
-        "throughput": fig.figure(sum(x.throughput for x in runs) / len(runs), "samples/s", higher_is_better=True),
-        "time_to_target_spread": fig.figure(score.spread or 0.0, "fraction", higher_is_better=False),
-    }
+        )
+    metrics["throughput"] = fig.figure(sum(x.throughput for x in runs) / len(runs), "samples/s", higher_is_better=True)
+    if score.spread is not None:
+        metrics["time_to_target_spread"] = fig.figure(score.spread, "fraction", higher_is_better=False)
     warnings = fig.warnings_of(None, conditions)
+    if not score.valid or score.time_to_target is None:
+        # MLPerf's seed rule leaves no time to target, so no primary figure: what the seeds measured is kept and
+        # said INVALID, as LoadGen's INVALID runs are (ok, valid false, exit 3)
+        reason = f"{score.reason} ({r.metric} {job['target']:g} within {job['max_epochs']} epochs)"
+        details["invalid_reasons"] = [reason]
+        return Result(
+            NAME,
+            record,
+            metrics=metrics,
+            valid=False,
+            warnings=[f"INVALID: {reason}", *warnings],
+            conditions=conditions,
+            details=details,
+        )
+    ttt = fig.figure(score.time_to_target, "s", higher_is_better=False, n=len(runs))
     if score.converged < score.runs:
         warnings.append(f"{score.runs - score.converged} run did not reach the target; it was dropped as the slowest")
     return Result(
         NAME,
         record,
-        metrics=metrics,
+        metrics={"time_to_target_seconds": ttt} | metrics,
         primary_metric="time_to_target_seconds",
         valid=True,
         warnings=warnings,

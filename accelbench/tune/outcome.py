@@ -195,7 +195,7 @@ def summary(search: Search) -> Result:
     if top is None:
         details["outcome"] = "no winner"
         why = "; ".join(search.stopped) or "no candidate was confirmed VALID and through the accuracy gate"
-        return Result(NAME, params, status="failed", error=f"no winner: {why}", details=details)
+        return Result.failed(NAME, params, f"no winner: {why}", details=details)
     row = next(r for r in rows if r.candidate.key == top.key)
     metrics = {name: _confirmed_metric(row.confirmations, unit, higher)}
     if decision.open:
