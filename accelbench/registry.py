@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 from accelbench.errors import UsageError
 from accelbench.infer.specs import InferParams
+from accelbench.kernels.sets import ShapeSet, load_set
 from accelbench.kernels.specs import (
     AllreduceParams,
     AttentionParams,
@@ -26,8 +27,9 @@ from accelbench.kernels.specs import (
 )
 from accelbench.kit.context import RunContext
 from accelbench.params import CommonParams, build_params
+from accelbench.results import compare
 from accelbench.results.describe import plain
-from accelbench.suite.selftest import CrashParams, HangParams, OkParams, RaiseParams
+from accelbench.selftest import CrashParams, HangParams, OkParams, RaiseParams
 from accelbench.train.specs import TrainParams
 from accelbench.tta.specs import TtaParams
 from accelbench.tune.specs import TuneParams
@@ -215,7 +217,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "selftest/ok",
             "harness check: times a tiny pure-Python loop and succeeds",
             OkParams,
-            "accelbench.suite.selftest:run_ok",
+            "accelbench.selftest:run_ok",
             timeout=60,
             primary_metric="seconds",
             hidden=True,
@@ -224,7 +226,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "selftest/raise",
             "harness check: raises an exception (recorded as failed)",
             RaiseParams,
-            "accelbench.suite.selftest:run_raise",
+            "accelbench.selftest:run_raise",
             timeout=60,
             hidden=True,
         ),
@@ -232,7 +234,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "selftest/crash",
             "harness check: kills its own process (segfault, abort, SIGKILL as from the OOM killer)",
             CrashParams,
-            "accelbench.suite.selftest:run_crash",
+            "accelbench.selftest:run_crash",
             timeout=60,
             hidden=True,
         ),
@@ -240,7 +242,7 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
             "selftest/hang",
             "harness check: sleeps past its timeout (recorded as failed)",
             HangParams,
-            "accelbench.suite.selftest:run_hang",
+            "accelbench.selftest:run_hang",
             timeout=5,
             hidden=True,
         ),
@@ -265,3 +267,20 @@ def describe_params(benchmark: str, params: dict[str, Any]) -> str:
     if info is not None:
         return info.params.describe(info.params().to_dict() | params)
     return plain(benchmark, params)
+
+
+def shape_set(benchmark: str, name: str) -> ShapeSet:
+    """A named set of ``benchmark``'s shapes (a suite's ``set = "NAME"``), through here so that the suite
+    reads a family's shape lists without importing the family; an unknown set (or a benchmark with none) is a
+    UsageError naming the sets it has."""
+    return load_set(benchmark, name)
+
+
+def default_params(benchmark: str) -> dict[str, Any]:
+    """A benchmark's parameters at their defaults ({} for an unknown name): what an older record, made before
+    a setting existed, is compared as having used."""
+    info = BENCHMARKS.get(benchmark)
+    return info.params().to_dict() if info is not None else {}
+
+
+compare.use_defaults(default_params)

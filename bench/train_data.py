@@ -55,7 +55,7 @@ def bare_rate(args: argparse.Namespace) -> float:
     """The loop a user writes: ImageFolder, the same augmentation, a DataLoader, SGD; timed over the same steps."""
     from torchvision import datasets, transforms
 
-    from accelbench.infer.datasets import MEAN, STD
+    from accelbench.datasets.images import MEAN, STD
     from accelbench.workloads import workload_class
 
     workload = workload_class(args.model)()

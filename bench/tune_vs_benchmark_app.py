@@ -64,8 +64,8 @@ def benchmark_app(onnx: Path, name: str, shape: list[int], batch: int, hint: str
 def bare_torch(model: str, scale: str, batch: int, seconds: float) -> tuple[float, str]:
     """The fastest of a few lines of PyTorch: channels_last, bf16 weights where this CPU computes bf16 natively
     (fp32 otherwise, and also tried); samples/s over ``seconds`` after a warm-up, and what ran."""
+    from accelbench.devices.host import cpu_flags, emulated_reason
     from accelbench.infer.served import served
-    from accelbench.system.cpu import cpu_flags, emulated_reason
 
     spec = served(model, scale)
     dtypes = [torch.float32] + ([torch.bfloat16] if emulated_reason("bf16", cpu_flags()) is None else [])

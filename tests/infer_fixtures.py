@@ -127,7 +127,7 @@ def write_digits(root: Path, held_out: int = 300) -> tuple[Path, Path]:
 
 def train_digits(train: Path, path: Path, epochs: int = 6) -> Path:
     """DigitsNet trained on ``train`` (read by accelbench's own ImageFolder loader); its state_dict at ``path``."""
-    from accelbench.infer.datasets import image_folder
+    from accelbench.datasets.accuracy import image_folder
 
     samples = image_folder(train, size=16)
     x = torch.cat([samples.inputs(i, torch.device("cpu"))[0] for i in range(len(samples))])

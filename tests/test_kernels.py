@@ -54,7 +54,7 @@ def test_an_emulated_precision_is_skipped_unless_asked():
 
 
 def test_native_units_come_from_the_cpu_flags():
-    from accelbench.system.cpu import emulated_reason
+    from accelbench.devices.host import emulated_reason
 
     assert emulated_reason("bf16", ["avx2", "fma"]) and emulated_reason("bf16", ["avx512_bf16"]) is None
     assert emulated_reason("fp16", ["amx_fp16"]) is None and emulated_reason("int8", ["avx_vnni"]) is None

@@ -208,7 +208,7 @@ def test_the_peak_of_a_zen4_names_its_rule(monkeypatch) -> None:
 
     from accelbench.system import specs
 
-    monkeypatch.setattr(cpu, "_cpuinfo", lambda: ZEN4)
+    monkeypatch.setattr("accelbench.devices.host.cpuinfo", lambda: ZEN4)
     monkeypatch.setattr(cpu, "cpu_clock_ghz", lambda: 2.5)
     monkeypatch.setattr("accelbench.system.clock.timed_clock_ghz", lambda: None)
     peak = specs.peak_for(torch.device("cpu"), "fp32", threads=2)

@@ -9,10 +9,10 @@ import pytest
 from tta_fixtures import write_cifar, write_imagefolder, write_mnist, write_ratings
 
 from accelbench.cost.price import Price, stated
+from accelbench.datasets import training as datasets
 from accelbench.errors import UsageError
 from accelbench.suite.runner import RunOptions, run_suite
 from accelbench.suite.suites import Suite, make_entry
-from accelbench.tta import datasets
 from accelbench.tta.scoring import olympic
 
 TTA = "tta/time_to_target"

@@ -65,7 +65,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     from accelbench.devices import resolve_device
     from accelbench.results.store import Store
     from accelbench.suite.runner import Interrupted, SuiteRunner
-    from accelbench.suite.suites import Suite
+    from accelbench.suite.suites import Entry, Suite
     from accelbench.system.profile import collect_profile
     from accelbench.tune.outcome import NO_CLAIM, summary
     from accelbench.tune.search import Tuner
@@ -88,7 +88,8 @@ def cmd_tune(ns: argparse.Namespace) -> int:
             Suite("tune", [], description=f"accelbench tune {params.model}", source="accelbench tune")
         )
 
-        def trial(entry: Any) -> list[Any]:
+        def trial(request: Any) -> list[Any]:
+            entry = Entry(request.benchmark, request.params, request.timeout)  # validated by the search
             observer.entry_started(session.index + 1, 0, entry)
             t0 = time.perf_counter()
             results = runner.run_entry(session, entry)

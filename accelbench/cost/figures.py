@@ -11,13 +11,6 @@ from accelbench.cost.price import Price
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
-#: the figures compare and the report put beside performance, by column: per USD/h for a rate or the cost for
-#: a time; work per joule for a rate or the energy for a time
-EFFICIENCY = {
-    "per $": ("per_usd_hour", "cost_to_target_usd"),
-    "per J": ("work_per_joule", "energy_to_target_joules"),
-}
-
 
 def _work(unit: str) -> str:
     """'images/s' -> 'images'; 'queries/s' -> 'queries'."""

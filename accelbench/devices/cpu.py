@@ -18,7 +18,7 @@ class CpuKind(DeviceKind):
         return 1
 
     def label(self, device: "torch.device") -> str:
-        from accelbench.system.cpu import cpu_model
+        from accelbench.devices.host import cpu_model
 
         return cpu_model()
 

@@ -51,8 +51,8 @@ def emulated_reason(device: "torch.device", precision: str, allowed: bool = Fals
     """
     if allowed or device.type != "cpu":
         return None
-    from accelbench.system.cpu import cpu_flags
-    from accelbench.system.cpu import emulated_reason as cpu_reason
+    from accelbench.devices.host import cpu_flags
+    from accelbench.devices.host import emulated_reason as cpu_reason
 
     why = cpu_reason(ARITHMETIC.get(precision, precision), cpu_flags())
     # the way forward first: the precision this CPU computes natively, then the emulation (attention's fp16

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from accelbench.datasets.accuracy import check_coco, check_criteo, check_image_folder, check_npy_cases
 from accelbench.errors import UsageError
-from accelbench.infer.datasets import check_coco, check_criteo, check_image_folder, check_npy_cases
 from accelbench.infer.metrics import coco_map, edit_distance, words
 from accelbench.workloads import workload_class
 from accelbench.workloads.base import Workload
@@ -25,7 +25,7 @@ from accelbench.workloads.base import Workload
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.infer.datasets import Samples
+    from accelbench.datasets.accuracy import Samples
 
 Inputs = tuple["torch.Tensor", ...]
 
@@ -104,7 +104,7 @@ class Classifier(Served):
     def dataset(self, root: Path) -> "Samples":
         import torch
 
-        from accelbench.infer.datasets import image_folder
+        from accelbench.datasets.accuracy import image_folder
 
         shape = self.synthetic(0, torch.device("cpu"))[0].shape
         return image_folder(root, size=int(shape[-1]))
@@ -135,7 +135,7 @@ class Segmenter3D(Served):
         return float(np.mean(scores)) if scores else 1.0
 
     def dataset(self, root: Path) -> "Samples":
-        from accelbench.infer.datasets import npy_cases
+        from accelbench.datasets.accuracy import npy_cases
 
         return npy_cases(root)
 
@@ -196,7 +196,7 @@ class ClickPredictor(Served):
         return float((ranks[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
 
     def dataset(self, root: Path) -> "Samples":
-        from accelbench.infer.datasets import criteo
+        from accelbench.datasets.accuracy import criteo
 
         cfg = self.workload.cfg(self.scale)
         if not hasattr(cfg, "tables"):
@@ -222,7 +222,7 @@ class Detector(Served):
     def dataset(self, root: Path) -> "Samples":
         import torch
 
-        from accelbench.infer.datasets import coco
+        from accelbench.datasets.accuracy import coco
 
         return coco(root, size=int(self.synthetic(0, torch.device("cpu"))[0].shape[-1]))
 

@@ -15,9 +15,8 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from accelbench.cost.figures import EFFICIENCY
 from accelbench.errors import UsageError
 from accelbench.results.describe import CONTEXT_PARAMS, LENGTH_PARAMS, PLACE_PARAMS, Describe, plain
 from accelbench.results.judge import Judgement, Side, judge, side
@@ -25,6 +24,24 @@ from accelbench.results.record import Metric, Result
 from accelbench.results.store import Store
 
 _TAG_RE = re.compile(r"^tag:([A-Za-z0-9_.-]+)=(.+)$")
+
+#: the figures compare and the report put beside performance, by column: per USD/h for a rate or the cost for
+#: a time; work per joule for a rate or the energy for a time
+#: (:mod:`accelbench.cost.figures` derives them onto a record)
+EFFICIENCY = {
+    "per $": ("per_usd_hour", "cost_to_target_usd"),
+    "per J": ("work_per_joule", "energy_to_target_joules"),
+}
+
+#: benchmark name -> its parameters at their defaults ({} for one it does not know): the registry installs
+#: its own when imported (:func:`use_defaults`), so results never imports the benchmarks it compares
+_defaults: Callable[[str], dict[str, Any]] = lambda benchmark: {}  # noqa: E731
+
+
+def use_defaults(lookup: Callable[[str], dict[str, Any]]) -> None:
+    """Where :func:`workload_key` reads a benchmark's default settings from (the registry sets it)."""
+    global _defaults
+    _defaults = lookup
 
 
 @dataclass(frozen=True)
@@ -39,7 +56,7 @@ class Row:
     #: each side's own verdict (LoadGen's VALID, an accuracy gate); None where the benchmark gives none
     baseline_valid: bool | None = None
     candidate_valid: bool | None = None
-    #: per $ and per J (cost.figures.EFFICIENCY): each side's figure, where both records carry it
+    #: per $ and per J (EFFICIENCY): each side's figure, where both records carry it
     efficiency: dict[str, tuple[Metric, Metric]] = field(default_factory=dict)
     #: the verdict and the evidence it stood on (judge.judge); None: judged on the two figures alone
     judgement: Judgement | None = None
@@ -217,11 +234,8 @@ def workload_key(result: Result, ignore: Iterable[str] = (), keep: Iterable[str]
     ``compare`` pairs machines, so where and with which budget a figure was measured is dropped; ``keep`` puts
     some of that back (a history on one system keeps the device and the threads, which change its figure).
     """
-    from accelbench.registry import BENCHMARKS
-
     drop = (CONTEXT_PARAMS - set(keep)) | set(ignore)
-    info = BENCHMARKS.get(result.benchmark)
-    complete = (info.params().to_dict() if info else {}) | result.params
+    complete = _defaults(result.benchmark) | result.params
     params = {k: v for k, v in complete.items() if k not in drop}
     return json.dumps([result.benchmark, params], sort_keys=True)
 

@@ -185,13 +185,11 @@ def _set_rows(b: dict[str, Any]) -> list[dict[str, Any]]:
         if "limit" in b:
             raise UsageError("'limit' only applies with 'set'")
         return [{}]
-    from accelbench.kernels.sets import load_set
-
     limit = b.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise UsageError(f"limit must be a positive integer, got {limit!r}")
     names = b["set"] if isinstance(b["set"], list) else [b["set"]]
-    return [row for name in names for row in load_set(b["name"], str(name)).rows[:limit]]
+    return [row for name in names for row in registry.shape_set(b["name"], str(name)).rows[:limit]]
 
 
 def load_suite_file(path: str | Path) -> Suite:

@@ -1,4 +1,4 @@
-"""CPU facts and an estimate of the CPU's peak FLOP rate.
+"""CPU facts and an estimate of the CPU's peak FLOP rate (the model and flags are :mod:`accelbench.devices.host`'s).
 
 CPU vendors publish no single peak, so it is estimated from cores x clock x
 FLOPs per cycle for the widest vector/matrix unit the CPU advertises, and every
@@ -9,45 +9,13 @@ from __future__ import annotations
 
 import csv
 import functools
-import platform
 import re
 from dataclasses import dataclass
 from importlib import resources
 
 import psutil
 
-#: ISA extensions that change what a deep-learning kernel can reach.
-_INTERESTING_FLAGS = re.compile(
-    r"^(sse4_2|avx|avx2|fma|f16c|avx_vnni|avx512.*|amx.*|asimd|asimddp|asimdhp|bf16|i8mm|sve\d?|sme\d?)$"
-)
-
-
-@functools.lru_cache(maxsize=1)
-def _cpuinfo() -> dict[str, str]:
-    info: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    if info:
-                        break  # the first processor block is enough
-                    continue
-                key, _, value = line.partition(":")
-                info.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    return info
-
-
-def cpu_model() -> str:
-    info = _cpuinfo()
-    return info.get("model name") or info.get("Model") or platform.processor() or platform.machine()
-
-
-def cpu_flags() -> list[str]:
-    info = _cpuinfo()
-    raw = (info.get("flags") or info.get("Features") or "").split()
-    return sorted({f for f in raw if _INTERESTING_FLAGS.match(f)})
+from accelbench.devices import host
 
 
 def cpu_clock_ghz() -> float | None:
@@ -60,7 +28,7 @@ def cpu_clock_ghz() -> float | None:
         return freq.max / 1000.0
     if freq is not None and freq.current:
         return freq.current / 1000.0
-    mhz = _cpuinfo().get("cpu MHz")
+    mhz = host.cpuinfo().get("cpu MHz")
     return float(mhz) / 1000.0 if mhz else None
 
 
@@ -88,7 +56,7 @@ class CpuId:
 
 def cpu_identity(info: dict[str, str] | None = None) -> CpuId:
     """Vendor, family, model and name from ``/proc/cpuinfo`` (or ``info``, a parsed first processor block)."""
-    info = _cpuinfo() if info is None else info
+    info = host.cpuinfo() if info is None else info
 
     def number(key: str) -> int | None:
         try:
@@ -209,26 +177,6 @@ def flops_per_cycle(precision: str, flags: list[str], cpu: CpuId | None = None) 
     return fp32 * factor, f"{flag}, {factor}x the fp32 rate: {how}"
 
 
-#: The CPU flags that mean a precision has arithmetic units (x86 and Arm spellings); without one, torch
-#: emulates the precision through fp32 conversions, many times slower than fp32 itself.
-_NATIVE = {
-    "bf16": ("amx_bf16", "avx512_bf16", "bf16"),
-    "fp16": ("amx_fp16", "avx512_fp16", "asimdhp"),
-    "int8": ("amx_int8", "avx512_vnni", "avx_vnni", "asimddp", "i8mm"),
-}
-
-
-def emulated_reason(precision: str, flags: list[str]) -> str | None:
-    """Why this CPU would only emulate ``precision`` (None where it has the units, or for fp32)."""
-    if precision == "fp8":
-        return "no CPU has fp8 arithmetic: torch emulates it (a 1024^3 GEMM takes a minute)"
-    native = _NATIVE.get(precision)
-    if native is None or set(native) & set(flags):
-        return None
-    units = " or ".join(native[:2])
-    return f"this CPU has no {precision} arithmetic ({units}): torch emulates it, many times slower than fp32"
-
-
 def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | None:
     """(peak TFLOPS, how it was estimated) for ``cores`` cores, or None without a clock.
 
@@ -240,7 +188,7 @@ def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | Non
     reported, timed = cpu_clock_ghz(), timed_clock_ghz()
     if not reported and not timed:
         return None
-    found = flops_per_cycle(precision, cpu_flags(), cpu_identity())
+    found = flops_per_cycle(precision, host.cpu_flags(), cpu_identity())
     if found is None:
         return None
     if timed and (not reported or timed > reported):

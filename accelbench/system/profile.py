@@ -15,6 +15,7 @@ from typing import Any
 
 import psutil
 
+from accelbench.devices import host
 from accelbench.system import cpu, nvidia
 
 
@@ -93,11 +94,11 @@ def collect_profile() -> dict[str, Any]:
     profile: dict[str, Any] = {
         "hostname": platform.node(),
         "cpu": {
-            "model": cpu.cpu_model(),
+            "model": host.cpu_model(),
             "physical_cores": cpu.physical_cores(),
             "logical_cores": psutil.cpu_count() or 1,
             "clock_ghz": cpu.cpu_clock_ghz(),
-            "flags": cpu.cpu_flags(),
+            "flags": host.cpu_flags(),
             "arch": platform.machine(),
         },
         "memory": {"total_bytes": psutil.virtual_memory().total},

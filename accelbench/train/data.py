@@ -123,7 +123,7 @@ def open_pipeline(
 def _encoded_folder(data_dir: str, size: int, classes: int, device: "torch.device") -> tuple[Any, dict, Any]:
     """The files' bytes from the workers, decoded (nvJPEG on NVIDIA) and augmented on ``device`` by the step's
     feeder."""
-    from accelbench.infer.datasets import IMAGE_SUFFIXES
+    from accelbench.datasets.images import IMAGE_SUFFIXES
     from accelbench.train.datasets import image_root
 
     data, names = encoded_folder(image_root(data_dir), classes, lambda p: p.lower().endswith(IMAGE_SUFFIXES))
@@ -145,7 +145,7 @@ def _image_folder(data_dir: str, size: int, classes: int) -> tuple[Any, dict[str
     """ImageFolder with the standard ImageNet training augmentation (PIL decodes each image)."""
     from torchvision import datasets, transforms
 
-    from accelbench.infer.datasets import IMAGE_SUFFIXES, MEAN, STD
+    from accelbench.datasets.images import IMAGE_SUFFIXES, MEAN, STD
     from accelbench.train.datasets import image_root
 
     root = image_root(data_dir)

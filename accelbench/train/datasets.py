@@ -1,7 +1,7 @@
 """What ``train --data-dir`` reads: the format a folder holds, and a Dataset per format with the model's
 standard training augmentation.
 
-The on-disk formats are the ones ``tta`` reads (one reader each, in :mod:`accelbench.tta.datasets`):
+The on-disk formats are the ones ``tta`` reads (one reader each, in :mod:`accelbench.datasets.training`):
 image class folders (ImageFolder: decoded per sample by PIL), the CIFAR-10 python batches and the MNIST
 IDX files (raw pixels, staged in memory: no decoding) for image models, and MovieLens ratings for NCF
 (implicit feedback with four random negatives per positive, as MLPerf trains it). Datasets are
@@ -32,7 +32,7 @@ LAYOUT = "one sub-folder per class of JPEG/PNG images (ImageFolder), directly or
 
 def image_root(data_dir: str) -> Path:
     """The folder whose sub-folders are classes: ``DIR/train`` when present, else ``DIR``."""
-    from accelbench.infer.datasets import IMAGE_SUFFIXES
+    from accelbench.datasets.images import IMAGE_SUFFIXES
 
     root = Path(data_dir).expanduser()
     if not root.is_dir():
@@ -49,7 +49,7 @@ def image_root(data_dir: str) -> Path:
 
 def data_format(model: str, domain: str, data_dir: str) -> str:
     """``imagefolder``, ``cifar10``, ``mnist`` or ``movielens``; a usage error naming the layouts expected."""
-    from accelbench.tta import datasets as formats
+    from accelbench.datasets import training as formats
 
     root = Path(data_dir).expanduser()
     if model == "ncf":
@@ -78,7 +78,7 @@ class TensorImages:
     def __init__(self, x: "torch.Tensor", y: "torch.Tensor", size: int, classes: int) -> None:
         from torchvision import transforms
 
-        from accelbench.infer.datasets import MEAN, STD
+        from accelbench.datasets.images import MEAN, STD
 
         self.x, self.y, self.classes = x, y, classes
         self.augment = transforms.Compose(
@@ -121,7 +121,7 @@ class Interactions:
 
 def dataset(fmt: str, data_dir: str, workload: Any, scale: str) -> tuple[Any, dict[str, Any]]:
     """The Dataset of ``fmt`` for ``workload``, and what the record should say about it."""
-    from accelbench.tta import datasets as formats
+    from accelbench.datasets import training as formats
 
     root = Path(data_dir).expanduser()
     if fmt == "movielens":

@@ -104,7 +104,7 @@ class DeviceAugment:
     def __init__(self, device: "torch.device", size: int) -> None:
         import torch
 
-        from accelbench.infer.datasets import MEAN, STD
+        from accelbench.datasets.images import MEAN, STD
 
         self.device, self.size = device, size
         self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)

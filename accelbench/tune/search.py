@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from accelbench.params import build_params
 from accelbench.results.record import Result
-from accelbench.suite.suites import Entry, make_entry
 from accelbench.tune.budget import Budget
 from accelbench.tune.space import INFER_DEFAULT, TRAIN_DEFAULT, Candidate, runtime_stage, shape_stage
 from accelbench.tune.specs import TuneParams
@@ -45,7 +45,24 @@ SCREEN_SECONDS, CONFIRM_SECONDS = 2.0, 6.0
 TRAIN_SCREEN = {"warmup": 2, "num_batches": 6, "display_every": 2}
 TRAIN_CONFIRM = {"warmup": 3, "num_batches": 18, "display_every": 2}
 
-RunTrial = Callable[[Entry], list[Result]]
+
+@dataclass(frozen=True)
+class TrialEntry:
+    """The benchmark entry of one trial, its parameters validated and complete: ``run_trial`` runs it (the
+    command makes it a suite entry; the search never imports the suite, which imports the registry)."""
+
+    benchmark: str
+    params: dict[str, Any]
+    timeout: float | None = None
+
+
+def _entry(benchmark: str, params: Any, timeout: float | None) -> TrialEntry:
+    """A trial's parameters as a suite entry holds them: coerced, validated and complete."""
+    checked = build_params(type(params), params.to_dict(), benchmark)
+    return TrialEntry(benchmark, checked.to_dict(), float(timeout) if timeout else None)
+
+
+RunTrial = Callable[[TrialEntry], list[Result]]
 
 
 @dataclass
@@ -362,12 +379,12 @@ class Tuner:
         self.search.trials.append(trial)
         return trial
 
-    def entry(self, phase: str, c: Candidate) -> Entry:
+    def entry(self, phase: str, c: Candidate) -> TrialEntry:
         """The benchmark entry of a trial: the candidate's settings, at the phase's length."""
         p = self.params
         if p.task == "train":
             steps = TRAIN_CONFIRM if phase == "confirm" else TRAIN_SCREEN
-            return make_entry("train/throughput", p.trial_params(**c.settings, **steps).to_dict(), self.timeout)
+            return _entry("train/throughput", p.trial_params(**c.settings, **steps), self.timeout)
         settings = dict(c.settings)
         if phase == "gate":
             extra: dict[str, Any] = {"mode": "accuracy", "scenario": "offline", "dataset": p.dataset}
@@ -377,7 +394,7 @@ class Tuner:
             scenario = "offline" if self._server() else p.scenario
             seconds = CONFIRM_SECONDS if phase == "confirm" else SCREEN_SECONDS
             extra = {"scenario": scenario, "duration": seconds}
-        return make_entry("infer/loadgen", p.trial_params(**settings, **extra).to_dict(), self.timeout)
+        return _entry("infer/loadgen", p.trial_params(**settings, **extra), self.timeout)
 
     def _server(self) -> bool:
         return self.params.task == "infer" and self.params.scenario == "server"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.tta.datasets import TensorSplit
+    from accelbench.datasets.training import TensorSplit
 
 
 @dataclass
@@ -127,7 +127,7 @@ class TensorClassification(Recipe):
 
     def stage(self, split: Any, device: "torch.device") -> Any:
         """The training split on the device (a GPU): batches are then cut and augmented there, not by the host."""
-        from accelbench.tta.datasets import TensorSplit
+        from accelbench.datasets.training import TensorSplit
 
         if device.type == "cpu":
             return split

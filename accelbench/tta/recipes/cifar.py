@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelbench.datasets.training import TensorSplit, check_cifar10, cifar10
 from accelbench.kit.step import fused_kwargs
-from accelbench.tta.datasets import TensorSplit, check_cifar10, cifar10
 from accelbench.tta.recipes.base import Schedule, TensorClassification
 
 if TYPE_CHECKING:

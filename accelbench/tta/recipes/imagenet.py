@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from accelbench.tta.datasets import check_imagenet, imagenet
+from accelbench.datasets.training import check_imagenet, imagenet
 from accelbench.tta.recipes.base import Recipe, Schedule
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from accelbench.tta.datasets import Ratings, check_movielens, movielens
+from accelbench.datasets.training import Ratings, check_movielens, movielens
 from accelbench.tta.recipes.base import Recipe, Schedule
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelbench.tta.datasets import TensorSplit, check_mnist, digits, mnist
+from accelbench.datasets.training import TensorSplit, check_mnist, digits, mnist
 from accelbench.tta.recipes.base import Schedule, TensorClassification
 
 if TYPE_CHECKING:

@@ -171,7 +171,7 @@ def imagenet(root: Path, size: int) -> tuple[Any, Any]:
     """``train/<class>/*.JPEG`` and ``val/<class>/*.JPEG``, the layout torchvision's ImageFolder reads."""
     from torchvision import datasets, transforms
 
-    from accelbench.infer.datasets import IMAGE_SUFFIXES, MEAN, STD
+    from accelbench.datasets.images import IMAGE_SUFFIXES, MEAN, STD
 
     check_imagenet(root)
     normalize = transforms.Normalize(MEAN, STD)

@@ -13,14 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from accelbench.datasets.images import IMAGE_SUFFIXES, MEAN, STD
 from accelbench.errors import UsageError
 
 if TYPE_CHECKING:
     import torch
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
-#: ImageNet's per-channel mean and deviation: the normalisation torchvision's classifiers are trained with
-MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
 @dataclass
