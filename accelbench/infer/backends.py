@@ -124,9 +124,10 @@ class TorchEager(Backend):
         import torch
 
         from accelbench.devices.kind import kind_of
+        from accelbench.devices.precision import autocast_dtype, model_dtype
 
-        dtype = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16}.get(precision)
-        weights = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision)
+        dtype = autocast_dtype(precision)
+        weights = model_dtype(precision)
         if weights is not None:
             model = model.to(weights)
         if dtype is not None:

@@ -91,19 +91,15 @@ def _significant(t: "torch.Tensor", bits: int) -> "torch.Tensor":
     return ((raw + (1 << (drop - 1))) & ~((1 << drop) - 1)).view(torch.float32)
 
 
-#: significant bits of each floating-point storage precision (the implicit one included)
-SIGNIFICANT_BITS = {"bf16": 8, "fp16": 11}
-
-
 def rounded_copy(model: "torch.nn.Module", precision: str, coarser: int = 0) -> "torch.nn.Module | None":
     """A copy of ``model`` computing in FP32 with its storage rounded as ``precision`` rounds it (``coarser`` bits
     fewer: the comparison a broken path resembles); None for fp32, which rounds nothing."""
     import torch
 
-    from accelbench.devices.precision import ARITHMETIC, torch_dtype
+    from accelbench.devices.precision import arithmetic_of, significant_bits, torch_dtype
 
-    arithmetic = ARITHMETIC.get(precision, precision)
-    if arithmetic in ("fp32", "tf32"):
+    arithmetic = arithmetic_of(precision)
+    if torch_dtype(arithmetic) == torch.float32:  # fp32, tf32: FP32 storage rounds nothing
         return None
     twin = copy.deepcopy(model).float()
     layers = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.Linear)
@@ -119,7 +115,7 @@ def rounded_copy(model: "torch.nn.Module", precision: str, coarser: int = 0) -> 
                         )
                     )
             return twin
-        dtype, kept = torch_dtype(arithmetic), SIGNIFICANT_BITS[arithmetic] - coarser
+        dtype, kept = torch_dtype(arithmetic), significant_bits(arithmetic) - coarser  # type: ignore[operator]
 
         def rnd(t: Any) -> Any:
             if not (torch.is_tensor(t) and t.is_floating_point()):

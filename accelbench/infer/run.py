@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.devices.kind import kind_of
-from accelbench.devices.precision import precision_reason
+from accelbench.devices.precision import arithmetic_of, precision_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
 from accelbench.infer import accuracy, replan
 from accelbench.infer import settings as lgset
@@ -128,8 +128,9 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     impl.scratch_dir = ctx.scratch_dir  # its working files live in the run folder and go with the entry
     impl.export_cache = ctx.export_cache  # an export of the same weights and shapes, from this run or an earlier one
     precision = params.effective_precision
-    # int8 is ONNX Runtime's own kernels (AVX2 included), not a torch emulation: only autocast is checked
-    computes = impl.runs_model and (precision.startswith("amp_") or precision in ("bf16", "fp16"))
+    # int8 is ONNX Runtime's own kernels (AVX2 included), not a torch emulation: only torch's fp16/bf16 arithmetic
+    # (autocast or converted weights) is checked
+    computes = impl.runs_model and arithmetic_of(precision) in ("bf16", "fp16")
     hardware = precision_reason(device, precision, params.emulated) if computes else None
     skip_if(impl.unsupported(precision) or impl.unsupported_on(device.type) or params.export_refusal() or hardware)
     devices = _devices(params, device)

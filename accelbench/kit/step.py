@@ -11,19 +11,19 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Callable
 
+from accelbench.devices.precision import autocast_dtype
+
 if TYPE_CHECKING:
     import torch
 
-#: the training precisions that run under autocast, and the dtype each casts to
-AUTOCAST_DTYPE = {"amp_fp16": "float16", "amp_bf16": "bfloat16"}
-
 
 def autocast(device: "torch.device", precision: str) -> Any:
-    """torch.autocast for an ``amp_*`` precision, a no-op context otherwise."""
+    """torch.autocast for an ``amp_*`` precision (to the precision table's autocast dtype), a no-op otherwise."""
     import torch
 
-    if precision in AUTOCAST_DTYPE:
-        return torch.autocast(device.type, dtype=getattr(torch, AUTOCAST_DTYPE[precision]))
+    dtype = autocast_dtype(precision)
+    if dtype is not None:
+        return torch.autocast(device.type, dtype=dtype)
     return contextlib.nullcontext()
 
 
@@ -44,7 +44,8 @@ class TrainStep:
         self.optimizer = optimizer
         self.device = device
         self.precision = precision
-        self.scaler = torch.amp.GradScaler(device.type) if precision == "amp_fp16" else None
+        scaled = autocast_dtype(precision) == torch.float16  # fp16's range needs loss scaling; bf16's does not
+        self.scaler = torch.amp.GradScaler(device.type) if scaled else None
 
     def __call__(self, compute_loss: Callable[[], "torch.Tensor"]) -> "torch.Tensor":
         """Run one step; returns the loss, detached (reading it synchronises, so callers choose when)."""

@@ -79,24 +79,27 @@ def find_spec(device_name: str) -> AcceleratorSpec | None:
 
 
 def peak_for(device: "torch.device", precision: str, threads: int | None = None) -> Peak | None:
-    """Peak TFLOPS of ``device`` at ``precision``, or None when nothing trustworthy is known.
+    """Peak TFLOPS of ``device`` at ``precision`` (its peak key in the precision table), or None when nothing
+    trustworthy is known.
 
     On the CPU the estimate counts the cores actually used (``threads``, capped at
     the physical cores), since a 2-thread run cannot use a 64-core socket's peak.
     """
     from accelbench.devices.kind import kind_of
+    from accelbench.devices.precision import peak_key, tf32_math
 
     kind = kind_of(device)
+    key = peak_key(precision)  # the column it is judged against (amp_fp16: fp16)
     if kind.accelerator:  # looked up by the name its kind gives it ("NVIDIA H100 80GB HBM3")
         spec = find_spec(kind.label(device))
-        if spec is None or precision not in spec.peaks:
+        if spec is None or key not in spec.peaks:
             return None
-        return Peak(spec.peaks[precision], f"{spec.name}: {spec.source}", precision in spec.derived)
-    if precision != "tf32":
+        return Peak(spec.peaks[key], f"{spec.name}: {spec.source}", key in spec.derived)
+    if not tf32_math(precision):  # a CPU has no TF32 math, so no estimate of it
         from accelbench.system.cpu import estimated_peak_tflops, physical_cores
 
         cores = physical_cores() if threads is None else max(1, min(threads, physical_cores()))
-        est = estimated_peak_tflops(precision, cores)
+        est = estimated_peak_tflops(key, cores)
         if est is None:
             return None
         return Peak(est[0], est[1], True)

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from accelbench.devices.precision import PRECISIONS, model_dtype
 from accelbench.errors import StoppedEarly
 from accelbench.kit.step import TrainStep, fused_kwargs
 from accelbench.measure.stats import Measurement
@@ -26,13 +27,8 @@ if TYPE_CHECKING:
     from accelbench.train.specs import TrainParams
     from accelbench.workloads.base import Workload
 
-#: The precision whose peak a training run is compared with.
-PEAK_PRECISION = {"fp32": "fp32", "tf32": "tf32", "amp_fp16": "fp16", "amp_bf16": "bf16"} | {
-    "bf16": "bf16",
-    "fp16": "fp16",
-}
-#: precisions that convert the model itself (weights, activations, gradients), not autocast
-WEIGHT_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
+#: The precision whose peak a training run is compared with (the precision table's peak key).
+PEAK_PRECISION = {name: p.peak for name, p in PRECISIONS.items()}
 
 
 @dataclass
@@ -86,8 +82,8 @@ def as_model_input(batch: Any, params: "TrainParams") -> Any:
     """Floating inputs in the model's dtype (labels and token ids stay), 4-D ones in its memory format."""
     import torch
 
-    if params.precision in WEIGHT_DTYPE:
-        dtype = getattr(torch, WEIGHT_DTYPE[params.precision])
+    dtype = model_dtype(params.precision)  # bf16, fp16 convert the model itself (weights, activations, gradients)
+    if dtype is not None:
         batch = tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
     if params.channels_last:
         batch = tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t for t in batch)
@@ -98,8 +94,9 @@ def prepare_model(workload: "Workload", params: "TrainParams", device: "torch.de
     import torch
 
     model = workload.build(params.scale).to(device)
-    if params.precision in WEIGHT_DTYPE:
-        model = model.to(getattr(torch, WEIGHT_DTYPE[params.precision]))
+    dtype = model_dtype(params.precision)
+    if dtype is not None:
+        model = model.to(dtype)
     if params.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()

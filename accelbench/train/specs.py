@@ -158,7 +158,7 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         import torch
 
         from accelbench.devices.kind import kind_of
-        from accelbench.devices.precision import unsupported_reason
+        from accelbench.devices.precision import tf32_math, unsupported_reason
 
         kind = kind_of(device_type)
         if self.data == "real" and self.decode == "device" and not kind.jpeg_decode:
@@ -166,7 +166,7 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                 f"--decode device decodes JPEGs on the GPU (torchvision: nvJPEG on NVIDIA GPUs); use --decode cpu "
                 f"on the {kind.name} device"
             )
-        why = unsupported_reason(torch.device(device_type), "tf32") if self.precision == "tf32" else None
+        why = unsupported_reason(torch.device(device_type), "tf32") if tf32_math(self.precision) else None
         if why:
             raise UsageError(f"--precision tf32: the {kind.name} device cannot run it ({why})")
 
