@@ -19,9 +19,10 @@ from accelbench.params import build_params
 from accelbench.results.record import Metric, Result, schema_errors
 from accelbench.suite.suites import Entry
 from accelbench.tune.outcome import ranking, summary
-from accelbench.tune.search import MAX_ROUNDS, Search, Trial, Tuner
+from accelbench.tune.search import MAX_ROUNDS, Tuner
 from accelbench.tune.space import INFER_DEFAULT, Candidate
 from accelbench.tune.specs import TuneParams
+from accelbench.tune.trials import Search, Trial
 from accelbench.tune.verdict import apart, sample_figures
 
 DEFAULT = ("torch", False, 8, 1)

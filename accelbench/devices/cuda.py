@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from accelbench.devices.kind import DeviceKind
+from accelbench.devices.base import DeviceKind
 
 if TYPE_CHECKING:
     import torch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from accelbench.devices.kind import DeviceKind
+from accelbench.devices.base import DeviceKind
 
 if TYPE_CHECKING:
     import torch

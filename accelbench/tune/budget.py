@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from accelbench.tune.search import Trial
+    from accelbench.tune.trials import Trial
 
 #: a first gate's and a first confirmation's expected time where the family gives none: (times a
 #: screening's, plus seconds)

@@ -18,8 +18,8 @@ from typing import Any
 from accelbench.kit import metrics as fig
 from accelbench.measure.stats import Measurement
 from accelbench.results.record import Metric, Result
-from accelbench.tune.search import Search, Trial
 from accelbench.tune.space import Candidate
+from accelbench.tune.trials import Search, Trial
 from accelbench.tune.verdict import apart, decide, figure_of, median_of
 
 NAME = "tune/search"

@@ -21,14 +21,13 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable
 
-from accelbench.params import build_params
-from accelbench.results.record import Result
 from accelbench.tune.budget import Budget
-from accelbench.tune.space import INFER_DEFAULT, TRAIN_DEFAULT, Candidate, runtime_stage, shape_stage
+from accelbench.tune.space import Candidate, runtime_stage, shape_stage
 from accelbench.tune.specs import TuneParams
+from accelbench.tune.trials import RunTrial, Search, Trial, TrialEntry, _entry
 from accelbench.tune.verdict import MIN_RUNS_RANGES, MIN_RUNS_SAMPLES, decide
 
 #: share of the budget by the end of each phase
@@ -44,94 +43,6 @@ SCREEN_SECONDS, CONFIRM_SECONDS = 2.0, 6.0
 #: training steps (warm-up, measured, per window) of a screening and of a confirmation trial
 TRAIN_SCREEN = {"warmup": 2, "num_batches": 6, "display_every": 2}
 TRAIN_CONFIRM = {"warmup": 3, "num_batches": 18, "display_every": 2}
-
-
-@dataclass(frozen=True)
-class TrialEntry:
-    """The benchmark entry of one trial, its parameters validated and complete: ``run_trial`` runs it (the
-    command makes it a suite entry; the search never imports the suite, which imports the registry)."""
-
-    benchmark: str
-    params: dict[str, Any]
-    timeout: float | None = None
-
-
-def _entry(benchmark: str, params: Any, timeout: float | None) -> TrialEntry:
-    """A trial's parameters as a suite entry holds them: coerced, validated and complete."""
-    checked = build_params(type(params), params.to_dict(), benchmark)
-    return TrialEntry(benchmark, checked.to_dict(), float(timeout) if timeout else None)
-
-
-RunTrial = Callable[[TrialEntry], list[Result]]
-
-
-@dataclass
-class Trial:
-    """One run of one candidate in one phase, and its record (None when the run was never made)."""
-
-    phase: str  # screen, gate, confirm
-    candidate: Candidate
-    result: Result | None
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return self.result is not None and self.result.status == "ok" and self.result.primary is not None
-
-    @property
-    def figure(self) -> float | None:
-        return self.result.primary.value if self.ok and self.result and self.result.primary else None
-
-    @property
-    def why_not(self) -> str:
-        """The record's own reason when the trial gave no figure."""
-        if self.result is None:
-            return "no record"
-        return self.result.error or self.result.reason or f"status {self.result.status}"
-
-
-@dataclass
-class Search:
-    """Everything a search did: trials in order, what it left out, where it stopped and why."""
-
-    params: TuneParams
-    trials: list[Trial] = field(default_factory=list)
-    left_out: list[tuple[Candidate, str]] = field(default_factory=list)
-    not_tried: list[tuple[Candidate, str]] = field(default_factory=list)
-    stopped: list[str] = field(default_factory=list)
-    elapsed: float = 0.0
-    #: why the search compared nothing (fewer than two candidates screened with a figure), else None
-    no_search: str | None = None
-
-    @property
-    def default(self) -> Candidate:
-        return Candidate(dict(INFER_DEFAULT if self.params.task == "infer" else TRAIN_DEFAULT))
-
-    def of(self, candidate: Candidate, phase: str) -> list[Trial]:
-        return [t for t in self.trials if t.phase == phase and t.candidate.key == candidate.key]
-
-    def gate_of(self, candidate: Candidate) -> Trial | None:
-        """The accuracy trial of the candidate's runtime (batch and requests do not change the arithmetic)."""
-        runtime = _runtime_key(candidate)
-        return next((t for t in self.trials if t.phase == "gate" and _runtime_key(t.candidate) == runtime), None)
-
-    def is_reference(self, candidate: Candidate) -> bool:
-        """The FP32 eager model in its default layout is the gate's reference: it needs no gate."""
-        s = candidate.settings
-        return s.get("backend") == "torch" and s.get("precision") == "fp32" and not s.get("channels_last")
-
-    def passed_gate(self, candidate: Candidate) -> bool | None:
-        """True (passed, or the reference, or training: no gate), False (failed), None (not gated yet)."""
-        if self.params.task == "train" or self.is_reference(candidate):
-            return True
-        gate = self.gate_of(candidate)
-        if gate is None:
-            return None
-        return bool(gate.ok and gate.result and gate.result.valid)
-
-
-def _runtime_key(c: Candidate) -> str:
-    return Candidate({k: v for k, v in c.settings.items() if k not in ("batch_size", "streams")}).key
 
 
 class Tuner:

@@ -25,7 +25,7 @@ from accelbench.tune.space import Candidate
 
 if TYPE_CHECKING:
     from accelbench.results.record import Result
-    from accelbench.tune.search import Search, Trial
+    from accelbench.tune.trials import Search, Trial
 
 #: the Mann-Whitney test's level: p below it separates two candidates' samples
 ALPHA = 0.05
