@@ -114,7 +114,7 @@ def measure(
     fidelity = None
     if rounded and coarser and reference_rows and len(raw) == serving.total:
         answers = [logged[i] for i in range(serving.total)]
-        top1 = spec.quality_name == "top1"
+        top1 = spec.answer_is_argmax
         precision = params.effective_precision
         fidelity = fid.fidelity(precision, raw, reference_rows, rounded, coarser, answers, reference, top1)
     verdict = judge(spec, logged, reference, labels, fidelity)

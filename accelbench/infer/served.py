@@ -46,6 +46,9 @@ class Served:
     check_dataset: ClassVar[Any] = None
     #: why torch.onnx cannot export this model for ONNX Runtime (None: it exports, with a dynamic batch)
     no_onnx: ClassVar[str | None] = None
+    #: each answer is the argmax of its raw output row, so the row's lead of first over second is its margin
+    #: (the fidelity gate then also asks that answers decided beyond rounding are kept)
+    answer_is_argmax: ClassVar[bool] = False
 
     def __init__(self, workload: Workload, scale: str) -> None:
         self.workload = workload
@@ -87,6 +90,7 @@ class Served:
 class Classifier(Served):
     check_dataset = staticmethod(lambda root: check_image_folder(root))
     quality_name = "top1"
+    answer_is_argmax = True
     gates = (0.99,)
     server_bound_ms = 15.0
     answer_dtype = np.int32
