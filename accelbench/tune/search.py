@@ -27,7 +27,7 @@ from typing import Any, Callable
 from accelbench.tune.budget import Budget
 from accelbench.tune.space import Candidate, runtime_stage, shape_stage
 from accelbench.tune.specs import TuneParams
-from accelbench.tune.trials import RunTrial, Search, Trial, TrialEntry, _entry
+from accelbench.tune.trials import RunTrial, Search, Trial, TrialEntry, trial_entry
 from accelbench.tune.verdict import MIN_RUNS_RANGES, MIN_RUNS_SAMPLES, decide
 
 #: share of the budget by the end of each phase
@@ -295,7 +295,7 @@ class Tuner:
         p = self.params
         if p.task == "train":
             steps = TRAIN_CONFIRM if phase == "confirm" else TRAIN_SCREEN
-            return _entry("train/throughput", p.trial_params(**c.settings, **steps), self.timeout)
+            return trial_entry("train/throughput", p.trial_params(**c.settings, **steps), self.timeout)
         settings = dict(c.settings)
         if phase == "gate":
             extra: dict[str, Any] = {"mode": "accuracy", "scenario": "offline", "dataset": p.dataset}
@@ -305,7 +305,7 @@ class Tuner:
             scenario = "offline" if self._server() else p.scenario
             seconds = CONFIRM_SECONDS if phase == "confirm" else SCREEN_SECONDS
             extra = {"scenario": scenario, "duration": seconds}
-        return _entry("infer/loadgen", p.trial_params(**settings, **extra), self.timeout)
+        return trial_entry("infer/loadgen", p.trial_params(**settings, **extra), self.timeout)
 
     def _server(self) -> bool:
         return self.params.task == "infer" and self.params.scenario == "server"

@@ -21,7 +21,7 @@ class TrialEntry:
     timeout: float | None = None
 
 
-def _entry(benchmark: str, params: Any, timeout: float | None) -> TrialEntry:
+def trial_entry(benchmark: str, params: Any, timeout: float | None) -> TrialEntry:
     """A trial's parameters as a suite entry holds them: coerced, validated and complete."""
     checked = build_params(type(params), params.to_dict(), benchmark)
     return TrialEntry(benchmark, checked.to_dict(), float(timeout) if timeout else None)
