@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from accelbench.errors import UsageError
+from accelbench.families import Family, family_of, name_params
 from accelbench.infer.specs import InferParams
 from accelbench.kernels.sets import ShapeSet, load_set
 from accelbench.kernels.specs import (
@@ -41,7 +42,9 @@ class Command:
 
     Flags come from the parameter class's fields; ``positional`` is the field given first (a comma list
     sweeps it like any flag). ``scaling`` names the metric of the table over device counts printed after a
-    run, ``note`` a line printed before it.
+    run, ``note`` a line printed before it. ``implies`` are ``(given, field, value)``: a flag given sets
+    another field left unset (a data directory means real data). ``data_table``: print the synthetic against
+    real data table after a run.
     """
 
     name: str
@@ -52,10 +55,15 @@ class Command:
     note: str = ""
     scaling: str | None = None
     scaling_figure: str = "throughput"
+    implies: tuple[tuple[str, str, Any], ...] = ()
+    data_table: bool = False
 
 
 @dataclass(frozen=True)
 class BenchmarkInfo:
+    """One benchmark: ``FAMILY/NAME``, described by its family (:mod:`accelbench.families`) for everything the
+    generic layers show, and by the fields here for how it runs."""
+
     name: str
     description: str
     params: type[CommonParams]
@@ -70,6 +78,14 @@ class BenchmarkInfo:
     #: made by its own command, never a suite entry (a search runs other benchmarks as its trials)
     standalone: bool = False
 
+    @property
+    def family(self) -> Family:
+        """The family this benchmark belongs to (the part of its name before the ``/``)."""
+        family = family_of(self.name)
+        if family is None:
+            raise LookupError(f"{self.name!r} names no known family: register its Family first")
+        return family
+
     def load(self) -> Callable[[Any, RunContext], Iterable[Any]]:
         module, _, func = self.target.partition(":")
         return getattr(importlib.import_module(module), func)
@@ -78,176 +94,193 @@ class BenchmarkInfo:
         return build_params(self.params, values, self.name)
 
 
-BENCHMARKS: dict[str, BenchmarkInfo] = {
-    info.name: info
-    for info in (
-        BenchmarkInfo(
-            "kernels/gemm",
-            "dense matrix multiply C = A @ B (batched with --batch): seconds, TFLOPS, % of peak",
-            GemmParams,
-            "accelbench.kernels.gemm:run",
-            timeout=600,
-            primary_metric="tflops",
+BENCHMARKS: dict[str, BenchmarkInfo] = {}
+
+
+def register(info: BenchmarkInfo) -> BenchmarkInfo:
+    """List a benchmark (its family must be known: :func:`accelbench.families.register`) and name its parameter
+    class after it, so that its module reads its own name from here (:func:`accelbench.families.benchmark_of`)."""
+    info.family  # noqa: B018  (raises for a benchmark of no known family)
+    BENCHMARKS[info.name] = info
+    name_params(info.params, info.name)
+    return info
+
+
+def unregister(name: str) -> None:
+    """Take a benchmark registered for a while (a test's) off the list."""
+    BENCHMARKS.pop(name, None)
+
+
+for _info in (
+    BenchmarkInfo(
+        "kernels/gemm",
+        "dense matrix multiply C = A @ B (batched with --batch): seconds, TFLOPS, % of peak",
+        GemmParams,
+        "accelbench.kernels.gemm:run",
+        timeout=600,
+        primary_metric="tflops",
+    ),
+    BenchmarkInfo(
+        "kernels/conv",
+        "2-D convolution, forward / backward-data / backward-filter, NCHW or NHWC: seconds, TFLOPS, % of peak",
+        ConvParams,
+        "accelbench.kernels.conv:run",
+        primary_metric="tflops",
+    ),
+    BenchmarkInfo(
+        "kernels/rnn",
+        "one vanilla RNN, LSTM or GRU layer over a sequence, inference or training: seconds, TFLOPS",
+        RnnParams,
+        "accelbench.kernels.rnn:run",
+        primary_metric="tflops",
+    ),
+    BenchmarkInfo(
+        "kernels/attention",
+        "scaled dot-product attention, forward or forward+backward, causal or not: seconds, TFLOPS",
+        AttentionParams,
+        "accelbench.kernels.attention:run",
+        primary_metric="tflops",
+    ),
+    BenchmarkInfo(
+        "kernels/sparse",
+        "sparse x dense GEMM at a density (CSR), or 2:4 semi-structured on Ampere+: seconds, TFLOPS",
+        SparseParams,
+        "accelbench.kernels.sparse:run",
+        primary_metric="tflops",
+    ),
+    BenchmarkInfo(
+        "kernels/membw",
+        "device memory bandwidth, STREAM copy or triad: seconds, GB/s, % of peak",
+        MembwParams,
+        "accelbench.kernels.membw:run",
+        primary_metric="gbps",
+    ),
+    BenchmarkInfo(
+        "kernels/allreduce",
+        "all-reduce over N processes under torchrun (NCCL on GPUs, gloo on CPUs): algorithm and bus GB/s",
+        AllreduceParams,
+        "accelbench.kernels.allreduce:run",
+        timeout=1800,
+        primary_metric="busbw_gbps",
+    ),
+    BenchmarkInfo(
+        "train/throughput",
+        "training samples/s of a model on synthetic data (per-device batch), any precision: tf_cnn_benchmarks",
+        TrainParams,
+        "accelbench.train.run:run",
+        timeout=3600,
+        primary_metric="throughput",
+        efficiency_of=("throughput",),
+        command=Command(
+            "train",
+            "training throughput (samples/s) of a model on synthetic data, as tf_cnn_benchmarks measured it",
+            "Train MODEL on synthetic batches generated on the device: --warmup steps, then --num-batches "
+            "measured steps in windows of --display-every. Reports samples/s (median over windows, with a "
+            "95% CI), seconds per step, peak memory, and TFLOPS and % of peak from the model's counted FLOPs. "
+            "--batch-size is PER DEVICE. Size and option flags take comma lists to sweep (--batch-size "
+            "32,64,128); a combination this machine cannot run is recorded as skipped.",
+            positional="model",
+            metavar="MODEL",
+            note="batch sizes are per device: the global batch is the per-device batch x the number of devices",
+            scaling="throughput",
+            implies=(("data_dir", "data", ["real"]),),  # a data directory given means real data
+            data_table=True,
         ),
-        BenchmarkInfo(
-            "kernels/conv",
-            "2-D convolution, forward / backward-data / backward-filter, NCHW or NHWC: seconds, TFLOPS, % of peak",
-            ConvParams,
-            "accelbench.kernels.conv:run",
-            primary_metric="tflops",
+    ),
+    BenchmarkInfo(
+        "infer/loadgen",
+        "inference under the MLPerf LoadGen: Offline, Server, SingleStream or MultiStream, VALID or why not",
+        InferParams,
+        "accelbench.infer.run:run",
+        timeout=1800,
+        primary_metric=None,
+        efficiency_of=("throughput", "queries_per_second"),
+        command=Command(
+            "infer",
+            "inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
+            "Serve MODEL to the MLPerf LoadGen (mlcommons-loadgen) in a scenario, through a batching system "
+            "under test (one worker per device, a shared queue, --batch-size and --max-wait-ms). A short probe "
+            "sets LoadGen's hints first. --mode performance records the scenario's metric (Offline samples/s, "
+            "Server QPS, SingleStream p90 latency, MultiStream p99 query latency), latency percentiles and "
+            "LoadGen's VALID/INVALID verdict with the reasons in plain words, read from mlperf_log_detail.txt. "
+            "--mode accuracy scores the answers LoadGen logged (mlperf_log_accuracy.json) against an FP32 eager "
+            "run of the same weights on the same samples (with --dataset DIR: against its labels) and applies "
+            "MLPerf's 99%/99.9% gates. --mode find-peak bisects the highest valid Server QPS (2%) or the "
+            "largest MultiStream query within --latency-bound-ms, then confirms it with a full run. Backends: "
+            "torch, compile, onnxruntime and int8 (pip install 'accelbench[onnx]'), null and sleep (harness "
+            "checks), or a user's package.module:Class. The quick profile takes seconds and is non-compliant; "
+            "official loads LoadGen's mlperf.conf (600 s, official seeds).",
+            positional="model",
+            metavar="MODEL",
         ),
-        BenchmarkInfo(
-            "kernels/rnn",
-            "one vanilla RNN, LSTM or GRU layer over a sequence, inference or training: seconds, TFLOPS",
-            RnnParams,
-            "accelbench.kernels.rnn:run",
-            primary_metric="tflops",
+    ),
+    BenchmarkInfo(
+        "tta/time_to_target",
+        "time (and cost) to a quality target on real data over seeds, olympic mean, MLPerf logs: MLPerf Training",
+        TtaParams,
+        "accelbench.tta.run:run",
+        timeout=7 * 24 * 3600,
+        primary_metric="time_to_target_seconds",
+        efficiency_of=("time_to_target_seconds",),
+        command=Command(
+            "tta",
+            "time (and cost) to accuracy on real data over several seeds: MLPerf Training, DAWNBench",
+            "Train WORKLOAD on its real dataset until the quality target, --seeds times, each seed with its "
+            "own MLPerf-format log (mlperf-logging) in the run folder. The clock starts after model creation "
+            "and data staging (MLPerf's run_start) and stops at the first evaluation that reaches the target. "
+            "The score is the olympic mean (the fastest and the slowest runs dropped); a run that hits "
+            "--max-epochs counts as the slowest, and more than one such run makes the result invalid. With a "
+            "price (--price-per-hour, --instance, --purchase-price, or config.toml) the cost to accuracy is "
+            "recorded too. digits needs no download (scikit-learn ships it).",
+            positional="workload",
+            metavar="WORKLOAD",
+            scaling="time_to_target_seconds",
+            scaling_figure="time to target",
         ),
-        BenchmarkInfo(
-            "kernels/attention",
-            "scaled dot-product attention, forward or forward+backward, causal or not: seconds, TFLOPS",
-            AttentionParams,
-            "accelbench.kernels.attention:run",
-            primary_metric="tflops",
-        ),
-        BenchmarkInfo(
-            "kernels/sparse",
-            "sparse x dense GEMM at a density (CSR), or 2:4 semi-structured on Ampere+: seconds, TFLOPS",
-            SparseParams,
-            "accelbench.kernels.sparse:run",
-            primary_metric="tflops",
-        ),
-        BenchmarkInfo(
-            "kernels/membw",
-            "device memory bandwidth, STREAM copy or triad: seconds, GB/s, % of peak",
-            MembwParams,
-            "accelbench.kernels.membw:run",
-            primary_metric="gbps",
-        ),
-        BenchmarkInfo(
-            "kernels/allreduce",
-            "all-reduce over N processes under torchrun (NCCL on GPUs, gloo on CPUs): algorithm and bus GB/s",
-            AllreduceParams,
-            "accelbench.kernels.allreduce:run",
-            timeout=1800,
-            primary_metric="busbw_gbps",
-        ),
-        BenchmarkInfo(
-            "train/throughput",
-            "training samples/s of a model on synthetic data (per-device batch), any precision: tf_cnn_benchmarks",
-            TrainParams,
-            "accelbench.train.run:run",
-            timeout=3600,
-            primary_metric="throughput",
-            efficiency_of=("throughput",),
-            command=Command(
-                "train",
-                "training throughput (samples/s) of a model on synthetic data, as tf_cnn_benchmarks measured it",
-                "Train MODEL on synthetic batches generated on the device: --warmup steps, then --num-batches "
-                "measured steps in windows of --display-every. Reports samples/s (median over windows, with a "
-                "95% CI), seconds per step, peak memory, and TFLOPS and % of peak from the model's counted FLOPs. "
-                "--batch-size is PER DEVICE. Size and option flags take comma lists to sweep (--batch-size "
-                "32,64,128); a combination this machine cannot run is recorded as skipped.",
-                positional="model",
-                metavar="MODEL",
-                note="batch sizes are per device: the global batch is the per-device batch x the number of devices",
-                scaling="throughput",
-            ),
-        ),
-        BenchmarkInfo(
-            "infer/loadgen",
-            "inference under the MLPerf LoadGen: Offline, Server, SingleStream or MultiStream, VALID or why not",
-            InferParams,
-            "accelbench.infer.run:run",
-            timeout=1800,
-            primary_metric=None,
-            efficiency_of=("throughput", "queries_per_second"),
-            command=Command(
-                "infer",
-                "inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
-                "Serve MODEL to the MLPerf LoadGen (mlcommons-loadgen) in a scenario, through a batching system "
-                "under test (one worker per device, a shared queue, --batch-size and --max-wait-ms). A short probe "
-                "sets LoadGen's hints first. --mode performance records the scenario's metric (Offline samples/s, "
-                "Server QPS, SingleStream p90 latency, MultiStream p99 query latency), latency percentiles and "
-                "LoadGen's VALID/INVALID verdict with the reasons in plain words, read from mlperf_log_detail.txt. "
-                "--mode accuracy scores the answers LoadGen logged (mlperf_log_accuracy.json) against an FP32 eager "
-                "run of the same weights on the same samples (with --dataset DIR: against its labels) and applies "
-                "MLPerf's 99%/99.9% gates. --mode find-peak bisects the highest valid Server QPS (2%) or the "
-                "largest MultiStream query within --latency-bound-ms, then confirms it with a full run. Backends: "
-                "torch, compile, onnxruntime and int8 (pip install 'accelbench[onnx]'), null and sleep (harness "
-                "checks), or a user's package.module:Class. The quick profile takes seconds and is non-compliant; "
-                "official loads LoadGen's mlperf.conf (600 s, official seeds).",
-                positional="model",
-                metavar="MODEL",
-            ),
-        ),
-        BenchmarkInfo(
-            "tta/time_to_target",
-            "time (and cost) to a quality target on real data over seeds, olympic mean, MLPerf logs: MLPerf Training",
-            TtaParams,
-            "accelbench.tta.run:run",
-            timeout=7 * 24 * 3600,
-            primary_metric="time_to_target_seconds",
-            efficiency_of=("time_to_target_seconds",),
-            command=Command(
-                "tta",
-                "time (and cost) to accuracy on real data over several seeds: MLPerf Training, DAWNBench",
-                "Train WORKLOAD on its real dataset until the quality target, --seeds times, each seed with its "
-                "own MLPerf-format log (mlperf-logging) in the run folder. The clock starts after model creation "
-                "and data staging (MLPerf's run_start) and stops at the first evaluation that reaches the target. "
-                "The score is the olympic mean (the fastest and the slowest runs dropped); a run that hits "
-                "--max-epochs counts as the slowest, and more than one such run makes the result invalid. With a "
-                "price (--price-per-hour, --instance, --purchase-price, or config.toml) the cost to accuracy is "
-                "recorded too. digits needs no download (scikit-learn ships it).",
-                positional="workload",
-                metavar="WORKLOAD",
-                scaling="time_to_target_seconds",
-                scaling_figure="time to target",
-            ),
-        ),
-        BenchmarkInfo(
-            "tune/search",
-            "the best settings of a model's serving or training within a time budget, and how it compares with "
-            "the defaults (accelbench tune)",
-            TuneParams,
-            "accelbench.tune.search:Tuner",
-            standalone=True,
-        ),
-        BenchmarkInfo(
-            "selftest/ok",
-            "harness check: times a tiny pure-Python loop and succeeds",
-            OkParams,
-            "accelbench.selftest:run_ok",
-            timeout=60,
-            primary_metric="seconds",
-            hidden=True,
-        ),
-        BenchmarkInfo(
-            "selftest/raise",
-            "harness check: raises an exception (recorded as failed)",
-            RaiseParams,
-            "accelbench.selftest:run_raise",
-            timeout=60,
-            hidden=True,
-        ),
-        BenchmarkInfo(
-            "selftest/crash",
-            "harness check: kills its own process (segfault, abort, SIGKILL as from the OOM killer)",
-            CrashParams,
-            "accelbench.selftest:run_crash",
-            timeout=60,
-            hidden=True,
-        ),
-        BenchmarkInfo(
-            "selftest/hang",
-            "harness check: sleeps past its timeout (recorded as failed)",
-            HangParams,
-            "accelbench.selftest:run_hang",
-            timeout=5,
-            hidden=True,
-        ),
-    )
-}
+    ),
+    BenchmarkInfo(
+        "tune/search",
+        "the best settings of a model's serving or training within a time budget, and how it compares with "
+        "the defaults (accelbench tune)",
+        TuneParams,
+        "accelbench.tune.search:Tuner",
+        standalone=True,
+    ),
+    BenchmarkInfo(
+        "selftest/ok",
+        "harness check: times a tiny pure-Python loop and succeeds",
+        OkParams,
+        "accelbench.selftest:run_ok",
+        timeout=60,
+        primary_metric="seconds",
+        hidden=True,
+    ),
+    BenchmarkInfo(
+        "selftest/raise",
+        "harness check: raises an exception (recorded as failed)",
+        RaiseParams,
+        "accelbench.selftest:run_raise",
+        timeout=60,
+        hidden=True,
+    ),
+    BenchmarkInfo(
+        "selftest/crash",
+        "harness check: kills its own process (segfault, abort, SIGKILL as from the OOM killer)",
+        CrashParams,
+        "accelbench.selftest:run_crash",
+        timeout=60,
+        hidden=True,
+    ),
+    BenchmarkInfo(
+        "selftest/hang",
+        "harness check: sleeps past its timeout (recorded as failed)",
+        HangParams,
+        "accelbench.selftest:run_hang",
+        timeout=5,
+        hidden=True,
+    ),
+):
+    register(_info)
 
 
 def get(name: str) -> BenchmarkInfo:

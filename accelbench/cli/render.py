@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from accelbench.families import metric_texts
 from accelbench.registry import describe_params
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
@@ -174,52 +175,10 @@ def plan_table(planned: list[Any]) -> Table:
     return table
 
 
-def _detail(name: str, m: Any) -> str:
-    if name == "pct_of_peak":
-        return f"{fmt.number(m.value, 3)}% of peak"
-    if name in ("seconds", "tflops"):
-        return fmt.metric(m)
-    if name == "step_seconds":
-        return f"{fmt.metric(m)}/step"
-    if name == "peak_memory_bytes":
-        return f"{fmt.bytes_(m.value)} peak memory"
-    if name in _PLAIN:
-        return _PLAIN[name](m.value)
-    if name.startswith("reference_"):
-        return f"FP32 reference {fmt.number(m.value, 4)}"
-    if name.startswith("query_latency_"):
-        return f"{name.removeprefix('query_latency_').removesuffix('_seconds')} per query {fmt.metric(m)}"
-    if name.startswith("latency_p"):
-        return f"{name.removeprefix('latency_').removesuffix('_seconds').replace('_', '.')} {fmt.metric(m)}"
-    label = name.removesuffix("_gbps").removesuffix("_tflops").replace("_", " ")
-    return f"{label} {fmt.metric(m)}"
-
-
-_PLAIN = {
-    "epochs_to_target": lambda v: f"{fmt.number(v, 3)} epochs",
-    "samples_to_target": lambda v: f"{fmt.number(v, 4)} samples",
-    "time_to_target_spread": lambda v: f"spread {v:.0%}",
-    "cost_to_target_usd": lambda v: f"${v:.4g}",
-    "usd_per_million": lambda v: f"${fmt.number(v, 3)} per 1M",
-    "quality_ratio": lambda v: f"{v:.2%} of FP32",
-    "fp32_agreement": lambda v: f"FP32's answer on {v:.2%} of samples",  # beside a fidelity figure
-}
-
-
 def _details(r: Result) -> str:
-    shown = []
-    primary = r.primary
-    for name, m in sorted(r.metrics.items(), key=lambda kv: kv[0] not in ("seconds", "step_seconds")):
-        if name in (r.primary_metric, "arithmetic_intensity"):
-            continue
-        if name == "throughput_per_device" and primary is not None and m.value == primary.value:
-            continue  # one device: the same figure
-        if name.startswith("latency_") and name not in ("latency_p50_seconds", "latency_p99_seconds"):
-            continue  # the full set is in the record; the table shows the median and the tail
-        if name in ("per_usd", "per_usd_hour"):
-            continue  # the same price as USD per million, which the table shows
-        estimated = name == "pct_of_peak" and (r.details.get("peak") or {}).get("estimated")
-        shown.append(_detail(name, m) + (" (est.)" if estimated else ""))
+    """The record's other figures, each in the words its family's labels give it (accelbench.families), after
+    its verdict where it has one."""
+    shown = [escape(text) for text in metric_texts(r)]
     if r.valid is not None:
         shown.insert(0, "VALID" if r.valid else "[red]INVALID[/]")
     return ", ".join(shown)

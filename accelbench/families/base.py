@@ -1,0 +1,238 @@
+"""What a benchmark family is, described once, so that the layers that show records need not know any family.
+
+A record names only its benchmark (``kernels/gemm``); the part before the ``/`` names its family, and the
+family's :class:`Family` says everything a generic layer needs to know about it: how its metrics read in a
+table (:class:`Label`), which report section shows it and which summary lines it adds, how its records meet the
+published results (:class:`Published`), and whether it is a harness check. The results table
+(``cli/render.py``), the report (``report/``), reference matching (``reference/``) and the runner
+(``suite/``) read these descriptions and never branch on a family's name: a new family is one description
+here (or registered from outside with :func:`register`) and its benchmarks in the registry.
+
+This module imports no family and nothing that imports one (only the record and number formatting), so the
+report, which reads records only, can read the descriptions too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from accelbench.results import format as fmt
+from accelbench.results.record import Metric, Result
+
+
+@dataclass(frozen=True)
+class Label:
+    """How one metric reads in a table's details: its figure with words around it.
+
+    ``text`` is a template: ``{metric}`` is the figure with the digits its interval supports and its unit,
+    ``{value}`` the bare value (any Python format spec, plus ``sig3``/``sig4`` for significant digits and
+    ``bytes`` for a size), ``{stem}`` the part of the name a ``prefix_*`` pattern matched (less ``_seconds``),
+    ``{est}`` " (est.)" where the record's peak is an estimate. A callable ``(name, metric) -> str`` is the
+    way out when a template cannot say it.
+    """
+
+    text: str | Callable[[str, Metric], str] = "{metric}"
+    #: shown before the other metrics (the time a kernel call or a training step takes)
+    first: bool = False
+    #: left out where its value is the primary figure's (the per-device rate on one device)
+    unless_primary: bool = False
+
+
+#: a metric's entry in a family's table: a template (a :class:`Label`'s text), a Label, or None (not shown:
+#: the record keeps it, the table does not)
+LabelSpec = str | Label | None
+
+
+@dataclass(frozen=True)
+class Published:
+    """How a family's records meet the published results shipped in ``accelbench/reference/data``.
+
+    ``tasks`` are the reference table's tasks that are this family's work; ``task`` is the task of one record,
+    a template over its parameters (``inference_{scenario}``). The other fields say how the family's way of
+    measuring differs from a published one, in the reader's words.
+    """
+
+    tasks: tuple[str, ...]
+    task: str
+    #: how the record's framework reads: a template of {torch} (its version) and {mode} (eager or
+    #: torch.compile), or a callable ``(record, torch_version) -> str``
+    framework: str | Callable[[Result, str], str] = "PyTorch {torch} {mode}"
+    #: the framework always differs from a published one (accelbench's own serving harness), not only where the
+    #: published row is not PyTorch
+    own_harness: bool = False
+    #: the data every record of the family reads ("real"); None: the record's own ``data`` parameter
+    data: str | None = None
+    #: more differences between a record of the family and a published row (each a phrase): a callable
+    #: ``(record, reference) -> list[str]`` (a short profile, a latency bound not recorded)
+    caveats: Callable[[Result, Any], list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """One benchmark family: every benchmark named ``NAME/...`` belongs to it.
+
+    ``report`` and ``headline`` name functions as ``module:function`` (imported when a report is built, so
+    this module imports no report code): ``report(inp, family) -> Section | None`` builds the family's section
+    (the generic one lists each record's figures with the labels below), ``headline(inp, records) -> list[str]``
+    the family's lines of the report's summary.
+    """
+
+    name: str
+    #: how the report's summary names the family ("training throughput")
+    title: str
+    #: the command that measures one, said in the summary of a report that has none (None: not said)
+    hint: str | None = None
+    #: its metrics' labels by name; a key ending in ``*`` is a prefix (``latency_*``); exact names first
+    metrics: Mapping[str, LabelSpec] = field(default_factory=dict)
+    #: the function that builds its report section; None: no section (its records are in the summary only)
+    report: str | None = "accelbench.report.generic:section"
+    #: the note that opens the generic section (how the family measures)
+    report_note: str = ""
+    headline: str | None = None
+    published: Published | None = None
+    #: harness checks (the selftests): a suite of only these measures no idle power first
+    harness: bool = False
+    #: offered as ``accelbench FAMILY BENCHMARK`` (one subcommand per benchmark, the kernels)
+    grouped: bool = False
+
+    def owns(self, benchmark: str) -> bool:
+        """Whether ``benchmark`` (a record's or a registry's name) is one of this family's."""
+        return benchmark.partition("/")[0] == self.name
+
+    def short(self, benchmark: str) -> str:
+        """The benchmark's name within its family (``gemm`` for ``kernels/gemm``)."""
+        return benchmark.partition("/")[2] or benchmark
+
+    def label(self, name: str) -> tuple[Label, str] | None:
+        """This family's label of metric ``name`` and the part of the name a pattern matched (see
+        :func:`find_label`); None where the metric is not shown."""
+        return find_label(name, self)
+
+
+def find_label(name: str, family: Family | None = None) -> tuple[Label, str] | None:
+    """Metric ``name``'s label, with the part of the name a ``prefix_*`` pattern matched; None where the metric
+    is not shown.
+
+    The family's own table first, then the common one, then the other families' (a figure one family defines
+    reads the same wherever it appears), else its name in words before the figure. In each table an exact name
+    wins over a pattern, and a longer pattern over a shorter one.
+    """
+    tables = [family.metrics] if family is not None else []
+    tables += [COMMON_METRICS, *(f.metrics for f in families() if f is not family)]
+    for source in tables:
+        if name in source:
+            return _as_label(source[name], name)
+    for source in tables:
+        prefixes = sorted((k[:-1] for k in source if k.endswith("*")), key=len, reverse=True)
+        for prefix in prefixes:
+            if name.startswith(prefix):
+                return _as_label(source[prefix + "*"], name.removeprefix(prefix))
+    words = name.removesuffix("_gbps").removesuffix("_tflops").replace("_", " ")
+    return Label(words.replace("{", "{{").replace("}", "}}") + " {metric}"), name
+
+
+def _as_label(spec: LabelSpec, stem: str) -> tuple[Label, str] | None:
+    if spec is None:
+        return None
+    return (spec if isinstance(spec, Label) else Label(spec)), stem
+
+
+#: metrics every family may carry (times, the model's FLOP rate, cost): read where a family's table has none
+COMMON_METRICS: dict[str, LabelSpec] = {
+    "seconds": Label("{metric}", first=True),
+    "step_seconds": Label("{metric}/step", first=True),
+    "tflops": "{metric}",
+    "pct_of_peak": "{value:sig3}% of peak{est}",
+    "arithmetic_intensity": None,  # the roofline's x axis, not a figure to read
+    "peak_memory_bytes": "{value:bytes} peak memory",
+    "throughput_per_device": Label("throughput per device {metric}", unless_primary=True),
+    "cost_to_target_usd": "${value:.4g}",
+    "usd_per_million": "${value:sig3} per 1M",
+    "per_usd": None,  # the same price as USD per million, which the table shows
+    "per_usd_hour": None,
+}
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Make ``family`` known by its name (a second one of the same name replaces the first): its records then
+    read through its description everywhere."""
+    if not family.name or "/" in family.name:
+        raise ValueError(f"a family's name is one word before the benchmark's '/': {family.name!r}")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def unregister(name: str) -> None:
+    """Forget a family registered for a while (a test's)."""
+    _FAMILIES.pop(name, None)
+
+
+def families() -> list[Family]:
+    """Every known family, in the order the report shows them."""
+    return list(_FAMILIES.values())
+
+
+def family_of(benchmark: str) -> Family | None:
+    """The family a benchmark belongs to; None for a name of no known family (an old or foreign record)."""
+    return _FAMILIES.get(benchmark.partition("/")[0])
+
+
+class _Value(float):
+    """A metric's value in a label's template: Python's format specs, plus ``sigN`` and ``bytes``."""
+
+    def __format__(self, spec: str) -> str:
+        if spec.startswith("sig"):
+            return fmt.number(float(self), int(spec[3:]))
+        if spec == "bytes":
+            return fmt.bytes_(float(self))
+        return format(float(self), spec)
+
+
+def metric_text(r: Result, name: str, m: Metric, label: Label, stem: str = "") -> str:
+    """One metric of ``r`` in words, as ``label`` says."""
+    if callable(label.text):
+        return label.text(name, m)
+    estimated = bool((r.details.get("peak") or {}).get("estimated"))
+    return label.text.format(
+        metric=fmt.metric(m),
+        value=_Value(m.value),
+        stem=(stem or name).removesuffix("_seconds"),
+        est=" (est.)" if estimated else "",
+    )
+
+
+def metric_texts(r: Result) -> list[str]:
+    """``r``'s metrics other than its primary figure, in words, as its family's labels say (those marked
+    first before the others; those not shown left out): the details of a results table's row."""
+    family = family_of(r.benchmark)
+    primary = r.primary
+    found = [(name, m, find_label(name, family)) for name, m in r.metrics.items()]
+    shown = []
+    for name, m, hit in sorted(found, key=lambda x: not (x[2] is not None and x[2][0].first)):
+        if hit is None or name == r.primary_metric:
+            continue
+        label, stem = hit
+        if label.unless_primary and primary is not None and m.value == primary.value:
+            continue
+        shown.append(metric_text(r, name, m, label, stem))
+    return shown
+
+
+_PARAMS: dict[type, str] = {}
+
+
+def name_params(params: type, benchmark: str) -> None:
+    """Say which benchmark a parameter class is (the registry does, for each benchmark it lists)."""
+    _PARAMS[params] = benchmark
+
+
+def benchmark_of(params: object) -> str:
+    """The registry's name of the benchmark whose parameters ``params`` are: what its records are called, so
+    that the name is written once, in the registry, and a benchmark's module holds no copy of it."""
+    for cls in type(params).__mro__:
+        if cls in _PARAMS:
+            return _PARAMS[cls]
+    raise LookupError(f"{type(params).__name__} is no registered benchmark's parameters (see accelbench.registry)")

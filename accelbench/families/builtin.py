@@ -1,0 +1,116 @@
+"""The shipped families, each described once: what render, the report, reference matching and the runner read.
+
+The order here is the report's order of sections (a search's best settings first, then kernels, training,
+time to accuracy, inference). A family's ``metrics`` table is where a new metric of it gets its words in the
+results table: one line per metric (see :class:`accelbench.families.base.Label` for the template's fields).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelbench.families.base import Family, LabelSpec, Published, register
+from accelbench.results.record import Result
+
+TUNE = register(
+    Family(
+        "tune",
+        "best settings",
+        report="accelbench.report.tuning:tuning",
+    )
+)
+
+KERNELS = register(
+    Family(
+        "kernels",
+        "kernels",
+        hint="accelbench kernels gemm (or any kernel set)",
+        report="accelbench.report.perf:kernels",
+        headline="accelbench.report.perf:kernel_headlines",
+        grouped=True,
+    )
+)
+
+TRAIN = register(
+    Family(
+        "train",
+        "training throughput",
+        hint="accelbench train MODEL",
+        report="accelbench.report.perf:training",
+        headline="accelbench.report.perf:training_headlines",
+        published=Published(tasks=("train_throughput",), task="train_throughput"),
+    )
+)
+
+#: time to accuracy's own figures (the time itself is the primary figure; its cost is a common metric)
+TTA_METRICS: dict[str, LabelSpec] = {
+    "epochs_to_target": "{value:sig3} epochs",
+    "samples_to_target": "{value:sig4} samples",
+    "time_to_target_spread": "spread {value:.0%}",
+}
+
+TTA = register(
+    Family(
+        "tta",
+        "time to accuracy",
+        hint="accelbench tta WORKLOAD",
+        metrics=TTA_METRICS,
+        report="accelbench.report.tta:tta",
+        headline="accelbench.report.tta:headlines",
+        published=Published(tasks=("time_to_accuracy",), task="time_to_accuracy", data="real"),
+    )
+)
+
+#: inference's metrics in a results table, one line each (the scenario's own figure is the primary one and
+#: is shown as the result); a name ending in * is a prefix, exact names win over it
+INFER_METRICS: dict[str, LabelSpec] = {
+    "quality_ratio": "{value:.2%} of FP32",
+    "fp32_agreement": "FP32's answer on {value:.2%} of samples",  # beside a fidelity figure
+    "reference_*": "FP32 reference {value:sig4}",
+    "query_latency_*": "{stem} per query {metric}",
+    "latency_p50_seconds": "p50 {metric}",
+    "latency_p99_seconds": "p99 {metric}",
+    "latency_*": None,  # the full set is in the record; the table shows the median and the tail
+}
+
+
+def _serving_framework(r: Result, torch: str) -> str:
+    return f"accelbench's {r.params.get('backend', 'torch')} backend (PyTorch {torch})"
+
+
+def _loadgen_caveats(r: Result, ref: Any) -> list[str]:
+    """A quick LoadGen profile is not MLPerf's run; a served rate is a figure of its latency bound."""
+    out = []
+    if r.params.get("profile", "quick") != "official":
+        out.append("accelbench's quick LoadGen profile (seconds), not MLPerf's 600 s official run")
+    if ref.latency_bound_ms is not None and not r.details.get("latency_bound_ms"):
+        out.append(f"latency bound not recorded here (published: {ref.latency_bound_ms:g} ms)")
+    return out
+
+
+INFER = register(
+    Family(
+        "infer",
+        "inference under LoadGen",
+        hint="accelbench infer MODEL --scenario offline",
+        metrics=INFER_METRICS,
+        report="accelbench.report.inference:inference",
+        headline="accelbench.report.inference:headlines",
+        published=Published(
+            tasks=("inference_offline", "inference_server"),
+            task="inference_{scenario}",
+            framework=_serving_framework,
+            own_harness=True,
+            caveats=_loadgen_caveats,
+        ),
+    )
+)
+
+SELFTEST = register(
+    Family(
+        "selftest",
+        "harness checks",
+        report=None,
+        harness=True,
+    )
+)
