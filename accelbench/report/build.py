@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any, Callable
+
 from accelbench.errors import UsageError
-from accelbench.report.common import ReportInput
-from accelbench.report.inference import inference
-from accelbench.report.model import Document
+from accelbench.families import Family, families
+from accelbench.report.common import ReportInput, hook
+from accelbench.report.model import Document, Section
 from accelbench.report.overview import machines, summary
-from accelbench.report.perf import kernels, training
 from accelbench.report.published import published
 from accelbench.report.trends import comparisons, history
-from accelbench.report.tta import tta
-from accelbench.report.tuning import tuning
 from accelbench.results.record import now_iso
 
-#: section builders, each returning None when the records hold nothing for it
-SECTIONS = (summary, machines, tuning, kernels, training, tta, inference, published, comparisons, history)
+#: section builders before and after the families' own sections, each returning None when the records hold
+#: nothing for it
+FIRST = (summary, machines)
+LAST = (published, comparisons, history)
 
 __all__ = ["ReportInput", "build"]
 
@@ -27,5 +29,16 @@ def build(inp: ReportInput) -> Document:
     first = min(r.started_at for r in inp.records)[:16].replace("T", " ")
     last = max(r.ended_at for r in inp.records)[:16].replace("T", " ")
     subtitle = f"{len(inp.records)} records from {len(runs)} run{'s' * (len(runs) != 1)}, {first} to {last} UTC"
-    sections = [s for s in (build_one(inp) for build_one in SECTIONS) if s is not None]
+    sections = [s for s in (build_one(inp) for build_one in sections_of()) if s is not None]
     return Document(inp.title, subtitle, now_iso()[:19].replace("T", " ") + " UTC", sections)
+
+
+def sections_of() -> list[Callable[[ReportInput], Section | None]]:
+    """Every section builder in the report's order: the summary and the machines, then each family's section as
+    its description names it (in the order the families are registered), then the comparisons."""
+    own = [partial(_family_section, hook(f.report), family=f) for f in families() if f.report is not None]
+    return [*FIRST, *own, *LAST]
+
+
+def _family_section(build: Callable[..., Any], inp: ReportInput, family: Family) -> Section | None:
+    return build(inp, family)

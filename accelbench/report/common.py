@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
+from accelbench.families import Family
 from accelbench.report.model import Cell, Section, Text
 from accelbench.results import format as fmt
 from accelbench.results.describe import Describe, plain
@@ -35,6 +37,10 @@ class ReportInput:
 
     def of(self, prefix: str) -> list[Result]:
         return [r for r in self.records if r.benchmark.startswith(prefix)]
+
+    def of_family(self, family: Family, ok: bool = False) -> list[Result]:
+        """The records of ``family``'s benchmarks (only those measured, with ``ok``)."""
+        return [r for r in self.records if family.owns(r.benchmark) and (r.status == "ok" or not ok)]
 
     def name(self, r: Result) -> str:
         return self.describe(r.benchmark, r.params)
@@ -139,11 +145,23 @@ def device_of(r: Result) -> str:
     return str(r.details.get("device_name") or r.params.get("device") or "")
 
 
+def hook(target: str) -> Callable[..., Any]:
+    """A family's report function named ``module:function`` (a family description imports no report code)."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def on_system(inp: ReportInput, r: Result) -> str:
+    """' on 4x NVIDIA A100' where the report covers several systems; nothing where it covers one."""
+    labels = systems(inp.records)
+    return f" on {labels[r.fingerprint]}" if len(labels) > 1 else ""
+
+
 def family_section(
-    inp: ReportInput, prefix: str, sid: str, title: str, note: str
+    inp: ReportInput, family: Family, sid: str, title: str, note: str
 ) -> tuple[list[Result], dict[str, str], Section] | None:
     """A family's records, the report's system labels, and its section opened with how it was measured."""
-    recs = inp.of(prefix)
+    recs = inp.of_family(family)
     if not recs:
         return None
     return recs, systems(inp.records), Section(sid, title, [Text(note, "note")])

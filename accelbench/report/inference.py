@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import partial
 
 import accelbench.report.charts as charts
+from accelbench.families import Family
+from accelbench.families.builtin import INFER
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
@@ -12,11 +14,13 @@ from accelbench.report.common import (
     family_section,
     figure,
     newest_first,
+    on_system,
     status_cell,
     verdict,
 )
 from accelbench.report.model import Chart, Section, Table
 from accelbench.results import format as fmt
+from accelbench.results.record import Result
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
 PERCENTILES = (("p50", "latency_p50_seconds"), ("p90", "latency_p90_seconds"), ("p99", "latency_p99_seconds"))
@@ -27,10 +31,15 @@ def _latency(r, key: str) -> str:
     return fmt.seconds(m.value) if m else ""
 
 
-def inference(inp: ReportInput) -> Section | None:
+def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
+    """The summary's lines on inference: each VALID result (an INVALID one is under "Read with care")."""
+    return [f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{on_system(inp, r)}." for r in recs if r.valid]
+
+
+def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
     opened = family_section(
         inp,
-        "infer/",
+        family,
         "inference",
         "Inference",
         "Served under the MLPerf LoadGen. VALID and INVALID are LoadGen's verdicts (or the accuracy gate's); "

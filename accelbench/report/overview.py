@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from accelbench.report.common import ReportInput, figure, newest_first, systems
+from accelbench.families import families
+from accelbench.report.common import ReportInput, hook, newest_first, systems
 from accelbench.report.model import Bullets, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
 from accelbench.system.specs import find_spec
-
-#: families in the order a report shows them, with what a user runs to measure one
-FAMILIES = (
-    ("kernels/", "kernels", "accelbench kernels gemm (or any kernel set)"),
-    ("train/", "training throughput", "accelbench train MODEL"),
-    ("tta/", "time to accuracy", "accelbench tta WORKLOAD"),
-    ("infer/", "inference under LoadGen", "accelbench infer MODEL --scenario offline"),
-)
 
 
 def machines(inp: ReportInput) -> Section | None:
@@ -123,38 +116,12 @@ def machines(inp: ReportInput) -> Section | None:
 
 
 def _best(inp: ReportInput) -> list[str]:
-    """The headline figure per workload family: what a manager asks first."""
-    lines = []
-    labels = systems(inp.records)
-    multi = len(labels) > 1
-
-    def where(r: Result) -> str:
-        return f" on {labels[r.fingerprint]}" if multi else ""
-
-    kern = [r for r in inp.ok("kernels/") if "pct_of_peak" in r.metrics]
-    if kern:
-        top = max(kern, key=lambda r: r.metrics["pct_of_peak"].value)
-        lines.append(
-            f"Kernels: the best reached {fmt.number(top.metrics['pct_of_peak'].value, 3)}% of peak "
-            f"({top.benchmark.split('/')[-1]} {inp.name(top)}: {figure(top.primary)}){where(top)}."
-        )
-    by_model: dict[str, Result] = {}
-    for r in inp.ok("train/"):
-        key = f"{r.params.get('model')}"
-        if r.primary and (key not in by_model or r.primary.value > by_model[key].primary.value):  # type: ignore[union-attr]
-            by_model[key] = r
-    for r in by_model.values():
-        lines.append(f"Training {r.params.get('model')}: {figure(r.primary)} at best ({inp.name(r)}){where(r)}.")
-    for r in inp.ok("tta/"):
-        if r.primary is None:  # INVALID by the seed rule: no time to target
-            continue
-        lines.append(
-            f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} (olympic mean of "
-            f"{(r.details.get('score') or {}).get('runs', '?')} seeds){where(r)}."
-        )
-    for r in inp.ok("infer/"):
-        if r.valid:
-            lines.append(f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{where(r)}.")
+    """The headline figure per workload family: what a manager asks first (each family's own lines, in the
+    report's order of families)."""
+    lines: list[str] = []
+    for family in families():
+        if family.headline is not None and (recs := inp.of_family(family, ok=True)):
+            lines += hook(family.headline)(inp, recs)
     return lines
 
 
@@ -221,7 +188,7 @@ def summary(inp: ReportInput) -> Section:
         section.blocks.append(Text("Not measured on this machine (skipped):"))
         section.blocks.append(Bullets([f"{n}x: {why}" for why, n in skipped.items()]))
     section.blocks.append(Text(_energy_line(recs), "note"))
-    missing = [f"{title} ({cmd})" for prefix, title, cmd in FAMILIES if not inp.of(prefix)]
+    missing = [f"{f.title} ({f.hint})" for f in families() if f.hint and not inp.of_family(f)]
     if missing:
         section.blocks.append(Text("Not in this report: " + "; ".join(missing) + ".", "note"))
     return section

@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import partial
 
 import accelbench.report.charts as charts
+from accelbench.families import Family
+from accelbench.families.builtin import KERNELS, TRAIN
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
@@ -12,6 +14,7 @@ from accelbench.report.common import (
     efficiency_columns,
     family_section,
     figure,
+    on_system,
     pct,
     status_cell,
     systems,
@@ -23,7 +26,9 @@ from accelbench.results.scaling import scaling_rows
 from accelbench.system.specs import find_spec
 
 
-def _roofline(inp: ReportInput, fp: str, device: str, recs: list[Result], label: str, n: int) -> Chart | None:
+def _roofline(
+    inp: ReportInput, family: Family, fp: str, device: str, recs: list[Result], label: str, n: int
+) -> Chart | None:
     points = [
         (
             f"{r.benchmark.split('/')[-1]} {r.params.get('precision', '')}".strip(),
@@ -49,8 +54,10 @@ def _roofline(inp: ReportInput, fp: str, device: str, recs: list[Result], label:
             highest[key] = max(highest.get(key, 0.0), float(peak["value"]))
     roofs = {f"{prec} peak {value:.3g} {unit} ({how})": value for (prec, unit, how), value in highest.items()}
     bandwidth = None
-    stream = [
-        r for r in inp.ok("kernels/membw") if r.fingerprint == fp and device_of(r) == device and "gbps" in r.metrics
+    stream = [  # the family's STREAM records: those that measured memory bandwidth
+        r
+        for r in inp.of_family(family, ok=True)
+        if r.fingerprint == fp and device_of(r) == device and "gbps" in r.metrics
     ]
     if stream:
         best = max(r.metrics["gbps"].value for r in stream)
@@ -69,10 +76,22 @@ def _roofline(inp: ReportInput, fp: str, device: str, recs: list[Result], label:
     )
 
 
-def kernels(inp: ReportInput) -> Section | None:
+def kernel_headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
+    """The summary's line on kernels: the one nearest its peak."""
+    kern = [r for r in recs if "pct_of_peak" in r.metrics]
+    if not kern:
+        return []
+    top = max(kern, key=lambda r: r.metrics["pct_of_peak"].value)
+    return [
+        f"Kernels: the best reached {fmt.number(top.metrics['pct_of_peak'].value, 3)}% of peak "
+        f"({top.benchmark.split('/')[-1]} {inp.name(top)}: {figure(top.primary)}){on_system(inp, top)}."
+    ]
+
+
+def kernels(inp: ReportInput, family: Family = KERNELS) -> Section | None:
     opened = family_section(
         inp,
-        "kernels/",
+        family,
         "kernels",
         "Kernels",
         "DeepBench-style kernels timed on the device. % of peak divides the achieved rate by the device's peak "
@@ -87,7 +106,7 @@ def kernels(inp: ReportInput) -> Section | None:
         devices = sorted({device_of(r) for r in recs if r.fingerprint == fp and r.status == "ok"})
         for device in devices:
             mine = [r for r in recs if r.fingerprint == fp and r.status == "ok" and device_of(r) == device]
-            if n < MAX_CHARTS and (chart := _roofline(inp, fp, device, mine, label, n)) is not None:
+            if n < MAX_CHARTS and (chart := _roofline(inp, family, fp, device, mine, label, n)) is not None:
                 section.blocks.append(chart)
                 n += 1
     for bench in sorted({r.benchmark for r in recs}):
@@ -142,10 +161,23 @@ def _bars(inp: ReportInput, recs: list[Result], multi: dict[str, str] | None) ->
     return out
 
 
-def training(inp: ReportInput) -> Section | None:
+def training_headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
+    """The summary's lines on training: each model's best throughput."""
+    by_model: dict[str, Result] = {}
+    for r in recs:
+        key = f"{r.params.get('model')}"
+        if r.primary and (key not in by_model or r.primary.value > by_model[key].primary.value):  # type: ignore[union-attr]
+            by_model[key] = r
+    return [
+        f"Training {r.params.get('model')}: {figure(r.primary)} at best ({inp.name(r)}){on_system(inp, r)}."
+        for r in by_model.values()
+    ]
+
+
+def training(inp: ReportInput, family: Family = TRAIN) -> Section | None:
     opened = family_section(
         inp,
-        "train/",
+        family,
         "training",
         "Training throughput",
         "Samples per second on synthetic data after warm-up, from timed windows; error bars are 95% "

@@ -5,23 +5,37 @@ from __future__ import annotations
 from functools import partial
 
 import accelbench.report.charts as charts
+from accelbench.families import Family
+from accelbench.families.builtin import TTA
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
     family_section,
     figure,
     newest_first,
+    on_system,
     status_cell,
     verdict,
 )
 from accelbench.report.model import Chart, Section, Table
 from accelbench.results import format as fmt
+from accelbench.results.record import Result
 
 
-def tta(inp: ReportInput) -> Section | None:
+def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
+    """The summary's lines on time to accuracy: each score with the seeds it is the olympic mean of."""
+    return [
+        f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} (olympic mean of "
+        f"{(r.details.get('score') or {}).get('runs', '?')} seeds){on_system(inp, r)}."
+        for r in recs
+        if r.primary is not None  # INVALID by the seed rule: no time to target
+    ]
+
+
+def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
     opened = family_section(
         inp,
-        "tta/",
+        family,
         "tta",
         "Time to accuracy",
         "Each seed trains until the quality target; the score is MLPerf Training's olympic mean (the fastest "

@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import partial
 
 import accelbench.report.charts as charts
+from accelbench.families import Family
+from accelbench.families.builtin import TUNE
 from accelbench.report.common import ReportInput, figure, newest_first
 from accelbench.report.model import Chart, Section, Table, Text
 from accelbench.results import format as fmt
@@ -15,8 +17,8 @@ from accelbench.tune.outcome import NO_CLAIM
 MAX_SEARCHES = 4
 
 
-def tuning(inp: ReportInput) -> Section | None:
-    recs = newest_first(inp.of("tune/"))
+def tuning(inp: ReportInput, family: Family = TUNE) -> Section | None:
+    recs = newest_first(inp.of_family(family))
     if not recs:
         return None
     section = Section(
