@@ -170,11 +170,11 @@ class FakeNvml:
 @pytest.mark.parametrize("held_ns, warned", [(0, False), (10**12, True)])
 def test_throttling_during_the_window_comes_from_the_violation_counters(monkeypatch, held_ns, warned):
     """The clock-event snapshot after the run sees an idle GPU; the counters' difference sees the power cap."""
+    from accelbench.devices import nvml
     from accelbench.measure.conditions import ConditionsMonitor
-    from accelbench.system import nvidia
 
     fake = FakeNvml(held_ns)
-    monkeypatch.setattr(nvidia, "_nvml", lambda: fake)
+    monkeypatch.setattr(nvml, "load", lambda: fake)  # NVIDIA GPUs' reader in the device seam
     with ConditionsMonitor(threads=1, gpu_index=0) as monitor:
         pass
     gpu = monitor.conditions.gpu

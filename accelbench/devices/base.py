@@ -5,8 +5,12 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
+from accelbench.devices.precision import no_tf32_reason, tf32_math
+
 if TYPE_CHECKING:
     import torch
+
+    from accelbench.devices.readers import DeviceReader
 
 
 class DeviceKind:
@@ -178,14 +182,19 @@ class DeviceKind:
 
     def unsupported(self, device: "torch.device", precision: str) -> str | None:
         """Why ``device`` cannot run ``precision`` at all (its arithmetic is absent), or None."""
-        if precision == "tf32":
-            return f"tf32 is an NVIDIA Tensor Core mode; the {self.name} device has no tf32"
+        if tf32_math(precision):
+            return no_tf32_reason(f"the {self.name} device")
         if precision in ("int8", "fp8") and self.accelerator:
             return f"{precision} GEMM is only measured on CUDA and CPU, not on {self.name}"
         return None
 
     def monitored(self, device: "torch.device") -> int | None:
-        """The index its clock, throttle and energy readers know this device by, or None (not monitored)."""
+        """The index its :meth:`reader` knows this device by, or None (not monitored)."""
+        return None
+
+    def reader(self) -> "DeviceReader | None":
+        """Who reads its devices' energy, power, clocks and throttling (``devices/readers.py``: NVML, amdsmi),
+        or None where nothing does (the host's energy is RAPL's, read apart)."""
         return None
 
     def facts(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The host CPU as a device kind: synchronous, no device memory statistics, gloo between ranks."""
+"""The host CPU as a device kind: synchronous, no device memory statistics, gloo between ranks; its energy is
+RAPL's (``system/rapl.py``), read by the meter for every window, so it has no device reader."""
 
 from __future__ import annotations
 
@@ -22,10 +23,8 @@ class CpuKind(DeviceKind):
 
         return cpu_model()
 
-    def unsupported(self, device: "torch.device", precision: str) -> str | None:
-        if precision == "tf32":
-            return "tf32 is an NVIDIA Tensor Core mode; the cpu device has no tf32"
-        return None  # int8 and fp8 GEMMs run through torch's CPU kernels (emulation is judged apart)
+    # unsupported: the base class's rules (no tf32; int8 and fp8 GEMMs run through torch's CPU kernels, whose
+    # emulation is judged apart by devices/host.py)
 
 
 KIND = CpuKind()

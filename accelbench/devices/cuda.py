@@ -16,6 +16,8 @@ from accelbench.devices.base import DeviceKind
 if TYPE_CHECKING:
     import torch
 
+    from accelbench.devices.readers import DeviceReader
+
 #: Larger than the L2 of any current NVIDIA GPU (H100: 50 MB, B200: 126 MB); do_bench uses 256 MB.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 
@@ -254,6 +256,16 @@ class CudaKind(DeviceKind):
 
     def monitored(self, device: "torch.device") -> int | None:
         return device.index or 0
+
+    _reader: "DeviceReader | None" = None
+
+    def reader(self) -> "DeviceReader | None":
+        """NVML (nvidia-ml-py), one per process."""
+        if self._reader is None:
+            from accelbench.devices.nvml import NvmlReader
+
+            self._reader = NvmlReader()
+        return self._reader
 
     # -- serving: one CUDA stream per worker ----------------------------------------------------------------
 

@@ -105,6 +105,12 @@ def tf32_math(precision: str) -> bool:
     return p is not None and p.tf32
 
 
+def no_tf32_reason(what: str) -> str:
+    """The one TF32 rule, in words: TF32 is a format of NVIDIA's Tensor Cores, so ``what`` (a kind's device,
+    a named GPU) without them cannot run the tf32 precision; every kind says it through this."""
+    return f"tf32 is an NVIDIA Tensor Core mode; {what} has no tf32"
+
+
 def significant_bits(precision: str) -> int | None:
     """Significant bits of the values ``precision`` stores between operations; None for int8 (quantised)."""
     return PRECISIONS[precision].significant_bits

@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.cuda import CudaKind
+from accelbench.devices.precision import no_tf32_reason, tf32_math
 
 if TYPE_CHECKING:
     import torch
+
+    from accelbench.devices.readers import DeviceReader
 
 #: gfx architectures by what their matrix cores compute (AMD CDNA ISA guides): bf16 from CDNA 1 (MI100, gfx908),
 #: fp8 from CDNA 3 (MI300X/MI325X, gfx942; MI355X, gfx950)
@@ -49,16 +52,23 @@ class RocmKind(CudaKind):
 
     def unsupported(self, device: "torch.device", precision: str) -> str | None:
         arch = self.arch(device)
-        if precision == "tf32":
-            return f"tf32 is an NVIDIA Tensor Core mode; {self.label(device)} ({arch}) has none"
+        if tf32_math(precision):
+            return no_tf32_reason(f"{self.label(device)} ({arch})")
         if precision == "bf16" and arch not in BF16_ARCHS:
             return f"bf16 matrix arithmetic needs CDNA (gfx908+) or RDNA 3+; {self.label(device)} is {arch}"
         if precision == "fp8" and arch not in FP8_ARCHS:
             return f"fp8 needs CDNA 3 (gfx942, MI300) or later; {self.label(device)} is {arch}"
         return None
 
-    def monitored(self, device: "torch.device") -> int | None:
-        return None  # NVML does not see AMD GPUs (amdsmi's reader: issue 27)
+    # monitored: torch's index, as for NVIDIA GPUs; the reader maps it to amdsmi's handle by PCI address
+
+    def reader(self) -> "DeviceReader | None":
+        """amdsmi (NVML does not see AMD GPUs), one per process: it initialises the library once."""
+        if self._reader is None:
+            from accelbench.devices.amdsmi_reader import AmdSmiReader
+
+            self._reader = AmdSmiReader()
+        return self._reader
 
     def clock_name(self, device: "torch.device") -> str:
         return "hip_event"

@@ -1,10 +1,12 @@
-"""Intel GPUs as a device kind, through ``torch.xpu``: its events, memory statistics and the xccl backend."""
+"""Intel GPUs as a device kind, through ``torch.xpu``: its events, memory statistics and the xccl backend
+(``ccl`` from Intel's oneCCL bindings before torch 2.8)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from accelbench.devices.base import DeviceKind
+from accelbench.devices.precision import no_tf32_reason, tf32_math
 
 if TYPE_CHECKING:
     import torch
@@ -21,9 +23,22 @@ class XpuKind(DeviceKind):
     torch_type = "xpu"
     vendor = "Intel"
     accelerator = True
-    dist_backend = "xccl"
     batch_class = "gpu"
     pin_memory = True
+
+    @property  # type: ignore[override]
+    def dist_backend(self) -> str:  # type: ignore[override]
+        """``xccl``, built into torch's XPU builds from torch 2.8 (``torch.distributed.is_xccl_available``
+        appears with it); before, Intel's ``oneccl_bindings_for_pytorch`` registers ``ccl`` when imported."""
+        import torch.distributed as dist
+
+        if hasattr(dist, "is_xccl_available"):
+            return "xccl"
+        try:
+            import oneccl_bindings_for_pytorch  # type: ignore[import-not-found]  # noqa: F401 (registers ccl)
+        except ImportError:
+            pass  # init_process_group then says the backend is unknown, naming it
+        return "ccl"
 
     def unavailable(self) -> str | None:
         xpu = _xpu()
@@ -53,6 +68,43 @@ class XpuKind(DeviceKind):
     def synchronize(self, device: "torch.device") -> None:
         _xpu().synchronize(device)
 
+    @property  # type: ignore[override]
+    def event_timing(self) -> bool:  # type: ignore[override]
+        """Time with ``torch.xpu.Event`` where this torch has it (2.5+), else the host clock around a wait."""
+        xpu = _xpu()
+        return xpu is not None and hasattr(xpu, "Event")
+
+    def estimate_call_seconds(self, fn: Callable[[], object], device: "torch.device", flush: Any) -> float:
+        return sum(self.time_events(fn, device, 1, flush, calls=5))
+
+    def time_events(
+        self, fn: Callable[[], object], device: "torch.device", reps: int, flush: Any, calls: int = 1
+    ) -> list[float]:
+        """As CUDA's: one pair of events per sample on the current queue, one wait after the last sample."""
+        xpu = _xpu()
+        starts = [xpu.Event(enable_timing=True) for _ in range(reps)]
+        ends = [xpu.Event(enable_timing=True) for _ in range(reps)]
+        xpu.synchronize(device)
+        for i in range(reps):
+            if flush is not None:
+                flush.zero_()  # outside the events: the flush is not timed
+            starts[i].record()
+            for _ in range(calls):
+                fn()
+            ends[i].record()
+        xpu.synchronize(device)
+        return [s.elapsed_time(e) / 1e3 / calls for s, e in zip(starts, ends, strict=True)]
+
+    def time_burst(
+        self, fn: Callable[[], object], device: "torch.device", calls: int, clock: Callable[[], int]
+    ) -> float:
+        if not self.event_timing:
+            return super().time_burst(fn, device, calls, clock)
+        return self.time_events(fn, device, 1, None, calls)[0]
+
+    def clock_name(self, device: "torch.device") -> str:
+        return "xpu_event" if self.event_timing else super().clock_name(device)
+
     def reset_peak_memory(self, device: "torch.device") -> int | None:
         xpu = _xpu()
         xpu.reset_peak_memory_stats(device)
@@ -68,8 +120,8 @@ class XpuKind(DeviceKind):
         _xpu().empty_cache()
 
     def unsupported(self, device: "torch.device", precision: str) -> str | None:
-        if precision == "tf32":
-            return f"tf32 is an NVIDIA Tensor Core mode; {self.label(device)} has none"
+        if tf32_math(precision):
+            return no_tf32_reason(self.label(device))
         if precision == "fp8":
             return f"fp8 GEMM is not measured on {self.label(device)} yet"
         return None

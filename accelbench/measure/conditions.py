@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import psutil
 
+from accelbench.devices.readers import DeviceReader, reader_for
 from accelbench.measure.energy import EnergyMeter
 
 #: Hypervisor steal above this share of CPU time marks a result as contended.
@@ -201,7 +202,8 @@ def _window_cpu(
 
 
 def cuda_indices(devices: Any) -> list[int]:
-    """The indices the clock, throttle and energy readers know ``devices`` by (those their kinds monitor)."""
+    """The indices the clock, throttle and energy readers know ``devices`` by (those their kinds monitor), of
+    any kind with a reader (the name is historical: ROCm's indices are among them)."""
     from accelbench.devices.kind import kind_of
 
     found = (kind_of(d).monitored(d) for d in devices if d is not None and hasattr(d, "type"))
@@ -246,23 +248,33 @@ class ConditionsMonitor:
     """Context manager that samples /proc/stat (via psutil) before and after a measurement, and meters the
     energy of the window on the CPU packages and on ``gpus`` (default: ``gpu_index``).
 
-    The process table is read once before the window opens and once after it closes (a few ms each for a hundred
-    processes), so naming the other processes costs the measurement nothing."""
+    GPUs are named by the index their kind monitors them by (:meth:`DeviceKind.monitored`); their clocks,
+    throttling and energy come from ``reader`` (default: the reader of this machine's GPUs, NVML or amdsmi),
+    so nothing here knows a vendor. The process table is read once before the window opens and once after it
+    closes (a few ms each for a hundred processes), so naming the other processes costs the measurement nothing."""
 
-    def __init__(self, threads: int, gpu_index: int | None = None, gpus: Sequence[int] | None = None) -> None:
+    def __init__(
+        self,
+        threads: int,
+        gpu_index: int | None = None,
+        gpus: Sequence[int] | None = None,
+        reader: DeviceReader | None = None,
+    ) -> None:
         self.conditions = Conditions(threads=threads, cpu_count=os.cpu_count() or 1)
         self._gpu_index = gpu_index
-        self._meter = EnergyMeter(list(gpus) if gpus is not None else [] if gpu_index is None else [gpu_index])
+        self._reader = reader
+        indices = list(gpus) if gpus is not None else [] if gpu_index is None else [gpu_index]
+        self._meter = EnergyMeter(indices, reader=reader)
 
     def __enter__(self) -> "ConditionsMonitor":
         self._root = root_pid()
         self._table0 = _process_table()  # before the energy window and the clock start: not part of the window
         self._meter.__enter__()
-        self._violations0: dict[str, int] = {}
+        self._violations0: dict[str, float] = {}
         if self._gpu_index is not None:
-            from accelbench.system.nvidia import violation_ns
-
-            self._violations0 = violation_ns(self._gpu_index)
+            self._reader = self._reader or reader_for(self._gpu_index)
+            if self._reader is not None:
+                self._violations0 = self._reader.throttle_counters(self._gpu_index)
         self._t0 = time.perf_counter()
         self._busy0, self._steal0, self._total0 = _system_busy_and_steal()
         self._own0 = _own_cpu_seconds()
@@ -282,8 +294,8 @@ class ConditionsMonitor:
         c.own_cpu_seconds = own
         c.other_cpu_seconds = max(0.0, busy - self._busy0 - own)
         c.other_cpu_fraction = min(1.0, c.other_cpu_seconds / capacity)
-        if self._gpu_index is not None:
-            self._gpu_throttling(c)  # NVML's counters first, closest to the window's end
+        if self._gpu_index is not None and self._reader is not None:
+            self._gpu_throttling(c, self._reader, self._gpu_index)  # the counters first, closest to the window's end
         self._name_others(c, capacity)
         contention = []
         if c.steal_fraction > STEAL_THRESHOLD:
@@ -319,14 +331,12 @@ class ConditionsMonitor:
             for seconds, p, reaped in shares[:_RECORDED_OTHERS]
         ]
 
-    def _gpu_throttling(self, c: Conditions) -> None:
-        """Throttling during the window from NVML's violation counters; the end snapshot where they are missing."""
-        from accelbench.system.nvidia import clocks_and_throttle, violation_ns
-
-        c.gpu = clocks_and_throttle(self._gpu_index)  # type: ignore[arg-type]
-        after = violation_ns(self._gpu_index)  # type: ignore[arg-type]
-        window_ns = max(c.wall_seconds * 1e9, 1.0)
-        shares = {k: min(1.0, max(0, after[k] - v) / window_ns) for k, v in self._violations0.items() if k in after}
+    def _gpu_throttling(self, c: Conditions, reader: DeviceReader, index: int) -> None:
+        """Throttling during the window from the reader's cumulative counters (NVML's violation time, amdsmi's
+        residency); the end snapshot of the throttle reasons where they are missing."""
+        c.gpu = reader.conditions(index)
+        after = reader.throttle_counters(index)
+        shares = reader.throttled_shares(self._violations0, after, c.wall_seconds)
         if shares:
             c.gpu["throttled_fraction"] = shares
             for limit, share in shares.items():

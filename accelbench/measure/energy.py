@@ -1,9 +1,10 @@
 """Energy over a measured window, per domain, from the counters the hardware exposes; never an estimate.
 
-Domains: each NVIDIA GPU the benchmark used (NVML's total-energy counter, Volta and newer; else its board
-power sampled in a thread and integrated, labelled so) and each CPU package and its DRAM (RAPL through
-powercap). A domain that cannot be read says why (``unavailable: ...``), and no figure takes its place:
-CodeCarbon's habit of half the CPU's TDP when RAPL is unreadable is exactly what this refuses to do.
+Domains: each GPU the benchmark used, read by its kind's reader (``devices/readers.py``: NVML's total-energy
+counter on NVIDIA GPUs, Volta and newer, amdsmi's energy accumulator on AMD GPUs; else the board power sampled
+in a thread and integrated, labelled so) and each CPU package and its DRAM (RAPL through powercap). A domain
+that cannot be read says why (``unavailable: ...``), and no figure takes its place: CodeCarbon's habit of half
+the CPU's TDP when RAPL is unreadable is exactly what this refuses to do.
 
 A thread polls the counters every ``period_s`` so that a counter that wraps (RAPL's, every few minutes to
 hours) is followed over any window; the thread is stopped and joined when the window closes, whatever
@@ -18,10 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from accelbench.devices.readers import DeviceReader, EnergySource, reader_for
 from accelbench.system import rapl
 
-#: NVML's energy counter updates about every 20-100 ms: a shorter window than this is marked approximate
-MIN_COUNTER_WINDOW_S = 1.0
 NOTE = "board/package energy from on-chip counters, informative; not MLPerf Power (wall power)"
 
 
@@ -34,6 +34,11 @@ class _Domain:
     read: Callable[[], float]
     cumulative: bool
     wrap_j: float | None = None
+    #: a decrease is a reset (the new value is the energy since it), not a wrap
+    reset_on_decrease: bool = False
+    #: windows shorter than ``min_window_s`` are approximate: how often the counter updates, in words
+    update_note: str | None = None
+    min_window_s: float = 0.0
     joules: float = 0.0
     last: float = 0.0
     last_t: float = 0.0
@@ -48,11 +53,21 @@ class _Domain:
             delta = value - self.last
             if delta < 0 and self.wrap_j:  # the counter wrapped since the last poll
                 delta += self.wrap_j
+            elif delta < 0 and self.reset_on_decrease:  # reset since the last poll: what it counted since
+                delta = value
             self.joules += max(delta, 0.0)
         else:  # trapezoid between two power samples
             self.joules += (value + self.last) / 2 * (t - self.last_t)
         self.last, self.last_t = value, t
         self.samples += 1
+
+    @classmethod
+    def of(cls, name: str, source: EnergySource) -> "_Domain":
+        """The domain that follows a reader's :class:`EnergySource`."""
+        return cls(
+            name, source.method, source.read, source.cumulative, source.wrap_j, source.reset_on_decrease,
+            source.update_note, source.min_window_s,
+        )  # fmt: skip
 
 
 @dataclass
@@ -77,7 +92,12 @@ class EnergyReading:
 
 
 class EnergyMeter:
-    """``with EnergyMeter(gpus=[0]) as meter: ...`` then ``meter.reading``."""
+    """``with EnergyMeter(gpus=[0]) as meter: ...`` then ``meter.reading``.
+
+    ``gpus`` are the indices the devices' kinds monitor them by; ``reader`` reads them (default: the reader
+    of this machine's GPUs, :func:`accelbench.devices.readers.reader_for`). ``nvml``, a pynvml-like module,
+    is shorthand for an NVML reader on it (a test's fake).
+    """
 
     def __init__(
         self,
@@ -85,12 +105,17 @@ class EnergyMeter:
         *,
         powercap: Path | None = None,
         nvml: Any = None,
+        reader: DeviceReader | None = None,
         period_s: float = 0.5,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.gpus = list(gpus)
         self.powercap = powercap or rapl.POWERCAP
-        self.nvml = nvml
+        if reader is None and nvml is not None:
+            from accelbench.devices.nvml import NvmlReader
+
+            reader = NvmlReader(nvml)
+        self.reader = reader
         self.period_s = period_s
         self.clock = clock
         self.reading: EnergyReading | None = None
@@ -146,40 +171,16 @@ class EnergyMeter:
             self._gpu(index)
 
     def _gpu(self, index: int) -> None:
-        from accelbench.system import nvidia
-
-        nv = self.nvml or nvidia._nvml()
         name = f"gpu{index}"
-        if nv is None:
-            self._unavailable[name] = "unavailable: NVML not installed (pip install 'accelbench[nvidia]')"
+        reader = self.reader or reader_for(index)
+        if reader is None:
+            self._unavailable[name] = "unavailable: no reader reads this GPU's kind"
             return
-        handle = nvidia._handle(nv, index)
-        try:
-            nv.nvmlDeviceGetTotalEnergyConsumption(handle)
-            self._domains.append(
-                _Domain(
-                    name,
-                    "NVML total energy counter",
-                    lambda: nv.nvmlDeviceGetTotalEnergyConsumption(handle) / 1e3,
-                    True,
-                )
-            )
+        source = reader.energy(index, self.period_s)
+        if isinstance(source, str):
+            self._unavailable[name] = source
             return
-        except Exception as exc:
-            counter_why = str(exc) or type(exc).__name__
-        try:
-            nv.nvmlDeviceGetPowerUsage(handle)
-        except Exception as exc:
-            self._unavailable[name] = f"unavailable: counter not supported ({counter_why}; power: {exc})"
-            return
-        self._domains.append(
-            _Domain(
-                name,
-                f"NVML board power sampled every {self.period_s:g} s and integrated (energy counter not supported)",
-                lambda: nv.nvmlDeviceGetPowerUsage(handle) / 1e3,
-                False,
-            )
-        )
+        self._domains.append(_Domain.of(name, source))
 
     def _result(self, seconds: float) -> EnergyReading:
         out = EnergyReading(seconds)
@@ -194,10 +195,8 @@ class EnergyMeter:
                 "period_s": self.period_s,
                 "samples": d.samples,
             }
-            if d.name.startswith("gpu") and d.cumulative and seconds < MIN_COUNTER_WINDOW_S:
-                entry["approximate"] = (
-                    f"a {seconds:.2f} s window: NVML's counter updates about every 100 ms; measure longer"
-                )
+            if d.update_note and d.cumulative and seconds < d.min_window_s:
+                entry["approximate"] = f"a {seconds:.2f} s window: {d.update_note}; measure longer"
             if not d.cumulative and d.samples < 3:
                 entry["approximate"] = f"{d.samples} power samples over {seconds:.2f} s; measure longer"
             out.domains[d.name] = entry
@@ -206,9 +205,11 @@ class EnergyMeter:
         return out
 
 
-def readable(powercap: Path | None = None, gpus: Sequence[int] = (), nvml: Any = None) -> dict[str, str]:
+def readable(
+    powercap: Path | None = None, gpus: Sequence[int] = (), nvml: Any = None, reader: DeviceReader | None = None
+) -> dict[str, str]:
     """Which energy domains this machine can read, and why not: for ``accelbench system``."""
-    meter = EnergyMeter(gpus, powercap=powercap, nvml=nvml)
+    meter = EnergyMeter(gpus, powercap=powercap, nvml=nvml, reader=reader)
     meter._discover()
     out = {d.name: f"readable: {d.method}" for d in meter._domains}
     out.update(meter._unavailable)

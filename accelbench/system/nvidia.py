@@ -12,98 +12,11 @@ import shutil
 import subprocess
 from typing import Any
 
-# NVML clock-event (throttle) reason bits, from nvml.h.
-_THROTTLE_BITS = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
-#: Reasons that mean the GPU ran slower than it could; idle and app-clock settings do not.
-_SLOWDOWN = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
-
-
-def _nvml() -> Any | None:
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # no driver, no GPU
-        return None
-    return pynvml
-
-
-def _handle(nv: Any, torch_index: int) -> Any:
-    """The NVML handle of torch's device ``torch_index``.
-
-    torch numbers devices after CUDA_VISIBLE_DEVICES, NVML does not; the UUID is
-    the same on both sides, so it is used when torch can report it.
-    """
-    try:
-        import torch
-
-        uuid = str(torch.cuda.get_device_properties(torch_index).uuid)
-        return nv.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
-    except Exception:
-        return nv.nvmlDeviceGetHandleByIndex(torch_index)
-
-
-def decode_throttle(mask: int) -> list[str]:
-    """The slowdown reasons set in an NVML clock-event mask."""
-    return [name for bit, name in _THROTTLE_BITS.items() if mask & bit and name in _SLOWDOWN]
-
-
-def clocks_and_throttle(index: int) -> dict[str, Any]:
-    nv = _nvml()
-    if nv is None:
-        return {}
-    try:
-        h = _handle(nv, index)
-        getter = (
-            getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
-        )
-        mask = int(getter(h))
-        return {
-            "sm_clock_mhz": nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
-            "mem_clock_mhz": nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
-            "temperature_c": nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
-            "power_w": nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
-            "throttle_mask": mask,
-            "throttle_reasons": decode_throttle(mask),
-        }
-    except Exception as exc:  # an old driver lacking a query
-        return {"error": f"NVML query failed: {exc}"}
-
-
-#: NVML's cumulative violation counters (nvmlDeviceGetViolationStatus), by the limit that held the clocks down.
-_VIOLATION_POLICIES = {"power": "NVML_PERF_POLICY_POWER", "thermal": "NVML_PERF_POLICY_THERMAL"}
-
-
-def violation_ns(index: int) -> dict[str, int]:
-    """Nanoseconds each limit (power, thermal) has held this GPU's clocks down since the driver loaded.
-
-    Cumulative counters: their difference over a measured window says whether the GPU throttled during
-    it, which one reading of the clock-event reasons after the final synchronisation (when the GPU is
-    idle and the cap has cleared) cannot. Empty where NVML or the query is missing.
-    """
-    nv = _nvml()
-    if nv is None:
-        return {}
-    try:
-        h = _handle(nv, index)
-        return {
-            name: int(nv.nvmlDeviceGetViolationStatus(h, getattr(nv, const)).violationTime)
-            for name, const in _VIOLATION_POLICIES.items()
-        }
-    except Exception:  # an old driver, or a GPU that does not report violations
-        return {}
+# NVML's clocks, throttle reasons and violation counters are read by the NVIDIA GPUs' reader in the device seam
+# (devices/nvml.py); the profile's facts below use the same loading and handle mapping.
+from accelbench.devices.nvml import clocks_and_throttle, decode_throttle, violation_ns  # noqa: F401 (re-exported)
+from accelbench.devices.nvml import handle as _handle
+from accelbench.devices.nvml import load as _nvml
 
 
 def device_facts(index: int) -> dict[str, Any]:
