@@ -4,6 +4,7 @@
 from accelbench.families import builtin
 from accelbench.families.base import (
     COMMON_METRICS,
+    PYTORCH,
     Family,
     Label,
     LabelSpec,
@@ -21,6 +22,7 @@ from accelbench.families.base import (
 
 __all__ = [
     "COMMON_METRICS",
+    "PYTORCH",
     "Family",
     "Label",
     "LabelSpec",

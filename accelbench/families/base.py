@@ -44,6 +44,10 @@ class Label:
 LabelSpec = str | Label | None
 
 
+#: how a record's framework reads where its family says nothing else
+PYTORCH = "PyTorch {torch} {mode}"
+
+
 @dataclass(frozen=True)
 class Published:
     """How a family's records meet the published results shipped in ``accelbench/reference/data``.
@@ -57,7 +61,7 @@ class Published:
     task: str
     #: how the record's framework reads: a template of {torch} (its version) and {mode} (eager or
     #: torch.compile), or a callable ``(record, torch_version) -> str``
-    framework: str | Callable[[Result, str], str] = "PyTorch {torch} {mode}"
+    framework: str | Callable[[Result, str], str] = PYTORCH
     #: the framework always differs from a published one (accelbench's own serving harness), not only where the
     #: published row is not PyTorch
     own_harness: bool = False

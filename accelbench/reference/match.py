@@ -11,10 +11,12 @@ beside the ratio, so the reader judges; rows that differ in nothing but the mach
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.reference.table import TASKS, Reference, select
+from accelbench.families import PYTORCH, Published, family_of
+from accelbench.reference.table import Reference, select
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
 
@@ -102,12 +104,20 @@ class Match:
         }
 
 
+def _published(r: Result) -> Published | None:
+    """How ``r``'s family meets published rows (its description's ``published``); None: it meets none."""
+    family = family_of(r.benchmark)
+    return family.published if family is not None else None
+
+
 def _framework(r: Result) -> str:
     version = str(((r.system.get("profile") or {}).get("torch") or {}).get("version") or "").split("+")[0]
-    if r.benchmark == "infer/loadgen":
-        return f"accelbench's {r.params.get('backend', 'torch')} backend (PyTorch {version})"
+    pub = _published(r)
+    framework = pub.framework if pub is not None else PYTORCH
+    if callable(framework):
+        return framework(r, version)
     mode = "torch.compile" if r.params.get("compile") else "eager"
-    return f"PyTorch {version} {mode}"
+    return framework.format(torch=version, mode=mode)
 
 
 def _model(r: Result) -> str:
@@ -151,13 +161,11 @@ def differences(r: Result, ref: Reference) -> tuple[str, ...]:
     """What differs between how ``r`` was measured and how ``ref`` was without changing the work, in the
     reader's words (the differences in the work are :func:`unlike`'s)."""
     out: list[str] = []
-    if not ref.framework.startswith("PyTorch") or r.benchmark == "infer/loadgen":
+    pub = _published(r)
+    if not ref.framework.startswith("PyTorch") or (pub is not None and pub.own_harness):
         out.append(f"{ref.framework} vs {_framework(r)}")
-    if r.benchmark == "infer/loadgen":
-        if r.params.get("profile", "quick") != "official":
-            out.append("accelbench's quick LoadGen profile (seconds), not MLPerf's 600 s official run")
-        if ref.latency_bound_ms is not None and not r.details.get("latency_bound_ms"):
-            out.append(f"latency bound not recorded here (published: {ref.latency_bound_ms:g} ms)")
+    if pub is not None and pub.caveats is not None:
+        out += pub.caveats(r, ref)
     batch = r.params.get("batch_size")
     if ref.batch_per_device and str(batch) != ref.batch_per_device:
         out.append(f"batch {ref.batch_per_device} vs {batch} per device")
@@ -174,7 +182,10 @@ def differences(r: Result, ref: Reference) -> tuple[str, ...]:
 
 def _data(r: Result) -> str:
     """'real' or 'synthetic', as the reference rows' data column begins."""
-    if r.benchmark == "tta/time_to_target" or r.params.get("dataset"):
+    pub = _published(r)
+    if pub is not None and pub.data:
+        return pub.data
+    if r.params.get("dataset"):
         return "real"
     return str(r.params.get("data", "synthetic"))
 
@@ -220,9 +231,8 @@ def beside(result: Result, ref: Reference) -> Match | None:
 def matches(result: Result) -> list[Match]:
     """The published rows of ``result``'s task and model (absolute figures only), each with its ratio or
     the reasons it has none."""
-    task = next((t for t, bench in TASKS.items() if bench == result.benchmark), None)
-    if result.benchmark == "infer/loadgen":
-        task = f"inference_{result.params.get('scenario', '')}"
+    pub = _published(result)
+    task = pub.task.format_map(defaultdict(str, result.params)) if pub is not None else None
     model = _model(result)
     if task is None or not model or result.status != "ok":
         return []

@@ -16,13 +16,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-#: the accelbench benchmark a reference task corresponds to
-TASKS = {
-    "train_throughput": "train/throughput",
-    "time_to_accuracy": "tta/time_to_target",
-    "inference_offline": "infer/loadgen",
-    "inference_server": "infer/loadgen",
-}
+from accelbench.families import families, family_of
+
+#: the accelbench family a reference task is the work of, as the families' descriptions say (their
+#: ``published.tasks``)
+TASKS = {task: f.name for f in families() if f.published is not None for task in f.published.tasks}
 
 
 @dataclass(frozen=True)
@@ -118,11 +116,19 @@ def accelerator_matches(query: str, accelerator: str) -> bool:
 
 
 def select(*, model: str | None = None, accelerator: str | None = None, task: str | None = None) -> list[Reference]:
-    """The rows for a model, an accelerator (every word of it), a task, in the table's order."""
+    """The rows for a model, an accelerator (every word of it), a task (a row's, or a benchmark's name), in the
+    table's order."""
     return [
         r
         for r in references()
         if (model is None or r.model == model)
         and (accelerator is None or accelerator_matches(accelerator, r.accelerator))
-        and (task is None or r.task == task or TASKS.get(r.task) == task)
+        and (task is None or r.task == task or _of_benchmark(r.task, task))
     ]
+
+
+def _of_benchmark(row_task: str, benchmark: str) -> bool:
+    """Whether a row's task is the work of ``benchmark`` (a benchmark's name given as the task): one of its
+    family's published tasks."""
+    family = family_of(benchmark) if "/" in benchmark else None
+    return family is not None and family.published is not None and row_task in family.published.tasks
