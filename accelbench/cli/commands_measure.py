@@ -63,9 +63,9 @@ def register(sub: Any) -> None:
     ksub = kernels.add_subparsers(dest="kernel", metavar="KERNEL", parser_class=a.Parser)
 
     for info in BENCHMARKS.values():
-        if not info.name.startswith("kernels/"):
+        if not info.family.grouped:  # the kernels: one subcommand of 'accelbench kernels' each
             continue
-        short = info.name.split("/", 1)[1]
+        short = info.family.short(info.name)
         doc = (info.params.__doc__ or "").strip()
         kp = ksub.add_parser(short, help=info.description.replace("%", "%%"), description=f"{info.description}. {doc}")
         add_param_flags(kp, info.params, short)
@@ -314,8 +314,9 @@ def cmd_family(ns: argparse.Namespace) -> int:
 
     info = get(ns.benchmark)
     ns.sweep = False  # the positional is a list: it sweeps like any other flag
-    if info.name == "train/throughput" and ns.data_dir and ns.data is None:
-        ns.data = ["real"]  # a data directory given means real data, never a silently ignored flag
+    for given, field, value in info.command.implies:  # a data directory given means real data, never ignored
+        if getattr(ns, given, None) and getattr(ns, field, None) is None:
+            setattr(ns, field, value)
     suite = Suite(info.command.name, entries_from_args(ns, info.name, info.params), source="command line")
     _check_environment(suite, ns.device)
     return _execute(ns, suite, after=lambda summary: _print_scaling(summary, info.command), note=info.command.note)
@@ -326,7 +327,7 @@ def _print_scaling(summary: Any, cmd: Any) -> None:
     from accelbench.cli.render_trends import scaling_table
     from accelbench.results.scaling import scaling_rows
 
-    if cmd.name == "train":
+    if cmd.data_table:
         _print_data(summary.results)
     if cmd.scaling is None:
         return

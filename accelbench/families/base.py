@@ -14,6 +14,7 @@ report, which reads records only, can read the descriptions too.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -234,9 +235,14 @@ def name_params(params: type, benchmark: str) -> None:
 
 
 def benchmark_of(params: object) -> str:
-    """The registry's name of the benchmark whose parameters ``params`` are: what its records are called, so
-    that the name is written once, in the registry, and a benchmark's module holds no copy of it."""
-    for cls in type(params).__mro__:
-        if cls in _PARAMS:
-            return _PARAMS[cls]
-    raise LookupError(f"{type(params).__name__} is no registered benchmark's parameters (see accelbench.registry)")
+    """The registry's name of the benchmark whose parameters ``params`` (an instance or the class) are: what
+    its records are called, so that the name is written once, in the registry, and a benchmark's module holds
+    no copy of it. The registry is read on first need (by name: it imports the families' parameter classes,
+    so this module cannot import it)."""
+    cls = params if isinstance(params, type) else type(params)
+    if not any(c in _PARAMS for c in cls.__mro__):
+        importlib.import_module("accelbench.registry")
+    for c in cls.__mro__:
+        if c in _PARAMS:
+            return _PARAMS[c]
+    raise LookupError(f"{cls.__name__} is no registered benchmark's parameters (see accelbench.registry)")

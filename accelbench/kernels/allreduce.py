@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
+from accelbench.families import benchmark_of
 from accelbench.kernels.specs import AllreduceParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare
@@ -20,8 +21,6 @@ from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.measure.stats import Measurement
 from accelbench.params import parse_size
 from accelbench.results.record import Metric, Result
-
-NAME = "kernels/allreduce"
 
 
 def bus_factor(nproc: int) -> float:
@@ -69,11 +68,11 @@ def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
     for item in data["results"]:
         record = base | {"size": item["bytes"]}
         if not item["correct"]:
-            yield Result.failed(NAME, record, "wrong result: the all-reduced sum is not n(n+1)/2")
+            yield Result.failed(benchmark_of(params), record, "wrong result: the all-reduced sum is not n(n+1)/2")
             continue
         m = Measurement(tuple(item["samples"]), calls_per_sample=item["burst"], clock=data["clock"])
         yield Result(
-            NAME,
+            benchmark_of(params),
             record,
             metrics=_rates(m, item["bytes"], data["world_size"]),
             primary_metric="busbw_gbps",

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     import torch
 
 SUPPORTED = FLOAT_PRECISIONS
-NAME = "kernels/attention"
 
 
 def attention_flops(p: AttentionParams) -> float:
@@ -95,4 +94,4 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: AttentionParams, ctx: RunContext) -> Iterator[Result]:
-    return run_kernel(NAME, params, ctx, build_case, SUPPORTED, record_extra={"head_dim": params.dim})
+    return run_kernel(params, ctx, build_case, SUPPORTED, record_extra={"head_dim": params.dim})

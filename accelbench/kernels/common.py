@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from accelbench.devices.kind import kind_of
 from accelbench.errors import BenchmarkSkipped
+from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare
 from accelbench.measure.conditions import ConditionsMonitor
@@ -70,7 +71,6 @@ def max_relative_error(outs: object, refs: object) -> float:
 
 
 def run_kernel(
-    benchmark: str,
     params: TimingParams,
     ctx: "RunContext",
     build: Callable[[Any, "torch.device"], KernelCase],
@@ -79,9 +79,11 @@ def run_kernel(
     shape_reason: Callable[[Any, "torch.device"], str | None] | None = None,
     record_extra: dict[str, Any] | None = None,
 ) -> Iterator[Result]:
-    """The ``run`` of every single-process kernel: device, skips, precision mode, check, time, record."""
+    """The ``run`` of every single-process kernel: device, skips, precision mode, check, time, record (named
+    as the registry names the benchmark of ``params``)."""
     from accelbench.devices.precision import precision_reason
 
+    benchmark = benchmark_of(params)
     prep = prepare(params)
     device, threads = prep.device, prep.threads
     record = prep.record(params, **(record_extra or {}))

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     import torch
 
 SUPPORTED = FLOAT_PRECISIONS
-NAME = "kernels/conv"
 
 
 def conv_flops(p: ConvParams) -> int:
@@ -97,4 +96,4 @@ def build_case(p: ConvParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: ConvParams, ctx: RunContext) -> Iterator[Result]:
-    return run_kernel(NAME, params, ctx, build_case, SUPPORTED)
+    return run_kernel(params, ctx, build_case, SUPPORTED)

@@ -24,7 +24,6 @@ from accelbench.results.record import Result
 if TYPE_CHECKING:
     import torch
 
-NAME = "kernels/gemm"
 LOW = ("int8", "fp8")  # torch._int_mm / torch._scaled_mm: 2-D, fixed operand layout
 
 
@@ -117,4 +116,4 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: GemmParams, ctx: RunContext) -> Iterator[Result]:
-    return run_kernel(NAME, params, ctx, build_case, MATMUL_PRECISIONS, shape_reason=low_precision_reason)
+    return run_kernel(params, ctx, build_case, MATMUL_PRECISIONS, shape_reason=low_precision_reason)

@@ -22,7 +22,6 @@ from accelbench.results.record import Result
 if TYPE_CHECKING:
     import torch
 
-NAME = "kernels/membw"
 #: STREAM's rule for the array size against the last-level cache.
 CACHE_MULTIPLE = 4
 ARRAYS_MOVED = {"copy": 2, "triad": 3}
@@ -99,7 +98,7 @@ def run(params: MembwParams, ctx: RunContext) -> Iterator[Result]:
     """STREAM's rule: each array at least 4x the last-level cache, or the figure is (partly) cache bandwidth."""
     import torch
 
-    for result in run_kernel(NAME, params, ctx, build_case, ("fp32",)):
+    for result in run_kernel(params, ctx, build_case, ("fp32",)):
         llc = last_level_cache_bytes(torch.device(result.params["device"])) if result.status == "ok" else None
         if llc:
             result.details["last_level_cache_bytes"] = llc

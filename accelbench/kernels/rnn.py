@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     import torch
 
 SUPPORTED = FLOAT_PRECISIONS
-NAME = "kernels/rnn"
 GATES = {"vanilla": 1, "gru": 3, "lstm": 4}
 
 
@@ -93,4 +92,4 @@ def build_case(p: RnnParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: RnnParams, ctx: RunContext) -> Iterator[Result]:
-    return run_kernel(NAME, params, ctx, build_case, SUPPORTED)
+    return run_kernel(params, ctx, build_case, SUPPORTED)

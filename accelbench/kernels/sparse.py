@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     import torch
 
 SUPPORTED = ("fp32", "fp16", "bf16", "int8")
-NAME = "kernels/sparse"
 
 
 def sparse_flops(nnz: int, n: int) -> int:
@@ -116,4 +115,4 @@ def build_case(p: SparseParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: SparseParams, ctx: RunContext) -> Iterator[Result]:
-    return run_kernel(NAME, params, ctx, build_case, SUPPORTED, shape_reason=setup_reason)
+    return run_kernel(params, ctx, build_case, SUPPORTED, shape_reason=setup_reason)

@@ -150,8 +150,8 @@ class SuiteRunner:
         todo = [(key, e) for key, e in suite.keyed_entries() if key not in done]
         summary = RunSummary(run_id, folder.path, [], already_done=len(suite.entries) - len(todo))
         self.observer.suite_started(run_id, folder.path, [e for _, e in todo], summary.already_done)
-        if any(not e.benchmark.startswith("selftest/") for _, e in todo):
-            self._measure_idle()
+        if any(not registry.get(e.benchmark).family.harness for _, e in todo):
+            self._measure_idle()  # a suite of harness checks only (the selftests) measures nothing worth it
         session = Session(run_id, folder)
         with _sigterm_as_interrupt(), self.closing(session):
             for i, (key, entry) in enumerate(todo, 1):

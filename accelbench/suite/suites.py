@@ -152,7 +152,8 @@ def parse_suite(doc: dict[str, Any], source: str) -> Suite:
     entries: list[Entry] = []
     for i, b in enumerate(benches, 1):
         if not isinstance(b, dict) or not isinstance(b.get("name"), str):
-            raise UsageError(f'{where}: benchmark #{i} needs a name, e.g. name = "kernels/gemm"')
+            example = next(iter(registry.BENCHMARKS), "")
+            raise UsageError(f'{where}: benchmark #{i} needs a name, e.g. name = "{example}"')
         unknown = sorted(set(b) - {"name", "params", "timeout", "set", "limit"})
         if unknown:
             raise UsageError(

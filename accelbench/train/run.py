@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason
+from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     import torch
 
 
-NAME = "train/throughput"
 
 
 def _memory_cap(params: TrainParams, device: "torch.device") -> int | None:
@@ -40,7 +40,7 @@ def _memory_cap(params: TrainParams, device: "torch.device") -> int | None:
 
 
 def _failed(record: dict[str, Any], error: str, **fields: Any) -> Result:
-    return Result.failed(NAME, record, error, **fields)
+    return Result.failed(benchmark_of(TrainParams), record, error, **fields)
 
 
 def run(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
@@ -229,7 +229,7 @@ def _measured(
     """The record of a measurement in windows: its figures, raw samples, clock and the run's conditions."""
     details |= {"clock": m.clock, "windows": m.n}
     return Result(
-        NAME,
+        benchmark_of(TrainParams),
         record,
         metrics=metrics,
         primary_metric="throughput",

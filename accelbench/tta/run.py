@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from accelbench.devices.precision import precision_reason
+from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
@@ -24,7 +25,6 @@ from accelbench.tta.recipes import recipe
 from accelbench.tta.scoring import olympic
 from accelbench.tta.specs import TtaParams
 
-NAME = "tta/time_to_target"
 #: a torchrun job of several seeds may train for days (ImageNet); a hung rank is still stopped by the suite timeout
 RANK_TIMEOUT = 7 * 24 * 3600.0
 #: how long a rank waits for the others in a collective (an ImageNet evaluation on one rank can take minutes)
@@ -160,7 +160,7 @@ def _result(
         reason = f"{score.reason} ({r.metric} {job['target']:g} within {job['max_epochs']} epochs)"
         details["invalid_reasons"] = [reason]
         return Result(
-            NAME,
+            benchmark_of(TtaParams),
             record,
             metrics=metrics,
             valid=False,
@@ -172,7 +172,7 @@ def _result(
     if score.converged < score.runs:
         warnings.append(f"{score.runs - score.converged} run did not reach the target; it was dropped as the slowest")
     return Result(
-        NAME,
+        benchmark_of(TtaParams),
         record,
         metrics={"time_to_target_seconds": ttt} | metrics,
         primary_metric="time_to_target_seconds",

@@ -15,6 +15,7 @@ import statistics
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
+from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.measure.stats import Measurement
 from accelbench.results.record import Metric, Result
@@ -22,7 +23,6 @@ from accelbench.tune.space import Candidate
 from accelbench.tune.trials import Search, Trial
 from accelbench.tune.verdict import apart, decide, figure_of, median_of
 
-NAME = "tune/search"
 #: outcomes that name no best and are no failure either (exit 0, a skipped record whose reason says what to do)
 NO_CLAIM = ("no search", "not confirmed")
 #: measurement-length fields of a trial: the reproduced run takes its family's own, longer, defaults
@@ -188,14 +188,15 @@ def summary(search: Search) -> Result:
         "accuracy": accuracy_words(search.params),
     }
     params = search.params.to_dict()
+    bench = benchmark_of(search.params)  # the registry's name of a search
     if search.no_search is not None:
         details["outcome"] = "no search"
-        return Result(NAME, params, status="skipped", reason=search.no_search, details=details)
+        return Result(bench, params, status="skipped", reason=search.no_search, details=details)
     top = decision.top
     if top is None:
         details["outcome"] = "no winner"
         why = "; ".join(search.stopped) or "no candidate was confirmed VALID and through the accuracy gate"
-        return Result.failed(NAME, params, f"no winner: {why}", details=details)
+        return Result.failed(bench, params, f"no winner: {why}", details=details)
     row = next(r for r in rows if r.candidate.key == top.key)
     metrics = {name: _confirmed_metric(row.confirmations, unit, higher)}
     if decision.open:
@@ -208,7 +209,7 @@ def summary(search: Search) -> Result:
         details["equivalent"] = [
             {"settings": c.settings, "label": c.label(), "reproduce": reproduce(search, c)} for c in group
         ]
-        return Result(NAME, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
+        return Result(bench, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
     runner_up = decision.ranked[1] if len(decision.ranked) > 1 else None
     if runner_up is None:
         unconfirmed = _screened_better(rows, row, higher)
@@ -222,7 +223,7 @@ def summary(search: Search) -> Result:
                 f"{row.screen or row.figure:.4g}), were never gated and confirmed{cut}: raise --budget (this "
                 f"search took {search.elapsed:.0f} s of {search.params.budget_seconds:.0f} s)"
             )
-            return Result(NAME, params, status="skipped", reason=why, details=details)
+            return Result(bench, params, status="skipped", reason=why, details=details)
     details["outcome"] = "winner"
     details["winner"] = top.settings
     details["reproduce"] = reproduce(search, top)
@@ -238,7 +239,7 @@ def summary(search: Search) -> Result:
         metrics["speedup_over_default"] = fig.figure(ratio, "x the default settings", higher_is_better=True)
         default = search.default
         details["default"] = {"settings": default.settings, "figure": median_of(search, default), "evidence": words}
-    return Result(NAME, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
+    return Result(bench, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
 
 
 def _screened_better(rows: list[Row], winner: Row, higher: bool) -> list[Row]:
