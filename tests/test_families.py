@@ -193,12 +193,9 @@ def test_no_generic_layer_names_a_family() -> None:
 
 
 def test_no_module_keeps_its_own_copy_of_a_benchmark_name() -> None:
-    """The per-module NAME constants are gone: a benchmark's name is written in the registry only.
-
-    infer/ is left out until its owners move it (infer/run.py and infer/results.py still define NAME).
-    """
+    """The per-module NAME constants are gone: a benchmark's name is written in the registry only."""
     benchmarks = set(registry.BENCHMARKS)
-    skip = {ROOT / p for p in ALLOWED} | {ROOT / "infer"}
+    skip = {ROOT / p for p in ALLOWED}
     found = []
     for path in sorted(ROOT.rglob("*.py")):
         if any(path == s or s in path.parents for s in skip):

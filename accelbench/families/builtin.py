@@ -71,6 +71,18 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "latency_p50_seconds": "p50 {metric}",
     "latency_p99_seconds": "p99 {metric}",
     "latency_*": None,  # the full set is in the record; the table shows the median and the tail
+    # language models (infer/tokens): LoadGen's token figures
+    "requests_per_second": "{value:sig3} requests/s",
+    "ttft_p99_ms": "TTFT p99 {value:sig3} ms",
+    "tpot_p99_ms": "TPOT p99 {value:sig3} ms",
+    "ttft_*": None,
+    "tpot_*": None,
+    "tokens_per_second_per_user": "{value:sig3} tokens/s per user",
+    "goodput_tokens_per_second": "goodput {value:sig3} tokens/s",
+    "goodput_*": None,
+    "tokens_per_second_per_device": None,  # one engine on one device: the same figure
+    "total_tokens_per_second": None,
+    "completed_requests_per_second": None,
 }
 
 

@@ -60,6 +60,25 @@ def loadgen_run(
 
     ``answers`` (accuracy mode) turns a batch's outputs into the answers LoadGen logs, given the samples' indices.
     """
+    qsl_lib = SampleLibrary(serving.make_input, serving.total)
+    max_wait = params.max_wait_ms / 1000 if params.scenario == "server" else 0.0
+    sut_impl = BatchingSUT(serving.workers, qsl_lib, params.batch_size, max_wait, serving.collate, answers)
+    devices = [w.device for w in serving.workers]
+    detail, conditions, outdir = start_test(sut_impl, qsl_lib, settings, params, ctx, serving.threads, devices)
+    return Outcome(detail, conditions, outdir, sut_impl)
+
+
+def start_test(
+    sut_impl: Any,
+    qsl_lib: SampleLibrary,
+    settings: Any,
+    params: InferParams,
+    ctx: RunContext,
+    threads: int,
+    devices: list[Any],
+) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """One LoadGen test of any SUT (``issue``, ``flush``, ``stop``, ``error``): its own log folder, an explicit
+    (absent) audit config, the SUT stopped whatever happens; LoadGen's detail log, the conditions, the folder."""
     import mlperf_loadgen as lg
 
     outdir = ctx.log_dir / f"loadgen-{params.scenario}-{params.mode}-{uuid.uuid4().hex[:8]}"
@@ -69,14 +88,11 @@ def loadgen_run(
     log_settings.log_output.copy_summary_to_stdout = False
     # the trace (mlperf_log_trace.json) is hundreds of MB on a fast run and no verdict reads it: only on request
     log_settings.enable_trace = params.trace
-    qsl_lib = SampleLibrary(serving.make_input, serving.total)
-    max_wait = params.max_wait_ms / 1000 if params.scenario == "server" else 0.0
-    sut_impl = BatchingSUT(serving.workers, qsl_lib, params.batch_size, max_wait, serving.collate, answers)
     sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
-    in_memory = min(serving.total, QSL_SAMPLES[params.profile])
-    qsl = lg.ConstructQSL(serving.total, in_memory, qsl_lib.load, qsl_lib.unload)
+    in_memory = min(qsl_lib.total, QSL_SAMPLES[params.profile])
+    qsl = lg.ConstructQSL(qsl_lib.total, in_memory, qsl_lib.load, qsl_lib.unload)
     try:
-        with ConditionsMonitor(serving.threads, gpus=cuda_indices(w.device for w in serving.workers)) as monitor:
+        with ConditionsMonitor(threads, gpus=cuda_indices(devices)) as monitor:
             # an explicit audit-config path that does not exist: a stray audit.config must not alter the run
             lg.StartTestWithLogSettings(sut, qsl, settings, log_settings, str(outdir / "no-audit.config"))
     finally:
@@ -85,5 +101,4 @@ def loadgen_run(
         lg.DestroySUT(sut)
     if sut_impl.error is not None:
         raise sut_impl.error
-    detail = read_detail(outdir / "mlperf_log_detail.txt")
-    return Outcome(detail, monitor.conditions.to_dict(), outdir, sut_impl)
+    return read_detail(outdir / "mlperf_log_detail.txt"), monitor.conditions.to_dict(), outdir

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from accelbench.families import benchmark_of
 from accelbench.infer.fidelity import COARSER_BITS, HEADROOM
 from accelbench.infer.logs import invalid_reasons
 from accelbench.infer.replan import true_cause
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from accelbench.infer.driver import Outcome
     from accelbench.infer.settings import Probe
 
-NAME = "infer/loadgen"
 PERCENTILES = (
     ("result_50.00_percentile_latency_ns", "latency_p50_seconds"),
     ("result_90.00_percentile_latency_ns", "latency_p90_seconds"),
@@ -134,7 +134,7 @@ def _record(
     if params.profile == "quick":
         warnings.append("non-compliant: the quick profile is shorter than MLPerf's rules")
     return Result(
-        NAME,
+        benchmark_of(params),
         record | {"nproc": params.nproc},
         metrics=metrics,
         primary_metric=primary,

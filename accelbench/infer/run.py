@@ -35,7 +35,6 @@ from accelbench.results.record import Result
 if TYPE_CHECKING:
     import torch
 
-NAME = "infer/loadgen"
 #: accuracy mode on synthetic samples (no --dataset): this many, each answered once
 SYNTHETIC_ACCURACY_SAMPLES = 256
 
@@ -172,6 +171,11 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
 
 
 def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
+    if params.generates:  # a decoder: an engine streams tokens to LoadGen in token mode
+        from accelbench.infer.tokens.run import run as run_tokens
+
+        yield from run_tokens(params, ctx)
+        return
     serving = setup(params, ctx)
     record: dict[str, Any] = params.to_dict() | {
         "precision": params.effective_precision,

@@ -49,6 +49,7 @@ SCENARIO_NAMES = {
     "server": "Server",
     "singlestream": "SingleStream",
     "multistream": "MultiStream",
+    "interactive": "Server",  # MLPerf's interactive LLM category: a Server run under tighter TTFT/TPOT limits
 }
 
 
@@ -125,7 +126,8 @@ def bound_ms(params: InferParams) -> float:
     return (adapter.server_bound_ms if adapter else None) or DEFAULT_BOUND_MS
 
 
-def base(params: InferParams, mode: str = "performance") -> Any:
+def base(params: InferParams, mode: str = "performance", mlperf_name: str | None = None) -> Any:
+    """Settings for the profile; ``official`` loads mlperf.conf's rules for ``mlperf_name`` (default: the model's)."""
     import mlperf_loadgen as lg
 
     s = lg.TestSettings()
@@ -133,7 +135,7 @@ def base(params: InferParams, mode: str = "performance") -> Any:
         import tempfile
         from pathlib import Path
 
-        name = MLPERF_NAMES.get(params.model, params.model)
+        name = mlperf_name or MLPERF_NAMES.get(params.model, params.model)
         with tempfile.TemporaryDirectory(prefix="accelbench-lg-") as tmp:  # read at once: nothing left behind
             user_conf = Path(tmp) / "user.conf"
             user_conf.write_text("# accelbench sets its measured hints on the settings object\n")

@@ -10,7 +10,19 @@ from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, ScaleParams, opt, positive
 
-SCENARIOS = ("offline", "server", "singlestream", "multistream")
+SCENARIOS = ("offline", "server", "singlestream", "multistream", "interactive")
+#: settings only a decoder (a model served token by token) takes, with their defaults
+TOKEN_KNOBS = (
+    "engine",
+    "input_tokens",
+    "output_tokens",
+    "input_jitter",
+    "ttft_ms",
+    "tpot_ms",
+    "page_size",
+    "kv_blocks",
+    "max_batch_tokens",
+)
 #: settings only some backends take (Backend.options)
 BACKEND_KNOBS = ("channels_last", "compile_mode", "ort_optimization")
 MODES = ("performance", "accuracy", "find-peak")
@@ -86,6 +98,25 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         False, "keep LoadGen's trace log (mlperf_log_trace.json, hundreds of MB on a fast run)", sweep=False
     )
     service_ms: float = opt(1.0, "--backend sleep: milliseconds each batch takes", sweep=False)
+    engine: str = opt(
+        "transformers",
+        "language models: the generating engine: transformers (its continuous batching, paged KV cache), "
+        "static (batched generate, static KV cache), vllm (where installed), null (the harness alone), "
+        "or package.module:Class",
+        metavar="ENGINE",
+    )
+    input_tokens: int = opt(0, "language models: prompt tokens (0: 1024, or 128 at --scale tiny)", sweep=False)
+    output_tokens: int = opt(0, "language models: tokens generated per request (0: 1024, or 32 at --scale tiny)")
+    input_jitter: float = opt(
+        0.8, "language models: prompts are drawn from JITTER..1 x --input-tokens long (1: all the same)", sweep=False
+    )
+    ttft_ms: float = opt(0.0, "language models, server/interactive: p99 time-to-first-token limit (0: MLPerf's)")
+    tpot_ms: float = opt(0.0, "language models, server/interactive: p99 time-per-output-token limit (0: MLPerf's)")
+    page_size: int = opt(16, "language models, transformers engine: KV-cache page size in tokens")
+    kv_blocks: int = opt(0, "language models, transformers engine: KV-cache pages (0: --batch-size longest requests)")
+    max_batch_tokens: int = opt(
+        0, "language models, transformers engine: tokens in one forward step (0: 2 x --batch-size x --page-size)"
+    )
 
     @property
     def effective_precision(self) -> str:
@@ -123,8 +154,54 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             raise UsageError(f"checkpoint {self.checkpoint} does not exist: give a state_dict saved with torch.save")
         if self.dataset and self.mode != "accuracy":
             raise UsageError("--dataset is read in --mode accuracy only (performance runs use synthetic samples)")
+        if self.generates:
+            self._check_tokens()
+            return
+        for knob in TOKEN_KNOBS:
+            if getattr(self, knob) != self.__dataclass_fields__[knob].default:
+                flag = "--" + knob.replace("_", "-")
+                raise UsageError(f"{flag} applies to language models (accelbench list --models), not {self.model}")
+        if self.scenario == "interactive":
+            raise UsageError("--scenario interactive is MLPerf's category for language models; use server")
         if impl.runs_model or self.mode == "accuracy":
             self._check_model()
+
+    @property
+    def generates(self) -> bool:
+        """Whether the model is served token by token (a decoder), not a batch in and outputs out."""
+        from accelbench.workloads import model_info
+
+        return ":" not in self.model and model_info(self.model).serving == "tokens"
+
+    def _check_tokens(self) -> None:
+        from accelbench.infer.tokens.engines import engine_class
+
+        engine_class(self.engine)
+        if self.backend != "torch":
+            raise UsageError(f"{self.model} is served by an engine (--engine), not --backend {self.backend}")
+        if self.mode != "performance":
+            raise UsageError(f"--mode {self.mode} is not built for language models yet: use --mode performance")
+        if self.scenario == "multistream":
+            raise UsageError("language models are served in offline, server, interactive and singlestream")
+        if self.effective_precision not in ("fp32", "bf16", "fp16"):
+            raise UsageError(f"language models are served in fp32, bf16 or fp16 weights, not {self.precision}")
+        if self.output_tokens == 1:
+            raise UsageError("--output-tokens must be at least 2: time per output token needs a second token")
+        for flag, value in (
+            ("--input-tokens", self.input_tokens),
+            ("--output-tokens", self.output_tokens),
+            ("--kv-blocks", self.kv_blocks),
+            ("--max-batch-tokens", self.max_batch_tokens),
+            ("--ttft-ms", self.ttft_ms),
+            ("--tpot-ms", self.tpot_ms),
+        ):
+            if value < 0:
+                raise UsageError(f"{flag} must not be negative, got {value:g}")
+        positive("--page-size", self.page_size)
+        if not 0 < self.input_jitter <= 1:
+            raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")
+        if self.nproc > 1 or self.streams > 1:
+            raise UsageError("language models are served on one device by one engine: --nproc 1, --streams 1")
 
     @property
     def workers(self) -> int:
@@ -197,6 +274,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             words.append(p["mode"])
         if p.get("backend") not in ("torch", "null", "sleep"):  # a named backend, or a user's class
             words.append(p["backend"])
+        if p.get("output_tokens"):  # a language model: its engine and the prompt/output lengths served
+            words += [p.get("engine", "transformers"), f"{p.get('input_tokens')}/{p['output_tokens']} tokens"]
         words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
         if p.get("channels_last"):
             words.append("channels_last")

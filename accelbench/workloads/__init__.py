@@ -12,6 +12,15 @@ from accelbench.errors import UsageError
 from accelbench.plugins import load_class
 from accelbench.workloads.base import ModelInfo, Workload
 
+#: decoder presets (accelbench.workloads.decoder), named here without importing transformers
+DECODERS = {
+    name: name.replace("-", "_").replace(".", "_")
+    for name in (
+        "llama2-7b", "llama2-70b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b", "gpt-oss-20b",
+        "gpt-oss-120b",
+    )
+}  # fmt: skip
+
 MODELS: dict[str, str] = {
     "resnet18": "accelbench.workloads.vision:ResNet18",
     "resnet50": "accelbench.workloads.vision:ResNet50",
@@ -30,7 +39,7 @@ MODELS: dict[str, str] = {
     "dlrm": "accelbench.workloads.recommendation:DLRM",
     "rnnt": "accelbench.workloads.speech:RNNT",
     "unet3d": "accelbench.workloads.medical:UNet3DWorkload",
-}
+} | {name: f"accelbench.workloads.decoder:{cls}" for name, cls in DECODERS.items()}
 
 
 def _load(path: str) -> type[Workload]:

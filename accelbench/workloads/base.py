@@ -78,6 +78,8 @@ class ModelInfo:
     image_input: bool = False
     source: str = ""
     description: str = ""
+    #: how it is served: "samples" (a batch in, outputs out) or "tokens" (a prompt in, tokens streamed out)
+    serving: str = "samples"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "default_batch", by_batch_class(self.default_batch))

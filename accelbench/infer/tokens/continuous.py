@@ -1,0 +1,116 @@
+"""``transformers``: the library's own continuous batching (``ContinuousBatchingManager``) with paged attention.
+
+Its cache must be sized explicitly: with its defaults (pages of 256 tokens, a cache and batch-token budget
+inferred from GPU memory) a tiny Llama on a 2-core CPU ran at 20 tokens/s against 634 with ``page_size=16,
+num_blocks=256, max_batch_tokens=512`` (issue 28's measurement, transformers 5.23). So the page size, the
+number of pages, the batch-token budget, the requests per step and compile are chosen here and recorded.
+
+Requests are added as LoadGen issues them (streaming); one reader thread takes the manager's outputs and
+streams each request's first token and its completion to the sink.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import TYPE_CHECKING, Any
+
+from accelbench.devices.kind import kind_of
+from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, TokenRequest
+
+if TYPE_CHECKING:
+    import torch
+
+
+def cache_plan(settings: EngineSettings) -> tuple[int, int]:
+    """Pages and the batch-token budget: enough pages for ``max_batch`` requests of the longest sequence, and a
+    step budget that lets one prompt of typical length prefill while the others decode."""
+    per_request = math.ceil(max(settings.longest, 1) / settings.page_size) + 1
+    blocks = settings.kv_blocks or per_request * settings.max_batch
+    tokens = settings.max_batch_tokens or max(settings.max_batch * settings.page_size * 2, 256)
+    return blocks, tokens
+
+
+class ContinuousBatching(Engine):
+    name = "transformers"
+
+    def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
+        from transformers import ContinuousBatchingConfig, GenerationConfig
+
+        self.sink = sink
+        blocks, tokens = cache_plan(settings)
+        generation = GenerationConfig(
+            do_sample=False,
+            eos_token_id=-1 if settings.ignore_eos else model.config.eos_token_id,
+            pad_token_id=0,
+            max_new_tokens=max(settings.longest, 1),
+        )
+        config = ContinuousBatchingConfig(
+            page_size=settings.page_size,
+            num_blocks=blocks,
+            max_batch_tokens=tokens,
+            max_requests_per_batch=settings.max_batch,
+            allow_block_sharing=False,  # random prompts share no prefix; sharing would only cost bookkeeping
+            use_cuda_graph=None if kind_of(device).accelerator else False,  # graphs where a kind captures them
+            default_compile_level=1 if settings.compile else 0,
+            seed=0,
+        )
+        self.facts = {
+            "engine": self.name,
+            "page_size": settings.page_size,
+            "kv_blocks": blocks,
+            "max_batch_tokens": tokens,
+            "max_requests_per_batch": settings.max_batch,
+            "compile": settings.compile,
+            "scheduler": config.scheduler_type,
+        }
+        self.manager = model.init_continuous_batching(generation_config=generation, continuous_batching_config=config)
+        self.manager.start()
+        self.requests: dict[str, TokenRequest] = {}
+        self.sent_first: set[str] = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._reader = threading.Thread(target=self._read, name="accelbench-cb-reader", daemon=True)
+        self._reader.start()
+
+    def submit(self, requests: list[TokenRequest]) -> None:
+        for r in requests:
+            key = str(r.id)
+            with self._lock:
+                self.requests[key] = r
+            self.manager.add_request(r.prompt, request_id=key, max_new_tokens=r.max_new_tokens, streaming=True)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._reader.join()
+        self.manager.stop(block=True)
+
+    def _read(self) -> None:
+        while not self._stopping.is_set():
+            out = self.manager.get_result(timeout=0.05)
+            if out is None:
+                if not self.manager.is_running() and not self._stopping.is_set():
+                    error = RuntimeError("transformers' continuous batching stopped (its generation thread ended)")
+                    with self._lock:
+                        left, self.requests = list(self.requests.values()), {}
+                    for r in left:
+                        self.sink.failed(r, error)
+                    return
+                continue
+            with self._lock:
+                request = self.requests.get(out.request_id)
+            if request is None:
+                continue
+            if out.error:
+                with self._lock:
+                    self.requests.pop(out.request_id, None)
+                self.sink.failed(request, RuntimeError(out.error))
+                continue
+            if out.generated_tokens and out.request_id not in self.sent_first:
+                self.sent_first.add(out.request_id)
+                self.sink.first(request, out.generated_tokens[0])
+            if out.is_finished():
+                with self._lock:
+                    self.requests.pop(out.request_id, None)
+                self.sent_first.discard(out.request_id)
+                self.sink.done(request, list(out.generated_tokens))

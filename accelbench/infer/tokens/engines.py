@@ -1,0 +1,186 @@
+"""The engine seam: a generating engine takes requests and streams each one's tokens to a sink.
+
+An engine owns its weights and its scheduling (a static batch, continuous batching, another process), so the
+SUT never sees a batch: it hands requests over as LoadGen issues them and hears back, per request, the first
+token and then the completion. Every setting that changes the figure is in :attr:`Engine.facts`, which the
+record keeps. Engines by name: :data:`ENGINES`; a user's ``package.module:Class`` is an :class:`Engine` too.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
+
+from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass
+class TokenRequest:
+    """One prompt to answer: LoadGen's sample id, the QSL index, the prompt's tokens and how many to generate."""
+
+    id: int
+    index: int
+    prompt: list[int]
+    max_new_tokens: int
+
+
+class Sink(Protocol):
+    """Where an engine streams to (the LoadGen SUT, or the probe)."""
+
+    def first(self, request: TokenRequest, token: int) -> None: ...
+
+    def done(self, request: TokenRequest, tokens: list[int]) -> None: ...
+
+    def failed(self, request: TokenRequest, error: BaseException) -> None: ...
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """What accelbench chooses for an engine (never the library's defaults, which are sized for other work)."""
+
+    max_batch: int  # requests decoded together at most
+    max_wait: float = 0.0  # seconds a static batch waits to fill (Server)
+    page_size: int = 16  # paged KV cache: tokens per page
+    kv_blocks: int = 0  # pages in the cache (0: enough for max_batch requests of the longest sequence)
+    max_batch_tokens: int = 0  # tokens in one forward step (0: max_batch x page_size x 2)
+    compile: bool = False
+    longest: int = 0  # prompt + output tokens of the longest request (sizes the caches)
+    ignore_eos: bool = True
+
+
+class Engine:
+    """Streams generated tokens; subclasses implement :meth:`start`, :meth:`submit` and :meth:`stop`."""
+
+    name: ClassVar[str] = ""
+    #: the pip extra that brings the engine's library, for the one-line "not installed" message
+    extra: ClassVar[str] = ""
+    #: whether it runs a model (the null engine answers at once)
+    runs_model: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.facts: dict[str, Any] = {"engine": self.name}
+
+    def unavailable(self) -> str | None:
+        """Why this engine cannot run here (its library missing), or None."""
+        return None
+
+    def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
+        raise NotImplementedError
+
+    def submit(self, requests: list[TokenRequest]) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class QueuedEngine(Engine):
+    """An engine served by one scheduler thread reading a queue: the SUT's issue callback only enqueues."""
+
+    def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
+        self.model, self.device, self.sink, self.settings = model, device, sink, settings
+        self.queue: queue.Queue[list[TokenRequest] | None] = queue.Queue()
+        self.busy = 0.0
+        self._thread = threading.Thread(target=self._loop, name=f"accelbench-{self.name}", daemon=True)
+        self._thread.start()
+
+    def submit(self, requests: list[TokenRequest]) -> None:
+        self.queue.put(requests)
+
+    def stop(self) -> None:
+        self.queue.put(None)
+        self._thread.join()
+
+    def _loop(self) -> None:
+        pending: list[TokenRequest] = []
+        stopping = False
+        while True:
+            if not pending:
+                item = self.queue.get()
+                if item is None:
+                    return
+                pending.extend(item)
+            deadline = time.perf_counter() + self.settings.max_wait
+            while len(pending) < self.settings.max_batch and not stopping:
+                try:
+                    remaining = deadline - time.perf_counter()
+                    item = self.queue.get(timeout=remaining) if remaining > 0 else self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                stopping = item is None
+                pending.extend(item or [])
+            batch, pending = pending[: self.settings.max_batch], pending[self.settings.max_batch :]
+            start = time.perf_counter()
+            try:
+                self.serve(batch)
+            except BaseException as exc:  # the SUT must still answer LoadGen; the run is reported failed
+                for r in batch:
+                    self.sink.failed(r, exc)
+            self.busy += time.perf_counter() - start
+            if stopping and not pending:
+                return
+
+    def serve(self, batch: list[TokenRequest]) -> None:
+        raise NotImplementedError
+
+
+class NullEngine(QueuedEngine):
+    """Answers every request at once with its tokens: what the harness alone costs (LoadGen, SUT, threads)."""
+
+    name = "null"
+    runs_model = False
+
+    def serve(self, batch: list[TokenRequest]) -> None:
+        for r in batch:
+            self.sink.first(r, 0)
+            self.sink.done(r, [0] * r.max_new_tokens)
+
+
+ENGINES: dict[str, str] = {
+    "transformers": "accelbench.infer.tokens.continuous:ContinuousBatching",
+    "static": "accelbench.infer.tokens.static:StaticBatch",
+    "vllm": "accelbench.infer.tokens.vllm:Vllm",
+    "null": "accelbench.infer.tokens.engines:NullEngine",
+}
+
+
+def engine_class(name: str) -> type[Engine]:
+    """A built-in engine by name, or a user's ``package.module:Class`` (an :class:`Engine` subclass)."""
+    from accelbench.plugins import load_class
+
+    if ":" in name:
+        return load_class(name, Engine, "engine")
+    if name not in ENGINES:
+        raise UsageError(f"unknown engine {name!r}: choose one of {', '.join(ENGINES)}, or package.module:Class")
+    return load_class(ENGINES[name], Engine, "engine")
+
+
+@dataclass
+class Timeline:
+    """A sink that keeps each request's times (the probe's, and the direct-call bench's)."""
+
+    started: float = field(default_factory=time.perf_counter)
+    firsts: dict[int, float] = field(default_factory=dict)
+    dones: dict[int, tuple[float, int]] = field(default_factory=dict)
+    error: BaseException | None = None
+    finished: threading.Event = field(default_factory=threading.Event)
+    expected: int = 0
+    on_done: Callable[[], None] | None = None
+
+    def first(self, request: TokenRequest, token: int) -> None:
+        self.firsts[request.id] = time.perf_counter()
+
+    def done(self, request: TokenRequest, tokens: list[int]) -> None:
+        self.dones[request.id] = (time.perf_counter(), len(tokens))
+        if len(self.dones) >= self.expected:
+            self.finished.set()
+
+    def failed(self, request: TokenRequest, error: BaseException) -> None:
+        self.error = self.error or error
+        self.done(request, [])

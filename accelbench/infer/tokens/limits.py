@@ -1,0 +1,80 @@
+"""What a token run is held to and fed with: MLPerf's TTFT/TPOT limits, and the prompts.
+
+The limits are those of ``mlperf.conf`` in the mlcommons/inference repository (LoadGen embeds the file; a test
+reads them back through ``TestSettings.FromConfig`` and compares): p99 time to first token (TTFT) and p99 time
+per output token (TPOT) for the Server scenario, and for "interactive", a Server run under tighter limits as
+MLPerf defines it. A preset without its own MLPerf benchmark borrows the limits of one of its class (llama2-7b
+and llama3.1-70b those of llama2-70b, gpt-oss-20b those of gpt-oss-120b), and the record says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.errors import UsageError
+
+#: mlperf.conf benchmark -> scenario -> (p99 TTFT ms, p99 TPOT ms)
+MLPERF_LIMITS: dict[str, dict[str, tuple[float, float]]] = {
+    "llama2-70b": {"server": (2000, 200), "interactive": (450, 40)},
+    "mixtral-8x7b": {"server": (2000, 200)},
+    "llama3_1-8b": {"server": (2000, 100), "interactive": (500, 30)},
+    "llama3_1-405b": {"server": (6000, 175), "interactive": (4500, 80)},
+    "gpt-oss-120b": {"server": (3000, 80), "interactive": (2000, 15)},
+    "deepseek-r1": {"server": (2000, 80), "interactive": (1500, 15)},
+}
+
+#: prompt and output lengths when not given: the common 1k/1k at full scale; at tiny scale short enough that a
+#: 2-core CPU serves a quick run in seconds
+DEFAULT_LENGTHS = {"full": (1024, 1024), "tiny": (128, 32)}
+
+
+@dataclass(frozen=True)
+class Limits:
+    ttft_ms: float | None
+    tpot_ms: float | None
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ttft_p99_ms": self.ttft_ms, "tpot_p99_ms": self.tpot_ms, "source": self.source}
+
+
+def mlperf_name(benchmark: str, scenario: str) -> str:
+    """The name mlperf.conf gives a benchmark in a scenario (interactive has its own entries)."""
+    return f"{benchmark}-interactive" if scenario == "interactive" else benchmark
+
+
+def limits_for(model: str, benchmark: str, own: bool, scenario: str, ttft_ms: float, tpot_ms: float) -> Limits:
+    """The limits a run is held to: the flags where given, else MLPerf's for the preset's benchmark.
+
+    Offline and SingleStream have none (LoadGen judges neither TTFT nor TPOT there).
+    """
+    if scenario not in ("server", "interactive"):
+        if ttft_ms or tpot_ms:
+            raise UsageError(f"--ttft-ms and --tpot-ms apply to the server and interactive scenarios, not {scenario}")
+        return Limits(None, None, f"none: LoadGen judges no token latency in {scenario}")
+    published = MLPERF_LIMITS.get(benchmark, {}).get(scenario)
+    if published is None and not (ttft_ms and tpot_ms):
+        raise UsageError(f"mlperf.conf has no {scenario} limits for {model}: give both --ttft-ms and --tpot-ms")
+    if ttft_ms and tpot_ms:
+        return Limits(ttft_ms, tpot_ms, "--ttft-ms and --tpot-ms")
+    assert published is not None
+    borrowed = "" if own else f" (borrowed: {model} has no MLPerf benchmark of its own)"
+    source = f"mlperf.conf {mlperf_name(benchmark, scenario)} Server{borrowed}"
+    ttft, tpot = ttft_ms or published[0], tpot_ms or published[1]
+    if ttft_ms or tpot_ms:
+        source += "; " + ("--ttft-ms" if ttft_ms else "--tpot-ms") + " given"
+    return Limits(ttft, tpot, source)
+
+
+def draw_prompts(count: int, length: int, jitter: float, vocab: int, seed: int = 0) -> list[list[int]]:
+    """``count`` prompts of random token ids, each ``jitter``..1 times ``length`` long (seeded: the same every run).
+
+    Random ids, not text: a decoder's speed depends on how many tokens it reads and writes, not which.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    low = max(1, int(round(length * jitter)))
+    lengths = rng.integers(low, length + 1, size=count)
+    return [rng.integers(1, vocab, size=int(n)).tolist() for n in lengths]

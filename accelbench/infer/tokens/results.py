@@ -1,0 +1,154 @@
+"""The record of a token run: LoadGen's tokens/s and TTFT/TPOT percentiles, its verdict in plain words, goodput.
+
+Every latency and throughput figure is LoadGen's own (its detail log); goodput and tokens/s per user are
+derived, and say how. Goodput counts the requests that met both limits by the SUT's clock (from LoadGen's issue
+call to the engine's callbacks), over the span from the first issue to the last answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from accelbench.families import benchmark_of
+from accelbench.infer.results import PERCENTILES
+from accelbench.infer.specs import InferParams
+from accelbench.kit import metrics as fig
+from accelbench.results.record import Metric, Result
+from accelbench.workloads.decoder import figures
+
+if TYPE_CHECKING:
+    from accelbench.infer.tokens.limits import Limits
+    from accelbench.infer.tokens.sut import TokenSUT
+
+POINTS = ("50.00", "90.00", "99.00")
+
+
+def _m(value: float, unit: str, higher: bool) -> Metric:
+    return fig.figure(value, unit, higher_is_better=higher)
+
+
+def token_metrics(scenario: str, d: dict[str, Any], devices: int) -> tuple[dict[str, Metric], str]:
+    """LoadGen's figures of a token run, and the primary one's name."""
+    metrics: dict[str, Metric] = {}
+    if scenario == "offline":
+        tps, rps = d.get("result_tokens_per_second"), d.get("result_samples_per_second")
+    else:
+        tps = d.get("result_completed_tokens_per_second") or d.get("result_tokens_per_second")
+        rps = d.get("result_scheduled_samples_per_sec") or d.get("result_completed_samples_per_sec")
+    if tps is not None:
+        metrics["tokens_per_second"] = _m(float(tps), "output tokens/s", True)
+        metrics["tokens_per_second_per_device"] = _m(float(tps) / devices, "output tokens/s per device", True)
+    if rps is not None:
+        metrics["requests_per_second"] = _m(float(rps), "requests/s", True)
+    if scenario != "offline" and d.get("result_completed_samples_per_sec") is not None:
+        metrics["completed_requests_per_second"] = _m(float(d["result_completed_samples_per_sec"]), "requests/s", True)
+    for p in POINTS:
+        short = p.split(".")[0]
+        ttft = d.get(f"result_first_token_{p}_percentile_latency_ns")
+        tpot = d.get(f"result_time_per_output_token_{p}_percentile_ns")
+        if ttft is not None:
+            metrics[f"ttft_p{short}_ms"] = _m(ttft / 1e6, "ms", False)
+        if tpot is not None:
+            metrics[f"tpot_p{short}_ms"] = _m(tpot / 1e6, "ms", False)
+    if "tpot_p50_ms" in metrics and metrics["tpot_p50_ms"].value > 0:
+        metrics["tokens_per_second_per_user"] = _m(1000 / metrics["tpot_p50_ms"].value, "tokens/s per user", True)
+    for key, label in PERCENTILES:
+        if key in d and label.split("_")[1] in ("p50", "p90", "p99"):
+            metrics[label] = _m(d[key] / 1e9, "s", False)
+    primary = "latency_p90_seconds" if scenario == "singlestream" else "tokens_per_second"
+    return metrics, primary
+
+
+def goodput(sut: "TokenSUT", limits: "Limits") -> dict[str, Metric]:
+    """Requests/s and tokens/s of the requests that met both limits (the SUT's clock); empty without limits."""
+    if limits.ttft_ms is None or limits.tpot_ms is None or sut.first_issue is None:
+        return {}
+    span = sut.last_answer - sut.first_issue
+    good = [n for ttft, tpot, n in sut.per_request if ttft * 1e3 <= limits.ttft_ms and tpot * 1e3 <= limits.tpot_ms]
+    if span <= 0:
+        return {}
+    return {
+        "goodput_requests_per_second": _m(len(good) / span, "requests/s within limits", True),
+        "goodput_tokens_per_second": _m(sum(good) / span, "output tokens/s within limits", True),
+    }
+
+
+def token_reasons(d: dict[str, Any], scenario: str) -> list[str]:
+    """Why LoadGen called a token run INVALID, each with the fix."""
+    reasons = []
+    if d.get("result_perf_constraints_met") is False:
+        for what, key, limit in (
+            ("TTFT", "result_first_token_99.00_percentile_latency_ns", "requested_server_ttft_latency"),
+            ("TPOT", "result_time_per_output_token_99.00_percentile_ns", "requested_server_tpot_latency"),
+        ):
+            got, bound = d.get(key), d.get(limit)
+            if got is not None and bound and got > bound:
+                reasons.append(
+                    f"{what} constraint not met (LoadGen): p99 {what} {got / 1e6:.4g} ms over the {bound / 1e6:g} ms "
+                    "limit; lower --target-qps (or --batch-size)"
+                )
+        if not reasons:
+            reasons.append("LoadGen: performance constraints not met (TTFT or TPOT); lower --target-qps")
+    if d.get("result_min_duration_met") is False:
+        fix = "raise --expected-qps" if scenario == "offline" else "raise --target-qps or --duration"
+        reasons.append(f"min duration not met: LoadGen ran out of planned queries before the minimum duration; {fix}")
+    if d.get("result_min_queries_met") is False:
+        reasons.append("min queries not met: LoadGen issued fewer queries than required; run longer")
+    if d.get("early_stopping_met") is False:
+        reasons.append("early stopping criterion not met: too few requests for the p99 TTFT/TPOT; run longer")
+    reasons += [f"LoadGen error: {e}" for e in d.get("_errors", [])]
+    return reasons or ["LoadGen reported INVALID (see mlperf_log_detail.txt)"]
+
+
+def token_result(
+    params: InferParams,
+    record: dict[str, Any],
+    d: dict[str, Any],
+    conditions: dict[str, Any],
+    outdir: Any,
+    sut: "TokenSUT",
+    probe: dict[str, Any],
+    limits: "Limits",
+    engine: dict[str, Any],
+    config: Any,
+) -> Result:
+    metrics, primary = token_metrics(params.scenario, d, params.nproc)
+    metrics |= goodput(sut, limits)
+    if sut.tokens and "tokens_per_second" in metrics:  # prompt tokens read per output token written, measured
+        total = metrics["tokens_per_second"].value * (1 + sut.input_tokens / sut.tokens)
+        metrics["total_tokens_per_second"] = _m(total, "input + output tokens/s", True)
+    valid = d.get("result_validity") == "VALID"
+    details: dict[str, Any] = {
+        "loadgen_log_dir": str(outdir),
+        "compliant": params.profile == "official",
+        "probe": probe,
+        "limits": limits.to_dict(),
+        "engine": engine,
+        "requests": sut.samples,
+        "output_tokens": sut.tokens,
+        "input_tokens": sut.input_tokens,
+        "loadgen_version": d.get("loadgen_version"),
+        "target_qps": d.get("requested_server_target_qps") if params.scenario != "offline" else None,
+        "goodput_method": "requests meeting both limits by the SUT's clock, over first issue to last answer",
+        "tokens_per_user_method": "1000 / LoadGen's median TPOT in ms",
+    }
+    if config is not None:
+        element = 2 if params.effective_precision in ("bf16", "fp16") else 4
+        details["model"] = figures(config, element).to_dict()
+    warnings = [w for w in conditions.get("warnings", []) if w]
+    reasons = [] if valid else token_reasons(d, params.scenario)
+    if reasons:
+        details["invalid_reasons"] = reasons
+        warnings = [f"INVALID: {r}" for r in reasons] + warnings
+    if params.profile == "quick":
+        warnings.append("non-compliant: the quick profile is shorter than MLPerf's rules")
+    return Result(
+        benchmark_of(params),
+        record | {"nproc": params.nproc},
+        metrics=metrics,
+        primary_metric=primary,
+        valid=valid,
+        warnings=warnings,
+        conditions=conditions,
+        details=details,
+    )

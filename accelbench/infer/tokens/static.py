@@ -1,0 +1,96 @@
+"""``static``: batched ``generate`` with a static KV cache, the engine MLPerf's first llama2-70b reference SUT used.
+
+Requests wait in a queue; the scheduler takes up to ``max_batch`` of them, left-pads their prompts and decodes
+them together to the longest one's length. A streamer sees each step's tokens, so each request's first token
+and its own completion (at its own ``max_new_tokens``, mid-batch when it is shorter) reach LoadGen when they
+happen: no request is held until its batch ends.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from accelbench.infer.tokens.engines import EngineSettings, QueuedEngine, Sink, TokenRequest
+
+if TYPE_CHECKING:
+    import torch
+
+
+class StaticBatch(QueuedEngine):
+    name = "static"
+
+    def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
+        from transformers import GenerationConfig
+
+        self.generation = GenerationConfig(
+            do_sample=False,
+            pad_token_id=0,
+            eos_token_id=None if settings.ignore_eos else model.config.eos_token_id,
+            cache_implementation="static",
+        )
+        if settings.compile:
+            from transformers import CompileConfig
+
+            self.generation.compile_config = CompileConfig(fullgraph=False, dynamic=False)
+        self.facts = {
+            "engine": self.name,
+            "max_batch": settings.max_batch,
+            "max_wait_ms": settings.max_wait * 1000,
+            "cache": "static",
+            "compile": settings.compile,
+            "padding": "left, to the batch's longest prompt",
+        }
+        super().start(model, device, sink, settings)
+
+    def serve(self, batch: list[TokenRequest]) -> None:
+        import torch
+
+        width = max(len(r.prompt) for r in batch)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, r in enumerate(batch):
+            ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt)
+            mask[i, width - len(r.prompt) :] = 1
+        longest = max(r.max_new_tokens for r in batch)
+        streamer = _Streamer(batch, self.sink)
+        with torch.inference_mode():
+            self.model.generate(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                generation_config=self.generation,
+                max_new_tokens=longest,
+                min_new_tokens=longest if self.settings.ignore_eos else None,
+                streamer=streamer,
+            )
+        streamer.end()
+
+
+class _Streamer:
+    """``generate``'s streamer: its first ``put`` is the prompts, each later one a (batch,) step of new tokens."""
+
+    def __init__(self, batch: list[TokenRequest], sink: Sink) -> None:
+        self.batch, self.sink = batch, sink
+        self.tokens: list[list[int]] = [[] for _ in batch]
+        self.prompt_seen = False
+        self.open = set(range(len(batch)))
+
+    def put(self, value: "torch.Tensor") -> None:
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        step = value.reshape(-1).tolist()  # one device-to-host copy a step: the tokens must be read anyway
+        for i in list(self.open):
+            self.tokens[i].append(step[i])
+            request = self.batch[i]
+            if len(self.tokens[i]) == 1:
+                self.sink.first(request, step[i])
+            if len(self.tokens[i]) >= request.max_new_tokens:
+                self.open.discard(i)
+                self.sink.done(request, self.tokens[i])
+
+    def end(self) -> None:
+        for i in sorted(self.open):  # stopped early (end of sequence allowed): complete with what came
+            self.open.discard(i)
+            if not self.tokens[i]:
+                self.sink.first(self.batch[i], 0)
+            self.sink.done(self.batch[i], self.tokens[i])

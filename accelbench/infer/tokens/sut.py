@@ -1,0 +1,90 @@
+"""The LoadGen SUT in token mode: requests go to the engine as issued, tokens come back as they are generated.
+
+LoadGen's issue callback only hands the requests to the engine (which queues them on its own thread). The
+engine calls back :meth:`TokenSUT.first` at each request's first token, which reaches LoadGen as
+``FirstTokenComplete`` (its time to first token), and :meth:`TokenSUT.done` at its completion, which reaches it
+as ``QuerySamplesComplete`` with the number of tokens (its time per output token, and tokens/s). The token ids
+are the response's data, so accuracy mode's log holds the generated text.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from accelbench.infer.sut import SampleLibrary
+from accelbench.infer.tokens.engines import Engine, TokenRequest
+
+
+class TokenSUT:
+    def __init__(self, engine: Engine, qsl: SampleLibrary, max_new_tokens: Any) -> None:
+        self.engine = engine
+        self.qsl = qsl
+        #: a sample index -> the tokens to generate for it (drawn with the prompts)
+        self.max_new_tokens = max_new_tokens
+        self.error: BaseException | None = None
+        self.samples = 0
+        self.tokens = 0
+        self.first_issue: float | None = None
+        self.last_answer = 0.0
+        self.outputs: dict[int, list[int]] = {}  # sample index -> tokens (kept for accuracy mode)
+        self.input_tokens = 0
+        #: each answered request's (TTFT s, TPOT s, tokens) by this SUT's clock, from LoadGen's issue call: goodput
+        self.per_request: list[tuple[float, float, int]] = []
+        self._issued: dict[int, float] = {}
+        self._firsts: dict[int, float] = {}
+        self.keep_outputs = False
+        self._lock = threading.Lock()
+
+    # LoadGen's side
+    def issue(self, query_samples: list[Any]) -> None:
+        now = time.perf_counter()
+        if self.first_issue is None:
+            self.first_issue = now
+        for q in query_samples:
+            self._issued[q.id] = now
+        requests = [
+            TokenRequest(q.id, q.index, self.qsl.loaded[q.index], self.max_new_tokens(q.index)) for q in query_samples
+        ]
+        self.engine.submit(requests)
+
+    def flush(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        self.engine.stop()
+
+    # the engine's side (a Sink)
+    def first(self, request: TokenRequest, token: int) -> None:
+        import mlperf_loadgen as lg
+
+        self._firsts[request.id] = time.perf_counter()
+        data = np.array([token], dtype=np.int32)
+        lg.FirstTokenComplete([lg.QuerySampleResponse(request.id, data.ctypes.data, data.nbytes, 1)])
+
+    def done(self, request: TokenRequest, tokens: list[int]) -> None:
+        import mlperf_loadgen as lg
+
+        now = time.perf_counter()
+        data = np.asarray(tokens, dtype=np.int32)
+        with self._lock:
+            self.samples += 1
+            self.tokens += len(tokens)
+            self.input_tokens += len(request.prompt)
+            self.last_answer = now
+            issued, first = self._issued.pop(request.id, now), self._firsts.pop(request.id, now)
+            self.per_request.append((first - issued, (now - first) / max(len(tokens) - 1, 1), len(tokens)))
+            if self.keep_outputs:
+                self.outputs[request.index] = list(tokens)
+        # LoadGen copies the answer during the call (accuracy mode); the array lives until it returns
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(request.id, data.ctypes.data, data.nbytes, len(tokens))])
+
+    def failed(self, request: TokenRequest, error: BaseException) -> None:
+        """Answer LoadGen anyway (it would wait forever); the run is reported failed afterwards."""
+        import mlperf_loadgen as lg
+
+        self.error = self.error or error
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(request.id, 0, 0, 1)])

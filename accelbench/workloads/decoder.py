@@ -1,0 +1,246 @@
+"""Decoder-only language models: the published architectures MLPerf and buyers name, as ``transformers`` configs.
+
+Nothing is downloaded: a preset is the architecture of a released model (the figures of its Hugging Face
+``config.json``), built with seeded random weights, or read from a local checkpoint folder
+(``save_pretrained``: ``config.json``, safetensors, the tokenizer files). ``--scale tiny`` keeps the
+architecture (the attention kind, grouped-query ratio, mixture of experts, sliding windows) and shrinks depth
+and widths so that a 2-core CPU generates in seconds.
+
+Every preset states its parameters (total, and active per token for a mixture of experts, counted on the
+model ``transformers`` builds, on the meta device), KV-cache bytes per token and forward FLOPs per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from accelbench.workloads.base import ModelInfo, Workload
+
+if TYPE_CHECKING:
+    import torch
+
+#: the tiny scale: depth and widths a 2-core CPU generates with in milliseconds a token
+TINY = {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 2048, "max_position_embeddings": 16384}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One released decoder: its ``transformers`` model type and the fields of its published ``config.json``."""
+
+    name: str
+    model_type: str  # transformers' config class key: "llama", "mixtral", "gpt_oss"
+    config: dict[str, Any]
+    source: str  # where the architecture figures come from
+    #: the published total parameter count (the model card), which the built model is checked against
+    published_params: float
+    published_active: float | None = None
+    #: the MLPerf Inference benchmark whose limits it is served under (mlperf.conf names), and whether that is
+    #: its own benchmark or a borrowed one of the same class
+    mlperf: str = ""
+    mlperf_own: bool = True
+    tiny: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def moe(self) -> bool:
+        return self.published_active is not None
+
+
+def _hf(repo: str) -> str:
+    return f"config.json of huggingface.co/{repo}"
+
+
+LLAMA2 = {"rope_theta": 10000.0, "rms_norm_eps": 1e-5, "max_position_embeddings": 4096, "vocab_size": 32000}
+LLAMA31 = {
+    "rope_theta": 500000.0,
+    "rms_norm_eps": 1e-5,
+    "max_position_embeddings": 131072,
+    "vocab_size": 128256,
+    "rope_scaling": {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+}
+GPT_OSS = {
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "num_experts_per_tok": 4,
+    "vocab_size": 201088,
+    "sliding_window": 128,
+    "max_position_embeddings": 131072,
+    "rope_theta": 150000.0,
+}
+
+
+def _llama(hidden: int, ffn: int, layers: int, heads: int, kv: int) -> dict[str, Any]:
+    return {
+        "hidden_size": hidden,
+        "intermediate_size": ffn,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+    }
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "llama2-7b", "llama", _llama(4096, 11008, 32, 32, 32) | LLAMA2, _hf("meta-llama/Llama-2-7b-hf"), 6.74e9,
+            mlperf="llama2-70b", mlperf_own=False, tiny={"num_attention_heads": 4, "num_key_value_heads": 4},
+        ),
+        Preset(
+            "llama2-70b", "llama", _llama(8192, 28672, 80, 64, 8) | LLAMA2, _hf("meta-llama/Llama-2-70b-hf"), 68.98e9,
+            mlperf="llama2-70b", tiny={"num_attention_heads": 8, "num_key_value_heads": 1},
+        ),
+        Preset(
+            "llama3.1-8b", "llama", _llama(4096, 14336, 32, 32, 8) | LLAMA31, _hf("meta-llama/Llama-3.1-8B"), 8.03e9,
+            mlperf="llama3_1-8b", tiny={"num_attention_heads": 4, "num_key_value_heads": 1},
+        ),
+        Preset(
+            "llama3.1-70b", "llama", _llama(8192, 28672, 80, 64, 8) | LLAMA31, _hf("meta-llama/Llama-3.1-70B"),
+            70.6e9, mlperf="llama2-70b", mlperf_own=False, tiny={"num_attention_heads": 8, "num_key_value_heads": 1},
+        ),
+        Preset(
+            "llama3.1-405b", "llama", _llama(16384, 53248, 126, 128, 8) | LLAMA31, _hf("meta-llama/Llama-3.1-405B"),
+            405.9e9, mlperf="llama3_1-405b", tiny={"num_attention_heads": 16, "num_key_value_heads": 1},
+        ),
+        Preset(
+            "mixtral-8x7b", "mixtral",
+            _llama(4096, 14336, 32, 32, 8)
+            | {"num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000, "rope_theta": 1e6,
+               "max_position_embeddings": 32768, "rms_norm_eps": 1e-5},
+            _hf("mistralai/Mixtral-8x7B-v0.1"), 46.7e9, 12.9e9, mlperf="mixtral-8x7b",
+            tiny={"num_attention_heads": 4, "num_key_value_heads": 1},
+        ),
+        Preset(
+            "gpt-oss-20b", "gpt_oss", GPT_OSS | {"num_hidden_layers": 24, "num_local_experts": 32},
+            _hf("openai/gpt-oss-20b"), 20.9e9, 3.6e9, mlperf="gpt-oss-120b", mlperf_own=False,
+            tiny={"num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 16, "sliding_window": 16},
+        ),
+        Preset(
+            "gpt-oss-120b", "gpt_oss", GPT_OSS | {"num_hidden_layers": 36, "num_local_experts": 128},
+            _hf("openai/gpt-oss-120b"), 116.8e9, 5.1e9, mlperf="gpt-oss-120b",
+            tiny={"num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 16, "sliding_window": 16},
+        ),
+    )
+}  # fmt: skip
+
+
+def config_of(preset: Preset, scale: str) -> Any:
+    """The ``transformers`` config of ``preset`` at ``scale`` (tiny: its shape kept, its size shrunk)."""
+    from transformers import AutoConfig
+
+    fields = dict(preset.config)
+    if scale == "tiny":
+        ratio = fields["intermediate_size"] / fields["hidden_size"]
+        fields |= TINY | {"intermediate_size": int(TINY["hidden_size"] * ratio)} | preset.tiny
+        fields.pop("head_dim", None) if "head_dim" not in preset.tiny else None
+        if preset.moe:  # the experts kept, at most 8 of them: routing is what matters
+            fields["num_local_experts"] = min(fields["num_local_experts"], 8)
+        if "layer_types" not in fields and preset.model_type == "gpt_oss":
+            fields["layer_types"] = ["sliding_attention", "full_attention"] * (TINY["num_hidden_layers"] // 2)
+    elif preset.model_type == "gpt_oss":
+        layers = fields["num_hidden_layers"]
+        fields["layer_types"] = ["sliding_attention", "full_attention"] * (layers // 2)
+    return AutoConfig.for_model(preset.model_type, **fields)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one token costs: parameters, KV-cache bytes and forward FLOPs (method: the built model's tensors)."""
+
+    params: int
+    active_params: int
+    embedding_params: int
+    kv_bytes_per_token: int  # at the serving precision's element size; full-attention layers (an upper bound)
+    flops_per_token: float  # forward: 2 x active non-embedding parameters (the matrix multiplies)
+    attention_flops_per_context_token: float  # forward, added per token already in the context
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "params": self.params,
+            "active_params": self.active_params,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "flops_per_token": self.flops_per_token,
+            "attention_flops_per_context_token": self.attention_flops_per_context_token,
+            "method": "parameters counted on the model transformers builds (meta device); FLOPs 2 x active "
+            "non-embedding parameters per token plus 4 x layers x heads x head_dim per context token",
+        }
+
+
+def figures(config: Any, element_bytes: int = 2) -> Figures:
+    """Counted on the model ``transformers`` builds from ``config``, on the meta device (no memory)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    total = expert = embedding = 0
+    for name, p in model.named_parameters():
+        total += p.numel()
+        if ".experts." in name or name.endswith(".experts") or "experts." in name:
+            expert += p.numel()
+        if "embed_tokens" in name:
+            embedding += p.numel()
+    experts = getattr(config, "num_local_experts", 0) or 0
+    per_token = getattr(config, "num_experts_per_tok", experts) or experts
+    active = total - (expert - expert * per_token // experts if experts else 0)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    layers, kv = config.num_hidden_layers, config.num_key_value_heads
+    return Figures(
+        params=total,
+        active_params=active,
+        embedding_params=embedding,
+        kv_bytes_per_token=2 * layers * kv * head_dim * element_bytes,
+        flops_per_token=2.0 * (active - embedding),
+        attention_flops_per_context_token=4.0 * layers * config.num_attention_heads * head_dim,
+    )
+
+
+class Decoder(Workload):
+    """A decoder-only language model: served token by token (``infer``), trained on next-token prediction."""
+
+    preset: Preset
+
+    def build(self, scale: str) -> "torch.nn.Module":
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        torch.manual_seed(0)  # random weights are the same in every run
+        return AutoModelForCausalLM.from_config(config_of(self.preset, scale), attn_implementation="sdpa")
+
+    def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
+        import torch
+
+        vocab = config_of(self.preset, scale).vocab_size
+        seq = 128 if scale == "tiny" else 2048
+        return torch.randint(0, vocab, (batch_size, seq), device=device)
+
+    def loss(self, model: "torch.nn.Module", batch: Any) -> "torch.Tensor":
+        return model(input_ids=batch, labels=batch).loss
+
+
+def _workload(preset: Preset) -> type[Decoder]:
+    kind = "mixture of experts, " if preset.moe else ""
+    info = ModelInfo(
+        name=preset.name,
+        domain="generation",
+        sample_unit="tokens",
+        input_shape="(batch, prompt tokens) -> streamed output tokens",
+        default_batch={"gpu": 64, "cpu": 8},
+        source=preset.source,
+        description=f"{kind}decoder-only transformer ({preset.model_type})",
+        serving="tokens",
+    )
+    return type(preset.name.replace("-", "_").replace(".", "_"), (Decoder,), {"preset": preset, "info": info})
+
+
+WORKLOADS: dict[str, type[Decoder]] = {name: _workload(p) for name, p in PRESETS.items()}
+globals().update({cls.__name__: cls for cls in WORKLOADS.values()})  # "accelbench.workloads.decoder:llama3_1_8b"
