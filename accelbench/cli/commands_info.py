@@ -60,6 +60,8 @@ def _list_models() -> int:
     table.add_column("batch CPU", justify="right")
     for name in MODELS:
         info = model_info(name)
+        if info.serving == "tokens":
+            continue  # the language models' own table below
         table.add_row(
             name,
             info.domain,
@@ -69,7 +71,42 @@ def _list_models() -> int:
             str(info.batch_for("cpu")),
         )
     console.print(table)
+    console.print(_decoder_table())
     return 0
+
+
+def _decoder_table() -> Any:
+    """The language-model presets with what a token costs, counted on the model transformers builds."""
+    from rich.table import Table
+
+    from accelbench.infer.tokens.limits import MLPERF_LIMITS
+    from accelbench.workloads.decoder import PRESETS, config_of, figures
+
+    table = Table(
+        title="language models: accelbench infer NAME [--scale tiny] (served token by token)",
+        caption="parameters counted on the model transformers builds from the published config.json (meta "
+        "device); KV cache at bf16, full-attention layers; FLOPs forward, 2 x active non-embedding parameters; "
+        "limits p99 TTFT/TPOT ms from mlperf.conf (* borrowed from a model of its class)",
+        caption_justify="left",
+    )
+    for column in ("model", "architecture", "params", "active", "KV/token", "GFLOP/token", "server", "interactive"):
+        table.add_column(column, justify="left" if column in ("model", "architecture") else "right")
+    for name, preset in PRESETS.items():
+        f = figures(config_of(preset, "full"))
+        mark = "" if preset.mlperf_own else "*"
+        limits = MLPERF_LIMITS.get(preset.mlperf, {})
+        cell = {sc: f"{v[0]:g}/{v[1]:g}{mark}" if (v := limits.get(sc)) else "-" for sc in ("server", "interactive")}
+        table.add_row(
+            name,
+            ("MoE " if preset.moe else "") + preset.model_type,
+            f"{f.params / 1e9:.1f}B",
+            f"{f.active_params / 1e9:.1f}B",
+            f"{f.kv_bytes_per_token / 1024:.0f} KiB",
+            f"{f.flops_per_token / 1e9:.1f}",
+            cell["server"],
+            cell["interactive"],
+        )
+    return table
 
 
 def _gib(n: float) -> str:

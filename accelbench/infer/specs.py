@@ -9,6 +9,7 @@ from typing import Any
 from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, ScaleParams, opt, positive
+from accelbench.workloads import DECODERS
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream", "interactive")
 #: settings only a decoder (a model served token by token) takes, with their defaults
@@ -274,8 +275,12 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             words.append(p["mode"])
         if p.get("backend") not in ("torch", "null", "sleep"):  # a named backend, or a user's class
             words.append(p["backend"])
-        if p.get("output_tokens"):  # a language model: its engine and the prompt/output lengths served
-            words += [p.get("engine", "transformers"), f"{p.get('input_tokens')}/{p['output_tokens']} tokens"]
+        if p.get("model") in DECODERS:  # a language model: its engine and the prompt/output lengths served
+            from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
+
+            default = DEFAULT_LENGTHS["tiny" if p.get("scale") == "tiny" else "full"]
+            served = f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens"
+            words += [p.get("engine", "transformers"), served]
         words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
         if p.get("channels_last"):
             words.append("channels_last")

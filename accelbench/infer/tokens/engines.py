@@ -67,7 +67,12 @@ class Engine:
         self.facts: dict[str, Any] = {"engine": self.name}
 
     def unavailable(self) -> str | None:
-        """Why this engine cannot run here (its library missing), or None."""
+        """Why this engine cannot run here (its library missing), or None. A model-running engine needs
+        ``transformers`` (the presets are its configs)."""
+        import importlib.util
+
+        if self.runs_model and importlib.util.find_spec("transformers") is None:
+            return "transformers is not installed: pip install 'accelbench[llm]'"
         return None
 
     def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
