@@ -8,6 +8,7 @@ happen: no request is held until its batch ends.
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.tokens.engines import EngineSettings, QueuedEngine, Sink, TokenRequest
@@ -52,14 +53,15 @@ class StaticBatch(QueuedEngine):
             ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt)
             mask[i, width - len(r.prompt) :] = 1
         longest = max(r.max_new_tokens for r in batch)
+        generation = copy.copy(self.generation)  # this batch's lengths, on a copy: one config object, not two
+        generation.max_new_tokens = longest
+        generation.min_new_tokens = longest if self.settings.ignore_eos else None
         streamer = _Streamer(batch, self.sink)
         with torch.inference_mode():
             self.model.generate(
                 input_ids=ids.to(self.device),
                 attention_mask=mask.to(self.device),
-                generation_config=self.generation,
-                max_new_tokens=longest,
-                min_new_tokens=longest if self.settings.ignore_eos else None,
+                generation_config=generation,
                 streamer=streamer,
             )
         streamer.end()

@@ -1,0 +1,114 @@
+"""Does serving a language model through accelbench (LoadGen, the token SUT, its threads) cost tokens/s?
+
+Two questions (issue 28), each answered by ratios measured in this run, on this host:
+
+1. Offline output tokens/s of ``accelbench infer MODEL --scenario offline --engine E`` (its own process, as the
+   suite runs it) against the same engine called directly in this process: same preset and scale, the same
+   prompt lengths and output tokens, the same batch and cache settings, the same number of requests the
+   LoadGen run served. Alternating rounds; the median of the per-round ratios. Goal: >= 0.95 for
+   ``transformers`` and ``static``.
+2. The harness alone: the null engine (every request answered at once with its tokens) under LoadGen Server
+   at ``--target-qps`` (default 1000): VALID, and the completed requests/s. Goal: VALID at >= 1,000 requests/s
+   on 2 cores.
+
+    python bench/llm_serving.py [--model llama3.1-8b] [--scale tiny] [--rounds 3] [--output-tokens 32]
+        [--engines transformers,static] [--target-qps 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+
+def accelbench_run(args: argparse.Namespace, engine: str, scenario: str, tmp: Path, *extra: str) -> dict:
+    cmd = [sys.executable, "-m", "accelbench", "infer", args.model, "--scale", args.scale, "--scenario", scenario]
+    cmd += ["--engine", engine, "--output-tokens", str(args.output_tokens), "--batch-size", str(args.batch)]
+    cmd += ["--threads", str(torch.get_num_threads()), "--json", *extra]
+    out = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
+    try:
+        return json.loads(out.stdout)["results"][0]
+    except (json.JSONDecodeError, KeyError, IndexError):
+        sys.exit(f"accelbench failed: {out.stderr.strip().splitlines()[-1:]}")
+
+
+def direct_rate(args: argparse.Namespace, engine_name: str, requests: int, input_tokens: int) -> float:
+    """The engine alone: the same model, prompts and settings, ``requests`` submitted at once, timed to the last."""
+    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens.engines import Timeline, TokenRequest, engine_class
+    from accelbench.infer.tokens.limits import draw_prompts
+    from accelbench.infer.tokens.run import build_model, engine_settings
+
+    params = InferParams(
+        model=args.model,
+        scale=args.scale,
+        engine=engine_name,
+        batch_size=args.batch,
+        output_tokens=args.output_tokens,
+        input_tokens=input_tokens,
+    )
+    device = torch.device("cpu")
+    model, config = build_model(params, device)
+    prompts = draw_prompts(64, input_tokens, params.input_jitter, config.vocab_size)
+    engine = engine_class(engine_name)()
+    warm = Timeline(expected=args.batch)
+    engine.start(model, device, warm, engine_settings(params, input_tokens + args.output_tokens))
+    try:
+        engine.submit([TokenRequest(i, i, prompts[i], args.output_tokens) for i in range(args.batch)])
+        warm.finished.wait()
+        timed = Timeline(expected=requests)
+        engine.sink = timed  # the queued engines read their sink per call; the continuous one through self.sink
+        start = time.perf_counter()
+        engine.submit([TokenRequest(i, i, prompts[i % 64], args.output_tokens) for i in range(requests)])
+        timed.finished.wait()
+        seconds = time.perf_counter() - start
+    finally:
+        engine.stop()
+    return sum(n for _, n in timed.dones.values()) / seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="llama3.1-8b")
+    ap.add_argument("--scale", default="tiny")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--output-tokens", type=int, default=32)
+    ap.add_argument("--engines", default="transformers,static")
+    ap.add_argument("--target-qps", type=float, default=1000.0)
+    args = ap.parse_args()
+    flags = " ".join(f for f in ("avx512_bf16", "amx_bf16") if f in Path("/proc/cpuinfo").read_text())
+    print(f"host: {torch.get_num_threads()} threads, bf16 flags: {flags or 'none'}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for engine in args.engines.split(","):
+            ours, bare, ratios = [], [], []
+            for _ in range(args.rounds):
+                r = accelbench_run(args, engine, "offline", Path(tmp))
+                a = r["metrics"]["tokens_per_second"]["value"]
+                d = direct_rate(args, engine, r["details"]["requests"], r["params"]["input_tokens"])
+                ours.append(a)
+                bare.append(d)
+                ratios.append(a / d)
+            rounds = ", ".join(f"{x:.2f}" for x in ratios)
+            print(
+                f"{engine:>12}: accelbench {statistics.median(ours):,.0f} tokens/s, direct "
+                f"{statistics.median(bare):,.0f} tokens/s, ratio {statistics.median(ratios):.2f}x (rounds {rounds})"
+            )
+        r = accelbench_run(args, "null", "server", Path(tmp), "--target-qps", str(args.target_qps))
+        done = r["metrics"].get("completed_requests_per_second", {}).get("value", 0.0)
+        print(
+            f"null engine, Server at {args.target_qps:g} requests/s: {'VALID' if r.get('valid') else 'INVALID'}, "
+            f"completed {done:,.0f} requests/s {r['details'].get('invalid_reasons') or ''}"
+        )
+
+
+if __name__ == "__main__":
+    main()
