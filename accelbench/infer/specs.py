@@ -93,7 +93,11 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         metavar="DIR",
     )
     checkpoint: str = opt(
-        "", "a state_dict (.pt) to load into the model (empty: random weights)", sweep=False, metavar="FILE"
+        "",
+        "a state_dict (.pt) to load into the model; for a language model a Hugging Face folder (config.json, "
+        "safetensors) made by save_pretrained (empty: random weights)",
+        sweep=False,
+        metavar="PATH",
     )
     trace: bool = opt(
         False, "keep LoadGen's trace log (mlperf_log_trace.json, hundreds of MB on a fast run)", sweep=False
@@ -151,7 +155,7 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
         if self.mode == "accuracy" and not impl.runs_model:
             raise UsageError(f"--mode accuracy needs a backend that runs the model, not {self.backend}")
-        if self.checkpoint and not Path(self.checkpoint).is_file():
+        if self.checkpoint and not self.generates and not Path(self.checkpoint).is_file():
             raise UsageError(f"checkpoint {self.checkpoint} does not exist: give a state_dict saved with torch.save")
         if self.dataset and self.mode != "accuracy":
             raise UsageError("--dataset is read in --mode accuracy only (performance runs use synthetic samples)")
@@ -203,6 +207,10 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")
         if self.nproc > 1 or self.streams > 1:
             raise UsageError("language models are served on one device by one engine: --nproc 1, --streams 1")
+        if self.checkpoint:
+            from accelbench.workloads.decoder import check_checkpoint
+
+            check_checkpoint(Path(self.checkpoint).expanduser())
 
     @property
     def workers(self) -> int:

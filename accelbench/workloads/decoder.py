@@ -13,6 +13,7 @@ model ``transformers`` builds, on the meta device), KV-cache bytes per token and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.workloads.base import ModelInfo, Workload
@@ -202,6 +203,27 @@ def figures(config: Any, element_bytes: int = 2) -> Figures:
         flops_per_token=2.0 * (active - embedding),
         attention_flops_per_context_token=4.0 * layers * config.num_attention_heads * head_dim,
     )
+
+
+def check_checkpoint(folder: Path) -> None:
+    """A local Hugging Face checkpoint folder: ``config.json`` of a decoder and its safetensors weights."""
+    from accelbench.errors import UsageError
+
+    if not folder.is_dir():
+        raise UsageError(
+            f"checkpoint {folder} is not a folder: give a save_pretrained folder (config.json, *.safetensors)"
+        )
+    if not (folder / "config.json").is_file():
+        raise UsageError(f"checkpoint {folder} has no config.json: give the folder save_pretrained wrote")
+    if not any(folder.glob("*.safetensors")):
+        raise UsageError(f"checkpoint {folder} has no *.safetensors weights: save it with save_pretrained")
+
+
+def load_checkpoint(folder: Path) -> "torch.nn.Module":
+    """The checkpoint's model with its own weights (nothing is downloaded: a local folder only)."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, attn_implementation="sdpa")
 
 
 class Decoder(Workload):

@@ -75,8 +75,14 @@ def build_model(params: InferParams, device: "torch.device") -> tuple[Any, Any]:
     """The decoder at the served precision on ``device``, and its config."""
     from accelbench.workloads import workload_class
 
-    workload = workload_class(params.model)()
-    model = workload.build(params.scale).eval()
+    if params.checkpoint:
+        from pathlib import Path
+
+        from accelbench.workloads.decoder import load_checkpoint
+
+        model = load_checkpoint(Path(params.checkpoint).expanduser()).eval()
+    else:
+        model = workload_class(params.model)().build(params.scale).eval()
     dtype = torch_dtype(params.effective_precision)
     return model.to(device=device, dtype=dtype), model.config
 
@@ -170,7 +176,12 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         "input_tokens": prompt_len,
         "output_tokens": out,
     }
-    yield token_result(params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, config)
+    weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
+    result = token_result(
+        params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, config
+    )
+    result.details["weights"] = weights
+    yield result
 
 
 def engine_settings(params: InferParams, longest: int) -> EngineSettings:
