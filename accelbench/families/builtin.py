@@ -75,6 +75,8 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "requests_per_second": "{value:sig3} requests/s",
     "ttft_p99_ms": "TTFT p99 {value:sig3} ms",
     "tpot_p99_ms": "TPOT p99 {value:sig3} ms",
+    "itl_p99_ms": "ITL p99 {value:sig3} ms",
+    "itl_*": None,
     "ttft_*": None,
     "tpot_*": None,
     "tokens_per_second_per_user": "{value:sig3} tokens/s per user",

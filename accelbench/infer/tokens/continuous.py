@@ -68,6 +68,7 @@ class ContinuousBatching(Engine):
         self.manager.start()
         self.requests: dict[str, TokenRequest] = {}
         self.sent_first: set[str] = set()
+        self.seen: dict[str, int] = {}  # tokens already streamed per request
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._reader = threading.Thread(target=self._read, name="accelbench-cb-reader", daemon=True)
@@ -109,8 +110,14 @@ class ContinuousBatching(Engine):
             if out.generated_tokens and out.request_id not in self.sent_first:
                 self.sent_first.add(out.request_id)
                 self.sink.first(request, out.generated_tokens[0])
+                self.seen[out.request_id] = 1
+            more = len(out.generated_tokens) - self.seen.get(out.request_id, len(out.generated_tokens))
+            if more > 0:
+                self.seen[out.request_id] += more
+                self.sink.step(request, more)
             if out.is_finished():
                 with self._lock:
                     self.requests.pop(out.request_id, None)
                 self.sent_first.discard(out.request_id)
+                self.seen.pop(out.request_id, None)
                 self.sink.done(request, list(out.generated_tokens))

@@ -35,6 +35,9 @@ class Sink(Protocol):
 
     def first(self, request: TokenRequest, token: int) -> None: ...
 
+    def step(self, request: TokenRequest, count: int) -> None:
+        """``count`` more tokens of ``request`` arrived (after the first): inter-token latency."""
+
     def done(self, request: TokenRequest, tokens: list[int]) -> None: ...
 
     def failed(self, request: TokenRequest, error: BaseException) -> None: ...
@@ -180,6 +183,9 @@ class Timeline:
 
     def first(self, request: TokenRequest, token: int) -> None:
         self.firsts[request.id] = time.perf_counter()
+
+    def step(self, request: TokenRequest, count: int) -> None:
+        pass
 
     def done(self, request: TokenRequest, tokens: list[int]) -> None:
         self.dones[request.id] = (time.perf_counter(), len(tokens))

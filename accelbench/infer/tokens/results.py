@@ -73,6 +73,19 @@ def goodput(sut: "TokenSUT", limits: "Limits") -> dict[str, Metric]:
     }
 
 
+def inter_token(sut: "TokenSUT") -> dict[str, Metric]:
+    """Inter-token latency percentiles (ITL: the wait between consecutive tokens of a request, SUT's clock).
+
+    TPOT is a request's mean over its tokens; ITL's tail shows the stalls a reader sees (a prefill of another
+    request between two decode steps)."""
+    import numpy as np
+
+    if not sut.gaps:
+        return {}
+    ms = np.asarray(sut.gaps) * 1e3
+    return {f"itl_p{p}_ms": _m(float(np.percentile(ms, p)), "ms", False) for p in (50, 90, 99)}
+
+
 def token_reasons(d: dict[str, Any], scenario: str) -> list[str]:
     """Why LoadGen called a token run INVALID, each with the fix."""
     reasons = []
@@ -113,7 +126,7 @@ def token_result(
     config: Any,
 ) -> Result:
     metrics, primary = token_metrics(params.scenario, d, params.nproc)
-    metrics |= goodput(sut, limits)
+    metrics |= goodput(sut, limits) | inter_token(sut)
     if sut.tokens and "tokens_per_second" in metrics:  # prompt tokens read per output token written, measured
         total = metrics["tokens_per_second"].value * (1 + sut.input_tokens / sut.tokens)
         metrics["total_tokens_per_second"] = _m(total, "input + output tokens/s", True)
@@ -131,6 +144,7 @@ def token_result(
         "target_qps": d.get("requested_server_target_qps") if params.scenario != "offline" else None,
         "goodput_method": "requests meeting both limits by the SUT's clock, over first issue to last answer",
         "tokens_per_user_method": "1000 / LoadGen's median TPOT in ms",
+        "itl_method": "gaps between consecutive tokens of a request by the SUT's clock (k at once: k equal gaps)",
     }
     if config is not None:
         element = 2 if params.effective_precision in ("bf16", "fp16") else 4

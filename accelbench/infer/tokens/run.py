@@ -44,6 +44,9 @@ class Relay:
     def first(self, request: TokenRequest, token: int) -> None:
         self.target.first(request, token)  # type: ignore[union-attr]
 
+    def step(self, request: TokenRequest, count: int) -> None:
+        self.target.step(request, count)  # type: ignore[union-attr]
+
     def done(self, request: TokenRequest, tokens: list[int]) -> None:
         self.target.done(request, tokens)  # type: ignore[union-attr]
 

@@ -86,6 +86,8 @@ class _Streamer:
             request = self.batch[i]
             if len(self.tokens[i]) == 1:
                 self.sink.first(request, step[i])
+            else:
+                self.sink.step(request, 1)
             if len(self.tokens[i]) >= request.max_new_tokens:
                 self.open.discard(i)
                 self.sink.done(request, self.tokens[i])

@@ -36,6 +36,9 @@ class TokenSUT:
         self.per_request: list[tuple[float, float, int]] = []
         self._issued: dict[int, float] = {}
         self._firsts: dict[int, float] = {}
+        self._last_token: dict[int, float] = {}
+        #: seconds between consecutive tokens of a request (a step of k tokens: k gaps of a k-th of the wait)
+        self.gaps: list[float] = []
         self.keep_outputs = False
         self._lock = threading.Lock()
 
@@ -61,9 +64,16 @@ class TokenSUT:
     def first(self, request: TokenRequest, token: int) -> None:
         import mlperf_loadgen as lg
 
-        self._firsts[request.id] = time.perf_counter()
+        self._firsts[request.id] = self._last_token[request.id] = time.perf_counter()
         data = np.array([token], dtype=np.int32)
         lg.FirstTokenComplete([lg.QuerySampleResponse(request.id, data.ctypes.data, data.nbytes, 1)])
+
+    def step(self, request: TokenRequest, count: int) -> None:
+        now = time.perf_counter()
+        last = self._last_token.get(request.id)
+        if last is not None:
+            self.gaps.extend([(now - last) / count] * count)
+        self._last_token[request.id] = now
 
     def done(self, request: TokenRequest, tokens: list[int]) -> None:
         import mlperf_loadgen as lg
@@ -76,6 +86,7 @@ class TokenSUT:
             self.input_tokens += len(request.prompt)
             self.last_answer = now
             issued, first = self._issued.pop(request.id, now), self._firsts.pop(request.id, now)
+            self._last_token.pop(request.id, None)
             self.per_request.append((first - issued, (now - first) / max(len(tokens) - 1, 1), len(tokens)))
             if self.keep_outputs:
                 self.outputs[request.index] = list(tokens)
