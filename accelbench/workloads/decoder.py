@@ -41,6 +41,8 @@ class Preset:
     mlperf: str = ""
     mlperf_own: bool = True
     tiny: dict[str, Any] = field(default_factory=dict)
+    #: transformers' attention implementation (gpt-oss's attention sinks are not in SDPA: eager)
+    attention: str = "sdpa"
 
     @property
     def moe(self) -> bool:
@@ -122,13 +124,15 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "gpt-oss-20b", "gpt_oss", GPT_OSS | {"num_hidden_layers": 24, "num_local_experts": 32},
-            _hf("openai/gpt-oss-20b"), 20.9e9, 3.6e9, mlperf="gpt-oss-120b", mlperf_own=False,
-            tiny={"num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 16, "sliding_window": 16},
+            _hf("openai/gpt-oss-20b"), 20.9e9, 3.6e9, mlperf="gpt-oss-120b", mlperf_own=False, attention="eager",
+            tiny={"num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 16, "sliding_window": 16,
+                  "max_position_embeddings": 131072},  # YaRN: its published context (RoPE costs no memory)
         ),
         Preset(
             "gpt-oss-120b", "gpt_oss", GPT_OSS | {"num_hidden_layers": 36, "num_local_experts": 128},
-            _hf("openai/gpt-oss-120b"), 116.8e9, 5.1e9, mlperf="gpt-oss-120b",
-            tiny={"num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 16, "sliding_window": 16},
+            _hf("openai/gpt-oss-120b"), 116.8e9, 5.1e9, mlperf="gpt-oss-120b", attention="eager",
+            tiny={"num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 16, "sliding_window": 16,
+                  "max_position_embeddings": 131072},  # YaRN: its published context (RoPE costs no memory)
         ),
     )
 }  # fmt: skip
@@ -223,7 +227,7 @@ def load_checkpoint(folder: Path) -> "torch.nn.Module":
     """The checkpoint's model with its own weights (nothing is downloaded: a local folder only)."""
     from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, attn_implementation="sdpa")
+    return AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)  # transformers picks the attention
 
 
 class Decoder(Workload):
@@ -236,7 +240,8 @@ class Decoder(Workload):
         from transformers import AutoModelForCausalLM
 
         torch.manual_seed(0)  # random weights are the same in every run
-        return AutoModelForCausalLM.from_config(config_of(self.preset, scale), attn_implementation="sdpa")
+        config = config_of(self.preset, scale)
+        return AutoModelForCausalLM.from_config(config, attn_implementation=self.preset.attention)
 
     def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
         import torch
