@@ -27,17 +27,23 @@ def test_a_kind_of_ones_own_runs_a_gemm_a_training_step_and_loadgen(tmp_path: Pa
         "FAKE_KIND_LOG": str(log),
         "PYTHONPATH": os.pathsep.join([str(TESTS), cli_env.get("PYTHONPATH", "")]),
     }
-    small = ["--device", "fakeaccel", "--threads", "1", "--json"]
+    # one command line for the three (one interpreter and one worker server, not three): each still runs in its
+    # own worker process, which inherits the kind from the environment as any process accelbench starts does
     runs = {
-        "gemm": ["kernels", "gemm", "--m", "64", "--n", "64", "--k", "64", "--min-time", "0.05", "--max-time", "0.3"],
-        "train": ["train", "resnet18", "--scale", "tiny", "--batch-size", "4", "--warmup", "1", "--num-batches", "4"],
-        "infer": ["infer", "resnet18", "--scale", "tiny", "--batch-size", "4"],
+        "gemm": ("kernels/gemm", "m = 64, n = 64, k = 64, min_time = 0.05, max_time = 0.3"),
+        "train": (
+            "train/throughput",
+            'model = "resnet18", scale = "tiny", batch_size = "4", warmup = 1, num_batches = 4',
+        ),
+        "infer": ("infer/loadgen", 'model = "resnet18", scale = "tiny", batch_size = 4, duration = 0.5'),
     }
-    records = {}
-    for name, args in runs.items():
-        out = run_cli(args + small, env, tmp_path, process=True)
-        assert out.returncode == 0, out.stderr[-2000:]
-        [records[name]] = json.loads(out.stdout)["results"]
+    suite = tmp_path / "fake.toml"
+    suite.write_text("".join(f'[[benchmark]]\nname = "{b}"\nparams = {{ {p} }}\n' for b, p in runs.values()))
+    out = run_cli(["run", str(suite), "--device", "fakeaccel", "--threads", "1", "--json"], env, tmp_path, process=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = {r["benchmark"]: r for r in json.loads(out.stdout)["results"]}
+    assert len(found) == len(runs), list(found)
+    records = {name: found[benchmark] for name, (benchmark, _) in runs.items()}
     for name, r in records.items():
         assert r["status"] == "ok", (name, r.get("error"), r.get("reason"))
         assert r["params"]["device"] == "fakeaccel", name
