@@ -303,24 +303,13 @@ BAD = [
     (["infer", "resnet50", "--scenario", "interactive"], "interactive is MLPerf's category for language models"),
     (["infer", MODEL, "--scenario", "multistream"], "served in offline, server, interactive and singlestream"),
     (["infer", MODEL, "--backend", "onnxruntime"], "served by an engine (--engine), not --backend onnxruntime"),
-    pytest.param(
+    (
         ["infer", "mixtral-8x7b", "--scenario", "interactive", "--scale", "tiny", "--engine", "null"],
         "give both --ttft-ms and --tpot-ms",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="limits_for runs inside the worker (tokens/run.py), not in InferParams.validate: the run is "
-            "recorded as failed, exit 1, instead of a one-line usage error with exit 2",
-        ),
-        id="mixtral-interactive-without-limits",
     ),
-    pytest.param(
+    (
         ["infer", MODEL, "--scenario", "offline", "--ttft-ms", "5", "--scale", "tiny", "--engine", "null"],
         "apply to the server and interactive scenarios",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="the same: --ttft-ms with offline is refused by limits_for in the worker (a failed run, exit 1)",
-        ),
-        id="ttft-limit-in-offline",
     ),
 ]
 

@@ -207,6 +207,11 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")
         if self.nproc > 1 or self.streams > 1:
             raise UsageError("language models are served on one device by one engine: --nproc 1, --streams 1")
+        from accelbench.infer.tokens.limits import limits_for
+        from accelbench.workloads import workload_class
+
+        preset = workload_class(self.model).preset  # type: ignore[attr-defined]
+        limits_for(self.model, preset.mlperf, preset.mlperf_own, self.scenario, self.ttft_ms, self.tpot_ms)
         if self.checkpoint:
             from accelbench.workloads.decoder import check_checkpoint
 
