@@ -11,12 +11,37 @@ from accelbench.suite.suites import make_entry
 NULL = {"backend": "null", "threads": 2, "batch_size": 8, "device": "cpu"}
 
 
+@pytest.fixture(scope="module")
+def run_once(tmp_path_factory, profile):
+    """``run_isolated`` (conftest), but each distinct entry runs once in this module: the tests that check
+    different things of the same null-backend run (valid, fast, no trace) read one record."""
+    import json
+
+    from accelbench.results.store import Store
+    from accelbench.suite.runner import RunOptions, run_suite
+    from accelbench.suite.suites import Suite
+
+    out = tmp_path_factory.mktemp("shared-runs")
+    store = Store(out / "store.db")
+    done: dict[str, list] = {}
+
+    def run(params: dict) -> list:
+        entry = make_entry("infer/loadgen", params)
+        key = json.dumps(entry.params, sort_keys=True)  # as the family resolved them: defaults spelt out or not
+        if key not in done:
+            done[key] = run_suite(Suite("t", [entry]), store, RunOptions(out_dir=out), profile=profile).results
+        return done[key]
+
+    yield run
+    store.close()
+
+
 @pytest.mark.parametrize("scenario", ["offline", "server", "singlestream", "multistream"])
-def test_each_scenario_is_valid_with_the_null_backend(scenario, run_isolated):
+def test_each_scenario_is_valid_with_the_null_backend(scenario, run_once):
     # Server's default for a null backend is 20k QPS, the harness's ceiling on a noisy 2-core machine (see
     # bench/loadgen_overhead.py); validity is checked with a margin
     target = {"target_qps": 5000} if scenario == "server" else {}
-    [r] = run_isolated({"scenario": scenario, **NULL, **target})
+    [r] = run_once({"scenario": scenario, **NULL, **target})
     assert r.status == "ok", r.error
     assert r.valid is True, r.details.get("invalid_reasons")
     assert r.metrics[r.primary_metric].value > 0
@@ -25,11 +50,11 @@ def test_each_scenario_is_valid_with_the_null_backend(scenario, run_isolated):
     assert (log_dir / "mlperf_log_detail.txt").is_file() and (log_dir / "mlperf_log_summary.txt").is_file()
 
 
-def test_null_backend_is_not_the_bottleneck(run_isolated):
-    [off] = run_isolated({"scenario": "offline", **NULL})
+def test_null_backend_is_not_the_bottleneck(run_once):
+    [off] = run_once({"scenario": "offline", **NULL})
     # bench/loadgen_overhead.py measures the ceiling (VALID at 40k QPS on an idle host); a test on a busy
     # 2-core host only checks that the harness is far from a real model's rate
-    [srv] = run_isolated({"scenario": "server", "target_qps": 5000, **NULL})
+    [srv] = run_once({"scenario": "server", "target_qps": 5000, **NULL})
     assert off.metrics["throughput"].value > 2_000
     assert srv.valid, srv.details.get("invalid_reasons")
     assert srv.metrics["queries_per_second"].value > 4_000
@@ -84,9 +109,9 @@ def test_bad_inference_input(params, message):
 
 
 @pytest.mark.parametrize("trace", [False, True])
-def test_loadgen_trace_only_on_request(trace, run_isolated):
+def test_loadgen_trace_only_on_request(trace, run_once):
     """LoadGen's trace grows to hundreds of MB on a fast run; run folders are copied between machines."""
-    [r] = run_isolated({"scenario": "offline", **NULL, "trace": trace})
+    [r] = run_once({"scenario": "offline", **NULL, "trace": trace})  # without: the default's run, checked above
     path = Path(r.details["loadgen_log_dir"]) / "mlperf_log_trace.json"
     size = path.stat().st_size if path.exists() else 0
     assert (size > 10_000) is trace, size
