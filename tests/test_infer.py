@@ -11,31 +11,6 @@ from accelbench.suite.suites import make_entry
 NULL = {"backend": "null", "threads": 2, "batch_size": 8, "device": "cpu"}
 
 
-@pytest.fixture(scope="module")
-def run_once(tmp_path_factory, profile):
-    """``run_isolated`` (conftest), but each distinct entry runs once in this module: the tests that check
-    different things of the same null-backend run (valid, fast, no trace) read one record."""
-    import json
-
-    from accelbench.results.store import Store
-    from accelbench.suite.runner import RunOptions, run_suite
-    from accelbench.suite.suites import Suite
-
-    out = tmp_path_factory.mktemp("shared-runs")
-    store = Store(out / "store.db")
-    done: dict[str, list] = {}
-
-    def run(params: dict) -> list:
-        entry = make_entry("infer/loadgen", params)
-        key = json.dumps(entry.params, sort_keys=True)  # as the family resolved them: defaults spelt out or not
-        if key not in done:
-            done[key] = run_suite(Suite("t", [entry]), store, RunOptions(out_dir=out), profile=profile).results
-        return done[key]
-
-    yield run
-    store.close()
-
-
 @pytest.mark.parametrize("scenario", ["offline", "server", "singlestream", "multistream"])
 def test_each_scenario_is_valid_with_the_null_backend(scenario, run_once):
     # Server's default for a null backend is 20k QPS, the harness's ceiling on a noisy 2-core machine (see

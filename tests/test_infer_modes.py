@@ -67,10 +67,12 @@ def test_backends_serve_the_labelled_set_accurately(backend, run_isolated, colou
         assert facts["graph_optimization"] == level
 
 
-def test_find_peak_converges_on_a_known_service_time(run_isolated):
+def test_find_peak_converges_on_a_known_service_time(run_isolated, run_once):
     """8 samples per 2 ms batch: at most 4000 samples/s, and queries of at most 8 x (bound / 2 ms) samples."""
+    from conftest import FIND_PEAK_SERVER
+
     sleep = {"backend": "sleep", "service_ms": 2.0, "batch_size": 8, "threads": 2, "mode": "find-peak"}
-    [srv] = run_isolated({**sleep, "scenario": "server", "latency_bound_ms": 20, "duration": 0.5})
+    [srv] = run_once(FIND_PEAK_SERVER)  # the same run test_loadgen_probe times
     assert srv.status == "ok", srv.error
     peak = srv.details["find_peak"]["peak"]
     assert 0.6 * 4000 <= peak <= 4000 * 1.02, srv.details["find_peak"]["trials"]
