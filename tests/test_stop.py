@@ -41,7 +41,6 @@ def test_ctrl_c_during_training_keeps_the_finished_windows(tmp_path: Path, cli_e
     db = tmp_path / "s.db"
     cmd = [sys.executable, "-m", "accelbench", "train", "resnet18", "--scale", "tiny", "--warmup", "1"]
     cmd += ["--num-batches", "100000", "--display-every", "2", "--threads", "2", "--db", str(db), "--json"]
-    cmd += ["--batch-size", "4"]  # the three windows it waits for sooner (the default is 16 on a CPU)
     proc = popen_interruptible(cmd, cli_env, tmp_path)
     from accelbench.results.store import Store
 
