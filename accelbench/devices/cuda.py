@@ -57,9 +57,17 @@ def time_with_events(
     """
     import torch
 
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    torch.cuda.synchronize(device)
+    return event_times(torch.cuda, fn, device, reps, flush, calls)
+
+
+def event_times(
+    api: Any, fn: Callable[[], object], device: "torch.device", reps: int, flush: Any, calls: int = 1
+) -> list[float]:
+    """The event loop of any torch device module with ``Event`` and ``synchronize`` (``torch.cuda``,
+    ``torch.xpu``): one pair of events per sample on the current queue, one wait after the last sample."""
+    starts = [api.Event(enable_timing=True) for _ in range(reps)]
+    ends = [api.Event(enable_timing=True) for _ in range(reps)]
+    api.synchronize(device)
     for i in range(reps):
         if flush is not None:
             flush.zero_()  # outside the events: the flush is not timed
@@ -67,7 +75,7 @@ def time_with_events(
         for _ in range(calls):
             fn()
         ends[i].record()
-    torch.cuda.synchronize(device)
+    api.synchronize(device)
     return [s.elapsed_time(e) / 1e3 / calls for s, e in zip(starts, ends, strict=True)]
 
 

@@ -81,19 +81,9 @@ class XpuKind(DeviceKind):
         self, fn: Callable[[], object], device: "torch.device", reps: int, flush: Any, calls: int = 1
     ) -> list[float]:
         """As CUDA's: one pair of events per sample on the current queue, one wait after the last sample."""
-        xpu = _xpu()
-        starts = [xpu.Event(enable_timing=True) for _ in range(reps)]
-        ends = [xpu.Event(enable_timing=True) for _ in range(reps)]
-        xpu.synchronize(device)
-        for i in range(reps):
-            if flush is not None:
-                flush.zero_()  # outside the events: the flush is not timed
-            starts[i].record()
-            for _ in range(calls):
-                fn()
-            ends[i].record()
-        xpu.synchronize(device)
-        return [s.elapsed_time(e) / 1e3 / calls for s, e in zip(starts, ends, strict=True)]
+        from accelbench.devices.cuda import event_times
+
+        return event_times(_xpu(), fn, device, reps, flush, calls)
 
     def time_burst(
         self, fn: Callable[[], object], device: "torch.device", calls: int, clock: Callable[[], int]

@@ -111,13 +111,13 @@ def performance_result(
             )
     if not valid and "completed_queries_per_second" in metrics:
         name = "completed_queries_per_second"  # headline what was served, not what LoadGen scheduled
-    result = _record(params, record, metrics, name, details, reasons, outcome.conditions, valid)
+    result = loadgen_record(params, record, metrics, name, details, reasons, outcome.conditions, valid)
     if over:
         result.warnings.insert(0, over)
     return result
 
 
-def _record(
+def loadgen_record(
     params: InferParams,
     record: dict[str, Any],
     metrics: dict[str, Metric],
@@ -127,6 +127,8 @@ def _record(
     conditions: dict[str, Any],
     valid: bool | None,
 ) -> Result:
+    """The one record of a LoadGen run (performance, accuracy, token mode): conditions' warnings, the INVALID
+    reasons first, the quick profile's non-compliance, the benchmark's registered name."""
     warnings = [w for w in conditions.get("warnings", []) if w]
     if reasons:
         details["invalid_reasons"] = reasons
@@ -184,7 +186,7 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
     reasons = []
     if verdict.uninformative:  # no verdict at all rather than a VALID that proves nothing
         details["uninformative"] = verdict.uninformative
-        result = _record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, None)
+        result = loadgen_record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, None)
         result.warnings.insert(
             0,
             f"uninformative: {verdict.uninformative}; serve real weights (--checkpoint FILE) or score against "
@@ -200,4 +202,4 @@ def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outco
             f"vs {verdict.reference:.4f} ({verdict.ratio:.2%})"
         )
     primary = "fidelity_ratio" if fid is not None else verdict.metric  # what the gate judged
-    return _record(params, record, metrics, primary, details, reasons, outcome.conditions, verdict.passed)
+    return loadgen_record(params, record, metrics, primary, details, reasons, outcome.conditions, verdict.passed)

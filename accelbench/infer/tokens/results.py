@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from accelbench.families import benchmark_of
-from accelbench.infer.results import PERCENTILES
+from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
@@ -149,20 +148,5 @@ def token_result(
     if config is not None:
         element = 2 if params.effective_precision in ("bf16", "fp16") else 4
         details["model"] = figures(config, element).to_dict()
-    warnings = [w for w in conditions.get("warnings", []) if w]
     reasons = [] if valid else token_reasons(d, params.scenario)
-    if reasons:
-        details["invalid_reasons"] = reasons
-        warnings = [f"INVALID: {r}" for r in reasons] + warnings
-    if params.profile == "quick":
-        warnings.append("non-compliant: the quick profile is shorter than MLPerf's rules")
-    return Result(
-        benchmark_of(params),
-        record | {"nproc": params.nproc},
-        metrics=metrics,
-        primary_metric=primary,
-        valid=valid,
-        warnings=warnings,
-        conditions=conditions,
-        details=details,
-    )
+    return loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
