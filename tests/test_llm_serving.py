@@ -322,3 +322,17 @@ def test_bad_llm_input_is_one_line_exit_2(args, message, cli_env, tmp_path):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
     assert message in lines[0]
+
+
+def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
+    """A full llama2-70b (138 GB in fp32) is refused before it is built; its tiny scale fits anywhere."""
+    import torch
+
+    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens.run import too_big
+    from accelbench.workloads.decoder import PRESETS
+
+    cpu = torch.device("cpu")
+    why = too_big(InferParams(model="llama2-70b"), PRESETS["llama2-70b"], cpu)
+    assert why is not None and "GiB of fp32 weights" in why and "--scale tiny" in why
+    assert too_big(InferParams(model="llama2-70b", scale="tiny"), PRESETS["llama2-70b"], cpu) is None

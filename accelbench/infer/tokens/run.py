@@ -124,6 +124,27 @@ def probe(relay: Relay, engine: Engine, prompts: list[list[int]], out: int, batc
     return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single)
 
 
+def too_big(params: InferParams, preset: Any, device: "torch.device") -> str | None:
+    """Why the preset's weights cannot fit where they would be built (the device's memory, or the host's free
+    memory for a CPU), or None: an 8B model in fp32 is 32 GB, and building it on a 24 GiB machine would swap
+    or be killed rather than say so."""
+    import psutil
+
+    from accelbench.workloads.decoder import config_of, figures
+
+    element = torch_dtype(params.effective_precision).itemsize
+    need = figures(config_of(preset, params.scale), element).params * element
+    kind = kind_of(device)
+    have = kind.total_memory(device) if kind.accelerator else psutil.virtual_memory().available
+    if have is None or need <= have:
+        return None
+    return (
+        f"{params.model} ({params.scale}) needs {need / 2**30:.1f} GiB of {params.effective_precision} weights; "
+        f"{kind.record_name(device)} has {have / 2**30:.1f} GiB {'free' if not kind.accelerator else ''}; "
+        "use --scale tiny, a smaller preset or --precision bf16"
+    ).replace("  ", " ")
+
+
 def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, probe_: TokenProbe, total: int) -> Any:
     """LoadGen's settings in token mode, planned from the probe (``official``: mlperf.conf's rules)."""
     import mlperf_loadgen as lg
@@ -158,6 +179,8 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     preset = workload_class(params.model).preset
     limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, params.scenario, params.ttft_ms, params.tpot_ms)
     prompt_len, out = lengths(params)
+    if engine.runs_model and not params.checkpoint:
+        skip_if(too_big(params, preset, device))
     ctx.progress(f"building {params.model} ({params.scale}) on {kind_of(device).record_name(device)}")
     model, config = build_model(params, device) if engine.runs_model else (None, None)
     vocab = config.vocab_size if config is not None else 32000
