@@ -330,9 +330,9 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
 
     from accelbench.infer.specs import InferParams
     from accelbench.infer.tokens.run import too_big
-    from accelbench.workloads.decoder import PRESETS
+    from accelbench.workloads.decoder import PRESETS, config_of, figures
 
-    cpu = torch.device("cpu")
-    why = too_big(InferParams(model="llama2-70b"), PRESETS["llama2-70b"], cpu)
+    cpu, preset = torch.device("cpu"), PRESETS["llama2-70b"]
+    why = too_big(InferParams(model="llama2-70b"), figures(config_of(preset, "full")), cpu)
     assert why is not None and "GiB of fp32 weights" in why and "--scale tiny" in why
-    assert too_big(InferParams(model="llama2-70b", scale="tiny"), PRESETS["llama2-70b"], cpu) is None
+    assert too_big(InferParams(model="llama2-70b", scale="tiny"), figures(config_of(preset, "tiny")), cpu) is None

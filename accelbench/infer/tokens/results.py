@@ -13,11 +13,11 @@ from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
-from accelbench.workloads.decoder import figures
 
 if TYPE_CHECKING:
     from accelbench.infer.tokens.limits import Limits
     from accelbench.infer.tokens.sut import TokenSUT
+    from accelbench.workloads.decoder import Figures
 
 POINTS = ("50.00", "90.00", "99.00")
 
@@ -122,7 +122,7 @@ def token_result(
     probe: dict[str, Any],
     limits: "Limits",
     engine: dict[str, Any],
-    config: Any,
+    model: "Figures | None",
 ) -> Result:
     metrics, primary = token_metrics(params.scenario, d, params.nproc)
     metrics |= goodput(sut, limits) | inter_token(sut)
@@ -145,8 +145,7 @@ def token_result(
         "tokens_per_user_method": "1000 / LoadGen's median TPOT in ms",
         "itl_method": "gaps between consecutive tokens of a request by the SUT's clock (k at once: k equal gaps)",
     }
-    if config is not None:
-        element = 2 if params.effective_precision in ("bf16", "fp16") else 4
-        details["model"] = figures(config, element).to_dict()
+    if model is not None:
+        details["model"] = model.to_dict()
     reasons = [] if valid else token_reasons(d, params.scenario)
     return loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)

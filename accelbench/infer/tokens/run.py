@@ -25,9 +25,12 @@ from accelbench.infer.tokens.results import token_result
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.results.record import Result
+from accelbench.workloads.decoder import config_of, figures
 
 if TYPE_CHECKING:
     import torch
+
+    from accelbench.workloads.decoder import Figures
 
 #: Server (and interactive) without --target-qps: this fraction of the probed requests/s
 SERVER_FRACTION = 0.5
@@ -124,16 +127,13 @@ def probe(relay: Relay, engine: Engine, prompts: list[list[int]], out: int, batc
     return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single)
 
 
-def too_big(params: InferParams, preset: Any, device: "torch.device") -> str | None:
+def too_big(params: InferParams, model: "Figures", device: "torch.device") -> str | None:
     """Why the preset's weights cannot fit where they would be built (the device's memory, or the host's free
     memory for a CPU), or None: an 8B model in fp32 is 32 GB, and building it on a 24 GiB machine would swap
     or be killed rather than say so."""
     import psutil
 
-    from accelbench.workloads.decoder import config_of, figures
-
-    element = torch_dtype(params.effective_precision).itemsize
-    need = figures(config_of(preset, params.scale), element).params * element
+    need = model.params * torch_dtype(params.effective_precision).itemsize
     kind = kind_of(device)
     have = kind.total_memory(device) if kind.accelerator else psutil.virtual_memory().available
     if have is None or need <= have:
@@ -179,16 +179,21 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     preset = workload_class(params.model).preset
     limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, params.scenario, params.ttft_ms, params.tpot_ms)
     prompt_len, out = lengths(params)
-    if engine.runs_model and not params.checkpoint:
-        skip_if(too_big(params, preset, device))
+    element = torch_dtype(params.effective_precision).itemsize
+    # what one token costs, counted once (a checkpoint's from its own config once built); no model, no figures
+    planned = figures(config_of(preset, params.scale), element) if engine.runs_model and not params.checkpoint else None
+    if planned is not None:
+        skip_if(too_big(params, planned, device))
     ctx.progress(f"building {params.model} ({params.scale}) on {kind_of(device).record_name(device)}")
     model, config = build_model(params, device) if engine.runs_model else (None, None)
+    counted = planned or (figures(config, element) if config is not None else None)
     vocab = config.vocab_size if config is not None else 32000
     total = QSL_SAMPLES[params.profile]
     prompts = draw_prompts(total, prompt_len, params.input_jitter, vocab)
     relay = Relay()
     longest = prompt_len + out
     engine.start(model, device, relay, engine_settings(params, longest))
+    sut: TokenSUT | None = None
     try:
         ctx.progress(f"probing the {engine.name} engine")
         probed = probe(relay, engine, prompts, out, params.batch_size)
@@ -202,7 +207,8 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         ctx.progress(f"LoadGen {params.scenario}, token latencies ({params.profile})", left=left)
         detail, conditions, outdir = start_test(sut, qsl, settings, params, ctx, prep.threads, [device])
     except BaseException:
-        engine.stop()
+        if sut is None or not sut.stopped:  # LoadGen's test stops the engine through the SUT, once
+            engine.stop()
         raise
     record = params.to_dict() | {
         "precision": params.effective_precision,
@@ -213,7 +219,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     }
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
     result = token_result(
-        params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, config
+        params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, counted
     )
     result.details["weights"] = weights
     yield result

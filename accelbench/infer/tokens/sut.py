@@ -26,6 +26,7 @@ class TokenSUT:
         #: a sample index -> the tokens to generate for it (drawn with the prompts)
         self.max_new_tokens = max_new_tokens
         self.error: BaseException | None = None
+        self.stopped = False
         self.samples = 0
         self.tokens = 0
         self.first_issue: float | None = None
@@ -58,6 +59,7 @@ class TokenSUT:
         pass
 
     def stop(self) -> None:
+        self.stopped = True
         self.engine.stop()
 
     # the engine's side (a Sink)
