@@ -44,6 +44,17 @@ class Sink(Protocol):
 
 
 @dataclass(frozen=True)
+class ModelSource:
+    """What an engine that loads its own weights builds from: the preset's config (random weights, seeded) or a
+    checkpoint folder, at the served precision."""
+
+    config: Any  # a transformers PretrainedConfig
+    checkpoint: str | None
+    precision: str  # accelbench's name (fp32, bf16, fp16)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class EngineSettings:
     """What accelbench chooses for an engine (never the library's defaults, which are sized for other work)."""
 
@@ -65,6 +76,9 @@ class Engine:
     extra: ClassVar[str] = ""
     #: whether it runs a model (the null engine answers at once)
     runs_model: ClassVar[bool] = True
+    #: whether it builds its own copy of the weights (vLLM, from a folder): it is given a :class:`ModelSource`,
+    #: not a built model, so the weights are not held twice
+    loads_weights: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.facts: dict[str, Any] = {"engine": self.name}

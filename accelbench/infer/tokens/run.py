@@ -19,7 +19,15 @@ from accelbench.infer import settings as lgset
 from accelbench.infer.driver import QSL_SAMPLES, start_test
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import SampleLibrary
-from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, Timeline, TokenRequest, engine_class
+from accelbench.infer.tokens.engines import (
+    Engine,
+    EngineSettings,
+    ModelSource,
+    Sink,
+    Timeline,
+    TokenRequest,
+    engine_class,
+)
 from accelbench.infer.tokens.limits import DEFAULT_LENGTHS, Limits, draw_prompts, limits_for, mlperf_name
 from accelbench.infer.tokens.results import token_result
 from accelbench.infer.tokens.sut import TokenSUT
@@ -184,8 +192,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     planned = figures(config_of(preset, params.scale), element) if engine.runs_model and not params.checkpoint else None
     if planned is not None:
         skip_if(too_big(params, planned, device))
-    ctx.progress(f"building {params.model} ({params.scale}) on {kind_of(device).record_name(device)}")
-    model, config = build_model(params, device) if engine.runs_model else (None, None)
+    model, config = _model_for(engine, params, preset, device, ctx)
     counted = planned or (figures(config, element) if config is not None else None)
     vocab = config.vocab_size if config is not None else 32000
     total = QSL_SAMPLES[params.profile]
@@ -223,6 +230,22 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     )
     result.details["weights"] = weights
     yield result
+
+
+def _model_for(engine: Engine, params: InferParams, preset: Any, device: "torch.device", ctx: RunContext) -> Any:
+    """The built model and its config; for an engine that loads its own weights, where to load them from."""
+    if not engine.runs_model:
+        return None, None
+    if engine.loads_weights:
+        if params.checkpoint:
+            from transformers import AutoConfig
+
+            config = AutoConfig.from_pretrained(params.checkpoint, local_files_only=True)
+        else:
+            config = config_of(preset, params.scale)
+        return ModelSource(config, params.checkpoint or None, params.effective_precision), config
+    ctx.progress(f"building {params.model} ({params.scale}) on {kind_of(device).record_name(device)}")
+    return build_model(params, device)
 
 
 def engine_settings(params: InferParams, longest: int) -> EngineSettings:
