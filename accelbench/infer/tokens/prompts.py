@@ -1,0 +1,338 @@
+"""Real prompts for a token run: a local JSONL or ShareGPT file, tokenized by the checkpoint's own tokenizer.
+
+Random token ids (:func:`.limits.draw_prompts`) measure speed fairly but cannot be scored: an accuracy run needs
+text a model can answer and the answer it should give. Serving a real data set also generates what the data set
+answered, as vLLM's ``benchmark_serving`` does: a sample with a reference answer asks for as many tokens as the
+reference has, so the output lengths follow the data set's, not one fixed number.
+
+Formats (detected from the file's first character, or named):
+
+- ``jsonl``: one JSON object a line. The prompt is the first of :data:`PROMPT_KEYS` present (``prompt``,
+  ``input``, ``question``, ``text``), the reference answer the first of :data:`REFERENCE_KEYS` (``output``,
+  ``reference``, ``answer``; optional). A JSON list of such objects (``json``) reads the same way.
+- ``sharegpt``: a JSON list of ``{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}``.
+  The first human turn is the prompt and the turn right after it, if from gpt, the reference. vLLM takes the
+  first two turns whatever their roles; a conversation opened by a system turn is read here from its human
+  turn instead. Conversations without both are skipped and counted. JSONL of such objects reads the same way
+  (``sharegpt`` names the records' kind; the container, a list or lines, is told by the first character).
+
+Tokens: a prompt goes through the tokenizer's chat template when asked (by default when it has one), rendered
+as text and then tokenized without adding special tokens (the template writes its own); without the template,
+the raw prompt is tokenized with the special tokens the model expects (a BOS), as vLLM and MLPerf do. A
+reference is counted without special tokens: the tokens a model writes to say it. Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UsageError
+
+#: where a JSONL object's prompt is, first match wins (``input`` before ``question``: MLPerf's processed OpenOrca
+#: keeps the full formatted prompt in ``input`` and the bare question in ``question``)
+PROMPT_KEYS = ("prompt", "input", "question", "text")
+#: where its reference answer is (optional)
+REFERENCE_KEYS = ("output", "reference", "answer")
+#: ShareGPT roles: who asks, who answers (the ``from`` field; ``user``/``assistant`` in some exports)
+HUMAN_ROLES = ("human", "user")
+GPT_ROLES = ("gpt", "assistant", "chatgpt")
+FORMATS = ("auto", "jsonl", "json", "sharegpt")
+#: files that carry a tokenizer's vocabulary in a Hugging Face folder (fast, SentencePiece, BPE, WordPiece)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
+#: the skip reasons a summary counts (a prompt over the limit is counted as "prompt over N tokens")
+NO_PROMPT, EMPTY_PROMPT = "no prompt field", "empty prompt"
+NO_TURNS, NO_HUMAN, NO_ANSWER = "no conversations list", "no human turn", "no gpt answer after the first human turn"
+
+
+@dataclass(frozen=True)
+class PromptSample:
+    """One request to serve: its prompt's tokens, the answer it should give (or None), and how many to generate."""
+
+    prompt: list[int]
+    reference: str | None
+    reference_tokens: int | None
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class PromptSummary:
+    """What a record keeps of the prompts: which file (and its hash, so two runs can tell they read the same),
+    how it was read, what was skipped and why, and the lengths served."""
+
+    file: str
+    sha256: str
+    format: str
+    chat_template: bool
+    read: int  # records read (objects or conversations), before skipping
+    samples: int
+    skipped: dict[str, int]
+    prompt_tokens: dict[str, float]  # mean, min, max
+    reference_tokens: dict[str, float] | None  # over the samples with a reference; None when none has one
+    output_tokens: dict[str, float]
+    with_reference: int
+    settings: dict[str, Any] = field(default_factory=dict)  # the caller's output_tokens, caps and limit
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "sha256": self.sha256,
+            "format": self.format,
+            "chat_template": self.chat_template,
+            "read": self.read,
+            "samples": self.samples,
+            "skipped": dict(self.skipped),
+            "with_reference": self.with_reference,
+            "prompt_tokens": dict(self.prompt_tokens),
+            "reference_tokens": dict(self.reference_tokens) if self.reference_tokens else None,
+            "output_tokens": dict(self.output_tokens),
+            **self.settings,
+        }
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    samples: list[PromptSample]
+    summary: PromptSummary
+
+    @property
+    def prompts(self) -> list[list[int]]:
+        return [s.prompt for s in self.samples]
+
+    @property
+    def output_tokens(self) -> list[int]:
+        return [s.output_tokens for s in self.samples]
+
+
+def load_tokenizer(checkpoint: str | Path) -> Any:
+    """The checkpoint folder's own tokenizer (a transformers tokenizer), from local files only.
+
+    The checkpoint's, not a preset's: token ids only mean something to the model they were made for.
+    """
+    folder = Path(checkpoint).expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"checkpoint {folder} is not a folder: give a save_pretrained folder with its tokenizer")
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise UsageError(
+            f"checkpoint {folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): "
+            "save the tokenizer there with save_pretrained"
+        )
+    try:
+        from transformers import AutoTokenizer
+    except ImportError as e:
+        raise UsageError(f"reading prompts needs transformers: pip install 'accelbench[llm]' ({e})") from e
+    try:
+        return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    except Exception as e:  # transformers raises OSError, ValueError, KeyError... for a broken folder
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise UsageError(f"checkpoint {folder}: its tokenizer does not load: {first}") from e
+
+
+def read_prompts(
+    path: str | Path,
+    tokenizer: Any,
+    *,
+    output_tokens: int,
+    max_output_tokens: int | None = None,
+    max_prompt_tokens: int | None = None,
+    chat_template: bool | None = None,
+    fmt: str = "auto",
+    limit: int | None = None,
+) -> PromptSet:
+    """The file's usable samples, in file order, tokenized by ``tokenizer``.
+
+    ``output_tokens``: generated for a sample without a reference; one with a reference generates the
+    reference's token count. Either is capped at ``max_output_tokens``. A prompt longer than
+    ``max_prompt_tokens`` is skipped and counted. ``chat_template``: None applies the tokenizer's template when
+    it has one. ``limit``: stop after this many usable samples (a 90,000-conversation ShareGPT file need not be
+    tokenized whole for a run of 1,024).
+    """
+    if output_tokens < 1:
+        raise UsageError(f"output tokens must be at least 1, not {output_tokens}")
+    if max_output_tokens is not None and max_output_tokens < 1:
+        raise UsageError(f"the most output tokens must be at least 1, not {max_output_tokens}")
+    if max_prompt_tokens is not None and max_prompt_tokens < 1:
+        raise UsageError(f"the most prompt tokens must be at least 1, not {max_prompt_tokens}")
+    if limit is not None and limit < 1:
+        raise UsageError(f"the number of prompts must be at least 1, not {limit}")
+    if fmt not in FORMATS:
+        raise UsageError(f"prompt file format {fmt!r} is not one of {', '.join(FORMATS)}")
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if chat_template and not has_template:
+        raise UsageError("the checkpoint's tokenizer has no chat template: read the prompts without one")
+    use_template = has_template if chat_template is None else chat_template
+    file = Path(path).expanduser()
+    container, records, digest = _records(file, fmt)
+    if not records:
+        raise UsageError(f"prompt file {file} is empty: give one JSON object a line, or a ShareGPT JSON list")
+    kind = "sharegpt" if fmt == "sharegpt" or (fmt == "auto" and _is_conversation(records)) else "records"
+    if kind == "records":
+        _check_prompt_field(file, records)
+    cap = max_output_tokens
+    samples: list[PromptSample] = []
+    skipped: Counter[str] = Counter()
+    read = 0
+    for record in records:
+        if limit is not None and len(samples) >= limit:
+            break
+        read += 1
+        pair = _conversation_pair(record) if kind == "sharegpt" else _record_pair(record)
+        if isinstance(pair, str):
+            skipped[pair] += 1
+            continue
+        prompt_text, reference = pair
+        prompt = _prompt_ids(tokenizer, prompt_text, use_template)
+        if max_prompt_tokens is not None and len(prompt) > max_prompt_tokens:
+            skipped[f"prompt over {max_prompt_tokens} tokens"] += 1
+            continue
+        ref_tokens = len(tokenizer(reference, add_special_tokens=False)["input_ids"]) if reference else 0
+        if not ref_tokens:  # absent, or only whitespace a tokenizer drops: nothing to count or score against
+            reference = None
+        out = ref_tokens or output_tokens
+        samples.append(PromptSample(prompt, reference, ref_tokens or None, min(out, cap) if cap else out))
+    if not samples:
+        why = ", ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "no records"
+        raise UsageError(f"prompt file {file} has no usable samples ({why})")
+    name = "sharegpt" if kind == "sharegpt" else container
+    settings = {
+        "output_tokens_default": output_tokens,
+        "max_output_tokens": max_output_tokens,
+        "max_prompt_tokens": max_prompt_tokens,
+        "limit": limit,
+    }
+    return PromptSet(samples, _summary(file, digest, name, use_template, read, samples, skipped, settings))
+
+
+def _records(file: Path, fmt: str) -> tuple[str, list[Any], str]:
+    """The file's JSON values, whether a list (``json``) or lines (``jsonl``), and its sha256."""
+    if not file.is_file():
+        raise UsageError(f"prompt file {file} does not exist: give a JSONL or ShareGPT JSON file")
+    data = file.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"prompt file {file} is not UTF-8 text (byte {e.start}): give a JSONL or JSON file") from e
+    as_list = text.lstrip().startswith("[") if fmt in ("auto", "sharegpt") else fmt == "json"
+    if as_list:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"prompt file {file} is not JSON: line {e.lineno}: {e.msg}") from e
+        if not isinstance(value, list):
+            raise UsageError(f"prompt file {file} is JSON but not a list: give a list of objects, or JSONL")
+        _check_objects(file, value, lambda i: f"item {i + 1}")
+        return "json", value, digest
+    records, lines = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise UsageError(
+                f"prompt file {file} is not JSONL: line {number} is not JSON ({e.msg}); give one object a line"
+            ) from e
+        lines.append(number)
+    _check_objects(file, records, lambda i: f"line {lines[i]}")
+    return "jsonl", records, digest
+
+
+def _check_objects(file: Path, records: list[Any], where: Any) -> None:
+    for i, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise UsageError(f"prompt file {file}: {where(i)} is a JSON {type(record).__name__}, not an object")
+
+
+def _is_conversation(records: list[Any]) -> bool:
+    return bool(records) and "conversations" in records[0]
+
+
+def _check_prompt_field(file: Path, records: list[dict]) -> None:
+    """A file none of whose objects has a prompt field is the wrong file (or the wrong keys), not a file whose
+    samples all happen to be unusable: say which keys it has."""
+    if any(any(k in r for k in PROMPT_KEYS) for r in records):
+        return
+    keys = sorted({k for r in records[:100] for k in r})
+    found = ", ".join(keys[:12]) + (", ..." if len(keys) > 12 else "") if keys else "none"
+    raise UsageError(f"prompt file {file} has no prompt field ({', '.join(PROMPT_KEYS)}); its keys: {found}")
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _record_pair(record: dict) -> tuple[str, str | None] | str:
+    """(prompt, reference) of a JSONL object, or why it is skipped."""
+    key = next((k for k in PROMPT_KEYS if k in record), None)
+    if key is None:
+        return NO_PROMPT
+    prompt = _text(record[key])
+    if prompt is None:
+        return EMPTY_PROMPT
+    ref_key = next((k for k in REFERENCE_KEYS if k in record), None)
+    return prompt, _text(record[ref_key]) if ref_key else None
+
+
+def _conversation_pair(record: dict) -> tuple[str, str | None] | str:
+    """(first human turn, the gpt turn right after it) of a ShareGPT conversation, or why it is skipped."""
+    turns = record.get("conversations")
+    if not isinstance(turns, list):
+        return NO_TURNS
+    roles = [t.get("from") if isinstance(t, dict) else None for t in turns]
+    first = next((i for i, r in enumerate(roles) if r in HUMAN_ROLES), None)
+    if first is None:
+        return NO_HUMAN
+    prompt = _text(turns[first].get("value"))
+    if prompt is None:
+        return EMPTY_PROMPT
+    if first + 1 >= len(turns) or roles[first + 1] not in GPT_ROLES:
+        return NO_ANSWER
+    answer = _text(turns[first + 1].get("value"))
+    if answer is None:
+        return NO_ANSWER
+    return prompt, answer
+
+
+def _prompt_ids(tokenizer: Any, text: str, template: bool) -> list[int]:
+    if template:
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False
+        )
+        return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
+    return list(tokenizer(text)["input_ids"])
+
+
+def _stats(values: list[int]) -> dict[str, float]:
+    return {"mean": round(sum(values) / len(values), 2), "min": min(values), "max": max(values)}
+
+
+def _summary(
+    file: Path,
+    digest: str,
+    fmt: str,
+    template: bool,
+    read: int,
+    samples: list[PromptSample],
+    skipped: Counter[str],
+    settings: dict[str, Any],
+) -> PromptSummary:
+    refs = [s.reference_tokens for s in samples if s.reference_tokens]
+    return PromptSummary(
+        file=str(file),
+        sha256=digest,
+        format=fmt,
+        chat_template=template,
+        read=read,
+        samples=len(samples),
+        skipped=dict(skipped.most_common()),
+        prompt_tokens=_stats([len(s.prompt) for s in samples]),
+        reference_tokens=_stats(refs) if refs else None,
+        output_tokens=_stats([s.output_tokens for s in samples]),
+        with_reference=len(refs),
+        settings=settings,
+    )
