@@ -334,5 +334,5 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
 
     cpu, preset = torch.device("cpu"), PRESETS["llama2-70b"]
     why = too_big(InferParams(model="llama2-70b"), figures(config_of(preset, "full")), cpu)
-    assert why is not None and "GiB of fp32 weights" in why and "--scale tiny" in why
+    assert why is not None and "GiB of weights (fp32)" in why and "--scale tiny" in why
     assert too_big(InferParams(model="llama2-70b", scale="tiny"), figures(config_of(preset, "tiny")), cpu) is None

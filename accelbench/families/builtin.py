@@ -85,6 +85,10 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "tokens_per_second_per_device": None,  # one engine on one device: the same figure
     "total_tokens_per_second": None,
     "completed_requests_per_second": None,
+    # language models, accuracy mode: greedy tokens against FP32's
+    "decided_token_agreement": "{value:.2%} of decided tokens kept",
+    "sequence_agreement": "FP32's exact answer on {value:.0%} of prompts",
+    "position_agreement": None,
 }
 
 

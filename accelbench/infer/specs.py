@@ -184,8 +184,17 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         engine_class(self.engine)
         if self.backend != "torch":
             raise UsageError(f"{self.model} is served by an engine (--engine), not --backend {self.backend}")
-        if self.mode != "performance":
-            raise UsageError(f"--mode {self.mode} is not built for language models yet: use --mode performance")
+        if self.mode == "find-peak":
+            raise UsageError("--mode find-peak is not built for language models yet: use --mode performance")
+        if self.mode == "accuracy" and self.dataset:
+            raise UsageError("--dataset is not read for language models yet: accuracy compares with FP32's tokens")
+        if self.mode == "accuracy" and engine_class(self.engine).loads_weights and not self.checkpoint:
+            raise UsageError(
+                f"--mode accuracy with --engine {self.engine} needs --checkpoint DIR: its own random weights are not "
+                "the FP32 reference's"
+            )
+        if self.mode == "accuracy" and not engine_class(self.engine).runs_model:
+            raise UsageError(f"--mode accuracy needs an engine that runs the model, not {self.engine}")
         if self.scenario == "multistream":
             raise UsageError("language models are served in offline, server, interactive and singlestream")
         if self.effective_precision not in ("fp32", "bf16", "fp16"):

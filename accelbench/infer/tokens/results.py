@@ -15,6 +15,7 @@ from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
 if TYPE_CHECKING:
+    from accelbench.infer.tokens.accuracy import TokenAgreement
     from accelbench.infer.tokens.limits import Limits
     from accelbench.infer.tokens.sut import TokenSUT
     from accelbench.workloads.decoder import Figures
@@ -149,3 +150,45 @@ def token_result(
         details["model"] = model.to_dict()
     reasons = [] if valid else token_reasons(d, params.scenario)
     return loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
+
+
+def token_accuracy_result(
+    params: InferParams,
+    record: dict[str, Any],
+    d: dict[str, Any],
+    conditions: dict[str, Any],
+    outdir: Any,
+    verdict: "TokenAgreement",
+    engine: dict[str, Any],
+) -> Result:
+    """Accuracy mode's record: the decided tokens kept (what the gate judges) and the plain agreement figures."""
+    from accelbench.infer.tokens.accuracy import details_of
+
+    metrics: dict[str, Metric] = {}
+    if verdict.decided_agreement is not None:
+        metrics["decided_token_agreement"] = _m(verdict.decided_agreement, "share of decided tokens kept", True)
+    metrics["sequence_agreement"] = _m(verdict.sequences_equal, "share of answers equal to FP32's", True)
+    metrics["position_agreement"] = _m(verdict.positions_equal, "share of tokens equal to FP32's", True)
+    primary = "decided_token_agreement" if "decided_token_agreement" in metrics else "sequence_agreement"
+    share = verdict.decided_agreement or 0.0
+    details: dict[str, Any] = {
+        "accuracy_gates": {"99%": share >= 0.99, "99.9%": share >= 0.999},
+        "gate": "greedy tokens against FP32's on these weights, at positions rounding cannot flip; accuracy not "
+        "verified",
+        "accuracy_verified": False,
+        "labels": "fp32-reference",
+        "samples": verdict.samples,
+        "loadgen_log_dir": str(outdir),
+        "loadgen_validity": d.get("result_validity"),
+        "compliant": params.profile == "official",
+        "engine": engine,
+        "token_fidelity": details_of(verdict),
+    }
+    why = verdict.informative
+    if why:  # no verdict at all rather than a VALID that proves nothing
+        details["uninformative"] = why
+        result = loadgen_record(params, record, metrics, primary, details, [], conditions, None)
+        result.warnings.insert(0, f"uninformative: {why}; serve real weights (--checkpoint DIR) for a verdict")
+        return result
+    reasons = [] if verdict.passed else [f"served tokens leave FP32's where rounding cannot: {verdict.describe()}"]
+    return loadgen_record(params, record, metrics, primary, details, reasons, conditions, verdict.passed)

@@ -19,6 +19,7 @@ from accelbench.infer import settings as lgset
 from accelbench.infer.driver import QSL_SAMPLES, start_test
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import SampleLibrary
+from accelbench.infer.tokens import accuracy
 from accelbench.infer.tokens.engines import (
     Engine,
     EngineSettings,
@@ -29,7 +30,7 @@ from accelbench.infer.tokens.engines import (
     engine_class,
 )
 from accelbench.infer.tokens.limits import DEFAULT_LENGTHS, Limits, draw_prompts, limits_for, mlperf_name
-from accelbench.infer.tokens.results import token_result
+from accelbench.infer.tokens.results import token_accuracy_result, token_result
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.results.record import Result
@@ -89,8 +90,8 @@ def lengths(params: InferParams) -> tuple[int, int]:
     return params.input_tokens or default_in, params.output_tokens or default_out
 
 
-def build_model(params: InferParams, device: "torch.device") -> tuple[Any, Any]:
-    """The decoder at the served precision on ``device``, and its config."""
+def build_model(params: InferParams, device: "torch.device", precision: str = "") -> tuple[Any, Any]:
+    """The decoder at the served precision (or ``precision``) on ``device``, and its config."""
     from accelbench.workloads import workload_class
 
     if params.checkpoint:
@@ -101,7 +102,7 @@ def build_model(params: InferParams, device: "torch.device") -> tuple[Any, Any]:
         model = load_checkpoint(Path(params.checkpoint).expanduser()).eval()
     else:
         model = workload_class(params.model)().build(params.scale).eval()
-    dtype = torch_dtype(params.effective_precision)
+    dtype = torch_dtype(precision or params.effective_precision)
     return model.to(device=device, dtype=dtype), model.config
 
 
@@ -142,12 +143,15 @@ def too_big(params: InferParams, model: "Figures", device: "torch.device") -> st
     import psutil
 
     need = model.params * torch_dtype(params.effective_precision).itemsize
+    if params.mode == "accuracy":  # the FP32 reference and its rounded twin beside the served weights
+        need += 2 * model.params * 4
     kind = kind_of(device)
     have = kind.total_memory(device) if kind.accelerator else psutil.virtual_memory().available
     if have is None or need <= have:
         return None
     return (
-        f"{params.model} ({params.scale}) needs {need / 2**30:.1f} GiB of {params.effective_precision} weights; "
+        f"{params.model} ({params.scale}) needs {need / 2**30:.1f} GiB of weights "
+        f"({params.effective_precision}{', and two FP32 copies for accuracy' if params.mode == 'accuracy' else ''}); "
         f"{kind.record_name(device)} has {have / 2**30:.1f} GiB {'free' if not kind.accelerator else ''}; "
         "use --scale tiny, a smaller preset or --precision bf16"
     ).replace("  ", " ")
@@ -157,7 +161,7 @@ def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, pro
     """LoadGen's settings in token mode, planned from the probe (``official``: mlperf.conf's rules)."""
     import mlperf_loadgen as lg
 
-    s = lgset.base(params, mlperf_name=mlperf_name(preset_benchmark, params.scenario))
+    s = lgset.base(params, params.mode, mlperf_name=mlperf_name(preset_benchmark, params.scenario))
     s.use_token_latencies = True
     s.server_target_latency_ns = 0  # as mlperf.conf sets for LLMs: only TTFT and TPOT are judged
     if limits.ttft_ms is not None and limits.tpot_ms is not None:
@@ -195,8 +199,9 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     model, config = _model_for(engine, params, preset, device, ctx)
     counted = planned or (figures(config, element) if config is not None else None)
     vocab = config.vocab_size if config is not None else 32000
-    total = QSL_SAMPLES[params.profile]
+    total = accuracy.SAMPLES if params.mode == "accuracy" else QSL_SAMPLES[params.profile]
     prompts = draw_prompts(total, prompt_len, params.input_jitter, vocab)
+    reference = _reference(params, model, device, prompts, out, ctx) if params.mode == "accuracy" else None
     relay = Relay()
     longest = prompt_len + out
     engine.start(model, device, relay, engine_settings(params, longest))
@@ -225,11 +230,28 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         "output_tokens": out,
     }
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
-    result = token_result(
-        params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, counted
-    )
+    if reference is not None:
+        served = accuracy.served_tokens(outdir / "mlperf_log_accuracy.json", total)
+        verdict = accuracy.judge(served, reference, params.effective_precision)
+        result = token_accuracy_result(params, record, detail, conditions, outdir, verdict, engine.facts)
+    else:
+        result = token_result(
+            params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, counted
+        )
     result.details["weights"] = weights
     yield result
+
+
+def _reference(
+    params: InferParams, served: Any, device: "torch.device", prompts: list[list[int]], out: int, ctx: RunContext
+) -> "accuracy.Reference":
+    """FP32's greedy tokens on the served weights (the served model itself when it is FP32), built and dropped
+    before the engine starts."""
+    model = served if params.effective_precision == "fp32" else build_model(params, device, "fp32")[0]
+    try:
+        return accuracy.reference(model, prompts, out, params.effective_precision, device, ctx.progress)
+    finally:
+        del model
 
 
 def _model_for(engine: Engine, params: InferParams, preset: Any, device: "torch.device", ctx: RunContext) -> Any:

@@ -1,0 +1,244 @@
+"""Accuracy mode for a decoder: are the served greedy tokens those of the FP32 reference, where rounding cannot
+change them?
+
+LoadGen (``AccuracyOnly``) sends every prompt once; the tokens the SUT answered are read back from
+``mlperf_log_accuracy.json`` (what the client got) and walked against the FP32 model's greedy tokens on the same
+weights and prompts. Whole-sequence agreement alone misjudges a rounding precision: on a random-weight decoder
+many next-token logits lead by less than bf16's rounding moves them (measured on the tiny llama3.1-8b: median
+lead 0.02-0.05, rounding 0.002), so a faithful bf16 path legitimately picks another token there and then writes
+another continuation. What can be judged is the *decided* positions: those where FP32's lead of its token over
+the next exceeds twice ``HEADROOM`` times what rounding to the precision moves the logits there (the FP32 model
+run again with its storage rounded, on FP32's own continuation, as :mod:`accelbench.infer.fidelity` rounds an
+image model). A faithful path keeps every decided token; a broken one flips some.
+
+Each sequence is walked while the candidate's tokens equal FP32's (the context is then the same): a decided
+position is kept or lost; the walk ends at the first difference, which is a fault only where decided. The gate is
+MLPerf's 99% on the decided positions reached. It is uninformative when the reference has too few decided
+positions, when its tokens are degenerate (one or two distinct tokens), or when rounding ``COARSER_BITS`` bits
+coarser flips none of them (a path broken that much would pass unseen). An FP32 candidate rounds nothing; its
+decided positions are those bf16's rounding cannot flip, which the record states.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from accelbench.infer.fidelity import AGREEMENT, COARSER_BITS, HEADROOM, MIN_DECIDED, rounded_copy
+
+if TYPE_CHECKING:
+    import torch
+
+#: prompts an accuracy run serves (each once); the FP32 reference generates them one at a time
+SAMPLES = 24
+#: the precision whose rounding decides the positions for an FP32 candidate (which rounds nothing itself)
+FP32_SCALE = "bf16"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """FP32's greedy tokens for each prompt, and per generated position how decided each one is."""
+
+    tokens: list[list[int]]
+    #: FP32's lead of its token's logit over the next one's (teacher-forced on its own continuation)
+    leads: list[np.ndarray]
+    #: the largest change of any logit when the storage is rounded to ``scale``
+    rounding: list[np.ndarray]
+    #: whether rounding ``COARSER_BITS`` bits coarser picks another token there
+    coarser_flips: list[np.ndarray]
+    scale: str
+
+    def decided(self, i: int) -> np.ndarray:
+        return self.leads[i] > 2 * HEADROOM * self.rounding[i]
+
+
+def _continuation_logits(model: Any, prompt: list[int], tokens: list[int], device: "torch.device") -> "torch.Tensor":
+    """The logits predicting each of ``tokens`` after ``prompt`` (one forward pass over the whole sequence)."""
+    import torch
+
+    seq = torch.tensor([prompt + tokens[:-1]], device=device)
+    with torch.inference_mode():
+        return model(seq).logits[0, len(prompt) - 1 :].float()
+
+
+def greedy(model: Any, prompts: list[list[int]], out: int, device: "torch.device", batch: int = 8) -> list[list[int]]:
+    """Each prompt's ``out`` greedy tokens, ``batch`` prompts at a time, left-padded with the padding masked."""
+    import torch
+
+    tokens: list[list[int]] = []
+    for start in range(0, len(prompts), batch):
+        group = prompts[start : start + batch]
+        width = max(len(p) for p in group)
+        ids = torch.zeros((len(group), width), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, p in enumerate(group):
+            ids[i, width - len(p) :], mask[i, width - len(p) :] = torch.tensor(p), 1
+        with torch.inference_mode():
+            made = model.generate(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                max_new_tokens=out,
+                min_new_tokens=out,
+                do_sample=False,
+                pad_token_id=0,
+                eos_token_id=None,
+            )
+        tokens += made[:, width:].tolist()
+    return tokens
+
+
+def reference(
+    model: Any,
+    prompts: list[list[int]],
+    out: int,
+    precision: str,
+    device: "torch.device",
+    progress: Callable[[str], None],
+) -> Reference:
+    """FP32 ``model``'s greedy tokens, and how far rounding to
+    ``precision`` (bf16's for FP32) and ``COARSER_BITS`` coarser moves the logits along them."""
+    import torch
+
+    scale = FP32_SCALE if precision == "fp32" else precision
+    progress(f"FP32 reference: greedy {out} tokens for {len(prompts)} prompts")
+    tokens = greedy(model, prompts, out, device)
+    logits = [_continuation_logits(model, p, t, device).cpu() for p, t in zip(prompts, tokens, strict=True)]
+    leads = [(lg.topk(2, dim=-1).values[:, 0] - lg.topk(2, dim=-1).values[:, 1]).numpy() for lg in logits]
+    progress(f"FP32 with its storage rounded to {scale}, then {COARSER_BITS} bits coarser")
+    twin = rounded_copy(model, scale)
+    rounding = [
+        (_continuation_logits(twin, p, t, device).cpu() - lg).abs().amax(-1).numpy()
+        for p, t, lg in zip(prompts, tokens, logits, strict=True)
+    ]
+    del twin
+    twin = rounded_copy(model, scale, coarser=COARSER_BITS)
+    flips = [
+        (_continuation_logits(twin, p, t, device).argmax(-1).cpu() != torch.tensor(t)).numpy()
+        for p, t in zip(prompts, tokens, strict=True)
+    ]
+    del twin
+    return Reference(tokens, leads, rounding, flips, scale)
+
+
+@dataclass(frozen=True)
+class TokenAgreement:
+    """The served tokens against FP32's: the decided positions' verdict, and the plain agreement figures."""
+
+    precision: str
+    scale: str
+    samples: int
+    #: positions decided in the reference (all prompts), and those the coarser rounding flips
+    decided_total: int
+    coarser_flipped: int
+    #: decided positions the walk reached, and those the candidate kept
+    reached: int
+    kept: int
+    sequences_equal: float  # share of prompts answered with FP32's exact tokens
+    positions_equal: float  # share of positions with FP32's token (after a divergence the contexts differ)
+    mean_prefix: float  # tokens equal to FP32's before the first difference, mean over prompts
+    distinct: int  # distinct tokens in the reference's answers
+
+    @property
+    def decided_agreement(self) -> float | None:
+        return self.kept / self.reached if self.reached else None
+
+    @property
+    def informative(self) -> str | None:
+        """None, or why these tokens cannot separate a faithful path from a broken one."""
+        if self.distinct < 3:
+            return f"the FP32 reference writes {self.distinct} distinct token(s): agreement with it proves little"
+        if self.decided_total < MIN_DECIDED:
+            return (
+                f"only {self.decided_total} positions are decided beyond {self.scale}'s rounding (at least "
+                f"{MIN_DECIDED} needed): the tokens cannot be judged on these weights"
+            )
+        if not self.coarser_flipped:
+            return (
+                f"rounding {COARSER_BITS} bits coarser than {self.scale} flips none of the {self.decided_total} "
+                "decided tokens: a path broken that much would pass unseen"
+            )
+        if not self.reached:
+            return "the served tokens left FP32's at undecided positions before reaching a decided one"
+        return None
+
+    @property
+    def passed(self) -> bool:
+        share = self.decided_agreement
+        return share is not None and share >= AGREEMENT
+
+    def describe(self) -> str:
+        share = self.decided_agreement
+        kept = f"{share:.2%}" if share is not None else "none"
+        basis = f"{self.scale}'s rounding" + (" (an FP32 candidate rounds nothing)" if self.precision == "fp32" else "")
+        return (
+            f"{kept} of the {self.reached} decided tokens reached kept (decided: FP32's lead over the next token "
+            f"exceeds {2 * HEADROOM:g}x what {basis} moves the logits; {self.decided_total} in the reference, "
+            f"{self.coarser_flipped} of which rounding {COARSER_BITS} bits coarser flips); whole sequences equal "
+            f"{self.sequences_equal:.0%}, positions equal {self.positions_equal:.0%}"
+        )
+
+
+def judge(candidate: list[list[int]], ref: Reference, precision: str) -> TokenAgreement:
+    """Walk each prompt's served tokens against FP32's while they agree, counting the decided positions kept."""
+    reached = kept = equal_positions = positions = 0
+    prefixes, whole = [], []
+    for i, (got, want) in enumerate(zip(candidate, ref.tokens, strict=True)):
+        decided = ref.decided(i)
+        prefix = 0
+        for t, w in enumerate(want):
+            same = t < len(got) and got[t] == w
+            if decided[t]:
+                reached += 1
+                kept += same
+            if not same:
+                break
+            prefix += 1
+        prefixes.append(prefix)
+        whole.append(got == want)
+        equal_positions += sum(1 for a, b in zip(got, want, strict=False) if a == b)
+        positions += len(want)
+    decided_total = int(sum(ref.decided(i).sum() for i in range(len(ref.tokens))))
+    flipped = int(sum((ref.coarser_flips[i] & ref.decided(i)).sum() for i in range(len(ref.tokens))))
+    return TokenAgreement(
+        precision=precision,
+        scale=ref.scale,
+        samples=len(candidate),
+        decided_total=decided_total,
+        coarser_flipped=flipped,
+        reached=reached,
+        kept=kept,
+        sequences_equal=float(np.mean(whole)) if whole else 0.0,
+        positions_equal=equal_positions / positions if positions else 0.0,
+        mean_prefix=float(np.mean(prefixes)) if prefixes else 0.0,
+        distinct=len({t for seq in ref.tokens for t in seq}),
+    )
+
+
+def served_tokens(log: Path, count: int) -> list[list[int]]:
+    """Each prompt's tokens as LoadGen logged the SUT's answer (its last one per sample), by QSL index."""
+    entries = json.loads(log.read_text() or "[]")
+    got = {int(e["qsl_idx"]): np.frombuffer(bytes.fromhex(e["data"]), dtype=np.int32).tolist() for e in entries}
+    missing = [i for i in range(count) if i not in got]
+    if missing:
+        raise RuntimeError(f"LoadGen's accuracy log lacks {len(missing)} of {count} prompts (first: {missing[0]})")
+    return [got[i] for i in range(count)]
+
+
+def details_of(verdict: TokenAgreement) -> dict[str, Any]:
+    return {
+        "precision": verdict.precision,
+        "rounding_of": verdict.scale,
+        "headroom": HEADROOM,
+        "coarser_bits": COARSER_BITS,
+        "decided_in_reference": verdict.decided_total,
+        "decided_flipped_by_coarser": verdict.coarser_flipped,
+        "decided_reached": verdict.reached,
+        "decided_kept": verdict.kept,
+        "mean_equal_prefix_tokens": verdict.mean_prefix,
+        "distinct_reference_tokens": verdict.distinct,
+        "summary": verdict.describe(),
+    }
