@@ -96,6 +96,8 @@ class PromptSummary:
 
 @dataclass(frozen=True)
 class PromptSet:
+    """The samples to serve, in file order, and the summary a record keeps (``summary.to_dict()``)."""
+
     samples: list[PromptSample]
     summary: PromptSummary
 
