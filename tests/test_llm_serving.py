@@ -11,8 +11,8 @@ with ``--threads 1``: with two OpenMP threads on two cores shared with other pro
 a descheduled thread and single decode steps stall for 100+ ms (measured: TPOT p99 276 ms at 40 requests/s with
 ``--threads 2``, 7 ms with ``--threads 1``), which fails the TPOT limit with no late request allowed. Offline runs are
 given ``--expected-qps``: planned from the probe, LoadGen's one query can end before ``--duration`` (the probe's
-one warm-up batch leaves the transformers engine cold: its first batches of 8 took 1.7 s, later ones 0.1 s, and
-the token path has no replan), and the run is INVALID for "min duration not met" (1 of 3 such runs here).
+one warm-up batch left the transformers engine cold: its first batches of 8 took 1.7 s, later ones 0.1 s), and the
+run would be INVALID for "min duration not met" before its rerun (a rerun costs seconds the tests need not spend).
 """
 
 from __future__ import annotations
@@ -336,3 +336,40 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
     why = too_big(InferParams(model="llama2-70b"), figures(config_of(preset, "full")), cpu)
     assert why is not None and "GiB of weights (fp32)" in why and "--scale tiny" in why
     assert too_big(InferParams(model="llama2-70b", scale="tiny"), figures(config_of(preset, "tiny")), cpu) is None
+
+
+#: an engine slow while the probe times it and fast afterwards: the probe plans too few Offline requests
+LATE_BLOOMER = '''
+import time
+
+from accelbench.infer.tokens.engines import NullEngine
+
+
+class LateBloomer(NullEngine):
+    name = "late-bloomer"
+    calls = 0
+
+    def serve(self, batch):
+        LateBloomer.calls += 1
+        # the probe (a batch, a warm-up that agrees with it, a single request) at 1/10 of the run's speed
+        time.sleep(0.2 if LateBloomer.calls <= 3 else 0.02)
+        super().serve(batch)
+'''
+
+
+def test_a_token_run_that_disagrees_with_its_plan_is_rerun_from_what_it_measured(tmp_path):
+    """Planned from a slow probe, Offline runs out of requests before its minimum duration; the run is repeated
+    from its own measurement, reported VALID, with the first run's reason in the record."""
+    (tmp_path / "late_bloomer.py").write_text(LATE_BLOOMER)
+    env = dict(os.environ) | {
+        "ACCELBENCH_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    args = [MODEL, *TINY, "--scenario", "offline", "--duration", "1", "--engine", "late_bloomer:LateBloomer"]
+    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
+    r = json.loads(p.stdout)["results"][0]
+    assert r["valid"] is True, r["warnings"]
+    reruns = r["details"]["reruns"]
+    assert reruns and "the probe planned" in reruns[0]["why"]
+    assert reruns[0]["probe_repeated"]["samples_per_second"] > 5 * reruns[0]["probe"]["samples_per_second"]
+    assert r["warnings"][0].startswith("rerun: the first run disagreed with its plan")

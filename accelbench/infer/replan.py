@@ -41,6 +41,7 @@ def planned_by_probe(params: InferParams) -> bool:
     return {
         "offline": not params.expected_qps,
         "server": not params.target_qps,
+        "interactive": not params.target_qps,  # a language model's Server run under tighter limits
         "singlestream": True,
         "multistream": True,
     }[params.scenario]
@@ -51,7 +52,7 @@ def ran_seconds(d: dict[str, Any], scenario: str, samples: int) -> float | None:
     if scenario == "offline":
         rate = d.get("result_samples_per_second") or 0.0
         return samples / rate if rate else None
-    if scenario == "server":
+    if scenario in ("server", "interactive"):
         rate = d.get("result_completed_samples_per_sec") or 0.0
         return samples / rate if rate else None
     mean = d.get("result_mean_latency_ns") or 0.0
@@ -64,7 +65,7 @@ def disagreement(d: dict[str, Any], params: InferParams, probe: Probe, samples: 
     if d.get("result_validity") == "VALID" or not planned_by_probe(params):
         return None
     scenario = params.scenario
-    if scenario == "server":
+    if scenario in ("server", "interactive"):
         scheduled = float(d.get("result_scheduled_samples_per_sec") or 0.0)
         completed = float(d.get("result_completed_samples_per_sec") or 0.0)
         if d.get("result_perf_constraints_met") is not False or not completed or completed >= OVERLOADED * scheduled:
@@ -104,7 +105,7 @@ def replanned(first: Probe, measured: Probe, again: Probe, scenario: str) -> Pro
     too high a Server rate overloads again. So of the run's measurement and the repeated probe, the rerun takes
     the faster for the first and the slower for Server.
     """
-    if scenario == "server":
+    if scenario in ("server", "interactive"):
         return Probe(min(measured.rate, again.rate), first.single)
     if scenario == "singlestream":
         return Probe(first.rate, min(measured.single, again.single))
@@ -134,3 +135,11 @@ def true_cause(reasons: list[str], reruns: list[dict[str, Any]], conditions: dic
         else:
             out.append(r)
     return out
+
+
+def rerun_warning(reruns: list[dict[str, Any]]) -> str:
+    """The warning a reported run carries when earlier runs disagreed with their plans."""
+    return (
+        f"rerun: the first run disagreed with its plan ({reruns[0]['why']}); reported: run {len(reruns) + 1}, "
+        "planned from the previous run's own measurement"
+    )

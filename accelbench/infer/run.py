@@ -228,9 +228,5 @@ def _performance(
         probe = replan.replanned(probe, wrong.measured, repeated, params.scenario)
     result = performance_result(params, record, outcome, probe, {"reruns": reruns} if reruns else None)
     if reruns:
-        result.warnings.insert(
-            0,
-            f"rerun: the first run disagreed with its plan ({reruns[0]['why']}); reported: run {len(reruns) + 1}, "
-            "planned from the previous run's own measurement",
-        )
+        result.warnings.insert(0, replan.rerun_warning(reruns))
     return result

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
@@ -124,6 +125,7 @@ def token_result(
     limits: "Limits",
     engine: dict[str, Any],
     model: "Figures | None",
+    reruns: list[dict[str, Any]] | None = None,
 ) -> Result:
     metrics, primary = token_metrics(params.scenario, d, params.nproc)
     metrics |= goodput(sut, limits) | inter_token(sut)
@@ -148,8 +150,13 @@ def token_result(
     }
     if model is not None:
         details["model"] = model.to_dict()
-    reasons = [] if valid else token_reasons(d, params.scenario)
-    return loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
+    if reruns:
+        details["reruns"] = reruns
+    reasons = [] if valid else true_cause(token_reasons(d, params.scenario), reruns or [], conditions)
+    result = loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
+    if reruns:
+        result.warnings.insert(0, rerun_warning(reruns))
+    return result
 
 
 def token_accuracy_result(

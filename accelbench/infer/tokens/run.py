@@ -1,35 +1,28 @@
 """``infer MODEL`` for a decoder: an engine streams tokens to LoadGen in token mode; LoadGen's verdict is recorded.
 
-The engine is started once and warmed up; a probe (one batch of requests straight to the engine) gives the
+The engine is started once and warmed up; a probe (batches of requests straight to the engine) gives the
 plan LoadGen needs (Offline's expected requests/s, SingleStream's expected latency, a Server target of
-``SERVER_FRACTION`` of the probed rate unless ``--target-qps`` is given); then one LoadGen test runs with
-``use_token_latencies`` and the TTFT/TPOT limits set.
+``SERVER_FRACTION`` of the probed rate unless ``--target-qps`` is given); then a LoadGen test runs with
+``use_token_latencies`` and the TTFT/TPOT limits set. A run that disagrees with its plan (Offline out of queries
+before its minimum duration, Server overloaded by the probe's target) is rerun from what it measured, as the
+other models' runs are (:mod:`accelbench.infer.replan`); the engine stays warm between runs.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason, torch_dtype
-from accelbench.errors import BenchmarkFailed
+from accelbench.infer import replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.driver import QSL_SAMPLES, start_test
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import SampleLibrary
 from accelbench.infer.tokens import accuracy
-from accelbench.infer.tokens.engines import (
-    Engine,
-    EngineSettings,
-    ModelSource,
-    Sink,
-    Timeline,
-    TokenRequest,
-    engine_class,
-)
+from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, engine_class
 from accelbench.infer.tokens.limits import DEFAULT_LENGTHS, Limits, draw_prompts, limits_for, mlperf_name
+from accelbench.infer.tokens.probe import Relay, TokenProbe, probe
 from accelbench.infer.tokens.results import token_accuracy_result, token_result
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import RunContext, prepare, skip_if
@@ -43,45 +36,6 @@ if TYPE_CHECKING:
 
 #: Server (and interactive) without --target-qps: this fraction of the probed requests/s
 SERVER_FRACTION = 0.5
-#: seconds the probe waits for its batch before calling the engine stuck
-PROBE_TIMEOUT = 600.0
-#: warm-up batches at most: an engine warms over several batches (transformers' continuous batching took
-#: 1.7 s for its first batches of 8 on a 2-core CPU, 0.1 s later), so the probe times a batch only once
-#: two consecutive ones agree within ``PROBE_AGREE``
-PROBE_WARMUPS, PROBE_AGREE = 6, 1.3
-
-
-class Relay:
-    """The engine's one sink, pointed at the probe first and at the LoadGen SUT for the run."""
-
-    def __init__(self) -> None:
-        self.target: Sink | None = None
-
-    def first(self, request: TokenRequest, token: int) -> None:
-        self.target.first(request, token)  # type: ignore[union-attr]
-
-    def step(self, request: TokenRequest, count: int) -> None:
-        self.target.step(request, count)  # type: ignore[union-attr]
-
-    def done(self, request: TokenRequest, tokens: list[int]) -> None:
-        self.target.done(request, tokens)  # type: ignore[union-attr]
-
-    def failed(self, request: TokenRequest, error: BaseException) -> None:
-        self.target.failed(request, error)  # type: ignore[union-attr]
-
-
-@dataclass(frozen=True)
-class TokenProbe:
-    requests_per_second: float
-    tokens_per_second: float
-    single_seconds: float  # one request alone, start to last token
-
-    def to_dict(self) -> dict[str, float]:
-        return {
-            "requests_per_second": self.requests_per_second,
-            "tokens_per_second": self.tokens_per_second,
-            "single_request_seconds": self.single_seconds,
-        }
 
 
 def lengths(params: InferParams) -> tuple[int, int]:
@@ -106,36 +60,6 @@ def build_model(params: InferParams, device: "torch.device", precision: str = ""
     return model.to(device=device, dtype=dtype), model.config
 
 
-def _timed(engine_sink: Relay, engine: Engine, requests: list[TokenRequest]) -> tuple[float, Timeline]:
-    timeline = Timeline(expected=len(requests))
-    engine_sink.target = timeline
-    start = time.perf_counter()
-    engine.submit(requests)
-    if not timeline.finished.wait(PROBE_TIMEOUT):
-        raise BenchmarkFailed(
-            f"the {engine.name} engine answered {len(timeline.dones)} of {len(requests)} requests "
-            f"in {PROBE_TIMEOUT:g} s"
-        )
-    if timeline.error is not None:
-        raise timeline.error
-    return time.perf_counter() - start, timeline
-
-
-def probe(relay: Relay, engine: Engine, prompts: list[list[int]], out: int, batch: int) -> TokenProbe:
-    """Warm-up batches until two agree (at most ``PROBE_WARMUPS``), then the last one's rate and one timed single
-    request, straight to the engine."""
-    make = lambda ids: [TokenRequest(-1 - i, i % len(prompts), prompts[i % len(prompts)], out) for i in ids]  # noqa: E731
-    seconds, timeline = _timed(relay, engine, make(range(batch)))
-    for _ in range(PROBE_WARMUPS):
-        previous = seconds
-        seconds, timeline = _timed(relay, engine, make(range(batch)))
-        if max(seconds, previous) <= PROBE_AGREE * min(seconds, previous):
-            break
-    tokens = sum(n for _, n in timeline.dones.values())
-    single, _ = _timed(relay, engine, make(range(1)))
-    return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single)
-
-
 def too_big(params: InferParams, model: "Figures", device: "torch.device") -> str | None:
     """Why the preset's weights cannot fit where they would be built (the device's memory, or the host's free
     memory for a CPU), or None: an 8B model in fp32 is 32 GB, and building it on a 24 GiB machine would swap
@@ -157,7 +81,7 @@ def too_big(params: InferParams, model: "Figures", device: "torch.device") -> st
     ).replace("  ", " ")
 
 
-def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, probe_: TokenProbe, total: int) -> Any:
+def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, plan: lgset.Probe, total: int) -> Any:
     """LoadGen's settings in token mode, planned from the probe (``official``: mlperf.conf's rules)."""
     import mlperf_loadgen as lg
 
@@ -167,9 +91,9 @@ def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, pro
     if limits.ttft_ms is not None and limits.tpot_ms is not None:
         s.ttft_latency = int(limits.ttft_ms * 1e6)
         s.tpot_latency = int(limits.tpot_ms * 1e6)
-    rate = probe_.requests_per_second
+    rate = plan.rate
     s.offline_expected_qps = params.expected_qps or rate * lgset.OFFLINE_HEADROOM
-    s.single_stream_expected_latency_ns = int(probe_.single_seconds * 1e9)
+    s.single_stream_expected_latency_ns = int(plan.single * 1e9)
     s.server_target_qps = params.target_qps or max(rate * SERVER_FRACTION, 0.1)
     if params.profile == "official":
         s.performance_sample_count_override = total  # the prompts this run holds, not the data set's size
@@ -203,25 +127,14 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     prompts = draw_prompts(total, prompt_len, params.input_jitter, vocab)
     reference = _reference(params, model, device, prompts, out, ctx) if params.mode == "accuracy" else None
     relay = Relay()
-    longest = prompt_len + out
-    engine.start(model, device, relay, engine_settings(params, longest))
-    sut: TokenSUT | None = None
+    engine.start(model, device, relay, engine_settings(params, prompt_len + out))
     try:
         ctx.progress(f"probing the {engine.name} engine")
         probed = probe(relay, engine, prompts, out, params.batch_size)
-        settings = settings_for(params, limits, preset.mlperf, probed, total)
-        qsl = SampleLibrary(lambda i: prompts[i], total)
-        sut = TokenSUT(engine, qsl, lambda i: out)
-        relay.target = sut
-        left = lgset.planned_seconds(
-            settings, "server" if params.scenario == "interactive" else params.scenario, probed.requests_per_second
-        )
-        ctx.progress(f"LoadGen {params.scenario}, token latencies ({params.profile})", left=left)
-        detail, conditions, outdir = start_test(sut, qsl, settings, params, ctx, prep.threads, [device])
-    except BaseException:
-        if sut is None or not sut.stopped:  # LoadGen's test stops the engine through the SUT, once
-            engine.stop()
-        raise
+        runs = _measure(params, ctx, engine, relay, prompts, out, limits, preset.mlperf, probed, prep.threads, device)
+    finally:
+        engine.stop()
+    sut, detail, conditions, outdir, reruns = runs
     record = params.to_dict() | {
         "precision": params.effective_precision,
         "device": kind_of(device).record_name(device),
@@ -236,10 +149,52 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         result = token_accuracy_result(params, record, detail, conditions, outdir, verdict, engine.facts)
     else:
         result = token_result(
-            params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, counted
+            params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, counted, reruns
         )
     result.details["weights"] = weights
     yield result
+
+
+def _measure(
+    params: InferParams,
+    ctx: RunContext,
+    engine: Engine,
+    relay: Relay,
+    prompts: list[list[int]],
+    out: int,
+    limits: Limits,
+    benchmark: str,
+    probed: TokenProbe,
+    threads: int,
+    device: "torch.device",
+) -> tuple[TokenSUT, dict[str, Any], dict[str, Any], Any, list[dict[str, Any]]]:
+    """LoadGen's test, repeated (at most ``replan.MAX_RERUNS`` times) while a performance run disagrees with its
+    plan; the last run is the one reported, the earlier ones are listed with why."""
+    total = len(prompts)
+    qsl = SampleLibrary(lambda i: prompts[i], total)
+    scenario = "server" if params.scenario == "interactive" else params.scenario
+    plan = lgset.Probe(probed.requests_per_second, probed.single_seconds)
+    reruns: list[dict[str, Any]] = []
+    while True:
+        settings = settings_for(params, limits, benchmark, plan, total)
+        sut = TokenSUT(engine, qsl, lambda i: out)
+        relay.target = sut
+        again = f" again ({len(reruns)} of at most {replan.MAX_RERUNS} reruns)" if reruns else ""
+        ctx.progress(
+            f"LoadGen {params.scenario}{again}, token latencies ({params.profile})",
+            left=lgset.planned_seconds(settings, scenario, plan.rate),
+        )
+        detail, conditions, outdir = start_test(sut, qsl, settings, params, ctx, threads, [device])
+        wrong = replan.disagreement(detail, params, plan, sut.samples) if params.mode == "performance" else None
+        if wrong is None or len(reruns) == replan.MAX_RERUNS:
+            return sut, detail, conditions, outdir, reruns
+        ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
+        repeated = probe(relay, engine, prompts, out, params.batch_size)
+        measured = lgset.Probe(repeated.requests_per_second, repeated.single_seconds)
+        reruns.append(
+            wrong.to_dict() | {"probe": plan.to_dict(), "probe_repeated": measured.to_dict(), "log_dir": str(outdir)}
+        )
+        plan = replan.replanned(plan, wrong.measured, measured, params.scenario)
 
 
 def _reference(

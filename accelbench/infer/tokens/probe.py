@@ -1,0 +1,85 @@
+"""The probe of a token run: the engine warmed up and timed on a batch of requests, straight (no LoadGen).
+
+It gives the plan LoadGen needs (Offline's expected requests/s, SingleStream's expected latency, a Server target)
+and, after a run that disagreed with its plan, the repeated measurement the rerun is planned from.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from accelbench.errors import BenchmarkFailed
+from accelbench.infer.tokens.engines import Engine, Sink, Timeline, TokenRequest
+
+#: seconds the probe waits for its batch before calling the engine stuck
+PROBE_TIMEOUT = 600.0
+#: warm-up batches at most: an engine warms over several batches (transformers' continuous batching took
+#: 1.7 s for its first batches of 8 on a 2-core CPU, 0.1 s later), so the probe times a batch only once
+#: two consecutive ones agree within ``PROBE_AGREE``
+PROBE_WARMUPS, PROBE_AGREE = 6, 1.3
+
+
+class Relay:
+    """The engine's one sink, pointed at the probe first and at the LoadGen SUT for the run."""
+
+    def __init__(self) -> None:
+        self.target: Sink | None = None
+
+    def first(self, request: TokenRequest, token: int) -> None:
+        self.target.first(request, token)  # type: ignore[union-attr]
+
+    def step(self, request: TokenRequest, count: int) -> None:
+        self.target.step(request, count)  # type: ignore[union-attr]
+
+    def done(self, request: TokenRequest, tokens: list[int]) -> None:
+        self.target.done(request, tokens)  # type: ignore[union-attr]
+
+    def failed(self, request: TokenRequest, error: BaseException) -> None:
+        self.target.failed(request, error)  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class TokenProbe:
+    requests_per_second: float
+    tokens_per_second: float
+    single_seconds: float  # one request alone, start to last token
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "requests_per_second": self.requests_per_second,
+            "tokens_per_second": self.tokens_per_second,
+            "single_request_seconds": self.single_seconds,
+        }
+
+
+def _timed(engine_sink: Relay, engine: Engine, requests: list[TokenRequest]) -> tuple[float, Timeline]:
+    timeline = Timeline(expected=len(requests))
+    engine_sink.target = timeline
+    start = time.perf_counter()
+    engine.submit(requests)
+    if not timeline.finished.wait(PROBE_TIMEOUT):
+        raise BenchmarkFailed(
+            f"the {engine.name} engine answered {len(timeline.dones)} of {len(requests)} requests "
+            f"in {PROBE_TIMEOUT:g} s"
+        )
+    if timeline.error is not None:
+        raise timeline.error
+    return time.perf_counter() - start, timeline
+
+
+def probe(relay: Relay, engine: Engine, prompts: list[list[int]], out: int, batch: int) -> TokenProbe:
+    """Warm-up batches until two agree (at most ``PROBE_WARMUPS``), then the last one's rate and one timed single
+    request, straight to the engine."""
+    make = lambda ids: [TokenRequest(-1 - i, i % len(prompts), prompts[i % len(prompts)], out) for i in ids]  # noqa: E731
+    seconds, timeline = _timed(relay, engine, make(range(batch)))
+    for _ in range(PROBE_WARMUPS):
+        previous = seconds
+        seconds, timeline = _timed(relay, engine, make(range(batch)))
+        if max(seconds, previous) <= PROBE_AGREE * min(seconds, previous):
+            break
+    tokens = sum(n for _, n in timeline.dones.values())
+    single, _ = _timed(relay, engine, make(range(1)))
+    return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single)
+
+
