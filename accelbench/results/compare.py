@@ -4,7 +4,10 @@ Records are paired by benchmark and the parameters that define the workload (dev
 budgets are ignored, and ``ignore`` drops more, e.g. ``precision`` to compare fp16 with fp32). A workload
 measured several times on one side is pooled as repeats. The verdict is :mod:`accelbench.results.judge`'s:
 contended, noisy, INVALID or interval-less sides are shown but not judged, and a difference is called only
-when the raw samples tell the sides apart and the change exceeds the run-to-run variation.
+when the raw samples tell the sides apart and the change exceeds the run-to-run variation. A pair whose figures
+measure different things (serving runs held to other latency limits, fed requests of other lengths) is set
+aside with the reason; a setting the pairing was told to ignore is said where it differs ('precision fp32 ->
+bf16'). A serving run's latency figures (TTFT, TPOT: lower is better) stand beside its tokens/s.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from accelbench.errors import UsageError
 from accelbench.results.describe import CONTEXT_PARAMS, LENGTH_PARAMS, PLACE_PARAMS, Describe, plain
-from accelbench.results.judge import Judgement, Side, judge, side
+from accelbench.results.judge import Judgement, Side, judge, side, unlike
 from accelbench.results.record import Metric, Result
 from accelbench.results.store import Store
 
@@ -31,6 +34,12 @@ _TAG_RE = re.compile(r"^tag:([A-Za-z0-9_.-]+)=(.+)$")
 EFFICIENCY = {
     "per $": ("per_usd_hour", "cost_to_target_usd"),
     "per J": ("work_per_joule", "energy_to_target_joules"),
+}
+#: the figures a serving run's reader weighs beside its headline rate, by column: each side's, where both carry it
+BESIDE = {
+    "TTFT p99": "ttft_p99_ms",
+    "TPOT p99": "tpot_p99_ms",
+    "tokens/s per user": "tokens_per_second_per_user",
 }
 
 #: benchmark name -> its parameters at their defaults ({} for one it does not know): the registry installs
@@ -67,15 +76,18 @@ class Row:
     candidate_set_aside: tuple[str, ...] = ()
     #: the sides with no run left to judge ("baseline", "candidate")
     unjudgeable: tuple[str, ...] = ()
+    #: why the two sides' figures measure different things (judge.unlike): the pair is not judged
+    unlike: tuple[str, ...] = ()
+    #: BESIDE's figures (TTFT, TPOT p99 of a serving run): each side's, where both records carry it
+    beside: dict[str, tuple[Metric, Metric]] = field(default_factory=dict)
 
     def efficiency_speedup(self, label: str) -> float | None:
         """> 1 when the candidate gives more per dollar (or per joule), whichever way the figure runs."""
-        if label not in self.efficiency:
-            return None
-        b, c = self.efficiency[label]
-        if not b.value or not c.value:
-            return None
-        return c.value / b.value if b.higher_is_better else b.value / c.value
+        return _better(self.efficiency.get(label))
+
+    def beside_speedup(self, label: str) -> float | None:
+        """> 1 when the candidate's figure beside the headline is better (a lower TTFT), whichever way it runs."""
+        return _better(self.beside.get(label))
 
     @property
     def ratio(self) -> float:
@@ -101,7 +113,7 @@ class Row:
         ('not judged: baseline contended, noisy'); the full reasons are in ``verdict`` and the record."""
         if self.judged or self.judgement is None:
             return self.verdict
-        sides = [
+        sides = list(dict.fromkeys(_kind(w) for w in self.unlike)) + [
             f"{name} {', '.join(dict.fromkeys(_kind(w) for w in why))}"
             for name, why in (("baseline", self.baseline_set_aside), ("candidate", self.candidate_set_aside))
             if name in self.unjudgeable
@@ -122,6 +134,7 @@ class Row:
             "candidate_runs": self.candidate_runs,
             "baseline_set_aside": list(self.baseline_set_aside),
             "candidate_set_aside": list(self.candidate_set_aside),
+            "unlike": list(self.unlike),
             "ratio": self.ratio,
             "speedup": self.speedup,
             "verdict": self.verdict,
@@ -133,7 +146,21 @@ class Row:
                 label: {"baseline": b.to_dict(), "candidate": c.to_dict(), "speedup": self.efficiency_speedup(label)}
                 for label, (b, c) in self.efficiency.items()
             },
+            "beside": {
+                label: {"baseline": b.to_dict(), "candidate": c.to_dict(), "speedup": self.beside_speedup(label)}
+                for label, (b, c) in self.beside.items()
+            },
         }
+
+
+def _better(pair: tuple[Metric, Metric] | None) -> float | None:
+    """candidate over baseline, > 1 when the candidate is better whichever way the figure runs."""
+    if pair is None:
+        return None
+    b, c = pair
+    if not b.value or not c.value:
+        return None
+    return c.value / b.value if b.higher_is_better else b.value / c.value
 
 
 #: The kinds of reason a pair is not judged, as the footer counts them (the first word of each reason).
@@ -160,17 +187,23 @@ class Comparison:
         counts: Counter[str] = Counter()
         for r in self.rows:
             if not r.judged:
-                kinds = {_kind(w) for w in (*r.baseline_set_aside, *r.candidate_set_aside)} or {"no evidence"}
+                why = (*r.unlike, *r.baseline_set_aside, *r.candidate_set_aside)
+                kinds = {_kind(w) for w in why} or {"no evidence"}
                 counts.update(kinds)
         return dict(counts)
 
     def reasons(self) -> list[str]:
-        """Each distinct reason a run was set aside, with its side and workload ('baseline 1024x... fp32: ...')."""
+        """Each distinct reason a run (or a pair: 'unlike ...') was set aside, with its side and workload
+        ('baseline 1024x... fp32: ...')."""
         return list(
             dict.fromkeys(
-                f"{name} {r.workload}: {w}"
+                f"{name}{r.workload}: {w}"
                 for r in self.rows
-                for name, why in (("baseline", r.baseline_set_aside), ("candidate", r.candidate_set_aside))
+                for name, why in (
+                    ("", r.unlike),
+                    ("baseline ", r.baseline_set_aside),
+                    ("candidate ", r.candidate_set_aside),
+                )
                 for w in why
             )
         )
@@ -300,14 +333,16 @@ def compare(
         bm, cm = sb.figure(m), sc.figure(m)
         wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
         workload = wb if wb == wc else f"{wb} vs {wc}"
-        # where each side ran (never part of the pairing): said, so a thread count is not read as the machine
+        # where each side ran (never part of the pairing) and what the pairing was told to ignore: said where it
+        # differs, so a thread count is not read as the machine, nor an fp16 run as the fp32 one
         moved = [
             f"{k} {b.params.get(k)} -> {c.params.get(k)}"
-            for k in sorted(PLACE_PARAMS)
+            for k in sorted(PLACE_PARAMS | set(ignore))
             if b.params.get(k) != c.params.get(k)
         ]
         workload += f" ({', '.join(moved)})" if moved else ""
         eff = _efficiency(_shown(sb), _shown(sc)) if metric is None else {}
+        apart = tuple(unlike(b, c))
         rows.append(
             Row(
                 b.benchmark,
@@ -320,12 +355,14 @@ def compare(
                 _validity(list(sb.runs) or bs),
                 _validity(list(sc.runs) or cs),
                 eff,
-                judge(sb, sc, m, _is_speed(bm.unit)),
+                judge(sb, sc, m, _is_speed(bm.unit), apart),
                 len(sb.runs) or len(bs),
                 len(sc.runs) or len(cs),
                 tuple(sb.reasons()),
                 tuple(sc.reasons()),
                 tuple(name for name, x in (("baseline", sb), ("candidate", sc)) if not x.judgeable),
+                apart,
+                _beside(_shown(sb), _shown(sc), m),
             )
         )
     return Comparison(
@@ -354,6 +391,15 @@ def _efficiency(b: Result, c: Result) -> dict[str, tuple[Metric, Metric]]:
         if name is not None:
             out[label] = (b.metrics[name], c.metrics[name])
     return out
+
+
+def _beside(b: Result, c: Result, metric: str) -> dict[str, tuple[Metric, Metric]]:
+    """BESIDE's figures both records carry, other than the one compared."""
+    return {
+        label: (b.metrics[name], c.metrics[name])
+        for label, name in BESIDE.items()
+        if name != metric and name in b.metrics and name in c.metrics
+    }
 
 
 def geometric_mean(values: Iterable[float]) -> float | None:

@@ -14,6 +14,11 @@ A comparison tool whose verdicts mislead is worse than none. Three rules, after 
    measured more than once on its system (repeats in the selection, or earlier runs of the same workload in
    the store) the change must exceed that spread; with one run a side it must exceed
    :data:`MIN_EFFECT_SINGLE` (asv's default factor of 1.1), and the row says which evidence it stood on.
+
+A figure with no interval within its run (LoadGen's: one throughput a run) is judged only on its runs: with
+:data:`MIN_RUNS_BARE` runs a side or more, their figures must lie apart and the change exceed their spread.
+And a pair is judged only where both figures measure the same thing: two serving runs held to other latency
+limits, or fed requests of other lengths, are set aside whatever their records say (:func:`unlike`).
 """
 
 from __future__ import annotations
@@ -34,16 +39,22 @@ MIN_EFFECT_SINGLE = 0.10
 MIN_EFFECT = 0.02
 #: Warnings that set a record aside, by the prefix the measurement and the conditions monitor give them.
 _SET_ASIDE = ("contended", "noisy", "few samples")
+#: Runs a side, at least, on which a figure with no interval of its own is judged (the runs' spread stands in).
+MIN_RUNS_BARE = 3
+NO_INTERVAL = "no interval"
+#: How far two sides' mean request lengths may differ and still be one workload (seeded prompt jitter).
+LENGTH_TOLERANCE = 0.05
 
 
 def concerns(r: Result, metric: str) -> list[str]:
     """Why ``r``'s ``metric`` cannot stand in a comparison: empty when it can."""
-    out = ["INVALID"] if r.valid is False else []
+    why = "; ".join(str(x) for x in r.details.get("invalid_reasons") or [])
+    out = [f"INVALID: {why}" if why else "INVALID"] if r.valid is False else []
     seen = [*r.warnings, *(w for w in r.conditions.get("warnings", []) if w not in r.warnings)]
     out += [w for w in seen if w.startswith(_SET_ASIDE)]
     m = r.metrics.get(metric)
     if m is not None and m.ci95 is None and not any(w.startswith("few samples") for w in out):
-        out.append("no interval")
+        out.append(NO_INTERVAL)
     return out
 
 
@@ -128,16 +139,24 @@ def side(records: Sequence[Result], metric: str, earlier: Iterable[Result] = ())
 
     With repeats, a run's noise within itself does not set it aside: the pooled samples and the spread between
     the runs carry that noise into the judgement, where dropping the noisy repeats would judge whichever odd
-    one was steady. Contention, INVALID and too few samples set a run aside however many there are.
+    one was steady. Contention, INVALID and too few samples set a run aside however many there are; a run with
+    no interval is kept where :data:`MIN_RUNS_BARE` runs are left to measure the spread it lacks.
     """
     repeated = len(records) > 1
-    runs, aside = [], []
+    runs, bare, aside = [], [], []
     for r in records:
         why = [w for w in concerns(r, metric) if not (repeated and w.startswith("noisy"))]
-        if why:
+        if why == [NO_INTERVAL]:
+            bare.append(r)
+        elif why:
             aside.append((r, tuple(why)))
         else:
             runs.append(r)
+    if bare and len(runs) + len(bare) >= MIN_RUNS_BARE:
+        keep = {id(r) for r in (*runs, *bare)}
+        runs = [r for r in records if id(r) in keep]  # oldest first, as given
+    else:
+        aside += [(r, (NO_INTERVAL,)) for r in bare]
     kept = tuple(r for r in earlier if metric in r.metrics and not concerns(r, metric))
     return Side(tuple(runs), tuple(aside), kept)
 
@@ -165,9 +184,12 @@ class Judgement:
         }
 
 
-def judge(base: Side, cand: Side, metric: str, speed: bool) -> Judgement:
-    """The verdict between two sides of one workload; ``speed`` names it faster/slower, else better/worse."""
-    aside = [
+def judge(base: Side, cand: Side, metric: str, speed: bool, unlike: Sequence[str] = ()) -> Judgement:
+    """The verdict between two sides of one workload; ``speed`` names it faster/slower, else better/worse.
+
+    ``unlike``: why the two sides' figures do not measure the same thing (:func:`unlike`): then none is given.
+    """
+    aside = list(unlike) + [
         f"{name} {'; '.join(s.reasons())}" for name, s in (("baseline", base), ("candidate", cand)) if not s.judgeable
     ]
     if aside:
@@ -184,7 +206,11 @@ def judge(base: Side, cand: Side, metric: str, speed: bool) -> Judgement:
         p = None
         ib, ic = _intervals(base, metric), _intervals(cand, metric)
         apart = ib[0] > ic[1] or ib[1] < ic[0]
-        test = "95% intervals " + ("apart" if apart else "overlap") + " (no raw samples)"
+        if all(r.metrics[metric].ci95 for r in (*base.runs, *cand.runs)):
+            test = "95% intervals " + ("apart" if apart else "overlap") + " (no raw samples)"
+        else:
+            n = f"{len(base.runs)}+{len(cand.runs)}"
+            test = f"the {n} runs' figures " + ("apart" if apart else "overlap") + " (no interval within a run)"
     spreads = [x for x in (base.run_to_run(metric), cand.run_to_run(metric)) if x is not None]
     if spreads:
         spread, runs = max(spreads)
@@ -209,6 +235,53 @@ def _speedup(b: Metric, c: Metric) -> float:
 
 
 def _intervals(s: Side, metric: str) -> tuple[float, float]:
-    """The band the side's runs' intervals span (each run has one: a run without is set aside)."""
-    cis = [r.metrics[metric].ci95 for r in s.runs]
-    return min(ci[0] for ci in cis if ci), max(ci[1] for ci in cis if ci)
+    """The band the side's runs' intervals span (a run with none, kept among enough repeats: its figure)."""
+    m = [r.metrics[metric] for r in s.runs]
+    bands = [x.ci95 or (x.value, x.value) for x in m]
+    return min(b[0] for b in bands), max(b[1] for b in bands)
+
+
+def unlike(b: Result, c: Result) -> list[str]:
+    """Why two records' figures do not measure the same thing although they pair: empty when they do.
+
+    A serving rate is a figure of the latency limits it was held to (``details.limits``: p99 TTFT and TPOT) and
+    of the requests' lengths (``details.input_tokens`` and ``output_tokens`` over ``details.requests``, the
+    run's own counts, so a default that changed between versions is caught too). Records without these
+    details are never unlike for want of them.
+    """
+    out = []
+    lb, lc = _limits(b), _limits(c)
+    if lb != lc:
+        out.append(f"unlike limits: {_limits_text(lb)} vs {_limits_text(lc)}")
+    sb, sc = _lengths(b), _lengths(c)
+    if sb and sc and any(abs(x - y) > LENGTH_TOLERANCE * max(x, y) for x, y in zip(sb, sc, strict=True)):
+        out.append(
+            f"unlike lengths: {sb[0]:,.0f}/{sb[1]:,.0f} vs {sc[0]:,.0f}/{sc[1]:,.0f} tokens per request "
+            "(mean input/output)"
+        )
+    return out
+
+
+def _limits(r: Result) -> tuple[float | None, float | None] | None:
+    """(p99 TTFT ms, p99 TPOT ms) a record was held to; None where it records none (an Offline run, no tokens)."""
+    lim = r.details.get("limits")
+    if not isinstance(lim, dict):
+        return None
+    pair = (lim.get("ttft_p99_ms"), lim.get("tpot_p99_ms"))
+    return None if pair == (None, None) else pair
+
+
+def _limits_text(pair: tuple[float | None, float | None] | None) -> str:
+    if pair is None:
+        return "none"
+    ttft, tpot = (f"{x:,.4g}" if x is not None else "-" for x in pair)
+    return f"p99 TTFT/TPOT {ttft}/{tpot} ms"
+
+
+def _lengths(r: Result) -> tuple[float, float] | None:
+    """Mean input and output tokens per request, from the run's counts; None where it has none."""
+    d = r.details
+    n, read, written = d.get("requests"), d.get("input_tokens"), d.get("output_tokens")
+    if not all(isinstance(x, (int, float)) and x > 0 for x in (n, read, written)):
+        return None
+    return read / n, written / n
