@@ -36,14 +36,48 @@ COMMON = 'model = "llama3.1-8b", scale = "tiny", mode = "accuracy", precision = 
     'input_tokens = 16, output_tokens = 8, batch_size = 8'
 
 
+#: a prompt file's samples: a question and the answer it should get, in the test tokenizer's words
+QA = [
+    ("what is two plus four", "two plus four be the cat"),
+    ("the cat sat on a mat", "the dog ran"),
+    ("hello be brief", "hello"),
+    ("what sat on the mat", "a cat sat on the mat"),
+] * 3
+
+
+def tiny_checkpoint(folder: Path) -> Path:
+    """A save_pretrained folder: a tiny random llama over the test tokenizer's words, and that tokenizer."""
+    import torch
+    from test_llm_prompts import TEMPLATE, save_tokenizer
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from accelbench.infer.tokens.prompts import load_tokenizer
+
+    save_tokenizer(folder, TEMPLATE)
+    vocab = len(load_tokenizer(folder))
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+    )  # fmt: skip
+    AutoModelForCausalLM.from_config(config).save_pretrained(str(folder))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     root = tmp_path_factory.mktemp("llm-accuracy")
     (root / "broken_engine.py").write_text(BROKEN)
+    checkpoint = tiny_checkpoint(root / "ckpt")
+    qa = root / "qa.jsonl"
+    qa.write_text("".join(json.dumps({"prompt": q, "output": a}) + "\n" for q, a in QA))
+    real = f'model = "llama3.1-8b", checkpoint = "{checkpoint}", prompts = "{qa}", scenario = "offline", batch_size = 4'
     suite = root / "accuracy.toml"
     suite.write_text(
         f'[[benchmark]]\nname = "infer/loadgen"\nparams = {{ {COMMON}, engine = "static" }}\n'
         f'[[benchmark]]\nname = "infer/loadgen"\nparams = {{ {COMMON}, engine = "broken_engine:Coarse" }}\n'
+        f'[[benchmark]]\nname = "infer/loadgen"\nparams = {{ {real}, mode = "accuracy", engine = "static" }}\n'
+        f'[[benchmark]]\nname = "infer/loadgen"\nparams = {{ {real}, engine = "transformers", allow_eos = true }}\n'
     )
     env = dict(os.environ) | {
         "ACCELBENCH_HOME": str(root / "home"),
@@ -51,8 +85,29 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     }
     p = run_cli(["run", str(suite), "--threads", "1", "--json", "--db", str(root / "a.db")], env, root, process=True)
     results = json.loads(p.stdout)["results"]
-    assert len(results) == 2, p.stderr[-2000:]
-    return {r["params"]["engine"]: r for r in results}
+    assert len(results) == 4, p.stderr[-2000:]
+    return {r["params"]["engine"] + ("+prompts" if r["params"]["prompts"] else ""): r for r in results}
+
+
+def test_a_prompt_file_with_answers_is_scored_with_rouge_against_fp32_s(judged):
+    r = judged["static+prompts"]
+    assert r["status"] == "ok", r.get("error")
+    rouge = r["details"]["rouge"]
+    assert rouge["served"]["samples"] == len(QA)
+    assert r["primary_metric"] == "rougeL" and r["details"]["accuracy_verified"] is True
+    # FP32 served by the static engine: its answers are FP32's, so each score is the reference's
+    assert r["metrics"]["rougeL"]["value"] == pytest.approx(r["metrics"]["reference_rougeL"]["value"])
+    assert r["valid"] is True and r["details"]["accuracy_gates"] == {"99%": True, "99.9%": True}
+    assert r["details"]["prompts"]["samples"] == len(QA) and r["details"]["prompts"]["chat_template"] is True
+
+
+def test_a_prompt_file_s_answers_set_the_output_lengths_and_eos_may_end_them(judged):
+    r = judged["transformers+prompts"]
+    assert r["status"] == "ok" and r["valid"] is True, r["warnings"]
+    summary = r["details"]["prompts"]
+    assert summary["output_tokens"]["max"] == max(len(a.split()) for _, a in QA)  # one word, one token
+    # --allow-eos: a request may stop at its end of sequence, never later than its reference's length
+    assert r["details"]["output_tokens"] <= r["details"]["requests"] * summary["output_tokens"]["max"]
 
 
 def test_bf16_keeps_every_decided_token_of_fp32(judged):

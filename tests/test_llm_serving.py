@@ -307,6 +307,9 @@ BAD = [
         ["infer", "mixtral-8x7b", "--scenario", "interactive", "--scale", "tiny", "--engine", "null"],
         "give both --ttft-ms and --tpot-ms",
     ),
+    (["infer", MODEL, "--prompts", "qa.jsonl"], "--prompts needs --checkpoint DIR"),
+    (["infer", MODEL, "--chat-template", "maybe"], "--chat-template is auto, on or off"),
+    (["infer", MODEL, "--chat-template", "off"], "--chat-template applies to --prompts files"),
     (
         ["infer", MODEL, "--scenario", "offline", "--ttft-ms", "5", "--scale", "tiny", "--engine", "null"],
         "apply to the server and interactive scenarios",

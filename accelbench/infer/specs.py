@@ -23,6 +23,9 @@ TOKEN_KNOBS = (
     "page_size",
     "kv_blocks",
     "max_batch_tokens",
+    "prompts",
+    "chat_template",
+    "allow_eos",
 )
 #: settings only some backends take (Backend.options)
 BACKEND_KNOBS = ("channels_last", "compile_mode", "ort_optimization")
@@ -121,6 +124,20 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
     kv_blocks: int = opt(0, "language models, transformers engine: KV-cache pages (0: --batch-size longest requests)")
     max_batch_tokens: int = opt(
         0, "language models, transformers engine: tokens in one forward step (0: 2 x --batch-size x --page-size)"
+    )
+
+    prompts: str = opt(
+        "",
+        "language models: a JSONL ({\"prompt\": ..., \"output\": ...} a line) or ShareGPT file, tokenized by "
+        "--checkpoint's tokenizer; a sample with a reference answer generates its length (empty: random tokens)",
+        sweep=False,
+        metavar="FILE",
+    )
+    chat_template: str = opt(
+        "auto", "language models, --prompts: wrap each prompt in the tokenizer's chat template: auto, on, off"
+    )
+    allow_eos: bool = opt(
+        False, "language models: stop a request at its end-of-sequence token (default: exactly --output-tokens)"
     )
 
     @property
@@ -225,6 +242,14 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             from accelbench.workloads.decoder import check_checkpoint
 
             check_checkpoint(Path(self.checkpoint).expanduser())
+        if self.chat_template not in ("auto", "on", "off"):
+            raise UsageError(f"--chat-template is auto, on or off, not {self.chat_template!r}")
+        if self.prompts and not self.checkpoint:
+            raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
+        if self.prompts and not Path(self.prompts).expanduser().is_file():
+            raise UsageError(f"prompt file {self.prompts} does not exist: give a JSONL or ShareGPT JSON file")
+        if self.chat_template != "auto" and not self.prompts:
+            raise UsageError("--chat-template applies to --prompts files (random prompts are token ids already)")
 
     @property
     def workers(self) -> int:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from accelbench.infer.fidelity import AGREEMENT, COARSER_BITS, HEADROOM, MIN_DECIDED, rounded_copy
+from accelbench.infer.tokens.static import NO_EOS
 
 if TYPE_CHECKING:
     import torch
@@ -65,13 +66,18 @@ def _continuation_logits(model: Any, prompt: list[int], tokens: list[int], devic
         return model(seq).logits[0, len(prompt) - 1 :].float()
 
 
-def greedy(model: Any, prompts: list[list[int]], out: int, device: "torch.device", batch: int = 8) -> list[list[int]]:
-    """Each prompt's ``out`` greedy tokens, ``batch`` prompts at a time, left-padded with the padding masked."""
+def greedy(
+    model: Any, prompts: list[list[int]], outs: list[int], device: "torch.device", eos: Any = None, batch: int = 8
+) -> list[list[int]]:
+    """Each prompt's greedy tokens (``outs[i]`` of them, or up to its end of sequence where ``eos`` is given),
+    ``batch`` prompts at a time, left-padded with the padding masked."""
     import torch
 
     tokens: list[list[int]] = []
+    ends = set(eos if isinstance(eos, list) else [eos]) - {None}
     for start in range(0, len(prompts), batch):
-        group = prompts[start : start + batch]
+        group, lengths = prompts[start : start + batch], outs[start : start + batch]
+        out = max(lengths)
         width = max(len(p) for p in group)
         ids = torch.zeros((len(group), width), dtype=torch.long)
         mask = torch.zeros_like(ids)
@@ -82,30 +88,33 @@ def greedy(model: Any, prompts: list[list[int]], out: int, device: "torch.device
                 input_ids=ids.to(device),
                 attention_mask=mask.to(device),
                 max_new_tokens=out,
-                min_new_tokens=out,
                 do_sample=False,
                 pad_token_id=0,
-                eos_token_id=None,
+                eos_token_id=eos if ends else NO_EOS,  # past an end of sequence, its logit untouched, as served
             )
-        tokens += made[:, width:].tolist()
+        for row, n in zip(made[:, width:].tolist(), lengths, strict=True):
+            row = row[:n]
+            stop = next((i for i, t in enumerate(row) if t in ends), None)
+            tokens.append(row if stop is None else row[: stop + 1])  # the end-of-sequence token is an answer's last
     return tokens
 
 
 def reference(
     model: Any,
     prompts: list[list[int]],
-    out: int,
+    outs: list[int],
     precision: str,
     device: "torch.device",
     progress: Callable[[str], None],
+    eos: Any = None,
 ) -> Reference:
     """FP32 ``model``'s greedy tokens, and how far rounding to
     ``precision`` (bf16's for FP32) and ``COARSER_BITS`` coarser moves the logits along them."""
     import torch
 
     scale = FP32_SCALE if precision == "fp32" else precision
-    progress(f"FP32 reference: greedy {out} tokens for {len(prompts)} prompts")
-    tokens = greedy(model, prompts, out, device)
+    progress(f"FP32 reference: greedy tokens for {len(prompts)} prompts")
+    tokens = greedy(model, prompts, outs, device, eos)
     logits = [_continuation_logits(model, p, t, device).cpu() for p, t in zip(prompts, tokens, strict=True)]
     leads = [(lg.topk(2, dim=-1).values[:, 0] - lg.topk(2, dim=-1).values[:, 1]).numpy() for lg in logits]
     progress(f"FP32 with its storage rounded to {scale}, then {COARSER_BITS} bits coarser")
@@ -242,3 +251,22 @@ def details_of(verdict: TokenAgreement) -> dict[str, Any]:
         "distinct_reference_tokens": verdict.distinct,
         "summary": verdict.describe(),
     }
+
+
+def rouge(work: Any, served: list[list[int]], ref: Reference, progress: Callable[[str], None]) -> dict[str, Any]:
+    """ROUGE of the served answers and of FP32's against the prompt file's reference answers (the samples that
+    have one), and MLPerf's gates of the first against the second: 99% and 99.9% of each score, and the tokens
+    per sample within 0.9-1.1 of FP32's."""
+    from accelbench.infer.tokens import quality
+
+    keep = [i for i, r in enumerate(work.references) if r]
+    progress(f"ROUGE of {len(keep)} answers against the file's references")
+    answers = [work.references[i] for i in keep]
+
+    def scores(tokens: list[list[int]]) -> Any:
+        picked = [tokens[i] for i in keep]
+        return quality.score(quality.decode(work.tokenizer, picked), answers, [len(t) for t in picked])
+
+    served_scores, fp32_scores = scores(served), scores(ref.tokens)
+    verdict = quality.gate(served_scores, fp32_scores)
+    return {"served": served_scores.to_dict(), "fp32": fp32_scores.to_dict(), "verdict": verdict.to_dict()}

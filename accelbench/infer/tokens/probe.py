@@ -68,10 +68,11 @@ def _timed(engine_sink: Relay, engine: Engine, requests: list[TokenRequest]) -> 
     return time.perf_counter() - start, timeline
 
 
-def probe(relay: Relay, engine: Engine, prompts: list[list[int]], out: int, batch: int) -> TokenProbe:
+def probe(relay: Relay, engine: Engine, prompts: list[list[int]], outs: list[int], batch: int) -> TokenProbe:
     """Warm-up batches until two agree (at most ``PROBE_WARMUPS``), then the last one's rate and one timed single
-    request, straight to the engine."""
-    make = lambda ids: [TokenRequest(-1 - i, i % len(prompts), prompts[i % len(prompts)], out) for i in ids]  # noqa: E731
+    request, straight to the engine (``outs``: each prompt's output tokens)."""
+    n = len(prompts)
+    make = lambda ids: [TokenRequest(-1 - i, i % n, prompts[i % n], outs[i % n]) for i in ids]  # noqa: E731
     seconds, timeline = _timed(relay, engine, make(range(batch)))
     for _ in range(PROBE_WARMUPS):
         previous = seconds

@@ -227,7 +227,8 @@ def gate(candidate: Scores | Mapping[str, float], reference: Reference | Scores 
             reasons.append(f"{key}: the run has no score to compare with the reference's {ref[key]:.4f}")
             passed = dict.fromkeys(LEVELS, False)
             continue
-        ratios[key] = cand[key] / ref[key] if ref[key] else float("inf")
+        if ref[key]:  # a reference scoring 0 has no ratio (JSON has no infinity); its gate is met by any score
+            ratios[key] = cand[key] / ref[key]
         for level, fraction in LEVELS.items():
             if cand[key] < fraction * ref[key]:
                 passed[level] = False

@@ -167,23 +167,36 @@ def token_accuracy_result(
     outdir: Any,
     verdict: "TokenAgreement",
     engine: dict[str, Any],
+    rouge: dict[str, Any] | None = None,
 ) -> Result:
-    """Accuracy mode's record: the decided tokens kept (what the gate judges) and the plain agreement figures."""
+    """Accuracy mode's record: the decided tokens kept, the plain agreement figures and, where the prompt file has
+    reference answers, ROUGE gated at 99%/99.9% of FP32's (what the gate then judges first)."""
     from accelbench.infer.tokens.accuracy import details_of
 
     metrics: dict[str, Metric] = {}
+    if rouge is not None:
+        for key, value in rouge["verdict"]["values"].items():
+            metrics[key] = _m(value, "ROUGE x 100" if key.startswith("rouge") else "tokens per sample", True)
+        for key, value in rouge["verdict"]["reference"].items():
+            metrics[f"reference_{key}"] = _m(value, "FP32's, same prompts", True)
     if verdict.decided_agreement is not None:
         metrics["decided_token_agreement"] = _m(verdict.decided_agreement, "share of decided tokens kept", True)
     metrics["sequence_agreement"] = _m(verdict.sequences_equal, "share of answers equal to FP32's", True)
     metrics["position_agreement"] = _m(verdict.positions_equal, "share of tokens equal to FP32's", True)
-    primary = "decided_token_agreement" if "decided_token_agreement" in metrics else "sequence_agreement"
+    primary = next(k for k in ("rougeL", "decided_token_agreement", "sequence_agreement") if k in metrics)
     share = verdict.decided_agreement or 0.0
+    why = verdict.informative
+    tokens_ok = {"99%": share >= 0.99, "99.9%": share >= 0.999}
+    gates = tokens_ok
+    gate = "greedy tokens against FP32's on these weights, at positions rounding cannot flip; accuracy not verified"
+    if rouge is not None:  # the answers' quality decides; the tokens too where they can be judged
+        gates = {g: ok and (why is not None or tokens_ok[g]) for g, ok in rouge["verdict"]["passed"].items()}
+        gate = "ROUGE against the prompt file's reference answers, at 99%/99.9% of FP32's on the same prompts"
     details: dict[str, Any] = {
-        "accuracy_gates": {"99%": share >= 0.99, "99.9%": share >= 0.999},
-        "gate": "greedy tokens against FP32's on these weights, at positions rounding cannot flip; accuracy not "
-        "verified",
-        "accuracy_verified": False,
-        "labels": "fp32-reference",
+        "accuracy_gates": gates,
+        "gate": gate,
+        "accuracy_verified": rouge is not None,
+        "labels": "prompt file's reference answers" if rouge is not None else "fp32-reference",
         "samples": verdict.samples,
         "loadgen_log_dir": str(outdir),
         "loadgen_validity": d.get("result_validity"),
@@ -191,11 +204,14 @@ def token_accuracy_result(
         "engine": engine,
         "token_fidelity": details_of(verdict),
     }
-    why = verdict.informative
-    if why:  # no verdict at all rather than a VALID that proves nothing
+    if rouge is not None:
+        details["rouge"] = rouge
+    if why and rouge is None:  # no verdict at all rather than a VALID that proves nothing
         details["uninformative"] = why
         result = loadgen_record(params, record, metrics, primary, details, [], conditions, None)
         result.warnings.insert(0, f"uninformative: {why}; serve real weights (--checkpoint DIR) for a verdict")
         return result
-    reasons = [] if verdict.passed else [f"served tokens leave FP32's where rounding cannot: {verdict.describe()}"]
-    return loadgen_record(params, record, metrics, primary, details, reasons, conditions, verdict.passed)
+    reasons = list(rouge["verdict"]["reasons"]) if rouge is not None else []
+    if why is None and not verdict.passed:
+        reasons.append(f"served tokens leave FP32's where rounding cannot: {verdict.describe()}")
+    return loadgen_record(params, record, metrics, primary, details, reasons, conditions, gates["99%"])

@@ -10,6 +10,7 @@ other models' runs are (:mod:`accelbench.infer.replan`); the engine stays warm b
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.kind import kind_of
@@ -123,15 +124,16 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     model, config = _model_for(engine, params, preset, device, ctx)
     counted = planned or (figures(config, element) if config is not None else None)
     vocab = config.vocab_size if config is not None else 32000
-    total = accuracy.SAMPLES if params.mode == "accuracy" else QSL_SAMPLES[params.profile]
-    prompts = draw_prompts(total, prompt_len, params.input_jitter, vocab)
-    reference = _reference(params, model, device, prompts, out, ctx) if params.mode == "accuracy" else None
+    total = accuracy.SAMPLES if params.mode == "accuracy" and not params.prompts else QSL_SAMPLES[params.profile]
+    work = workload(params, vocab, total, prompt_len, out)
+    prompts, outs = work.prompts, work.outs
+    reference = _reference(params, model, device, work, ctx) if params.mode == "accuracy" else None
     relay = Relay()
-    engine.start(model, device, relay, engine_settings(params, prompt_len + out))
+    engine.start(model, device, relay, engine_settings(params, work.longest))
     try:
         ctx.progress(f"probing the {engine.name} engine")
-        probed = probe(relay, engine, prompts, out, params.batch_size)
-        runs = _measure(params, ctx, engine, relay, prompts, out, limits, preset.mlperf, probed, prep.threads, device)
+        probed = probe(relay, engine, prompts, outs, params.batch_size)
+        runs = _measure(params, ctx, engine, relay, prompts, outs, limits, preset.mlperf, probed, prep.threads, device)
     finally:
         engine.stop()
     sut, detail, conditions, outdir, reruns = runs
@@ -139,20 +141,61 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         "precision": params.effective_precision,
         "device": kind_of(device).record_name(device),
         "threads": prep.threads,
-        "input_tokens": prompt_len,
-        "output_tokens": out,
+        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if work.summary else prompt_len,
+        "output_tokens": round(sum(outs) / len(outs)) if work.summary else out,
     }
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
     if reference is not None:
-        served = accuracy.served_tokens(outdir / "mlperf_log_accuracy.json", total)
+        served = accuracy.served_tokens(outdir / "mlperf_log_accuracy.json", len(prompts))
         verdict = accuracy.judge(served, reference, params.effective_precision)
-        result = token_accuracy_result(params, record, detail, conditions, outdir, verdict, engine.facts)
+        rouge = accuracy.rouge(work, served, reference, ctx.progress) if work.references else None
+        result = token_accuracy_result(params, record, detail, conditions, outdir, verdict, engine.facts, rouge)
     else:
         result = token_result(
             params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, counted, reruns
         )
     result.details["weights"] = weights
+    if work.summary:
+        result.details["prompts"] = work.summary
     yield result
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a token run serves: the prompts' tokens, each one's output tokens, and where they came from."""
+
+    prompts: list[list[int]]
+    outs: list[int]
+    summary: dict[str, Any] | None = None  # a prompt file's (None: drawn at random)
+    tokenizer: Any = None
+    references: list[str | None] | None = None
+
+    @property
+    def longest(self) -> int:
+        return max(len(p) + o for p, o in zip(self.prompts, self.outs, strict=True))
+
+
+def workload(params: InferParams, vocab: int, total: int, prompt_len: int, out: int) -> Work:
+    """Random prompts of the asked lengths, or ``--prompts``' samples tokenized by the checkpoint's tokenizer (a
+    sample with a reference answer generates that many tokens, capped at ``--output-tokens`` when given)."""
+    if not params.prompts:
+        return Work(draw_prompts(total, prompt_len, params.input_jitter, vocab), [out] * total)
+    from accelbench.infer.tokens.prompts import load_tokenizer, read_prompts
+
+    tokenizer = load_tokenizer(params.checkpoint)
+    read = read_prompts(
+        params.prompts,
+        tokenizer,
+        output_tokens=out,
+        max_output_tokens=params.output_tokens or None,
+        max_prompt_tokens=params.input_tokens or None,
+        chat_template={"auto": None, "on": True, "off": False}[params.chat_template],
+        limit=total,
+    )
+    samples = read.samples
+    outs = [max(s.output_tokens, 2) for s in samples]  # a second token: TPOT needs one
+    summary = read.summary.to_dict()
+    return Work([s.prompt for s in samples], outs, summary, tokenizer, [s.reference for s in samples])
 
 
 def _measure(
@@ -161,7 +204,7 @@ def _measure(
     engine: Engine,
     relay: Relay,
     prompts: list[list[int]],
-    out: int,
+    outs: list[int],
     limits: Limits,
     benchmark: str,
     probed: TokenProbe,
@@ -177,7 +220,7 @@ def _measure(
     reruns: list[dict[str, Any]] = []
     while True:
         settings = settings_for(params, limits, benchmark, plan, total)
-        sut = TokenSUT(engine, qsl, lambda i: out)
+        sut = TokenSUT(engine, qsl, outs.__getitem__)
         relay.target = sut
         again = f" again ({len(reruns)} of at most {replan.MAX_RERUNS} reruns)" if reruns else ""
         ctx.progress(
@@ -189,7 +232,7 @@ def _measure(
         if wrong is None or len(reruns) == replan.MAX_RERUNS:
             return sut, detail, conditions, outdir, reruns
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
-        repeated = probe(relay, engine, prompts, out, params.batch_size)
+        repeated = probe(relay, engine, prompts, outs, params.batch_size)
         measured = lgset.Probe(repeated.requests_per_second, repeated.single_seconds)
         reruns.append(
             wrong.to_dict() | {"probe": plan.to_dict(), "probe_repeated": measured.to_dict(), "log_dir": str(outdir)}
@@ -197,14 +240,16 @@ def _measure(
         plan = replan.replanned(plan, wrong.measured, measured, params.scenario)
 
 
-def _reference(
-    params: InferParams, served: Any, device: "torch.device", prompts: list[list[int]], out: int, ctx: RunContext
-) -> "accuracy.Reference":
+def _reference(params: InferParams, served: Any, device: "torch.device", work: Work, ctx: RunContext) -> Any:
     """FP32's greedy tokens on the served weights (the served model itself when it is FP32), built and dropped
     before the engine starts."""
-    model = served if params.effective_precision == "fp32" else build_model(params, device, "fp32")[0]
+    reuse = params.effective_precision == "fp32" and not isinstance(served, ModelSource)
+    model = served if reuse else build_model(params, device, "fp32")[0]
     try:
-        return accuracy.reference(model, prompts, out, params.effective_precision, device, ctx.progress)
+        eos = model.config.eos_token_id if params.allow_eos else None
+        return accuracy.reference(
+            model, work.prompts, work.outs, params.effective_precision, device, ctx.progress, eos
+        )
     finally:
         del model
 
@@ -233,4 +278,5 @@ def engine_settings(params: InferParams, longest: int) -> EngineSettings:
         kv_blocks=params.kv_blocks,
         max_batch_tokens=params.max_batch_tokens,
         longest=longest,
+        ignore_eos=not params.allow_eos,
     )

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     import torch
 
 
+#: an end-of-sequence id no token has: ``generate`` runs to ``max_new_tokens`` without masking any logit
+NO_EOS = -1
+
+
 class StaticBatch(QueuedEngine):
     name = "static"
 
@@ -26,7 +30,9 @@ class StaticBatch(QueuedEngine):
         self.generation = GenerationConfig(
             do_sample=False,
             pad_token_id=0,
-            eos_token_id=None if settings.ignore_eos else model.config.eos_token_id,
+            # ignore_eos as vLLM's: generation goes on past an end of sequence, whose logit is left alone (None
+            # would take the model's EOS and min_new_tokens would then mask it, changing the greedy tokens)
+            eos_token_id=NO_EOS if settings.ignore_eos else model.config.eos_token_id,
             cache_implementation="static",
         )
         if settings.compile:
@@ -55,7 +61,6 @@ class StaticBatch(QueuedEngine):
         longest = max(r.max_new_tokens for r in batch)
         generation = copy.copy(self.generation)  # this batch's lengths, on a copy: one config object, not two
         generation.max_new_tokens = longest
-        generation.min_new_tokens = longest if self.settings.ignore_eos else None
         streamer = _Streamer(batch, self.sink)
         with torch.inference_mode():
             self.model.generate(

@@ -42,6 +42,9 @@ DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 #: the batch-token budget when none is given: every request of a step prefills its whole prompt in one step, up to
 #: this many tokens (vLLM's own default for its LLM class on a large GPU)
 MAX_BATCH_TOKENS = 8192
+#: seconds vLLM's engine core is given to end by itself before it is killed: vLLM's own 5 s ran out on a busy
+#: 2-core machine (its worker took 4 s to exit, then the engine core was killed)
+SHUTDOWN_TIMEOUT = 60.0
 
 
 def kv_bytes_per_token(config: Any, element_bytes: int) -> int:
@@ -233,7 +236,7 @@ class Vllm(Engine):
         self._inbox.put(None)
         self._thread.join()
         try:
-            self.engine.engine_core.shutdown()
+            self.engine.engine_core.shutdown(timeout=SHUTDOWN_TIMEOUT)
         finally:
             self._remove_folder()
 
