@@ -311,3 +311,31 @@ def draw_ratios(fig: "Figure", rows: Sequence[tuple[str, float, str]], geomean: 
     ax.set_xlabel("speedup (> 1: candidate better)")
     ax.set_title(title, loc="left")
     ax.grid(axis="y", visible=False)
+
+
+def draw_tradeoff(fig: "Figure", series: Sequence[tuple[str, Sequence[tuple[float, float, bool]]]]) -> None:
+    """A serving trade-off: output tokens/s per device (y) against tokens/s per user (x), per series of
+    (per user, per device, valid) points; a run that was not VALID is drawn hollow. Both axes start at zero.
+    Points are not joined: runs of other loads and limits trace no curve a line could claim."""
+    ax = fig.add_subplot()
+    for i, (label, pts) in enumerate(series):
+        color = PALETTE[i % 8]
+        for valid in (True, False):
+            mine = [p for p in pts if p[2] is valid]
+            if mine:
+                ax.scatter(
+                    [p[0] for p in mine],
+                    [p[1] for p in mine],
+                    s=30,
+                    color=color if valid else "none",
+                    edgecolors=color,
+                    zorder=3,
+                    label=label if valid or not any(p[2] for p in pts) else None,
+                )
+    ax.scatter([], [], s=30, color="none", edgecolors=NEUTRAL, label="not VALID (hollow)")
+    ax.set_xlabel("tokens/s per user (1000 / median TPOT ms)")
+    ax.set_ylabel("output tokens/s per device")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    _plain_linear(ax)
+    ax.legend(fontsize=7)

@@ -96,9 +96,13 @@ def cost(r: Result) -> str:
     return text
 
 
+#: the energy per unit of work a record may carry (cost.figures.energy): per sample, per query, per output token
+ENERGY = ("joules_per_sample", "millijoules_per_query", "joules_per_output_token")
+
+
 def energy(r: Result) -> str:
     """'0.2 J per image at 40 W': the measured energy of the work, where the window's energy was measured."""
-    m = r.metrics.get("joules_per_sample") or r.metrics.get("millijoules_per_query")
+    m = next((r.metrics[k] for k in ENERGY if k in r.metrics), None)
     if m is None:
         return ""
     watts = r.metrics.get("average_watts")
@@ -111,7 +115,7 @@ def efficiency_columns(records: Iterable[Result]) -> list[tuple[str, Callable[[R
     cols: list[tuple[str, Callable[[Result], str]]] = []
     if any("usd_per_million" in r.metrics for r in recs):
         cols.append(("cost", cost))
-    if any(k in r.metrics for r in recs for k in ("joules_per_sample", "millijoules_per_query")):
+    if any(k in r.metrics for r in recs for k in ENERGY):
         cols.append(("energy", energy))
     return cols
 

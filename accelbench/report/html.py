@@ -25,7 +25,7 @@ caption { caption-side: bottom; text-align: left; font-size: .9em; padding-top: 
 th, td { border-bottom: 1px solid var(--line); padding: .28rem .6rem; text-align: left; vertical-align: top; }
 th { background: #f3f5f7; white-space: nowrap; } td.num { text-align: right; white-space: nowrap; }
 td.good { color: var(--good); font-weight: 600; } td.bad { color: var(--bad); font-weight: 600; }
-td.warn { color: var(--warn); } td:first-child { min-width: 12em; }
+td.warn { color: var(--warn); } td:first-child { min-width: 12em; } td.long { min-width: 24em; }
 figure { margin: .8rem 0 1.2rem; break-inside: avoid; } figure img { max-width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: .9em; }
 pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: .85em; }
@@ -36,12 +36,16 @@ footer { margin-top: 2.5rem; color: var(--muted); font-size: .85em; }
 
 
 _NUMERIC_START = set("0123456789+-±$.")
+#: a text cell this long keeps a readable width: a wide table scrolls sideways rather than squeeze it to a word
+#: a line (a column of reasons beside a dozen figures)
+LONG_CELL = 60
 
 
 def _cell(c: str | Cell, numeric: bool) -> str:
     text, mark = (c.text, c.mark) if isinstance(c, Cell) else (c, "")
     numeric = numeric and text[:1] in _NUMERIC_START  # a reason in a figure's column reads as text
-    cls = " ".join(x for x in (mark, "num" if numeric else "") if x)
+    long = not numeric and len(text) > LONG_CELL
+    cls = " ".join(x for x in (mark, "num" if numeric else "", "long" if long else "") if x)
     return f'<td class="{cls}">{escape(text)}</td>' if cls else f"<td>{escape(text)}</td>"
 
 

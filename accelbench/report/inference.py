@@ -19,6 +19,8 @@ from accelbench.report.common import (
     verdict,
 )
 from accelbench.report.model import Chart, Section, Table
+from accelbench.report.tokens import headline, is_token_run
+from accelbench.report.tokens import section as token_section
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
 
@@ -33,7 +35,11 @@ def _latency(r, key: str) -> str:
 
 def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on inference: each VALID result (an INVALID one is under "Read with care")."""
-    return [f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{on_system(inp, r)}." for r in recs if r.valid]
+    return [
+        f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}."
+        for r in recs
+        if r.valid
+    ]
 
 
 def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
@@ -44,11 +50,14 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
         "Inference",
         "Served under the MLPerf LoadGen. VALID and INVALID are LoadGen's verdicts (or the accuracy gate's); "
         "the quick profile is shorter than MLPerf's rules, so its results are marked non-compliant. "
-        "Latencies are per sample as LoadGen reports them.",
+        "Latencies are per sample as LoadGen reports them; language models, served token by token, have their "
+        "own table (tokens/s, time to first token, time per output token).",
     )
     if opened is None:
         return None
     recs, labels, section = opened
+    tokens = [r for r in recs if is_token_run(r, inp.name(r))]
+    recs = [r for r in recs if not is_token_run(r, inp.name(r))]
     multi = len(labels) > 1
     drawn = 0
     seen: set[tuple[str, str]] = set()
@@ -118,4 +127,6 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
         numeric = frozenset(range(last - 3, last)) | {last - 5}
         sub.blocks.insert(0, Table(cols, rows, numeric=numeric))
         section.blocks.append(sub)
+    if tokens:
+        section.blocks.append(token_section(inp, tokens, labels))
     return section

@@ -1,0 +1,206 @@
+"""Language models served token by token: their own table in the inference section, never mixed into the
+samples/s columns (a token run's rate is output tokens/s, its latencies TTFT and TPOT, not a query's).
+
+What a reader of LLM serving results weighs, one row per run: output tokens/s (and per device, where a run
+used several), requests/s, p99 time to first token and time per output token, tokens/s per user, goodput,
+the limits LoadGen held the run to (and where they came from) and its verdict, then the cost per million
+tokens and the energy per output token where the record carries them. A chart sets throughput per device
+against tokens/s per user (the serving trade-off: batching more raises the one and lowers the other).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from typing import Callable
+
+import accelbench.report.charts as charts
+from accelbench.report.common import (
+    MAX_CHARTS,
+    ReportInput,
+    newest_first,
+    status_cell,
+    verdict,
+)
+from accelbench.report.model import Cell, Chart, Section, Table, Text
+from accelbench.results import format as fmt
+from accelbench.results.record import Result
+
+#: the unit of a token run's headline rate: what makes a record a token run's where it has figures
+OUTPUT_TOKENS = "output tokens"
+#: how a token workload's name states its lengths ('... static 128/8 tokens bs<=8 ...')
+_LENGTHS = re.compile(r"(^| )\d+/\d+ tokens( |$)")
+#: the scenarios in the order their rows are listed (any other after them)
+ORDER = ("offline", "server", "interactive", "singlestream")
+
+NOTE = (
+    "Language models served token by token under LoadGen's token mode. Output tokens/s is LoadGen's (Offline: "
+    "its tokens/s; Server and interactive: the completed tokens/s); TTFT (time to first token) and TPOT (time "
+    "per output token) p99 are LoadGen's, held to the limits shown for a VALID Server or interactive run; "
+    "tokens/s per user is 1000 / the median TPOT in ms; goodput counts the requests that met both limits, by "
+    "the serving harness's clock. Cost per 1M tokens is the machine's price per hour over the rate (for input "
+    "tokens the same hour over the prompt tokens read, not a split of it between prefill and decode); J per "
+    "output token is the metered window's average power over the rate."
+)
+
+
+def is_token_run(r: Result, name: str = "") -> bool:
+    """Whether ``r`` served a model token by token: its rate is in output tokens, or (failed, skipped: no figures)
+    its settings are those only a language model takes (a token limit, a prompt or output length, interactive),
+    or its workload's ``name`` (the describe function's) states the prompt/output lengths it was to serve."""
+    if any(m.unit.startswith(OUTPUT_TOKENS) for m in r.metrics.values()):
+        return True
+    if isinstance(r.details.get("limits"), dict):
+        return True
+    p = r.params
+    if p.get("scenario") == "interactive" or any(p.get(k) for k in ("input_tokens", "output_tokens", "ttft_ms")):
+        return True
+    return r.status != "ok" and _LENGTHS.search(name) is not None
+
+
+def _ms(r: Result, name: str) -> str:
+    """A latency in milliseconds as a person reads it: '46.7 ms', '11.5 s'."""
+    m = r.metrics.get(name)
+    return fmt.seconds(m.value / 1e3) if m is not None else ""
+
+
+def _rate(r: Result, name: str) -> str:
+    """The figure without its unit (the column names it), with the digits its interval supports."""
+    m = r.metrics.get(name)
+    return f"{fmt.number(m.value, fmt.digits_for(m))} {fmt.ci_percent(m)}".strip() if m is not None else ""
+
+
+def limits(r: Result) -> tuple[str, str]:
+    """'2,000 / 100 ms' (p99 TTFT / TPOT) and where the limits came from; blank where the run had none."""
+    lim = r.details.get("limits")
+    if not isinstance(lim, dict) or (lim.get("ttft_p99_ms") is None and lim.get("tpot_p99_ms") is None):
+        return "", ""
+    pair = " / ".join(f"{x:,.4g}" if x is not None else "-" for x in (lim.get("ttft_p99_ms"), lim.get("tpot_p99_ms")))
+    return f"{pair} ms", str(lim.get("source") or "source not recorded")
+
+
+def _usd(r: Result, name: str) -> str:
+    m = r.metrics.get(name)
+    return f"${fmt.number(m.value, 3)}" if m is not None else ""
+
+
+def _joules(r: Result) -> str:
+    """'0.205 at 40.0 W': J per output token and the average power of the window it was metered over."""
+    m, watts = r.metrics.get("joules_per_output_token"), r.metrics.get("average_watts")
+    if m is None:
+        return ""
+    return fmt.number(m.value, 3) + (f" at {fmt.number(watts.value, 3)} W" if watts else "")
+
+
+def prices(recs: list[Result]) -> list[str]:
+    """Each distinct price the priced records carry, with its source and what it leaves out: a caption's words."""
+    out: dict[str, None] = {}
+    for r in recs:
+        stated = r.system.get("price") or {}
+        if "usd_per_million" not in r.metrics or not stated.get("usd_per_hour"):
+            continue
+        text = f"${stated['usd_per_hour']:,.4g}/h ({stated.get('source') or 'source not recorded'})"
+        if stated.get("power_cost_kwh") is not None and "energy" not in (stated.get("parts") or {}):
+            text += ", electricity not included (no power measured, no --board-watts)"
+        if stated.get("mismatch"):
+            text += f", priced with --price-mismatch-ok: {stated['mismatch']}"
+        out[text] = None
+    return list(out)
+
+
+def headline(r: Result) -> str:
+    """', TTFT p99 53.9 ms, TPOT p99 3.54 ms': what a summary line adds to a token run's rate."""
+    words = [f"{label} {_ms(r, name)}" for label, name in (("TTFT p99", "ttft_p99_ms"), ("TPOT p99", "tpot_p99_ms"))]
+    return "".join(f", {w}" for w in words if not w.endswith(" "))
+
+
+def _order(r: Result) -> tuple[int, str]:
+    scenario = str(r.params.get("scenario", ""))
+    return (ORDER.index(scenario) if scenario in ORDER else len(ORDER), str(r.params.get("model", "")))
+
+
+def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Section:
+    """The token runs' sub-section: the table, the sources of the limits and prices, and the trade-off chart."""
+    multi = len(labels) > 1
+    recs = sorted(newest_first(recs), key=_order)
+    optional: list[tuple[str, Callable[[Result], str]]] = []
+    if any(int(r.params.get("nproc") or 1) > 1 for r in recs):
+        optional.append(("output tokens/s per device", lambda r: _rate(r, "tokens_per_second_per_device")))
+    if any("goodput_tokens_per_second" in r.metrics for r in recs):
+        optional.append(("goodput tokens/s", lambda r: _rate(r, "goodput_tokens_per_second")))
+    if any("usd_per_million" in r.metrics for r in recs):
+        optional.append(("USD per 1M output tokens", lambda r: _usd(r, "usd_per_million")))
+    if any("usd_per_million_input_tokens" in r.metrics for r in recs):
+        optional.append(("USD per 1M input tokens", lambda r: _usd(r, "usd_per_million_input_tokens")))
+    if any("joules_per_output_token" in r.metrics for r in recs):
+        optional.append(("J per output token", _joules))
+    rows: list[list[str | Cell]] = []
+    sources: dict[str, str] = {}
+    for r in recs:
+        ok = r.status == "ok"
+        bound, source = limits(r)
+        if bound:
+            sources.setdefault(f"{bound} ({source})", "")
+        why = "; ".join(r.details.get("invalid_reasons") or [])
+        rows.append(
+            ([labels[r.fingerprint]] if multi else [])
+            + [
+                inp.name(r),
+                status_cell(r),
+                verdict(r.valid),
+                _rate(r, "tokens_per_second") if ok else (r.error or r.reason or ""),
+                _rate(r, "requests_per_second"),
+                _ms(r, "ttft_p99_ms"),
+                _ms(r, "tpot_p99_ms"),
+                _rate(r, "tokens_per_second_per_user"),
+                bound,
+            ]
+            + [cell(r) if ok else "" for _, cell in optional]
+            + [why or "; ".join(w for w in r.warnings if not w.startswith("INVALID"))]
+        )
+    head = ["output tokens/s", "requests/s", "TTFT p99", "TPOT p99", "tokens/s per user", "limits (p99 TTFT / TPOT)"]
+    cols = (["system"] if multi else []) + ["workload", "status", "verdict"] + head + [n for n, _ in optional]
+    cols.append("notes")
+    first = cols.index("output tokens/s")
+    numeric = frozenset(range(first, first + len(head) - 1)) | {cols.index(n) for n, _ in optional}
+    caption = "Limits: " + "; ".join(sources) + "." if sources else "No run here was held to latency limits."
+    priced = prices(recs)
+    if priced:
+        caption += " Priced at " + "; ".join(priced) + ": the machine's hour over the rate."
+    if any("joules_per_output_token" in r.metrics for r in recs):
+        caption += (
+            " J per output token: the average power of the metered window (board/package counters, not wall "
+            "power) over the rate."
+        )
+    sub = Section("inference-tokens", "Language models", [Text(NOTE, "note")])
+    sub.blocks.append(Table(cols, rows, caption=caption, numeric=numeric))
+    chart = tradeoff(recs, labels)
+    if chart is not None:
+        sub.blocks.append(chart)
+    return sub
+
+
+def tradeoff(recs: list[Result], labels: dict[str, str]) -> Chart | None:
+    """Output tokens/s per device against tokens/s per user, one series per system and model (VALID runs
+    filled, the others hollow); None where fewer than two runs have both figures."""
+    multi = len(labels) > 1
+    series: dict[str, list[tuple[float, float, bool]]] = {}
+    for r in recs:
+        per_user = r.metrics.get("tokens_per_second_per_user")
+        rate = r.metrics.get("tokens_per_second_per_device") or r.metrics.get("tokens_per_second")
+        if r.status != "ok" or per_user is None or rate is None:
+            continue
+        p = r.params
+        name = " ".join(str(p.get(k, "")) for k in ("model", "engine", "precision")).strip()
+        name += f" on {labels[r.fingerprint]}" if multi else ""
+        series.setdefault(name, []).append((per_user.value, rate.value, r.valid is not False))
+    points = sum(len(v) for v in series.values())
+    if points < 2:
+        return None
+    return Chart(
+        "tokens-tradeoff",
+        "Throughput against interactivity",
+        f"Output tokens/s per device against tokens/s per user for {points} runs of "
+        f"{len(series)} series; VALID runs filled, INVALID hollow",
+        partial(charts.draw_tradeoff, series=sorted(series.items())[:MAX_CHARTS]),
+    )

@@ -1,0 +1,171 @@
+"""The report on language-model serving runs: their own table (never mixed into samples/s columns), with what a
+reader of LLM serving results weighs, in the HTML page (in a real browser) and the Markdown beside it.
+
+The records are real runs (tests/data/tokens_runs.json, see its 'about'); the per-dollar and per-joule figures are
+derived onto them here as the runner derives them (cost.figures), with a metered 40 W window where this VM can
+read no energy counter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from browser import Browser, chromium
+
+from accelbench.cli.main import main
+from accelbench.cost import figures
+from accelbench.cost.price import Price
+from accelbench.registry import describe_params
+from accelbench.report.build import build
+from accelbench.report.common import ReportInput
+from accelbench.report.markdown import render
+from accelbench.report.model import Section, Table
+from accelbench.report.tokens import is_token_run, limits
+from accelbench.results.record import Result
+from accelbench.results.store import RunInfo, Store
+
+DATA = Path(__file__).parent / "data"
+#: the runner's basis for an inference record's per-dollar and per-joule figures, tokens/s included
+BASIS = ("throughput", "queries_per_second", "tokens_per_second")
+WATTS = 40.0
+
+
+def token_records() -> dict[str, Result]:
+    """The real token runs, each priced (its own system.price) and metered as the runner would."""
+    doc = json.loads((DATA / "tokens_runs.json").read_text())
+    out = {}
+    for name, d in doc["records"].items():
+        r = Result.from_dict(d)
+        if r.status == "ok":
+            seconds = float(r.conditions["wall_seconds"])
+            r.conditions["energy"] = {"joules": WATTS * seconds, "seconds": seconds}
+            r.metrics |= figures.energy(r, BASIS)
+            r.metrics |= figures.priced(r, BASIS, Price.from_dict(r.system["price"]))
+        out[name] = r
+    return out
+
+
+def samples_record() -> Result:
+    """A samples/s record (resnet18 Offline) from the report's own fixture, as if measured on the token runs'
+    machine: it must stay in its own table."""
+    doc = json.loads((DATA / "report_store.json").read_text())
+    d = next(
+        d for d in doc["records"] if d["params"].get("scenario") == "offline" and d["benchmark"].startswith("infer")
+    )
+    d["system"] = json.loads((DATA / "tokens_runs.json").read_text())["records"]["offline"]["system"]
+    return Result.from_dict(d)
+
+
+def _rows(section: Section) -> list[list[str]]:
+    return [[str(getattr(c, "text", c)) for c in row] for b in section.blocks if isinstance(b, Table) for row in b.rows]
+
+
+def _find(sections: list, sid: str) -> Section:
+    for s in sections:
+        if isinstance(s, Section):
+            if s.id == sid:
+                return s
+            found = _find(s.blocks, sid)
+            if found is not None:
+                return found
+    return None  # type: ignore[return-value]
+
+
+def test_token_runs_have_their_own_table_with_what_an_llm_serving_reader_weighs() -> None:
+    recs = token_records()
+    doc = build(ReportInput([*recs.values(), samples_record()], describe=describe_params))
+    tokens = _find(doc.sections, "inference-tokens")
+    [table] = [b for b in tokens.blocks if isinstance(b, Table)]
+    wanted = ["output tokens/s", "requests/s", "TTFT p99", "TPOT p99", "tokens/s per user", "verdict"]
+    wanted += ["limits (p99 TTFT / TPOT)", "USD per 1M output tokens", "USD per 1M input tokens", "J per output token"]
+    assert set(wanted) <= set(table.columns), set(wanted) - set(table.columns)
+    assert "output tokens/s per device" not in table.columns  # one device each: the same figure, not repeated
+    rows = [dict(zip(table.columns, row, strict=True)) for row in _rows(tokens)]
+    assert len(rows) == len(recs)  # every token run, the skipped one too, and nothing else
+    server = recs["server"]
+    row = next(v for v in rows if "server" in v["workload"] and v["TTFT p99"] == "11.5 s")
+    assert row["verdict"] == "INVALID" and row["limits (p99 TTFT / TPOT)"] == "2,000 / 100 ms"
+    assert row["output tokens/s"] == "117.3" and row["TPOT p99"] == "368 ms" and row["tokens/s per user"] == "35.87"
+    assert row["notes"].startswith("TTFT constraint not met (LoadGen)")  # LoadGen's verdict in its words
+    tps = server.metrics["tokens_per_second"].value
+    assert row["USD per 1M output tokens"] == f"${2.5 / 3600 / tps * 1e6:.3g}"
+    inputs = tps * server.details["input_tokens"] / server.details["output_tokens"]
+    assert row["USD per 1M input tokens"] == f"${2.5 / 3600 / inputs * 1e6:.3g}"
+    assert row["J per output token"] == f"{WATTS / tps:.3g} at 40.0 W"
+    tight = next(v for v in rows if v["limits (p99 TTFT / TPOT)"] == "5 / 0.5 ms")
+    assert tight["TTFT p99"] == "46.7 ms" and tight["verdict"] == "INVALID"
+    skipped = next(v for v in rows if "405b" in v["workload"])
+    assert skipped["status"] == "skipped" and "needs 1511.9 GiB" in skipped["output tokens/s"]
+    caption = next(b.caption for b in tokens.blocks if isinstance(b, Table))
+    assert "2,000 / 100 ms (mlperf.conf llama3_1-8b Server)" in caption and "--ttft-ms and --tpot-ms" in caption
+    assert "Priced at $2.5/h (--price-per-hour 2.5)" in caption and "not wall power" in caption
+    # the samples/s tables hold the samples record only
+    offline = _find(doc.sections, "inference-offline")
+    assert [r[0] for r in _rows(offline)] == [describe_params("infer/loadgen", samples_record().params)]
+    assert _find(doc.sections, "inference-server") is None and _find(doc.sections, "inference-other") is None
+    assert any(b.name == "tokens-tradeoff" for b in tokens.blocks if hasattr(b, "name"))
+    summary = render(doc, lambda chart: chart.name)
+    assert "output tokens/s, VALID." in summary  # the VALID Offline runs headline the summary
+
+
+def test_a_token_run_is_told_by_its_figures_its_settings_or_its_lengths() -> None:
+    recs = token_records()
+    assert all(is_token_run(r) for name, r in recs.items() if name != "skipped")
+    skipped = recs["skipped"]  # no figures, every token setting at its default: only its name says so
+    assert not is_token_run(skipped) and is_token_run(skipped, describe_params(skipped.benchmark, skipped.params))
+    assert not is_token_run(samples_record(), describe_params("infer/loadgen", samples_record().params))
+    assert limits(recs["offline"]) == ("", "")  # Offline: LoadGen holds no token latency
+    assert limits(recs["interactive"]) == ("500 / 30 ms", "mlperf.conf llama3_1-8b-interactive Server")
+
+
+@pytest.fixture(scope="module")
+def token_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``accelbench report --all`` on a store of the token runs and one samples/s run."""
+    tmp = tmp_path_factory.mktemp("tokens")
+    recs = [*token_records().values(), samples_record()]
+    with Store(tmp / "store.db") as store:
+        for run in sorted({r.run_id for r in recs}):
+            fp = next(r.fingerprint for r in recs if r.run_id == run)
+            store.add_run(RunInfo(run, "2026-11-24T04:20:00", "fixture", {}, fp, {}))
+        store.add_many(recs)
+    out = tmp / "r"
+    assert main(["report", "--all", "--db", str(tmp / "store.db"), "-o", str(out)]) == 0
+    return out
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium here (.ci/run installs Debian's chromium)")
+def test_the_html_report_shows_the_token_table_and_its_chart_in_a_browser(token_report: Path) -> None:
+    with Browser(chromium()) as browser:  # type: ignore[arg-type]
+        tab = browser.open((token_report / "report.html").as_uri())
+        head = browser.evaluate(
+            tab, "[...document.querySelectorAll('#inference-tokens th')].map(th => th.innerText.trim())"
+        )
+        cells = browser.evaluate(
+            tab, "[...document.querySelectorAll('#inference-tokens td')].map(td => td.innerText.trim())"
+        )
+        images = browser.evaluate(
+            tab,
+            "[...document.querySelectorAll('#inference-tokens img')].map(i => [i.complete, i.naturalWidth, "
+            "i.getBoundingClientRect().width])",
+        )
+        assert browser.errors() == []
+        assert [u for u in browser.requests() if not u.startswith(("file:", "data:"))] == []
+    assert head[:5] == ["workload", "status", "verdict", "output tokens/s", "requests/s"]
+    assert {"TTFT p99", "TPOT p99", "tokens/s per user", "limits (p99 TTFT / TPOT)", "J per output token"} <= set(head)
+    assert "11.5 s" in cells and "500 / 30 ms" in cells and "INVALID" in cells
+    assert images and all(done and natural > 0 and width > 0 for done, natural, width in images)
+
+
+def test_the_markdown_report_has_the_token_table(token_report: Path) -> None:
+    md = (token_report / "report.md").read_text()
+    assert "### Language models" in md
+    start = "| workload | status | verdict | output tokens/s"
+    header = next(line for line in md.splitlines() if line.startswith(start))
+    assert "| TTFT p99 | TPOT p99 | tokens/s per user | limits (p99 TTFT / TPOT) |" in header
+    tokens_part = md[md.index("### Language models") :]
+    assert re.search(r"\| 2,000 / 100 ms \|", tokens_part) and "| USD per 1M input tokens |" in tokens_part
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+tokens-tradeoff[^)]*)\)", md)
+    assert images and (token_report / images[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
