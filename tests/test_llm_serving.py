@@ -216,6 +216,16 @@ def test_a_tiny_llm_is_served_validly(name, served):
         assert engine["page_size"] == 16 and engine["max_requests_per_batch"] == 8
         assert engine["kv_blocks"] > 0 and engine["max_batch_tokens"] > 0
     assert r.details["model"]["params"] > 0 and r.details["probe"]["requests_per_second"] > 0
+    # the KV cache: at least one whole request held at its peak, never more than the engine reserved
+    assert r.metrics["kv_cache_peak_tokens"].value >= 16 * 0.8 + OUT
+    assert 0 < r.metrics["kv_cache_mean_tokens"].value <= r.metrics["kv_cache_peak_tokens"].value
+    assert r.metrics["kv_cache_peak_gib"].value == pytest.approx(
+        r.metrics["kv_cache_peak_tokens"].value * r.details["model"]["kv_bytes_per_token"] / 2**30
+    )
+    assert 0 < r.metrics["kv_cache_peak_occupancy"].value <= 1.0
+    assert r.metrics["kv_cache_peak_occupancy"].value == pytest.approx(
+        r.metrics["kv_cache_peak_tokens"].value / engine["kv_capacity_tokens"]
+    )
 
 
 @pytest.mark.parametrize("name", [*REAL, "null-server"])

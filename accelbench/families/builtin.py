@@ -85,6 +85,8 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "tokens_per_second_per_device": None,  # one engine on one device: the same figure
     "total_tokens_per_second": None,
     "completed_requests_per_second": None,
+    "kv_cache_peak_occupancy": "KV cache {value:.0%} full at peak",
+    "kv_cache_*": None,
     # language models, accuracy mode: greedy tokens against FP32's
     "decided_token_agreement": "{value:.2%} of decided tokens kept",
     "sequence_agreement": "FP32's exact answer on {value:.0%} of prompts",

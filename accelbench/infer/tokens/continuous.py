@@ -60,6 +60,7 @@ class ContinuousBatching(Engine):
             "engine": self.name,
             "page_size": settings.page_size,
             "kv_blocks": blocks,
+            "kv_capacity_tokens": blocks * settings.page_size,
             "max_batch_tokens": tokens,
             "max_requests_per_batch": settings.max_batch,
             "compile": settings.compile,

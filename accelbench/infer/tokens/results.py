@@ -87,6 +87,24 @@ def inter_token(sut: "TokenSUT") -> dict[str, Metric]:
     return {f"itl_p{p}_ms": _m(float(np.percentile(ms, p)), "ms", False) for p in (50, 90, 99)}
 
 
+def kv_cache(sut: "TokenSUT", engine: dict[str, Any], model: "Figures | None") -> dict[str, Metric]:
+    """What the requests held in the KV cache: peak and mean tokens (each request from its first token to its
+    completion: prompt plus tokens so far, by the SUT's clock), in GiB where the model's bytes per token are
+    known, and the peak as a share of the cache the engine reserved where it says (``kv_capacity_tokens``)."""
+    if not sut.kv_peak:
+        return {}
+    out = {
+        "kv_cache_peak_tokens": _m(float(sut.kv_peak), "tokens held at peak", False),
+        "kv_cache_mean_tokens": _m(sut.kv_mean, "tokens held on average", False),
+    }
+    if model is not None:
+        out["kv_cache_peak_gib"] = _m(sut.kv_peak * model.kv_bytes_per_token / 2**30, "GiB held at peak", False)
+    capacity = engine.get("kv_capacity_tokens")
+    if capacity:
+        out["kv_cache_peak_occupancy"] = _m(sut.kv_peak / capacity, "of the engine's KV cache", False)
+    return out
+
+
 def token_reasons(d: dict[str, Any], scenario: str) -> list[str]:
     """Why LoadGen called a token run INVALID, each with the fix."""
     reasons = []
@@ -128,7 +146,7 @@ def token_result(
     reruns: list[dict[str, Any]] | None = None,
 ) -> Result:
     metrics, primary = token_metrics(params.scenario, d, params.nproc)
-    metrics |= goodput(sut, limits) | inter_token(sut)
+    metrics |= goodput(sut, limits) | inter_token(sut) | kv_cache(sut, engine, model)
     if sut.tokens and "tokens_per_second" in metrics:  # prompt tokens read per output token written, measured
         total = metrics["tokens_per_second"].value * (1 + sut.input_tokens / sut.tokens)
         metrics["total_tokens_per_second"] = _m(total, "input + output tokens/s", True)
@@ -147,6 +165,8 @@ def token_result(
         "goodput_method": "requests meeting both limits by the SUT's clock, over first issue to last answer",
         "tokens_per_user_method": "1000 / LoadGen's median TPOT in ms",
         "itl_method": "gaps between consecutive tokens of a request by the SUT's clock (k at once: k equal gaps)",
+        "kv_cache_method": "prompt + tokens so far of each request from its first token to its completion, by the "
+        "SUT's clock (prefill before the first token and the engine's own slack are not seen)",
     }
     if model is not None:
         details["model"] = model.to_dict()

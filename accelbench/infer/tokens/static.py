@@ -44,6 +44,7 @@ class StaticBatch(QueuedEngine):
             "max_batch": settings.max_batch,
             "max_wait_ms": settings.max_wait * 1000,
             "cache": "static",
+            "kv_capacity_tokens": settings.max_batch * settings.longest,  # a full batch of the longest requests
             "compile": settings.compile,
             "padding": "left, to the batch's longest prompt",
         }

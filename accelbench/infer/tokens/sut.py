@@ -41,6 +41,13 @@ class TokenSUT:
         #: seconds between consecutive tokens of a request (a step of k tokens: k gaps of a k-th of the wait)
         self.gaps: list[float] = []
         self.keep_outputs = False
+        #: tokens held in the KV cache by the requests between their first token and their completion (prompt and
+        #: tokens so far): the peak, and the integral over time for the mean
+        self.kv_tokens = 0
+        self.kv_peak = 0
+        self.kv_integral = 0.0
+        self._kv_since: float | None = None
+        self._held: dict[int, int] = {}
         self._lock = threading.Lock()
 
     # LoadGen's side
@@ -62,11 +69,28 @@ class TokenSUT:
         """LoadGen's test ended (every request answered); the engine stays warm for a rerun: the run stops it."""
         self.stopped = True
 
+    def _hold(self, request: TokenRequest, tokens: int, now: float) -> None:
+        """``tokens`` more (or, negative, fewer) held in the KV cache by ``request`` from ``now``."""
+        with self._lock:
+            if self._kv_since is not None:
+                self.kv_integral += self.kv_tokens * (now - self._kv_since)
+            self._kv_since = now
+            self._held[request.id] = self._held.get(request.id, 0) + tokens
+            self.kv_tokens += tokens
+            self.kv_peak = max(self.kv_peak, self.kv_tokens)
+
+    @property
+    def kv_mean(self) -> float:
+        """Tokens held in the KV cache, averaged over the run (first issue to last answer)."""
+        span = self.last_answer - (self.first_issue or self.last_answer)
+        return self.kv_integral / span if span > 0 else 0.0
+
     # the engine's side (a Sink)
     def first(self, request: TokenRequest, token: int) -> None:
         import mlperf_loadgen as lg
 
-        self._firsts[request.id] = self._last_token[request.id] = time.perf_counter()
+        now = self._firsts[request.id] = self._last_token[request.id] = time.perf_counter()
+        self._hold(request, len(request.prompt) + 1, now)
         data = np.array([token], dtype=np.int32)
         lg.FirstTokenComplete([lg.QuerySampleResponse(request.id, data.ctypes.data, data.nbytes, 1)])
 
@@ -76,13 +100,16 @@ class TokenSUT:
         if last is not None:
             self.gaps.extend([(now - last) / count] * count)
         self._last_token[request.id] = now
+        self._hold(request, count, now)
 
     def done(self, request: TokenRequest, tokens: list[int]) -> None:
         import mlperf_loadgen as lg
 
         now = time.perf_counter()
         data = np.asarray(tokens, dtype=np.int32)
+        self._hold(request, -self._held.get(request.id, 0), now)
         with self._lock:
+            self._held.pop(request.id, None)
             self.samples += 1
             self.tokens += len(tokens)
             self.input_tokens += len(request.prompt)
