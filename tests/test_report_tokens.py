@@ -39,6 +39,7 @@ def token_records() -> dict[str, Result]:
     out = {}
     for name, d in doc["records"].items():
         r = Result.from_dict(d)
+        r.tags = {}  # the fixture's names: not tag groups for the report to compare
         if r.status == "ok":
             seconds = float(r.conditions["wall_seconds"])
             r.conditions["energy"] = {"joules": WATTS * seconds, "seconds": seconds}
@@ -56,6 +57,7 @@ def samples_record() -> Result:
         d for d in doc["records"] if d["params"].get("scenario") == "offline" and d["benchmark"].startswith("infer")
     )
     d["system"] = json.loads((DATA / "tokens_runs.json").read_text())["records"]["offline"]["system"]
+    d["tags"] = {}
     return Result.from_dict(d)
 
 
@@ -81,6 +83,7 @@ def test_token_runs_have_their_own_table_with_what_an_llm_serving_reader_weighs(
     [table] = [b for b in tokens.blocks if isinstance(b, Table)]
     wanted = ["output tokens/s", "requests/s", "TTFT p99", "TPOT p99", "tokens/s per user", "verdict"]
     wanted += ["limits (p99 TTFT / TPOT)", "USD per 1M output tokens", "USD per 1M input tokens", "J per output token"]
+    wanted += ["ITL p99", "goodput tokens/s"]
     assert set(wanted) <= set(table.columns), set(wanted) - set(table.columns)
     assert "output tokens/s per device" not in table.columns  # one device each: the same figure, not repeated
     rows = [dict(zip(table.columns, row, strict=True)) for row in _rows(tokens)]
@@ -89,6 +92,7 @@ def test_token_runs_have_their_own_table_with_what_an_llm_serving_reader_weighs(
     row = next(v for v in rows if "server" in v["workload"] and v["TTFT p99"] == "11.5 s")
     assert row["verdict"] == "INVALID" and row["limits (p99 TTFT / TPOT)"] == "2,000 / 100 ms"
     assert row["output tokens/s"] == "117.3" and row["TPOT p99"] == "368 ms" and row["tokens/s per user"] == "35.87"
+    assert row["ITL p99"] == "381 ms" and row["goodput tokens/s"] == "47.32"
     assert row["notes"].startswith("TTFT constraint not met (LoadGen)")  # LoadGen's verdict in its words
     tps = server.metrics["tokens_per_second"].value
     assert row["USD per 1M output tokens"] == f"${2.5 / 3600 / tps * 1e6:.3g}"
@@ -123,9 +127,12 @@ def test_a_token_run_is_told_by_its_figures_its_settings_or_its_lengths() -> Non
 
 @pytest.fixture(scope="module")
 def token_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``accelbench report --all`` on a store of the token runs and one samples/s run."""
+    """``accelbench report --all`` on a store of the token runs and one samples/s run; two Server runs of one
+    workload tagged box=a and box=b, for the report to compare."""
     tmp = tmp_path_factory.mktemp("tokens")
-    recs = [*token_records().values(), samples_record()]
+    runs = token_records()
+    runs["server"].tags, runs["server_again"].tags = {"box": "a"}, {"box": "b"}
+    recs = [*runs.values(), samples_record()]
     with Store(tmp / "store.db") as store:
         for run in sorted({r.run_id for r in recs}):
             fp = next(r.fingerprint for r in recs if r.run_id == run)
@@ -146,6 +153,9 @@ def test_the_html_report_shows_the_token_table_and_its_chart_in_a_browser(token_
         cells = browser.evaluate(
             tab, "[...document.querySelectorAll('#inference-tokens td')].map(td => td.innerText.trim())"
         )
+        compared = browser.evaluate(
+            tab, "[...document.querySelectorAll('#comparisons th')].map(th => th.innerText.trim())"
+        )
         images = browser.evaluate(
             tab,
             "[...document.querySelectorAll('#inference-tokens img')].map(i => [i.complete, i.naturalWidth, "
@@ -156,6 +166,7 @@ def test_the_html_report_shows_the_token_table_and_its_chart_in_a_browser(token_
     assert head[:5] == ["workload", "status", "verdict", "output tokens/s", "requests/s"]
     assert {"TTFT p99", "TPOT p99", "tokens/s per user", "limits (p99 TTFT / TPOT)", "J per output token"} <= set(head)
     assert "11.5 s" in cells and "500 / 30 ms" in cells and "INVALID" in cells
+    assert compared[:3] == ["workload", "metric", "box=a"] and "TTFT p99 (box=a -> box=b)" in compared
     assert images and all(done and natural > 0 and width > 0 for done, natural, width in images)
 
 
@@ -167,5 +178,8 @@ def test_the_markdown_report_has_the_token_table(token_report: Path) -> None:
     assert "| TTFT p99 | TPOT p99 | tokens/s per user | limits (p99 TTFT / TPOT) |" in header
     tokens_part = md[md.index("### Language models") :]
     assert re.search(r"\| 2,000 / 100 ms \|", tokens_part) and "| USD per 1M input tokens |" in tokens_part
+    compared = md[md.index("## Comparisons") :]
+    assert "| 11.5 s -&gt; 11.1 s |" in compared and "| 368 ms -&gt; 278 ms |" in compared  # TTFT, TPOT beside
+    assert "not judged: baseline INVALID" in compared
     images = re.findall(r"!\[[^\]]*\]\(([^)]+tokens-tradeoff[^)]*)\)", md)
     assert images and (token_report / images[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -2,7 +2,8 @@
 samples/s columns (a token run's rate is output tokens/s, its latencies TTFT and TPOT, not a query's).
 
 What a reader of LLM serving results weighs, one row per run: output tokens/s (and per device, where a run
-used several), requests/s, p99 time to first token and time per output token, tokens/s per user, goodput,
+used several), requests/s, p99 time to first token and time per output token, tokens/s per user, the p99
+inter-token latency and the KV cache held at peak where recorded, goodput,
 the limits LoadGen held the run to (and where they came from) and its verdict, then the cost per million
 tokens and the energy per output token where the record carries them. A chart sets throughput per device
 against tokens/s per user (the serving trade-off: batching more raises the one and lowers the other).
@@ -84,6 +85,13 @@ def _usd(r: Result, name: str) -> str:
     return f"${fmt.number(m.value, 3)}" if m is not None else ""
 
 
+def _kv(r: Result) -> str:
+    """'45% (1.20 GiB)': the share of the engine's KV cache the requests held at peak, and its size."""
+    share, gib = r.metrics.get("kv_cache_peak_occupancy"), r.metrics.get("kv_cache_peak_gib")
+    words = [f"{share.value:.0%}" if share else "", f"{fmt.number(gib.value, 3)} GiB" if gib else ""]
+    return f"{words[0]} ({words[1]})" if all(words) else "".join(words)
+
+
 def _joules(r: Result) -> str:
     """'0.205 at 40.0 W': J per output token and the average power of the window it was metered over."""
     m, watts = r.metrics.get("joules_per_output_token"), r.metrics.get("average_watts")
@@ -126,6 +134,10 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     optional: list[tuple[str, Callable[[Result], str]]] = []
     if any(int(r.params.get("nproc") or 1) > 1 for r in recs):
         optional.append(("output tokens/s per device", lambda r: _rate(r, "tokens_per_second_per_device")))
+    if any("itl_p99_ms" in r.metrics for r in recs):
+        optional.append(("ITL p99", lambda r: _ms(r, "itl_p99_ms")))
+    if any(k in r.metrics for r in recs for k in ("kv_cache_peak_occupancy", "kv_cache_peak_gib")):
+        optional.append(("KV cache at peak", _kv))
     if any("goodput_tokens_per_second" in r.metrics for r in recs):
         optional.append(("goodput tokens/s", lambda r: _rate(r, "goodput_tokens_per_second")))
     if any("usd_per_million" in r.metrics for r in recs):

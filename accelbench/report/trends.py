@@ -7,7 +7,8 @@ from functools import partial
 import accelbench.report.charts as charts
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
-from accelbench.results.compare import Row, compare
+from accelbench.results import format as fmt
+from accelbench.results.compare import BESIDE, Row, compare
 from accelbench.results.history import Series, histories
 from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
 from accelbench.results.record import Result
@@ -62,6 +63,7 @@ def comparisons(inp: ReportInput) -> Section | None:
         gm = c.geometric_mean()
         judged = c.judged
         extra = [x for x in ("per $", "per J") if any(r.efficiency_speedup(x) is not None for r in c.rows)]
+        beside = [x for x in BESIDE if any(x in r.beside for r in c.rows)]  # a serving run's TTFT, TPOT
         rows = [
             [
                 f"{r.benchmark} {r.workload}",
@@ -73,6 +75,7 @@ def comparisons(inp: ReportInput) -> Section | None:
                 f"{r.speedup:.3g}x" if r.judged else "-",  # a set-aside pair's ratio is no evidence
                 Cell(r.brief, _VERDICT_MARK.get(r.verdict, "") or ("" if r.judged else "warn")),
                 *(cell for label in extra for cell in _efficiency(r, label)),
+                *(_beside(r, label) for label in beside),
             ]
             for r in c.rows
         ]
@@ -97,7 +100,8 @@ def comparisons(inp: ReportInput) -> Section | None:
         sub.blocks.append(
             Table(
                 ["workload", "metric", base, "verdict", cand, "verdict", "speedup", "judged"]
-                + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)],
+                + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)]
+                + [f"{label} ({base} -> {cand})" for label in beside],
                 rows,
                 caption=(f"Geometric mean of the judged speedups: {gm:.3g}x." if gm else "")
                 + (f" {c.footer()}: " + "; ".join(_first(c.reasons())) + "." if c.footer() else "")
@@ -107,7 +111,7 @@ def comparisons(inp: ReportInput) -> Section | None:
                     if "per $" in extra
                     else ""
                 ),
-                numeric=frozenset({2, 4, 6} | set(range(8, 8 + 3 * len(extra)))),
+                numeric=frozenset({2, 4, 6} | set(range(8, 8 + 3 * len(extra) + len(beside)))),
             )
         )
         unpaired = [f"only {base}: {w}" for w in c.only_baseline] + [f"only {cand}: {w}" for w in c.only_candidate]
@@ -122,6 +126,15 @@ def comparisons(inp: ReportInput) -> Section | None:
             )
         section.blocks.append(sub)
     return section
+
+
+def _beside(r: Row, label: str) -> str:
+    """'11.5 s -> 2.50 s' (a latency) or '35.9 -> 105': each side's figure beside the compared one."""
+    if label not in r.beside:
+        return ""
+    return " -> ".join(
+        fmt.seconds(m.value / 1e3) if m.unit == "ms" else fmt.number(m.value, 3) for m in r.beside[label]
+    )
 
 
 def _efficiency(r: Row, label: str) -> list[str]:
