@@ -121,6 +121,9 @@ def test_a_token_run_is_told_by_its_figures_its_settings_or_its_lengths() -> Non
     skipped = recs["skipped"]  # no figures, every token setting at its default: only its name says so
     assert not is_token_run(skipped) and is_token_run(skipped, describe_params(skipped.benchmark, skipped.params))
     assert not is_token_run(samples_record(), describe_params("infer/loadgen", samples_record().params))
+    accuracy = recs["offline"]
+    accuracy.params = accuracy.params | {"mode": "accuracy"}  # a quality, not a rate: in its scenario's table
+    assert not is_token_run(accuracy, describe_params(accuracy.benchmark, accuracy.params))
     assert limits(recs["offline"]) == ("", "")  # Offline: LoadGen holds no token latency
     assert limits(recs["interactive"]) == ("500 / 30 ms", "mlperf.conf llama3_1-8b-interactive Server")
 

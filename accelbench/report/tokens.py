@@ -48,7 +48,10 @@ NOTE = (
 def is_token_run(r: Result, name: str = "") -> bool:
     """Whether ``r`` served a model token by token: its rate is in output tokens, or (failed, skipped: no figures)
     its settings are those only a language model takes (a token limit, a prompt or output length, interactive),
-    or its workload's ``name`` (the describe function's) states the prompt/output lengths it was to serve."""
+    or its workload's ``name`` (the describe function's) states the prompt/output lengths it was to serve.
+    An accuracy run's figure is a quality, not a rate: it stays in its scenario's table, beside the others."""
+    if r.params.get("mode", "performance") != "performance":
+        return False
     if any(m.unit.startswith(OUTPUT_TOKENS) for m in r.metrics.values()):
         return True
     if isinstance(r.details.get("limits"), dict):
