@@ -386,3 +386,16 @@ def test_a_token_run_that_disagrees_with_its_plan_is_rerun_from_what_it_measured
     assert reruns and "the probe planned" in reruns[0]["why"]
     assert reruns[0]["probe_repeated"]["samples_per_second"] > 5 * reruns[0]["probe"]["samples_per_second"]
     assert r["warnings"][0].startswith("rerun: the first run disagreed with its plan")
+
+
+def test_a_compiled_static_engine_sees_few_shapes():
+    """Compiling, every batch is filled to --batch-size rows and its prompt width and output length rounded up to
+    a bucket: jittered prompts give one compiled shape, not one per batch (each a compile of seconds)."""
+    from accelbench.infer.tokens.engines import EngineSettings, TokenRequest
+    from accelbench.infer.tokens.static import BUCKET, OUTPUT_BUCKET, shape
+
+    sizes = (([3], 5), ([40, 9], 16))
+    batches = [[TokenRequest(i, i, [1] * n, out) for i, n in enumerate(lens)] for lens, out in sizes]
+    eager, compiled = EngineSettings(max_batch=8), EngineSettings(max_batch=8, compile=True)
+    assert [shape(b, eager) for b in batches] == [(1, 3, 5), (2, 40, 16)]
+    assert {shape(b, compiled) for b in batches} == {(8, BUCKET, OUTPUT_BUCKET)}

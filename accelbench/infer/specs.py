@@ -26,6 +26,7 @@ TOKEN_KNOBS = (
     "prompts",
     "chat_template",
     "allow_eos",
+    "engine_compile",
 )
 #: settings only some backends take (Backend.options)
 BACKEND_KNOBS = ("channels_last", "compile_mode", "ort_optimization")
@@ -135,6 +136,11 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
     )
     chat_template: str = opt(
         "auto", "language models, --prompts: wrap each prompt in the tokenizer's chat template: auto, on, off"
+    )
+    engine_compile: bool = opt(
+        False,
+        "language models, static and transformers engines: torch.compile the forward step (compiled in the probe's "
+        "warm-up, whose first batch's seconds the record keeps)",
     )
     allow_eos: bool = opt(
         False, "language models: stop a request at its end-of-sequence token (default: exactly --output-tokens)"

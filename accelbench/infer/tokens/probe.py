@@ -44,12 +44,14 @@ class TokenProbe:
     requests_per_second: float
     tokens_per_second: float
     single_seconds: float  # one request alone, start to last token
+    first_batch_seconds: float = 0.0  # the first batch, cold: what warming up (and compiling) cost
 
     def to_dict(self) -> dict[str, float]:
         return {
             "requests_per_second": self.requests_per_second,
             "tokens_per_second": self.tokens_per_second,
             "single_request_seconds": self.single_seconds,
+            "first_batch_seconds": self.first_batch_seconds,
         }
 
 
@@ -74,6 +76,7 @@ def probe(relay: Relay, engine: Engine, prompts: list[list[int]], outs: list[int
     n = len(prompts)
     make = lambda ids: [TokenRequest(-1 - i, i % n, prompts[i % n], outs[i % n]) for i in ids]  # noqa: E731
     seconds, timeline = _timed(relay, engine, make(range(batch)))
+    cold = seconds
     for _ in range(PROBE_WARMUPS):
         previous = seconds
         seconds, timeline = _timed(relay, engine, make(range(batch)))
@@ -81,6 +84,6 @@ def probe(relay: Relay, engine: Engine, prompts: list[list[int]], outs: list[int
             break
     tokens = sum(n for _, n in timeline.dones.values())
     single, _ = _timed(relay, engine, make(range(1)))
-    return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single)
+    return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single, cold)
 
 

@@ -279,4 +279,5 @@ def engine_settings(params: InferParams, longest: int) -> EngineSettings:
         max_batch_tokens=params.max_batch_tokens,
         longest=longest,
         ignore_eos=not params.allow_eos,
+        compile=params.engine_compile,
     )

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     import torch
 
 
+#: compiled: prompt widths and output lengths are rounded up to a multiple of these many tokens (the static
+#: cache holds both, so either changes the compiled shapes)
+BUCKET, OUTPUT_BUCKET = 64, 16
 #: an end-of-sequence id no token has: ``generate`` runs to ``max_new_tokens`` without masking any logit
 NO_EOS = -1
 
@@ -38,7 +41,10 @@ class StaticBatch(QueuedEngine):
         if settings.compile:
             from transformers import CompileConfig
 
-            self.generation.compile_config = CompileConfig(fullgraph=False, dynamic=False)
+            compile_config = CompileConfig(fullgraph=False, dynamic=False)
+            # generate compiles on its own accelerators only unless told to (a CPU is a device like any other here)
+            compile_config._compile_all_devices = True
+            self.generation.compile_config = compile_config
         self.facts = {
             "engine": self.name,
             "max_batch": settings.max_batch,
@@ -46,20 +52,25 @@ class StaticBatch(QueuedEngine):
             "cache": "static",
             "kv_capacity_tokens": settings.max_batch * settings.longest,  # a full batch of the longest requests
             "compile": settings.compile,
-            "padding": "left, to the batch's longest prompt",
+            "padding": (
+                f"left, to a multiple of {BUCKET} tokens (outputs to {OUTPUT_BUCKET}), the batch filled to "
+                f"{settings.max_batch} rows (one compiled shape per bucket)"
+                if settings.compile
+                else "left, to the batch's longest prompt"
+            ),
         }
         super().start(model, device, sink, settings)
 
     def serve(self, batch: list[TokenRequest]) -> None:
         import torch
 
-        width = max(len(r.prompt) for r in batch)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        rows, width, longest = shape(batch, self.settings)
+        ids = torch.zeros((rows, width), dtype=torch.long)
         mask = torch.zeros_like(ids)
-        for i, r in enumerate(batch):
+        for i in range(rows):  # rows past the batch repeat its first request; their tokens go nowhere
+            r = batch[i] if i < len(batch) else batch[0]
             ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt)
             mask[i, width - len(r.prompt) :] = 1
-        longest = max(r.max_new_tokens for r in batch)
         generation = copy.copy(self.generation)  # this batch's lengths, on a copy: one config object, not two
         generation.max_new_tokens = longest
         streamer = _Streamer(batch, self.sink)
@@ -71,6 +82,18 @@ class StaticBatch(QueuedEngine):
                 streamer=streamer,
             )
         streamer.end()
+
+
+def shape(batch: list[TokenRequest], settings: EngineSettings) -> tuple[int, int, int]:
+    """Rows, prompt width and new tokens of one ``generate`` call: the batch's own, or, compiling, rounded up to
+    ``BUCKET`` tokens and ``max_batch`` rows, so the compiled step sees a few shapes, not one per batch (a compile
+    is seconds: on a 2-core CPU 18 s for the tiny llama3.1-8b, and every new shape is another)."""
+    width = max(len(r.prompt) for r in batch)
+    longest = max(r.max_new_tokens for r in batch)
+    if not settings.compile:
+        return len(batch), width, longest
+    up = lambda n, k: -(-n // k) * k  # noqa: E731
+    return max(settings.max_batch, len(batch)), up(width, BUCKET), up(longest, OUTPUT_BUCKET)
 
 
 class _Streamer:
