@@ -23,7 +23,7 @@ from accelbench.report.build import build
 from accelbench.report.common import ReportInput
 from accelbench.report.markdown import render
 from accelbench.report.model import Section, Table
-from accelbench.report.tokens import is_token_run, limits
+from accelbench.report.tokens import headline, is_token_run, limits
 from accelbench.results.record import Result
 from accelbench.results.store import RunInfo, Store
 
@@ -125,6 +125,7 @@ def test_a_token_run_is_told_by_its_figures_its_settings_or_its_lengths() -> Non
     accuracy.params = accuracy.params | {"mode": "accuracy"}  # a quality, not a rate: in its scenario's table
     assert not is_token_run(accuracy, describe_params(accuracy.benchmark, accuracy.params))
     assert limits(recs["offline"]) == ("", "")  # Offline: LoadGen holds no token latency
+    assert headline(recs["server"]) == ", TTFT p99 11.5 s, TPOT p99 368 ms" and headline(recs["offline"]) == ""
     assert limits(recs["interactive"]) == ("500 / 30 ms", "mlperf.conf llama3_1-8b-interactive Server")
 
 
