@@ -278,32 +278,35 @@ class Vllm(Engine):
             if not inflight or error is not None:
                 continue
             try:
-                outputs = self.engine.step()
-            except BaseException as exc:  # the engine core died: every request in flight fails, the run with it
-                error = exc
+                self._stream(self.engine.step(), inflight)
+            except BaseException as exc:  # the engine core died (or a sink call broke): every request in flight
+                error = exc  # fails, so LoadGen hears back from each, and the run is reported failed
                 for r, _ in inflight.values():
                     self.sink.failed(r, exc)
                 inflight.clear()
+
+    def _stream(self, outputs: list[Any], inflight: dict[str, tuple[TokenRequest, list[int]]]) -> None:
+        """One step's new tokens (deltas) to the sink: a request's first token, then its later ones as steps, then
+        its completion with all its tokens."""
+        for out in outputs:
+            entry = inflight.get(out.request_id)
+            if entry is None:
                 continue
-            for out in outputs:
-                entry = inflight.get(out.request_id)
-                if entry is None:
-                    continue
-                request, tokens = entry
-                new = list(out.outputs[0].token_ids) if out.outputs else []
-                if new:
-                    if not tokens:
-                        self.sink.first(request, new[0])
-                        if len(new) > 1:
-                            self.sink.step(request, len(new) - 1)
-                    else:
-                        self.sink.step(request, len(new))
-                    tokens.extend(new)
-                if out.finished:
-                    del inflight[out.request_id]
-                    if not tokens:
-                        self.sink.first(request, 0)
-                    self.sink.done(request, tokens)
+            request, tokens = entry
+            new = list(out.outputs[0].token_ids) if out.outputs else []
+            if new:
+                if not tokens:
+                    self.sink.first(request, new[0])
+                    if len(new) > 1:
+                        self.sink.step(request, len(new) - 1)
+                else:
+                    self.sink.step(request, len(new))
+                tokens.extend(new)
+            if out.finished:
+                del inflight[out.request_id]
+                if not tokens:
+                    self.sink.first(request, 0)
+                self.sink.done(request, tokens)
 
     def _get_nowait(self) -> list[TokenRequest] | None | bool:
         """The next queued item, or False when the queue is empty."""
