@@ -17,7 +17,11 @@ shuts the engine core down.
 vLLM's own defaults are sized for a dedicated server (on a CPU it reserves 92% of the machine's memory for the
 KV cache and pages of 128 tokens), so accelbench chooses the requests per step, the batch-token budget, the page
 size and the KV cache size (on a CPU: enough pages for ``max_batch`` requests of the longest sequence) and
-records them with what vLLM made of them in :attr:`Vllm.facts`.
+records them with what vLLM made of them in :attr:`Vllm.facts`. On a CPU, vLLM's attention takes pages of a
+multiple of 32 tokens (a smaller ``--page-size`` is rounded up, both recorded) and heads of 32 to 512 dimensions
+(the tiny presets' are narrower: skipped with the reason), and vLLM binds its worker's OpenMP threads itself
+(``VLLM_CPU_OMP_THREADS_BIND``, default ``auto``: on 2 cores one computes and one is left to its scheduler), so
+``--threads`` sets accelbench's own process only.
 """
 
 from __future__ import annotations
