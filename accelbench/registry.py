@@ -194,7 +194,7 @@ for _info in (
         "accelbench.infer.run:run",
         timeout=1800,
         primary_metric=None,
-        efficiency_of=("throughput", "queries_per_second"),
+        efficiency_of=("throughput", "queries_per_second", "tokens_per_second"),
         command=Command(
             "infer",
             "inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",

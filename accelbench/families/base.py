@@ -153,7 +153,8 @@ COMMON_METRICS: dict[str, LabelSpec] = {
     "peak_memory_bytes": "{value:bytes} peak memory",
     "throughput_per_device": Label("throughput per device {metric}", unless_primary=True),
     "cost_to_target_usd": "${value:.4g}",
-    "usd_per_million": "${value:sig3} per 1M",
+    # "$5.92 per 1M images", "$0.41 per 1M output tokens": the unit says what a million counts
+    "usd_per_million": Label(lambda _name, m: f"${fmt.number(m.value, 3)} {m.unit.removeprefix('USD ')}"),
     "per_usd": None,  # the same price as USD per million, which the table shows
     "per_usd_hour": None,
 }

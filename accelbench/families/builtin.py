@@ -86,6 +86,8 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "total_tokens_per_second": None,
     "completed_requests_per_second": None,
     "kv_cache_peak_occupancy": "KV cache {value:.0%} full at peak",
+    "usd_per_million_input_tokens": "${value:sig3} per 1M input tokens",
+    "joules_per_output_token": "{value:sig3} J per output token",
     "kv_cache_*": None,
     # language models, accuracy mode: greedy tokens against FP32's
     "decided_token_agreement": "{value:.2%} of decided tokens kept",
