@@ -159,7 +159,8 @@ def add_price_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "price (one of; else config.toml's; none: no per-dollar figures)",
         "Records made with a price keep it, with its source, and add per-dollar figures: training and Offline "
-        "samples per USD/h, per USD and USD per million; Server USD per million queries; language models USD per million output and input tokens; tta cost to target.",
+        "samples per USD/h, per USD and USD per million; Server USD per million queries; language models USD per "
+        "million output and input tokens; tta cost to target.",
     )
     g.add_argument("--price-per-hour", type=float, metavar="USD", help="what an hour of this machine costs")
     g.add_argument(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from accelbench.infer.fidelity import AGREEMENT, COARSER_BITS, HEADROOM, MIN_DECIDED, rounded_copy
-from accelbench.infer.tokens.static import NO_EOS
+from accelbench.infer.tokens.static import no_eos
 
 if TYPE_CHECKING:
     import torch
@@ -90,7 +90,7 @@ def greedy(
                 max_new_tokens=out,
                 do_sample=False,
                 pad_token_id=0,
-                eos_token_id=eos if ends else NO_EOS,  # past an end of sequence, its logit untouched, as served
+                eos_token_id=eos if ends else no_eos(model.config),  # on past an end of sequence, as served
             )
         for row, n in zip(made[:, width:].tolist(), lengths, strict=True):
             row = row[:n]

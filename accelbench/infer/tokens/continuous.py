@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.kind import kind_of
 from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, TokenRequest
-from accelbench.infer.tokens.static import NO_EOS
+from accelbench.infer.tokens.static import no_eos
 
 if TYPE_CHECKING:
     import torch
@@ -42,7 +42,7 @@ class ContinuousBatching(Engine):
         blocks, tokens = cache_plan(settings)
         generation = GenerationConfig(
             do_sample=False,
-            eos_token_id=NO_EOS if settings.ignore_eos else model.config.eos_token_id,
+            eos_token_id=no_eos(model.config) if settings.ignore_eos else model.config.eos_token_id,
             pad_token_id=0,
             max_new_tokens=max(settings.longest, 1),
         )

@@ -20,8 +20,10 @@ if TYPE_CHECKING:
 #: compiled: prompt widths and output lengths are rounded up to a multiple of these many tokens (the static
 #: cache holds both, so either changes the compiled shapes)
 BUCKET, OUTPUT_BUCKET = 64, 16
-#: an end-of-sequence id no token has: ``generate`` runs to ``max_new_tokens`` without masking any logit
-NO_EOS = -1
+def no_eos(config: Any) -> int:
+    """An end-of-sequence id no token has (one past the vocabulary): ``generate`` then runs to ``max_new_tokens``
+    with no logit masked and, unlike a negative id, no warning on every call."""
+    return int(config.vocab_size)
 
 
 class StaticBatch(QueuedEngine):
@@ -35,7 +37,7 @@ class StaticBatch(QueuedEngine):
             pad_token_id=0,
             # ignore_eos as vLLM's: generation goes on past an end of sequence, whose logit is left alone (None
             # would take the model's EOS and min_new_tokens would then mask it, changing the greedy tokens)
-            eos_token_id=NO_EOS if settings.ignore_eos else model.config.eos_token_id,
+            eos_token_id=no_eos(model.config) if settings.ignore_eos else model.config.eos_token_id,
             cache_implementation="static",
         )
         if settings.compile:
