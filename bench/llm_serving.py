@@ -11,6 +11,12 @@ Two questions (issue 28), each answered by ratios measured in this run, on this 
    at ``--target-qps`` (default 1000): VALID, and the completed requests/s. Goal: VALID at >= 1,000 requests/s
    on 2 cores.
 
+Measured on a quiet 2-core AMD EPYC Zen 4 (AVX512-BF16), tiny llama3.1-8b, 32 output tokens, batch 8, 2026-11-24:
+transformers 0.98x (rounds 0.98, 0.95, 1.03) and 1.00x (1.10, 0.89, 1.00); static 1.01x (0.97, 1.03, 1.01),
+0.94x (0.94, 0.75, 0.97) and 0.94x over 5 rounds (0.93, 1.01, 0.94, 1.04, 0.84; medians 4,201 tokens/s through
+accelbench against 4,167 direct); the null engine VALID at Server 1,000 requests/s, 989-990 completed/s, in all
+four runs. A round's ratio varies by +-10% on this VM.
+
     python bench/llm_serving.py [--model llama3.1-8b] [--scale tiny] [--rounds 3] [--output-tokens 32]
         [--engines transformers,static] [--target-qps 1000]
 """
