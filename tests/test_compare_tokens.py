@@ -143,7 +143,8 @@ def test_three_runs_a_side_judge_what_one_loadgen_figure_a_run_cannot() -> None:
     assert not two.judged and two.brief == "not judged: baseline no interval; candidate no interval"
 
 
-def test_compare_prints_token_runs_with_their_reasons(tmp_path: Path, capsys) -> None:
+def test_compare_prints_token_runs_with_their_reasons(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # the table's width, whatever terminal (or none) runs the tests
     rec = runs()
     base, cand = quiet(rec["server"]), quiet(rec["interactive"])
     base.run_id, cand.run_id = "20261124-000001-aaaa", "20261124-000002-bbbb"
