@@ -161,4 +161,8 @@ def test_compare_prints_token_runs_with_their_reasons(tmp_path: Path, capsys, mo
     assert main(argv) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "1 unlike limits" in out and "1 INVALID" in out
+    from accelbench.results import format as fmt
+
+    # beside the rate, each side's TTFT p99 (the column's header wraps across the table's header lines)
+    assert "TTFT" in out and all(fmt.metric(r.metrics["ttft_p99_ms"]) in out for r in (base, cand))
     assert "unlike limits: p99 TTFT/TPOT 2,000/100 ms vs p99 TTFT/TPOT 500/30 ms" in out

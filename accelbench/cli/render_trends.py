@@ -14,6 +14,7 @@ from accelbench.results import format as fmt
 def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     """The pairs with a speedup that reads the same way for every metric (>1: the candidate is better),
     and, below, what had no partner or was measured more than once."""
+    from accelbench.results.compare import BESIDE
     from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
 
     rows = comparison.rows
@@ -39,6 +40,10 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     for label in extra:
         for col in (f"baseline {label}", f"candidate {label}", label):
             table.add_column(col, justify="right")
+    # a serving run's latency figures (TTFT, TPOT p99) beside its rate, each side's
+    beside = [label for label in BESIDE if any(label in r.beside for r in rows)]
+    for label in beside:
+        table.add_column(f"{label} (baseline -> candidate)", justify="right")
     for r in rows:
         v = r.brief  # the reasons in full are in the caption and --json
         cells = [
@@ -56,6 +61,9 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
             cells += (
                 [escape(fmt.metric(b)), escape(fmt.metric(c)), f"{s:.2f}x"] if s is not None and b and c else [""] * 3
             )
+        for label in beside:
+            pair = r.beside.get(label)
+            cells.append(escape(" -> ".join(fmt.metric(m) for m in pair)) if pair else "")
         table.add_row(*cells)
     judged = comparison.judged
     lines = []
