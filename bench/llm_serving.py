@@ -15,7 +15,10 @@ Measured on a quiet 2-core AMD EPYC Zen 4 (AVX512-BF16), tiny llama3.1-8b, 32 ou
 transformers 0.98x (rounds 0.98, 0.95, 1.03) and 1.00x (1.10, 0.89, 1.00); static 1.01x (0.97, 1.03, 1.01),
 0.94x (0.94, 0.75, 0.97) and 0.94x over 5 rounds (0.93, 1.01, 0.94, 1.04, 0.84; medians 4,201 tokens/s through
 accelbench against 4,167 direct); the null engine VALID at Server 1,000 requests/s, 989-990 completed/s, in all
-four runs. A round's ratio varies by +-10% on this VM.
+four runs. A round's ratio varies by +-10% on this VM. Then static over 7 rounds: 0.87x (0.68-0.98); with one
+compute thread (``OMP_NUM_THREADS=1 python bench/llm_serving.py --rounds 5 --engines static``): 0.97x (0.95-0.99)
+and a higher figure on both sides (4,838 and 4,933 tokens/s): with every core in the OpenMP team, LoadGen's
+threads and the SUT's callbacks stall it (the sink itself is 1.6% of the engine thread's samples by py-spy).
 
     python bench/llm_serving.py [--model llama3.1-8b] [--scale tiny] [--rounds 3] [--output-tokens 32]
         [--engines transformers,static] [--target-qps 1000]
