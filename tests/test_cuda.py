@@ -229,3 +229,44 @@ def test_a_language_model_serves_tokens_on_cuda(engine, scenario):
     assert r.params["device"].startswith("cuda") and r.metrics["tokens_per_second"].value > 0
     assert r.metrics["ttft_p99_ms"].value > 0 and r.metrics["tpot_p99_ms"].value > 0
     assert r.details["engine"]["engine"] == engine
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers (accelbench[llm])")
+def test_a_language_model_s_bf16_tokens_keep_fp32_s_decided_tokens_on_cuda():
+    """Accuracy mode on the GPU: bf16's greedy tokens against FP32's, a verdict (not 'uninformative') that holds."""
+    params = {"model": "llama3.1-8b", "scale": "tiny", "scenario": "offline", "engine": "static", "mode": "accuracy"}
+    r = _infer(params | {"precision": "bf16", "output_tokens": 16, "input_tokens": 32})[0]
+    assert r.status == "ok", r.error
+    assert "uninformative" not in r.details, r.details.get("uninformative")
+    assert r.valid is True and r.metrics["decided_token_agreement"].value >= 0.99, r.details["token_fidelity"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers (accelbench[llm])")
+def test_a_compiled_static_engine_serves_on_cuda():
+    """--engine-compile on the GPU: compiled in the probe's first batch, then VALID Offline tokens/s."""
+    params = {"model": "llama3.1-8b", "scale": "tiny", "scenario": "offline", "engine": "static"}
+    r = _infer(params | {"precision": "bf16", "output_tokens": 16, "batch_size": 16, "engine_compile": True})[0]
+    assert r.status == "ok", r.error
+    assert r.details["engine"]["compile"] is True and r.details["probe"]["first_batch_seconds"] > 0
+    assert r.valid is True and r.metrics["tokens_per_second"].value > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vLLM (pip install 'accelbench[vllm]')")
+def test_vllm_serves_a_preset_on_cuda(tmp_path):
+    """vLLM's CUDA build, through the CLI (vLLM spawns its engine core: a process with a __main__ guard), on its
+    own dummy weights for the tiny preset; skipped only if its attention refuses the preset's head size."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "vllm", "--precision", "bf16", "--json"]
+    env = dict(os.environ) | {"ACCELBENCH_HOME": str(tmp_path / "home")}
+    p = subprocess.run([sys.executable, "-m", "accelbench", *args, "--device", "cuda"], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=900)  # fmt: skip
+    [r] = json.loads(p.stdout)["results"]
+    if r["status"] == "skipped":
+        assert "head" in r["reason"], r["reason"]
+        return
+    assert r["status"] == "ok" and r["valid"] is True, r.get("error") or r["warnings"]
+    assert r["details"]["engine"]["engine"] == "vllm" and r["metrics"]["tokens_per_second"]["value"] > 0
