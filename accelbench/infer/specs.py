@@ -273,6 +273,10 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         impl = backend(self.backend)
         kind = kind_of(device_type)
         why = impl.unsupported(self.effective_precision) or impl.unsupported_on(kind) or self.export_refusal()
+        if self.generates and not why:  # an engine whose library is missing: the pip extra that brings it
+            from accelbench.infer.tokens.engines import engine_class
+
+            why = engine_class(self.engine)().unavailable()
         if why:
             raise UsageError(why)
         if not kind.accelerator and self.nproc > 1:  # one CPU is one device, whatever runs on it at once
