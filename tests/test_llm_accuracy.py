@@ -168,3 +168,18 @@ def test_accuracy_is_refused_where_it_cannot_judge(cli_env, tmp_path: Path):
     ):
         p = run_cli(["infer", "llama3.1-8b", "--scale", "tiny", "--mode", "accuracy", *args], cli_env, tmp_path)
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_bad_prompt_file_is_one_line_before_any_model_is_built(cli_env, tmp_path: Path):
+    checkpoint = tiny_checkpoint(tmp_path / "ckpt")
+    (tmp_path / "broken.jsonl").write_text('{"prompt": "the cat"}\nnot json\n')
+    (tmp_path / "keys.jsonl").write_text('{"q": "the cat"}\n')
+    for name, message in (
+        ("broken.jsonl", "line 2 is not JSON"),
+        ("keys.jsonl", "has no prompt field (prompt, input, question, text); its keys: q"),
+        ("missing.jsonl", "does not exist"),
+    ):
+        args = ["infer", "llama3.1-8b", "--checkpoint", str(checkpoint), "--prompts", str(tmp_path / name)]
+        p = run_cli([*args, "--db", str(tmp_path / "r.db")], cli_env, tmp_path)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and message in p.stderr, p.stderr
+        assert "building" not in p.stdout + p.stderr  # refused before a run began

@@ -319,6 +319,7 @@ BAD = [
     ),
     (["infer", MODEL, "--prompts", "qa.jsonl"], "--prompts needs --checkpoint DIR"),
     (["infer", MODEL, "--chat-template", "maybe"], "--chat-template is auto, on or off"),
+    (["infer", MODEL, "--engine", "null", "--engine-compile"], "the null engine runs none"),
     (["infer", MODEL, "--chat-template", "off"], "--chat-template applies to --prompts files"),
     (
         ["infer", MODEL, "--scenario", "offline", "--ttft-ms", "5", "--scale", "tiny", "--engine", "null"],

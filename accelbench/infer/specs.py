@@ -216,6 +216,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
                 f"--mode accuracy with --engine {self.engine} needs --checkpoint DIR: its own random weights are not "
                 "the FP32 reference's"
             )
+        if self.engine_compile and not engine_class(self.engine).runs_model:
+            raise UsageError(f"--engine-compile compiles a model, and the {self.engine} engine runs none")
         if self.mode == "accuracy" and not engine_class(self.engine).runs_model:
             raise UsageError(f"--mode accuracy needs an engine that runs the model, not {self.engine}")
         if self.scenario == "multistream":
@@ -254,6 +256,13 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
         if self.prompts and not Path(self.prompts).expanduser().is_file():
             raise UsageError(f"prompt file {self.prompts} does not exist: give a JSONL or ShareGPT JSON file")
+        if self.prompts:  # read as the run will (a bad file is one line here, not a failed record after a build)
+            from accelbench.infer.driver import QSL_SAMPLES
+            from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
+            from accelbench.infer.tokens.prompts import from_params
+
+            default_out = DEFAULT_LENGTHS["tiny" if self.scale == "tiny" else "full"][1]
+            from_params(self, self.output_tokens or default_out, QSL_SAMPLES[self.profile])
         if self.chat_template != "auto" and not self.prompts:
             raise UsageError("--chat-template applies to --prompts files (random prompts are token ids already)")
 

@@ -338,3 +338,19 @@ def _summary(
         with_reference=len(refs),
         settings=settings,
     )
+
+
+def from_params(params: Any, output_tokens: int, limit: int) -> tuple[Any, PromptSet]:
+    """``--prompts`` read as a run reads it (``--checkpoint``'s tokenizer, ``--output-tokens`` as the cap and
+    ``--input-tokens`` as the longest prompt when given, ``--chat-template``): the same call validates the file
+    before any model is built (a bad file is one line, exit 2) and feeds the run. The tokenizer, and the set."""
+    tokenizer = load_tokenizer(params.checkpoint)
+    return tokenizer, read_prompts(
+        params.prompts,
+        tokenizer,
+        output_tokens=output_tokens,
+        max_output_tokens=params.output_tokens or None,
+        max_prompt_tokens=params.input_tokens or None,
+        chat_template={"auto": None, "on": True, "off": False}[params.chat_template],
+        limit=limit,
+    )

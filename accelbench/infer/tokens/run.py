@@ -186,18 +186,9 @@ def workload(params: InferParams, vocab: int, total: int, prompt_len: int, out: 
     sample with a reference answer generates that many tokens, capped at ``--output-tokens`` when given)."""
     if not params.prompts:
         return Work(draw_prompts(total, prompt_len, params.input_jitter, vocab), [out] * total)
-    from accelbench.infer.tokens.prompts import load_tokenizer, read_prompts
+    from accelbench.infer.tokens.prompts import from_params
 
-    tokenizer = load_tokenizer(params.checkpoint)
-    read = read_prompts(
-        params.prompts,
-        tokenizer,
-        output_tokens=out,
-        max_output_tokens=params.output_tokens or None,
-        max_prompt_tokens=params.input_tokens or None,
-        chat_template={"auto": None, "on": True, "off": False}[params.chat_template],
-        limit=total,
-    )
+    tokenizer, read = from_params(params, out, total)
     samples = read.samples
     outs = [max(s.output_tokens, 2) for s in samples]  # a second token: TPOT needs one
     summary = read.summary.to_dict()
@@ -272,7 +263,8 @@ def _model_for(engine: Engine, params: InferParams, preset: Any, device: "torch.
         else:
             config = config_of(preset, params.scale)
         return ModelSource(config, params.checkpoint or None, params.effective_precision), config
-    ctx.progress(f"building {params.model} ({params.scale}) on {kind_of(device).record_name(device)}")
+    what = f"checkpoint {params.checkpoint}" if params.checkpoint else f"{params.model} ({params.scale})"
+    ctx.progress(f"building {what} on {kind_of(device).record_name(device)}")
     return build_model(params, device)
 
 
