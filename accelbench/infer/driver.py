@@ -43,10 +43,13 @@ class Serving:
 
 @dataclass
 class Outcome:
+    """One LoadGen test: its detail log, the conditions it ran in, its log folder and the SUT (a batching one, or
+    a language model's token SUT)."""
+
     detail: dict[str, Any]
     conditions: dict[str, Any]
     outdir: Any
-    sut: BatchingSUT
+    sut: Any
 
 
 def loadgen_run(

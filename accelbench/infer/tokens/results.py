@@ -16,6 +16,7 @@ from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
 if TYPE_CHECKING:
+    from accelbench.infer.driver import Outcome
     from accelbench.infer.tokens.accuracy import TokenAgreement
     from accelbench.infer.tokens.limits import Limits
     from accelbench.infer.tokens.sut import TokenSUT
@@ -135,16 +136,14 @@ def token_reasons(d: dict[str, Any], scenario: str) -> list[str]:
 def token_result(
     params: InferParams,
     record: dict[str, Any],
-    d: dict[str, Any],
-    conditions: dict[str, Any],
-    outdir: Any,
-    sut: "TokenSUT",
+    outcome: "Outcome",
     probe: dict[str, Any],
     limits: "Limits",
     engine: dict[str, Any],
     model: "Figures | None",
     reruns: list[dict[str, Any]] | None = None,
 ) -> Result:
+    d, conditions, outdir, sut = outcome.detail, outcome.conditions, outcome.outdir, outcome.sut
     metrics, primary = token_metrics(params.scenario, d, params.nproc)
     metrics |= goodput(sut, limits) | inter_token(sut) | kv_cache(sut, engine, model)
     if sut.tokens and "tokens_per_second" in metrics:  # prompt tokens read per output token written, measured
@@ -182,9 +181,7 @@ def token_result(
 def token_accuracy_result(
     params: InferParams,
     record: dict[str, Any],
-    d: dict[str, Any],
-    conditions: dict[str, Any],
-    outdir: Any,
+    outcome: "Outcome",
     verdict: "TokenAgreement",
     engine: dict[str, Any],
     rouge: dict[str, Any] | None = None,
@@ -192,6 +189,8 @@ def token_accuracy_result(
     """Accuracy mode's record: the decided tokens kept, the plain agreement figures and, where the prompt file has
     reference answers, ROUGE gated at 99%/99.9% of FP32's (what the gate then judges first)."""
     from accelbench.infer.tokens.accuracy import details_of
+
+    d, conditions, outdir = outcome.detail, outcome.conditions, outcome.outdir
 
     metrics: dict[str, Metric] = {}
     if rouge is not None:

@@ -17,7 +17,7 @@ from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason, torch_dtype
 from accelbench.infer import replan
 from accelbench.infer import settings as lgset
-from accelbench.infer.driver import QSL_SAMPLES, start_test
+from accelbench.infer.driver import QSL_SAMPLES, Outcome, start_test
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import SampleLibrary
 from accelbench.infer.tokens import accuracy
@@ -140,7 +140,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         runs = _measure(params, ctx, engine, relay, prompts, outs, limits, preset.mlperf, probed, prep.threads, device)
     finally:
         engine.stop()
-    sut, detail, conditions, outdir, reruns = runs
+    outcome, reruns = runs
     record = params.to_dict() | {
         "precision": params.effective_precision,
         "device": kind_of(device).record_name(device),
@@ -152,13 +152,13 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     if engine.loads_weights:  # the engine made its own (vLLM: its dummy initialisation), and says so
         weights = engine.facts.get("weights", weights)
     if reference is not None:
-        served = accuracy.served_tokens(outdir / "mlperf_log_accuracy.json", len(prompts))
+        served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(prompts))
         verdict = accuracy.judge(served, reference, params.effective_precision)
         rouge = accuracy.rouge(work, served, reference, ctx.progress) if work.references else None
-        result = token_accuracy_result(params, record, detail, conditions, outdir, verdict, engine.facts, rouge)
+        result = token_accuracy_result(params, record, outcome, verdict, engine.facts, rouge)
     else:
         result = token_result(
-            params, record, detail, conditions, outdir, sut, probed.to_dict(), limits, engine.facts, counted, reruns
+            params, record, outcome, probed.to_dict(), limits, engine.facts, counted, reruns
         )
     result.details["weights"] = weights
     if work.summary:
@@ -207,7 +207,7 @@ def _measure(
     probed: TokenProbe,
     threads: int,
     device: "torch.device",
-) -> tuple[TokenSUT, dict[str, Any], dict[str, Any], Any, list[dict[str, Any]]]:
+) -> tuple[Outcome, list[dict[str, Any]]]:
     """LoadGen's test, repeated (at most ``replan.MAX_RERUNS`` times) while a performance run disagrees with its
     plan; the last run is the one reported, the earlier ones are listed with why."""
     total = len(prompts)
@@ -224,10 +224,11 @@ def _measure(
             f"LoadGen {params.scenario}{again}, token latencies ({params.profile})",
             left=lgset.planned_seconds(settings, scenario, plan.rate),
         )
-        detail, conditions, outdir = start_test(sut, qsl, settings, params, ctx, threads, [device])
+        outcome = Outcome(*start_test(sut, qsl, settings, params, ctx, threads, [device]), sut)
+        detail, outdir = outcome.detail, outcome.outdir
         wrong = replan.disagreement(detail, params, plan, sut.samples) if params.mode == "performance" else None
         if wrong is None or len(reruns) == replan.MAX_RERUNS:
-            return sut, detail, conditions, outdir, reruns
+            return outcome, reruns
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
         repeated = probe(relay, engine, prompts, outs, params.batch_size)
         measured = lgset.Probe(repeated.requests_per_second, repeated.single_seconds)
