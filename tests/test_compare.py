@@ -2,7 +2,8 @@ import pytest
 from helpers import make_result
 
 from accelbench.errors import UsageError
-from accelbench.results.compare import compare, geometric_mean, select
+from accelbench.results.compare import compare, geometric_mean
+from accelbench.results.store import select
 
 
 def test_verdicts_follow_the_confidence_intervals():

@@ -228,7 +228,8 @@ def cmd_import(ns: argparse.Namespace) -> int:
 def cmd_compare(ns: argparse.Namespace) -> int:
     from accelbench.cli.render import console
     from accelbench.cli.render_trends import compare_table
-    from accelbench.results.compare import compare, select
+    from accelbench.results.compare import compare
+    from accelbench.results.store import select
 
     store = _store(ns)
     if ns.reference:

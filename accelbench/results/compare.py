@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -24,9 +23,6 @@ from accelbench.errors import UsageError
 from accelbench.results.describe import CONTEXT_PARAMS, LENGTH_PARAMS, PLACE_PARAMS, Describe, plain
 from accelbench.results.judge import Judgement, Side, judge, side, unlike
 from accelbench.results.record import Metric, Result
-from accelbench.results.store import Store
-
-_TAG_RE = re.compile(r"^tag:([A-Za-z0-9_.-]+)=(.+)$")
 
 #: the figures compare and the report put beside performance, by column: per USD/h for a rate or the cost for
 #: a time; work per joule for a rate or the energy for a time
@@ -242,23 +238,6 @@ class Comparison:
 
 def _is_speed(unit: str) -> bool:
     return unit in ("s", "ms", "us") or "/s" in unit or "FLOPS" in unit or unit.endswith("B/s")
-
-
-def select(store: Store, selector: str) -> list[Result]:
-    """``tag:KEY=VALUE`` (several joined by commas), or a run id or its unique prefix."""
-    m = _TAG_RE.match(selector)
-    if m:
-        tags = dict(part.split("=", 1) for part in selector[4:].split(",") if "=" in part)
-        results = store.query(tags=tags, status="ok")
-        if not results:
-            raise UsageError(f"no results carry {selector}; see 'accelbench results list' for tags")
-        return results
-    if selector.startswith("tag:"):
-        raise UsageError(f"bad selector {selector!r}: write tag:KEY=VALUE, e.g. tag:gpu=v100")
-    run_id = store.resolve_run_id(selector)
-    if run_id is None:
-        raise UsageError(f"unknown run id {selector!r}; see 'accelbench results runs'")
-    return store.query(run_id=run_id, status="ok")
 
 
 def workload_key(result: Result, ignore: Iterable[str] = (), keep: Iterable[str] = ()) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,3 +271,23 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError as exc:
                 raise UsageError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from None
+
+
+_TAG_RE = re.compile(r"^tag:([A-Za-z0-9_.-]+)=(.+)$")
+
+
+def select(store: Store, selector: str) -> list[Result]:
+    """``tag:KEY=VALUE`` (several joined by commas), or a run id or its unique prefix."""
+    m = _TAG_RE.match(selector)
+    if m:
+        tags = dict(part.split("=", 1) for part in selector[4:].split(",") if "=" in part)
+        results = store.query(tags=tags, status="ok")
+        if not results:
+            raise UsageError(f"no results carry {selector}; see 'accelbench results list' for tags")
+        return results
+    if selector.startswith("tag:"):
+        raise UsageError(f"bad selector {selector!r}: write tag:KEY=VALUE, e.g. tag:gpu=v100")
+    run_id = store.resolve_run_id(selector)
+    if run_id is None:
+        raise UsageError(f"unknown run id {selector!r}; see 'accelbench results runs'")
+    return store.query(run_id=run_id, status="ok")
