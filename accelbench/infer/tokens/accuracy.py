@@ -66,6 +66,12 @@ def _continuation_logits(model: Any, prompt: list[int], tokens: list[int], devic
         return model(seq).logits[0, len(prompt) - 1 :].float()
 
 
+def _lead(logits: "torch.Tensor") -> np.ndarray:
+    """Per position, how far the top logit leads the next one."""
+    top = logits.topk(2, dim=-1).values
+    return (top[:, 0] - top[:, 1]).numpy()
+
+
 def greedy(
     model: Any, prompts: list[list[int]], outs: list[int], device: "torch.device", eos: Any = None, batch: int = 8
 ) -> list[list[int]]:
@@ -116,7 +122,7 @@ def reference(
     progress(f"FP32 reference: greedy tokens for {len(prompts)} prompts")
     tokens = greedy(model, prompts, outs, device, eos)
     logits = [_continuation_logits(model, p, t, device).cpu() for p, t in zip(prompts, tokens, strict=True)]
-    leads = [(lg.topk(2, dim=-1).values[:, 0] - lg.topk(2, dim=-1).values[:, 1]).numpy() for lg in logits]
+    leads = [_lead(lg) for lg in logits]
     progress(f"FP32 with its storage rounded to {scale}, then {COARSER_BITS} bits coarser")
     twin = rounded_copy(model, scale)
     rounding = [
