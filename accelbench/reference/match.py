@@ -7,6 +7,11 @@ LoadGen run, a failed accuracy gate) differ, the row reads "n/a: tiny model" and
 ratio or bar. Such a ratio measures the difference in the work, not in the machines, and a reader cannot undo
 it. Differences that leave the work the same (framework, batch, data, device count, LoadGen profile) are said
 beside the ratio, so the reader judges; rows that differ in nothing but the machine say so.
+
+A language model's token record meets MLPerf's tokens/s rows the same way, with what only tokens have said by
+:mod:`.tokens`: no ratio where the engine ran no model or the TTFT/TPOT limits are not MLPerf's; the prompts and
+their lengths, the accuracy target and the device count beside the ratio; per device against the record's own
+tokens/s per device.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.families import PYTORCH, Published, family_of
+from accelbench.reference import tokens
 from accelbench.reference.table import Reference, select
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
@@ -154,14 +160,19 @@ def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
     if r.valid is False:
         gates = r.details.get("accuracy_gates") or {}
         out.append("failed accuracy gate" if gates and not all(gates.values()) else "INVALID run")
+    if tokens.is_tokens(ref):
+        out += tokens.unlike(r, ref)
     return tuple(out)
 
 
 def differences(r: Result, ref: Reference) -> tuple[str, ...]:
     """What differs between how ``r`` was measured and how ``ref`` was without changing the work, in the
     reader's words (the differences in the work are :func:`unlike`'s)."""
-    out: list[str] = []
     pub = _published(r)
+    if tokens.is_tokens(ref):
+        caveats = pub.caveats(r, ref) if pub is not None and pub.caveats is not None else []
+        return tokens.differences(r, ref, _framework(r), caveats)
+    out: list[str] = []
     if not ref.framework.startswith("PyTorch") or (pub is not None and pub.own_harness):
         out.append(f"{ref.framework} vs {_framework(r)}")
     if pub is not None and pub.caveats is not None:
@@ -200,9 +211,10 @@ _METRIC = {
     "queries_per_second": "queries_per_second",
     "time_to_target": "time_to_target_seconds",
     "cost_to_target": "cost_to_target_usd",
+    tokens.METRIC: tokens.METRIC,  # output tokens/s: MLPerf's "Tokens per second" is the answers' tokens
 }
 #: published metrics where more is better (a rate); the others are times and costs
-_RATES = {"throughput", "queries_per_second"}
+_RATES = {"throughput", "queries_per_second", tokens.METRIC}
 
 
 def _figure(r: Result, ref: Reference) -> float | None:
@@ -222,7 +234,8 @@ def beside(result: Result, ref: Reference) -> Match | None:
     ratio = per_dev = None
     if not blocked:
         ratio = value / ref.value if rate else ref.value / value
-        per_dev = (value / _devices(result)) / ref.per_device if rate and ref.per_device is not None else None
+        own = tokens.per_device(result) if tokens.is_tokens(ref) else value / _devices(result)
+        per_dev = own / ref.per_device if rate and own and ref.per_device is not None else None
     price = (result.system.get("price") or {}).get("usd_per_hour")
     own_per_usd = value / price if price and rate else None
     return Match(result, ref, ratio, per_dev, own_per_usd, ref.per_usd_hour, differences(result, ref), blocked)

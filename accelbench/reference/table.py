@@ -1,8 +1,9 @@
 """Published results shipped with the package, each with the place a reader can open to check it.
 
-``data/reference_results.csv`` holds four articles' tables, MLPerf Inference submissions and Lambda's PyTorch
-training throughput (see ``data/README.md`` for the columns; a row names its source by title, publisher and date,
-never by a local file name). Rows are facts as published: a row whose figure is a ratio between two accelerators
+``data/reference_results.csv`` holds four articles' tables, MLPerf Inference submissions (ResNet-50, and the
+language models' tokens/s: llama2-70b, llama3.1-8b) and Lambda's PyTorch training throughput (see
+``data/README.md`` for the columns; a row names its source by title, publisher and date, never by a local file
+name). Rows are facts as published: a row whose figure is a ratio between two accelerators
 (Dell's MLPerf Training v0.5 V100-PCIe over T4) is kept, and flagged (its unit, ``x ...``), never turned into an
 absolute figure.
 """
@@ -44,6 +45,16 @@ class Reference:
     #: a served rate is a figure of its bound, so a run under another bound is not like this row
     latency_bound_ms: float | None
     notes: str
+    #: the benchmark's own name in its source (MLPerf's ``llama2-70b-99``: the model and its accuracy target), where
+    #: it differs from what ``model`` can say
+    benchmark: str = ""
+    #: MLPerf's samples/s beside a tokens/s figure, from the same summary: their quotient is the output tokens per
+    #: sample that run produced, the one length fact a summary gives
+    samples_per_second: float | None = None
+    #: the p99 time-to-first-token and time-per-output-token limits a served language model's figure was measured
+    #: under (MLPerf's Server and Interactive); a rate under other limits is another figure
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
 
     @property
     def is_ratio(self) -> bool:
@@ -64,6 +75,14 @@ class Reference:
         return f"{self.value:,.6g} {self.unit}"
 
     @property
+    def output_tokens_per_sample(self) -> float | None:
+        """Output tokens per sample of the published run (tokens/s over samples/s of one summary), where both
+        were given: how long the answers were, which a tokens/s figure depends on."""
+        if self.samples_per_second and self.unit == "tokens/s":
+            return self.value / self.samples_per_second
+        return None
+
+    @property
     def per_usd_hour(self) -> float | None:
         """The TPUv2 vs V100 study's figure: the rate per USD/h of the machine, where the source gave its price."""
         if self.price_usd_per_hour and self.unit.endswith("/s"):
@@ -71,7 +90,11 @@ class Reference:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"per_device": self.per_device, "per_usd_hour": self.per_usd_hour}
+        return asdict(self) | {
+            "per_device": self.per_device,
+            "per_usd_hour": self.per_usd_hour,
+            "output_tokens_per_sample": self.output_tokens_per_sample,
+        }
 
 
 @lru_cache(maxsize=1)
@@ -80,8 +103,6 @@ def references() -> tuple[Reference, ...]:
     text = resources.files("accelbench.reference").joinpath("data/reference_results.csv").read_text(encoding="utf-8")
     rows = []
     for r in csv.DictReader(text.splitlines()):
-        price = r.get("price_usd_per_hour") or ""
-        bound = r.get("latency_bound_ms") or ""
         rows.append(
             Reference(
                 source=r["source"],
@@ -98,12 +119,22 @@ def references() -> tuple[Reference, ...]:
                 metric=r["metric"],
                 value=float(r["value"]),
                 unit=r["unit"],
-                price_usd_per_hour=float(price) if price else None,
-                latency_bound_ms=float(bound) if bound else None,
+                price_usd_per_hour=_number(r, "price_usd_per_hour"),
+                latency_bound_ms=_number(r, "latency_bound_ms"),
                 notes=r["notes"],
+                benchmark=r.get("benchmark") or "",
+                samples_per_second=_number(r, "samples_per_second"),
+                ttft_p99_ms=_number(r, "ttft_p99_ms"),
+                tpot_p99_ms=_number(r, "tpot_p99_ms"),
             )
         )
     return tuple(rows)
+
+
+def _number(row: dict[str, str], column: str) -> float | None:
+    """A column's figure, None where the row leaves it empty (or the column is absent)."""
+    text = row.get(column) or ""
+    return float(text) if text else None
 
 
 def _words(text: str) -> set[str]:
