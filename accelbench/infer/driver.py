@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from accelbench.infer.logs import read_detail
 from accelbench.infer.served import Served
@@ -79,9 +79,12 @@ def start_test(
     ctx: RunContext,
     threads: int,
     devices: list[Any],
+    sut_pids: Sequence[int] = (),
 ) -> tuple[dict[str, Any], dict[str, Any], Any]:
     """One LoadGen test of any SUT (``issue``, ``flush``, ``stop``, ``error``): its own log folder, an explicit
-    (absent) audit config, the SUT stopped whatever happens; LoadGen's detail log, the conditions, the folder."""
+    (absent) audit config, the SUT stopped whatever happens; LoadGen's detail log, the conditions, the folder.
+    ``sut_pids``: processes on this machine that are the system under test (a local server the SUT is a client
+    of), whose CPU the conditions count as the work, not as contention."""
     import mlperf_loadgen as lg
 
     outdir = ctx.log_dir / f"loadgen-{params.scenario}-{params.mode}-{uuid.uuid4().hex[:8]}"
@@ -95,7 +98,7 @@ def start_test(
     in_memory = min(qsl_lib.total, QSL_SAMPLES[params.profile])
     qsl = lg.ConstructQSL(qsl_lib.total, in_memory, qsl_lib.load, qsl_lib.unload)
     try:
-        with ConditionsMonitor(threads, gpus=cuda_indices(devices)) as monitor:
+        with ConditionsMonitor(threads, gpus=cuda_indices(devices), sut_pids=sut_pids) as monitor:
             # an explicit audit-config path that does not exist: a stray audit.config must not alter the run
             lg.StartTestWithLogSettings(sut, qsl, settings, log_settings, str(outdir / "no-audit.config"))
     finally:

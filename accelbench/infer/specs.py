@@ -8,6 +8,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend
+from accelbench.infer.tokens.endpoint.params import ENDPOINT_KNOBS, EndpointParams
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, ScaleParams, opt, positive
 from accelbench.workloads import DECODERS
 
@@ -27,6 +28,7 @@ TOKEN_KNOBS = (
     "chat_template",
     "allow_eos",
     "engine_compile",
+    *ENDPOINT_KNOBS,
 )
 #: settings only some backends take (Backend.options)
 BACKEND_KNOBS = ("channels_last", "compile_mode", "ort_optimization")
@@ -36,7 +38,7 @@ INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int
 
 
 @dataclass(frozen=True)
-class InferParams(EmulatedParams, ScaleParams, CommonParams):
+class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
     """Serve ``model`` to LoadGen in one scenario and record LoadGen's own verdict and figures."""
 
     model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)
@@ -110,8 +112,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
     engine: str = opt(
         "transformers",
         "language models: the generating engine: transformers (its continuous batching, paged KV cache), "
-        "static (batched generate, static KV cache), vllm (where installed), null (the harness alone), "
-        "or package.module:Class",
+        "static (batched generate, static KV cache), vllm (where installed), endpoint (an OpenAI-compatible "
+        "server at --url), null (the harness alone), or package.module:Class",
         metavar="ENGINE",
     )
     input_tokens: int = opt(0, "language models: prompt tokens (0: 1024, or 128 at --scale tiny)", sweep=False)
@@ -204,7 +206,8 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
     def _check_tokens(self) -> None:
         from accelbench.infer.tokens.engines import engine_class
 
-        engine_class(self.engine)
+        impl = engine_class(self.engine)
+        self._check_endpoint(self.engine)
         if self.backend != "torch":
             raise UsageError(f"{self.model} is served by an engine (--engine), not --backend {self.backend}")
         if self.mode == "find-peak":
@@ -222,7 +225,7 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             raise UsageError(f"--mode accuracy needs an engine that runs the model, not {self.engine}")
         if self.scenario == "multistream":
             raise UsageError("language models are served in offline, server, interactive and singlestream")
-        if self.effective_precision not in ("fp32", "bf16", "fp16"):
+        if self.effective_precision not in ("fp32", "bf16", "fp16") and not impl.remote:
             raise UsageError(f"language models are served in fp32, bf16 or fp16 weights, not {self.precision}")
         if self.output_tokens == 1:
             raise UsageError("--output-tokens must be at least 2: time per output token needs a second token")
@@ -246,13 +249,13 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
 
         preset = workload_class(self.model).preset  # type: ignore[attr-defined]
         limits_for(self.model, preset.mlperf, preset.mlperf_own, self.scenario, self.ttft_ms, self.tpot_ms)
-        if self.checkpoint:
+        if self.checkpoint and not impl.remote:  # a remote engine reads only its tokenizer
             from accelbench.workloads.decoder import check_checkpoint
 
             check_checkpoint(Path(self.checkpoint).expanduser())
         if self.chat_template not in ("auto", "on", "off"):
             raise UsageError(f"--chat-template is auto, on or off, not {self.chat_template!r}")
-        if self.prompts and not self.checkpoint:
+        if self.prompts and not (self.checkpoint or self.tokenizer):
             raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
         if self.prompts and not Path(self.prompts).expanduser().is_file():
             raise UsageError(f"prompt file {self.prompts} does not exist: give a JSONL or ShareGPT JSON file")
@@ -265,6 +268,16 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
             from_params(self, self.output_tokens or default_out, QSL_SAMPLES[self.profile])
         if self.chat_template != "auto" and not self.prompts:
             raise UsageError("--chat-template applies to --prompts files (random prompts are token ids already)")
+
+    @property
+    def devices_serving(self) -> int:
+        """The devices the per-device figures divide by: ``--nproc`` here, or the server's (``--server-devices``)."""
+        if self.generates:
+            from accelbench.infer.tokens.engines import engine_class
+
+            if engine_class(self.engine).remote:
+                return self.server_devices
+        return self.nproc
 
     @property
     def workers(self) -> int:
@@ -285,7 +298,10 @@ class InferParams(EmulatedParams, ScaleParams, CommonParams):
         if self.generates and not why:  # an engine whose library is missing: the pip extra that brings it
             from accelbench.infer.tokens.engines import engine_class
 
-            why = engine_class(self.engine)().unavailable()
+            engine = engine_class(self.engine)()
+            why = engine.unavailable()
+            if not why:
+                engine.check(self)  # a server that does not answer: one line, before any load
         if why:
             raise UsageError(why)
         if not kind.accelerator and self.nproc > 1:  # one CPU is one device, whatever runs on it at once

@@ -226,6 +226,9 @@ class Conditions:
     other_cpu_seconds: float = 0.0
     #: live processes in accelbench's tree at the end of the window (this one, its workers, ranks, the runner)
     own_processes: int = 0
+    #: CPU seconds of the system under test's own processes on this machine (a local server a client measures):
+    #: neither accelbench's nor contention
+    sut_cpu_seconds: float = 0.0
     #: the other processes that used the most CPU in the window: name, pid, cpu_seconds, cpu_fraction (of all CPUs);
     #: ``exited_children: true`` for the time of a process's children that ended in the window (a build's compilers)
     other_processes: list[dict[str, Any]] = field(default_factory=list)
@@ -259,8 +262,12 @@ class ConditionsMonitor:
         gpu_index: int | None = None,
         gpus: Sequence[int] | None = None,
         reader: DeviceReader | None = None,
+        sut_pids: Sequence[int] = (),
     ) -> None:
+        """``sut_pids``: processes (with their children) that are the system under test, such as a server on
+        this machine that accelbench is the client of: their CPU is the measured work, not contention."""
         self.conditions = Conditions(threads=threads, cpu_count=os.cpu_count() or 1)
+        self._sut_pids = tuple(sut_pids)
         self._gpu_index = gpu_index
         self._reader = reader
         indices = list(gpus) if gpus is not None else [] if gpu_index is None else [gpu_index]
@@ -292,11 +299,15 @@ class ConditionsMonitor:
         c.steal_fraction = max(0.0, (steal - self._steal0) / d_total)
         capacity = max(c.wall_seconds * c.cpu_count, 1e-9)
         c.own_cpu_seconds = own
-        c.other_cpu_seconds = max(0.0, busy - self._busy0 - own)
-        c.other_cpu_fraction = min(1.0, c.other_cpu_seconds / capacity)
         if self._gpu_index is not None and self._reader is not None:
             self._gpu_throttling(c, self._reader, self._gpu_index)  # the counters first, closest to the window's end
-        self._name_others(c, capacity)
+        table1 = _process_table()
+        window = _window_cpu(self._table0, table1)
+        sut = {p for t in (self._table0, table1) for pid in self._sut_pids for p in _tree_of(t, pid)}
+        c.sut_cpu_seconds = sum(sum(window.get(p, (0.0, 0.0))) for p in sut)
+        c.other_cpu_seconds = max(0.0, busy - self._busy0 - own - c.sut_cpu_seconds)
+        c.other_cpu_fraction = min(1.0, c.other_cpu_seconds / capacity)
+        self._name_others(c, capacity, table1, window, sut)
         contention = []
         if c.steal_fraction > STEAL_THRESHOLD:
             contention.append(f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time")
@@ -306,16 +317,18 @@ class ConditionsMonitor:
             )
         c.warnings[:0] = contention
 
-    def _name_others(self, c: Conditions, capacity: float) -> None:
-        """The processes outside accelbench's tree that used the most CPU in the window, from two snapshots of
-        the process table taken outside the window's figures (before its start, after its end)."""
-        table1 = _process_table()
+    def _name_others(
+        self, c: Conditions, capacity: float, table1: dict[psutil.Process, _Seen], window: dict[Any, Any], sut: set
+    ) -> None:
+        """The processes outside accelbench's tree (and the system under test's) that used the most CPU in the
+        window, from two snapshots of the process table taken outside the window's figures (before its start,
+        after its end)."""
         own = _tree_of(self._table0, self._root) | _tree_of(table1, self._root)  # an orphaned worker stays ours
         c.own_processes = sum(1 for p in own if p in table1)
         shares = [
             (seconds, p, reaped)
-            for p, both in _window_cpu(self._table0, table1).items()
-            if p not in own
+            for p, both in window.items()
+            if p not in own and p not in sut
             for seconds, reaped in zip(both, (False, True), strict=True)
             if seconds > 0
         ]

@@ -3,8 +3,9 @@
 A comparison tool whose verdicts mislead is worse than none. Three rules, after asv:
 
 1. **Only trustworthy sides are judged.** A record that was contended (other processes or the hypervisor
-   took CPU), noisy beyond the threshold, INVALID by its own verdict, or measured on too few samples for an
-   interval is shown but set aside, with the reason. Where a side has several runs, the set-aside ones are
+   took CPU), limited by its own client (a served endpoint's figures then describe the client), noisy beyond
+   the threshold, INVALID by its own verdict, or measured on too few samples for an interval is shown but set
+   aside, with the reason. Where a side has several runs, the set-aside ones are
    dropped and the rest judged.
 2. **A difference must be more than chance within the runs**: the Mann-Whitney U test on the runs' raw
    samples (pooled per side, in the metric's own units), p below :data:`ALPHA`; where records carry no raw
@@ -38,7 +39,7 @@ MIN_EFFECT_SINGLE = 0.10
 #: With run-to-run evidence, the smallest change called a difference however steady the runs.
 MIN_EFFECT = 0.02
 #: Warnings that set a record aside, by the prefix the measurement and the conditions monitor give them.
-_SET_ASIDE = ("contended", "noisy", "few samples")
+_SET_ASIDE = ("contended", "noisy", "few samples", "client-limited")
 #: Runs a side, at least, on which a figure with no interval of its own is judged (the runs' spread stands in).
 MIN_RUNS_BARE = 3
 NO_INTERVAL = "no interval"

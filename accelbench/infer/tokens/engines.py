@@ -79,6 +79,8 @@ class Engine:
     #: whether it builds its own copy of the weights (vLLM, from a folder): it is given a :class:`ModelSource`,
     #: not a built model, so the weights are not held twice
     loads_weights: ClassVar[bool] = False
+    #: whether the model runs elsewhere (a server): its devices are the server's (``--server-devices``)
+    remote: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.facts: dict[str, Any] = {"engine": self.name}
@@ -91,6 +93,23 @@ class Engine:
         if self.runs_model and importlib.util.find_spec("transformers") is None:
             return "transformers is not installed: pip install 'accelbench[llm]'"
         return None
+
+    def check(self, params: Any) -> None:
+        """Before anything runs: raise a UsageError for what the run's parameters cannot do with this engine
+        (a server that does not answer, for the endpoint engine). Nothing by default."""
+
+    def configure(self, params: Any) -> None:
+        """Read what the engine needs from the run's parameters, before :meth:`start`. Nothing by default."""
+
+    def measured(self, arrivals: bool) -> dict[str, Any]:
+        """What the engine saw of itself since the last call (after each LoadGen run), for the record; a
+        ``limited_by`` entry says the engine's own side, not the system under test, limited the run."""
+        return {}
+
+    def local_processes(self) -> list[int]:
+        """Processes on this machine, outside accelbench, that are the system under test (a server on this
+        host): their CPU is the work measured, not contention. None by default."""
+        return []
 
     def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
         raise NotImplementedError
@@ -168,6 +187,7 @@ ENGINES: dict[str, str] = {
     "transformers": "accelbench.infer.tokens.continuous:ContinuousBatching",
     "static": "accelbench.infer.tokens.static:StaticBatch",
     "vllm": "accelbench.infer.tokens.vllm:Vllm",
+    "endpoint": "accelbench.infer.tokens.endpoint.engine:EndpointEngine",
     "null": "accelbench.infer.tokens.engines:NullEngine",
 }
 

@@ -341,10 +341,11 @@ def _summary(
 
 
 def from_params(params: Any, output_tokens: int, limit: int) -> tuple[Any, PromptSet]:
-    """``--prompts`` read as a run reads it (``--checkpoint``'s tokenizer, ``--output-tokens`` as the cap and
-    ``--input-tokens`` as the longest prompt when given, ``--chat-template``): the same call validates the file
-    before any model is built (a bad file is one line, exit 2) and feeds the run. The tokenizer, and the set."""
-    tokenizer = load_tokenizer(params.checkpoint)
+    """``--prompts`` read as a run reads it (``--tokenizer``'s or ``--checkpoint``'s tokenizer, ``--output-tokens``
+    as the cap and ``--input-tokens`` as the longest prompt when given, ``--chat-template``): the same call
+    validates the file before any model is built (a bad file is one line, exit 2) and feeds the run. The
+    tokenizer, and the set."""
+    tokenizer = load_tokenizer(getattr(params, "tokenizer", "") or params.checkpoint)
     return tokenizer, read_prompts(
         params.prompts,
         tokenizer,

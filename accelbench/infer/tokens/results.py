@@ -144,7 +144,7 @@ def token_result(
     reruns: list[dict[str, Any]] | None = None,
 ) -> Result:
     d, conditions, outdir, sut = outcome.detail, outcome.conditions, outcome.outdir, outcome.sut
-    metrics, primary = token_metrics(params.scenario, d, params.nproc)
+    metrics, primary = token_metrics(params.scenario, d, params.devices_serving)
     metrics |= goodput(sut, limits) | inter_token(sut) | kv_cache(sut, engine, model)
     if sut.tokens and "tokens_per_second" in metrics:  # prompt tokens read per output token written, measured
         total = metrics["tokens_per_second"].value * (1 + sut.input_tokens / sut.tokens)

@@ -113,6 +113,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
 
     engine = engine_class(params.engine)()
     skip_if(engine.unavailable())
+    engine.configure(params)
     prep = prepare(params, autotune=False)
     device = prep.device
     if engine.runs_model and params.effective_precision != "fp32":
@@ -127,7 +128,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         skip_if(too_big(params, planned, device))
     model, config = _model_for(engine, params, preset, device, ctx)
     counted = planned or (figures(config, element) if config is not None else None)
-    vocab = config.vocab_size if config is not None else 32000
+    vocab = config.vocab_size if config is not None else getattr(engine, "vocab_size", 32000)
     total = accuracy.SAMPLES if params.mode == "accuracy" and not params.prompts else QSL_SAMPLES[params.profile]
     work = workload(params, vocab, total, prompt_len, out)
     prompts, outs = work.prompts, work.outs
@@ -140,10 +141,10 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         runs = _measure(params, ctx, engine, relay, prompts, outs, limits, preset.mlperf, probed, prep.threads, device)
     finally:
         engine.stop()
-    outcome, reruns = runs
+    outcome, reruns, client = runs
     record = params.to_dict() | {
-        "precision": params.effective_precision,
-        "device": kind_of(device).record_name(device),
+        "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
+        "device": engine.facts.get("device") or kind_of(device).record_name(device),
         "threads": prep.threads,
         "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if work.summary else prompt_len,
         "output_tokens": round(sum(outs) / len(outs)) if work.summary else out,
@@ -160,7 +161,11 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         result = token_result(
             params, record, outcome, probed.to_dict(), limits, engine.facts, counted, reruns
         )
-    result.details["weights"] = weights
+    result.details["weights"] = weights if not engine.remote else "the server's"
+    if client:  # the engine's own side, measured: a client that limited the run sets the record aside
+        result.details["client"] = client
+        if client.get("limited_by"):
+            result.warnings.append(f"client-limited: {client['limited_by']}; the figures describe the client")
     if work.summary:
         result.details["prompts"] = work.summary
     yield result
@@ -207,7 +212,7 @@ def _measure(
     probed: TokenProbe,
     threads: int,
     device: "torch.device",
-) -> tuple[Outcome, list[dict[str, Any]]]:
+) -> tuple[Outcome, list[dict[str, Any]], dict[str, Any]]:
     """LoadGen's test, repeated (at most ``replan.MAX_RERUNS`` times) while a performance run disagrees with its
     plan; the last run is the one reported, the earlier ones are listed with why."""
     total = len(prompts)
@@ -224,11 +229,14 @@ def _measure(
             f"LoadGen {params.scenario}{again}, token latencies ({params.profile})",
             left=lgset.planned_seconds(settings, scenario, plan.rate),
         )
-        outcome = Outcome(*start_test(sut, qsl, settings, params, ctx, threads, [device]), sut)
+        engine.measured(arrivals=False)  # what the probe left behind is not the run's
+        test = start_test(sut, qsl, settings, params, ctx, threads, [device], engine.local_processes())
+        outcome = Outcome(*test, sut)
+        client = engine.measured(arrivals=params.scenario != "offline")
         detail, outdir = outcome.detail, outcome.outdir
         wrong = replan.disagreement(detail, params, plan, sut.samples) if params.mode == "performance" else None
         if wrong is None or len(reruns) == replan.MAX_RERUNS:
-            return outcome, reruns
+            return outcome, reruns, client
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
         repeated = probe(relay, engine, prompts, outs, params.batch_size)
         measured = lgset.Probe(repeated.requests_per_second, repeated.single_seconds)

@@ -1,0 +1,1 @@
+"""``--engine endpoint``: a client of any OpenAI-compatible server (the system under test runs elsewhere)."""

@@ -1,0 +1,224 @@
+"""``--engine endpoint``: each LoadGen request becomes one streaming HTTP request to an OpenAI-compatible server.
+
+The server is the system under test, wherever it runs and whatever serves it; this engine is its client. One
+asyncio loop on its own thread holds a bounded pool of kept-alive connections (``--batch-size`` of them: the
+requests in flight at most); LoadGen's issue callback only hands requests to that loop. The client is measured
+too (:class:`ClientWatch`): its thread's CPU, how late its loop runs, and how long requests waited for a
+connection, so a run that the client rather than the server limited says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from accelbench.infer.tokens.endpoint.client import Answer, Failure, error_words
+from accelbench.infer.tokens.endpoint.watch import ClientWatch
+from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, TokenRequest
+
+if TYPE_CHECKING:
+    import torch
+
+    from accelbench.infer.specs import InferParams
+
+
+class EndpointEngine(Engine):
+    """A client of an OpenAI-compatible server (``--url``): the server's tokens, timed as they arrive here."""
+
+    name = "endpoint"
+    extra = "endpoint"
+    runs_model = False
+    remote = True
+
+    def unavailable(self) -> str | None:
+        import importlib.util
+
+        for module, why in (("aiohttp", "its HTTP client"), ("transformers", "the tokenizer that writes prompts")):
+            if importlib.util.find_spec(module) is None:
+                return f"the endpoint engine needs {module} ({why}): pip install 'accelbench[endpoint]'"
+        return None
+
+    def check(self, params: "InferParams") -> None:
+        """The server answers, speaks OpenAI's API and serves the model: else one line (UsageError), before load."""
+        from accelbench.infer.tokens.endpoint.preflight import preflight
+
+        preflight(params)
+
+    def configure(self, params: "InferParams") -> None:
+        from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
+
+        self.target = preflight(params)
+        self.tokenizer = load_tokenizer(params)
+        self.timeout = params.request_timeout
+        self.vocab_size = len(self.tokenizer)
+        from urllib.parse import urlparse
+
+        self.facts |= {
+            "device": f"server at {urlparse(self.target.url).netloc}",
+            "url": self.target.url,
+            "served_model": self.target.model,
+            "api": self.target.api,
+            "server_devices": params.server_devices,
+            "ignore_eos_sent": self.target.extensions,
+            "tokenizer": params.tokenizer or params.checkpoint,
+        }
+
+    def local_processes(self) -> list[int]:
+        """The processes listening on the server's port where it runs on this machine (a loopback or local address)."""
+        return listening(self.target.url)
+
+    def prompt_text(self, tokens: list[int]) -> str:
+        """A prompt's tokens as the text sent (the server tokenizes it again; its own count is recorded)."""
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
+    # the Engine seam
+    def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
+        self.sink, self.settings = sink, settings
+        self.watch = ClientWatch()
+        self.counted: dict[str, int] = {"server usage": 0, "tokenizer": 0}
+        self.prompt_tokens: list[int] = []
+        self._texts: dict[int, str] = {}
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run_loop, name="accelbench-endpoint", daemon=True)
+        self._failed_start: BaseException | None = None
+        self._thread.start()
+        self._ready.wait()
+        if self._failed_start is not None:
+            raise self._failed_start
+
+    def submit(self, requests: list[TokenRequest]) -> None:
+        now = time.perf_counter()
+        self.loop.call_soon_threadsafe(self._spawn, requests, now)
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self._close(), self.loop).result(timeout=30)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=30)
+        self.facts["output_token_count"] = self._count_source()
+
+    def measured(self, arrivals: bool) -> dict[str, Any]:
+        """The client's own figures since the last call (a LoadGen run's), and why it limited the run if it did
+        (``arrivals``: requests came on LoadGen's schedule, Server, not all at once)."""
+        report = self.watch.report(self.settings.max_batch, arrivals)
+        if self.prompt_tokens:
+            report["server_prompt_tokens_mean"] = sum(self.prompt_tokens) / len(self.prompt_tokens)
+            self.prompt_tokens = []
+        return report
+
+    # the loop's thread
+    def _run_loop(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._open())
+        except BaseException as exc:  # start() must not wait forever for a loop that never ran
+            self._failed_start = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.close()
+
+    async def _open(self) -> None:
+        import aiohttp
+
+        limit = self.settings.max_batch
+        connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, keepalive_timeout=60)
+        timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=min(self.timeout, 30.0))
+        self.session = aiohttp.ClientSession(
+            connector=connector, timeout=timeout, headers=self.target.headers, raise_for_status=False
+        )
+        self.slots = asyncio.Semaphore(limit)
+        self.watch.start(self.loop)
+
+    async def _close(self) -> None:
+        self.watch.stop()
+        await self.session.close()
+
+    def _spawn(self, requests: list[TokenRequest], submitted: float) -> None:
+        for r in requests:
+            self.loop.create_task(self._one(r, submitted))
+
+    async def _one(self, request: TokenRequest, submitted: float) -> None:
+        async with self.slots:
+            self.watch.waited(time.perf_counter() - submitted)
+            try:
+                answer = await self._stream(request)
+            except Failure as exc:
+                self.sink.failed(request, exc)
+                return
+            except asyncio.TimeoutError:
+                self.sink.failed(request, Failure(f"no complete answer within {self.timeout:g} s (--request-timeout)"))
+                return
+            except Exception as exc:  # aiohttp's connection errors: the server went away
+                self.sink.failed(request, Failure(f"connection: {type(exc).__name__}: {exc}"))
+                return
+        tokens = self.tokenizer.encode("".join(answer.text), add_special_tokens=False)
+        if answer.completion_tokens:
+            count, source = answer.completion_tokens, "server usage"
+        else:
+            count, source = max(len(tokens), answer.chunks), "tokenizer"
+        self.counted[source] += 1
+        if answer.prompt_tokens:
+            self.prompt_tokens.append(answer.prompt_tokens)
+        tokens = (tokens + [0] * count)[:count]  # LoadGen counts len(tokens): the count the record trusts
+        self.sink.done(request, tokens)
+
+    async def _stream(self, request: TokenRequest) -> Answer:
+        text = self.prompt_text(request.prompt)
+        body = self.target.body(text, request.max_new_tokens, self.settings.ignore_eos)
+        answer = Answer()
+        started = [False]
+
+        def content() -> None:
+            if started[0]:
+                self.sink.step(request, 1)
+            else:
+                started[0] = True
+                self.sink.first(request, 0)
+
+        async with self.session.post(self.target.path, json=body) as resp:
+            if resp.status != 200:
+                raise Failure(error_words(resp.status, await resp.content.read(4096)))
+            async for line in resp.content:
+                answer.feed(line, self.target.api, content)
+                if answer.done:
+                    break
+        answer.ended()
+        return answer
+
+    def _count_source(self) -> str:
+        usage, counted = self.counted["server usage"], self.counted["tokenizer"]
+        if usage and not counted:
+            return "the server's usage (completion_tokens)"
+        if counted and not usage:
+            return "counted with the tokenizer (the server reported no usage)"
+        if not (usage or counted):
+            return "no request answered"
+        return f"the server's usage for {usage} requests, the tokenizer for {counted}"
+
+
+def listening(url: str) -> list[int]:
+    """PIDs of this machine's processes listening on ``url``'s port at its host (empty: a remote host, or
+    sockets this user may not read)."""
+    import socket
+    from urllib.parse import urlparse
+
+    import psutil
+
+    parsed = urlparse(url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(parsed.hostname, port)}
+        local = {a.address for nic in psutil.net_if_addrs().values() for a in nic} | {"0.0.0.0", "::"}
+        if not addresses & local:
+            return []
+        found = psutil.net_connections(kind="tcp")
+    except (OSError, psutil.Error):
+        return []
+    return sorted(
+        {c.pid for c in found if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
+    )

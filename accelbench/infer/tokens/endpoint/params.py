@@ -1,0 +1,76 @@
+"""The flags of ``--engine endpoint`` (torch-free): where the server is, what it serves, how to reach it.
+
+Declared once as a mixin of :class:`accelbench.infer.specs.InferParams`, so they are validated, recorded and
+part of a record's key like every other knob, and refused with any other engine rather than ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from accelbench.errors import UsageError
+from accelbench.params import opt
+
+ENDPOINT_KNOBS = ("url", "served_model", "api", "api_key_env", "tokenizer", "server_devices", "request_timeout")
+
+
+@dataclass(frozen=True)
+class EndpointParams:
+    url: str = opt(
+        "",
+        "--engine endpoint: the OpenAI-compatible API's base address, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, "
+        "TensorRT-LLM, TGI, llama.cpp, transformers serve)",
+        sweep=False,
+        metavar="URL",
+    )
+    served_model: str = opt(
+        "", "--engine endpoint: the model name the server serves (empty: the one GET /models lists)", sweep=False
+    )
+    api: str = opt(
+        "completions", "--engine endpoint: the API each request goes to", choices=("completions", "chat"), sweep=False
+    )
+    api_key_env: str = opt(
+        "", "--engine endpoint: the environment variable holding the API key (sent as a Bearer token)",
+        sweep=False, metavar="VAR",
+    )
+    tokenizer: str = opt(
+        "",
+        "--engine endpoint: the served model's tokenizer folder (writes the prompts; counts output tokens where "
+        "the server reports no usage); empty: --checkpoint's",
+        sweep=False,
+        metavar="DIR",
+    )
+    server_devices: int = opt(
+        1, "--engine endpoint: accelerators behind the server (recorded; divides tokens/s per device)", sweep=False
+    )
+    request_timeout: float = opt(
+        600.0, "--engine endpoint: seconds a request may take before it is a failed query", sweep=False
+    )
+
+    def _check_endpoint(self, engine: str) -> None:
+        """Endpoint flags only with ``--engine endpoint``; with it, a usable address and a tokenizer."""
+        if engine != "endpoint":
+            for knob in ENDPOINT_KNOBS:
+                if getattr(self, knob) != self.__dataclass_fields__[knob].default:
+                    flag = "--" + knob.replace("_", "-")
+                    raise UsageError(f"{flag} applies to --engine endpoint, not --engine {engine}")
+            return
+        if not self.url:
+            raise UsageError("--engine endpoint needs --url http://HOST:PORT/v1 (the server's OpenAI API)")
+        parsed = urlparse(self.url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise UsageError(f"--url {self.url!r} is not an http(s) address: give e.g. http://127.0.0.1:8000/v1")
+        where = self.tokenizer or getattr(self, "checkpoint", "")
+        if not where:
+            raise UsageError(
+                "--engine endpoint needs the served model's tokenizer: --tokenizer DIR (a folder with "
+                "tokenizer.json or its tokenizer files) or --checkpoint DIR"
+            )
+        if not Path(where).expanduser().is_dir():
+            raise UsageError(f"tokenizer folder {where} does not exist")
+        if self.server_devices < 1:
+            raise UsageError(f"--server-devices must be at least 1, got {self.server_devices}")
+        if self.request_timeout <= 0:
+            raise UsageError(f"--request-timeout must be positive, got {self.request_timeout:g}")

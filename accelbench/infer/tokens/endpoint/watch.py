@@ -1,0 +1,95 @@
+"""The client measured while it measures a server: did the client, not the server, limit the run?
+
+Three signs, each of which a reference client would also suffer from: the client's thread busy nearly all the
+time (its CPU saturated: chunks are parsed late, so TTFT and ITL include the client's queue), its event loop
+running late (a timer due every ``TICK`` seconds fires late by the time other callbacks held the loop), and
+requests waiting for one of the ``--batch-size`` connections (in Server, LoadGen's arrivals then wait here, not
+at the server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+#: seconds between the loop-lag timer's ticks
+TICK = 0.01
+#: the client thread's CPU share over which the client is called saturated
+BUSY = 0.9
+#: p99 loop lag (ms) over which the client is called late
+LATE_MS = 5.0
+#: a request that waited longer than this (ms) for a connection was queued here; more than ``QUEUED_SHARE`` of
+#: the requests queued (in Server) and the client held back LoadGen's arrivals
+QUEUED_MS, QUEUED_SHARE = 1.0, 0.01
+
+
+class ClientWatch:
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self.waits: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+        self._cpu0 = self._wall0 = 0.0
+        self._cpu = self._wall = 0.0
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop's thread: the ticker and the CPU clock start."""
+        self._cpu0, self._wall0 = time.thread_time(), time.perf_counter()
+        self._task = loop.create_task(self._tick())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def waited(self, seconds: float) -> None:
+        """A request waited ``seconds`` here for a connection slot."""
+        self.waits.append(seconds)
+
+    async def _tick(self) -> None:
+        due = time.perf_counter() + TICK
+        while True:
+            await asyncio.sleep(max(due - time.perf_counter(), 0.0))
+            now = time.perf_counter()
+            self.lags.append(now - due)
+            # the loop thread's CPU, read on that thread (thread_time is per thread)
+            self._cpu, self._wall = time.thread_time() - self._cpu0, now - self._wall0
+            due = now + TICK
+
+    def report(self, connections: int, arrivals: bool) -> dict[str, Any]:
+        """Figures since the last report, and ``limited_by``: why the client limited the run, or absent.
+
+        ``arrivals``: requests arrive on their own schedule (Server): one waiting for a connection is then
+        delayed by the client. Offline hands every request over at once to be served ``connections`` at a
+        time, so waiting there is the fixed concurrency asked for."""
+        import numpy as np
+
+        cpu_share = self._cpu / self._wall if self._wall > 0 else 0.0
+        lags = np.asarray(self.lags or [0.0]) * 1e3
+        waits = np.asarray(self.waits or [0.0]) * 1e3
+        queued = int((waits > QUEUED_MS).sum())
+        out: dict[str, Any] = {
+            "connections": connections,
+            "client_cpu_share": round(cpu_share, 3),
+            "loop_lag_p99_ms": round(float(np.percentile(lags, 99)), 3),
+            "requests": len(self.waits),
+            "queued_requests": queued,
+            "queue_wait_p99_ms": round(float(np.percentile(waits, 99)), 3),
+            "method": "the client thread's CPU time over wall time (time.thread_time); lateness of a "
+            f"{TICK * 1e3:g} ms timer on its event loop; time from LoadGen's issue to a free connection",
+        }
+        why = []
+        if cpu_share >= BUSY:
+            why.append(f"the client's thread was busy {cpu_share:.0%} of the time (its CPU saturated)")
+        if out["loop_lag_p99_ms"] > LATE_MS:
+            why.append(f"its event loop ran {out['loop_lag_p99_ms']:.3g} ms late at p99")
+        if arrivals and queued > QUEUED_SHARE * len(self.waits):
+            why.append(
+                f"{queued} of {len(self.waits)} requests waited for one of the {connections} connections "
+                f"(p99 {out['queue_wait_p99_ms']:.3g} ms; raise --batch-size, the requests in flight at most)"
+            )
+        if why:
+            out["limited_by"] = "; ".join(why)
+        self.lags, self.waits = [], []
+        self._cpu0, self._wall0 = self._cpu0 + self._cpu, self._wall0 + self._wall
+        self._cpu = self._wall = 0.0
+        return out
