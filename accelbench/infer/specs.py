@@ -58,7 +58,11 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
         "bf16/fp16 (the model's weights and inputs converted: torch and compile backends)",
         choices=INFER_PRECISIONS,
     )
-    batch_size: int = opt(8, "largest batch the system under test forms from waiting samples")
+    batch_size: int = opt(
+        8,
+        "largest batch the system under test forms from waiting samples; --engine endpoint: requests in flight at "
+        "most (Offline, SingleStream: a fixed concurrency; Server: at least 1024 connections, arrivals sent at once)",
+    )
     channels_last: bool = opt(
         False, "torch and compile backends: the model and its 4-D inputs in channels_last memory format"
     )

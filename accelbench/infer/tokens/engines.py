@@ -66,6 +66,8 @@ class EngineSettings:
     compile: bool = False
     longest: int = 0  # prompt + output tokens of the longest request (sizes the caches)
     ignore_eos: bool = True
+    #: requests arrive on LoadGen's schedule (Server, interactive), not as one batch to work through
+    open_loop: bool = False
 
 
 class Engine:
@@ -214,6 +216,7 @@ class Timeline:
     finished: threading.Event = field(default_factory=threading.Event)
     expected: int = 0
     on_done: Callable[[], None] | None = None
+    failures: int = 0
 
     def first(self, request: TokenRequest, token: int) -> None:
         self.firsts[request.id] = time.perf_counter()
@@ -228,4 +231,5 @@ class Timeline:
 
     def failed(self, request: TokenRequest, error: BaseException) -> None:
         self.error = self.error or error
+        self.failures += 1
         self.done(request, [])

@@ -66,7 +66,10 @@ def _timed(engine_sink: Relay, engine: Engine, requests: list[TokenRequest]) -> 
             f"in {PROBE_TIMEOUT:g} s"
         )
     if timeline.error is not None:
-        raise timeline.error
+        e = timeline.error
+        first = str(e) if getattr(e, "plain", False) else f"{type(e).__name__}: {e}"
+        many = f"{timeline.failures} of {len(requests)}"
+        raise BenchmarkFailed(f"{many} probe requests failed, the first: {first}") from e
     return time.perf_counter() - start, timeline
 
 

@@ -287,4 +287,5 @@ def engine_settings(params: InferParams, longest: int) -> EngineSettings:
         longest=longest,
         ignore_eos=not params.allow_eos,
         compile=params.engine_compile,
+        open_loop=params.scenario in ("server", "interactive"),
     )

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import numpy as np
 
+from accelbench.errors import BenchmarkFailed
 from accelbench.infer.sut import SampleLibrary
 from accelbench.infer.tokens.engines import Engine, TokenRequest
 
@@ -26,6 +28,8 @@ class TokenSUT:
         #: a sample index -> the tokens to generate for it (drawn with the prompts)
         self.max_new_tokens = max_new_tokens
         self.error: BaseException | None = None
+        #: each failed request's message, counted (a served endpoint's words): the run's error summarises them
+        self.failures: Counter[str] = Counter()
         self.stopped = False
         self.samples = 0
         self.tokens = 0
@@ -126,5 +130,10 @@ class TokenSUT:
         """Answer LoadGen anyway (it would wait forever); the run is reported failed afterwards."""
         import mlperf_loadgen as lg
 
-        self.error = self.error or error
+        with self._lock:
+            plain = getattr(error, "plain", False)  # its message says it all (a server's words)
+            self.failures[str(error) if plain else f"{type(error).__name__}: {error}"] += 1
+            top = "; ".join(f"{why} (x{n})" for why, n in self.failures.most_common(3))
+            total = sum(self.failures.values())
+            self.error = BenchmarkFailed(f"{total} request{'s' * (total > 1)} failed: {top}")
         lg.QuerySamplesComplete([lg.QuerySampleResponse(request.id, 0, 0, 1)])

@@ -53,6 +53,8 @@ class Target:
 class Failure(Exception):
     """A request the server did not answer in full; the message is what it said (or what happened)."""
 
+    plain = True  # the message needs no exception name before it
+
 
 def error_words(status: int, body: bytes) -> str:
     """``HTTP 404: <the server's message>``: its ``error.message`` or ``detail`` where the body is JSON."""

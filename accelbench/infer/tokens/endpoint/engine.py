@@ -2,7 +2,8 @@
 
 The server is the system under test, wherever it runs and whatever serves it; this engine is its client. One
 asyncio loop on its own thread holds a bounded pool of kept-alive connections (``--batch-size`` of them: the
-requests in flight at most); LoadGen's issue callback only hands requests to that loop. The client is measured
+requests in flight at most, a fixed concurrency, in Offline; in Server each arrival is sent at once, on up to
+:data:`OPEN_LOOP_CONNECTIONS`); LoadGen's issue callback only hands requests to that loop. The client is measured
 too (:class:`ClientWatch`): its thread's CPU, how late its loop runs, and how long requests waited for a
 connection, so a run that the client rather than the server limited says so.
 """
@@ -22,6 +23,11 @@ if TYPE_CHECKING:
     import torch
 
     from accelbench.infer.specs import InferParams
+
+
+#: Server and interactive: connections at least (each arrival is sent at once, as a reader's request would be;
+#: ``--batch-size`` bounds the requests in flight of Offline and SingleStream, a fixed concurrency)
+OPEN_LOOP_CONNECTIONS = 1024
 
 
 class EndpointEngine(Engine):
@@ -76,6 +82,7 @@ class EndpointEngine(Engine):
     # the Engine seam
     def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
         self.sink, self.settings = sink, settings
+        self.connections = max(settings.max_batch, OPEN_LOOP_CONNECTIONS if settings.open_loop else 0)
         self.watch = ClientWatch()
         self.counted: dict[str, int] = {"server usage": 0, "tokenizer": 0}
         self.prompt_tokens: list[int] = []
@@ -102,7 +109,7 @@ class EndpointEngine(Engine):
     def measured(self, arrivals: bool) -> dict[str, Any]:
         """The client's own figures since the last call (a LoadGen run's), and why it limited the run if it did
         (``arrivals``: requests came on LoadGen's schedule, Server, not all at once)."""
-        report = self.watch.report(self.settings.max_batch, arrivals)
+        report = self.watch.report(self.connections, arrivals)
         if self.prompt_tokens:
             report["server_prompt_tokens_mean"] = sum(self.prompt_tokens) / len(self.prompt_tokens)
             self.prompt_tokens = []
@@ -125,7 +132,7 @@ class EndpointEngine(Engine):
     async def _open(self) -> None:
         import aiohttp
 
-        limit = self.settings.max_batch
+        limit = self.connections
         connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, keepalive_timeout=60)
         timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=min(self.timeout, 30.0))
         self.session = aiohttp.ClientSession(
@@ -143,8 +150,9 @@ class EndpointEngine(Engine):
             self.loop.create_task(self._one(r, submitted))
 
     async def _one(self, request: TokenRequest, submitted: float) -> None:
+        begun = time.perf_counter()
         async with self.slots:
-            self.watch.waited(time.perf_counter() - submitted)
+            self.watch.waited(begun - submitted, time.perf_counter() - begun)
             try:
                 answer = await self._stream(request)
             except Failure as exc:

@@ -1,0 +1,124 @@
+"""A stub OpenAI-compatible server that streams made-up words at once: what the client alone sustains, and each
+way a server can misbehave (errors, streams closed early, slow answers, not OpenAI's API), on demand.
+
+No model runs: every answer is ``max_tokens`` chunks of one word, with the usage OpenAI's servers report. Used by
+``bench/endpoint_client.py`` (the client's own ceiling, the stub in a process of its own) and by the endpoint
+engine's tests. ``python -m accelbench.infer.tokens.endpoint.stub --port P`` serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+MODEL = "stub"
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """How the stub answers: every ``fail_every``-th request an HTTP 500, every ``close_every``-th stream closed
+    after two chunks, ``delay`` seconds before each answer, ``html`` a web page instead of the API."""
+
+    fail_every: int = 0
+    close_every: int = 0
+    delay: float = 0.0
+    html: bool = False
+
+
+def app(behaviour: Behaviour) -> Any:
+    from aiohttp import web
+
+    counter = itertools.count(1)
+
+    async def models(request: web.Request) -> web.StreamResponse:
+        if behaviour.html:
+            return web.Response(text="<html><body>welcome</body></html>", content_type="text/html")
+        return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
+    async def complete(request: web.Request) -> web.StreamResponse:
+        if behaviour.html:
+            return web.Response(text="<html><body>welcome</body></html>", content_type="text/html")
+        body = await request.json()
+        if body.get("model") != MODEL:
+            return web.json_response({"error": {"message": f"model {body.get('model')!r} not found"}}, status=404)
+        n = next(counter)
+        if behaviour.fail_every and n % behaviour.fail_every == 0:
+            return web.json_response({"error": {"message": "stub: induced failure"}}, status=500)
+        if behaviour.delay:
+            await asyncio.sleep(behaviour.delay)
+        chat = request.path.endswith("chat/completions")
+        tokens = int(body.get("max_tokens") or 16)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for i in range(tokens):
+            if behaviour.close_every and n % behaviour.close_every == 0 and i == 2:
+                return resp  # the stream ends without a finish
+            piece = {"delta": {"content": " word"}} if chat else {"text": " word"}
+            last = i == tokens - 1
+            choice = piece | {"index": 0, "finish_reason": "length" if last else None}
+            event: dict[str, Any] = {"id": str(n), "choices": [choice]}
+            if last:
+                event["usage"] = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
+            await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    application = web.Application()
+    application.router.add_get("/v1/models", models)
+    application.router.add_post("/v1/completions", complete)
+    application.router.add_post("/v1/chat/completions", complete)
+    return application
+
+
+@contextlib.contextmanager
+def serving(behaviour: Behaviour = Behaviour()) -> Iterator[str]:
+    """The stub on a free loopback port in a thread of this process, until the block ends; yields its …/v1."""
+    from aiohttp import web
+
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    holder: dict[str, Any] = {}
+
+    async def open_() -> None:
+        runner = web.AppRunner(app(behaviour), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        holder["runner"] = runner
+        holder["port"] = runner.addresses[0][1]
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(open_())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, name="accelbench-stub", daemon=True)
+    thread.start()
+    started.wait(30)
+    try:
+        yield f"http://127.0.0.1:{holder['port']}/v1"
+    finally:
+        asyncio.run_coroutine_threadsafe(holder["runner"].cleanup(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+
+
+def main() -> None:
+    from aiohttp import web
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    ns = parser.parse_args()
+    web.run_app(app(Behaviour(delay=ns.delay)), host="127.0.0.1", port=ns.port, access_log=None, print=None)
+
+
+if __name__ == "__main__":
+    main()

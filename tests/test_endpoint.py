@@ -1,0 +1,230 @@
+"""``--engine endpoint``: a real ``transformers serve`` measured under LoadGen, each way a server can misbehave as
+a clear per-query outcome (the stub server), and bad input as one line before any load.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("aiohttp")
+pytest.importorskip("transformers")
+
+from accelbench.errors import BenchmarkFailed, UsageError  # noqa: E402
+from accelbench.infer.specs import InferParams  # noqa: E402
+from accelbench.infer.tokens.endpoint.client import Answer, Failure, error_words  # noqa: E402
+from accelbench.infer.tokens.endpoint.engine import EndpointEngine, listening  # noqa: E402
+from accelbench.infer.tokens.endpoint.stub import MODEL, Behaviour, serving  # noqa: E402
+from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from llm_server import make_checkpoint, serving_command, transformers_serve  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_checkpoint(tmp_path_factory.mktemp("endpoint-ckpt"))
+
+
+def params(url: str, checkpoint: Path, **kw: Any) -> InferParams:
+    base = dict(model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(checkpoint))
+    return InferParams(**(base | kw))
+
+
+def drive(url: str, checkpoint: Path, requests: int = 6, out: int = 5, **kw: Any) -> tuple[EndpointEngine, Timeline]:
+    """Requests straight to the engine (no LoadGen): what each one's outcome was."""
+    p = params(url, checkpoint, served_model=MODEL, **kw)
+    engine = EndpointEngine()
+    engine.configure(p)
+    timeline = Timeline(expected=requests)
+    engine.start(None, None, timeline, EngineSettings(max_batch=4))  # type: ignore[arg-type]
+    failures: list[str] = []
+    timeline_failed = timeline.failed
+    timeline.failed = lambda r, e: (failures.append(str(e)), timeline_failed(r, e))  # type: ignore[method-assign]
+    try:
+        engine.submit([TokenRequest(i, i, [5, 6, 7, 8], out) for i in range(requests)])
+        assert timeline.finished.wait(60)
+    finally:
+        engine.stop()
+    engine.failures = failures  # type: ignore[attr-defined]
+    return engine, timeline
+
+
+# --- the stream, line by line
+
+
+def test_a_stream_is_read_as_openai_sends_it() -> None:
+    answer, seen = Answer(), []
+    for line in (
+        b'data: {"choices":[{"delta":{"role":"assistant"},"index":0}]}',  # a role-only chunk: no content, no TTFT
+        b"",
+        b'data: {"choices":[{"delta":{"content":"Hi"},"index":0}]}',
+        b": keep-alive",
+        b'data: {"choices":[{"delta":{"content":" there"},"finish_reason":"length","index":0}]}',
+        b'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}',
+        b"data: [DONE]",
+    ):
+        answer.feed(line, "chat", lambda: seen.append(1))
+    answer.ended()
+    assert (answer.text, len(seen), answer.completion_tokens, answer.prompt_tokens) == (["Hi", " there"], 2, 2, 7)
+    assert answer.finish_reason == "length" and answer.done
+
+
+def test_a_stream_that_breaks_says_how() -> None:
+    early = Answer()
+    early.feed(b'data: {"choices":[{"text":"a","index":0}]}', "completions", lambda: None)
+    with pytest.raises(Failure, match="closed the stream after 1 content chunks, without a finish"):
+        early.ended()
+    with pytest.raises(Failure, match="server error mid-stream: out of memory"):
+        Answer().feed(b'data: {"error": {"message": "out of memory"}}', "completions", lambda: None)
+    with pytest.raises(Failure, match="not an OpenAI stream event"):
+        Answer().feed(b"data: <html>", "completions", lambda: None)
+    assert error_words(404, b'{"detail": "Model  not\\n found"}') == "HTTP 404: Model not found"
+    assert error_words(500, b'{"error": {"message": "boom"}}') == "HTTP 500: boom"
+    assert error_words(502, b"") == "HTTP 502: (empty body)"
+
+
+# --- each misbehaviour of a server is a clear per-query outcome
+
+
+def test_every_answer_of_a_well_behaved_server_is_counted_from_its_usage(checkpoint: Path) -> None:
+    with serving() as url:
+        engine, timeline = drive(url, checkpoint)
+    assert not engine.failures and len(timeline.dones) == 6
+    assert all(n == 5 for _, n in timeline.dones.values())  # the stub's usage: exactly the asked tokens
+    assert engine.facts["output_token_count"] == "the server's usage (completion_tokens)"
+    assert listening(url) == [] or all(isinstance(p, int) for p in listening(url))
+
+
+def test_server_errors_and_early_closes_fail_only_their_queries(checkpoint: Path) -> None:
+    # the preflight's request is the stub's first: the run's 2nd, 4th... requests are its even ones
+    with serving(Behaviour(fail_every=2)) as url:
+        engine, timeline = drive(url, checkpoint, requests=6)
+    assert engine.failures == ["HTTP 500: stub: induced failure"] * 3
+    assert sum(1 for _, n in timeline.dones.values() if n == 5) == 3
+    with serving(Behaviour(close_every=3)) as url:
+        engine, _ = drive(url, checkpoint, requests=6)
+    assert engine.failures and all("closed the stream after 2 content chunks" in f for f in engine.failures)
+
+
+def test_a_slow_server_is_a_timeout_not_a_hang(checkpoint: Path) -> None:
+    with serving(Behaviour(delay=3.0)) as url:
+        p = params(url, checkpoint, served_model=MODEL)
+        engine = EndpointEngine()
+        engine.target = __import__("accelbench.infer.tokens.endpoint.client", fromlist=["Target"]).Target(
+            url, MODEL, "completions"
+        )
+        engine.tokenizer = __import__(
+            "accelbench.infer.tokens.endpoint.preflight", fromlist=["load_tokenizer"]
+        ).load_tokenizer(p)
+        engine.timeout = 0.5
+        failures: list[str] = []
+        timeline = Timeline(expected=2)
+        timeline_failed = timeline.failed
+        timeline.failed = lambda r, e: (failures.append(str(e)), timeline_failed(r, e))  # type: ignore[method-assign]
+        engine.start(None, None, timeline, EngineSettings(max_batch=2))  # type: ignore[arg-type]
+        try:
+            engine.submit([TokenRequest(i, i, [5, 6], 3) for i in range(2)])
+            assert timeline.finished.wait(20)
+        finally:
+            engine.stop()
+    assert failures == ["no complete answer within 0.5 s (--request-timeout)"] * 2
+
+
+# --- bad input: one line, before any load
+
+
+def test_bad_endpoints_are_one_line_before_any_load(checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_server import free_port
+
+    nothing = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(UsageError, match=r"cannot reach .*start the server or fix --url"):
+        params(nothing, checkpoint).check_environment("cpu")
+    with serving(Behaviour(html=True)) as url, pytest.raises(UsageError, match="not OpenAI's model list"):
+        params(url, checkpoint).check_environment("cpu")
+    with serving() as url:
+        with pytest.raises(UsageError, match=r"does not serve 'llama'; it serves stub: fix --served-model"):
+            params(url, checkpoint, served_model="llama").check_environment("cpu")
+        monkeypatch.delenv("ACCELBENCH_TEST_KEY", raising=False)
+        with pytest.raises(UsageError, match="ACCELBENCH_TEST_KEY: that environment variable is unset"):
+            params(url, checkpoint, api_key_env="ACCELBENCH_TEST_KEY").check_environment("cpu")
+        params(url, checkpoint).check_environment("cpu")  # the one model it lists is taken
+    for kw, words in (
+        (dict(url=""), "needs --url"),
+        (dict(url="127.0.0.1:8000"), "is not an http"),
+        (dict(tokenizer=""), "needs the served model's tokenizer"),
+        (dict(server_devices=0), "--server-devices must be at least 1"),
+    ):
+        with pytest.raises(UsageError, match=words):
+            params(str(kw.pop("url", "http://127.0.0.1:1/v1")), checkpoint, **kw).validate()
+    with pytest.raises(UsageError, match="--url applies to --engine endpoint, not --engine transformers"):
+        InferParams(model="llama3.1-8b", scale="tiny", url="http://127.0.0.1:1/v1").validate()
+    with pytest.raises(UsageError, match="applies to language models"):
+        InferParams(model="resnet50", url="http://127.0.0.1:1/v1").validate()
+
+
+def test_the_cli_refuses_an_unreachable_server_with_exit_2(checkpoint: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    from llm_server import free_port
+
+    cmd = [sys.executable, "-m", "accelbench", "infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint",
+           "--url", f"http://127.0.0.1:{free_port()}/v1", "--tokenizer", str(checkpoint)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "cannot reach" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+# --- a failed query makes a failed record that counts them, under LoadGen
+
+
+def test_a_run_with_failed_queries_is_a_failed_record_that_counts_them(checkpoint: Path, tmp_path: Path) -> None:
+    from accelbench.infer.tokens import run as token_run
+    from accelbench.kit.context import RunContext
+
+    with serving(Behaviour(fail_every=5)) as url:
+        p = params(url, checkpoint, served_model=MODEL, scenario="offline", output_tokens=4, duration=0.5)
+        with pytest.raises(BenchmarkFailed, match=r"\d+ of \d+ probe requests failed, the first: HTTP 500: stub"):
+            list(token_run.run(p, RunContext(log_dir=tmp_path)))
+
+
+# --- a real server: transformers serve, under LoadGen
+
+
+@pytest.mark.skipif(serving_command() is None, reason="transformers serve needs transformers[serving]")
+def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
+    checkpoint: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    from conftest import run_cli, stored
+
+    cache = tmp_path / "hf"
+    cache.mkdir()
+    db = tmp_path / "r.db"
+    with transformers_serve(checkpoint, cache) as url:
+        args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--served-model",
+                str(checkpoint), "--tokenizer", str(checkpoint), "--scenario", "server",
+                "--server-devices", "2", "--db", str(db)]
+        p = run_cli(args, cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (record,) = stored(db)
+    assert record.status == "ok" and record.valid, record.details
+    m = record.metrics
+    for name in ("tokens_per_second", "ttft_p99_ms", "tpot_p99_ms", "itl_p99_ms", "goodput_tokens_per_second"):
+        assert m[name].value > 0, name
+    # two devices behind the server: per-device figures divide by them
+    assert m["tokens_per_second_per_device"].value == pytest.approx(m["tokens_per_second"].value / 2)
+    engine = record.details["engine"]
+    assert engine["engine"] == "endpoint" and engine["served_model"] == str(checkpoint)
+    assert engine["output_token_count"] == "the server's usage (completion_tokens)"
+    assert record.params["device"].startswith("server at 127.0.0.1:") or "server at" in str(record.params)
+    assert record.params["precision"] == "unstated"
+    client = record.details["client"]
+    assert client["connections"] == 1024 and 0 <= client["client_cpu_share"] <= 1
+    assert client["queued_requests"] == 0 and "limited_by" not in client
+    # the server is this machine's own process: its CPU is the work, not contention
+    assert record.conditions["sut_cpu_seconds"] > 0
+    assert not any(w.startswith("contended: other processes") for w in record.conditions["warnings"])
