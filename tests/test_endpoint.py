@@ -228,3 +228,50 @@ def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
     # the server is this machine's own process: its CPU is the work, not contention
     assert record.conditions["sut_cpu_seconds"] > 0
     assert not any(w.startswith("contended: other processes") for w in record.conditions["warnings"])
+
+
+# --- sweep: one Offline run per concurrency, stored, and the curve in the report
+
+
+def test_a_sweep_stores_seven_points_and_the_report_draws_the_curve(
+    checkpoint: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    from conftest import run_cli, stored
+
+    db = tmp_path / "s.db"
+    with serving() as url:
+        args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--tokenizer",
+                str(checkpoint), "--mode", "sweep", "--output-tokens", "8", "--duration", "0.5", "--db", str(db)]
+        p = run_cli(args, cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    records = stored(db)
+    assert [r.params["batch_size"] for r in records] == [1, 2, 4, 8, 16, 32, 64]
+    assert all(r.params["mode"] == "sweep" and r.status == "ok" for r in records)
+    curve = max((r.details["sweep"] for r in records), key=lambda s: len(s["points"]))
+    assert [pt["concurrency"] for pt in curve["points"]] == [1, 2, 4, 8, 16, 32, 64]
+    assert curve["planned_points"] == 7 and set(curve["pareto"]) <= {1, 2, 4, 8, 16, 32, 64}
+    usable = [pt for pt in curve["points"] if pt["valid"] and not pt["set_aside"]]
+    for pt in curve["pareto"]:  # nothing usable beats a front point on both axes
+        a = next(x for x in usable if x["concurrency"] == pt)
+        assert not any(
+            b["tokens_per_second_per_device"] > a["tokens_per_second_per_device"]
+            and b["tokens_per_second_per_user"] > a["tokens_per_second_per_user"]
+            for b in usable
+        )
+    out = tmp_path / "report"
+    p = run_cli(["report", "--db", str(db), "--out", str(out)], cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    html = next(out.glob("*.html")).read_text() if out.is_dir() else out.read_text()
+    assert "tokens-pareto" in html and "Sweep: throughput against interactivity" in html
+
+
+def test_sweep_flags_are_checked() -> None:
+    for kw, words in (
+        (dict(model="resnet50", mode="sweep"), "sweeps a language model"),
+        (dict(mode="sweep", scenario="server"), "give --scenario offline"),
+        (dict(mode="sweep", concurrency="1,x"), "whole numbers"),
+        (dict(mode="sweep", concurrency="0,2"), "at least 1"),
+        (dict(concurrency="1,2"), "add --mode sweep"),
+    ):
+        with pytest.raises(UsageError, match=words):
+            InferParams(**({"model": "llama3.1-8b", "scale": "tiny", "engine": "null"} | kw)).validate()

@@ -32,7 +32,7 @@ TOKEN_KNOBS = (
 )
 #: settings only some backends take (Backend.options)
 BACKEND_KNOBS = ("channels_last", "compile_mode", "ort_optimization")
-MODES = ("performance", "accuracy", "find-peak")
+MODES = ("performance", "accuracy", "find-peak", "sweep")
 PROFILES = ("quick", "official")
 INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int8")
 
@@ -46,7 +46,8 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
     mode: str = opt(
         "performance",
         "performance (LoadGen's figures), accuracy (quality vs the FP32 reference, 99%/99.9% gates), "
-        "find-peak (highest valid Server QPS / MultiStream samples per query)",
+        "find-peak (highest valid Server QPS / MultiStream samples per query), sweep (language models: one Offline "
+        "run per --concurrency point, the curve of tokens/s per device against tokens/s per user)",
         choices=MODES,
     )
     backend: str = opt(
@@ -148,6 +149,10 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
         "language models, static and transformers engines: torch.compile the forward step (compiled in the probe's "
         "warm-up, whose first batch's seconds the record keeps)",
     )
+    concurrency: str = opt(
+        "", "--mode sweep: requests in flight at each point, e.g. 1,4,16 (empty: 1,2,4,... up to 64, 7 points)",
+        sweep=False,
+    )
     allow_eos: bool = opt(
         False, "language models: stop a request at its end-of-sequence token (default: exactly --output-tokens)"
     )
@@ -180,6 +185,12 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
                 takes = [n for n, c in BACKENDS.items() if knob in c.options]
                 flag = "--" + knob.replace("_", "-")
                 raise UsageError(f"{flag} applies to the {', '.join(takes)} backends, not {self.backend}")
+        if self.concurrency and self.mode != "sweep":
+            raise UsageError("--concurrency lists the points of --mode sweep; add --mode sweep")
+        if self.mode == "sweep":
+            from accelbench.infer.tokens.sweep import check
+
+            check(self)
         if self.mode == "find-peak" and self.scenario not in ("server", "multistream"):
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
         if self.mode == "accuracy" and not impl.runs_model:

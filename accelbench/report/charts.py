@@ -339,3 +339,35 @@ def draw_tradeoff(fig: "Figure", series: Sequence[tuple[str, Sequence[tuple[floa
     ax.set_ylim(bottom=0)
     _plain_linear(ax)
     ax.legend(fontsize=7)
+
+
+def draw_pareto(fig: "Figure", series: Sequence[tuple[str, Sequence[dict], Sequence[int]]]) -> None:
+    """Sweeps: left, tokens/s per device (y) against tokens/s per user (x), every point, the Pareto front's
+    joined (a point set aside is hollow); right, TTFT p90 against concurrency (log 2), one line per sweep."""
+    left, right = fig.subplots(1, 2)
+    for i, (label, points, front) in enumerate(series):
+        color = PALETTE[i % 8]
+        usable = [p for p in points if p.get("tokens_per_second_per_user") and p.get("tokens_per_second_per_device")]
+        for p in usable:
+            solid = p["concurrency"] in front
+            left.scatter(
+                p["tokens_per_second_per_user"], p["tokens_per_second_per_device"], s=30, zorder=3,
+                color=color if solid else "none", edgecolors=color,
+            )
+        on = sorted((p for p in usable if p["concurrency"] in front), key=lambda p: p["tokens_per_second_per_user"])
+        left.plot(
+            [p["tokens_per_second_per_user"] for p in on], [p["tokens_per_second_per_device"] for p in on],
+            color=color, label=label,
+        )
+        timed = [p for p in points if p.get("ttft_p90_ms") is not None]
+        right.plot([p["concurrency"] for p in timed], [p["ttft_p90_ms"] for p in timed], marker="o", color=color)
+    left.set_xlabel("tokens/s per user (1000 / median TPOT ms)")
+    left.set_ylabel("output tokens/s per device")
+    left.set_xlim(left=0)
+    left.set_ylim(bottom=0)
+    _plain_linear(left)
+    left.legend(fontsize=7)
+    right.set_xscale("log", base=2)
+    right.set_xlabel("requests in flight (concurrency)")
+    right.set_ylabel("TTFT p90 (ms)")
+    right.set_ylim(bottom=0)

@@ -50,7 +50,7 @@ def is_token_run(r: Result, name: str = "") -> bool:
     its settings are those only a language model takes (a token limit, a prompt or output length, interactive),
     or its workload's ``name`` (the describe function's) states the prompt/output lengths it was to serve.
     An accuracy run's figure is a quality, not a rate: it stays in its scenario's table, beside the others."""
-    if r.params.get("mode", "performance") != "performance":
+    if r.params.get("mode", "performance") not in ("performance", "sweep"):
         return False
     if any(m.unit.startswith(OUTPUT_TOKENS) for m in r.metrics.values()):
         return True
@@ -189,10 +189,41 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
         )
     sub = Section("inference-tokens", "Language models", [Text(NOTE, "note")])
     sub.blocks.append(Table(cols, rows, caption=caption, numeric=numeric))
-    chart = tradeoff(recs, labels)
-    if chart is not None:
-        sub.blocks.append(chart)
+    for chart in (tradeoff(recs, labels), pareto(recs, labels)):
+        if chart is not None:
+            sub.blocks.append(chart)
     return sub
+
+
+def pareto(recs: list[Result], labels: dict[str, str]) -> Chart | None:
+    """Each ``--mode sweep``'s curve (its most complete record's): tokens/s per device against tokens/s per user,
+    the Pareto front joined, and the TTFT p90 against concurrency; one series per sweep, so two endpoints (two
+    engines, two machines) swept alike share the chart. None without a sweep of two points or more."""
+    newest: dict[str, Result] = {}
+    for r in recs:
+        sweep = r.details.get("sweep")
+        if r.status != "ok" or not isinstance(sweep, dict) or not sweep.get("id"):
+            continue
+        kept = newest.get(sweep["id"])
+        if kept is None or len(sweep["points"]) > len(kept.details["sweep"]["points"]):
+            newest[sweep["id"]] = r
+    series = []
+    for r in newest.values():
+        p, sweep = r.params, r.details["sweep"]
+        name = " ".join(str(p.get(k, "")) for k in ("model", "engine", "precision")).strip()
+        if p.get("url"):  # a served endpoint: which server
+            name += f" {p.get('served_model') or ''} at {p['url']}".replace("  ", " ")
+        name += f" on {labels[r.fingerprint]}" if len(labels) > 1 else ""
+        series.append((name, sweep["points"], sweep["pareto"]))
+    if not series or max(len(pts) for _, pts, _ in series) < 2:
+        return None
+    return Chart(
+        "tokens-pareto",
+        "Sweep: throughput against interactivity, and time to first token",
+        f"{len(series)} sweep(s) of fixed-concurrency Offline runs: output tokens/s per device against tokens/s "
+        "per user, the Pareto front joined (VALID, uncontended points), and the TTFT p90 at each concurrency",
+        partial(charts.draw_pareto, series=sorted(series, key=lambda s: s[0])[:MAX_CHARTS]),
+    )
 
 
 def tradeoff(recs: list[Result], labels: dict[str, str]) -> Chart | None:

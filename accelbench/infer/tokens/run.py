@@ -10,7 +10,7 @@ other models' runs are (:mod:`accelbench.infer.replan`); the engine stays warm b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.kind import kind_of
@@ -131,36 +131,78 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     vocab = config.vocab_size if config is not None else getattr(engine, "vocab_size", 32000)
     total = accuracy.SAMPLES if params.mode == "accuracy" and not params.prompts else QSL_SAMPLES[params.profile]
     work = workload(params, vocab, total, prompt_len, out)
-    prompts, outs = work.prompts, work.outs
     reference = _reference(params, model, device, work, ctx) if params.mode == "accuracy" else None
+    served = Served(engine, model, device, prep.threads, work, limits, preset.mlperf, counted, reference)
+    if params.mode != "sweep":
+        yield _serve(params, ctx, served)
+        return
+    import uuid
+
+    from accelbench.infer.tokens import sweep
+
+    results: list[Result] = []
+    concurrencies, sweep_id = sweep.points(params), uuid.uuid4().hex[:12]
+    for i, c in enumerate(concurrencies, 1):
+        ctx.progress(f"sweep point {i} of {len(concurrencies)}: concurrency {c}")
+        point = replace(params, batch_size=c, mode="performance")
+        result = _serve(point, ctx, served, record_mode="sweep", extra={"concurrency": params.concurrency})
+        results.append(result)
+        result.details["sweep"] = sweep.curve(results, len(concurrencies), sweep_id)
+        yield result
+
+
+@dataclass(frozen=True)
+class Served:
+    """What every run of one ``infer`` call shares: the engine (started per run), the built model, the prompts."""
+
+    engine: Engine
+    model: Any
+    device: "torch.device"
+    threads: int
+    work: "Work"
+    limits: Limits
+    benchmark: str  # the preset's MLPerf benchmark
+    counted: "Figures | None"
+    reference: Any = None  # accuracy mode: FP32's tokens
+
+
+def _serve(
+    params: InferParams, ctx: RunContext, s: Served, record_mode: str = "", extra: dict[str, Any] | None = None
+) -> Result:
+    """The engine started with ``params``' settings, probed, LoadGen's test (rerun where it disagreed with its
+    plan), the engine stopped; the record (``record_mode``: the mode the record says, a sweep's)."""
+    engine, device, work, limits = s.engine, s.device, s.work, s.limits
+    prompts, outs = work.prompts, work.outs
+    prompt_len, out = lengths(params)
     relay = Relay()
-    engine.start(model, device, relay, engine_settings(params, work.longest))
+    engine.start(s.model, device, relay, engine_settings(params, work.longest))
     try:
         ctx.progress(f"probing the {engine.name} engine")
         probed = probe(relay, engine, prompts, outs, params.batch_size)
-        runs = _measure(params, ctx, engine, relay, prompts, outs, limits, preset.mlperf, probed, prep.threads, device)
+        runs = _measure(params, ctx, engine, relay, prompts, outs, limits, s.benchmark, probed, s.threads, device)
     finally:
         engine.stop()
     outcome, reruns, client = runs
-    record = params.to_dict() | {
+    record = params.to_dict() | (extra or {}) | {
         "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
         "device": engine.facts.get("device") or kind_of(device).record_name(device),
-        "threads": prep.threads,
+        "threads": s.threads,
         "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if work.summary else prompt_len,
         "output_tokens": round(sum(outs) / len(outs)) if work.summary else out,
     }
+    if record_mode:
+        record["mode"] = record_mode
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
     if engine.loads_weights:  # the engine made its own (vLLM: its dummy initialisation), and says so
         weights = engine.facts.get("weights", weights)
+    reference = s.reference
     if reference is not None:
         served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(prompts))
         verdict = accuracy.judge(served, reference, params.effective_precision)
         rouge = accuracy.rouge(work, served, reference, ctx.progress) if work.references else None
-        result = token_accuracy_result(params, record, outcome, verdict, engine.facts, rouge)
+        result = token_accuracy_result(params, record, outcome, verdict, dict(engine.facts), rouge)
     else:
-        result = token_result(
-            params, record, outcome, probed.to_dict(), limits, engine.facts, counted, reruns
-        )
+        result = token_result(params, record, outcome, probed.to_dict(), limits, dict(engine.facts), s.counted, reruns)
     result.details["weights"] = weights if not engine.remote else "the server's"
     if client:  # the engine's own side, measured: a client that limited the run sets the record aside
         result.details["client"] = client
@@ -168,7 +210,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
             result.warnings.append(f"client-limited: {client['limited_by']}; the figures describe the client")
     if work.summary:
         result.details["prompts"] = work.summary
-    yield result
+    return result
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,94 @@
+"""``--mode sweep``: one Offline run per concurrency, and the curve they draw (MLPerf Endpoints' Pareto curve).
+
+Each point serves the same prompts with at most C requests in flight (a fixed concurrency: ``--batch-size C`` for
+that run), so it gives the system's tokens/s per device at the interactivity C allows (tokens/s per user, 1000 /
+the median TPOT). Each point is stored as its own record; every record carries the curve so far, the last one the
+whole curve and which points are on its Pareto front (no other point has both more tokens/s per device and more
+tokens/s per user).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from accelbench.infer.specs import InferParams
+    from accelbench.results.record import Result
+
+#: the default points: 1, 2, 4, ... up to this (7 points, as MLPerf Endpoints asks for at least)
+DEFAULT_MAX = 64
+MIN_POINTS = 7
+
+
+def points(params: "InferParams") -> list[int]:
+    """The concurrencies of ``--concurrency`` (ascending, distinct), or the doubling default."""
+    if not params.concurrency:
+        return [2**i for i in range(DEFAULT_MAX.bit_length()) if 2**i <= DEFAULT_MAX]
+    try:
+        values = sorted({int(v) for v in params.concurrency.split(",") if v.strip()})
+    except ValueError:
+        raise UsageError(f"--concurrency takes whole numbers separated by commas, not {params.concurrency!r}") from None
+    if not values or values[0] < 1:
+        raise UsageError(f"--concurrency points must be at least 1, got {params.concurrency!r}")
+    return values
+
+
+def check(params: "InferParams") -> None:
+    """What a sweep needs: a language model, Offline (each point a fixed concurrency), valid points."""
+    if not params.generates:
+        raise UsageError("--mode sweep sweeps a language model's concurrency; for other models use --mode find-peak")
+    if params.scenario != "offline":
+        raise UsageError(
+            "--mode sweep runs each point in Offline at a fixed concurrency: give --scenario offline "
+            "(for the highest request rate within the TTFT/TPOT limits use --mode find-peak --scenario server)"
+        )
+    points(params)
+
+
+def _figure(r: "Result", name: str) -> float | None:
+    m = r.metrics.get(name)
+    return None if m is None else m.value
+
+
+def curve(results: list["Result"], planned: int, sweep_id: str) -> dict[str, Any]:
+    """The points measured so far, and the Pareto front among the ones that can stand (ok and VALID)."""
+    rows = []
+    for r in results:
+        rows.append(
+            {
+                "concurrency": r.params["batch_size"],
+                "tokens_per_second_per_device": _figure(r, "tokens_per_second_per_device"),
+                "tokens_per_second_per_user": _figure(r, "tokens_per_second_per_user"),
+                "ttft_p90_ms": _figure(r, "ttft_p90_ms"),
+                "tpot_p50_ms": _figure(r, "tpot_p50_ms"),
+                "valid": r.valid,
+                "set_aside": [w for w in r.warnings if w.startswith(("contended", "client-limited"))],
+            }
+        )
+    usable = [
+        p for p in rows
+        if p["valid"] and not p["set_aside"] and p["tokens_per_second_per_device"] and p["tokens_per_second_per_user"]
+    ]
+    front = [
+        p["concurrency"]
+        for p in usable
+        if not any(
+            q is not p
+            and q["tokens_per_second_per_device"] >= p["tokens_per_second_per_device"]
+            and q["tokens_per_second_per_user"] >= p["tokens_per_second_per_user"]
+            and (q["tokens_per_second_per_device"], q["tokens_per_second_per_user"])
+            != (p["tokens_per_second_per_device"], p["tokens_per_second_per_user"])
+            for q in usable
+        )
+    ]
+    return {
+        "id": sweep_id,
+        "points": rows,
+        "pareto": front,
+        "planned_points": planned,
+        "method": "one Offline LoadGen run per concurrency (requests in flight at most); tokens/s per user = "
+        "1000 / median TPOT; the front: no other VALID, uncontended point has both more tokens/s per device "
+        "and more tokens/s per user",
+    }
