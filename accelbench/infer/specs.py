@@ -191,7 +191,7 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
             from accelbench.infer.tokens.sweep import check
 
             check(self)
-        if self.mode == "find-peak" and self.scenario not in ("server", "multistream"):
+        if self.mode == "find-peak" and self.scenario not in ("server", "multistream") and not self.generates:
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
         if self.mode == "accuracy" and not impl.runs_model:
             raise UsageError(f"--mode accuracy needs a backend that runs the model, not {self.backend}")
@@ -225,8 +225,8 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
         self._check_endpoint(self.engine)
         if self.backend != "torch":
             raise UsageError(f"{self.model} is served by an engine (--engine), not --backend {self.backend}")
-        if self.mode == "find-peak":
-            raise UsageError("--mode find-peak is not built for language models yet: use --mode performance")
+        if self.mode == "find-peak" and self.scenario not in ("server", "interactive"):
+            raise UsageError("--mode find-peak searches a Server request rate: give --scenario server or interactive")
         if self.mode == "accuracy" and self.dataset:
             raise UsageError("--dataset is not read for language models yet: accuracy compares with FP32's tokens")
         if self.mode == "accuracy" and engine_class(self.engine).loads_weights and not self.checkpoint:

@@ -182,7 +182,7 @@ def _serve(
         runs = _measure(params, ctx, engine, relay, prompts, outs, limits, s.benchmark, probed, s.threads, device)
     finally:
         engine.stop()
-    outcome, reruns, client = runs
+    outcome, reruns, client, found = runs
     record = params.to_dict() | (extra or {}) | {
         "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
         "device": engine.facts.get("device") or kind_of(device).record_name(device),
@@ -210,7 +210,26 @@ def _serve(
             result.warnings.append(f"client-limited: {client['limited_by']}; the figures describe the client")
     if work.summary:
         result.details["prompts"] = work.summary
+    if found is not None:
+        peak_found(result, found)
     return result
+
+
+def peak_found(result: Result, found: dict[str, Any]) -> None:
+    """A find-peak record: the confirmed rate as a figure beside the run's own, or no peak (INVALID) with why."""
+    from accelbench.kit import metrics as fig
+
+    result.details["find_peak"] = found
+    rate = found["peak_requests_per_second"]
+    if rate is not None:
+        result.metrics["peak_requests_per_second"] = fig.figure(rate, "requests/s within the limits", True)
+        return
+    tried = [t for t in found["trials"] if t["confirmation"]]
+    rates = ", ".join(f"{t['requests_per_second']:,.2f}" for t in tried)
+    why = f"no peak: {len(tried)} confirmation runs at {rates} requests/s were all INVALID"
+    result.valid = False
+    result.details["invalid_reasons"] = [why, *(result.details.get("invalid_reasons") or [])]
+    result.warnings.insert(0, f"INVALID: {why}")
 
 
 @dataclass(frozen=True)
@@ -254,31 +273,46 @@ def _measure(
     probed: TokenProbe,
     threads: int,
     device: "torch.device",
-) -> tuple[Outcome, list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[Outcome, list[dict[str, Any]], dict[str, Any], dict[str, Any] | None]:
     """LoadGen's test, repeated (at most ``replan.MAX_RERUNS`` times) while a performance run disagrees with its
-    plan; the last run is the one reported, the earlier ones are listed with why."""
+    plan; the last run is the one reported, the earlier ones are listed with why. In find-peak, the search's
+    trials instead (:mod:`accelbench.infer.tokens.peak`), and the search for the record."""
     total = len(prompts)
     qsl = SampleLibrary(lambda i: prompts[i], total)
     scenario = "server" if params.scenario == "interactive" else params.scenario
     plan = lgset.Probe(probed.requests_per_second, probed.single_seconds)
+    clients: list[dict[str, Any]] = []
+
+    def once(settings: Any, what: str) -> Outcome:
+        sut = TokenSUT(engine, qsl, outs.__getitem__)
+        relay.target = sut
+        ctx.progress(what, left=lgset.planned_seconds(settings, scenario, plan.rate))
+        engine.measured(arrivals=False)  # what came before (the probe, a trial) is not this run's
+        test = start_test(sut, qsl, settings, params, ctx, threads, [device], engine.local_processes())
+        clients.append(engine.measured(arrivals=params.scenario != "offline"))
+        return Outcome(*test, sut)
+
+    if params.mode == "find-peak":
+        from accelbench.infer.tokens import peak
+
+        def run_at(rate: float, size: tuple[int, int] | None) -> Outcome:
+            settings = settings_for(replace(params, target_qps=rate), limits, benchmark, plan, total)
+            if size is not None:
+                settings.min_duration_ms, settings.min_query_count = size
+            return once(settings, f"LoadGen {params.scenario} at {rate:,.2f} requests/s")
+
+        start = params.target_qps or plan.rate * SERVER_FRACTION
+        _, outcome, found = peak.search(run_at, plan.rate, start, limits, ctx.progress)
+        return outcome, [], clients[-1], found
     reruns: list[dict[str, Any]] = []
     while True:
         settings = settings_for(params, limits, benchmark, plan, total)
-        sut = TokenSUT(engine, qsl, outs.__getitem__)
-        relay.target = sut
         again = f" again ({len(reruns)} of at most {replan.MAX_RERUNS} reruns)" if reruns else ""
-        ctx.progress(
-            f"LoadGen {params.scenario}{again}, token latencies ({params.profile})",
-            left=lgset.planned_seconds(settings, scenario, plan.rate),
-        )
-        engine.measured(arrivals=False)  # what the probe left behind is not the run's
-        test = start_test(sut, qsl, settings, params, ctx, threads, [device], engine.local_processes())
-        outcome = Outcome(*test, sut)
-        client = engine.measured(arrivals=params.scenario != "offline")
+        outcome = once(settings, f"LoadGen {params.scenario}{again}, token latencies ({params.profile})")
         detail, outdir = outcome.detail, outcome.outdir
-        wrong = replan.disagreement(detail, params, plan, sut.samples) if params.mode == "performance" else None
+        wrong = replan.disagreement(detail, params, plan, outcome.sut.samples) if params.mode == "performance" else None
         if wrong is None or len(reruns) == replan.MAX_RERUNS:
-            return outcome, reruns, client
+            return outcome, reruns, clients[-1], None
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
         repeated = probe(relay, engine, prompts, outs, params.batch_size)
         measured = lgset.Probe(repeated.requests_per_second, repeated.single_seconds)

@@ -1,0 +1,95 @@
+"""``--mode find-peak`` for a language model: the highest request rate whose p99 TTFT and TPOT stay within the
+limits, confirmed VALID by LoadGen (goodput's peak; the twin of :mod:`accelbench.infer.peak` for image models).
+
+The same search as the image models' Server search (:func:`accelbench.infer.peak._search_server`): screens of
+a few seconds, judged by whether LoadGen's TTFT/TPOT constraints held and the server kept up, halving or
+doubling from half the probe's rate and bisecting to 2%; then the profile's full run at the peak, stepping down
+while it is INVALID. Every trial is a LoadGen run with its log folder, listed in the record. A screen lasts two
+TTFT limits (1 to 8 s, at least ``SCREEN_FEWEST`` requests), so a CPU search ends in minutes; the confirmation
+is the profile's run (quick: LoadGen's minimum for a p99 with no late request).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from accelbench.errors import BenchmarkFailed
+from accelbench.infer import peak
+from accelbench.infer.driver import Outcome
+from accelbench.infer.tokens.limits import Limits
+
+#: a screen: about this many milliseconds of requests, and at least this many requests (p99 of a handful is
+#: their worst; a screen is a filter, the confirmation is the verdict), and at least ``SCREEN_TTFTS`` TTFT limits
+#: long but at most ``SCREEN_MAX_MS``: in a second, an overloaded server's queue cannot grow past a 2 s TTFT
+#: limit, so a short screen passes any rate (the tiny model on 2 cores screened clean at 322 requests/s and served
+#: 15)
+SCREEN_MS, SCREEN_FEWEST, SCREEN_TTFTS, SCREEN_MAX_MS = 1000, 16, 2, 8000
+#: a screen also fails where the server completed fewer requests per second than LoadGen scheduled: it did not
+#: keep up, whatever the latencies of the requests that finished in time said
+KEPT_UP = 0.95
+
+
+def kept_up(d: dict[str, Any]) -> bool:
+    completed = float(d.get("result_completed_samples_per_sec") or 0.0)
+    scheduled = float(d.get("result_scheduled_samples_per_sec") or 0.0)
+    return not scheduled or completed >= KEPT_UP * scheduled
+
+
+def search(
+    run_at: Callable[[float, tuple[int, int] | None], Outcome],
+    probed_rate: float,
+    start: float,
+    limits: Limits,
+    progress: Callable[..., None],
+) -> tuple[float | None, Outcome, dict[str, Any]]:
+    """(the confirmed rate or None, the run to report, the search for the record). ``run_at(rate, size)``: one
+    LoadGen Server run at ``rate`` requests/s, ``size`` its (minimum ms, minimum queries) for a screen, None for
+    the profile's own (a confirmation)."""
+    if limits.ttft_ms is None or limits.tpot_ms is None:
+        raise BenchmarkFailed("--mode find-peak needs TTFT and TPOT limits: give --ttft-ms and --tpot-ms")
+    trials: list[dict[str, Any]] = []
+    started = time.monotonic()
+
+    screen_ms = int(min(max(SCREEN_MS, SCREEN_TTFTS * limits.ttft_ms), SCREEN_MAX_MS))
+
+    def trial(value: float, confirm: bool = False, after: int = 0) -> tuple[bool, Outcome]:
+        queries = max(SCREEN_FEWEST, int(value * screen_ms / 1000))
+        kind = "confirmation" if confirm else f"screen {len(trials) + 1}"
+        progress(
+            f"find-peak {kind}: {value:,.2f} requests/s ({time.monotonic() - started:.0f} s so far)",
+            left=None if confirm else (queries / max(value, 1e-9) + peak.TRIAL_OVERHEAD) * (1 + after),
+        )
+        outcome = run_at(value, None if confirm else (screen_ms, queries))
+        d = outcome.detail
+        ok = d.get("result_validity") == "VALID" if confirm else peak.screen_passed(d) and kept_up(d)
+        trials.append(
+            {
+                "requests_per_second": value,
+                "valid": ok,
+                "confirmation": confirm,
+                "requests": d.get("result_query_count"),
+                "ttft_p99_ms": (d.get("result_first_token_99.00_percentile_latency_ns") or 0) / 1e6,
+                "tpot_p99_ms": (d.get("result_time_per_output_token_99.00_percentile_ns") or 0) / 1e6,
+                "completed_per_second": d.get("result_completed_samples_per_sec"),
+                "scheduled_per_second": d.get("result_scheduled_samples_per_sec"),
+                "log_dir": str(outcome.outdir),
+            }
+        )
+        return ok, outcome
+
+    try:
+        rate, outcome, held = peak._search_server(trial, start, probed_rate, lambda v: 0.0)
+    except BenchmarkFailed as exc:
+        raise BenchmarkFailed(f"{exc} (or --ttft-ms/--tpot-ms)", None, {"find_peak": {"trials": trials}}) from None
+    found = {
+        "peak_requests_per_second": rate if held else None,
+        "trials": trials,
+        "precision": peak.PRECISION,
+        "limits": limits.to_dict(),
+        "search_seconds": round(time.monotonic() - started, 1),
+        "method": f"screens of {screen_ms / 1000:g} s judged by LoadGen's TTFT/TPOT constraints and whether the "
+        f"server completed {KEPT_UP:.0%} of the scheduled rate, bisected to 2%, then the profile's run at the peak "
+        "(stepping down while INVALID)",
+    }
+    return (rate if held else None), outcome, found
