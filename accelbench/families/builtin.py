@@ -83,6 +83,7 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "goodput_tokens_per_second": "goodput {value:sig3} tokens/s",
     "goodput_*": None,
     "tokens_per_second_per_device": None,  # one engine on one device: the same figure
+    "peak_requests_per_second": "peak {value:sig3} requests/s within the limits",
     "total_tokens_per_second": None,
     "completed_requests_per_second": None,
     "kv_cache_peak_occupancy": "KV cache {value:.0%} full at peak",
@@ -119,7 +120,7 @@ INFER = register(
         report="accelbench.report.inference:inference",
         headline="accelbench.report.inference:headlines",
         published=Published(
-            tasks=("inference_offline", "inference_server"),
+            tasks=("inference_offline", "inference_server", "inference_interactive"),
             task="inference_{scenario}",
             framework=_serving_framework,
             own_harness=True,
