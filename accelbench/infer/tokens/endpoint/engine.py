@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 #: Server and interactive: connections at least (each arrival is sent at once, as a reader's request would be;
 #: ``--batch-size`` bounds the requests in flight of Offline and SingleStream, a fixed concurrency)
 OPEN_LOOP_CONNECTIONS = 1024
+#: seconds an idle connection is kept for reuse (under the 5 s after which uvicorn closes one)
+KEEPALIVE = 3.0
 
 
 class EndpointEngine(Engine):
@@ -133,7 +135,9 @@ class EndpointEngine(Engine):
         import aiohttp
 
         limit = self.connections
-        connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, keepalive_timeout=60)
+        # idle connections are closed before a server would close them (uvicorn, behind vLLM, SGLang and
+        # transformers serve, closes them after 5 s): one it closed as it was reused fails the request
+        connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, keepalive_timeout=KEEPALIVE)
         timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=min(self.timeout, 30.0))
         self.session = aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=self.target.headers, raise_for_status=False
@@ -188,13 +192,27 @@ class EndpointEngine(Engine):
                 started[0] = True
                 self.sink.first(request, 0)
 
-        async with self.session.post(self.target.path, json=body) as resp:
-            if resp.status != 200:
-                raise Failure(error_words(resp.status, await resp.content.read(4096)))
-            async for line in resp.content:
-                answer.feed(line, self.target.api, content)
-                if answer.done:
-                    break
+        import aiohttp
+
+        for attempt in range(2):
+            answered = False
+            try:
+                async with self.session.post(self.target.path, json=body) as resp:
+                    answered = True
+                    if resp.status != 200:
+                        raise Failure(error_words(resp.status, await resp.content.read(4096)))
+                    async for line in resp.content:
+                        answer.feed(line, self.target.api, content)
+                        if answer.done:
+                            break
+            except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+                # a kept-alive connection the server closed as it was reused: the request never reached it
+                # (no status came back), so it is sent once more on a new connection, and counted
+                if answered or attempt:
+                    raise
+                self.watch.retried += 1
+                continue
+            break
         answer.ended()
         return answer
 

@@ -29,6 +29,8 @@ class ClientWatch:
         self.lags: list[float] = []
         self.waits: list[float] = []
         self.dispatches: list[float] = []
+        #: requests sent again because the kept-alive connection they went out on had been closed by the server
+        self.retried = 0
         self._task: asyncio.Task[None] | None = None
         self._cpu0 = self._wall0 = 0.0
         self._cpu = self._wall = 0.0
@@ -77,6 +79,7 @@ class ClientWatch:
             "loop_lag_p99_ms": round(float(np.percentile(lags, 99)), 3),
             "dispatch_p99_ms": round(float(np.percentile(dispatch, 99)), 3),
             "requests": len(self.waits),
+            "resent_on_closed_connection": self.retried,
             "queued_requests": queued,
             "queue_wait_p99_ms": round(float(np.percentile(waits, 99)), 3),
             "method": "the client thread's CPU time over wall time (time.thread_time); lateness of a "
@@ -97,7 +100,7 @@ class ClientWatch:
             )
         if why:
             out["limited_by"] = "; ".join(why)
-        self.lags, self.waits, self.dispatches = [], [], []
+        self.lags, self.waits, self.dispatches, self.retried = [], [], [], 0
         self._cpu0, self._wall0 = self._cpu0 + self._cpu, self._wall0 + self._wall
         self._cpu = self._wall = 0.0
         return out
