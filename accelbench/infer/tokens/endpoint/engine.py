@@ -88,7 +88,7 @@ class EndpointEngine(Engine):
         self.watch = ClientWatch()
         self.counted: dict[str, int] = {"server usage": 0, "tokenizer": 0}
         self.prompt_tokens: list[int] = []
-        self._texts: dict[int, str] = {}
+        self._texts: dict[int, tuple[list[int], str]] = {}
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run_loop, name="accelbench-endpoint", daemon=True)
         self._failed_start: BaseException | None = None
@@ -179,8 +179,19 @@ class EndpointEngine(Engine):
         tokens = (tokens + [0] * count)[:count]  # LoadGen counts len(tokens): the count the record trusts
         self.sink.done(request, tokens)
 
-    async def _stream(self, request: TokenRequest) -> Answer:
+    def _prompt(self, request: TokenRequest) -> str:
+        """The prompt's text, decoded once per QSL sample (LoadGen issues a sample as the same list each time):
+        decoding 1,024 tokens took 0.18 ms of the loop's CPU, a quarter of what a request cost it (0.72-0.81 ms
+        a request before, 0.52-0.59 ms after: bench/endpoint_client.py --prompt-tokens 1024)."""
+        hit = self._texts.get(request.index)
+        if hit is not None and hit[0] is request.prompt:
+            return hit[1]
         text = self.prompt_text(request.prompt)
+        self._texts[request.index] = (request.prompt, text)
+        return text
+
+    async def _stream(self, request: TokenRequest) -> Answer:
+        text = self._prompt(request)
         body = self.target.body(text, request.max_new_tokens, self.settings.ignore_eos)
         answer = Answer()
         started = [False]
