@@ -73,7 +73,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
@@ -81,7 +80,7 @@ from typing import Any, Iterator
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from llm_server import WORDS, free_port, make_checkpoint, serving_command  # noqa: E402
+from llm_server import WORDS, free_port, make_checkpoint, serving_command, started  # noqa: E402
 
 #: LoadGen's Offline slack (accelbench.infer.settings.OFFLINE_SLACK) and the run's minimum seconds
 SLACK, DURATION = 1.1, 2.0
@@ -142,39 +141,16 @@ class ServerClock:
 
 @contextlib.contextmanager
 def serve(folder: Path, log: Path, cpus: set[int] | None) -> Iterator[tuple[str, int]]:
-    """tests/llm_server.py's ``transformers serve`` (its command and readiness loop), with three changes: a KV cache
-    of 256 blocks of 32 tokens (by default it sized its cache to 14 GiB of this 23 GiB VM's memory and was
-    OOM-killed beside other runs), torch on one thread (an OpenMP team of two on 2 shared cores stalls whenever
-    any other process runs: 20x slower runs seen; one thread serves this model as fast), pinned to ``cpus``.
-    Yields its API base (…/v1) and its PID; killed at the end."""
+    """tests/llm_server.py's ``transformers serve`` (a KV cache of 256 pages, torch on one thread), pinned to
+    ``cpus``: its API base (…/v1) and PID, killed at the end."""
     port = free_port()
     env = os.environ | {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(log.parent), "TRANSFORMERS_OFFLINE": "1",
                         "OMP_NUM_THREADS": "1"}
     command = [*(serving_command() or []), str(folder), "--host", "127.0.0.1", "--port", str(port),
                "--continuous-batching", "--device", "cpu", "--cb-num-blocks", "256", "--cb-block-size", "32"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=pinned(cpus))
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{base}/health", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    sys.exit(f"transformers serve did not start: {log.read_text()[-2000:]}")
-                time.sleep(0.5)
-            yield f"{base}/v1", proc.pid
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    base = f"http://127.0.0.1:{port}"
+    with started(command, f"{base}/health", log, env, cpus) as proc:
+        yield f"{base}/v1", proc.pid
 
 
 def pinned(cpus: set[int] | None) -> Any:

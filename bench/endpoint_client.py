@@ -44,50 +44,26 @@ import contextlib
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
 
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from llm_server import free_port, make_checkpoint  # noqa: E402
+from llm_server import free_port, make_checkpoint, started  # noqa: E402
 
 
 @contextlib.contextmanager
-def stub(cpus: set[int] | None) -> Iterator[tuple[str, int]]:
+def stub(cpus: set[int] | None, log: Path) -> Iterator[tuple[str, int]]:
     """The stub server in a process of its own (on ``cpus``): its API base and PID, killed at the end."""
     port = free_port()
-    pre = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "accelbench.infer.tokens.endpoint.stub", "--port", str(port)], preexec_fn=pre,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
     base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"the stub did not start: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-            time.sleep(0.2)
+    command = [sys.executable, "-m", "accelbench.infer.tokens.endpoint.stub", "--port", str(port)]
+    with started(command, f"{base}/models", log, cpus=cpus, timeout=60) as proc:
         yield base, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def cpu_seconds(p: psutil.Process) -> float:
@@ -144,7 +120,8 @@ def main() -> None:
         os.sched_setaffinity(0, set(cpus[1:]))  # before the engine's thread starts: it inherits them
     print(f"{len(cpus)} CPUs, {args.connections} connections, {args.requests} requests a round"
           f"{', the stub pinned to CPU ' + str(cpus[0]) + ', the client to the others' if pinned else ''}")
-    with tempfile.TemporaryDirectory() as name, stub({cpus[0]} if pinned else None) as (url, pid):
+    stub_cpus = {cpus[0]} if pinned else None
+    with tempfile.TemporaryDirectory() as name, stub(stub_cpus, Path(name) / "stub.log") as (url, pid):
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
