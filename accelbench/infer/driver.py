@@ -13,13 +13,10 @@ from typing import Any, Callable, Sequence
 
 from accelbench.infer.logs import read_detail
 from accelbench.infer.served import Served
-from accelbench.infer.specs import InferParams
+from accelbench.infer.specs import QSL_SAMPLES, InferParams
 from accelbench.infer.sut import BatchingSUT, SampleLibrary, Worker
 from accelbench.kit.context import RunContext
 from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
-
-#: samples LoadGen's library holds, by profile
-QSL_SAMPLES = {"quick": 64, "official": 1024}
 
 
 @dataclass

@@ -23,11 +23,11 @@ from accelbench.infer import accuracy, replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Backend
 from accelbench.infer.catalog import backend
-from accelbench.infer.driver import QSL_SAMPLES, Serving, loadgen_run
+from accelbench.infer.driver import Serving, loadgen_run
 from accelbench.infer.peak import find_peak
 from accelbench.infer.results import performance_result
 from accelbench.infer.served import Served, served
-from accelbench.infer.specs import InferParams
+from accelbench.infer.specs import QSL_SAMPLES, InferParams
 from accelbench.infer.sut import Worker
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.results.record import Result

@@ -34,6 +34,8 @@ TOKEN_KNOBS = (
 BACKEND_KNOBS = ("channels_last", "compile_mode", "ort_optimization")
 MODES = ("performance", "accuracy", "find-peak", "sweep")
 PROFILES = ("quick", "official")
+#: samples LoadGen's library holds, by profile
+QSL_SAMPLES = {"quick": 64, "official": 1024}
 INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int8")
 
 
@@ -275,7 +277,6 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
         if self.prompts and not Path(self.prompts).expanduser().is_file():
             raise UsageError(f"prompt file {self.prompts} does not exist: give a JSONL or ShareGPT JSON file")
         if self.prompts:  # read as the run will (a bad file is one line here, not a failed record after a build)
-            from accelbench.infer.driver import QSL_SAMPLES
             from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
             from accelbench.infer.tokens.prompts import from_params
 

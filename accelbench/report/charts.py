@@ -333,6 +333,11 @@ def draw_tradeoff(fig: "Figure", series: Sequence[tuple[str, Sequence[tuple[floa
                     label=label if valid or not any(p[2] for p in pts) else None,
                 )
     ax.scatter([], [], s=30, color="none", edgecolors=NEUTRAL, label="not VALID (hollow)")
+    _tradeoff_axes(ax)
+
+
+def _tradeoff_axes(ax: "Axes") -> None:
+    """The serving trade-off's axes (tokens/s per device against tokens/s per user), from zero, and the legend."""
     ax.set_xlabel("tokens/s per user (1000 / median TPOT ms)")
     ax.set_ylabel("output tokens/s per device")
     ax.set_xlim(left=0)
@@ -361,12 +366,7 @@ def draw_pareto(fig: "Figure", series: Sequence[tuple[str, Sequence[dict], Seque
         )
         timed = [p for p in points if p.get("ttft_p90_ms") is not None]
         right.plot([p["concurrency"] for p in timed], [p["ttft_p90_ms"] for p in timed], marker="o", color=color)
-    left.set_xlabel("tokens/s per user (1000 / median TPOT ms)")
-    left.set_ylabel("output tokens/s per device")
-    left.set_xlim(left=0)
-    left.set_ylim(bottom=0)
-    _plain_linear(left)
-    left.legend(fontsize=7)
+    _tradeoff_axes(left)
     right.set_xscale("log", base=2)
     right.set_xlabel("requests in flight (concurrency)")
     right.set_ylabel("TTFT p90 (ms)")

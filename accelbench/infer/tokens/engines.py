@@ -83,6 +83,8 @@ class Engine:
     loads_weights: ClassVar[bool] = False
     #: whether the model runs elsewhere (a server): its devices are the server's (``--server-devices``)
     remote: ClassVar[bool] = False
+    #: the vocabulary random prompts are drawn from when no model is built here (a served model's tokenizer's)
+    vocab_size: int | None = None
 
     def __init__(self) -> None:
         self.facts: dict[str, Any] = {"engine": self.name}

@@ -17,8 +17,8 @@ from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason, torch_dtype
 from accelbench.infer import replan
 from accelbench.infer import settings as lgset
-from accelbench.infer.driver import QSL_SAMPLES, Outcome, start_test
-from accelbench.infer.specs import InferParams
+from accelbench.infer.driver import Outcome, start_test
+from accelbench.infer.specs import QSL_SAMPLES, InferParams
 from accelbench.infer.sut import SampleLibrary
 from accelbench.infer.tokens import accuracy
 from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, engine_class
@@ -128,7 +128,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         skip_if(too_big(params, planned, device))
     model, config = _model_for(engine, params, preset, device, ctx)
     counted = planned or (figures(config, element) if config is not None else None)
-    vocab = config.vocab_size if config is not None else getattr(engine, "vocab_size", 32000)
+    vocab = config.vocab_size if config is not None else (engine.vocab_size or 32000)
     total = accuracy.SAMPLES if params.mode == "accuracy" and not params.prompts else QSL_SAMPLES[params.profile]
     work = workload(params, vocab, total, prompt_len, out)
     reference = _reference(params, model, device, work, ctx) if params.mode == "accuracy" else None

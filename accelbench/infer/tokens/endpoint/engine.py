@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.tokens.endpoint.client import Answer, Failure, error_words
@@ -50,9 +51,10 @@ class EndpointEngine(Engine):
 
     def check(self, params: "InferParams") -> None:
         """The server answers, speaks OpenAI's API and serves the model: else one line (UsageError), before load."""
-        from accelbench.infer.tokens.endpoint.preflight import preflight
+        from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
 
         preflight(params)
+        load_tokenizer(params)  # a folder without a tokenizer is one line here, not a failed record later
 
     def configure(self, params: "InferParams") -> None:
         from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
@@ -61,10 +63,8 @@ class EndpointEngine(Engine):
         self.tokenizer = load_tokenizer(params)
         self.timeout = params.request_timeout
         self.vocab_size = len(self.tokenizer)
-        from urllib.parse import urlparse
-
         self.facts |= {
-            "device": f"server at {urlparse(self.target.url).netloc}",
+            "device": f"server at {urllib.parse.urlparse(self.target.url).netloc}",
             "url": self.target.url,
             "served_model": self.target.model,
             "api": self.target.api,
@@ -242,11 +242,10 @@ def listening(url: str) -> list[int]:
     """PIDs of this machine's processes listening on ``url``'s port at its host (empty: a remote host, or
     sockets this user may not read)."""
     import socket
-    from urllib.parse import urlparse
 
     import psutil
 
-    parsed = urlparse(url)
+    parsed = urllib.parse.urlparse(url)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
         addresses = {info[4][0] for info in socket.getaddrinfo(parsed.hostname, port)}
