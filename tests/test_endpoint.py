@@ -87,6 +87,26 @@ def test_a_stream_that_breaks_says_how() -> None:
     assert error_words(502, b"") == "HTTP 502: (empty body)"
 
 
+def test_the_client_watch_blames_itself_only_on_its_own_signs() -> None:
+    from accelbench.infer.tokens.endpoint.watch import ClientWatch
+
+    watch = ClientWatch()
+    for _ in range(100):
+        watch.waited(0.0001, 0.0)
+    assert "limited_by" not in watch.report(connections=8, arrivals=True)
+    for wait in [0.0] * 90 + [0.05] * 10:  # a tenth of the arrivals waited 50 ms for a connection
+        watch.waited(0.0001, wait)
+    # in Server the client held LoadGen's arrivals back; in Offline the same waits are the concurrency asked for
+    server = watch.report(connections=8, arrivals=True)
+    assert server["queued_requests"] == 10 and "10 of 100 requests waited" in server["limited_by"]
+    for wait in [0.0] * 90 + [0.05] * 10:
+        watch.waited(0.0001, wait)
+    assert "limited_by" not in watch.report(connections=8, arrivals=False)
+    for _ in range(100):
+        watch.waited(0.02, 0.0)  # requests reached the loop 20 ms after LoadGen issued them
+    assert "after LoadGen issued them" in watch.report(connections=8, arrivals=False)["limited_by"]
+
+
 # --- each misbehaviour of a server is a clear per-query outcome
 
 

@@ -155,8 +155,11 @@ class EndpointEngine(Engine):
 
     async def _one(self, request: TokenRequest, submitted: float) -> None:
         begun = time.perf_counter()
+        # queued only if every connection was busy: timing a free semaphore would count the GIL and the OS
+        # scheduler (a thread preempted between two lines on a busy host) as waiting for a connection
+        full = self.slots.locked()
         async with self.slots:
-            self.watch.waited(begun - submitted, time.perf_counter() - begun)
+            self.watch.waited(begun - submitted, time.perf_counter() - begun if full else 0.0)
             try:
                 answer = await self._stream(request)
             except Failure as exc:
