@@ -273,7 +273,10 @@ def test_a_sweep_stores_seven_points_and_the_report_draws_the_curve(
     curve = max((r.details["sweep"] for r in records), key=lambda s: len(s["points"]))
     assert [pt["concurrency"] for pt in curve["points"]] == [1, 2, 4, 8, 16, 32, 64]
     assert curve["planned_points"] == 7 and set(curve["pareto"]) <= {1, 2, 4, 8, 16, 32, 64}
+    # both axes at every point (Offline's TPOT by the SUT's clock), and a front drawn from them
+    assert all(pt["tokens_per_second_per_user"] and pt["tokens_per_second_per_device"] for pt in curve["points"])
     usable = [pt for pt in curve["points"] if pt["valid"] and not pt["set_aside"]]
+    assert curve["pareto"] or not usable
     for pt in curve["pareto"]:  # nothing usable beats a front point on both axes
         a = next(x for x in usable if x["concurrency"] == pt)
         assert not any(

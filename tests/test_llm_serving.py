@@ -29,6 +29,8 @@ from typing import Any
 import pytest
 from conftest import run_cli, stored
 
+from accelbench.errors import UsageError
+
 MODEL = "llama3.1-8b"
 OUT = 4  # output tokens per request (ignore_eos: reached exactly)
 TINY = ["--scale", "tiny", "--input-tokens", "16", "--output-tokens", str(OUT), "--threads", "1"]
@@ -203,6 +205,10 @@ def test_a_tiny_llm_is_served_validly(name, served):
         assert r.metrics["tokens_per_second_per_user"].value == pytest.approx(1000 / r.metrics["tpot_p50_ms"].value)
         assert r.details["target_qps"] == 80
         assert r.metrics["goodput_requests_per_second"].value > 0
+    else:  # LoadGen gives no token latency in Offline: TPOT by the SUT's clock, for the Pareto curve's per-user axis
+        assert "ttft_p99_ms" not in r.metrics and r.details["tpot_method"].startswith("the SUT's clock")
+        assert 0 < r.metrics["tpot_p50_ms"].value <= r.metrics["tpot_p99_ms"].value
+        assert r.metrics["tokens_per_second_per_user"].value == pytest.approx(1000 / r.metrics["tpot_p50_ms"].value)
     engine = r.details["engine"]
     assert engine["engine"] == ENGINE_OF[name]
     if ENGINE_OF[name] == "static":
@@ -249,6 +255,22 @@ def test_an_impossible_limit_is_invalid_with_exit_3_and_named(served):
     reasons = r.details["invalid_reasons"]
     assert any(re.search(r"\b(TTFT|TPOT) constraint not met", why) for why in reasons), reasons
     assert any(w.startswith("INVALID:") for w in r.warnings)
+
+
+def test_an_offline_run_held_to_a_tpot_limit_is_judged_on_its_p99() -> None:
+    from accelbench.infer.tokens.limits import limits_for, offline_tpot_reason
+
+    held = limits_for(MODEL, "llama3_1-8b", True, "offline", 0.0, 50.0)
+    assert (held.ttft_ms, held.tpot_ms) == (None, 50.0) and "fixed concurrency" in held.source
+    assert offline_tpot_reason(held, 49.9) is None
+    assert "p99 TPOT 50.1 ms over the 50 ms --tpot-ms" in (offline_tpot_reason(held, 50.1) or "")
+    # a Server run's limits are LoadGen's to judge, and an Offline run without --tpot-ms has none
+    assert offline_tpot_reason(limits_for(MODEL, "llama3_1-8b", True, "server", 0.0, 50.0), 99.0) is None
+    assert offline_tpot_reason(limits_for(MODEL, "llama3_1-8b", True, "offline", 0.0, 0.0), 99.0) is None
+    with pytest.raises(UsageError, match="--tpot-ms alone to offline"):
+        limits_for(MODEL, "llama3_1-8b", True, "offline", 5.0, 50.0)
+    with pytest.raises(UsageError, match="not singlestream"):
+        limits_for(MODEL, "llama3_1-8b", True, "singlestream", 0.0, 50.0)
 
 
 # 5. the record's figures are LoadGen's own

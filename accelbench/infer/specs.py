@@ -129,7 +129,11 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
         0.8, "language models: prompts are drawn from JITTER..1 x --input-tokens long (1: all the same)", sweep=False
     )
     ttft_ms: float = opt(0.0, "language models, server/interactive: p99 time-to-first-token limit (0: MLPerf's)")
-    tpot_ms: float = opt(0.0, "language models, server/interactive: p99 time-per-output-token limit (0: MLPerf's)")
+    tpot_ms: float = opt(
+        0.0,
+        "language models, server/interactive: p99 time-per-output-token limit (0: MLPerf's); offline: a fixed "
+        "concurrency held to it (INVALID over it; none when 0)",
+    )
     page_size: int = opt(16, "language models, transformers engine: KV-cache page size in tokens")
     kv_blocks: int = opt(0, "language models, transformers engine: KV-cache pages (0: --batch-size longest requests)")
     max_batch_tokens: int = opt(

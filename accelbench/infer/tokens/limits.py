@@ -39,6 +39,24 @@ class Limits:
         return {"ttft_p99_ms": self.ttft_ms, "tpot_p99_ms": self.tpot_ms, "source": self.source}
 
 
+#: the source of an Offline run's TPOT limit
+OFFLINE_TPOT = (
+    "--tpot-ms: the p99 TPOT of an Offline run at a fixed concurrency, judged by accelbench (LoadGen judges none)"
+)
+
+
+def offline_tpot_reason(limits: Limits, tpot_p99_ms: float | None) -> str | None:
+    """Why an Offline run held to ``--tpot-ms`` is INVALID (its p99 TPOT over the limit), or None."""
+    if limits.source != OFFLINE_TPOT or limits.tpot_ms is None or tpot_p99_ms is None:
+        return None
+    if tpot_p99_ms <= limits.tpot_ms:
+        return None
+    return (
+        f"TPOT over the limit (accelbench): p99 TPOT {tpot_p99_ms:.4g} ms over the {limits.tpot_ms:g} ms "
+        "--tpot-ms at this concurrency; lower --batch-size"
+    )
+
+
 def mlperf_name(benchmark: str, scenario: str) -> str:
     """The name mlperf.conf gives a benchmark in a scenario (interactive has its own entries)."""
     return f"{benchmark}-interactive" if scenario == "interactive" else benchmark
@@ -47,11 +65,19 @@ def mlperf_name(benchmark: str, scenario: str) -> str:
 def limits_for(model: str, benchmark: str, own: bool, scenario: str, ttft_ms: float, tpot_ms: float) -> Limits:
     """The limits a run is held to: the flags where given, else MLPerf's for the preset's benchmark.
 
-    Offline and SingleStream have none (LoadGen judges neither TTFT nor TPOT there).
+    Offline and SingleStream have none (LoadGen judges neither TTFT nor TPOT there), except an Offline run given
+    ``--tpot-ms``: a fixed concurrency (``--batch-size`` requests in flight) held to an interactivity, as a point
+    of a Pareto curve is read and as ``tune --task serve`` ranks settings. accelbench judges its p99 TPOT
+    (:func:`offline_tpot_reason`); TTFT is not judged there, since Offline issues every query at once and a
+    request's TTFT then includes its wait for one of the ``--batch-size`` places.
     """
     if scenario not in ("server", "interactive"):
-        if ttft_ms or tpot_ms:
-            raise UsageError(f"--ttft-ms and --tpot-ms apply to the server and interactive scenarios, not {scenario}")
+        if ttft_ms or (tpot_ms and scenario != "offline"):
+            flags = "--ttft-ms and --tpot-ms apply" if ttft_ms else "--tpot-ms applies"
+            also = "" if ttft_ms and scenario != "offline" else " (and --tpot-ms alone to offline)"
+            raise UsageError(f"{flags} to the server and interactive scenarios{also}, not {scenario}")
+        if tpot_ms:
+            return Limits(None, tpot_ms, OFFLINE_TPOT)
         return Limits(None, None, f"none: LoadGen judges no token latency in {scenario}")
     published = MLPERF_LIMITS.get(benchmark, {}).get(scenario)
     if published is None and not (ttft_ms and tpot_ms):

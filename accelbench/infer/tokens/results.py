@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.infer.specs import InferParams
+from accelbench.infer.tokens.limits import offline_tpot_reason
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
@@ -73,6 +74,25 @@ def goodput(sut: "TokenSUT", limits: "Limits") -> dict[str, Metric]:
         "goodput_requests_per_second": _m(len(good) / span, "requests/s within limits", True),
         "goodput_tokens_per_second": _m(sum(good) / span, "output tokens/s within limits", True),
     }
+
+
+def offline_tpot(sut: "TokenSUT") -> dict[str, Metric]:
+    """TPOT percentiles of an Offline run by the SUT's clock: LoadGen reports no token latency in Offline.
+
+    A request's TPOT is its first to its last token over the tokens after the first, as LoadGen's own in Server;
+    it does not include the wait for a place among ``--batch-size``, so it is what a user of that concurrency
+    reads (a Pareto curve's tokens/s per user). TTFT is not given: Offline issues every query at once, so a
+    request's time to its first token counts its wait for a place."""
+    import numpy as np
+
+    tpots = [tpot for _, tpot, n in sut.per_request if n > 1]
+    if not tpots:
+        return {}
+    ms = np.asarray(tpots) * 1e3
+    out = {f"tpot_p{p}_ms": _m(float(np.percentile(ms, p)), "ms (SUT's clock)", False) for p in (50, 90, 99)}
+    if out["tpot_p50_ms"].value > 0:
+        out["tokens_per_second_per_user"] = _m(1000 / out["tpot_p50_ms"].value, "tokens/s per user", True)
+    return out
 
 
 def inter_token(sut: "TokenSUT") -> dict[str, Metric]:
@@ -146,10 +166,14 @@ def token_result(
     d, conditions, outdir, sut = outcome.detail, outcome.conditions, outcome.outdir, outcome.sut
     metrics, primary = token_metrics(params.scenario, d, params.devices_serving)
     metrics |= goodput(sut, limits) | inter_token(sut) | kv_cache(sut, engine, model)
+    if params.scenario == "offline":
+        metrics |= offline_tpot(sut)
     if sut.tokens and "tokens_per_second" in metrics:  # prompt tokens read per output token written, measured
         total = metrics["tokens_per_second"].value * (1 + sut.input_tokens / sut.tokens)
         metrics["total_tokens_per_second"] = _m(total, "input + output tokens/s", True)
     valid = d.get("result_validity") == "VALID"
+    tpot99 = metrics.get("tpot_p99_ms")
+    over = offline_tpot_reason(limits, tpot99.value if params.scenario == "offline" and tpot99 else None)
     details: dict[str, Any] = {
         "loadgen_log_dir": str(outdir),
         "compliant": params.profile == "official",
@@ -162,7 +186,10 @@ def token_result(
         "loadgen_version": d.get("loadgen_version"),
         "target_qps": d.get("requested_server_target_qps") if params.scenario != "offline" else None,
         "goodput_method": "requests meeting both limits by the SUT's clock, over first issue to last answer",
-        "tokens_per_user_method": "1000 / LoadGen's median TPOT in ms",
+        "tokens_per_user_method": "1000 / the median TPOT in ms",
+        "tpot_method": "the SUT's clock (LoadGen gives no token latency in Offline)"
+        if params.scenario == "offline"
+        else "LoadGen's",
         "itl_method": "gaps between consecutive tokens of a request by the SUT's clock (k at once: k equal gaps)",
         "kv_cache_method": "prompt + tokens so far of each request from its first token to its completion, by the "
         "SUT's clock (prefill before the first token and the engine's own slack are not seen)",
@@ -172,6 +199,8 @@ def token_result(
     if reruns:
         details["reruns"] = reruns
     reasons = [] if valid else true_cause(token_reasons(d, params.scenario), reruns or [], conditions)
+    if over:  # LoadGen's VALID is of its own rules; the interactivity asked for is another
+        reasons, valid = [*reasons, over], False
     result = loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
     if reruns:
         result.warnings.insert(0, rerun_warning(reruns))
