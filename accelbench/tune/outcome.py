@@ -139,7 +139,7 @@ def reproduce(search: Search, c: Candidate) -> str:
         trial = p.trial_params(**c.settings, **extra)
     else:
         trial = p.trial_params(**c.settings)
-    words = ["accelbench", p.task, p.model]
+    words = ["accelbench", "infer" if p.task == "serve" else p.task, p.model]
     common = ("device", "threads")  # the common options last, as a person writes them
     for f in sorted(fields(trial), key=lambda f: f.name in common):
         if f.name == "model" or (f.name in TRIAL_LENGTH and not (f.name == "mode" and p.scenario == "server")):
@@ -287,6 +287,10 @@ def _speedup(search: Search, winner: Candidate, best: float, higher: bool) -> tu
 
 def _gate_words(search: Search) -> str:
     p = search.params
+    if p.task == "serve":
+        from accelbench.tune.serve import gate_words
+
+        return gate_words(p)
     if p.task == "train":
         return "none: training throughput has no accuracy gate"
     weights = f"checkpoint {p.checkpoint}" if p.checkpoint else "random weights"
@@ -300,6 +304,10 @@ def _gate_words(search: Search) -> str:
 
 def accuracy_words(p: Any) -> str | None:
     """Whether the recommendation's accuracy was verified, for its headline (None: training, no gate)."""
+    if p.task == "serve":
+        from accelbench.tune.serve import accuracy_words as serving
+
+        return serving(p)
     if p.task == "train":
         return None
     if p.dataset:

@@ -201,6 +201,8 @@ class Tuner:
                 first = (2.0, 0.0)
             else:
                 first = (4.0, 0.0) if self._server() else (1.0, 1.5 * (CONFIRM_SECONDS - SCREEN_SECONDS))
+        elif phase == "gate" and self.params.task == "serve":
+            first = (GATE_SCREENS, 0.0)  # the FP32 reference generates the gate's prompts one at a time, briefly
         elif phase == "gate" and not self.params.dataset:
             from accelbench.infer.accuracy import ROUNDING_SAMPLES
             from accelbench.infer.run import SYNTHETIC_ACCURACY_SAMPLES
@@ -243,7 +245,7 @@ class Tuner:
         """Screening stops at its share of the budget, and early enough that one gate still ends inside the
         gates' phase: on a small budget the best screened must be gated and confirmed, or nothing is claimed (a
         4-minute search screened 14 runtimes, then had 90 s left and no gate fitting before the gates' end)."""
-        gate = (self._expected("gate") or 0.0) if self.params.task == "infer" else 0.0
+        gate = (self._expected("gate") or 0.0) if self.params.task != "train" else 0.0
         return min(self.time.at(SCREEN_SHARE), self.budget - gate - self._claim_seconds())
 
     def _gate_end(self) -> float:
@@ -262,7 +264,7 @@ class Tuner:
         only = ok[0].candidate.label() if ok else "no candidate"
         if self.search.not_tried:
             s = self.time.expected("screen", self.search.trials) or 0.0
-            g = (self._expected("gate") or 0.0) if self.params.task == "infer" else 0.0
+            g = (self._expected("gate") or 0.0) if self.params.task != "train" else 0.0
             least = 2 * s + g + self._claim_seconds()
             suggest = f"{math.ceil(least / 60)}m"
             return (
@@ -297,6 +299,10 @@ class Tuner:
             steps = TRAIN_CONFIRM if phase == "confirm" else TRAIN_SCREEN
             return trial_entry("train/throughput", p.trial_params(**c.settings, **steps), self.timeout)
         settings = dict(c.settings)
+        if p.task == "serve":  # Offline at the candidate's concurrency, held to the TPOT limit (the trial's params)
+            mode = {"mode": "accuracy"} if phase == "gate" else {}
+            length = {} if phase == "gate" else {"duration": CONFIRM_SECONDS if phase == "confirm" else SCREEN_SECONDS}
+            return trial_entry("infer/loadgen", p.trial_params(**settings, **mode, **length), self.timeout)
         if phase == "gate":
             extra: dict[str, Any] = {"mode": "accuracy", "scenario": "offline", "dataset": p.dataset}
         elif phase == "confirm" and self._server():
@@ -313,7 +319,13 @@ class Tuner:
     # -- ordering ------------------------------------------------------------------------------------
 
     def _screened(self) -> list[Trial]:
-        return [t for t in self.search.trials if t.phase == "screen" and t.ok]
+        """Screenings with a figure; in a serving search only those within the TPOT limit (an INVALID one served
+        more tokens/s by making each user wait longer than asked)."""
+        within = self.params.task != "serve"
+        return [
+            t for t in self.search.trials
+            if t.phase == "screen" and t.ok and (within or (t.result is not None and t.result.valid is not False))
+        ]  # fmt: skip
 
     def _ranked(self, trials: list[Trial]) -> list[Candidate]:
         """Best first by the figure's own direction (samples/s up, latency down)."""

@@ -48,6 +48,10 @@ class Candidate:
     def label(self) -> str:
         """The settings in a few words, only what differs from the family's defaults beside the runtime."""
         s = self.settings
+        if "engine" in s:
+            from accelbench.tune.serve import label
+
+            return label(s)
         if "backend" in s:
             words = [s["backend"], s["precision"]]
             words += ["channels_last"] if s.get("channels_last") else []
@@ -77,6 +81,11 @@ def _device(params: TuneParams) -> Any:
 
 def runtime_stage(params: TuneParams) -> Space:
     """Every runtime at the default batch: the default first, compiled ones last (each compile costs minutes)."""
+    if params.task == "serve":
+        from accelbench.tune.serve import SERVE_DEFAULT, runtimes
+
+        space = runtimes(params, _device(params))
+        return _ordered(space, Candidate(dict(SERVE_DEFAULT)), lambda c: bool(c.settings["engine_compile"]))
     return _infer_runtimes(params) if params.task == "infer" else _train_runtimes(params)
 
 
@@ -182,7 +191,12 @@ def shape_stage(params: TuneParams, best: list[Candidate], tried: set[str]) -> l
         return []
     device = _device(params)
     out: list[Candidate] = []
-    for c in best:
+    if params.task == "serve":
+        from accelbench.devices.kind import kind_of
+        from accelbench.tune.serve import shapes
+
+        out = shapes(params, best, kind_of(device).batch_class)
+    for c in best if params.task != "serve" else []:
         for b in _batches(params, c, device):
             out.append(c.with_(batch_size=b))
         if params.task == "infer" and c.settings["backend"] == "openvino":

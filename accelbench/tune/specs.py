@@ -8,7 +8,7 @@ from typing import Any
 from accelbench.errors import UsageError
 from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt, parse_duration, positive
 
-TASKS = ("infer", "train")
+TASKS = ("infer", "train", "serve")
 #: the scenarios a search ranks by: Offline samples/s, Server peak QPS within the bound, SingleStream p90
 TUNE_SCENARIOS = ("offline", "server", "singlestream")
 
@@ -22,7 +22,13 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
     """Search the settings of one model's serving or training for its best figure within a time budget."""
 
     model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)
-    task: str = opt("infer", "infer (served under LoadGen) or train (training throughput)", choices=TASKS, sweep=False)
+    task: str = opt(
+        "infer",
+        "infer (served under LoadGen), train (training throughput) or serve (a language model's engine settings: "
+        "the most tokens/s per device within --tpot-ms)",
+        choices=TASKS,
+        sweep=False,
+    )
     scenario: str = opt(
         "offline",
         "infer: the figure ranked: offline (samples/s), server (peak QPS within the latency bound, by find-peak), "
@@ -69,7 +75,27 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
         sweep=False,
     )
     checkpoint: str = opt(
-        "", "infer: a state_dict (.pt) to serve, which makes the accuracy gate meaningful", metavar="FILE", sweep=False
+        "",
+        "infer: a state_dict (.pt) to serve, which makes the accuracy gate meaningful; serve: a Hugging Face "
+        "checkpoint folder",
+        metavar="PATH",
+        sweep=False,
+    )
+    engines: str = opt(
+        "", "serve: the engines tried, comma-separated (empty: every local one installed)", metavar="LIST", sweep=False
+    )
+    tpot_ms: float = opt(
+        0.0,
+        "serve: the interactivity every trial is held to, p99 time per output token in ms (0: the model's MLPerf "
+        "Server limit)",
+        sweep=False,
+    )
+    prompts: str = opt(
+        "",
+        "serve: a prompt file with reference answers (JSONL or ShareGPT, read by --checkpoint's tokenizer): the "
+        "accuracy gate scores ROUGE on it",
+        metavar="FILE",
+        sweep=False,
     )
     dataset: str = opt(
         "", "infer: the accuracy gate scores the model's dataset's labels (DIR)", metavar="DIR", sweep=False
@@ -93,6 +119,16 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
                 positive("--batch-sizes", int(b))
             except ValueError:
                 raise UsageError(f"--batch-sizes takes whole numbers separated by commas, got {b!r}") from None
+        if self.task != "serve":
+            given = [f for f in ("engines", "prompts") if getattr(self, f)] + (["tpot-ms"] if self.tpot_ms else [])
+            if given:
+                raise UsageError(f"--{given[0]} applies to --task serve (a language model's serving)")
+        if self.task == "serve":
+            from accelbench.tune.serve import check
+
+            check(self)
+            self.trial_params().validate()  # the checkpoint and prompt file are read before any trial
+            return
         if self.task == "train":
             given = [f for f in ("backends", "checkpoint", "dataset") if getattr(self, f)]
             if given or self.scenario != "offline":
@@ -129,6 +165,10 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
             return TrainParams(**(common | settings))
         from accelbench.infer.specs import InferParams
 
+        if self.task == "serve":
+            from accelbench.tune.serve import trial_settings
+
+            return InferParams(**(common | trial_settings(self) | settings))
         return InferParams(**(common | {"checkpoint": self.checkpoint} | settings))
 
     @classmethod
@@ -136,6 +176,8 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
         words = [p["model"], p["task"]]
         if p["task"] == "infer":
             words.append(p["scenario"])
+        if p["task"] == "serve" and p.get("tpot_ms"):
+            words.append(f"TPOT {p['tpot_ms']:g} ms")
         words.append(f"budget {p['budget']}")
         if p.get("scale", "full") != "full":
             words.append(p["scale"])

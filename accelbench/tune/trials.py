@@ -70,6 +70,10 @@ class Search:
 
     @property
     def default(self) -> Candidate:
+        if self.params.task == "serve":
+            from accelbench.tune.serve import SERVE_DEFAULT
+
+            return Candidate(dict(SERVE_DEFAULT))
         return Candidate(dict(INFER_DEFAULT if self.params.task == "infer" else TRAIN_DEFAULT))
 
     def of(self, candidate: Candidate, phase: str) -> list[Trial]:
@@ -81,7 +85,8 @@ class Search:
         return next((t for t in self.trials if t.phase == "gate" and _runtime_key(t.candidate) == runtime), None)
 
     def is_reference(self, candidate: Candidate) -> bool:
-        """The FP32 eager model in its default layout is the gate's reference: it needs no gate."""
+        """The FP32 eager model in its default layout is the gate's reference: it needs no gate. A served language
+        model has none among the candidates (its reference is FP32 ``generate`` one prompt at a time)."""
         s = candidate.settings
         return s.get("backend") == "torch" and s.get("precision") == "fp32" and not s.get("channels_last")
 
@@ -96,4 +101,5 @@ class Search:
 
 
 def _runtime_key(c: Candidate) -> str:
-    return Candidate({k: v for k, v in c.settings.items() if k not in ("batch_size", "streams")}).key
+    shape = ("batch_size", "streams", "max_batch_tokens")  # how much work at once, not which arithmetic
+    return Candidate({k: v for k, v in c.settings.items() if k not in shape}).key

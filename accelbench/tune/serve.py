@@ -1,0 +1,163 @@
+"""``tune --task serve``: the engine settings that serve a language model the most tokens/s per device at a stated
+interactivity.
+
+A candidate is an engine (every local one installed: transformers' continuous batching, the static batch, vLLM),
+a precision this device computes natively, compilation (torch.compile; vLLM's CUDA graphs), and the work's
+shape: requests in flight (``--batch-size``, the engine's concurrent sequences) and, for continuous batching,
+the batch-token budget of one forward step. Each trial is an Offline run at that fixed concurrency held to the
+TPOT limit (``--tpot-ms``, default the preset's MLPerf Server limit): a run over it is INVALID (its p99 TPOT by
+the SUT's clock, :mod:`accelbench.infer.tokens.limits`), so more requests in flight win only while each user
+still reads tokens at the stated pace. That is a point of MLPerf Endpoints' Pareto curve; the search finds the
+highest point under the interactivity line.
+
+The KV cache is sized by the engine for the requests in flight (enough pages for ``--batch-size`` of the longest
+requests): at a fixed concurrency a larger cache holds nothing more, and a smaller one would preempt, so the
+cache follows the concurrency rather than being searched on its own.
+
+Every finalist passes the LLM accuracy gate first (``--mode accuracy``): the served greedy tokens against the
+FP32 model's at the positions rounding cannot flip, or ROUGE against a prompt file's answers (``--prompts``,
+with ``--checkpoint DIR``). No candidate is the reference: the reference is FP32 ``generate`` one prompt at a
+time, which no engine is, so FP32 engines are gated too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from accelbench.tune.space import Candidate, Space
+    from accelbench.tune.specs import TuneParams
+
+#: the default settings (``accelbench infer MODEL``'s): the candidate every other is measured against
+SERVE_DEFAULT = {"engine": "transformers", "precision": "fp32", "engine_compile": False, "batch_size": 8,
+                 "max_batch_tokens": 0}  # fmt: skip
+#: requests in flight tried around the best runtimes, by the device's batch class
+SERVE_BATCHES = {"cpu": (4, 16, 32), "gpu": (32, 64, 128, 256)}
+#: batch-token budgets tried for continuous batching, in multiples of the default (2 x batch x page size)
+TOKEN_BUDGETS = (0.5, 4.0)
+#: the precisions a language model is served in (``infer``'s own check)
+SERVE_PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+def check(params: "TuneParams") -> None:
+    """What a serving search needs: a language model, local engines, the serve-only flags where they apply."""
+    from accelbench.infer.tokens.engines import ENGINES, engine_class
+    from accelbench.workloads import model_info
+
+    if model_info(params.model).serving != "tokens":
+        raise UsageError(f"--task serve tunes a language model's serving; {params.model} is not one: use --task infer")
+    for flag, value in (("--backends", params.backends), ("--dataset", params.dataset)):
+        if value:
+            raise UsageError(f"{flag} applies to --task infer; a language model is served by engines (--engines)")
+    if params.scenario != "offline":
+        raise UsageError(
+            "--task serve ranks tokens/s at a fixed concurrency within --tpot-ms (Offline runs); drop --scenario"
+        )
+    for name in engines_asked(params):
+        if name not in ENGINES:
+            raise UsageError(f"unknown engine {name!r} in --engines: choose among {', '.join(local_engines())}")
+        if name not in local_engines():
+            raise UsageError(f"--engines {name}: a search changes an engine's settings, so only local ones: "
+                             f"{', '.join(local_engines())}")  # fmt: skip
+        engine_class(name)
+    for p in [p for p in params.precisions.split(",") if p.strip()]:
+        if p.strip() not in SERVE_PRECISIONS:
+            raise UsageError(f"unknown precision {p!r} in --precisions: choose among {', '.join(SERVE_PRECISIONS)}")
+    if params.tpot_ms < 0:
+        raise UsageError(f"--tpot-ms must not be negative, got {params.tpot_ms:g}")
+    if params.prompts and not params.checkpoint:
+        raise UsageError("--prompts needs --checkpoint DIR (the checkpoint's tokenizer reads the file)")
+
+
+def local_engines() -> list[str]:
+    """Engines that run the model in this process, whose settings a search can change."""
+    from accelbench.infer.tokens.engines import ENGINES, engine_class
+
+    return [n for n in ENGINES if engine_class(n).runs_model and not engine_class(n).remote]
+
+
+def engines_asked(params: "TuneParams") -> list[str]:
+    return [e.strip() for e in params.engines.split(",") if e.strip()]
+
+
+def tpot_limit(params: "TuneParams") -> tuple[float, str]:
+    """The interactivity every trial is held to, and where it comes from."""
+    from accelbench.infer.tokens.limits import limits_for
+    from accelbench.workloads import workload_class
+
+    if params.tpot_ms:
+        return params.tpot_ms, "--tpot-ms"
+    preset = workload_class(params.model).preset  # type: ignore[attr-defined]
+    try:
+        limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, "server", 0.0, 0.0)
+    except UsageError:
+        raise UsageError(f"{params.model} has no MLPerf Server limit to default to: give --tpot-ms") from None
+    assert limits.tpot_ms is not None
+    return limits.tpot_ms, limits.source
+
+
+def trial_settings(params: "TuneParams") -> dict[str, Any]:
+    """What every serving trial shares: Offline, held to the TPOT limit, the checkpoint and prompts given."""
+    out: dict[str, Any] = {"scenario": "offline", "tpot_ms": tpot_limit(params)[0], "checkpoint": params.checkpoint}
+    return out | ({"prompts": params.prompts} if params.prompts else {})
+
+
+def runtimes(params: "TuneParams", device: Any) -> "Space":
+    """Every local engine x precision x compilation at the default concurrency: what is not installed or not
+    native here is left out with the reason its run would give."""
+    from accelbench.devices.precision import precision_reason
+    from accelbench.infer.tokens.engines import engine_class
+    from accelbench.tune.space import Candidate, Space
+
+    wanted = [p.strip() for p in params.precisions.split(",") if p.strip()]
+    space = Space([], [])
+    for name in engines_asked(params) or local_engines():
+        missing = engine_class(name)().unavailable()
+        for precision in SERVE_PRECISIONS:
+            if wanted and precision not in wanted:
+                continue
+            why = missing or (precision_reason(device, precision, params.emulated) if precision != "fp32" else None)
+            for compiled in (False, True) if params.compile else (False,):
+                c = Candidate(SERVE_DEFAULT | {"engine": name, "precision": precision, "engine_compile": compiled})
+                (space.left_out.append((c, why)) if why else space.candidates.append(c))
+    return space
+
+
+def shapes(params: "TuneParams", best: list["Candidate"], batch_class: str) -> list["Candidate"]:
+    """Requests in flight around the best runtimes, and continuous batching's batch-token budget."""
+    given = [int(b) for b in params.batch_sizes.split(",") if b.strip()]
+    out: list[Candidate] = []
+    for c in best:
+        sizes = given or list(SERVE_BATCHES.get(batch_class, SERVE_BATCHES["cpu"]))
+        out += [c.with_(batch_size=b) for b in sizes]
+        if c.settings["engine"] == "transformers":
+            default = 2 * c.settings["batch_size"] * 16  # infer's default: 2 x --batch-size x --page-size
+            out += [c.with_(max_batch_tokens=int(default * k)) for k in TOKEN_BUDGETS]
+    return out
+
+
+def label(s: dict[str, Any]) -> str:
+    words = [s["engine"], s["precision"]] + (["compiled"] if s.get("engine_compile") else [])
+    words.append(f"{s['batch_size']} in flight")
+    if s.get("max_batch_tokens"):
+        words.append(f"{s['max_batch_tokens']} tokens a step")
+    return " ".join(words)
+
+
+def gate_words(params: "TuneParams") -> str:
+    weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random weights"
+    if params.prompts:
+        return f"ROUGE against {params.prompts}'s answers at 99% of FP32's, {weights}"
+    return (
+        f"greedy tokens against the FP32 model's on {weights}, at the positions rounding cannot flip (99% kept); "
+        "every engine is gated, FP32 too"
+    )
+
+
+def accuracy_words(params: "TuneParams") -> str:
+    if params.prompts:
+        return f"accuracy verified: ROUGE on the answers of {params.prompts}"
+    weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random weights"
+    return f"accuracy not verified: FP32's tokens on {weights} (--prompts FILE with answers verifies it)"
