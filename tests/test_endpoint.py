@@ -191,8 +191,21 @@ def test_the_cli_refuses_an_unreachable_server_with_exit_2(checkpoint: Path, tmp
 
     from llm_server import free_port
 
-    cmd = [sys.executable, "-m", "accelbench", "infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint",
-           "--url", f"http://127.0.0.1:{free_port()}/v1", "--tokenizer", str(checkpoint)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelbench",
+        "infer",
+        "llama3.1-8b",
+        "--scale",
+        "tiny",
+        "--engine",
+        "endpoint",
+        "--url",
+        f"http://127.0.0.1:{free_port()}/v1",
+        "--tokenizer",
+        str(checkpoint),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "cannot reach" in done.stderr and "Traceback" not in done.stderr
@@ -212,6 +225,61 @@ def test_a_run_with_failed_queries_is_a_failed_record_that_counts_them(checkpoin
             list(token_run.run(p, RunContext(log_dir=tmp_path)))
 
 
+def _answers(path: Path, answer: str, count: int = 6) -> Path:
+    """A JSONL prompt file whose every reference answer is ``answer``."""
+    import json
+
+    lines = [json.dumps({"prompt": "ba be bi bo", "output": answer}) for _ in range(count)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "reference, target, valid",
+    [
+        ("ba ba ba ba", "rouge1=90,rouge2=90,rougeL=90", True),  # the server answers "ba ba ba ba": ROUGE 100
+        ("ke ki ko ku", "rouge1=10,rougeL=10", False),  # nothing in common: ROUGE 0, under the target
+        ("ba ba ba ba", "", None),  # scored, but nothing sets the bar: no verdict
+    ],
+)
+def test_an_endpoint_s_accuracy_is_rouge_on_the_file_s_answers(
+    checkpoint: Path, tmp_path: Path, reference: str, target: str, valid: bool | None
+) -> None:
+    from accelbench.infer.tokens import run as token_run
+    from accelbench.kit.context import RunContext
+
+    prompts = _answers(tmp_path / "qa.jsonl", reference)
+    with serving(Behaviour(word="ba")) as url:
+        p = params(url, checkpoint, served_model=MODEL, mode="accuracy", prompts=str(prompts), accuracy_target=target)
+        (record,) = list(token_run.run(p, RunContext(log_dir=tmp_path)))
+    assert record.status == "ok" and record.valid is valid, record.details
+    rouge1 = record.metrics["rouge1"].value
+    assert rouge1 == pytest.approx(100.0 if reference.startswith("ba") else 0.0)
+    assert record.primary_metric == "rougeL" and record.details["labels"] == "prompt file's reference answers"
+    if target:
+        assert record.details["rouge"]["verdict"]["source"] == "--accuracy-target"
+    else:
+        assert record.warnings[0].startswith("no verdict") and record.details["accuracy_verified"] is False
+
+
+def test_an_endpoint_s_accuracy_flags_are_checked(checkpoint: Path, tmp_path: Path) -> None:
+    prompts = _answers(tmp_path / "qa.jsonl", "ba")
+    url = "http://127.0.0.1:9/v1"
+    for kw, words in (
+        ({"mode": "accuracy"}, "give --prompts FILE"),
+        ({"accuracy_target": "rouge1=40"}, "add --mode accuracy"),
+        ({"mode": "accuracy", "prompts": str(prompts), "accuracy_target": "bleu=3"}, "unknown figure 'bleu'"),
+        ({"mode": "accuracy", "prompts": str(prompts), "accuracy_target": "rouge1=140"}, "outside ROUGE's 0-100"),
+    ):
+        with pytest.raises(UsageError, match=words):
+            params(url, checkpoint, **kw).validate()
+    mlperf = params(url, checkpoint, mode="accuracy", prompts=str(prompts), accuracy_target="mlperf")
+    mlperf.validate()  # llama3.1-8b has MLPerf's published target
+    from accelbench.infer.tokens.quality import target
+
+    assert target("mlperf", "llama3.1-8b").values["rouge1"] == pytest.approx(38.7792)
+
+
 # --- a real server: transformers serve, under LoadGen
 
 
@@ -225,12 +293,34 @@ def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
     cache.mkdir()
     db = tmp_path / "r.db"
     with transformers_serve(checkpoint, cache) as url:
-        args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--served-model",
-                str(checkpoint), "--tokenizer", str(checkpoint), "--scenario", "server",
-                "--server-devices", "2", "--db", str(db),
-                # limits a 2-core machine holds whatever else runs on it (the server, LoadGen and the client share
-                # its cores): the test is of the path, MLPerf's own limits held here too when it was quiet
-                "--ttft-ms", "20000", "--tpot-ms", "2000", "--output-tokens", "16"]
+        args = [
+            "infer",
+            "llama3.1-8b",
+            "--scale",
+            "tiny",
+            "--engine",
+            "endpoint",
+            "--url",
+            url,
+            "--served-model",
+            str(checkpoint),
+            "--tokenizer",
+            str(checkpoint),
+            "--scenario",
+            "server",
+            "--server-devices",
+            "2",
+            "--db",
+            str(db),
+            # limits a 2-core machine holds whatever else runs on it (the server, LoadGen and the client share
+            # its cores): the test is of the path, MLPerf's own limits held here too when it was quiet
+            "--ttft-ms",
+            "20000",
+            "--tpot-ms",
+            "2000",
+            "--output-tokens",
+            "16",
+        ]
         p = run_cli(args, cli_env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     (record,) = stored(db)
@@ -263,8 +353,26 @@ def test_a_sweep_stores_seven_points_and_the_report_draws_the_curve(
 
     db = tmp_path / "s.db"
     with serving() as url:
-        args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--tokenizer",
-                str(checkpoint), "--mode", "sweep", "--output-tokens", "8", "--duration", "0.5", "--db", str(db)]
+        args = [
+            "infer",
+            "llama3.1-8b",
+            "--scale",
+            "tiny",
+            "--engine",
+            "endpoint",
+            "--url",
+            url,
+            "--tokenizer",
+            str(checkpoint),
+            "--mode",
+            "sweep",
+            "--output-tokens",
+            "8",
+            "--duration",
+            "0.5",
+            "--db",
+            str(db),
+        ]
         p = run_cli(args, cli_env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     records = stored(db)

@@ -31,6 +31,11 @@ DESCRIPTION = (
     " search that screened one candidate says 'no search' and names no best. Prints the ranking (settings, figure, "
     "spread of confirmations, accuracy, validity) and the command that reproduces the winner. A candidate that "
     "crashes, runs out of memory or fails to compile is recorded as failed, with its reason, and the search goes on."
+    " --task serve searches how a language model is served: engine (every local one installed), precision and "
+    "compilation, then requests in flight and continuous batching's batch-token budget; each trial is an Offline "
+    "run at its concurrency held to --tpot-ms (default the model's MLPerf Server limit), a run over it INVALID and "
+    "never ranked, so the winner is the most tokens/s per device at that interactivity; every finalist passes the "
+    "LLM accuracy gate (FP32's greedy tokens, or ROUGE on --prompts with --checkpoint)."
 )
 
 

@@ -142,7 +142,7 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
 
     prompts: str = opt(
         "",
-        "language models: a JSONL ({\"prompt\": ..., \"output\": ...} a line) or ShareGPT file, tokenized by "
+        'language models: a JSONL ({"prompt": ..., "output": ...} a line) or ShareGPT file, tokenized by '
         "--checkpoint's tokenizer; a sample with a reference answer generates its length (empty: random tokens)",
         sweep=False,
         metavar="FILE",
@@ -156,7 +156,8 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
         "warm-up, whose first batch's seconds the record keeps)",
     )
     concurrency: str = opt(
-        "", "--mode sweep: requests in flight at each point, e.g. 1,4,16 (empty: 1,2,4,... up to 64, 7 points)",
+        "",
+        "--mode sweep: requests in flight at each point, e.g. 1,4,16 (empty: 1,2,4,... up to 64, 7 points)",
         sweep=False,
     )
     allow_eos: bool = opt(
@@ -242,7 +243,7 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
             )
         if self.engine_compile and not engine_class(self.engine).runs_model:
             raise UsageError(f"--engine-compile compiles a model, and the {self.engine} engine runs none")
-        if self.mode == "accuracy" and not engine_class(self.engine).runs_model:
+        if self.mode == "accuracy" and not engine_class(self.engine).runs_model and not impl.remote:
             raise UsageError(f"--mode accuracy needs an engine that runs the model, not {self.engine}")
         if self.scenario == "multistream":
             raise UsageError("language models are served in offline, server, interactive and singlestream")

@@ -276,3 +276,23 @@ def rouge(work: Any, served: list[list[int]], ref: Reference, progress: Callable
     served_scores, fp32_scores = scores(served), scores(ref.tokens)
     verdict = quality.gate(served_scores, fp32_scores)
     return {"served": served_scores.to_dict(), "fp32": fp32_scores.to_dict(), "verdict": verdict.to_dict()}
+
+
+def served_rouge(
+    work: Any, served: list[list[int]], target: Any | None, progress: Callable[[str], None]
+) -> dict[str, Any]:
+    """ROUGE of a server's answers against the prompt file's references, gated against ``target`` (a
+    :class:`~accelbench.infer.tokens.quality.Reference`: MLPerf's or the user's), or scored only where none is
+    given: the weights are the server's, so no FP32 run of them is at hand to set the bar."""
+    from accelbench.infer.tokens import quality
+
+    keep = [i for i, r in enumerate(work.references) if r]
+    if not keep:
+        raise RuntimeError("the prompt file has no reference answers to score the server's answers against")
+    progress(f"ROUGE of {len(keep)} answers against the file's references")
+    picked = [served[i] for i in keep]
+    scores = quality.score(
+        quality.decode(work.tokenizer, picked), [work.references[i] for i in keep], [len(t) for t in picked]
+    )
+    verdict = quality.gate(scores, target) if target is not None else None
+    return {"served": scores.to_dict(), "fp32": None, "verdict": verdict.to_dict() if verdict else None}

@@ -88,5 +88,3 @@ def probe(relay: Relay, engine: Engine, prompts: list[list[int]], outs: list[int
     tokens = sum(n for _, n in timeline.dones.values())
     single, _ = _timed(relay, engine, make(range(1)))
     return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single, cold)
-
-

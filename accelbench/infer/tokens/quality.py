@@ -73,6 +73,34 @@ MLPERF_REFERENCE: dict[str, Reference] = {
 }
 
 
+def target(text: str, model: str) -> Reference:
+    """``--accuracy-target``: ``mlperf`` (the preset's published target) or ``rouge1=R,...`` figures given."""
+    if text == "mlperf":
+        from accelbench.workloads import workload_class
+
+        benchmark = workload_class(model).preset.mlperf  # type: ignore[attr-defined]
+        if benchmark not in MLPERF_REFERENCE:
+            known = ", ".join(MLPERF_REFERENCE)
+            raise UsageError(f"MLPerf publishes no ROUGE target for {model} (only {known}): give rouge1=R,...")
+        return MLPERF_REFERENCE[benchmark]
+    values: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key not in (*ROUGE_KEYS, *LENGTH_KEYS):
+            names = ", ".join((*ROUGE_KEYS, *LENGTH_KEYS))
+            raise UsageError(f"--accuracy-target: unknown figure {key!r}; give {names}")
+        try:
+            values[key] = float(value)
+        except ValueError:
+            raise UsageError(f"--accuracy-target: {key} needs a number, got {value!r}") from None
+        if not 0 <= values[key] <= (100 if key in ROUGE_KEYS else float("inf")):
+            raise UsageError(f"--accuracy-target: {key} {values[key]:g} is outside ROUGE's 0-100")
+    if not any(k in values for k in ROUGE_KEYS):
+        raise UsageError("--accuracy-target needs a ROUGE figure (rouge1=R,...) or mlperf")
+    return Reference(values, "--accuracy-target")
+
+
 @dataclass(frozen=True)
 class Scores:
     """MLPerf's accuracy figures for one run: mean ROUGE F-measures x 100 and the output lengths."""

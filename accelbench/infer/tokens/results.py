@@ -263,3 +263,35 @@ def token_accuracy_result(
     if why is None and not verdict.passed:
         reasons.append(f"served tokens leave FP32's where rounding cannot: {verdict.describe()}")
     return loadgen_record(params, record, metrics, primary, details, reasons, conditions, gates["99%"])
+
+
+def endpoint_accuracy_result(
+    params: InferParams, record: dict[str, Any], outcome: "Outcome", engine: dict[str, Any], rouge: dict[str, Any]
+) -> Result:
+    """Accuracy mode through an endpoint: ROUGE of the server's answers to the prompt file, gated at 99%/99.9% of
+    ``--accuracy-target`` where given; else the scores with no verdict (nothing here sets the bar)."""
+    d, conditions, outdir = outcome.detail, outcome.conditions, outcome.outdir
+    served = rouge["served"]
+    metrics = {key: _m(float(served[key]), "ROUGE x 100", True) for key in ("rouge1", "rouge2", "rougeL", "rougeLsum")}
+    if served.get("tokens_per_sample") is not None:
+        metrics["tokens_per_sample"] = _m(float(served["tokens_per_sample"]), "tokens per sample", True)
+    verdict = rouge["verdict"]
+    details: dict[str, Any] = {
+        "accuracy_verified": verdict is not None,
+        "labels": "prompt file's reference answers",
+        "gate": f"ROUGE at 99%/99.9% of {verdict['source']}" if verdict else "none: no --accuracy-target",
+        "loadgen_log_dir": str(outdir),
+        "loadgen_validity": d.get("result_validity"),
+        "compliant": params.profile == "official",
+        "engine": engine,
+        "rouge": rouge,
+    }
+    if verdict is None:
+        result = loadgen_record(params, record, metrics, "rougeL", details, [], conditions, None)
+        result.warnings.insert(
+            0, "no verdict: the server's weights have no FP32 run here to set the bar; give --accuracy-target"
+        )
+        return result
+    details["accuracy_gates"] = verdict["passed"]
+    reasons = list(verdict["reasons"])
+    return loadgen_record(params, record, metrics, "rougeL", details, reasons, conditions, verdict["passed"]["99%"])

@@ -20,11 +20,11 @@ from accelbench.infer import settings as lgset
 from accelbench.infer.driver import Outcome, start_test
 from accelbench.infer.specs import QSL_SAMPLES, InferParams
 from accelbench.infer.sut import SampleLibrary
-from accelbench.infer.tokens import accuracy
+from accelbench.infer.tokens import accuracy, quality
 from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, engine_class
 from accelbench.infer.tokens.limits import DEFAULT_LENGTHS, Limits, draw_prompts, limits_for, mlperf_name
 from accelbench.infer.tokens.probe import Relay, TokenProbe, probe
-from accelbench.infer.tokens.results import token_accuracy_result, token_result
+from accelbench.infer.tokens.results import endpoint_accuracy_result, token_accuracy_result, token_result
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.results.record import Result
@@ -131,7 +131,9 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     vocab = config.vocab_size if config is not None else (engine.vocab_size or 32000)
     total = accuracy.SAMPLES if params.mode == "accuracy" and not params.prompts else QSL_SAMPLES[params.profile]
     work = workload(params, vocab, total, prompt_len, out)
-    reference = _reference(params, model, device, work, ctx) if params.mode == "accuracy" else None
+    reference = (
+        _reference(params, model, device, work, ctx) if params.mode == "accuracy" and not engine.remote else None
+    )
     served = Served(engine, model, device, prep.threads, work, limits, preset.mlperf, counted, reference)
     if params.mode != "sweep":
         yield _serve(params, ctx, served)
@@ -183,20 +185,29 @@ def _serve(
     finally:
         engine.stop()
     outcome, reruns, client, found = runs
-    record = params.to_dict() | (extra or {}) | {
-        "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
-        "device": engine.facts.get("device") or kind_of(device).record_name(device),
-        "threads": s.threads,
-        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if work.summary else prompt_len,
-        "output_tokens": round(sum(outs) / len(outs)) if work.summary else out,
-    }
+    record = (
+        params.to_dict()
+        | (extra or {})
+        | {
+            "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
+            "device": engine.facts.get("device") or kind_of(device).record_name(device),
+            "threads": s.threads,
+            "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if work.summary else prompt_len,
+            "output_tokens": round(sum(outs) / len(outs)) if work.summary else out,
+        }
+    )
     if record_mode:
         record["mode"] = record_mode
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
     if engine.loads_weights:  # the engine made its own (vLLM: its dummy initialisation), and says so
         weights = engine.facts.get("weights", weights)
     reference = s.reference
-    if reference is not None:
+    if params.mode == "accuracy" and engine.remote:  # the server's weights: ROUGE on the file's answers only
+        served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(prompts))
+        target = quality.target(params.accuracy_target, params.model) if params.accuracy_target else None
+        rouge = accuracy.served_rouge(work, served, target, ctx.progress)
+        result = endpoint_accuracy_result(params, record, outcome, dict(engine.facts), rouge)
+    elif reference is not None:
         served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(prompts))
         verdict = accuracy.judge(served, reference, params.effective_precision)
         rouge = accuracy.rouge(work, served, reference, ctx.progress) if work.references else None
@@ -329,9 +340,7 @@ def _reference(params: InferParams, served: Any, device: "torch.device", work: W
     model = served if reuse else build_model(params, device, "fp32")[0]
     try:
         eos = model.config.eos_token_id if params.allow_eos else None
-        return accuracy.reference(
-            model, work.prompts, work.outs, params.effective_precision, device, ctx.progress, eos
-        )
+        return accuracy.reference(model, work.prompts, work.outs, params.effective_precision, device, ctx.progress, eos)
     finally:
         del model
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 #: compiled: prompt widths and output lengths are rounded up to a multiple of these many tokens (the static
 #: cache holds both, so either changes the compiled shapes)
 BUCKET, OUTPUT_BUCKET = 64, 16
+
+
 def no_eos(config: Any) -> int:
     """An end-of-sequence id no token has (one past the vocabulary): ``generate`` then runs to ``max_new_tokens``
     with no logit masked and, unlike a negative id, no warning on every call."""

@@ -68,7 +68,8 @@ def curve(results: list["Result"], planned: int, sweep_id: str) -> dict[str, Any
             }
         )
     usable = [
-        p for p in rows
+        p
+        for p in rows
         if p["valid"] and not p["set_aside"] and p["tokens_per_second_per_device"] and p["tokens_per_second_per_user"]
     ]
     front = [

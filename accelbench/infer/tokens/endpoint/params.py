@@ -13,7 +13,9 @@ from urllib.parse import urlparse
 from accelbench.errors import UsageError
 from accelbench.params import opt
 
-ENDPOINT_KNOBS = ("url", "served_model", "api", "api_key_env", "tokenizer", "server_devices", "request_timeout")
+ENDPOINT_KNOBS = (
+    "url", "served_model", "api", "api_key_env", "tokenizer", "server_devices", "request_timeout", "accuracy_target",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,10 @@ class EndpointParams:
         "completions", "--engine endpoint: the API each request goes to", choices=("completions", "chat"), sweep=False
     )
     api_key_env: str = opt(
-        "", "--engine endpoint: the environment variable holding the API key (sent as a Bearer token)",
-        sweep=False, metavar="VAR",
+        "",
+        "--engine endpoint: the environment variable holding the API key (sent as a Bearer token)",
+        sweep=False,
+        metavar="VAR",
     )
     tokenizer: str = opt(
         "",
@@ -47,6 +51,14 @@ class EndpointParams:
     )
     request_timeout: float = opt(
         600.0, "--engine endpoint: seconds a request may take before it is a failed query", sweep=False
+    )
+    accuracy_target: str = opt(
+        "",
+        "--engine endpoint, --mode accuracy: the ROUGE the answers to --prompts are gated against at 99%/99.9%: "
+        "mlperf (the preset's published MLPerf target, meant for MLPerf's whole data set) or "
+        "rouge1=R,rouge2=R,rougeL=R[,rougeLsum=R][,tokens_per_sample=N] (empty: scored, not gated)",
+        sweep=False,
+        metavar="TARGET",
     )
 
     def _check_endpoint(self, engine: str) -> None:
@@ -74,3 +86,15 @@ class EndpointParams:
             raise UsageError(f"--server-devices must be at least 1, got {self.server_devices}")
         if self.request_timeout <= 0:
             raise UsageError(f"--request-timeout must be positive, got {self.request_timeout:g}")
+        mode = getattr(self, "mode", "performance")
+        if mode == "accuracy" and not getattr(self, "prompts", ""):
+            raise UsageError(
+                "an endpoint's accuracy is ROUGE on a prompt file's reference answers: give --prompts FILE (the "
+                "served weights are the server's, so there is no FP32 model here to compare tokens with)"
+            )
+        if self.accuracy_target and mode != "accuracy":
+            raise UsageError("--accuracy-target gates --mode accuracy; add --mode accuracy or drop it")
+        if self.accuracy_target:
+            from accelbench.infer.tokens.quality import target
+
+            target(self.accuracy_target, getattr(self, "model", ""))

@@ -23,12 +23,14 @@ MODEL = "stub"
 @dataclass(frozen=True)
 class Behaviour:
     """How the stub answers: every ``fail_every``-th request an HTTP 500, every ``close_every``-th stream closed
-    after two chunks, ``delay`` seconds before each answer, ``html`` a web page instead of the API."""
+    after two chunks, ``delay`` seconds before each answer, ``html`` a web page instead of the API; each chunk
+    is ``word`` (an answer whose quality a test can know: every word of it the same)."""
 
     fail_every: int = 0
     close_every: int = 0
     delay: float = 0.0
     html: bool = False
+    word: str = "word"
 
 
 def app(behaviour: Behaviour) -> Any:
@@ -59,7 +61,8 @@ def app(behaviour: Behaviour) -> Any:
         for i in range(tokens):
             if behaviour.close_every and n % behaviour.close_every == 0 and i == 2:
                 return resp  # the stream ends without a finish
-            piece = {"delta": {"content": " word"}} if chat else {"text": " word"}
+            text = " " + behaviour.word
+            piece = {"delta": {"content": text}} if chat else {"text": text}
             last = i == tokens - 1
             choice = piece | {"index": 0, "finish_reason": "length" if last else None}
             event: dict[str, Any] = {"id": str(n), "choices": [choice]}
