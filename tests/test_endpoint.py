@@ -399,6 +399,24 @@ def test_a_sweep_stores_seven_points_and_the_report_draws_the_curve(
     assert "tokens-pareto" in html and "Sweep: throughput against interactivity" in html
 
 
+def test_a_rate_sweep_runs_server_at_each_rate(checkpoint: Path, tmp_path: Path, cli_env: dict[str, str]) -> None:
+    from conftest import run_cli, stored
+
+    db = tmp_path / "r.db"
+    with serving() as url:
+        args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--tokenizer",
+                str(checkpoint), "--mode", "sweep", "--scenario", "server", "--rates", "600,300", "--output-tokens",
+                "4", "--ttft-ms", "2000", "--tpot-ms", "200", "--db", str(db)]  # fmt: skip
+        p = run_cli(args, cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    records = stored(db)
+    assert [(r.params["scenario"], r.params["target_qps"]) for r in records] == [("server", 300.0), ("server", 600.0)]
+    curve = records[-1].details["sweep"]
+    assert curve["axis"] == "rate" and [pt["rate"] for pt in curve["points"]] == [300.0, 600.0]
+    assert all(pt["ttft_p90_ms"] and pt["tokens_per_second_per_user"] for pt in curve["points"])
+    assert "one Server LoadGen run per request rate" in curve["method"]
+
+
 def test_sweep_flags_are_checked() -> None:
     for kw, words in (
         (dict(model="resnet50", mode="sweep"), "sweeps a language model"),
@@ -406,6 +424,12 @@ def test_sweep_flags_are_checked() -> None:
         (dict(mode="sweep", concurrency="1,x"), "whole numbers"),
         (dict(mode="sweep", concurrency="0,2"), "at least 1"),
         (dict(concurrency="1,2"), "add --mode sweep"),
+        (dict(rates="1,2"), "--rates lists the points of --mode sweep"),
+        (dict(mode="sweep", rates="1,2"), "give --scenario server"),
+        (dict(mode="sweep", scenario="server", rates="1,x"), "numbers separated by commas"),
+        (dict(mode="sweep", scenario="server", rates="0,2"), "positive request rates"),
+        (dict(mode="sweep", scenario="server", rates="1", concurrency="2"), "not both"),
+        (dict(mode="sweep", scenario="server", rates="1", target_qps=3.0), "drop --target-qps"),
     ):
         with pytest.raises(UsageError, match=words):
             InferParams(**({"model": "llama3.1-8b", "scale": "tiny", "engine": "null"} | kw)).validate()

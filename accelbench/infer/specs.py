@@ -9,6 +9,7 @@ from typing import Any
 from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend
 from accelbench.infer.tokens.endpoint.params import ENDPOINT_KNOBS, EndpointParams
+from accelbench.infer.tokens.sweep import SweepParams
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, ScaleParams, opt, positive
 from accelbench.workloads import DECODERS
 
@@ -40,7 +41,7 @@ INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int
 
 
 @dataclass(frozen=True)
-class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
+class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, CommonParams):
     """Serve ``model`` to LoadGen in one scenario and record LoadGen's own verdict and figures."""
 
     model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)
@@ -49,7 +50,8 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
         "performance",
         "performance (LoadGen's figures), accuracy (quality vs the FP32 reference, 99%/99.9% gates), "
         "find-peak (highest valid Server QPS / MultiStream samples per query), sweep (language models: one Offline "
-        "run per --concurrency point, the curve of tokens/s per device against tokens/s per user)",
+        "run per --concurrency point, or one Server run per --rates point: the curve of tokens/s per device "
+        "against tokens/s per user)",
         choices=MODES,
     )
     backend: str = opt(
@@ -155,11 +157,6 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
         "language models, static and transformers engines: torch.compile the forward step (compiled in the probe's "
         "warm-up, whose first batch's seconds the record keeps)",
     )
-    concurrency: str = opt(
-        "",
-        "--mode sweep: requests in flight at each point, e.g. 1,4,16 (empty: 1,2,4,... up to 64, 7 points)",
-        sweep=False,
-    )
     allow_eos: bool = opt(
         False, "language models: stop a request at its end-of-sequence token (default: exactly --output-tokens)"
     )
@@ -192,12 +189,9 @@ class InferParams(EndpointParams, EmulatedParams, ScaleParams, CommonParams):
                 takes = [n for n, c in BACKENDS.items() if knob in c.options]
                 flag = "--" + knob.replace("_", "-")
                 raise UsageError(f"{flag} applies to the {', '.join(takes)} backends, not {self.backend}")
-        if self.concurrency and self.mode != "sweep":
-            raise UsageError("--concurrency lists the points of --mode sweep; add --mode sweep")
-        if self.mode == "sweep":
-            from accelbench.infer.tokens.sweep import check
+        from accelbench.infer.tokens.sweep import check
 
-            check(self)
+        check(self)  # the sweep's flags, only with --mode sweep
         if self.mode == "find-peak" and self.scenario not in ("server", "multistream") and not self.generates:
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
         if self.mode == "accuracy" and not impl.runs_model:

@@ -145,9 +145,15 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     results: list[Result] = []
     concurrencies, sweep_id = sweep.points(params), uuid.uuid4().hex[:12]
     for i, c in enumerate(concurrencies, 1):
-        ctx.progress(f"sweep point {i} of {len(concurrencies)}: concurrency {c}")
-        point = replace(params, batch_size=c, mode="performance")
-        result = _serve(point, ctx, served, record_mode="sweep", extra={"concurrency": params.concurrency})
+        if sweep.by_rate(params):
+            ctx.progress(f"sweep point {i} of {len(concurrencies)}: {c:g} requests/s")
+            point = replace(params, target_qps=c, mode="performance")
+        else:
+            ctx.progress(f"sweep point {i} of {len(concurrencies)}: concurrency {c}")
+            point = replace(params, batch_size=c, mode="performance")
+        result = _serve(
+            point, ctx, served, record_mode="sweep", extra={"concurrency": params.concurrency, "rates": params.rates}
+        )
         results.append(result)
         result.details["sweep"] = sweep.curve(results, len(concurrencies), sweep_id)
         yield result
