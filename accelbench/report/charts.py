@@ -2,7 +2,8 @@
 
 Each ``draw_*`` function fills a Figure; :func:`svg` and :func:`png` render a :class:`Chart`. Only the
 object-oriented API is used (no pyplot), so drawing neither needs a display nor touches the global state
-of a program that imports accelbench.
+of a program that imports accelbench. The token runs' own charts (a sweep's curve, TTFT and TPOT against their
+limits) are in :mod:`accelbench.report.charts_tokens`, drawn with these helpers.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def render(charts: Sequence["Chart"], kinds: tuple[str, ...]) -> list[dict[str, 
         return list(pool.map(_draw, jobs))
 
 
-def _plain_log(ax: "Axes", *axes: tuple[str, str]) -> None:
+def plain_log(ax: "Axes", *axes: tuple[str, str]) -> None:
     """Log axes labelled 0.2 and 3x, not 2x10^-1: a reader should not decode exponents. Every decade is
     labelled; between decades only as many as fit (2, 3 and 5 within one decade, 2 and 5 within three, none
     beyond): a label at every minor tick runs them into one another ('400500600700')."""
@@ -201,7 +202,7 @@ def draw_roofline(
     for i, kind in enumerate(kinds):
         mine = [p for p in points if p[0] == kind]
         ax.scatter([p[1] for p in mine], [p[2] for p in mine], marker=markers[i % 10], color="black", s=18, label=kind)
-    _plain_log(ax, ("x", ""), ("y", ""))
+    plain_log(ax, ("x", ""), ("y", ""))
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved TFLOPS (TOPS for int8)")
     # under the axes, never inside them: wherever a legend sits inside, some set of kernels lies beneath it
@@ -264,7 +265,7 @@ def draw_trials(
     if bound_ms:
         ax.axhline(bound_ms, color=NEUTRAL, linestyle="--", linewidth=1, label=f"latency bound {bound_ms:g} ms")
     ax.set_yscale("log")
-    _plain_log(ax, ("y", ""))  # a saturated trial's latency is 10-100x the bound; the ones near it matter
+    plain_log(ax, ("y", ""))  # a saturated trial's latency is 10-100x the bound; the ones near it matter
     ax.set_xlabel(xlabel)
     ax.set_ylabel("p99 latency (ms, log scale)")
     ax.legend(fontsize=7)
@@ -301,7 +302,7 @@ def draw_ratios(fig: "Figure", rows: Sequence[tuple[str, float, str]], geomean: 
     colors = [GOOD if v in ("faster", "better") else BAD if v in ("slower", "worse") else NEUTRAL for _, _, v in rows]
     ax.barh(y, [r[1] - 1 for r in rows], left=1, color=colors)
     ax.set_xscale("log")
-    _plain_log(ax, ("x", "x"))
+    plain_log(ax, ("x", "x"))
     ax.axvline(1, color="black", linewidth=0.8)
     if geomean:
         ax.axvline(geomean, color=PALETTE[0], linestyle="--", linewidth=1, label=f"geometric mean {geomean:.3g}x")
@@ -333,41 +334,22 @@ def draw_tradeoff(fig: "Figure", series: Sequence[tuple[str, Sequence[tuple[floa
                     label=label if valid or not any(p[2] for p in pts) else None,
                 )
     ax.scatter([], [], s=30, color="none", edgecolors=NEUTRAL, label="not VALID (hollow)")
-    _tradeoff_axes(ax)
+    tradeoff_axes(ax)
+    legend_below(fig, ax)
 
 
-def _tradeoff_axes(ax: "Axes") -> None:
-    """The serving trade-off's axes (tokens/s per device against tokens/s per user), from zero, and the legend."""
+def tradeoff_axes(ax: "Axes") -> None:
+    """The serving trade-off's axes (tokens/s per device against tokens/s per user), from zero."""
     ax.set_xlabel("tokens/s per user (1000 / median TPOT ms)")
     ax.set_ylabel("output tokens/s per device")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     _plain_linear(ax)
-    ax.legend(fontsize=7)
 
 
-def draw_pareto(fig: "Figure", series: Sequence[tuple[str, Sequence[dict], Sequence[int]]]) -> None:
-    """Sweeps: left, tokens/s per device (y) against tokens/s per user (x), every point, the Pareto front's
-    joined (a point set aside is hollow); right, TTFT p90 against concurrency (log 2), one line per sweep."""
-    left, right = fig.subplots(1, 2)
-    for i, (label, points, front) in enumerate(series):
-        color = PALETTE[i % 8]
-        usable = [p for p in points if p.get("tokens_per_second_per_user") and p.get("tokens_per_second_per_device")]
-        for p in usable:
-            solid = p["concurrency"] in front
-            left.scatter(
-                p["tokens_per_second_per_user"], p["tokens_per_second_per_device"], s=30, zorder=3,
-                color=color if solid else "none", edgecolors=color,
-            )
-        on = sorted((p for p in usable if p["concurrency"] in front), key=lambda p: p["tokens_per_second_per_user"])
-        left.plot(
-            [p["tokens_per_second_per_user"] for p in on], [p["tokens_per_second_per_device"] for p in on],
-            color=color, label=label,
-        )
-        timed = [p for p in points if p.get("ttft_p90_ms") is not None]
-        right.plot([p["concurrency"] for p in timed], [p["ttft_p90_ms"] for p in timed], marker="o", color=color)
-    _tradeoff_axes(left)
-    right.set_xscale("log", base=2)
-    right.set_xlabel("requests in flight (concurrency)")
-    right.set_ylabel("TTFT p90 (ms)")
-    right.set_ylim(bottom=0)
+def legend_below(fig: "Figure", ax: "Axes") -> None:
+    """``ax``'s legend under the figure's panels, one entry a line where they are long: a series named by its
+    server (a URL) or machine does not fit inside a panel, and a legend inside one hides some of its points."""
+    handles, labels = ax.get_legend_handles_labels()
+    ncols = 1 if max(map(len, labels), default=0) > 45 else min(len(labels), 3) or 1
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=ncols)

@@ -6,7 +6,9 @@ used several), requests/s, p99 time to first token and time per output token, to
 inter-token latency and the KV cache held at peak where recorded, goodput,
 the limits LoadGen held the run to (and where they came from) and its verdict, then the cost per million
 tokens and the energy per output token where the record carries them. A chart sets throughput per device
-against tokens/s per user (the serving trade-off: batching more raises the one and lowers the other).
+against tokens/s per user (the serving trade-off: batching more raises the one and lowers the other), another
+each sweep's curve (every sweep its own series: two endpoints, engines or machines swept alike share it), and one
+per model and clock each run's TTFT and TPOT percentiles against the limits it was held to.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from functools import partial
 from typing import Callable
 
 import accelbench.report.charts as charts
+import accelbench.report.charts_tokens as charts_tokens
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
@@ -189,16 +192,33 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
         )
     sub = Section("inference-tokens", "Language models", [Text(NOTE, "note")])
     sub.blocks.append(Table(cols, rows, caption=caption, numeric=numeric))
-    for chart in (tradeoff(recs, labels), pareto(recs, labels)):
-        if chart is not None:
-            sub.blocks.append(chart)
+    tradeoff_chart = tradeoff(recs, labels)
+    sub.blocks += [tradeoff_chart] if tradeoff_chart is not None else []
+    sub.blocks += pareto(recs, labels)
+    sub.blocks += latency(recs, labels, inp.name)
     return sub
 
 
-def pareto(recs: list[Result], labels: dict[str, str]) -> Chart | None:
+def series_name(r: Result, labels: dict[str, str]) -> str:
+    """'llama3.1-8b endpoint llama at http://10.0.0.2:8000/v1 on box-b': the model, the engine, the precision, the
+    server (an endpoint run: its URL and the model it serves) and the machine where the report has several: the
+    words that tell one served setup from another, so two endpoints, engines or machines never share a series."""
+    p = r.params
+    engine = r.details.get("engine") if isinstance(r.details.get("engine"), dict) else {}
+    words = [p.get("model"), p.get("engine") or engine.get("engine"), p.get("precision")]
+    name = " ".join(str(w) for w in words if w and w != "unstated")  # an endpoint's precision: the server's own
+    if p.get("url"):
+        served = p.get("served_model") or engine.get("served_model")
+        name += f" {served} at {p['url']}" if served else f" at {p['url']}"
+    return name + (f" on {labels[r.fingerprint]}" if len(labels) > 1 else "")
+
+
+def pareto(recs: list[Result], labels: dict[str, str]) -> list[Chart]:
     """Each ``--mode sweep``'s curve (its most complete record's): tokens/s per device against tokens/s per user,
-    the Pareto front joined, and the TTFT p90 against concurrency; one series per sweep, so two endpoints (two
-    engines, two machines) swept alike share the chart. None without a sweep of two points or more."""
+    the Pareto front joined, and the TTFT p90 at each point; one series per sweep (its id), labelled by what sets
+    it apart (:func:`series_name`, then its run), so two endpoints (two engines, two machines) swept alike share
+    the chart. Concurrency sweeps and rate sweeps each get their own chart (their TTFT panels' x axes differ);
+    none without a sweep of two points or more."""
     newest: dict[str, Result] = {}
     for r in recs:
         sweep = r.details.get("sweep")
@@ -207,39 +227,48 @@ def pareto(recs: list[Result], labels: dict[str, str]) -> Chart | None:
         kept = newest.get(sweep["id"])
         if kept is None or len(sweep["points"]) > len(kept.details["sweep"]["points"]):
             newest[sweep["id"]] = r
-    series = []
-    for r in newest.values():
-        p, sweep = r.params, r.details["sweep"]
-        name = " ".join(str(p.get(k, "")) for k in ("model", "engine", "precision")).strip()
-        if p.get("url"):  # a served endpoint: which server
-            name += f" {p.get('served_model') or ''} at {p['url']}".replace("  ", " ")
-        name += f" on {labels[r.fingerprint]}" if len(labels) > 1 else ""
-        series.append((name, sweep["points"], sweep["pareto"]))
-    if not series or max(len(pts) for _, pts, _ in series) < 2:
-        return None
-    return Chart(
-        "tokens-pareto",
-        "Sweep: throughput against interactivity, and time to first token",
-        f"{len(series)} sweep(s) of fixed-concurrency Offline runs: output tokens/s per device against tokens/s "
-        "per user, the Pareto front joined (VALID, uncontended points), and the TTFT p90 at each concurrency",
-        partial(charts.draw_pareto, series=sorted(series, key=lambda s: s[0])[:MAX_CHARTS]),
-    )
+    by_axis: dict[str, list[Result]] = {}
+    for r in newest_first(newest.values()):
+        by_axis.setdefault(str(r.details["sweep"].get("axis") or "concurrency"), []).append(r)
+    out = []
+    for axis, sweeps in sorted(by_axis.items()):
+        drawn = sweeps[:MAX_CHARTS]  # the newest: the rest are in the table
+        if max(len(r.details["sweep"]["points"]) for r in drawn) < 2:
+            continue
+        names = charts.distinct([series_name(r, labels) for r in drawn], [f"run {r.run_id}" for r in drawn])
+        curves = [
+            (n, r.details["sweep"]["points"], r.details["sweep"]["pareto"]) for n, r in zip(names, drawn, strict=True)
+        ]
+        series = sorted(curves, key=lambda s: s[0])
+        rated = axis == "rate"
+        each = "Server runs at fixed request rates" if rated else "fixed-concurrency Offline runs"
+        left = f"; {len(sweeps) - len(drawn)} older sweep(s) not drawn" if len(sweeps) > len(drawn) else ""
+        out.append(
+            Chart(
+                "tokens-pareto-rate" if rated else "tokens-pareto",
+                "Sweep: throughput against interactivity, and time to first token"
+                + (" against the request rate" if rated else ""),
+                f"{len(drawn)} sweep(s) of {each}: output tokens/s per device against tokens/s per user, the "
+                f"Pareto front joined (VALID, uncontended points), and the TTFT p90 at each "
+                f"{'request rate' if rated else 'concurrency'}; series: {'; '.join(n for n, _, _ in series)}{left}",
+                partial(charts_tokens.draw_pareto, series=series, axis=axis),
+                size=(7.0, 3.6 + 0.15 * len(series)),  # the legend's lines under the panels
+            )
+        )
+    return out
 
 
 def tradeoff(recs: list[Result], labels: dict[str, str]) -> Chart | None:
-    """Output tokens/s per device against tokens/s per user, one series per system and model (VALID runs
-    filled, the others hollow); None where fewer than two runs have both figures."""
-    multi = len(labels) > 1
+    """Output tokens/s per device against tokens/s per user, one series per served setup (:func:`series_name`:
+    system, model, engine, server; VALID runs filled, the others hollow); None where fewer than two runs have
+    both figures."""
     series: dict[str, list[tuple[float, float, bool]]] = {}
     for r in recs:
         per_user = r.metrics.get("tokens_per_second_per_user")
         rate = r.metrics.get("tokens_per_second_per_device") or r.metrics.get("tokens_per_second")
         if r.status != "ok" or per_user is None or rate is None:
             continue
-        p = r.params
-        name = " ".join(str(p.get(k, "")) for k in ("model", "engine", "precision")).strip()
-        name += f" on {labels[r.fingerprint]}" if multi else ""
-        series.setdefault(name, []).append((per_user.value, rate.value, r.valid is not False))
+        series.setdefault(series_name(r, labels), []).append((per_user.value, rate.value, r.valid is not False))
     points = sum(len(v) for v in series.values())
     if points < 2:
         return None
@@ -249,4 +278,91 @@ def tradeoff(recs: list[Result], labels: dict[str, str]) -> Chart | None:
         f"Output tokens/s per device against tokens/s per user for {points} runs of "
         f"{len(series)} series; VALID runs filled, INVALID hollow",
         partial(charts.draw_tradeoff, series=sorted(series.items())[:MAX_CHARTS]),
+        size=(7.0, 3.6 + 0.15 * min(len(series), MAX_CHARTS)),  # the legend's lines under the axes
     )
+
+
+#: the runs one latency chart draws at most (the newest of its group; the others are in the table)
+LATENCY_ROWS = 12
+#: the latencies a token run records percentiles of, each in its own panel: (title, metric prefix)
+LATENCIES = (("TTFT (time to first token)", "ttft"), ("TPOT (time per output token)", "tpot"))
+
+
+def _clock(r: Result) -> str:
+    """'offline' where the run's TPOT was timed by the SUT's clock (LoadGen times no token in Offline), else
+    'served' (LoadGen's TTFT and TPOT): the two are drawn apart, never on one axis."""
+    method = str(r.details.get("tpot_method") or "")
+    sut = method.startswith("the SUT's clock") or (not method and r.params.get("scenario") == "offline")
+    return "offline" if sut else "served"
+
+
+def _recorded(r: Result, kind: str) -> bool:
+    """Whether the record holds any percentile of ``kind`` ('ttft', 'tpot')."""
+    return any(f"{kind}_p{q}_ms" in r.metrics for q in (50, 90, 99))
+
+
+def _spread(r: Result, kind: str) -> charts_tokens.Spread:
+    """The p50/p90/p99 of ``kind`` the record holds (None where not) and the p99 limit it was held to."""
+    found = [r.metrics.get(f"{kind}_p{q}_ms") for q in (50, 90, 99)]
+    lim = r.details.get("limits") if isinstance(r.details.get("limits"), dict) else {}
+    return charts_tokens.Spread(*(m.value if m else None for m in found), limit=lim.get(f"{kind}_p99_ms"))
+
+
+def _rows_named(runs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> tuple[str, list[str]]:
+    """The words every run's workload shares ('llama3.1-8b static 128/8 tokens ...': the chart's caption says them
+    once) and each run's row label: its scenario and the words it does not share, its system where the report has
+    several, then the request rate asked for and the time it started where two rows would read alike."""
+    words = [name(r).split() for r in runs]
+    shared = set(words[0]).intersection(*words[1:])
+    rows = []
+    for r, own in zip(runs, words, strict=True):
+        scenario = str(r.params.get("scenario") or "")
+        rest = [w for w in own if w not in shared and w != scenario]
+        where = [f"on {labels[r.fingerprint]}"] if len(labels) > 1 else []
+        rows.append(" ".join([scenario, *rest, *where]).strip() or name(r))
+    rate = [f"{r.details['target_qps']:,.4g} queries/s" if r.details.get("target_qps") else "" for r in runs]
+    started = [r.started_at[:16].replace("T", " ") for r in runs]
+    return " ".join(w for w in words[0] if w in shared), charts.distinct(rows, rate, started)
+
+
+def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> list[Chart]:
+    """Per model and clock (LoadGen's Server and interactive runs; Offline runs timed by the SUT's clock), each
+    run's recorded p50/p90/p99 TTFT and TPOT against its own limits: the table gives the p99 alone, and whether
+    a run missed its limit by its tail or throughout reads off the spread. Percentiles as recorded (a record keeps
+    no distribution); at most MAX_CHARTS charts, the newest LATENCY_ROWS runs each. A sweep's points are left to
+    its own chart (:func:`pareto`): its seven rows would crowd out the runs held to limits."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in recs:
+        if r.status == "ok" and "sweep" not in r.details and any(_recorded(r, kind) for _, kind in LATENCIES):
+            groups.setdefault((_clock(r), str(r.params.get("model", ""))), []).append(r)
+    out = []
+    for (clock, model), runs in sorted(groups.items(), key=lambda g: (g[0][0] != "served", g[0][1]))[:MAX_CHARTS]:
+        drawn = sorted(newest_first(runs)[:LATENCY_ROWS], key=_order)
+        panels = [(title, kind) for title, kind in LATENCIES if any(_recorded(r, kind) for r in drawn)]
+        common, rows = _rows_named(drawn, labels, name)
+        bounds = {f"{b} ({source})": None for b, source in map(limits, drawn) if b}
+        held = (
+            "each run's p99 limit a red bar across its row: " + "; ".join(bounds)
+            if bounds
+            else "no run here was held to a limit, so none is drawn"
+        )
+        by = "LoadGen" if clock == "served" else str(drawn[0].details.get("tpot_method") or "the SUT's clock")
+        what = " and ".join(kind.upper() for _, kind in panels)
+        left = f"; {len(runs) - len(drawn)} older run(s) not drawn" if len(runs) > len(drawn) else ""
+        slug = re.sub(r"[^a-z0-9.]+", "-", model.lower()).strip("-") or "model"
+        out.append(
+            Chart(
+                f"tokens-latency-{clock}-{slug}",
+                f"{model}: {what} percentiles against their limits, "
+                + ("Server and interactive runs" if clock == "served" else "Offline runs"),
+                f"The p50, p90 and p99 {what} of {len(drawn)} run(s) of {common} as recorded (percentiles by {by}; "
+                f"a record keeps no distribution), log axis; {held}{left}",
+                partial(
+                    charts_tokens.draw_latency,
+                    labels=rows,
+                    panels=[(t, [_spread(r, k) for r in drawn]) for t, k in panels],
+                ),
+                size=(7.0, 1.6 + 0.34 * len(drawn)),
+            )
+        )
+    return out
