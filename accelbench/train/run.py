@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     import torch
 
 
-
-
 def _memory_cap(params: TrainParams, device: "torch.device") -> int | None:
     if params.memory_cap:
         return parse_size(params.memory_cap)
