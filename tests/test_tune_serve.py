@@ -88,6 +88,23 @@ def test_the_most_tokens_within_the_tpot_limit_wins_through_the_gate() -> None:
     assert record.details["accuracy"].startswith("accuracy not verified")
 
 
+def test_the_default_is_confirmed_as_the_baseline_though_it_is_no_finalist() -> None:
+    """An ungated default is no contender, yet the speed-up needs it confirmed beside the winner every round."""
+    table = {("transformers", "fp32", 8, 0): (100.0, 5.0), ("static", "fp32", 8, 0): (300.0, 5.0)}
+    fake = FakeServing(table)
+    params = serve_params(precisions="fp32", finalists=1, repeats=3, batch_sizes="8")
+    search = Tuner(params, fake, clock=fake.clock).run()
+    default = [
+        e for e in fake.entries
+        if e.params["engine"] == "transformers" and e.params["mode"] != "accuracy" and not e.params["max_batch_tokens"]
+    ]  # fmt: skip
+    assert len(default) == 1 + 3  # screened, then confirmed in each of the --repeats rounds
+    assert not any(e.params["engine"] == "transformers" and e.params["mode"] == "accuracy" for e in fake.entries)
+    record = summary(search)
+    assert record.details["winner"]["engine"] == "static"
+    assert record.metrics["speedup_over_default"].value == pytest.approx(3.0)
+
+
 def test_continuous_batching_is_also_tried_with_other_batch_token_budgets() -> None:
     from accelbench.tune.space import runtime_stage, shape_stage
 

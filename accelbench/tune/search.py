@@ -147,6 +147,8 @@ class Tuner:
                         return
                     still = decision.equivalent
                 keys = {c.key for c in still}
+                if r <= self.params.repeats and self._baseline_holds():
+                    keys.add(default.key)  # the baseline of the speed-up, contender or not (an ungated default)
                 active = [c for c in active if c.key in keys]
                 if not active:
                     return
@@ -162,6 +164,11 @@ class Tuner:
                 self._trial("confirm", c, f"confirming {c.label()} (round {r}, {len(active)} side by side)")
         if decide(self.search).open:
             self.search.stopped.append(f"confirmations ended after {last} rounds without separating the best")
+
+    def _baseline_holds(self) -> bool:
+        """Whether the default's confirmations so far all gave a VALID figure: a baseline worth more rounds."""
+        confirms = self.search.of(self.search.default, "confirm")
+        return all(t.ok and t.result is not None and t.result.valid is not False for t in confirms)
 
     def _fit_round(self, active: list[Candidate], r: int) -> list[Candidate]:
         """The candidates of round ``r`` that the budget allows, with the rounds any claim still needs: the best and
