@@ -417,6 +417,32 @@ def test_a_rate_sweep_runs_server_at_each_rate(checkpoint: Path, tmp_path: Path,
     assert "one Server LoadGen run per request rate" in curve["method"]
 
 
+def test_find_peak_through_an_endpoint_confirms_a_rate(
+    checkpoint: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """The whole path of an LLM find-peak, against the stub (its capacity is the client's and the stub's CPU): a
+    confirmed rate is stored with every trial of the search."""
+    from conftest import run_cli, stored
+
+    db = tmp_path / "p.db"
+    with serving() as url:
+        args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--tokenizer",
+                str(checkpoint), "--scenario", "server", "--mode", "find-peak", "--ttft-ms", "200", "--tpot-ms", "20",
+                "--output-tokens", "8", "--db", str(db)]  # fmt: skip
+        p = run_cli(args, cli_env, tmp_path, timeout=400)
+    (record,) = stored(db)
+    assert record.status == "ok", (record.error, p.stdout[-2000:])
+    found = record.details["find_peak"]
+    trials = found["trials"]
+    assert any(t["confirmation"] for t in trials) and len(trials) >= 3
+    if record.valid:  # a confirmation held: the peak is the rate it held
+        peak = record.metrics["peak_requests_per_second"]
+        assert peak.value == found["peak_requests_per_second"] > 0 and peak.higher_is_better
+        assert any(t["confirmation"] and t["valid"] and t["requests_per_second"] == peak.value for t in trials)
+    else:  # a busy host may hold no confirmation: then it says so, never a rate
+        assert found["peak_requests_per_second"] is None and "no peak" in " ".join(record.details["invalid_reasons"])
+
+
 def test_sweep_flags_are_checked() -> None:
     for kw, words in (
         (dict(model="resnet50", mode="sweep"), "sweeps a language model"),

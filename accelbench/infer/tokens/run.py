@@ -239,7 +239,9 @@ def peak_found(result: Result, found: dict[str, Any]) -> None:
     result.details["find_peak"] = found
     rate = found["peak_requests_per_second"]
     if rate is not None:
-        result.metrics["peak_requests_per_second"] = fig.figure(rate, "requests/s within the limits", True)
+        result.metrics["peak_requests_per_second"] = fig.figure(
+            rate, "requests/s within the limits", higher_is_better=True
+        )
         return
     tried = [t for t in found["trials"] if t["confirmation"]]
     rates = ", ".join(f"{t['requests_per_second']:,.2f}" for t in tried)
