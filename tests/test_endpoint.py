@@ -34,6 +34,12 @@ def params(url: str, checkpoint: Path, **kw: Any) -> InferParams:
     return InferParams(**(base | kw))
 
 
+def endpoint_args(url: str, checkpoint: Path, *more: str) -> list[str]:
+    """``accelbench infer`` of the tiny llama3.1-8b through the endpoint at ``url``, its tokenizer the checkpoint's."""
+    return ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--tokenizer",
+            str(checkpoint), *more]  # fmt: skip
+
+
 def drive(url: str, checkpoint: Path, requests: int = 6, out: int = 5, **kw: Any) -> tuple[EndpointEngine, Timeline]:
     """Requests straight to the engine (no LoadGen): what each one's outcome was."""
     p = params(url, checkpoint, served_model=MODEL, **kw)
@@ -293,34 +299,11 @@ def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
     cache.mkdir()
     db = tmp_path / "r.db"
     with transformers_serve(checkpoint, cache) as url:
-        args = [
-            "infer",
-            "llama3.1-8b",
-            "--scale",
-            "tiny",
-            "--engine",
-            "endpoint",
-            "--url",
-            url,
-            "--served-model",
-            str(checkpoint),
-            "--tokenizer",
-            str(checkpoint),
-            "--scenario",
-            "server",
-            "--server-devices",
-            "2",
-            "--db",
-            str(db),
-            # limits a 2-core machine holds whatever else runs on it (the server, LoadGen and the client share
-            # its cores): the test is of the path, MLPerf's own limits held here too when it was quiet
-            "--ttft-ms",
-            "20000",
-            "--tpot-ms",
-            "2000",
-            "--output-tokens",
-            "16",
-        ]
+        # limits a 2-core machine holds whatever else runs on it (the server, LoadGen and the client share its
+        # cores): the test is of the path, MLPerf's own limits held here too when it was quiet
+        args = endpoint_args(url, checkpoint, "--served-model", str(checkpoint), "--scenario", "server",
+                             "--server-devices", "2", "--db", str(db), "--ttft-ms", "20000", "--tpot-ms", "2000",
+                             "--output-tokens", "16")  # fmt: skip
         p = run_cli(args, cli_env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     (record,) = stored(db)
@@ -353,26 +336,8 @@ def test_a_sweep_stores_seven_points_and_the_report_draws_the_curve(
 
     db = tmp_path / "s.db"
     with serving() as url:
-        args = [
-            "infer",
-            "llama3.1-8b",
-            "--scale",
-            "tiny",
-            "--engine",
-            "endpoint",
-            "--url",
-            url,
-            "--tokenizer",
-            str(checkpoint),
-            "--mode",
-            "sweep",
-            "--output-tokens",
-            "8",
-            "--duration",
-            "0.5",
-            "--db",
-            str(db),
-        ]
+        args = endpoint_args(url, checkpoint, "--mode", "sweep", "--output-tokens", "8", "--duration", "0.5",
+                             "--db", str(db))  # fmt: skip
         p = run_cli(args, cli_env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     records = stored(db)
@@ -404,9 +369,9 @@ def test_a_rate_sweep_runs_server_at_each_rate(checkpoint: Path, tmp_path: Path,
 
     db = tmp_path / "r.db"
     with serving() as url:
-        args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--tokenizer",
-                str(checkpoint), "--mode", "sweep", "--scenario", "server", "--rates", "600,300", "--output-tokens",
-                "4", "--ttft-ms", "2000", "--tpot-ms", "200", "--db", str(db)]  # fmt: skip
+        args = endpoint_args(url, checkpoint, "--mode", "sweep", "--scenario", "server", "--rates", "600,300",
+                             "--output-tokens", "4", "--ttft-ms", "2000", "--tpot-ms", "200",
+                             "--db", str(db))  # fmt: skip
         p = run_cli(args, cli_env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     records = stored(db)
@@ -426,9 +391,8 @@ def test_find_peak_through_an_endpoint_confirms_a_rate(
 
     db = tmp_path / "p.db"
     with serving() as url:
-        args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint", "--url", url, "--tokenizer",
-                str(checkpoint), "--scenario", "server", "--mode", "find-peak", "--ttft-ms", "200", "--tpot-ms", "20",
-                "--output-tokens", "8", "--db", str(db)]  # fmt: skip
+        args = endpoint_args(url, checkpoint, "--scenario", "server", "--mode", "find-peak", "--ttft-ms", "200",
+                             "--tpot-ms", "20", "--output-tokens", "8", "--db", str(db))  # fmt: skip
         p = run_cli(args, cli_env, tmp_path, timeout=400)
     (record,) = stored(db)
     assert record.status == "ok", (record.error, p.stdout[-2000:])

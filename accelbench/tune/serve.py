@@ -25,9 +25,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import UsageError
+from accelbench.tune.candidate import Candidate, Space, split_list
 
 if TYPE_CHECKING:
-    from accelbench.tune.space import Candidate, Space
     from accelbench.tune.specs import TuneParams
 
 #: the default settings (``accelbench infer MODEL``'s): the candidate every other is measured against
@@ -62,8 +62,8 @@ def check(params: "TuneParams") -> None:
             raise UsageError(f"--engines {name}: a search changes an engine's settings, so only local ones: "
                              f"{', '.join(local_engines())}")  # fmt: skip
         engine_class(name)
-    for p in [p for p in params.precisions.split(",") if p.strip()]:
-        if p.strip() not in SERVE_PRECISIONS:
+    for p in split_list(params.precisions):
+        if p not in SERVE_PRECISIONS:
             raise UsageError(f"unknown precision {p!r} in --precisions: choose among {', '.join(SERVE_PRECISIONS)}")
     if params.tpot_ms < 0:
         raise UsageError(f"--tpot-ms must not be negative, got {params.tpot_ms:g}")
@@ -79,7 +79,7 @@ def local_engines() -> list[str]:
 
 
 def engines_asked(params: "TuneParams") -> list[str]:
-    return [e.strip() for e in params.engines.split(",") if e.strip()]
+    return split_list(params.engines)
 
 
 def tpot_limit(params: "TuneParams") -> tuple[float, str]:
@@ -109,9 +109,8 @@ def runtimes(params: "TuneParams", device: Any) -> "Space":
     native here is left out with the reason its run would give."""
     from accelbench.devices.precision import precision_reason
     from accelbench.infer.tokens.engines import engine_class
-    from accelbench.tune.space import Candidate, Space
 
-    wanted = [p.strip() for p in params.precisions.split(",") if p.strip()]
+    wanted = split_list(params.precisions)
     space = Space([], [])
     for name in engines_asked(params) or local_engines():
         missing = engine_class(name)().unavailable()
@@ -127,7 +126,7 @@ def runtimes(params: "TuneParams", device: Any) -> "Space":
 
 def shapes(params: "TuneParams", best: list["Candidate"], batch_class: str) -> list["Candidate"]:
     """Requests in flight around the best runtimes, and continuous batching's batch-token budget."""
-    given = [int(b) for b in params.batch_sizes.split(",") if b.strip()]
+    given = [int(b) for b in split_list(params.batch_sizes)]
     out: list[Candidate] = []
     for c in best:
         sizes = given or list(SERVE_BATCHES.get(batch_class, SERVE_BATCHES["cpu"]))
@@ -136,14 +135,6 @@ def shapes(params: "TuneParams", best: list["Candidate"], batch_class: str) -> l
             default = 2 * c.settings["batch_size"] * 16  # infer's default: 2 x --batch-size x --page-size
             out += [c.with_(max_batch_tokens=int(default * k)) for k in TOKEN_BUDGETS]
     return out
-
-
-def label(s: dict[str, Any]) -> str:
-    words = [s["engine"], s["precision"]] + (["compiled"] if s.get("engine_compile") else [])
-    words.append(f"{s['batch_size']} in flight")
-    if s.get("max_batch_tokens"):
-        words.append(f"{s['max_batch_tokens']} tokens a step")
-    return " ".join(words)
 
 
 def gate_words(params: "TuneParams") -> str:

@@ -10,10 +10,10 @@ benchmark itself would give, so a search never spends its budget on torch's fall
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.tune.candidate import Candidate, Space
 from accelbench.tune.specs import TuneParams, split_list
 
 #: infer's defaults: the candidate every other is measured against
@@ -25,52 +25,6 @@ INFER_BATCHES = {"cpu": (16, 32), "gpu": (32, 128, 256)}
 THREADED_BACKENDS = ("torch", "compile", "onnxruntime", "int8")
 #: from this many cores, a CPU search also tries leaving one or two to the harness (see shape_stage)
 MANY_CORES = 8
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One combination of settings: the fields of the family's parameters that the search varies."""
-
-    settings: dict[str, Any] = field(hash=False)
-
-    @property
-    def key(self) -> str:
-        return ",".join(f"{k}={self.settings[k]}" for k in sorted(self.settings))
-
-    def with_(self, **changes: Any) -> "Candidate":
-        return Candidate(self.settings | changes)
-
-    @property
-    def compiles(self) -> bool:
-        """Whether its trial compiles first (torch.compile: seconds to minutes before the first figure)."""
-        return bool(self.settings.get("compile")) or self.settings.get("backend") == "compile"
-
-    def label(self) -> str:
-        """The settings in a few words, only what differs from the family's defaults beside the runtime."""
-        s = self.settings
-        if "engine" in s:
-            from accelbench.tune.serve import label
-
-            return label(s)
-        if "backend" in s:
-            words = [s["backend"], s["precision"]]
-            words += ["channels_last"] if s.get("channels_last") else []
-            words.append(f"bs {s['batch_size']}")
-            words += [f"x{s['streams']} in flight"] if s.get("streams", 1) > 1 else []
-            words += [s["compile_mode"]] if s.get("compile_mode", "default") != "default" else []
-            words += [f"{s['threads']} threads"] if s.get("threads") else []
-            return " ".join(words)
-        words = [s["precision"]] + [w for w in ("channels_last", "compile") if s.get(w)]
-        words += [s["compile_mode"]] if s.get("compile_mode", "default") != "default" else []
-        return " ".join(words + [f"bs {s['batch_size']}"])
-
-
-@dataclass
-class Space:
-    """The candidates of a stage, and the ones left out with why."""
-
-    candidates: list[Candidate]
-    left_out: list[tuple[Candidate, str]]
 
 
 def _device(params: TuneParams) -> Any:

@@ -7,14 +7,11 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt, parse_duration, positive
+from accelbench.tune.candidate import split_list
 
 TASKS = ("infer", "train", "serve")
 #: the scenarios a search ranks by: Offline samples/s, Server peak QPS within the bound, SingleStream p90
 TUNE_SCENARIOS = ("offline", "server", "singlestream")
-
-
-def split_list(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 @dataclass(frozen=True)
