@@ -126,13 +126,16 @@ def runtimes(params: "TuneParams", device: Any) -> "Space":
 
 def shapes(params: "TuneParams", best: list["Candidate"], batch_class: str) -> list["Candidate"]:
     """Requests in flight around the best runtimes, and continuous batching's batch-token budget."""
+    from accelbench.infer.specs import InferParams
+
     given = [int(b) for b in split_list(params.batch_sizes)]
+    page = InferParams.__dataclass_fields__["page_size"].default
     out: list[Candidate] = []
     for c in best:
         sizes = given or list(SERVE_BATCHES.get(batch_class, SERVE_BATCHES["cpu"]))
         out += [c.with_(batch_size=b) for b in sizes]
         if c.settings["engine"] == "transformers":
-            default = 2 * c.settings["batch_size"] * 16  # infer's default: 2 x --batch-size x --page-size
+            default = 2 * c.settings["batch_size"] * page  # infer's default: 2 x --batch-size x --page-size
             out += [c.with_(max_batch_tokens=int(default * k)) for k in TOKEN_BUDGETS]
     return out
 

@@ -151,9 +151,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         else:
             ctx.progress(f"sweep point {i} of {len(concurrencies)}: concurrency {c}")
             point = replace(params, batch_size=c, mode="performance")
-        result = _serve(
-            point, ctx, served, record_mode="sweep", extra={"concurrency": params.concurrency, "rates": params.rates}
-        )
+        result = _serve(point, ctx, served, record_mode="sweep")
         results.append(result)
         result.details["sweep"] = sweep.curve(results, len(concurrencies), sweep_id)
         yield result
@@ -174,9 +172,7 @@ class Served:
     reference: Any = None  # accuracy mode: FP32's tokens
 
 
-def _serve(
-    params: InferParams, ctx: RunContext, s: Served, record_mode: str = "", extra: dict[str, Any] | None = None
-) -> Result:
+def _serve(params: InferParams, ctx: RunContext, s: Served, record_mode: str = "") -> Result:
     """The engine started with ``params``' settings, probed, LoadGen's test (rerun where it disagreed with its
     plan), the engine stopped; the record (``record_mode``: the mode the record says, a sweep's)."""
     engine, device, work, limits = s.engine, s.device, s.work, s.limits
@@ -191,17 +187,13 @@ def _serve(
     finally:
         engine.stop()
     outcome, reruns, client, found = runs
-    record = (
-        params.to_dict()
-        | (extra or {})
-        | {
-            "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
-            "device": engine.facts.get("device") or kind_of(device).record_name(device),
-            "threads": s.threads,
-            "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if work.summary else prompt_len,
-            "output_tokens": round(sum(outs) / len(outs)) if work.summary else out,
-        }
-    )
+    record = params.to_dict() | {
+        "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
+        "device": engine.facts.get("device") or kind_of(device).record_name(device),
+        "threads": s.threads,
+        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if work.summary else prompt_len,
+        "output_tokens": round(sum(outs) / len(outs)) if work.summary else out,
+    }
     if record_mode:
         record["mode"] = record_mode
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
