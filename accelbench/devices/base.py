@@ -146,6 +146,16 @@ class DeviceKind:
         """What :meth:`peak_memory` reads, for the record."""
         return None
 
+    def peak_reserved_memory(self, device: "torch.device") -> int | None:
+        """Peak bytes the allocator reserved from the device since :meth:`reset_peak_memory` (allocated plus its
+        cache: what another process could not use), or None where the device keeps no such figure."""
+        return None
+
+    def float8_training_reason(self, device: "torch.device") -> str | None:
+        """Why float8 training (torchao's float8 linears, through ``torch._scaled_mm``) cannot run on ``device``,
+        or None."""
+        return f"float8 training (torchao) runs on NVIDIA GPUs of compute capability 8.9+, not on the {self.name} device"
+
     def release_memory(self, device: "torch.device") -> None:
         """Hand cached, unused memory back (between benchmarks in one process)."""
 

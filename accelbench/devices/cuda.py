@@ -237,6 +237,14 @@ class CudaKind(DeviceKind):
     def memory_method(self) -> str | None:
         return "torch.cuda.max_memory_allocated"
 
+    def peak_reserved_memory(self, device: "torch.device") -> int | None:
+        import torch
+
+        return int(torch.cuda.max_memory_reserved(device))
+
+    def float8_training_reason(self, device: "torch.device") -> str | None:
+        return self.unsupported(device, "fp8")
+
     def release_memory(self, device: "torch.device") -> None:
         import torch
 

@@ -106,6 +106,9 @@ class XpuKind(DeviceKind):
     def memory_method(self) -> str | None:
         return "torch.xpu.max_memory_allocated"
 
+    def peak_reserved_memory(self, device: "torch.device") -> int | None:
+        return int(_xpu().max_memory_reserved(device))
+
     def release_memory(self, device: "torch.device") -> None:
         _xpu().empty_cache()
 

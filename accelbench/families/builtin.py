@@ -31,11 +31,19 @@ KERNELS = register(
     )
 )
 
+#: training's own figures beyond the common ones: a decoder's MFU (both conventions) and reserved memory
+TRAIN_METRICS: dict[str, LabelSpec] = {
+    "mfu": "MFU {value:sig3}%{est}",
+    "mfu_causal": "({value:sig3}% causal-halved)",
+    "peak_reserved_bytes": "{value:bytes} reserved",
+}
+
 TRAIN = register(
     Family(
         "train",
         "training throughput",
         hint="accelbench train MODEL",
+        metrics=TRAIN_METRICS,
         report="accelbench.report.perf:training",
         headline="accelbench.report.perf:training_headlines",
         published=Published(tasks=("train_throughput",), task="train_throughput"),

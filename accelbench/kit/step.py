@@ -49,14 +49,32 @@ class TrainStep:
 
     def __call__(self, compute_loss: Callable[[], "torch.Tensor"]) -> "torch.Tensor":
         """Run one step; returns the loss, detached (reading it synchronises, so callers choose when)."""
+        return self.accumulate([compute_loss])
+
+    def accumulate(
+        self,
+        micro_losses: "list[Callable[[], torch.Tensor]]",
+        syncing: Callable[[bool], Any] = lambda last: contextlib.nullcontext(),
+    ) -> "torch.Tensor":
+        """One optimizer step over several micro-batches (gradient accumulation): each loss divided by their
+        number and backpropagated; ``syncing(last)`` is the data-parallel wrapper's switch, so that only the last
+        backward synchronises gradients across ranks. Returns the step's loss (the micro-batches' mean), detached."""
         self.optimizer.zero_grad(set_to_none=True)
-        with autocast(self.device, self.precision):
-            loss = compute_loss()
+        n = len(micro_losses)
+        total = None
+        for i, compute in enumerate(micro_losses):
+            with syncing(i == n - 1):
+                with autocast(self.device, self.precision):
+                    loss = compute() / n if n > 1 else compute()
+                if self.scaler is not None:
+                    self.scaler.scale(loss).backward()
+                else:
+                    loss.backward()
+            total = loss.detach() if total is None else total + loss.detach()
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
-            loss.backward()
             self.optimizer.step()
-        return loss.detach()
+        assert total is not None
+        return total

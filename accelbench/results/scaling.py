@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
 from accelbench.results.record import Metric, Result
 
-SCALE_PARAMS = ("nproc", "nnodes", "global_batch_size", "threads", "node_rank", "rdzv_endpoint")
+#: what changes with the device count itself: a decoder's sharding is resolved per count (none on one device, FSDP2
+#: over several) and its global batch in tokens grows with the ranks
+SCALE_PARAMS = (
+    "nproc", "nnodes", "global_batch_size", "global_batch_tokens", "sharding", "threads", "node_rank", "rdzv_endpoint",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

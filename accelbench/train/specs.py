@@ -8,16 +8,33 @@ from typing import Any
 from accelbench.errors import UsageError
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
 from accelbench.train.decode import DECODERS, decoder_name
+from accelbench.train.llm.specs import LLMTrainParams, describe_llm, validate_llm, validate_shape
 
 #: the real input pipeline's settings as a synthetic record keeps them: unused, so at their defaults (a
 #: synthetic,real sweep hands both runs the same --data-dir, --workers and --decode)
 UNUSED_PIPELINE = {"data_dir": "", "workers": -1, "decode": "auto"}
 
-TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16")
+TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16", "fp8")
+
+
+def is_decoder(model: str) -> bool:
+    """Whether ``model`` is a decoder preset (trained by :mod:`accelbench.train.llm`); a model that cannot be
+    loaded here is not (validate says why)."""
+    from accelbench.workloads import model_info
+
+    try:
+        return model_info(model).serving == "tokens"
+    except Exception:
+        return False
+
+
+def _default_optimizer(model: str) -> str:
+    """AdamW for a decoder preset (LLM training's), SGD with momentum for the rest (tf_cnn_benchmarks')."""
+    return "adamw" if is_decoder(model) else "sgd"
 
 
 @dataclass(frozen=True)
-class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
+class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, CommonParams):
     """Train ``model`` on synthetic batches: ``warmup`` steps, then ``num_batches`` measured steps."""
 
     model: str = opt("resnet50", "model name (accelbench list --models) or package.module:Class", sweep=False)
@@ -25,7 +42,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     precision: str = opt(
         "fp32",
         "fp32, tf32 (CUDA), mixed precision amp_fp16/amp_bf16 (torch.autocast: fp32 weights), or bf16/fp16 (the "
-        "model's weights, activations and gradients in that dtype: no fp32 master copy, no loss scaling)",
+        "model's weights, activations and gradients in that dtype: no fp32 master copy, no loss scaling); fp8 "
+        "(decoder models: torchao's float8 linears inside bf16 autocast, on GPUs that have fp8)",
         choices=TRAIN_PRECISIONS,
     )
     compile: bool = opt(False, "torch.compile the model", sweep=False)
@@ -63,7 +81,12 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     data_only: bool = opt(
         False, "with --data real: time the input pipeline alone (the images/s it can deliver: its ceiling)", sweep=False
     )
-    optimizer: str = opt("sgd", "sgd (momentum 0.9) or adamw", choices=("sgd", "adamw"))
+    optimizer: str = opt(
+        "auto",
+        "sgd (momentum 0.9) or adamw (fused where the device has it); auto: adamw for decoder models, as LLM "
+        "training does, sgd for the rest",
+        choices=("auto", "sgd", "adamw"),
+    )
     warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
     num_batches: int = opt(100, "measured steps", sweep=False)
     display_every: int = opt(
@@ -80,6 +103,8 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     def __post_init__(self) -> None:
         # --decode cuda, the on-device decoder's first name, is read as today's: the record says what ran
         object.__setattr__(self, "decode", decoder_name(self.decode))
+        if self.optimizer == "auto":  # the record says which ran
+            object.__setattr__(self, "optimizer", _default_optimizer(self.model))
 
     def validate(self) -> None:
         from accelbench.params import parse_size
@@ -102,7 +127,11 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             raise UsageError(f"--display-every must not be negative, got {self.display_every}")
         if self.display_every > self.num_batches:
             raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
-        self._validate_data(info)
+        if self.is_llm:
+            self._validate_llm(info)
+        else:
+            validate_llm(self, False, info.name)
+            self._validate_data(info)
         if self.compile_mode != "default" and not self.compile:
             raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
         if self.channels_last and not info.image_input:
@@ -117,6 +146,16 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             raise UsageError("--memory-cap and --max-batch-size only apply with --batch-size auto")
         if self.max_batch_size < 0:
             raise UsageError(f"--max-batch-size must not be negative, got {self.max_batch_size}")
+
+    def _validate_llm(self, info: Any) -> None:
+        from accelbench.workloads import workload_class
+        from accelbench.workloads.decoder import config_of
+
+        positive("--nproc", self.nproc)
+        validate_llm(self, True, info.name)
+        if self.optimizer != "adamw":
+            raise UsageError("decoder training steps AdamW (fused where the device has it): drop --optimizer sgd")
+        validate_shape(self, config_of(workload_class(self.model).preset, self.scale), info.name)
 
     def _validate_data(self, info: Any) -> None:
         if self.data == "real":
@@ -147,6 +186,10 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         return self.display_every or min(10, self.num_batches)
 
     @property
+    def is_llm(self) -> bool:
+        return is_decoder(self.model)
+
+    @property
     def world_size(self) -> int:
         return self.nproc * self.nnodes
 
@@ -166,6 +209,10 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                 f"--decode device decodes JPEGs on the GPU (torchvision: nvJPEG on NVIDIA GPUs); use --decode cpu "
                 f"on the {kind.name} device"
             )
+        if self.precision == "fp8":
+            why = kind.float8_training_reason(torch.device(device_type))
+            if why:
+                raise UsageError(f"--precision fp8: {why}")
         why = unsupported_reason(torch.device(device_type), "tf32") if tf32_math(self.precision) else None
         if why:
             raise UsageError(f"--precision tf32: the {kind.name} device cannot run it ({why})")
@@ -178,12 +225,13 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         words += [w for w in ("compile", "channels_last") if p.get(w)]
         if p.get("compile_mode", "default") != "default":
             words.append(p["compile_mode"])
-        if p.get("optimizer", "sgd") != "sgd":
+        if p.get("optimizer", "auto") not in ("auto", _default_optimizer(p["model"])):
             words.append(p["optimizer"])
         if p.get("data", "synthetic") == "real":
             words.append("real data only" if p.get("data_only") else "real data")
             if p.get("decode", "auto") != "auto":
                 words.append(f"decoded on {p['decode']}")
+        words += describe_llm(p)
         if p.get("scale", "full") != "full":
             words.append(p["scale"])
         return " ".join(words)
