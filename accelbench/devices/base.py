@@ -154,7 +154,9 @@ class DeviceKind:
     def float8_training_reason(self, device: "torch.device") -> str | None:
         """Why float8 training (torchao's float8 linears, through ``torch._scaled_mm``) cannot run on ``device``,
         or None."""
-        return f"float8 training (torchao) runs on NVIDIA GPUs of compute capability 8.9+, not on the {self.name} device"
+        return (
+            f"float8 training (torchao) runs on NVIDIA GPUs of compute capability 8.9+, not on the {self.name} device"
+        )
 
     def release_memory(self, device: "torch.device") -> None:
         """Hand cached, unused memory back (between benchmarks in one process)."""

@@ -20,8 +20,16 @@ if TYPE_CHECKING:
 #: LoRA's target modules: the attention projections, as MLPerf's llama2-70b LoRA reference adapts them
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 #: what selective checkpointing keeps: the outputs of matrix multiplies and attention (the rest is recomputed)
-SAVED_OPS = ("mm", "addmm", "bmm", "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-             "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu", "_scaled_mm")  # fmt: skip
+SAVED_OPS = (
+    "mm",
+    "addmm",
+    "bmm",
+    "_scaled_mm",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+)
 
 
 def step_precision(precision: str) -> str:
@@ -182,7 +190,9 @@ def layout(model: Any, params: Any, world: int) -> dict[str, Any]:
         local += mine
         trainable += full if p.requires_grad else 0
     strategy = sharding_of(params)
-    mesh = {"fsdp": f"1-D device mesh of {world} ranks (dp_shard)", "ddp": f"{world} replicas"}.get(strategy, "one device")
+    mesh = {"fsdp": f"1-D device mesh of {world} ranks (dp_shard)", "ddp": f"{world} replicas"}.get(
+        strategy, "one device"
+    )
     return {
         "strategy": strategy,
         "mesh": mesh,

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from accelbench.train.specs import TrainParams
 
 #: what to change when a run does not fit, in the order worth trying
-FIT_HINTS = "--activation-checkpointing full, a smaller --batch-size (with --grad-accum), more ranks with --sharding fsdp"
+FIT_HINTS = (
+    "--activation-checkpointing full, a smaller --batch-size (with --grad-accum), more ranks with --sharding fsdp"
+)
 
 
 def _benchmark() -> str:
@@ -175,7 +177,8 @@ def _on_ranks(
 
 
 def _fit_advice(need: int) -> str:
-    return f"the weights, gradients and AdamW state take {need / 2**30:,.2f} GiB per device before activations; try {FIT_HINTS}"
+    state = f"the weights, gradients and AdamW state take {need / 2**30:,.2f} GiB per device before activations"
+    return f"{state}; try {FIT_HINTS}"
 
 
 def _oom(record: dict[str, Any], error: str, need: int, details: dict[str, Any]) -> Result:
