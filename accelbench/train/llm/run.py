@@ -65,6 +65,17 @@ def state_bytes(model_params: int, trainable: int, params: "TrainParams", world:
     return total // world if sharding_of(params) == "fsdp" else total
 
 
+def memory_per_device(device: "torch.device", nproc: int) -> int | None:
+    """What one rank may hold: its accelerator's memory, or the host's shared by the node's ranks."""
+    kind = kind_of(device)
+    total = kind.total_memory(device)
+    if total is None and not kind.accelerator:
+        import psutil
+
+        total = psutil.virtual_memory().total // nproc
+    return total
+
+
 def _count(config: Any, params: "TrainParams") -> tuple[int, int, llm_flops.TrainFlops]:
     """Parameters in all, trainable, and the FLOPs per token (counted on the meta device: no memory)."""
     import dataclasses
@@ -104,7 +115,7 @@ def run(params: "TrainParams", ctx: RunContext) -> Iterator[Result]:
     config = config_for(params)
     total, trainable, flops = _count(config, params)
     need = state_bytes(total, trainable, params, world)
-    capacity = kind_of(device).total_memory(device)
+    capacity = memory_per_device(device, params.nproc)
     if capacity and need > capacity:
         skip_if(
             f"the weights, gradients and AdamW state alone need {need / 2**30:,.1f} GiB per device, more than its "

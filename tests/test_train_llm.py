@@ -1,0 +1,157 @@
+"""Decoder training (accelbench/train/llm): the MFU arithmetic by hand, FSDP2 over two gloo ranks, LoRA, checkpointing,
+gradient accumulation, the out-of-memory path and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from accelbench.cli.main import main
+from accelbench.errors import UsageError
+from accelbench.results.store import Store
+from accelbench.suite.suites import make_entry
+from accelbench.suite.worker import run_inline
+from accelbench.train.llm.flops import TrainFlops, of_config
+from accelbench.train.specs import TrainParams
+from accelbench.workloads.decoder import PRESETS, config_of
+
+QUICK = {"scale": "tiny", "warmup": 1, "num_batches": 4, "display_every": 2, "threads": 2, "device": "cpu"}
+
+
+def test_llama31_8b_flops_per_token_at_8192_by_hand():
+    """torchtitan's count written out: 6 x the non-embedding matmul parameters + 6 x L x H x (qk + v) x T."""
+    hidden, ffn, layers, heads, kv_heads, head_dim, vocab = 4096, 14336, 32, 32, 8, 128, 128256
+    attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2  # q, o; k, v
+    mlp = 3 * hidden * ffn  # gate, up, down
+    matmul = layers * (attention + mlp) + vocab * hidden  # the output projection is a matmul; the embedding is not
+    assert matmul == 7_504_658_432
+    attention_term = 6 * layers * heads * (head_dim + head_dim) * 8192
+    assert attention_term == 12_884_901_888
+
+    f = of_config(config_of(PRESETS["llama3.1-8b"], "full"), 8192)
+    assert f.matmul_params == matmul and f.frozen_params == 0
+    assert f.per_token() == 6 * matmul + attention_term == 57_912_852_480
+    assert f.per_token(causal=True) == 6 * matmul + attention_term / 2  # Megatron's, MaxText's
+    # at torchtitan's published 8B figure of about 6,000 tokens/s per H100 that is ~347 TFLOPS: 35% of 989.5
+    assert 6000 * f.per_token() / 1e12 == pytest.approx(347.5, abs=0.1)
+
+
+def test_a_mixture_of_experts_counts_only_the_experts_a_token_routes_through():
+    config = config_of(PRESETS["mixtral-8x7b"], "full")
+    f = of_config(config, 4096)
+    experts = 32 * 8 * 3 * 4096 * 14336
+    dense = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 8) + 32000 * 4096  # attention, router; output
+    assert f.matmul_params == dense + experts * 2 // 8
+
+
+def test_sliding_window_layers_attend_within_their_window():
+    f = TrainFlops(0, 0, layers=2, heads=1, qk_head_dim=1, v_head_dim=1, seq_len=100, windows=(10, 0))
+    assert f.context(causal=False) == 10 + 100
+    # causal: a token at position i sees min(i + 1, 10) in the sliding layer, half the sequence in the full one
+    assert f.context(causal=True) == pytest.approx(sum(min(i + 1, 10) for i in range(100)) / 100 + 50)
+
+
+def test_lora_counts_the_frozen_base_at_four_flops_per_parameter():
+    f = TrainFlops(1000, 900, layers=0, heads=0, qk_head_dim=0, v_head_dim=0, seq_len=1)
+    assert f.per_token() == 6 * 100 + 4 * 900
+
+
+def test_gradient_accumulation_gives_the_gradients_of_the_whole_batch():
+    """Two micro-batches of 4, each loss halved, accumulate to the gradient of one batch of 8."""
+    from accelbench.kit.step import TrainStep
+
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 5), torch.randn(8, 1)
+    grads = []
+    for chunks in (1, 2):
+        model = torch.nn.Linear(5, 1)
+        torch.nn.init.constant_(model.weight, 0.5)
+        torch.nn.init.zeros_(model.bias)
+        step = TrainStep(torch.optim.SGD(model.parameters(), lr=0.0), torch.device("cpu"), "fp32")
+        parts = list(zip(x.chunk(chunks), y.chunk(chunks), strict=True))
+        loss = step.accumulate([lambda a=a, b=b: torch.nn.functional.mse_loss(model(a), b) for a, b in parts])
+        grads.append((model.weight.grad.clone(), float(loss)))
+    assert torch.allclose(grads[0][0], grads[1][0], atol=1e-6)
+    assert grads[0][1] == pytest.approx(grads[1][1], rel=1e-6)
+
+
+def test_fsdp_over_two_gloo_ranks_and_the_scaling_table(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ACCELBENCH_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    args = ["train", "llama3.1-8b", "--scale", "tiny", "--nproc", "1,2", "--num-batches", "4", "--warmup", "1"]
+    code = main([*args, "--display-every", "2", "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    table = out[out.index("scaling over devices") :]
+    assert "1.00x" in table and "llama3.1-8b" in table
+    records = {r.params["nproc"]: r.to_dict() for r in Store(tmp_path / "accelbench.db").query()}
+    one, two = records[1], records[2]
+    for r in (one, two):
+        m = r["metrics"]
+        assert r["status"] == "ok" and m["throughput"]["unit"] == "tokens/s"
+        tokens = r["params"]["global_batch_tokens"]
+        assert tokens == 8 * 128 * r["params"]["nproc"]  # micro-batch 8 of 128 tokens on each rank
+        assert m["throughput"]["value"] == pytest.approx(tokens / m["step_seconds"]["value"])
+        assert 0 < m["mfu"]["value"] <= 100 and m["mfu_causal"]["value"] < m["mfu"]["value"]
+        flops = r["details"]["flops"]
+        assert m["tflops"]["value"] == pytest.approx(m["throughput"]["value"] * flops["per_token"] / 1e12)
+        assert m["peak_memory_bytes"]["value"] > 0 and math.isfinite(r["details"]["final_loss"])
+    assert two["params"]["sharding"] == "fsdp" and one["params"]["sharding"] == "none"
+    layout = two["details"]["layout"]
+    assert layout["strategy"] == "fsdp" and "2 ranks" in layout["mesh"]
+    assert layout["params_per_rank"] == pytest.approx(layout["params"] / 2, rel=0.01)  # each rank holds half
+    assert two["metrics"]["throughput_per_device"]["value"] == pytest.approx(two["metrics"]["throughput"]["value"] / 2)
+    assert two["details"]["backend"] == "gloo"
+
+
+def test_lora_checkpointing_and_accumulation_on_one_device():
+    params = {"model": "llama3.1-8b", "lora": 8, "precision": "amp_bf16", "activation_checkpointing": "selective"}
+    [r] = run_inline(make_entry("train/throughput", params | {"grad_accum": 2, "emulated": True, **QUICK}))
+    assert r.status == "ok", r.error
+    layout, flops = r.details["layout"], r.details["flops"]
+    assert 0 < layout["trainable_params"] < layout["params"] / 10  # only the adapters train
+    assert flops["frozen_params"] > 0 and "LoRA" in flops["convention"]
+    assert r.params["global_batch_size"] == 16 and r.params["global_batch_tokens"] == 16 * 128
+
+
+def test_state_that_cannot_fit_is_skipped_with_what_it_needs():
+    [r] = run_inline(make_entry("train/throughput", {**QUICK, "model": "llama3.1-405b", "scale": "full"}))
+    assert r.status == "skipped"
+    assert "GiB per device" in r.reason and "--sharding fsdp" in r.reason
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"seq_len": 20000}, "exceeds llama3.1-8b's 16384 positions"),
+        ({"global_batch": 6, "nproc": 2, "grad_accum": 2}, "not divisible by devices x --grad-accum"),
+        ({"global_batch": 8, "nproc": 2, "batch_size": "2"}, "disagree"),
+        ({"sharding": "fsdp"}, "add --nproc"),
+        ({"layers": 3}, "exceeds llama3.1-8b's 2 decoder layers"),
+        ({"lora": 4, "precision": "fp8"}, "--lora with --precision fp8"),
+        ({"optimizer": "sgd"}, "AdamW"),
+        ({"batch_size": "auto"}, "--batch-size auto"),
+    ],
+)
+def test_bad_decoder_input_is_one_line(extra, words):
+    with pytest.raises(UsageError, match=words):
+        TrainParams(**{"model": "llama3.1-8b", "scale": "tiny"} | extra).validate()
+
+
+@pytest.mark.parametrize("extra", [{"seq_len": 128}, {"lora": 8}, {"precision": "fp8"}, {"sharding": "ddp"}])
+def test_decoder_flags_on_another_model_are_refused(extra):
+    with pytest.raises(UsageError, match="decoder models"):
+        TrainParams(model="resnet50", **extra).validate()
+
+
+def test_fp8_on_a_device_without_it_is_refused():
+    with pytest.raises(UsageError, match="float8 training"):
+        TrainParams(model="llama3.1-8b", precision="fp8").check_environment("cpu")
+
+
+def test_the_optimizer_is_the_models_own_unless_asked():
+    assert TrainParams(model="llama3.1-8b").optimizer == "adamw"
+    assert TrainParams(model="resnet50").optimizer == "sgd"
+    assert TrainParams(model="resnet50", optimizer="adamw").optimizer == "adamw"
