@@ -71,7 +71,7 @@ def test_gradient_accumulation_gives_the_gradients_of_the_whole_batch():
         torch.nn.init.zeros_(model.bias)
         step = TrainStep(torch.optim.SGD(model.parameters(), lr=0.0), torch.device("cpu"), "fp32")
         parts = list(zip(x.chunk(chunks), y.chunk(chunks), strict=True))
-        loss = step.accumulate([lambda a=a, b=b: torch.nn.functional.mse_loss(model(a), b) for a, b in parts])
+        loss = step.accumulate([lambda a=a, b=b, m=model: torch.nn.functional.mse_loss(m(a), b) for a, b in parts])
         grads.append((model.weight.grad.clone(), float(loss)))
     assert torch.allclose(grads[0][0], grads[1][0], atol=1e-6)
     assert grads[0][1] == pytest.approx(grads[1][1], rel=1e-6)
