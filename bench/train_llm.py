@@ -69,7 +69,8 @@ def bare_rank(args: argparse.Namespace) -> None:
         model = AutoModelForCausalLM.from_config(config, attn_implementation=preset.attention)
     model.config.use_cache = False
     bf16 = args.precision == "amp_bf16"
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
+    half = {"param_dtype": torch.bfloat16, "reduce_dtype": torch.float32} if bf16 else {}
+    mp = MixedPrecisionPolicy(**half)
     for layer in model.model.layers:
         fully_shard(layer, mp_policy=mp)
     fully_shard(model, mp_policy=mp)

@@ -155,3 +155,17 @@ def test_the_optimizer_is_the_models_own_unless_asked():
     assert TrainParams(model="llama3.1-8b").optimizer == "adamw"
     assert TrainParams(model="resnet50").optimizer == "sgd"
     assert TrainParams(model="resnet50", optimizer="adamw").optimizer == "adamw"
+
+
+def test_the_report_shows_a_decoders_mfu_beside_its_causal_figure():
+    from accelbench.kit import metrics as fig
+    from accelbench.report.perf import _of_peak
+    from accelbench.results.record import Result
+
+    r = Result("train/throughput", {"model": "llama3.1-8b"})
+    r.metrics |= {"mfu": fig.figure(41.2, "%", higher_is_better=True)}
+    r.metrics |= {"mfu_causal": fig.figure(38.5, "%", higher_is_better=True)}
+    assert _of_peak(r, False) == "41.2% (38.5% causal)"
+    other = Result("train/throughput", {"model": "resnet50"})
+    other.metrics["pct_of_peak"] = fig.figure(12.0, "%", higher_is_better=True)
+    assert _of_peak(other, True) == "12.0% (est.)"

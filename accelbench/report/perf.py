@@ -169,7 +169,9 @@ def training_headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
         if r.primary and (key not in by_model or r.primary.value > by_model[key].primary.value):  # type: ignore[union-attr]
             by_model[key] = r
     return [
-        f"Training {r.params.get('model')}: {figure(r.primary)} at best ({inp.name(r)}){on_system(inp, r)}."
+        f"Training {r.params.get('model')}: {figure(r.primary)} at best ({inp.name(r)}){on_system(inp, r)}"
+        + (f", MFU {pct(r.metrics['mfu'])}" if "mfu" in r.metrics else "")
+        + "."
         for r in by_model.values()
     ]
 
@@ -180,8 +182,11 @@ def training(inp: ReportInput, family: Family = TRAIN) -> Section | None:
         family,
         "training",
         "Training throughput",
-        "Samples per second on synthetic data after warm-up, from timed windows; error bars are 95% "
-        "confidence intervals of the windows' rates. Models in different units are drawn on separate axes.",
+        "Samples per second on synthetic data after warm-up, from timed windows (decoder language models in "
+        "tokens/s, their MFU by torchtitan's convention: 6 x non-embedding matmul parameters + the attention "
+        "term per token, over the dense peak; in brackets with the attention halved for the causal mask); error "
+        "bars are 95% confidence intervals of the windows' rates. Models in different units are drawn on "
+        "separate axes.",
     )
     if opened is None:
         return None
@@ -215,9 +220,9 @@ def training(inp: ReportInput, family: Family = TRAIN) -> Section | None:
                 inp.name(r),
                 status_cell(r),
                 figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
-                figure(r.metrics.get("throughput_per_device")) if int(r.params.get("nproc", 1)) > 1 else "",
+                figure(r.metrics.get("throughput_per_device")) if _devices(r) > 1 else "",
                 figure(r.metrics.get("tflops")),
-                pct(r.metrics.get("pct_of_peak"), est),
+                _of_peak(r, est),
                 fmt.bytes_(mem.value) if mem else "",
                 *(cell(r) for _, cell in extra),
                 "; ".join(r.warnings),
@@ -229,7 +234,7 @@ def training(inp: ReportInput, family: Family = TRAIN) -> Section | None:
         "throughput",
         "per device",
         "model TFLOPS",
-        "% of peak",
+        "% of peak (MFU)",
         "peak memory",
         *(name for name, _ in extra),
         "notes",
@@ -237,6 +242,20 @@ def training(inp: ReportInput, family: Family = TRAIN) -> Section | None:
     section.blocks.append(Table(cols, rows_, numeric=frozenset(range(len(cols) - 6, len(cols) - 1))))
     section.blocks.extend(_scaling(inp, ok))
     return section
+
+
+def _devices(r: Result) -> int:
+    return int(r.params.get("nproc", 1)) * int(r.params.get("nnodes", 1))
+
+
+def _of_peak(r: Result, estimated: bool) -> str:
+    """The model's FLOP rate over the peak: counted FLOPs (pct_of_peak), or a decoder's MFU by torchtitan's
+    convention with the causal-halved figure beside it."""
+    mfu = r.metrics.get("mfu")
+    if mfu is None:
+        return pct(r.metrics.get("pct_of_peak"), estimated)
+    causal = r.metrics.get("mfu_causal")
+    return pct(mfu, estimated) + (f" ({pct(causal)} causal)" if causal else "")
 
 
 def _scaling(inp: ReportInput, ok: list[Result]) -> list:
