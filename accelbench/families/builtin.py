@@ -34,7 +34,7 @@ KERNELS = register(
 #: training's own figures beyond the common ones: a decoder's MFU (both conventions) and reserved memory
 TRAIN_METRICS: dict[str, LabelSpec] = {
     "mfu": "MFU {value:sig3}%{est}",
-    "mfu_causal": "({value:sig3}% causal-halved)",
+    "mfu_causal": "MFU {value:sig3}% causal-halved",
     "peak_reserved_bytes": "{value:bytes} reserved",
 }
 
