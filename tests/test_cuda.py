@@ -289,3 +289,12 @@ def test_a_real_size_decoder_slice_trains_with_an_mfu_on_cuda(precision):
     if "mfu" in r.metrics:  # fp8 has an MFU only where the spec table knows the device's fp8 peak
         assert 0 < r.metrics["mfu"].value <= 100
     assert r.metrics["peak_memory_bytes"].value > 0 and r.metrics["peak_reserved_bytes"].value > 0
+
+
+def test_a_decoder_that_runs_out_of_memory_is_a_failed_record_with_what_to_change():
+    """128 sequences of 32768 tokens through a full-width llama3.1-8b layer cannot fit an 80 GB GPU: the
+    record says what the state needs and what to change; the process goes on."""
+    params = {"model": "llama3.1-8b", "layers": 1, "seq_len": 32768, "batch_size": "128", "precision": "amp_bf16"}
+    [r] = run_inline(make_entry("train/throughput", params | {"warmup": 1, "num_batches": 1, "device": "cuda"}))
+    assert r.status == "failed" and "out of memory" in r.error
+    assert "GiB per device" in r.error and "--activation-checkpointing full" in r.error
