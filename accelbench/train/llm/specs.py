@@ -31,12 +31,17 @@ LLM_ONLY = {"seq_len": 0, "grad_accum": 1, "global_batch": 0, "activation_checkp
 class LLMTrainParams:
     """Decoder training's flags; each refused on a model that is not a decoder (see :func:`validate_llm`)."""
 
-    seq_len: int = opt(0, "decoder models: tokens per sequence (0: 8192, MLPerf's and torchtitan's; 128 tiny)")
-    grad_accum: int = opt(1, "decoder models: micro-batches accumulated into one optimizer step", sweep=False)
+    seq_len: int = opt(
+        0, "decoder models: tokens per sequence (0: 8192, MLPerf's and torchtitan's; 128 tiny)", metavar="TOKENS"
+    )
+    grad_accum: int = opt(
+        1, "decoder models: micro-batches accumulated into one optimizer step", sweep=False, metavar="N"
+    )
     global_batch: int = opt(
         0,
         "decoder models: sequences per optimizer step over all devices; the micro-batch per device is this / "
         "(devices x --grad-accum) (0: --batch-size x devices x --grad-accum)",
+        metavar="SEQUENCES",
     )
     sharding: str = opt(
         "auto",
@@ -55,12 +60,14 @@ class LLMTrainParams:
         0,
         "decoder models: LoRA fine-tuning at this rank through peft (adapters on the attention projections, "
         "the base frozen in the precision's 16-bit type), as MLPerf's llama2-70b LoRA task; 0: full training",
+        metavar="RANK",
     )
     layers: int = opt(
         0,
         "decoder models: build only this many decoder layers at the preset's widths (a real-size slice of the "
         "model on fewer devices; MFU is counted on what is built); 0: all",
         sweep=False,
+        metavar="N",
     )
 
 
