@@ -133,6 +133,8 @@ def test_state_that_cannot_fit_is_skipped_with_what_it_needs():
         ({"lora": 4, "precision": "fp8"}, "--lora with --precision fp8"),
         ({"optimizer": "sgd"}, "AdamW"),
         ({"batch_size": "auto"}, "--batch-size auto"),
+        ({"workers": 2}, "synthetic tokens"),
+        ({"data_only": True}, "synthetic tokens"),
     ],
 )
 def test_bad_decoder_input_is_one_line(extra, words):

@@ -107,10 +107,10 @@ def validate_llm(p: Any, decoder: bool, name: str) -> None:
             raise UsageError(f"{flag} must not be negative, got {value}")
     if p.batch_size == "auto":
         raise UsageError("--batch-size auto is not searched for decoder training: give --batch-size N (sequences)")
-    if p.data == "real" or p.channels_last:
+    if p.data == "real" or p.channels_last or p.data_only or p.workers != -1 or p.decode != "auto":
         raise UsageError(
-            "decoder training runs on synthetic tokens: --data real and --channels-last apply to the other models "
-            "(a text corpus is trained on by accelbench tta)"
+            "decoder training runs on synthetic tokens: --data real, --data-only, --workers, --decode and "
+            "--channels-last apply to the other models (a text corpus is trained on by accelbench tta)"
         )
     world = p.world_size
     if p.global_batch:
