@@ -12,6 +12,11 @@ A language model's token record meets MLPerf's tokens/s rows the same way, with 
 :mod:`.tokens`: no ratio where the engine ran no model or the TTFT/TPOT limits are not MLPerf's; the prompts and
 their lengths, the accuracy target and the device count beside the ratio; per device against the record's own
 tokens/s per device.
+
+A decoder's training record meets torchtitan's and NeMo's LLM training rows, tokens/s per GPU as published, with
+what only language-model training has said by :mod:`.llm_train`: no ratio at another sequence length, with LoRA
+or with a slice of the layers; the parallelism, activation checkpointing and device count beside the ratio, which
+is per device on both sides.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.families import PYTORCH, Published, family_of
-from accelbench.reference import tokens
+from accelbench.reference import llm_train, tokens
 from accelbench.reference.table import Reference, select
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
@@ -162,6 +167,8 @@ def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
         out.append("failed accuracy gate" if gates and not all(gates.values()) else "INVALID run")
     if tokens.is_tokens(ref):
         out += tokens.unlike(r, ref)
+    if llm_train.is_llm_train(ref):
+        out += llm_train.unlike(r, ref)
     return tuple(out)
 
 
@@ -169,9 +176,10 @@ def differences(r: Result, ref: Reference) -> tuple[str, ...]:
     """What differs between how ``r`` was measured and how ``ref`` was without changing the work, in the
     reader's words (the differences in the work are :func:`unlike`'s)."""
     pub = _published(r)
-    if tokens.is_tokens(ref):
+    if tokens.is_tokens(ref) or llm_train.is_llm_train(ref):
         caveats = pub.caveats(r, ref) if pub is not None and pub.caveats is not None else []
-        return tokens.differences(r, ref, _framework(r), caveats)
+        module = tokens if tokens.is_tokens(ref) else llm_train
+        return module.differences(r, ref, _framework(r), caveats)
     out: list[str] = []
     if not ref.framework.startswith("PyTorch") or (pub is not None and pub.own_harness):
         out.append(f"{ref.framework} vs {_framework(r)}")
@@ -208,13 +216,14 @@ def _devices(r: Result) -> int:
 #: the record's metric that a published metric is compared with
 _METRIC = {
     "throughput": "throughput",
+    "throughput_per_device": "throughput_per_device",  # a figure per GPU as published (torchtitan's TPS/GPU)
     "queries_per_second": "queries_per_second",
     "time_to_target": "time_to_target_seconds",
     "cost_to_target": "cost_to_target_usd",
     tokens.METRIC: tokens.METRIC,  # output tokens/s: MLPerf's "Tokens per second" is the answers' tokens
 }
 #: published metrics where more is better (a rate); the others are times and costs
-_RATES = {"throughput", "queries_per_second", tokens.METRIC}
+_RATES = {"throughput", "throughput_per_device", "queries_per_second", tokens.METRIC}
 
 
 def _figure(r: Result, ref: Reference) -> float | None:
@@ -234,11 +243,21 @@ def beside(result: Result, ref: Reference) -> Match | None:
     ratio = per_dev = None
     if not blocked:
         ratio = value / ref.value if rate else ref.value / value
-        own = tokens.per_device(result) if tokens.is_tokens(ref) else value / _devices(result)
+        own = _own_per_device(result, ref, value)
         per_dev = own / ref.per_device if rate and own and ref.per_device is not None else None
     price = (result.system.get("price") or {}).get("usd_per_hour")
     own_per_usd = value / price if price and rate else None
     return Match(result, ref, ratio, per_dev, own_per_usd, ref.per_usd_hour, differences(result, ref), blocked)
+
+
+def _own_per_device(result: Result, ref: Reference, value: float) -> float | None:
+    """The record's figure per device, as the row's per-device figure is counted: already per device for a row
+    published per GPU, the record's own tokens/s per device for a token row, else over the record's devices."""
+    if ref.is_per_device:
+        return value
+    if tokens.is_tokens(ref):
+        return tokens.per_device(result)
+    return value / _devices(result)
 
 
 def matches(result: Result) -> list[Match]:

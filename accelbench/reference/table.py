@@ -1,7 +1,8 @@
 """Published results shipped with the package, each with the place a reader can open to check it.
 
 ``data/reference_results.csv`` holds four articles' tables, MLPerf Inference submissions (ResNet-50, and the
-language models' tokens/s: llama2-70b, llama3.1-8b) and Lambda's PyTorch training throughput (see
+language models' tokens/s: llama2-70b, llama3.1-8b), Lambda's PyTorch training throughput and decoder LLM training
+tokens/s per GPU (torchtitan's and NeMo's published benchmarks; see
 ``data/README.md`` for the columns; a row names its source by title, publisher and date, never by a local file
 name). Rows are facts as published: a row whose figure is a ratio between two accelerators
 (Dell's MLPerf Training v0.5 V100-PCIe over T4) is kept, and flagged (its unit, ``x ...``), never turned into an
@@ -55,6 +56,13 @@ class Reference:
     #: under (MLPerf's Server and Interactive); a rate under other limits is another figure
     ttft_p99_ms: float | None = None
     tpot_p99_ms: float | None = None
+    #: tokens per sequence of a language model's training step: tokens/s and the attention's share of the work
+    #: depend on it, so a run at another length did other work
+    seq_len: int | None = None
+    #: how the published run spread the model over its devices ("FSDP 8", "FSDP 32, TP 8"), and its activation
+    #: checkpointing ("selective", "full"): both change the speed, not the work, and are said beside a ratio
+    parallelism: str = ""
+    activation_checkpointing: str = ""
 
     @property
     def is_ratio(self) -> bool:
@@ -66,7 +74,15 @@ class Reference:
         return int(self.count) if self.count.isdigit() else None
 
     @property
+    def is_per_device(self) -> bool:
+        """A figure per device as its source printed it (torchtitan's "TPS/GPU", NeMo's "Tokens / sec / GPU"),
+        kept as published rather than multiplied into a whole system's."""
+        return self.metric.endswith("_per_device")
+
+    @property
     def per_device(self) -> float | None:
+        if self.is_per_device:
+            return self.value
         return self.value / self.devices if self.devices and not self.is_ratio else None
 
     @property
@@ -126,6 +142,9 @@ def references() -> tuple[Reference, ...]:
                 samples_per_second=_number(r, "samples_per_second"),
                 ttft_p99_ms=_number(r, "ttft_p99_ms"),
                 tpot_p99_ms=_number(r, "tpot_p99_ms"),
+                seq_len=_integer(r, "seq_len"),
+                parallelism=r.get("parallelism") or "",
+                activation_checkpointing=r.get("activation_checkpointing") or "",
             )
         )
     return tuple(rows)
@@ -135,6 +154,12 @@ def _number(row: dict[str, str], column: str) -> float | None:
     """A column's figure, None where the row leaves it empty (or the column is absent)."""
     text = row.get(column) or ""
     return float(text) if text else None
+
+
+def _integer(row: dict[str, str], column: str) -> int | None:
+    """A count (a sequence length): compared exactly with a record's, so never left a float."""
+    value = _number(row, column)
+    return int(value) if value is not None else None
 
 
 def _words(text: str) -> set[str]:
