@@ -21,10 +21,12 @@ def register(sub: Any) -> None:
         description=(
             "List the published results shipped with accelbench: four published articles' tables (tf_cnn_benchmarks on "
             "Quadro RTX 8000, TPUv2 vs V100 with prices, MLPerf v0.5 V100-PCIe/T4 ratios, DAWNBench), Lambda's "
-            "PyTorch training throughput (RTX 8000 to H100, 1-8 GPUs) and MLPerf Inference v4.0 ResNet-50 Offline "
-            "and Server submissions, each with the place it was read from and the fields that decide "
-            "comparability. 'accelbench compare RUN --reference' puts a run beside them: a ratio only where scale, "
-            "model, precision, scenario and validity are alike, else the row reads 'n/a: tiny model' etc.\n\n"
+            "PyTorch training throughput (RTX 8000 to H100, 1-8 GPUs), MLPerf Inference v4.0 ResNet-50 Offline "
+            "and Server submissions, and LLM training tokens/s per GPU (torchtitan's and NeMo's llama3 tables on "
+            "H100 and H200), each with the place it was read from and the fields that decide comparability. "
+            "'accelbench compare RUN --reference' puts a run beside them: a ratio only where scale, model, "
+            "precision, scenario, validity (and for LLM training the sequence length, full training rather than "
+            "LoRA, the whole model rather than --layers) are alike, else the row reads 'n/a: tiny model' etc.\n\n"
             "--prices lists the dated cloud instance prices that --instance NAME can name (never used unless named)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -79,6 +81,7 @@ def cmd_reference(ns: argparse.Namespace) -> int:
                 r.framework,
                 "precision not stated" if r.precision == NOT_STATED else r.precision,
                 f"batch {r.batch_per_device}" if r.batch_per_device else "",
+                f"seq {r.seq_len}" if r.seq_len else "",
                 f"p99 bound {r.latency_bound_ms:g} ms" if r.latency_bound_ms is not None else "",
                 r.data,
             )
@@ -195,9 +198,10 @@ def beside_table(ms: list[Any], width: int) -> Group:
     unit = primary.unit if primary is not None else ""
     unlike = sum(not m.like for m in ms)
     table.caption = (
-        f"ratios: this run's {unit} over the published figure (above 1: this machine is faster); "
+        f"ratios: this run's {unit} over the published figure (above 1: this machine is faster; a figure "
+        "published per device is held against this run's per device); "
         + (f"{unlike} of {len(ms)} rows have none: n/a where the work differs (scale, model, precision, "
-           "scenario, validity); " if unlike else "")
+           "scenario, validity, sequence length, LoRA, --layers); " if unlike else "")
         + "sources: " + "; ".join(f"[{i}] {ref}" for i, ref in enumerate(refs, 1))
     )  # fmt: skip
     return Group(table) if inline else Group(table, Text("what differs:"), *notes)
