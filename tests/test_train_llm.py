@@ -171,3 +171,20 @@ def test_the_report_shows_a_decoders_mfu_beside_its_causal_figure():
     other = Result("train/throughput", {"model": "resnet50"})
     other.metrics["pct_of_peak"] = fig.figure(12.0, "%", higher_is_better=True)
     assert _of_peak(other, True) == "12.0% (est.)"
+
+
+@pytest.mark.parametrize("name", ["llama3.1-8b", "mixtral-8x7b", "gpt-oss-20b"])
+def test_every_tensor_of_a_meta_built_preset_is_initialised_after_to_empty(name):
+    """model.materialise allocates the (sharded) tensors uninitialised and relies on transformers' init_weights to
+    fill every parameter and buffer (the rotary tables, the experts, gpt-oss's sinks): memory left as it was would
+    train on garbage."""
+    from accelbench.train.llm import model as llm_model
+
+    params = TrainParams(model=name, scale="tiny")
+    model = llm_model.build(params, llm_model.config_for(params))
+    model.to_empty(device="cpu")
+    with torch.no_grad():
+        for t in [*model.parameters(), *model.buffers()]:
+            t.fill_(float("nan"))
+        model.init_weights()
+    assert [n for n, t in [*model.named_parameters(), *model.named_buffers()] if torch.isnan(t).any()] == []
