@@ -65,6 +65,12 @@ def precision_of(params: TtaParams, recipe: Recipe, device: "torch.device") -> s
     return recipe.gpu_precision
 
 
+def reached(r: Recipe, quality: float, target: float) -> bool:
+    """Whether ``quality`` meets ``target``: at or above it, or at or below it where the recipe's metric is a loss
+    (a recipe that says ``lower_is_better = True``; the contract's metrics are accuracies unless one says so)."""
+    return quality <= target if getattr(r, "lower_is_better", False) else quality >= target
+
+
 def evaluate(r: Recipe, model: Any, job: "Job") -> float:
     """The quality over the whole validation set: each rank scores its share, the sums are all-reduced."""
     import torch
@@ -185,7 +191,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         if job.typical_seconds:
             left, note = max(job.typical_seconds - elapsed, per_epoch) + job.seeds_after * job.typical_seconds, ""
         job.progress(f"seed {seed} epoch {epoch}: {r.metric} {quality:.4f} at {elapsed:.1f} s{note}", left=left)
-        if quality >= job.target:
+        if reached(r, quality, job.target):
             run.converged, run.time_to_target = True, elapsed
             break
     run.final_quality = quality

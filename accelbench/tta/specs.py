@@ -16,9 +16,16 @@ TTA_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16")
 class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     """Train ``workload`` on real data until its quality target, ``seeds`` times; score the olympic mean."""
 
-    workload: str = opt("digits", "digits, mnist, cifar10, imagenet, movielens, or package.module:Class", sweep=False)
+    workload: str = opt(
+        "digits",
+        "digits, mnist, cifar10, imagenet, movielens, llama3.1-8b-text, or package.module:Class",
+        sweep=False,
+    )
     target: float = opt(
-        0.0, "quality target (0: the workload's: digits 0.98, mnist 0.99, cifar10 0.94, ...)", sweep=False
+        0.0,
+        "quality target (0: the workload's: digits 0.98, mnist 0.99, cifar10 0.94, ...; a loss such as "
+        "llama3.1-8b-text's val_loss 2.0 is reached at or below it)",
+        sweep=False,
     )
     seeds: int = opt(3, "runs, each with its own seed; the score drops the fastest and the slowest", sweep=False)
     seed: int = opt(-1, "first seed (the others follow it); -1 draws them at random, as MLPerf does", sweep=False)

@@ -13,6 +13,7 @@ RECIPES: dict[str, str] = {
     "cifar10": "accelbench.tta.recipes.cifar:Cifar10",
     "imagenet": "accelbench.tta.recipes.imagenet:ImageNet",
     "movielens": "accelbench.tta.recipes.movielens:MovieLens",
+    "llama3.1-8b-text": "accelbench.tta.recipes.text:Llama31Text",
 }
 
 
