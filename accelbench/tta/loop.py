@@ -68,7 +68,7 @@ def precision_of(params: TtaParams, recipe: Recipe, device: "torch.device") -> s
 def reached(r: Recipe, quality: float, target: float) -> bool:
     """Whether ``quality`` meets ``target``: at or above it, or at or below it where the recipe's metric is a loss
     (a recipe that says ``lower_is_better = True``; the contract's metrics are accuracies unless one says so)."""
-    return quality <= target if getattr(r, "lower_is_better", False) else quality >= target
+    return quality <= target if r.lower_is_better else quality >= target
 
 
 def evaluate(r: Recipe, model: Any, job: "Job") -> float:

@@ -41,6 +41,8 @@ class Recipe(ABC):
     metric: ClassVar[str] = "top1"
     metric_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     target: ClassVar[float]
+    #: whether the quality metric improves downward (a validation loss): the target is reached at or below it
+    lower_is_better: ClassVar[bool] = False
     max_epochs: ClassVar[int]
     #: per-device batch size by device class ("gpu", "cpu": a device kind's ``batch_class``; an old "cuda" key is
     #: read as "gpu")
