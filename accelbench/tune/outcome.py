@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 import statistics
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from accelbench.families import benchmark_of
@@ -141,10 +141,11 @@ def reproduce(search: Search, c: Candidate) -> str:
         trial = p.trial_params(**c.settings)
     words = ["accelbench", "infer" if p.task == "serve" else p.task, p.model]
     common = ("device", "threads")  # the common options last, as a person writes them
+    plain = type(trial)(model=trial.model)  # the defaults as the model resolves them (train's optimizer: auto)
     for f in sorted(fields(trial), key=lambda f: f.name in common):
         if f.name == "model" or (f.name in TRIAL_LENGTH and not (f.name == "mode" and p.scenario == "server")):
             continue
-        value, default = getattr(trial, f.name), f.default if f.default is not MISSING else None
+        value, default = getattr(trial, f.name), getattr(plain, f.name)
         if value == default or value is None:
             continue
         flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
