@@ -16,13 +16,13 @@ from accelbench.errors import UsageError
 if TYPE_CHECKING:
     import torch
 
-_DEVICE_RE = re.compile(r"^(auto|cpu|cuda|rocm|mps|xpu|[a-z][a-z0-9_]*)(:\d+)?$")
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda|rocm|mps|xpu|xla|[a-z][a-z0-9_]*)(:\d+)?$")
 
 
 def check_device_name(name: str) -> str:
     """Validate the spelling of a device before torch is imported (for fast CLI errors)."""
     if not _DEVICE_RE.match(name) or (name.startswith("auto") and ":" in name):
-        raise UsageError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N (also rocm, xpu, mps)")
+        raise UsageError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N (also rocm, xpu, mps, xla)")
     return name
 
 
@@ -33,7 +33,7 @@ def resolve_device(name: str = "auto") -> "torch.device":
     check_device_name(name)
     if name == "auto":  # the first accelerator kind with a device, else the host
         for k in kinds():
-            if k.accelerator and k.unavailable() is None and k.count() > 0:
+            if k.auto():
                 return k.resolve(None)
         return kind_of("cpu").resolve(None)
     kind_name, _, index_text = name.partition(":")

@@ -56,6 +56,11 @@ class DeviceKind:
         """Devices of this kind on this machine."""
         return 1
 
+    def auto(self) -> bool:
+        """Whether ``--device auto`` may pick this kind here (an accelerator with a device; a kind whose device is
+        a test stand-in for the host, XLA on ``PJRT_DEVICE=CPU``, says no)."""
+        return self.accelerator and self.unavailable() is None and self.count() > 0
+
     def resolve(self, index: int | None) -> "torch.device":
         """The ``torch.device`` a user's name means, its index filled in for an indexed kind."""
         import torch
@@ -86,6 +91,10 @@ class DeviceKind:
         return self.name if index is None else f"{self.name}:{index}"
 
     # -- time -------------------------------------------------------------------------------------------------
+
+    def end_step(self, device: "torch.device") -> None:
+        """Mark the end of one step of work: a lazy device (XLA) cuts its graph here, so every step is one graph
+        compiled once, not the warm-up traced whole; an eager device needs nothing."""
 
     def synchronize(self, device: "torch.device") -> None:
         """Wait for the work queued on ``device``; the host runs synchronously."""

@@ -83,7 +83,8 @@ def _builtin() -> None:
     _LOADED = True
     import importlib
 
-    for name in ("rocm", "cuda", "xpu", "mps", "cpu"):  # rocm before cuda: it claims torch.cuda devices of a HIP build
+    # rocm before cuda: it claims the torch.cuda devices of a HIP build
+    for name in ("rocm", "cuda", "xpu", "mps", "xla", "cpu"):
         kind = importlib.import_module(f"accelbench.devices.{name}").KIND
         if not any(k.name == kind.name for k in _KINDS):
             _KINDS.append(kind)

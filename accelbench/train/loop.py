@@ -145,12 +145,15 @@ def run_windows(
     many), the unfinished one dropped; with none finished, :class:`StoppedEarly`.
     """
     from accelbench.devices import synchronize
+    from accelbench.devices.kind import kind_of
 
     device = trainer.device
+    kind = kind_of(device)
     for _ in range(params.warmup):
         if stop():
             raise StoppedEarly(f"{stop()} during the warm-up: no window was measured")
         trainer.step()
+        kind.end_step(device)  # a lazy device compiles the step's graph here, once, as the windows will run it
     synchronize(device)
     losses: list["torch.Tensor"] = []
     samples: list[float] = []

@@ -1,0 +1,143 @@
+"""PyTorch/XLA as a device kind (TPUs; XLA on the host with ``PJRT_DEVICE=CPU``), through ``torch_xla``.
+
+XLA is lazy: an operation records itself into a graph, and nothing runs until the graph is cut
+(``torch_xla.sync()``) and executed. So waiting for the device is "cut the graph, execute it, wait"
+(:meth:`XlaKind.synchronize`), every step of a timed burst is cut on its own (one graph per step, compiled once
+and replayed, as a training loop on a TPU runs; a burst traced whole would be one new graph per window size),
+and the first call of a new shape compiles. ``torch_xla`` is imported only when an XLA device is asked for:
+naming the kind, or listing the machine's devices without it installed, costs nothing.
+
+A host run through XLA (``PJRT_DEVICE=CPU``) is a test configuration, not an accelerator: ``--device auto``
+never picks it (:meth:`XlaKind.auto`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from accelbench.devices.base import DeviceKind
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _xla() -> Any:
+    import torch_xla
+
+    return torch_xla
+
+
+def _xm() -> Any:
+    import torch_xla.core.xla_model as xm
+
+    return xm
+
+
+class XlaKind(DeviceKind):
+    name = "xla"
+    torch_type = "xla"
+    vendor = "PyTorch/XLA"
+    accelerator = True
+    dist_backend = "xla"
+    batch_class = "gpu"
+
+    def unavailable(self) -> str | None:
+        if importlib.util.find_spec("torch_xla") is None:
+            return "torch_xla not installed (PyTorch/XLA: pip install torch_xla matching torch, e.g. 2.9.0 on a TPU VM)"
+        try:
+            return None if self.count() > 0 else "torch_xla sees no XLA device (set PJRT_DEVICE=TPU, or CPU to test)"
+        except Exception as exc:  # the runtime could not start (no TPU, a PJRT_DEVICE it cannot open)
+            return f"the XLA runtime did not start: {str(exc).splitlines()[0][:160]}"
+
+    def runtime_type(self) -> str:
+        """What the PJRT runtime runs on: TPU, CPU, CUDA (``torch_xla.runtime.device_type()``)."""
+        import torch_xla.runtime as xr
+
+        return str(xr.device_type())
+
+    def auto(self) -> bool:
+        """Whether ``--device auto`` may pick it: on a TPU (or GPU) runtime, not on XLA's host test device."""
+        return self.unavailable() is None and self.runtime_type() != "CPU"
+
+    def count(self) -> int:
+        if importlib.util.find_spec("torch_xla") is None:
+            return 0
+        import torch_xla.runtime as xr
+
+        return int(xr.addressable_device_count())
+
+    def resolve(self, index: int | None) -> "torch.device":
+        return _xla().device(index)
+
+    def label(self, device: "torch.device") -> str:
+        hw = self.runtime_type()
+        if hw == "TPU":
+            try:
+                return f"TPU v{_xla().tpu.version()}"
+            except Exception:  # the generation is not exposed by this runtime
+                return "TPU"
+        return f"XLA on {hw}"
+
+    def total_memory(self, device: "torch.device") -> int | None:
+        info = self._memory(device)
+        return int(info["bytes_limit"]) if info and info.get("bytes_limit") else None
+
+    def properties(self, device: "torch.device") -> dict[str, Any]:
+        return super().properties(device) | {"runtime": self.runtime_type()}
+
+    def synchronize(self, device: "torch.device") -> None:
+        """Cut the graph recorded so far, execute it and wait for the device."""
+        _xla().sync()
+        _xm().wait_device_ops()
+
+    def end_step(self, device: "torch.device") -> None:
+        _xla().sync()
+
+    def time_burst(
+        self, fn: Callable[[], object], device: "torch.device", calls: int, clock: Callable[[], int]
+    ) -> float:
+        """Seconds per call over ``calls`` calls, each cut into its own graph (dispatched without waiting), the
+        device waited for once at the end: what a training loop on XLA runs."""
+        t0 = clock()
+        for _ in range(calls):
+            fn()
+            _xla().sync()
+        _xm().wait_device_ops()
+        return (clock() - t0) / 1e9 / calls
+
+    def estimate_call_seconds(self, fn: Callable[[], object], device: "torch.device", flush: Any) -> float:
+        t0 = time.perf_counter()
+        fn()
+        self.synchronize(device)
+        return time.perf_counter() - t0
+
+    # -- memory: what the runtime reports (a TPU's HBM; nothing on the host runtime) -------------------------
+
+    def _memory(self, device: "torch.device") -> dict[str, Any] | None:
+        try:
+            return dict(_xm().get_memory_info(device))
+        except Exception:  # the host runtime keeps no statistics
+            return None
+
+    def reset_peak_memory(self, device: "torch.device") -> int | None:
+        info = self._memory(device)
+        return int(info["bytes_used"]) if info and "peak_bytes_used" in info else None
+
+    def peak_memory(self, device: "torch.device") -> int | None:
+        info = self._memory(device)
+        return int(info["peak_bytes_used"]) if info and "peak_bytes_used" in info else None
+
+    def memory_method(self) -> str | None:
+        return "torch_xla xm.get_memory_info peak_bytes_used (the runtime's peak, not reset per block)"
+
+    # -- precision --------------------------------------------------------------------------------------------
+
+    def unsupported(self, device: "torch.device", precision: str) -> str | None:
+        if precision in ("fp16",) and self.runtime_type() == "TPU":
+            return "TPUs compute in bf16 and fp32; fp16 has no native path there (use bf16)"
+        return super().unsupported(device, precision)
+
+
+KIND = XlaKind()
