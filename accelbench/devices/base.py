@@ -32,6 +32,8 @@ class DeviceKind:
     fused_optimizer: ClassVar[bool] = False
     #: host memory pinned for copies to it pays off
     pin_memory: ClassVar[bool] = False
+    #: it records operations into a graph that runs when cut (XLA): the timer cuts after every call
+    lazy: ClassVar[bool] = False
     #: it can capture and replay a graph of kernels (CUDA graphs)
     graphs: ClassVar[bool] = False
     #: torchvision decodes JPEG on it (``decode_jpeg(..., device=...)``: nvJPEG on NVIDIA GPUs)

@@ -42,6 +42,7 @@ class XlaKind(DeviceKind):
     accelerator = True
     dist_backend = "xla"
     batch_class = "gpu"
+    lazy = True
 
     def unavailable(self) -> str | None:
         if importlib.util.find_spec("torch_xla") is None:

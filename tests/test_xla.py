@@ -1,0 +1,68 @@
+"""The XLA device kind against the real PyTorch/XLA on the host (``PJRT_DEVICE=CPU``): run by ``.ci/xla`` in an
+environment of its own (torch 2.9.0 + torch_xla 2.9.0); in the main environment only the "not installed" case.
+
+Each case asserts what XLA must produce: an ``ok`` record on the ``xla`` device, timed by cutting a graph per
+call (a burst traced whole would fold calls that write the same output into one).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+from accelbench.errors import UsageError
+from accelbench.suite.suites import make_entry
+from accelbench.suite.worker import run_inline
+
+HAVE_XLA = importlib.util.find_spec("torch_xla") is not None
+needs_xla = pytest.mark.skipif(
+    not HAVE_XLA and not os.environ.get("ACCELBENCH_REQUIRE_XLA"),
+    reason="torch_xla is not installed here (bash .ci/xla builds an environment with it and runs these tests)",
+)
+XLA = {"device": "xla", "threads": 2}
+
+
+@pytest.mark.skipif(HAVE_XLA, reason="torch_xla is installed: the device exists")
+def test_without_torch_xla_the_device_says_why():
+    from accelbench.devices import resolve_device
+    from accelbench.devices.kind import by_name
+
+    kind = by_name("xla")
+    assert kind is not None and "torch_xla not installed" in (kind.unavailable() or "")
+    assert not kind.auto()
+    with pytest.raises(UsageError, match="torch_xla not installed"):
+        resolve_device("xla")
+
+
+@needs_xla
+def test_the_xla_device_is_found_and_never_picked_by_auto_on_the_host_runtime():
+    from accelbench.devices import resolve_device
+    from accelbench.devices.kind import by_name
+
+    kind = by_name("xla")
+    assert kind is not None and kind.unavailable() is None and kind.count() >= 1
+    device = resolve_device("xla")
+    assert device.type == "xla" and kind.label(device) == "XLA on CPU"
+    assert resolve_device("auto").type == "cpu"  # XLA's host device is a test stand-in, not an accelerator
+
+
+@needs_xla
+def test_a_gemm_on_xla_is_timed_one_graph_per_call():
+    [r] = run_inline(
+        make_entry("kernels/gemm", {"m": 256, "n": 256, "k": 256, "min_time": 0.05, "max_time": 1.0, **XLA})
+    )
+    assert r.status == "ok", r.error or r.reason
+    assert r.params["device"].startswith("xla") and r.metrics["tflops"].value > 0
+    # a 256^3 fp32 GEMM on two host cores: far below a TFLOPS (calls folded into one would read many times more)
+    assert r.metrics["tflops"].value < 1.0
+
+
+@needs_xla
+def test_three_training_steps_on_xla_store_a_record():
+    params = {"model": "resnet18", "scale": "tiny", "batch_size": "4", "warmup": 1, "num_batches": 3}
+    [r] = run_inline(make_entry("train/throughput", params | {"display_every": 1, **XLA}))
+    assert r.status == "ok", r.error or r.reason
+    assert r.params["device"].startswith("xla") and r.metrics["throughput"].value > 0
+    assert r.details["clock"] == "perf_counter_ns+xla_synchronize"
