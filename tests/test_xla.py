@@ -66,3 +66,13 @@ def test_three_training_steps_on_xla_store_a_record():
     assert r.status == "ok", r.error or r.reason
     assert r.params["device"].startswith("xla") and r.metrics["throughput"].value > 0
     assert r.details["clock"] == "perf_counter_ns+xla_synchronize"
+
+
+@needs_xla
+def test_a_loadgen_offline_run_on_xla_is_valid():
+    """Under the real LoadGen; XLA's tensors cannot be inference tensors, so serving runs under the kind's
+    no_grad there (inference_mode failed: "Cannot set version_counter for inference tensor")."""
+    params = {"model": "resnet18", "scale": "tiny", "scenario": "offline", "batch_size": 8}
+    [r] = run_inline(make_entry("infer/loadgen", params | XLA))
+    assert r.status == "ok", r.error or r.reason
+    assert r.params["device"].startswith("xla") and r.valid and r.metrics["throughput"].value > 0

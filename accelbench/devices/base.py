@@ -94,6 +94,13 @@ class DeviceKind:
 
     # -- time -------------------------------------------------------------------------------------------------
 
+    def no_grad(self) -> AbstractContextManager[Any]:
+        """The no-autograd mode inference runs under: ``torch.inference_mode`` (no version counters), or
+        ``torch.no_grad`` where the kind's tensors cannot be inference tensors (XLA's)."""
+        import torch
+
+        return torch.inference_mode()
+
     def end_step(self, device: "torch.device") -> None:
         """Mark the end of one step of work: a lazy device (XLA) cuts its graph here, so every step is one graph
         compiled once, not the warm-up traced whole; an eager device needs nothing."""

@@ -93,6 +93,11 @@ class XlaKind(DeviceKind):
         _xla().sync()
         _xm().wait_device_ops()
 
+    def no_grad(self) -> Any:
+        import torch
+
+        return torch.no_grad()  # XLA tensors cannot be inference tensors ("Cannot set version_counter")
+
     def end_step(self, device: "torch.device") -> None:
         _xla().sync()
 

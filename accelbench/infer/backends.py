@@ -141,7 +141,7 @@ class TorchEager(Backend):
         if stream is None:
 
             def predict(inputs: "Inputs") -> Any:
-                with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                with kind.no_grad(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
                     return served.forward(run, _as(inputs, weights, channels_last))
 
             return predict
@@ -151,7 +151,7 @@ class TorchEager(Backend):
             # complete before LoadGen hears of it
             with (
                 kind.serving_batch(device, stream),
-                torch.inference_mode(),
+                kind.no_grad(),
                 torch.autocast(device.type, dtype=dtype, enabled=dtype is not None),
             ):
                 return served.forward(run, _as(inputs, weights, channels_last))

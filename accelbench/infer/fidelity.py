@@ -136,12 +136,13 @@ def outputs(
     served: "Served", model: Any, load: Callable[[int], "Inputs"], count: int, batch_size: int
 ) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
     """Each sample's answer and raw output row (None when the family's outputs have no rows)."""
-    import torch
 
     answers: list[np.ndarray] = []
     raw: list[np.ndarray] | None = []
+    from accelbench.devices.kind import kind_of
+
     device = next(iter(model.parameters())).device
-    with torch.inference_mode():
+    with kind_of(device).no_grad():
         for start in range(0, count, batch_size):
             inputs = served.collate([load(i) for i in range(start, min(count, start + batch_size))])
             out = served.forward(model, tuple(t.to(device) for t in inputs))

@@ -64,7 +64,7 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
 
     def step(qq: "torch.Tensor", kk: "torch.Tensor", vv: "torch.Tensor", g: "torch.Tensor") -> tuple[object, ...]:
         if not train:
-            with torch.inference_mode():
+            with kind_of(device).no_grad():
                 return (F.scaled_dot_product_attention(qq, kk, vv, is_causal=p.causal),)
         for t in (qq, kk, vv):
             t.grad = None

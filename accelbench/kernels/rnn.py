@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import FLOAT_PRECISIONS, torch_dtype
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import RnnParams
@@ -65,7 +66,7 @@ def build_case(p: RnnParams, device: "torch.device") -> KernelCase:
 
     def step(module: "torch.nn.Module", inp: "torch.Tensor", g: "torch.Tensor") -> tuple["torch.Tensor", ...]:
         if not train:
-            with torch.inference_mode():
+            with kind_of(device).no_grad():
                 return (module(inp)[0],)
         inp.grad = None
         out = module(inp)[0]
