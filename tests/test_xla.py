@@ -49,9 +49,9 @@ def test_the_xla_device_is_found_and_never_picked_by_auto_on_the_host_runtime():
 
 
 @needs_xla
-def test_a_gemm_on_xla_is_timed_one_graph_per_call():
+def test_a_gemm_on_xla_is_timed_one_graph_per_call(tmp_path):
     [r] = run_inline(
-        make_entry("kernels/gemm", {"m": 256, "n": 256, "k": 256, "min_time": 0.05, "max_time": 1.0, **XLA})
+        make_entry("kernels/gemm", {"m": 256, "n": 256, "k": 256, "min_time": 0.05, "max_time": 1.0, **XLA}), tmp_path
     )
     assert r.status == "ok", r.error or r.reason
     assert r.params["device"].startswith("xla") and r.metrics["tflops"].value > 0
@@ -60,19 +60,19 @@ def test_a_gemm_on_xla_is_timed_one_graph_per_call():
 
 
 @needs_xla
-def test_three_training_steps_on_xla_store_a_record():
+def test_three_training_steps_on_xla_store_a_record(tmp_path):
     params = {"model": "resnet18", "scale": "tiny", "batch_size": "4", "warmup": 1, "num_batches": 3}
-    [r] = run_inline(make_entry("train/throughput", params | {"display_every": 1, **XLA}))
+    [r] = run_inline(make_entry("train/throughput", params | {"display_every": 1, **XLA}), tmp_path)
     assert r.status == "ok", r.error or r.reason
     assert r.params["device"].startswith("xla") and r.metrics["throughput"].value > 0
     assert r.details["clock"] == "perf_counter_ns+xla_synchronize"
 
 
 @needs_xla
-def test_a_loadgen_offline_run_on_xla_is_valid():
+def test_a_loadgen_offline_run_on_xla_is_valid(tmp_path):
     """Under the real LoadGen; XLA's tensors cannot be inference tensors, so serving runs under the kind's
     no_grad there (inference_mode failed: "Cannot set version_counter for inference tensor")."""
     params = {"model": "resnet18", "scale": "tiny", "scenario": "offline", "batch_size": 8}
-    [r] = run_inline(make_entry("infer/loadgen", params | XLA))
+    [r] = run_inline(make_entry("infer/loadgen", params | XLA), tmp_path)
     assert r.status == "ok", r.error or r.reason
     assert r.params["device"].startswith("xla") and r.valid and r.metrics["throughput"].value > 0
