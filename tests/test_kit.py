@@ -116,8 +116,7 @@ def _free_port() -> int:
 @pytest.mark.parametrize(
     "name, params",
     [
-        # FSDP2 across two nodes (the launcher is every family's: DDP's ranks meet the same way)
-        ("train/throughput", {"model": "llama3.1-8b", "scale": "tiny", "warmup": 1, "num_batches": 4}),
+        ("train/throughput", {"model": "ncf", "scale": "tiny", "warmup": 1, "num_batches": 4, "batch_size": "64"}),
         ("tta/time_to_target", {"workload": "digits", "seeds": 1, "seed": 1, "target": 0.5, "max_epochs": 5}),
         ("kernels/allreduce", {"sizes": "64K", "min_time": 0.05, "min_reps": 3}),
     ],

@@ -58,12 +58,17 @@ class Served:
         return self.workload.build(self.scale)
 
     def synthetic(self, index: int, device: "torch.device") -> Inputs:
-        """Sample ``index`` of the performance set: the same input every time it is asked for."""
+        """Sample ``index`` of the performance set: the same input every time it is asked for, on every device.
+
+        Drawn on the host under a seeded generator, then copied: ``torch.manual_seed`` does not seed every
+        device's generator (XLA's is its own), and a sample drawn there anew at each request would be a
+        different input for the served run and the reference."""
         import torch
 
-        torch.manual_seed(index)
-        batch = self.workload.synthetic_batch(1, device, self.scale)
-        return tuple(batch[: self.n_inputs])
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(index)
+            batch = self.workload.synthetic_batch(1, torch.device("cpu"), self.scale)
+        return tuple(t.to(device) for t in batch[: self.n_inputs])
 
     def collate(self, samples: list[Inputs]) -> Inputs:
         import torch
