@@ -64,11 +64,13 @@ class Served:
         device's generator (XLA's is its own), and a sample drawn there anew at each request would be a
         different input for the served run and the reference."""
         import torch
+        from torch.utils._pytree import tree_map
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(index)
             batch = self.workload.synthetic_batch(1, torch.device("cpu"), self.scale)
-        return tuple(t.to(device) for t in batch[: self.n_inputs])
+        # inputs may be nested (a detector's list of images): every tensor in them moves
+        return tuple(tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, batch[: self.n_inputs]))
 
     def collate(self, samples: list[Inputs]) -> Inputs:
         import torch
