@@ -152,6 +152,27 @@ def test_builtin_suites_and_targets():
         resolve_targets(["kernels/gem"])
 
 
+def test_the_tpu_vs_gpu_suite_runs_the_studys_sweep_and_meets_its_published_rows():
+    """Each entry is ResNet-50 training at a per-device batch the study reports; a record of its 256 entry
+    stands beside both published rows (4x Cloud TPU v2, 4x V100) with a ratio per device."""
+    from accelbench.reference.match import matches
+    from accelbench.results.record import Metric, Result
+
+    suite = builtin_suite("tpu-vs-gpu")
+    assert {e.params["model"] for e in suite.entries} == {"resnet50"}
+    assert {e.params["batch_size"] for e in suite.entries} == {"32", "64", "128", "256"}
+    assert {e.params["precision"] for e in suite.entries} == {"amp_bf16", "amp_fp16"}
+    entry = next(e for e in suite.entries if e.params["batch_size"] == "256" and e.params["precision"] == "amp_bf16")
+    metric = Metric(value=900.0, unit="images/s", higher_is_better=True, n=10, ci95=(890.0, 910.0))
+    r = Result(entry.benchmark, dict(entry.params), metrics={"throughput": metric}, primary_metric="throughput")
+    rows = [m for m in matches(r) if m.reference.source == "TPUv2 vs V100 study"]
+    study = {m.reference.accelerator: m for m in rows if m.reference.data == "synthetic"}
+    tpu = study["Cloud TPU v2"]
+    assert tpu.like and tpu.ratio_per_device == pytest.approx(900 / (3186 / 4))
+    assert "4 vs 1 device(s): compare per device" in tpu.differences
+    assert study["Tesla V100"].ratio is None  # published in fp16: no ratio for a bf16 run
+
+
 def test_inline_run_returns_records():
     results = run_inline(make_entry("selftest/ok", {}), Path("."))
     assert results[0].status == "ok" and results[0].metrics["seconds"].value > 0

@@ -57,6 +57,9 @@ def test_a_gemm_on_xla_is_timed_one_graph_per_call(tmp_path):
     assert r.params["device"].startswith("xla") and r.metrics["tflops"].value > 0
     # a 256^3 fp32 GEMM on two host cores: far below a TFLOPS (calls folded into one would read many times more)
     assert r.metrics["tflops"].value < 1.0
+    # the one graph compiled in the warm-up, counted apart; none compiled while samples were taken
+    assert r.details["compiles"]["warmup_graphs"] >= 1 and r.details["compiles"]["window_graphs"] == 0
+    assert not any(w.startswith("recompiled") for w in r.warnings)
 
 
 @needs_xla
@@ -66,6 +69,20 @@ def test_three_training_steps_on_xla_store_a_record(tmp_path):
     assert r.status == "ok", r.error or r.reason
     assert r.params["device"].startswith("xla") and r.metrics["throughput"].value > 0
     assert r.details["clock"] == "perf_counter_ns+xla_synchronize"
+    c = r.details["compiles"]
+    assert c["warmup_graphs"] >= 1 and c["warmup_compile_seconds"] > 0 and c["window_graphs"] == 0, c
+
+
+@needs_xla
+def test_fp32_on_xla_multiplies_at_fp32_not_in_one_bf16_pass():
+    """XLA's default matmul precision rounds FP32 operands to bf16 on a TPU; fp32 sets it to ``highest``."""
+    import torch_xla.backends as xb
+
+    from accelbench.devices import resolve_device
+    from accelbench.devices.precision import set_numeric_mode
+
+    mode = set_numeric_mode(resolve_device("xla"), "fp32")
+    assert mode["xla_mat_mul_precision"] == "highest" == xb.get_mat_mul_precision()
 
 
 @needs_xla

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn
 
 from accelbench.devices import check_device_name
+from accelbench.devices.kind import BUILTIN, ENV
 from accelbench.errors import UsageError
 
 _TAG_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -109,7 +110,11 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     """The options every measuring command takes."""
     g = p.add_argument_group("common options")
     g.add_argument(
-        "--device", type=device_name, metavar="DEV", help="auto (default: cuda if present, else cpu), cpu, cuda, cuda:N"
+        "--device",
+        type=device_name,
+        metavar="DEV",
+        help=f"auto (default: an accelerator if one is found, else cpu), or a kind with an optional index (cuda:1): "
+        f"{', '.join(sorted(BUILTIN))}; a kind of one's own through ${ENV}",
     )
     add_store_option(g)  # type: ignore[arg-type]
     g.add_argument(

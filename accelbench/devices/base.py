@@ -108,6 +108,17 @@ class DeviceKind:
     def synchronize(self, device: "torch.device") -> None:
         """Wait for the work queued on ``device``; the host runs synchronously."""
 
+    def numeric_mode(self, device: "torch.device", precision: str) -> dict[str, Any]:
+        """Set this kind's own math switches so that ``precision`` computes at the precision it names; returns
+        what it set, for the record (nothing on a kind whose defaults already do)."""
+        return {}
+
+    def compilations(self) -> tuple[int, float] | None:
+        """(graphs compiled so far in this process, seconds spent compiling them) on a kind that compiles every
+        new graph before it runs (XLA), so a measurement can count compilation apart from the work; None on an
+        eager kind."""
+        return None
+
     #: whether the kind times with device events (:meth:`time_events`; else the host clock around a
     #: synchronisation), and flushes its cache between cold samples (:meth:`flush_buffer`)
     event_timing: ClassVar[bool] = False

@@ -72,6 +72,8 @@ def by_name(name: str) -> DeviceKind | None:
 
 _HOST = DeviceKind()
 _LOADED = False
+#: the kinds shipped with accelbench, by module; rocm before cuda: it claims the torch.cuda devices of a HIP build
+BUILTIN = ("rocm", "cuda", "xpu", "mps", "xla", "cpu")
 
 
 def _builtin() -> None:
@@ -83,8 +85,7 @@ def _builtin() -> None:
     _LOADED = True
     import importlib
 
-    # rocm before cuda: it claims the torch.cuda devices of a HIP build
-    for name in ("rocm", "cuda", "xpu", "mps", "xla", "cpu"):
+    for name in BUILTIN:
         kind = importlib.import_module(f"accelbench.devices.{name}").KIND
         if not any(k.name == kind.name for k in _KINDS):
             _KINDS.append(kind)

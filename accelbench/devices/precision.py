@@ -155,15 +155,18 @@ def set_numeric_mode(device: "torch.device", precision: str, autotune: bool = Tr
 
     torch's defaults differ between libraries (cuDNN convolutions may use TF32, cuBLAS matmuls not), so
     "fp32" would silently be TF32 in convolutions: TF32 is on for both exactly where the table says
-    (``tf32``). ``autotune`` lets cuDNN pick the fastest convolution algorithm per shape, as
+    (``tf32``); a kind with its own default (XLA multiplies FP32 in one bf16 pass on a TPU) sets its mode
+    through :meth:`DeviceKind.numeric_mode`. ``autotune`` lets cuDNN pick the fastest convolution algorithm per shape, as
     tf_cnn_benchmarks, DeepBench and MLPerf do; the search runs in the warm-up. Serving, whose batches
     vary in size, turns it off so that no search lands inside a timed run. Returns the mode it set.
     """
     import torch
+
+    from accelbench.devices.kind import kind_of
 
     tf32 = tf32_math(precision)
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     benchmark = autotune and device.type == "cuda"
     torch.backends.cudnn.benchmark = benchmark
-    return {"tf32": tf32, "cudnn_benchmark": benchmark}
+    return {"tf32": tf32, "cudnn_benchmark": benchmark} | kind_of(device).numeric_mode(device, precision)

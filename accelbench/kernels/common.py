@@ -197,6 +197,7 @@ def kernel_result(
             "measure_seconds": measurement.total_seconds,
             "cache": measurement.meta.get("cache"),
         }
+        | {k: v for k, v in measurement.meta.items() if k == "compiles"}  # counted apart, on a compiling device
     )
     if case.flops is not None:
         details["flops_per_call"] = case.flops

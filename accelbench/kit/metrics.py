@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelbench.measure.compiles import compile_warning
 from accelbench.measure.stats import Measurement
 from accelbench.results.record import Metric
 
@@ -66,6 +67,7 @@ def warnings_of(m: Measurement | None, conditions: dict[str, Any]) -> list[str]:
     own: list[str | None] = []
     if m is not None:
         own.append(m.noise_warning())
+        own.append(compile_warning(m.meta))
         wanted = m.meta.get("min_reps")
         if wanted and m.n < wanted:
             own.append(

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal
 
+from accelbench.measure.compiles import CompileCount, compile_meta
 from accelbench.measure.stats import Measurement
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class Timer:
 
         clock = self.clock
         sync_each = kind.accelerator  # the queued work must be done before the clock is read
+        compiles = CompileCount(dev)
         t_begin = clock()
         warm = 0
         while warm < cfg.min_warmup_calls or (clock() - t_begin) < cfg.warmup_seconds * 1e9:
@@ -99,6 +101,7 @@ class Timer:
             warm += 1
             if sync_each:
                 kind.synchronize(dev)
+        warmup_compiles = compiles.since()
         per_call = (clock() - t_begin) / 1e9 / max(warm, 1)
         number = 1
         if per_call < cfg.min_sample_seconds and per_call > 0:
@@ -128,7 +131,8 @@ class Timer:
             warmup_calls=warm,
             total_seconds=(clock() - t_begin) / 1e9,
             clock=kind.clock_name(dev),
-            meta={"cache": "hot", "min_reps": cfg.min_reps, "max_time": cfg.max_time},
+            meta={"cache": "hot", "min_reps": cfg.min_reps, "max_time": cfg.max_time}
+            | compile_meta(warmup_compiles, compiles.since()),
         )
 
     def _measure_events(self, kind: "DeviceKind") -> Measurement:

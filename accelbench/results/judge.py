@@ -39,7 +39,7 @@ MIN_EFFECT_SINGLE = 0.10
 #: With run-to-run evidence, the smallest change called a difference however steady the runs.
 MIN_EFFECT = 0.02
 #: Warnings that set a record aside, by the prefix the measurement and the conditions monitor give them.
-_SET_ASIDE = ("contended", "noisy", "few samples", "client-limited")
+_SET_ASIDE = ("contended", "noisy", "few samples", "client-limited", "recompiled")
 #: Runs a side, at least, on which a figure with no interval of its own is judged (the runs' spread stands in).
 MIN_RUNS_BARE = 3
 NO_INTERVAL = "no interval"

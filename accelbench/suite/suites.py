@@ -43,7 +43,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-BUILTIN = ("quick", "standard")
+BUILTIN = ("quick", "standard", "tpu-vs-gpu")
 
 
 @dataclass(frozen=True)

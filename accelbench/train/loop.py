@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from accelbench.devices.precision import PRECISIONS, model_dtype
 from accelbench.errors import StoppedEarly
 from accelbench.kit.step import TrainStep, fused_kwargs
+from accelbench.measure.compiles import CompileCount, compile_meta
 from accelbench.measure.stats import Measurement
 from accelbench.measure.timer import clock_name, time_burst
 
@@ -149,12 +150,14 @@ def run_windows(
 
     device = trainer.device
     kind = kind_of(device)
+    compiles = CompileCount(device)
     for _ in range(params.warmup):
         if stop():
             raise StoppedEarly(f"{stop()} during the warm-up: no window was measured")
         trainer.step()
         kind.end_step(device)  # a lazy device compiles the step's graph here, once, as the windows will run it
     synchronize(device)
+    warmup_compiles = compiles.since()
     losses: list["torch.Tensor"] = []
     samples: list[float] = []
     window = params.window
@@ -181,7 +184,9 @@ def run_windows(
         if pipeline is not None:
             trainer.window_waits.append(pipeline.waited - waited)
         report((w + 1) * window, samples[-1])
-    return Measurement(tuple(samples), calls_per_sample=window, clock=clock_name(device)), _final_loss(losses)
+    meta = compile_meta(warmup_compiles, compiles.since())
+    m = Measurement(tuple(samples), calls_per_sample=window, clock=clock_name(device), meta=meta)
+    return m, _final_loss(losses)
 
 
 def _final_loss(losses: list["torch.Tensor"]) -> float:

@@ -230,7 +230,7 @@ def _measured(
     record: dict[str, Any], m: Any, metrics: dict[str, Any], details: dict[str, Any], conditions: dict[str, Any]
 ) -> Result:
     """The record of a measurement in windows: its figures, raw samples, clock and the run's conditions."""
-    details |= {"clock": m.clock, "windows": m.n}
+    details |= {"clock": m.clock, "windows": m.n} | m.meta  # the compilation counted apart, on XLA
     return Result(
         benchmark_of(TrainParams),
         record,

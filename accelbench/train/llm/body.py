@@ -102,6 +102,7 @@ def train(params: Any, device: "torch.device", rank: int = 0, world: int = 1, pr
     return report | {
         "samples": list(measurement.samples),
         "clock": measurement.clock,
+        "meta": measurement.meta,
         "tokens_per_step": tokens,
         "loss": loss,
         "peak_memory_bytes": mem.peak,

@@ -208,7 +208,12 @@ def _result(
     world: int,
 ) -> Result:
     """tokens/s (the median window, with its interval), per device, step time, memory, model TFLOPS and MFU."""
-    m = Measurement(tuple(report["samples"]), calls_per_sample=record["display_every"], clock=report["clock"])
+    m = Measurement(
+        tuple(report["samples"]),
+        calls_per_sample=record["display_every"],
+        clock=report["clock"],
+        meta=report.get("meta") or {},
+    )
     throughput = fig.rate(report["tokens_per_step"], m, "tokens/s")
     metrics = {
         "throughput": throughput,
@@ -234,7 +239,7 @@ def _result(
         "world_size": world,
         "backend": report.get("backend"),
         "peak_memory_method": report.get("memory_method"),
-    }
+    } | m.meta
     return Result(
         _benchmark(),
         record,
