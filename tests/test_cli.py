@@ -251,6 +251,7 @@ def test_a_sweep_skips_what_this_machine_cannot_run(cli_env, tmp_path):
     assert "1 ok, 0 failed, 1 skipped" in p.stdout and "runs int8, not amp_fp16" in p.stdout
 
 
+@pytest.mark.slow  # several runs end to end: in CI's second pytest step (pytest -m slow)
 def test_train_scaling_table(cli_env, tmp_path):
     args = ["train", "ncf", "--scale", "tiny", "--batch-size", "64", "--nproc", "1,2", "--num-batches", "4"]
     args += ["--display-every", "2", "--warmup", "1", "--db", str(tmp_path / "t.db")]

@@ -329,6 +329,7 @@ def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
 # --- sweep: one Offline run per concurrency, stored, and the curve in the report
 
 
+@pytest.mark.slow  # several runs end to end: in CI's second pytest step (pytest -m slow)
 def test_a_sweep_stores_seven_points_and_the_report_draws_the_curve(
     checkpoint: Path, tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
@@ -382,6 +383,7 @@ def test_a_rate_sweep_runs_server_at_each_rate(checkpoint: Path, tmp_path: Path,
     assert "one Server LoadGen run per request rate" in curve["method"]
 
 
+@pytest.mark.slow  # several runs end to end: in CI's second pytest step (pytest -m slow)
 def test_find_peak_through_an_endpoint_confirms_a_rate(
     checkpoint: Path, tmp_path: Path, cli_env: dict[str, str]
 ) -> None:

@@ -67,6 +67,7 @@ def test_backends_serve_the_labelled_set_accurately(backend, run_isolated, colou
         assert facts["graph_optimization"] == level
 
 
+@pytest.mark.slow  # several runs end to end: in CI's second pytest step (pytest -m slow)
 def test_find_peak_converges_on_a_known_service_time(run_isolated, run_once):
     """8 samples per 2 ms batch: at most 4000 samples/s, and queries of at most 8 x (bound / 2 ms) samples."""
     from conftest import FIND_PEAK_SERVER

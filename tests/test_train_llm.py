@@ -77,6 +77,7 @@ def test_gradient_accumulation_gives_the_gradients_of_the_whole_batch():
     assert grads[0][1] == pytest.approx(grads[1][1], rel=1e-6)
 
 
+@pytest.mark.slow  # several runs end to end: in CI's second pytest step (pytest -m slow)
 def test_fsdp_over_two_gloo_ranks_and_the_scaling_table(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ACCELBENCH_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
