@@ -71,3 +71,39 @@ def write_ratings(root: Path, users: int = 30, items: int = 60, per_user: int = 
             lines.append(f"{u},{m * 7 + 1},{rng.integers(1, 6)}.0,{1000 + t}")
     (root / "ratings.csv").write_text("\n".join(lines) + "\n")
     return root
+
+
+#: a toy English-German: each word has one translation, and an adjective follows its noun in the target (so the
+#: decoder must attend to the right source word, not copy positions)
+_EN = "the a red blue green small big old new cat dog house car tree bird sees finds likes has wants near under".split()
+_DE = "der ein rot blau gruen klein gross alt neu katze hund haus auto baum vogel sieht findet mag hat will nahe unter"
+_ADJECTIVES = set("red blue green small big old new".split())
+
+
+def translate_toy(words: list[str]) -> list[str]:
+    de = dict(zip(_EN, _DE.split(), strict=True))
+    out, i = [], 0
+    while i < len(words):
+        if words[i] in _ADJECTIVES and i + 1 < len(words) and words[i + 1] not in _ADJECTIVES:
+            out += [de[words[i + 1]], de[words[i]]]
+            i += 2
+        else:
+            out.append(de[words[i]])
+            i += 1
+    return out
+
+
+def write_parallel(root, train: int = 600, test: int = 40, seed: int = 0):
+    """WMT-style parallel text: train.en/.de and newstest2014.en/.de, one sentence per line."""
+    import random
+
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", train), ("newstest2014", test)):
+        pairs = []
+        for _ in range(n):
+            words = [rng.choice(_EN) for _ in range(rng.randint(3, 8))]
+            pairs.append((" ".join(words), " ".join(translate_toy(words))))
+        (root / f"{split}.en").write_text("\n".join(p[0] for p in pairs) + "\n", encoding="utf-8")
+        (root / f"{split}.de").write_text("\n".join(p[1] for p in pairs) + "\n", encoding="utf-8")
+    return root

@@ -18,7 +18,7 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
 
     workload: str = opt(
         "digits",
-        "digits, mnist, cifar10, imagenet, movielens, llama3.1-8b-text, or package.module:Class",
+        "digits, mnist, cifar10, imagenet, movielens, gnmt, transformer, llama3.1-8b-text, or package.module:Class",
         sweep=False,
     )
     target: float = opt(

@@ -50,11 +50,15 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
             self.register_buffer("positions", table, persistent=False)
             self.scale = math.sqrt(cfg.width)
 
-        def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_pad: torch.Tensor | None = None) -> torch.Tensor:
+            """Logits of every target position; ``src_pad`` (True at padding) keeps padded source positions out of
+            the encoder's and the decoder's attention (real sentences differ in length)."""
             s = self.embed(src) * self.scale + self.positions[: src.shape[1]]
             t = self.embed(tgt) * self.scale + self.positions[: tgt.shape[1]]
             mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], device=tgt.device)
-            out = self.core(s, t, tgt_mask=mask, tgt_is_causal=True)
+            out = self.core(
+                s, t, tgt_mask=mask, tgt_is_causal=True, src_key_padding_mask=src_pad, memory_key_padding_mask=src_pad
+            )
             return out @ self.embed.weight.t()
 
     return Seq2Seq()
@@ -127,9 +131,11 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
             self.g = nn.Parameter(torch.tensor(1.0 / math.sqrt(h)))
             self.b = nn.Parameter(torch.zeros(h))
 
-        def forward(self, q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        def forward(self, q: torch.Tensor, keys: torch.Tensor, pad: torch.Tensor | None = None) -> torch.Tensor:
             v = self.g * self.v / self.v.norm()
             scores = torch.tanh(self.query(q).unsqueeze(2) + self.key(keys).unsqueeze(1) + self.b) @ v
+            if pad is not None:  # padded source positions get no attention
+                scores = scores.masked_fill(pad.unsqueeze(1), float("-inf"))
             return scores.softmax(dim=-1) @ keys  # (batch, target, hidden) context
 
     class GNMT(nn.Module):
@@ -144,13 +150,24 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
             self.dec = nn.ModuleList(nn.LSTM(2 * h, h, batch_first=True) for _ in range(cfg.layers - 1))
             self.classifier = nn.Linear(h, cfg.vocab)
 
-        def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-            x, _ = self.enc_bi(self.src_embed(src))
+        def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_pad: torch.Tensor | None = None) -> torch.Tensor:
+            """Logits of every target position. With ``src_pad`` (True at padding) the bidirectional layer reads
+            each sentence packed to its length (its backward direction would otherwise start in the padding, as
+            the reference packs it) and attention skips the padding."""
+            emb = self.src_embed(src)
+            if src_pad is None:
+                x, _ = self.enc_bi(emb)
+            else:
+                lengths = (~src_pad).sum(1).cpu()
+                packed = nn.utils.rnn.pack_padded_sequence(emb, lengths, batch_first=True, enforce_sorted=False)
+                x, _ = nn.utils.rnn.pad_packed_sequence(
+                    self.enc_bi(packed)[0], batch_first=True, total_length=src.shape[1]
+                )
             for i, layer in enumerate(self.enc):
                 y, _ = layer(x)
                 x = y + x if i > 0 else y  # residual connections from the third encoder layer on
             y, _ = self.dec_first(self.tgt_embed(tgt))
-            context = self.attention(y, x)  # attention from the first decoder layer feeds every later one
+            context = self.attention(y, x, src_pad)  # attention from the first decoder layer feeds every later one
             for i, layer in enumerate(self.dec):
                 out, _ = layer(torch.cat([y, context], dim=-1))
                 y = out + y if i > 0 else out

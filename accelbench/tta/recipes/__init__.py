@@ -14,6 +14,8 @@ RECIPES: dict[str, str] = {
     "imagenet": "accelbench.tta.recipes.imagenet:ImageNet",
     "movielens": "accelbench.tta.recipes.movielens:MovieLens",
     "llama3.1-8b-text": "accelbench.tta.recipes.text:Llama31Text",
+    "gnmt": "accelbench.tta.recipes.translation:Gnmt",
+    "transformer": "accelbench.tta.recipes.translation:Transformer",
 }
 
 

@@ -83,13 +83,26 @@ class Recipe(ABC):
     @abstractmethod
     def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor": ...
 
-    @abstractmethod
     def evaluate(
         self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
     ) -> tuple[float, int]:
         """(sum of the per-sample scores, samples) over this rank's share of ``val`` (every ``world``-th sample
         from ``rank``): each rank evaluates 1/world of the set and the loop adds the ranks' sums, so
-        evaluation time shrinks with the device count as training time does."""
+        evaluation time shrinks with the device count as training time does. A recipe whose metric is not a
+        mean of per-sample scores (BLEU, COCO mAP) implements :meth:`evaluate_part` and :meth:`combine`."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither evaluate nor evaluate_part")
+
+    def evaluate_part(
+        self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
+    ) -> Any:
+        """This rank's share of the evaluation, in whatever :meth:`combine` reads (picklable: the ranks' parts
+        are gathered): by default :meth:`evaluate`'s (sum, count)."""
+        return self.evaluate(model, val, device, rank, world)
+
+    def combine(self, parts: list[Any]) -> float:
+        """The quality from every rank's part (a corpus BLEU from summed n-gram counts, a COCO mAP from every
+        rank's detections): by default the summed scores over the summed count."""
+        return sum(p[0] for p in parts) / sum(p[1] for p in parts)
 
     def stage(self, split: Any, device: "torch.device") -> Any:
         """The training split where batches are cut from (before the clock, as MLPerf's data staging)."""
