@@ -124,3 +124,15 @@ def test_two_ranks_shard_the_translation_and_sum_the_counts(corpus, run_tta):
     )
     assert r.status == "ok", r.error or r.reason
     assert r.details["seeds"][0]["converged"]
+
+
+def test_list_tta_shows_every_workload_with_its_data_metric_and_target(capsys, monkeypatch):
+    from accelbench.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "240")
+    assert main(["list", "--tta"]) == 0
+    out = capsys.readouterr().out
+    for name, metric, target in (("gnmt", "bleu", ">= 21.8"), ("transformer", "bleu", ">= 25"), ("imagenet", "top1", "")):
+        row = next(line for line in out.splitlines() if f" {name} " in line)
+        assert metric in row and target in row
+    assert "newstest2014.en" in out

@@ -20,6 +20,9 @@ def register(sub: Any) -> None:
     ls = sub.add_parser("list", help="every benchmark with a one-line description", description="List the benchmarks.")
     ls.add_argument("--all", action="store_true", help="include the harness self-checks (selftest/*)")
     ls.add_argument("--models", action="store_true", help="list the models 'accelbench train' can train")
+    ls.add_argument(
+        "--tta", action="store_true", help="list the workloads 'accelbench tta' trains: data format, metric, target"
+    )
     ls.set_defaults(handler=cmd_list)
 
 
@@ -31,6 +34,8 @@ def cmd_list(ns: argparse.Namespace) -> int:
 
     if ns.models:
         return _list_models()
+    if ns.tta:
+        return _list_tta()
 
     table = Table()
     table.add_column("benchmark")
@@ -42,6 +47,25 @@ def cmd_list(ns: argparse.Namespace) -> int:
     console.print(table)
     if not ns.all:
         console.print("[dim]harness self-checks (selftest/ok, raise, crash, hang): accelbench list --all[/]")
+    return 0
+
+
+def _list_tta() -> int:
+    """Every time-to-quality workload: the data it reads, its metric and default target, and where they come from."""
+    from rich.table import Table
+
+    from accelbench.cli.render import console
+    from accelbench.tta.recipes import RECIPES, recipe
+
+    table = Table(caption="accelbench tta NAME --data-dir DIR [--target T]; --scale tiny trains a small model")
+    for column in ("workload", "data (--data-dir)", "metric", "target", "MLPerf", "model and source"):
+        table.add_column(column, no_wrap=column in ("workload", "metric"))
+    for name in RECIPES:
+        r = recipe(name)
+        target = f"{'<=' if r.lower_is_better else '>='} {r.target:g}"
+        data = r.data_hint if r.needs_data_dir else "none (ships with scikit-learn)"
+        table.add_row(name, data, r.metric, target, r.mlperf_benchmark, r.source)
+    console.print(table)
     return 0
 
 
