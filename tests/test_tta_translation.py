@@ -132,7 +132,11 @@ def test_list_tta_shows_every_workload_with_its_data_metric_and_target(capsys, m
     monkeypatch.setenv("COLUMNS", "240")
     assert main(["list", "--tta"]) == 0
     out = capsys.readouterr().out
-    for name, metric, target in (("gnmt", "bleu", ">= 21.8"), ("transformer", "bleu", ">= 25"), ("imagenet", "top1", "")):
+    for name, metric, target in (
+        ("gnmt", "bleu", ">= 21.8"),
+        ("transformer", "bleu", ">= 25"),
+        ("imagenet", "top1", ""),
+    ):
         row = next(line for line in out.splitlines() if f" {name} " in line)
         assert metric in row and target in row
     assert "newstest2014.en" in out

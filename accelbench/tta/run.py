@@ -91,7 +91,7 @@ def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
     r = recipe(params.workload)
     record = prep.record(params, seeds_used=seeds)
     precision = precision_of(params, r, device)
-    skip_if(precision_reason(device, precision, params.emulated), record)
+    skip_if(r.missing() or precision_reason(device, precision, params.emulated), record)
     gpus = node_gpus(params.nproc, device.type, record) if params.nproc > 1 else cuda_indices([device])
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         if params.nproc * params.nnodes > 1:

@@ -54,8 +54,19 @@ class Recipe(ABC):
     #: the default precision on an accelerator (CPUs train in fp32)
     gpu_precision: ClassVar[str] = "fp32"
     needs_data_dir: ClassVar[bool] = True
+    #: (module, pip extra) the recipe imports beyond accelbench's own dependencies: a run without one is skipped
+    needs: ClassVar[tuple[tuple[str, str], ...]] = ()
     data_hint: ClassVar[str] = ""
     source: ClassVar[str] = ""
+
+    def missing(self) -> str | None:
+        """Why a library the recipe needs is not installed, with how to get it; None when all are."""
+        import importlib.util
+
+        for module, extra in self.needs:
+            if importlib.util.find_spec(module) is None:
+                return f"{self.name} needs {module} (pip install 'accelbench[{extra}]')"
+        return None
 
     def check_data(self, data_dir: Path) -> None:
         """Fail with a usage error naming the expected files, cheaply (no data read): run before any training."""

@@ -52,6 +52,7 @@ class _Translation(Recipe):
     metric_range = (0.0, 100.0)
     batch_size = {"cpu": 32, "gpu": 128}
     gpu_precision = "amp_bf16"
+    needs = (("sacrebleu", "tta"), ("tokenizers", "tta"))
     data_hint = "train.en/train.de and newstest2014.en/newstest2014.de (one sentence per line; test.* or valid.*)"
     #: tokens per training sentence at most (longer pairs are left out, as the references filter), by scale
     max_tokens: ClassVar[dict[str, int]] = {"full": 50, "tiny": 32}
