@@ -107,3 +107,41 @@ def write_parallel(root, train: int = 600, test: int = 40, seed: int = 0):
         (root / f"{split}.en").write_text("\n".join(p[0] for p in pairs) + "\n", encoding="utf-8")
         (root / f"{split}.de").write_text("\n".join(p[1] for p in pairs) + "\n", encoding="utf-8")
     return root
+
+
+def write_coco_toy(root, train: int = 256, val: int = 32, seed: int = 0, size: int = 64):
+    """COCO 2017's layout (annotations/instances_{train,val}2017.json, train2017/, val2017/): grey images with one
+    or two solid rectangles whose colour is their category (COCO's sparse ids 1, 3 and 7), a crowd region now
+    and then; polygons give Mask R-CNN its masks."""
+    import json
+    import random
+
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(seed)
+    colours = {1: (220, 30, 30), 3: (30, 200, 30), 7: (30, 30, 220)}
+    (root / "annotations").mkdir(parents=True, exist_ok=True)
+    ann_id = 1
+    for split, n in (("train2017", train), ("val2017", val)):
+        (root / split).mkdir(exist_ok=True)
+        images, anns = [], []
+        for i in range(n):
+            img = Image.new("RGB", (size, size), (128, 128, 128))
+            draw = ImageDraw.Draw(img)
+            for _ in range(rng.randint(1, 2)):
+                w, h = rng.randint(12, 30), rng.randint(12, 30)
+                x, y = rng.randint(0, size - w), rng.randint(0, size - h)
+                cat = rng.choice(list(colours))
+                draw.rectangle([x, y, x + w - 1, y + h - 1], fill=colours[cat])
+                poly = [x, y, x + w, y, x + w, y + h, x, y + h]
+                anns.append({"id": ann_id, "image_id": i + 1, "category_id": cat, "bbox": [x, y, w, h],
+                             "area": w * h, "iscrowd": 0, "segmentation": [poly]})  # fmt: skip
+                ann_id += 1
+            name = f"{i + 1:012d}.jpg"
+            img.save(root / split / name, quality=95)
+            images.append({"id": i + 1, "file_name": name, "width": size, "height": size})
+        categories = [{"id": c, "name": f"colour{c}"} for c in colours]
+        (root / "annotations" / f"instances_{split}.json").write_text(
+            json.dumps({"images": images, "annotations": anns, "categories": categories})
+        )
+    return root

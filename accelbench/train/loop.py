@@ -154,8 +154,9 @@ def run_windows(
     for _ in range(params.warmup):
         if stop():
             raise StoppedEarly(f"{stop()} during the warm-up: no window was measured")
-        trainer.step()
-        kind.end_step(device)  # a lazy device compiles the step's graph here, once, as the windows will run it
+        loss = trainer.step()  # alive through the cut, as a measured step's is: on XLA a live output is part of the
+        kind.end_step(device)  # graph, which is compiled here once, as the windows will run it
+        del loss
     synchronize(device)
     warmup_compiles = compiles.since()
     losses: list["torch.Tensor"] = []

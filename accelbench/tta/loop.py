@@ -165,7 +165,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
             schedule.step(step)
             train_step(lambda batch=batch: r.loss(runner, batch))
             step += 1
-            run.samples += int(batch[0].shape[0]) * job.world
+            run.samples += len(batch[0]) * job.world  # a tensor's rows, or a detector's list of images
         synchronize(job.device)
         run.train_seconds += time.perf_counter() - t_train
         log.end(C.EPOCH_STOP, epoch_num=epoch)

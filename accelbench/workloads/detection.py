@@ -99,3 +99,38 @@ class MaskRCNN(_Detector):
         s = self.image_size(scale)
         classes = self.classes if scale == "full" else 5
         return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=classes, min_size=s, max_size=s)
+
+
+def small_ssd(num_classes: int, size: int) -> "torch.nn.Module":
+    """torchvision's SSD (its matching, box coding, hard-negative mining and post-processing) on a five-block
+    convolutional backbone with feature maps at 1/8, 1/16 and 1/32 of the input: the detector time to quality
+    trains at ``--scale tiny``, where VGG-16 at 300x300 would take hours on a CPU."""
+    from collections import OrderedDict
+
+    from torch import nn
+    from torchvision.models.detection.anchor_utils import DefaultBoxGenerator
+    from torchvision.models.detection.ssd import SSD
+
+    def block(cin: int, cout: int) -> nn.Module:
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2))
+
+    class Backbone(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(block(3, 16), block(16, 32), block(32, 64))
+            self.down1, self.down2 = block(64, 64), block(64, 64)
+
+        def forward(self, x: torch.Tensor) -> "OrderedDict[str, torch.Tensor]":
+            a = self.stem(x)
+            b = self.down1(a)
+            return OrderedDict([("0", a), ("1", b), ("2", self.down2(b))])
+
+    anchors = DefaultBoxGenerator([[2], [2], [2]], min_ratio=0.2, max_ratio=0.9)
+    return SSD(
+        Backbone(),
+        anchors,
+        (size, size),
+        num_classes,
+        image_mean=[0.485, 0.456, 0.406],
+        image_std=[0.229, 0.224, 0.225],
+    )

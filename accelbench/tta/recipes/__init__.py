@@ -14,6 +14,7 @@ RECIPES: dict[str, str] = {
     "imagenet": "accelbench.tta.recipes.imagenet:ImageNet",
     "movielens": "accelbench.tta.recipes.movielens:MovieLens",
     "llama3.1-8b-text": "accelbench.tta.recipes.text:Llama31Text",
+    "ssd": "accelbench.tta.recipes.detection:Ssd",
     "gnmt": "accelbench.tta.recipes.translation:Gnmt",
     "transformer": "accelbench.tta.recipes.translation:Transformer",
 }

@@ -1,0 +1,152 @@
+"""COCO detection for training and evaluation to a mAP target, read with pycocotools from a local folder.
+
+The layout is COCO 2017's: ``annotations/instances_train2017.json`` and ``annotations/instances_val2017.json``
+with the ``train2017/`` and ``val2017/`` image folders. Category ids (sparse in COCO: 1..90) are mapped to
+contiguous training labels 1..K (0 is the background) and back for evaluation. Crowd regions are left out of
+training, as the references do, and kept for COCOeval, which ignores detections matched to them. Images are
+decoded batch by batch (nothing is held in memory beyond a batch), resized to the model's square input with
+their boxes scaled alike; detections are scaled back to the original image before they are scored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
+
+SPLITS = ("train2017", "val2017")
+
+
+@dataclass
+class CocoSplit:
+    """One split: pycocotools' index of it, its image ids in a fixed order, and the category mapping."""
+
+    coco: Any
+    folder: Path
+    image_ids: list[int]
+    #: COCO category id -> training label (1..K), and back
+    label_of: dict[int, int] = field(default_factory=dict)
+    category_of: dict[int, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.image_ids)
+
+
+def check_coco_training(data_dir: Path) -> None:
+    """A usage error naming what is missing: both annotation files and both image folders."""
+    for split in SPLITS:
+        ann = data_dir / "annotations" / f"instances_{split}.json"
+        if not ann.is_file():
+            raise UsageError(f"{data_dir} lacks annotations/{ann.name}: COCO is annotations/instances_<split>.json")
+        if not (data_dir / split).is_dir():
+            raise UsageError(f"{data_dir} lacks the {split}/ image folder beside annotations/{ann.name}")
+
+
+def read_split(data_dir: Path, split: str, categories: list[int] | None = None) -> CocoSplit:
+    """The split's index (pycocotools ``COCO``, its loading chatter silenced); training keeps the images with
+    an object, evaluation every image."""
+    from pycocotools.coco import COCO
+
+    path = data_dir / "annotations" / f"instances_{split}.json"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            coco = COCO(str(path))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path} is not a COCO instances file ({type(exc).__name__}: {exc})") from None
+    cats = categories or sorted(coco.getCatIds())
+    if not cats:
+        raise UsageError(f"{path} lists no categories")
+    ids = sorted(coco.getImgIds())
+    if split.startswith("train"):
+        ids = [i for i in ids if any(not a.get("iscrowd", 0) for a in coco.imgToAnns.get(i, []))]
+    if not ids:
+        raise UsageError(f"{path} has no image with an object")
+    label_of = {c: i + 1 for i, c in enumerate(cats)}
+    return CocoSplit(coco, data_dir / split, ids, label_of, {v: k for k, v in label_of.items()})
+
+
+def load_images(split: CocoSplit, ids: list[int], size: int, masks: bool = False) -> tuple[list[Any], list[Any]]:
+    """(images, targets) of ``ids``: each image resized to ``size`` x ``size`` in [0, 1], its boxes (x1 y1 x2 y2),
+    labels and, with ``masks``, instance masks in that frame; crowd regions and empty boxes left out."""
+    import numpy as np
+    import torch
+    from PIL import Image
+    from torchvision.transforms.functional import pil_to_tensor, resize
+
+    images, targets = [], []
+    for image_id in ids:
+        info = split.coco.imgs[image_id]
+        with Image.open(split.folder / info["file_name"]) as img:
+            pixels = pil_to_tensor(img.convert("RGB")).float() / 255.0
+        images.append(resize(pixels, [size, size], antialias=True))
+        sx, sy = size / info["width"], size / info["height"]
+        anns = [a for a in split.coco.imgToAnns.get(image_id, []) if not a.get("iscrowd", 0) and a["bbox"][2] > 0]
+        anns = [a for a in anns if a["bbox"][3] > 0 and a["category_id"] in split.label_of]
+        xywh = torch.tensor([a["bbox"] for a in anns], dtype=torch.float32).reshape(-1, 4)
+        boxes = torch.cat([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], dim=1) * torch.tensor([sx, sy, sx, sy])
+        target = {"boxes": boxes, "labels": torch.tensor([split.label_of[a["category_id"]] for a in anns])}
+        if masks:
+            full = [split.coco.annToMask(a) for a in anns]
+            m = torch.from_numpy(np.stack(full)) if full else torch.zeros(0, info["height"], info["width"])
+            target["masks"] = resize(m[:, None].float(), [size, size], antialias=False)[:, 0].round().to(torch.uint8)
+        targets.append(target)
+    return images, targets
+
+
+def to_results(split: CocoSplit, ids: list[int], outputs: list[dict[str, "torch.Tensor"]], size: int) -> list[dict]:
+    """torchvision's detections in COCO's results format (original image frame, category ids): what COCOeval
+    scores; with masks, each instance's mask at the image's size, run-length encoded by pycocotools."""
+    import numpy as np
+    from pycocotools import mask as mask_utils
+
+    results = []
+    for image_id, out in zip(ids, outputs, strict=True):
+        info = split.coco.imgs[image_id]
+        sx, sy = info["width"] / size, info["height"] / size
+        boxes = out["boxes"].detach().float().cpu().numpy()
+        scores = out["scores"].detach().float().cpu().numpy()
+        labels = out["labels"].detach().cpu().numpy()
+        masks = out.get("masks")
+        if masks is not None:
+            from torchvision.transforms.functional import resize
+
+            masks = resize(masks.detach().float().cpu(), [info["height"], info["width"]], antialias=False)
+            masks = (masks[:, 0] > 0.5).numpy().astype(np.uint8)
+        for k, (x1, y1, x2, y2) in enumerate(boxes):
+            if int(labels[k]) not in split.category_of:
+                continue
+            r = {
+                "image_id": image_id,
+                "category_id": split.category_of[int(labels[k])],
+                "bbox": [float(x1 * sx), float(y1 * sy), float((x2 - x1) * sx), float((y2 - y1) * sy)],
+                "score": float(scores[k]),
+            }
+            if masks is not None:
+                rle = mask_utils.encode(np.asfortranarray(masks[k]))
+                r["segmentation"] = rle | {"counts": rle["counts"].decode("ascii")}
+            results.append(r)
+    return results
+
+
+def coco_eval(split: CocoSplit, results: list[dict], kind: str = "bbox") -> float:
+    """COCO AP at IoU 0.50:0.95 (COCOeval's stats[0]) of ``results`` over the split's images; 0.0 without any
+    detection (pycocotools cannot load an empty result list)."""
+    from pycocotools.cocoeval import COCOeval
+
+    if not results:
+        return 0.0
+    with contextlib.redirect_stdout(io.StringIO()):
+        dt = split.coco.loadRes(results)
+        ev = COCOeval(split.coco, dt, kind)
+        ev.params.imgIds = split.image_ids
+        ev.evaluate()
+        ev.accumulate()
+        ev.summarize()
+    return max(0.0, float(ev.stats[0]))  # -1 where no ground truth exists
