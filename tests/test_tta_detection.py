@@ -58,7 +58,7 @@ def test_map_is_cocoevals_and_falls_with_a_wrong_box_or_class(coco):
         for image_id in val.image_ids:
             anns = val.coco.imgToAnns[image_id]
             boxes = torch.tensor([[a["bbox"][0], a["bbox"][1], a["bbox"][0] + a["bbox"][2], a["bbox"][1] + a["bbox"][3]]
-                                  for a in anns])  # fmt: skip
+                                  for a in anns], dtype=torch.float32)  # fmt: skip
             boxes[:, [0, 2]] += shift * (boxes[:, 2] - boxes[:, 0]).unsqueeze(1)
             labels = torch.tensor([val.label_of[a["category_id"]] for a in anns])
             if relabel:
