@@ -114,3 +114,19 @@ def test_the_answers_served_on_xla_are_the_host_fp32_ones(tmp_path):
     [a] = run_inline(make_entry("infer/loadgen", params | XLA), tmp_path)
     assert a.status == "ok", a.error or a.reason
     assert a.metrics["fp32_agreement"].value >= 0.99
+
+
+@needs_xla
+def test_a_convolution_kernel_on_xla(tmp_path):
+    params = {"w": 14, "h": 14, "c": 16, "n": 2, "k": 16, "min_time": 0.05, "max_time": 1.0}
+    [r] = run_inline(make_entry("kernels/conv", params | XLA), tmp_path)
+    assert r.status == "ok", r.error or r.reason
+    assert r.params["device"].startswith("xla") and r.details["compiles"]["window_graphs"] == 0
+
+
+@needs_xla
+def test_time_to_accuracy_on_xla_reaches_the_digits_target(tmp_path):
+    """The tta loop cuts a graph per training step, as on a TPU; the evaluation all runs through the seam."""
+    [r] = run_inline(make_entry("tta/time_to_target", {"workload": "digits", "seeds": 1, "seed": 1} | XLA), tmp_path)
+    assert r.status == "ok", r.error or r.reason
+    assert r.params["device"].startswith("xla") and r.details["seeds"][0]["converged"]

@@ -119,7 +119,10 @@ def _seed_everything(seed: int) -> None:
 def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
     import torch
 
+    from accelbench.devices.kind import kind_of
+
     r, p = job.recipe, job.params
+    kind = kind_of(job.device)
     global_batch = job.batch * job.world
     precision = precision_of(p, r, job.device)
     log.start(C.INIT_START)
@@ -163,7 +166,9 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         t_train = time.perf_counter()
         for batch in r.batches(job.train, job.batch, epoch, seed, job.rank, job.world, job.device):
             schedule.step(step)
-            train_step(lambda batch=batch: r.loss(runner, batch))
+            loss = train_step(lambda batch=batch: r.loss(runner, batch))
+            kind.end_step(job.device)  # a lazy device (XLA) runs each step as its own graph, compiled once
+            del loss
             step += 1
             run.samples += len(batch[0]) * job.world  # a tensor's rows, or a detector's list of images
         synchronize(job.device)
