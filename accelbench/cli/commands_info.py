@@ -19,8 +19,9 @@ def register(sub: Any) -> None:
 
     ls = sub.add_parser("list", help="every benchmark with a one-line description", description="List the benchmarks.")
     ls.add_argument("--all", action="store_true", help="include the harness self-checks (selftest/*)")
-    ls.add_argument("--models", action="store_true", help="list the models 'accelbench train' can train")
-    ls.add_argument(
+    which = ls.add_mutually_exclusive_group()
+    which.add_argument("--models", action="store_true", help="list the models 'accelbench train' can train")
+    which.add_argument(
         "--tta", action="store_true", help="list the workloads 'accelbench tta' trains: data format, metric, target"
     )
     ls.set_defaults(handler=cmd_list)

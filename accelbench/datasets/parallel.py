@@ -70,8 +70,8 @@ def read_parallel(data_dir: Path, src: str, tgt: str) -> ParallelText:
     )
 
 
-def subword_tokenizer(data_dir: Path, text: ParallelText, vocab_size: int) -> tuple[Any, str]:
-    """(tokenizer, where it came from): the folder's ``tokenizer.json``, else BPE trained on the training text."""
+def subword_tokenizer(data_dir: Path, text: ParallelText, vocab_size: int) -> Any:
+    """The folder's ``tokenizer.json``, else BPE trained on the training text of both sides."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     given = data_dir / "tokenizer.json"
@@ -80,13 +80,13 @@ def subword_tokenizer(data_dir: Path, text: ParallelText, vocab_size: int) -> tu
         missing = [s for s in SPECIALS if tok.token_to_id(s) is None]
         if missing:
             raise UsageError(f"{given} lacks the special tokens {', '.join(missing)} (padding, unknown, start, end)")
-        return tok, str(given)
+        return tok
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS), show_progress=False)
     tok.train_from_iterator([*text.train[0], *text.train[1]], trainer)
-    return tok, f"BPE trained here on train.* ({vocab_size} tokens at most, shared by both sides)"
+    return tok
 
 
 def special_ids(tok: Any) -> tuple[int, int, int]:

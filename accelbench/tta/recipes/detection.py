@@ -37,8 +37,8 @@ class Ssd(Recipe):
     needs = (("pycocotools", "tta"),)
     data_hint = "COCO 2017: annotations/instances_train2017.json, instances_val2017.json, train2017/, val2017/"
     source = (
-        "torchvision SSD300 (VGG-16; a small backbone at --scale tiny), SGD momentum 0.9 with warm-up, horizontal "
-        f"flips; COCOeval box AP; target 0.212: {MLPERF_V05}"
+        "torchvision SSD300 (VGG-16), SGD momentum 0.9 with warm-up (a small backbone and Adam at --scale tiny), "
+        f"horizontal flips; COCOeval box AP; target 0.212: {MLPERF_V05}"
     )
     #: the square input by scale
     size: ClassVar[dict[str, int]] = {"full": 300, "tiny": 64}

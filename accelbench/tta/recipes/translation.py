@@ -41,7 +41,6 @@ class Pairs:
     tgt: list[list[int]]
     refs: list[str]
     tokenizer: Any
-    vocab_source: str
 
     def __len__(self) -> int:
         return len(self.src)
@@ -68,15 +67,26 @@ class _Translation(Recipe):
     def load(self, data_dir: Path | None, scale: str) -> tuple[Pairs, Pairs]:
         assert data_dir is not None
         text = read_parallel(data_dir, SOURCE, TARGET)
-        tok, origin = subword_tokenizer(data_dir, text, self.vocab_size[scale])
+        tok = subword_tokenizer(data_dir, text, self.vocab_size[scale])
         limit = self.max_tokens[scale]
         src, tgt = self._encode(tok, text.train[0]), self._encode(tok, text.train[1])
         keep = [i for i in range(len(src)) if 0 < len(src[i]) <= limit and 0 < len(tgt[i]) <= limit]
-        train = Pairs([src[i] for i in keep], [tgt[i] for i in keep], [], tok, origin)
+        train = Pairs([src[i] for i in keep], [tgt[i] for i in keep], [], tok)
         # evaluation keeps every sentence (BLEU over the whole set), the source cut to what the model can read
         val_src = [ids[: self.positions(scale) - 1] for ids in self._encode(tok, text.eval[0])]
-        val = Pairs(val_src, [], text.eval[1], tok, origin)
+        val = Pairs(val_src, [], text.eval[1], tok)
         return train, val
+
+    def build(self, data: Any, scale: str) -> "torch.nn.Module":
+        """The workload's model over the tokenizer's vocabulary; what the loss, decoding and log need is kept."""
+        tok = data[0].tokenizer
+        self._pad, self._positions, self._scale = special_ids(tok)[0], self.positions(scale), scale
+        net, self._width = self.model(tok.get_vocab_size(), scale)
+        return net
+
+    def model(self, vocab: int, scale: str) -> tuple["torch.nn.Module", int]:
+        """(the model at ``scale`` over ``vocab`` tokens, its width)."""
+        raise NotImplementedError
 
     @staticmethod
     def _encode(tok: Any, lines: list[str]) -> list[list[int]]:
@@ -220,16 +230,13 @@ class Transformer(_Translation):
         f"beam 4 (length alpha 0.6); target 25.0 BLEU: {MLPERF_V05}"
     )
 
-    def build(self, data: Any, scale: str) -> "torch.nn.Module":
+    def model(self, vocab: int, scale: str) -> tuple["torch.nn.Module", int]:
         from dataclasses import replace
 
         from accelbench.workloads.translation import TINY, TransformerConfig, _model
 
-        train = data[0]
-        self._pad, self._positions, self._scale = special_ids(train.tokenizer)[0], self.positions(scale), scale
         base = TransformerConfig() if scale == "full" else TINY
-        self._width = base.width
-        return _model(replace(base, vocab=train.tokenizer.get_vocab_size(), seq_len=self._positions))
+        return _model(replace(base, vocab=vocab, seq_len=self.positions(scale))), base.width
 
 
 class Gnmt(_Translation):
@@ -247,13 +254,10 @@ class Gnmt(_Translation):
         f"beam 5 (length alpha 0.6); target 21.8 sacreBLEU: {MLPERF_V05}"
     )
 
-    def build(self, data: Any, scale: str) -> "torch.nn.Module":
+    def model(self, vocab: int, scale: str) -> tuple["torch.nn.Module", int]:
         from dataclasses import replace
 
         from accelbench.workloads.translation import GNMT_TINY, GnmtConfig, _gnmt
 
-        train = data[0]
-        self._pad, self._positions, self._scale = special_ids(train.tokenizer)[0], self.positions(scale), scale
         base = GnmtConfig() if scale == "full" else GNMT_TINY
-        self._width = base.hidden
-        return _gnmt(replace(base, vocab=train.tokenizer.get_vocab_size()))
+        return _gnmt(replace(base, vocab=vocab)), base.hidden
