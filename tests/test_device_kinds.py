@@ -168,3 +168,11 @@ def vendor_branches(root: Path) -> list[str]:
 def test_no_vendor_branch_outside_the_device_seam() -> None:
     """Families, kit, measure and serving ask the device's kind; only ``devices/`` knows a vendor's name."""
     assert vendor_branches(Path(__file__).parent.parent / "accelbench") == []
+
+
+def test_a_tpu_asked_by_its_name_is_pointed_to_the_xla_kind():
+    from accelbench.devices import resolve_device
+    from accelbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown device 'tpu'; a TPU is --device xla"):
+        resolve_device("tpu")

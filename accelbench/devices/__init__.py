@@ -41,7 +41,8 @@ def resolve_device(name: str = "auto") -> "torch.device":
     kind = by_name(kind_name)
     if kind is None:
         names = ", ".join(sorted(k.name for k in kinds()))
-        raise UsageError(f"unknown device {name!r}: the device kinds are {names}")
+        hint = next((f"; {k.aliases[kind_name]}" for k in kinds() if kind_name in k.aliases), "")
+        raise UsageError(f"unknown device {name!r}{hint}; the device kinds are {names}")
     if kind.name == "cuda" and kind.unavailable() and by_name("rocm") and not by_name("rocm").unavailable():
         kind = by_name("rocm")  # type: ignore[assignment]  # "cuda" on a HIP build of torch: the AMD GPUs
     why = kind.unavailable()

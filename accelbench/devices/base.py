@@ -22,6 +22,8 @@ class DeviceKind:
     torch_type: ClassVar[str] = "cpu"
     #: who makes it, for the record and ``accelbench system``
     vendor: ClassVar[str] = ""
+    #: names a user may type for it, each with what to say ("tpu" on XLA): an unknown --device points here
+    aliases: ClassVar[dict[str, str]] = {}
     #: a discrete accelerator (its own memory, a queue to wait for), as opposed to the host
     accelerator: ClassVar[bool] = False
     #: collective backend its ranks join (torch.distributed)

@@ -39,6 +39,7 @@ class XlaKind(DeviceKind):
     name = "xla"
     torch_type = "xla"
     vendor = "PyTorch/XLA"
+    aliases = {"tpu": "a TPU is --device xla, with PJRT_DEVICE=TPU"}
     accelerator = True
     dist_backend = "xla"
     batch_class = "gpu"
