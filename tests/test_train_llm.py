@@ -189,3 +189,23 @@ def test_every_tensor_of_a_meta_built_preset_is_initialised_after_to_empty(name)
             t.fill_(float("nan"))
         model.init_weights()
     assert [n for n, t in [*model.named_parameters(), *model.named_buffers()] if torch.isnan(t).any()] == []
+
+
+def test_without_transformers_the_quick_suite_loads_and_decoder_training_is_skipped(monkeypatch):
+    """`pip install . && accelbench run` (no llm extra) crashed building the quick suite: checking a decoder's
+    shape imported transformers. Now the entry is built and its run is skipped with what to install."""
+    import importlib.util
+
+    from accelbench.suite.suites import builtin_suite
+    from accelbench.train.llm.run import missing_library
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a)
+    )
+    entries = [e for e in builtin_suite("quick").entries if e.params.get("model") == "llama3.1-8b"]
+    assert entries
+    from accelbench.train.specs import TrainParams
+
+    params = TrainParams(model="llama3.1-8b", scale="tiny")
+    assert missing_library(params) == "transformers is not installed (pip install 'accelbench[llm]')"

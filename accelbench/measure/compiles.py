@@ -17,7 +17,7 @@ RECOMPILED = "recompiled"
 
 
 class CompileCount:
-    """Graphs compiled and seconds spent compiling since :meth:`start` (or construction); inert on an eager
+    """Graphs compiled and seconds spent compiling since construction or the last :meth:`since`; inert on an eager
     device, whose :meth:`since` is None."""
 
     def __init__(self, device: "torch.device") -> None:

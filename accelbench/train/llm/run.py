@@ -45,8 +45,10 @@ def _benchmark() -> str:
 
 
 def missing_library(params: "TrainParams") -> str | None:
-    """Why a library the run needs is not here (peft for LoRA, torchao for fp8), or None."""
-    for wanted, module, extra in ((params.lora, "peft", "pip install peft"),
+    """Why a library the run needs is not here (transformers for the model, peft for LoRA, torchao for fp8), or
+    None."""
+    for wanted, module, extra in ((True, "transformers", "pip install 'accelbench[llm]'"),
+                                  (params.lora, "peft", "pip install 'accelbench[llm]'"),
                                   (params.precision == "fp8", "torchao", "pip install torchao")):  # fmt: skip
         if wanted and importlib.util.find_spec(module) is None:
             return f"{module} is not installed ({extra})"
