@@ -35,8 +35,16 @@ def make_checkpoint(folder: Path) -> Path:
     fast.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
     fast.save_pretrained(str(folder))
     config = LlamaConfig(
-        vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=2, head_dim=32, max_position_embeddings=2048, bos_token_id=1, eos_token_id=None,
+        vocab_size=len(fast),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=2048,
+        bos_token_id=1,
+        eos_token_id=None,
         pad_token_id=0,
     )
     torch.manual_seed(0)
@@ -64,7 +72,11 @@ def serving_command() -> list[str] | None:
 
 @contextlib.contextmanager
 def started(
-    command: list[str], ready: str, log: Path, env: dict[str, str] | None = None, cpus: set[int] | None = None,
+    command: list[str],
+    ready: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    cpus: set[int] | None = None,
     timeout: float = 180.0,
 ) -> Iterator[subprocess.Popen]:
     """``command`` running (on ``cpus``, its output in ``log``) once ``ready`` answers 200, until the block ends."""
@@ -104,10 +116,25 @@ def transformers_serve(folder: Path, cache: Path, cpus: set[int] | None = None) 
     assert command is not None, "transformers serve is not installed: pip install 'transformers[serving]'"
     port = free_port()
     env = os.environ | {
-        "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(cache),
+        "TRANSFORMERS_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
     }
-    args = [str(folder), "--host", "127.0.0.1", "--port", str(port), "--continuous-batching", "--device", "cpu",
-            "--cb-num-blocks", "256", "--cb-block-size", "32"]
+    args = [
+        str(folder),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--continuous-batching",
+        "--device",
+        "cpu",
+        "--cb-num-blocks",
+        "256",
+        "--cb-block-size",
+        "32",
+    ]
     base = f"http://127.0.0.1:{port}"
     with started([*command, *args], f"{base}/health", cache / "serve.log", env, cpus):
         yield f"{base}/v1"

@@ -20,7 +20,7 @@ from conftest import run_cli
 from accelbench.infer.tokens.accuracy import Reference, judge
 
 #: a broken engine: the static engine serving a copy rounded 4 bits coarser than bf16 (4 significant bits)
-BROKEN = '''
+BROKEN = """
 from accelbench.infer.fidelity import rounded_copy
 from accelbench.infer.tokens.static import StaticBatch
 
@@ -30,10 +30,12 @@ class Coarse(StaticBatch):
 
     def start(self, model, device, sink, settings):
         super().start(rounded_copy(model.float(), "bf16", coarser=4), device, sink, settings)
-'''
+"""
 
-COMMON = 'model = "llama3.1-8b", scale = "tiny", mode = "accuracy", precision = "bf16", scenario = "offline", ' \
-    'input_tokens = 16, output_tokens = 8, batch_size = 8'
+COMMON = (
+    'model = "llama3.1-8b", scale = "tiny", mode = "accuracy", precision = "bf16", scenario = "offline", '
+    "input_tokens = 16, output_tokens = 8, batch_size = 8"
+)
 
 
 #: a prompt file's samples: a question and the answer it should get, in the test tokenizer's words

@@ -72,9 +72,10 @@ def read_split(data_dir: Path, split: str, categories: list[int] | None = None) 
     return CocoSplit(coco, data_dir / split, ids, label_of, {v: k for k, v in label_of.items()})
 
 
-def load_images(split: CocoSplit, ids: list[int], size: int, masks: bool = False) -> tuple[list[Any], list[Any]]:
-    """(images, targets) of ``ids``: each image resized to ``size`` x ``size`` in [0, 1], its boxes (x1 y1 x2 y2),
-    labels and, with ``masks``, instance masks in that frame; crowd regions and empty boxes left out."""
+def load_images(split: CocoSplit, ids: list[int], size: int | None, masks: bool = False) -> tuple[list[Any], list[Any]]:
+    """(images, targets) of ``ids``: each image in [0, 1], resized to ``size`` x ``size`` (None: kept at its own
+    size, for a model that resizes inside, as Mask R-CNN does), its boxes (x1 y1 x2 y2), labels and, with
+    ``masks``, instance masks in that frame; crowd regions and empty boxes left out."""
     import numpy as np
     import torch
     from PIL import Image
@@ -85,8 +86,9 @@ def load_images(split: CocoSplit, ids: list[int], size: int, masks: bool = False
         info = split.coco.imgs[image_id]
         with Image.open(split.folder / info["file_name"]) as img:
             pixels = pil_to_tensor(img.convert("RGB")).float() / 255.0
-        images.append(resize(pixels, [size, size], antialias=True))
-        sx, sy = size / info["width"], size / info["height"]
+        height, width = (size, size) if size else (info["height"], info["width"])
+        images.append(resize(pixels, [height, width], antialias=True) if size else pixels)
+        sx, sy = width / info["width"], height / info["height"]
         anns = [a for a in split.coco.imgToAnns.get(image_id, []) if not a.get("iscrowd", 0) and a["bbox"][2] > 0]
         anns = [a for a in anns if a["bbox"][3] > 0 and a["category_id"] in split.label_of]
         xywh = torch.tensor([a["bbox"] for a in anns], dtype=torch.float32).reshape(-1, 4)
@@ -95,21 +97,26 @@ def load_images(split: CocoSplit, ids: list[int], size: int, masks: bool = False
         if masks:
             full = [split.coco.annToMask(a) for a in anns]
             m = torch.from_numpy(np.stack(full)) if full else torch.zeros(0, info["height"], info["width"])
-            target["masks"] = resize(m[:, None].float(), [size, size], antialias=False)[:, 0].round().to(torch.uint8)
+            if size:
+                m = resize(m[:, None].float(), [height, width], antialias=False)[:, 0].round()
+            target["masks"] = m.to(torch.uint8)
         targets.append(target)
     return images, targets
 
 
-def to_results(split: CocoSplit, ids: list[int], outputs: list[dict[str, "torch.Tensor"]], size: int) -> list[dict]:
+def to_results(
+    split: CocoSplit, ids: list[int], outputs: list[dict[str, "torch.Tensor"]], size: int | None
+) -> list[dict]:
     """torchvision's detections in COCO's results format (original image frame, category ids): what COCOeval
-    scores; with masks, each instance's mask at the image's size, run-length encoded by pycocotools."""
+    scores; with masks, each instance's mask at the image's size, run-length encoded by pycocotools. ``size``
+    is the square the images were resized to (None: they were not, the detections are in the image's frame)."""
     import numpy as np
     from pycocotools import mask as mask_utils
 
     results = []
     for image_id, out in zip(ids, outputs, strict=True):
         info = split.coco.imgs[image_id]
-        sx, sy = info["width"] / size, info["height"] / size
+        sx, sy = (info["width"] / size, info["height"] / size) if size else (1.0, 1.0)
         boxes = out["boxes"].detach().float().cpu().numpy()
         scores = out["scores"].detach().float().cpu().numpy()
         labels = out["labels"].detach().cpu().numpy()
@@ -117,7 +124,9 @@ def to_results(split: CocoSplit, ids: list[int], outputs: list[dict[str, "torch.
         if masks is not None:
             from torchvision.transforms.functional import resize
 
-            masks = resize(masks.detach().float().cpu(), [info["height"], info["width"]], antialias=False)
+            masks = masks.detach().float().cpu()
+            if len(masks) and tuple(masks.shape[-2:]) != (info["height"], info["width"]):  # a resized input's
+                masks = resize(masks, [info["height"], info["width"]], antialias=False)
             masks = (masks[:, 0] > 0.5).numpy().astype(np.uint8)
         for k, (x1, y1, x2, y2) in enumerate(boxes):
             if int(labels[k]) not in split.category_of:

@@ -30,7 +30,7 @@ def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
     ids = [device.index] if kind_of(device).accelerator and device.index is not None else None
     job.wrap = lambda m: DistributedDataParallel(m, device_ids=ids)
     runs = run_seeds(job, [int(s) for s in payload["seeds"]], rank.log_dir if rank.rank == 0 else None)
-    info = {"batch": job.batch, "target": job.target, "max_epochs": job.max_epochs}
+    info = {"batch": job.batch, "target": job.target, "more_targets": job.more, "max_epochs": job.max_epochs}
     info["precision"] = precision_of(params, job.recipe, device)
     return {"runs": [r.to_dict() for r in runs], "job": info}
 

@@ -71,9 +71,15 @@ def reached(r: Recipe, quality: float, target: float) -> bool:
     return quality <= target if r.lower_is_better else quality >= target
 
 
-def evaluate(r: Recipe, model: Any, job: "Job") -> float:
-    """The quality over the whole validation set: each rank scores its share, the parts are gathered and
-    combined by the recipe (a mean of scores, a corpus BLEU, a COCO mAP)."""
+def all_reached(r: Recipe, qualities: dict[str, float], targets: dict[str, float]) -> bool:
+    """Whether every metric meets its target (MLPerf's Mask R-CNN counts only an evaluation where both its box
+    and its mask AP do)."""
+    return all(reached(r, qualities[name], target) for name, target in targets.items())
+
+
+def evaluate(r: Recipe, model: Any, job: "Job") -> dict[str, float]:
+    """Every metric over the whole validation set: each rank scores its share, the parts are gathered and
+    combined by the recipe (a mean of scores, a corpus BLEU, a COCO mAP; box and mask AP)."""
     part = r.evaluate_part(model, job.val, job.device, job.rank, job.world)
     parts = [part]
     if job.world > 1:
@@ -81,7 +87,10 @@ def evaluate(r: Recipe, model: Any, job: "Job") -> float:
 
         parts = [None] * job.world
         dist.all_gather_object(parts, part)
-    return float(r.combine(parts))
+    quality = r.combine(parts)
+    if isinstance(quality, dict):
+        return {name: float(value) for name, value in quality.items()}
+    return {r.metric: float(quality)}
 
 
 @dataclass
@@ -103,6 +112,8 @@ class Job:
     progress: Progress = quiet
     #: seeds still to train after this one, for the estimate of the time left
     seeds_after: int = 0
+    #: the targets of the recipe's further metrics (Mask R-CNN's mask AP), reached with :attr:`target`
+    more: dict[str, float] = field(default_factory=dict)
     #: the mean time earlier seeds of this set took to reach the target: the estimate of the time left, once known
     typical_seconds: float | None = None
 
@@ -180,12 +191,17 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         log.end(C.BLOCK_STOP, first_epoch_num=epoch - (epoch - 1) % r.eval_every)
         log.start(C.EVAL_START, epoch_num=epoch)
         model.eval()
-        quality = evaluate(r, model, job)
+        qualities = evaluate(r, model, job)
+        quality = qualities[r.metric]
         synchronize(job.device)
         elapsed = time.perf_counter() - t0
-        log.event(C.EVAL_ACCURACY, quality, epoch_num=epoch)
+        if job.more:  # several metrics: MLPerf logs them in one event, by its names (Mask R-CNN: BBOX, SEGM)
+            log.event(C.EVAL_ACCURACY, {r.mlperf_keys.get(k, k): v for k, v in qualities.items()}, epoch_num=epoch)
+        else:
+            log.event(C.EVAL_ACCURACY, quality, epoch_num=epoch)
         log.end(C.EVAL_STOP, epoch_num=epoch)
-        run.curve.append({"epoch": epoch, "seconds": elapsed, "quality": quality, "samples": run.samples})
+        point = {"epoch": epoch, "seconds": elapsed, "quality": quality, "samples": run.samples}
+        run.curve.append(point | {k: qualities[k] for k in job.more})
         per_epoch = elapsed / epoch
         # before a seed has reached the target, only a bound is known (every seed running to --max-epochs): said
         # as a bound in the message, not passed as the estimate; after one has, its time is the estimate
@@ -194,8 +210,9 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         note = f"; at most {int(bound // 60)}:{int(bound % 60):02d} left if every seed runs to --max-epochs"
         if job.typical_seconds:
             left, note = max(job.typical_seconds - elapsed, per_epoch) + job.seeds_after * job.typical_seconds, ""
-        job.progress(f"seed {seed} epoch {epoch}: {r.metric} {quality:.4f} at {elapsed:.1f} s{note}", left=left)
-        if reached(r, quality, job.target):
+        scored = ", ".join(f"{k} {qualities[k]:.4f}" for k in [r.metric, *job.more])
+        job.progress(f"seed {seed} epoch {epoch}: {scored} at {elapsed:.1f} s{note}", left=left)
+        if all_reached(r, qualities, {r.metric: job.target} | job.more):
             run.converged, run.time_to_target = True, elapsed
             break
     run.final_quality = quality

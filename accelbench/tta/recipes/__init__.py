@@ -15,6 +15,7 @@ RECIPES: dict[str, str] = {
     "movielens": "accelbench.tta.recipes.movielens:MovieLens",
     "llama3.1-8b-text": "accelbench.tta.recipes.text:Llama31Text",
     "ssd": "accelbench.tta.recipes.detection:Ssd",
+    "maskrcnn": "accelbench.tta.recipes.detection:MaskRcnn",
     "gnmt": "accelbench.tta.recipes.translation:Gnmt",
     "transformer": "accelbench.tta.recipes.translation:Transformer",
 }

@@ -41,6 +41,11 @@ class Recipe(ABC):
     metric: ClassVar[str] = "top1"
     metric_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     target: ClassVar[float]
+    #: further metrics a run must reach as well, each with its default target (Mask R-CNN's mask AP beside its box
+    #: AP, MLPerf's two-target rule): :meth:`combine` then returns every metric by name
+    more_targets: ClassVar[dict[str, float]] = {}
+    #: the key of each metric in MLPerf's eval_accuracy where a run is scored on several (Mask R-CNN: BBOX, SEGM)
+    mlperf_keys: ClassVar[dict[str, str]] = {}
     #: whether the quality metric improves downward (a validation loss): the target is reached at or below it
     lower_is_better: ClassVar[bool] = False
     max_epochs: ClassVar[int]
@@ -67,6 +72,15 @@ class Recipe(ABC):
             if importlib.util.find_spec(module) is None:
                 return f"{self.name} needs {module} (pip install 'accelbench[{extra}]')"
         return None
+
+    def targets(self, target: float = 0.0, second: float = 0.0) -> dict[str, float]:
+        """Every metric's target: ``target`` for :attr:`metric` and ``second`` for the one in :attr:`more_targets`
+        (0: the recipe's own)."""
+        more = dict(self.more_targets)
+        if second:
+            [name] = more  # the params allow a second target only where the recipe has exactly one more metric
+            more[name] = second
+        return {self.metric: target or self.target} | more
 
     def check_data(self, data_dir: Path) -> None:
         """Fail with a usage error naming the expected files, cheaply (no data read): run before any training."""
@@ -110,9 +124,10 @@ class Recipe(ABC):
         are gathered): by default :meth:`evaluate`'s (sum, count)."""
         return self.evaluate(model, val, device, rank, world)
 
-    def combine(self, parts: list[Any]) -> float:
+    def combine(self, parts: list[Any]) -> float | dict[str, float]:
         """The quality from every rank's part (a corpus BLEU from summed n-gram counts, a COCO mAP from every
-        rank's detections): by default the summed scores over the summed count."""
+        rank's detections): by default the summed scores over the summed count. A recipe with
+        :attr:`more_targets` returns each metric by name, its own :attr:`metric` among them."""
         return sum(p[0] for p in parts) / sum(p[1] for p in parts)
 
     def stage(self, split: Any, device: "torch.device") -> Any:
