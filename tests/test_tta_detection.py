@@ -184,3 +184,15 @@ def test_a_second_target_is_checked_in_one_line(args, said, coco, tmp_path, cli_
     )
     assert out.returncode == 2, out.stderr
     assert said in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow  # torchrun: two ranks detect half the images each; both ranks' masks scored together
+def test_two_ranks_reach_both_targets_with_the_evaluation_sharded(coco, tmp_path, store, profile):
+    params = {"workload": "maskrcnn", "scale": "tiny", "data_dir": str(coco), "seeds": 1, "seed": 1}
+    params |= {"target": 0.3, "second_target": 0.3, "threads": 1, "max_epochs": 12, "nproc": 2}
+    [r] = run_suite(
+        Suite("t", [make_entry(TTA, params)]), store, RunOptions(out_dir=tmp_path), None, profile=profile
+    ).results
+    assert r.status == "ok", r.error or r.reason
+    [seed] = r.details["seeds"]
+    assert seed["converged"] and seed["curve"][-1]["mask_map"] >= 0.3 and r.details["more_targets"] == {"mask_map": 0.3}

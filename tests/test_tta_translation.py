@@ -136,6 +136,7 @@ def test_list_tta_shows_every_workload_with_its_data_metric_and_target(capsys, m
         ("gnmt", "bleu", ">= 21.8"),
         ("transformer", "bleu", ">= 25"),
         ("imagenet", "top1", ""),
+        ("maskrcnn", "box_map and mask_map", ">= 0.377, >= 0.339"),
     ):
         row = next(line for line in out.splitlines() if f" {name} " in line)
         assert metric in row and target in row
