@@ -196,3 +196,26 @@ def test_two_ranks_reach_both_targets_with_the_evaluation_sharded(coco, tmp_path
     assert r.status == "ok", r.error or r.reason
     [seed] = r.details["seeds"]
     assert seed["converged"] and seed["curve"][-1]["mask_map"] >= 0.3 and r.details["more_targets"] == {"mask_map": 0.3}
+
+
+def test_loader_workers_decode_the_same_batches_as_the_training_process(coco):
+    """Full COCO is decoded by DataLoader workers (a GPU would wait on JPEG decoding otherwise); the batches, their
+    order and their flips are those the training process decodes alone, and a rank's share is its own."""
+    import torch
+
+    from accelbench.tta.recipes.detection import MaskRcnn
+
+    def epoch(workers_from: int, rank: int = 0, world: int = 1) -> list:
+        r = MaskRcnn()
+        r.workers_from = workers_from
+        train, _ = r.load(coco, "tiny")
+        return list(r.batches(train, 8, 3, 5, rank, world, torch.device("cpu")))
+
+    alone, parallel = epoch(10**6), epoch(0)
+    assert len(alone) == len(parallel) == 32
+    for (ia, ta), (ib, tb) in zip(alone, parallel, strict=True):
+        assert all(torch.equal(a, b) for a, b in zip(ia, ib, strict=True))
+        assert all(torch.equal(a[k], b[k]) for a, b in zip(ta, tb, strict=True) for k in ("boxes", "labels", "masks"))
+    first, second = epoch(10**6, 0, 2), epoch(10**6, 1, 2)
+    assert len(first) == len(second) == 16
+    assert not torch.equal(first[0][0][0], second[0][0][0])

@@ -104,6 +104,42 @@ def load_images(split: CocoSplit, ids: list[int], size: int | None, masks: bool 
     return images, targets
 
 
+def hflip(image: "torch.Tensor", target: dict[str, Any]) -> tuple["torch.Tensor", dict[str, Any]]:
+    """A horizontal flip of an image with its boxes and masks mirrored."""
+    import torch
+
+    width = image.shape[-1]
+    b = target["boxes"]
+    target = target | {"boxes": torch.stack([width - b[:, 2], b[:, 1], width - b[:, 0], b[:, 3]], dim=1)}
+    if "masks" in target:
+        target["masks"] = target["masks"].flip(-1)
+    return image.flip(-1), target
+
+
+class CocoImages:
+    """The images ``ids`` of a split as a map-style dataset, for a DataLoader whose workers decode them in parallel
+    (in this order: the caller shuffles and shards): each item an (image, target) pair as :func:`load_images`
+    gives, flipped where ``flips`` says."""
+
+    def __init__(
+        self, split: CocoSplit, ids: list[int], size: int | None, masks: bool = False, flips: list[bool] | None = None
+    ) -> None:
+        self.split, self.ids, self.size, self.masks = split, ids, size, masks
+        self.flips = flips or [False] * len(ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> tuple[Any, dict[str, Any]]:
+        [image], [target] = load_images(self.split, [self.ids[i]], self.size, self.masks)
+        return hflip(image, target) if self.flips[i] else (image, target)
+
+
+def as_lists(items: list[tuple[Any, Any]]) -> tuple[list[Any], list[Any]]:
+    """A DataLoader's collate for detectors: images of different sizes and targets stay lists."""
+    return [image for image, _ in items], [target for _, target in items]
+
+
 def to_results(
     split: CocoSplit, ids: list[int], outputs: list[dict[str, "torch.Tensor"]], size: int | None
 ) -> list[dict]:

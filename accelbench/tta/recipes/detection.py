@@ -19,8 +19,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
-from accelbench.datasets.coco import CocoSplit, check_coco_training, coco_eval, load_images, read_split, to_results
-from accelbench.tta.recipes.base import Recipe, Schedule
+from accelbench.datasets.coco import (
+    CocoImages,
+    CocoSplit,
+    as_lists,
+    check_coco_training,
+    coco_eval,
+    read_split,
+    to_results,
+)
+from accelbench.tta.recipes.base import Recipe, Schedule, loader_workers
 
 if TYPE_CHECKING:
     import torch
@@ -39,6 +47,9 @@ class _Coco(Recipe):
     size: ClassVar[dict[str, int | None]]
     #: whether the targets hold instance masks
     masks: ClassVar[bool] = False
+    #: DataLoader worker processes per rank, started for sets of more than ``workers_from`` images
+    workers: ClassVar[int] = 8
+    workers_from: ClassVar[int] = 256
     _scale: str = "full"
     _val: Any = None
 
@@ -56,25 +67,31 @@ class _Coco(Recipe):
     def steps_per_epoch(self, train: CocoSplit, global_batch: int) -> int:
         return max(1, len(train) // global_batch)
 
+    def _loader(self, images: CocoImages, batch: int) -> Any:
+        """Batches of ``images`` in their order, decoded by DataLoader workers where the set is large enough to
+        pay for starting them (a GPU would otherwise wait on JPEG decoding in the training process)."""
+        from torch.utils.data import DataLoader
+
+        workers = loader_workers(self.workers) if len(images) > self.workers_from else 0
+        return DataLoader(images, batch_size=batch, num_workers=workers, collate_fn=as_lists)
+
     def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
         import torch
 
         g = torch.Generator().manual_seed(seed * 1000 + epoch)
         order = torch.randperm(len(train), generator=g).tolist()
-        for s in range(self.steps_per_epoch(train, batch * world)):
-            ids = [train.image_ids[i] for i in order[(s * world + rank) * batch : (s * world + rank + 1) * batch]]
-            images, targets = load_images(train, ids, self.size[self._scale], masks=self.masks)
-            flips = torch.rand(len(images), generator=g) < 0.5
-            for k in flips.nonzero().flatten().tolist():  # a horizontal flip, its boxes and masks mirrored
-                width = images[k].shape[-1]
-                images[k] = images[k].flip(-1)
-                b = targets[k]["boxes"]
-                targets[k]["boxes"] = torch.stack([width - b[:, 2], b[:, 1], width - b[:, 0], b[:, 3]], dim=1)
-                if "masks" in targets[k]:
-                    targets[k]["masks"] = targets[k]["masks"].flip(-1)
-            images = [im.to(device, non_blocking=True) for im in images]
-            targets = [{k: v.to(device) for k, v in t.items()} for t in targets]
-            yield images, targets
+        flips = (torch.rand(len(train), generator=g) < 0.5).tolist()
+        mine = [
+            order[(s * world + rank) * batch + i]
+            for s in range(self.steps_per_epoch(train, batch * world))
+            for i in range(batch)
+        ]  # this rank's share of each step, whole batches only
+        images = CocoImages(
+            train, [train.image_ids[i] for i in mine], self.size[self._scale], self.masks, [flips[i] for i in mine]
+        )
+        for ims, targets in self._loader(images, batch):
+            ims = [im.to(device, non_blocking=True) for im in ims]
+            yield ims, [{k: v.to(device, non_blocking=True) for k, v in t.items()} for t in targets]
 
     def loss(self, model, batch):  # type: ignore[no-untyped-def]
         images, targets = batch
@@ -88,11 +105,11 @@ class _Coco(Recipe):
         size = self.size[self._scale]
         results: list[dict] = []
         with torch.no_grad():
-            for start in range(0, len(ids), 32):
-                chunk = ids[start : start + 32]
-                images, _ = load_images(val, chunk, size)
-                outputs = model([im.to(device) for im in images])
-                results += to_results(val, chunk, outputs, size)
+            done = 0
+            for images, _ in self._loader(CocoImages(val, ids, size), 32):
+                outputs = model([im.to(device, non_blocking=True) for im in images])
+                results += to_results(val, ids[done : done + len(images)], outputs, size)
+                done += len(images)
         return results
 
     def combine(self, parts: list[Any]) -> float | dict[str, float]:

@@ -14,25 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.datasets.training import check_imagenet, imagenet
-from accelbench.tta.recipes.base import Recipe, Schedule
+from accelbench.tta.recipes.base import Recipe, Schedule, loader_workers
 
 if TYPE_CHECKING:
     import torch
-
-
-def loader_workers(most: int) -> int:
-    """DataLoader workers for this rank: the cores this process may use, shared by the node's ranks.
-
-    Not torch's thread count: torchrun sets OMP_NUM_THREADS=1 in every rank, which would leave decoding
-    to the training process alone. One core stays with the training process.
-    """
-    import os
-
-    from accelbench.system.cpu import usable_cores
-
-    cores = usable_cores()
-    ranks_here = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun for every rank
-    return min(most, max(0, cores // ranks_here - 1))
 
 
 class ImageNet(Recipe):
