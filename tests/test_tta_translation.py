@@ -141,3 +141,40 @@ def test_list_tta_shows_every_workload_with_its_data_metric_and_target(capsys, m
         row = next(line for line in out.splitlines() if f" {name} " in line)
         assert metric in row and target in row
     assert "newstest2014.en" in out
+
+
+@pytest.mark.parametrize("name", ["transformer", "gnmt"])
+def test_incremental_decoding_is_the_whole_prefix_decode(name):
+    """Beam search encodes once and decodes one position per step (the Transformer's keys and values cached, GNMT's
+    LSTM states carried): each step's logits are those the whole-prefix forward gives at that position, padding
+    masked alike, and beam search finds the same translations either way."""
+    import torch
+
+    from accelbench.tta.recipes.beam import beam_search
+    from accelbench.workloads import workload_class
+
+    torch.manual_seed(0)
+    model = workload_class(name)().build("tiny").eval()
+    src = torch.randint(4, 1000, (3, 9))
+    src[1, 6:] = 0
+    src[2, 4:] = 0
+    pad = src == 0
+    tgt = torch.randint(4, 1000, (3, 7))
+    with torch.no_grad():
+        whole = model(src, tgt, pad)
+        memory, state = model.encode(src, pad), None
+        for t in range(tgt.shape[1]):
+            logits, state = model.step(memory, pad, tgt[:, t], t, state)
+            assert torch.allclose(logits, whole[:, t], atol=1e-4), (t, (logits - whole[:, t]).abs().max())
+
+        class Whole(torch.nn.Module):  # the same weights, without the incremental methods
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, *args):
+                return self.inner(*args)
+
+        cached = beam_search(model, src, pad, 1, 2, 12, 4, 0.6)
+        assert cached == beam_search(Whole(model), src, pad, 1, 2, 12, 4, 0.6)
+        assert any(len(row) > 3 for row in cached)

@@ -61,6 +61,55 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
             )
             return out @ self.embed.weight.t()
 
+        # incremental decoding (beam search): the source is encoded once, and each step runs the decoder on the
+        # newest token alone, attending to the keys and values the earlier steps cached (their layers' inputs are
+        # causal, so a cached position never changes); what `forward` computes, for the last position
+
+        def encode(self, src: torch.Tensor, src_pad: torch.Tensor | None) -> torch.Tensor:
+            s = self.embed(src) * self.scale + self.positions[: src.shape[1]]
+            return self.core.encoder(s, src_key_padding_mask=src_pad)
+
+        def step(
+            self, memory: torch.Tensor, src_pad: torch.Tensor | None, token: torch.Tensor, position: int, state: Any
+        ) -> tuple[torch.Tensor, Any]:
+            """Next-token logits after ``token`` (one per row) at ``position``; ``state`` is None at the first step."""
+            import torch.nn.functional as F
+
+            layers = self.core.decoder.layers
+            if state is None:  # the cross-attention's keys and values, from the memory, once per layer
+                state = []
+                for layer in layers:
+                    w, b = layer.multihead_attn.in_proj_weight, layer.multihead_attn.in_proj_bias
+                    k, v = F.linear(memory, w[cfg.width :], b[cfg.width :]).chunk(2, dim=-1)
+                    empty = memory.new_zeros(memory.shape[0], 0, cfg.width)
+                    state.append({"mk": k, "mv": v, "k": empty, "v": empty})
+            keep = None if src_pad is None else (~src_pad)[:, None, None, :]  # True where the source is attended
+            x = self.embed(token[:, None]) * self.scale + self.positions[position]
+            for layer, cache in zip(layers, state, strict=True):
+                sa = layer.self_attn
+                q, k, v = F.linear(x, sa.in_proj_weight, sa.in_proj_bias).chunk(3, dim=-1)
+                cache["k"], cache["v"] = torch.cat([cache["k"], k], 1), torch.cat([cache["v"], v], 1)
+                x = layer.norm1(x + sa.out_proj(self._attend(q, cache["k"], cache["v"], None)))
+                ca = layer.multihead_attn
+                q = F.linear(x, ca.in_proj_weight[: cfg.width], ca.in_proj_bias[: cfg.width])
+                x = layer.norm2(x + ca.out_proj(self._attend(q, cache["mk"], cache["mv"], keep)))
+                x = layer.norm3(x + layer.linear2(layer.activation(layer.linear1(x))))
+            return (self.core.decoder.norm(x) @ self.embed.weight.t())[:, 0], state
+
+        @staticmethod
+        def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+            import torch.nn.functional as F
+
+            def heads(t: torch.Tensor) -> torch.Tensor:
+                return t.view(t.shape[0], t.shape[1], cfg.heads, -1).transpose(1, 2)
+
+            out = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), attn_mask=keep)
+            return out.transpose(1, 2).reshape(q.shape)
+
+        @staticmethod
+        def reorder(state: Any, index: torch.Tensor) -> Any:
+            return [{name: t[index] for name, t in cache.items()} for cache in state]
+
     return Seq2Seq()
 
 
@@ -154,6 +203,10 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
             """Logits of every target position. With ``src_pad`` (True at padding) the bidirectional layer reads
             each sentence packed to its length (its backward direction would otherwise start in the padding, as
             the reference packs it) and attention skips the padding."""
+            logits, _ = self.decode(self.encode(src, src_pad), src_pad, tgt, None)
+            return logits
+
+        def encode(self, src: torch.Tensor, src_pad: torch.Tensor | None) -> torch.Tensor:
             emb = self.src_embed(src)
             if src_pad is None:
                 x, _ = self.enc_bi(emb)
@@ -166,12 +219,32 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
             for i, layer in enumerate(self.enc):
                 y, _ = layer(x)
                 x = y + x if i > 0 else y  # residual connections from the third encoder layer on
-            y, _ = self.dec_first(self.tgt_embed(tgt))
-            context = self.attention(y, x, src_pad)  # attention from the first decoder layer feeds every later one
+            return x
+
+        def decode(
+            self, memory: torch.Tensor, src_pad: torch.Tensor | None, tgt: torch.Tensor, state: Any
+        ) -> tuple[torch.Tensor, list[Any]]:
+            """Logits of ``tgt``'s positions, continuing from the LSTMs' ``state`` (None: from the start)."""
+            state = state or [None] * (1 + len(self.dec))
+            y, first = self.dec_first(self.tgt_embed(tgt), state[0])
+            context = self.attention(y, memory, src_pad)  # from the first decoder layer, fed to every later one
+            after = [first]
             for i, layer in enumerate(self.dec):
-                out, _ = layer(torch.cat([y, context], dim=-1))
+                out, hc = layer(torch.cat([y, context], dim=-1), state[i + 1])
                 y = out + y if i > 0 else out
-            return self.classifier(y)
+                after.append(hc)
+            return self.classifier(y), after
+
+        def step(
+            self, memory: torch.Tensor, src_pad: torch.Tensor | None, token: torch.Tensor, position: int, state: Any
+        ) -> tuple[torch.Tensor, Any]:
+            """Next-token logits after ``token``: one step of every LSTM from its carried state."""
+            logits, state = self.decode(memory, src_pad, token[:, None], state)
+            return logits[:, 0], state
+
+        @staticmethod
+        def reorder(state: Any, index: torch.Tensor) -> Any:
+            return [(h[:, index], c[:, index]) for h, c in state]
 
     return GNMT()
 

@@ -1,8 +1,10 @@
 """Beam search for an encoder-decoder that maps (source, target prefix, source padding) to next-token logits.
 
 Length-normalised as GNMT (Wu et al. 2016) and the Transformer's reference decode: a finished hypothesis is
-ranked by its log-probability over ``((5 + length) / 6) ** alpha``. Every step re-runs the decoder on the whole
-prefix (no cache): the models are the workloads' own, which take whole sequences. One beam is greedy decoding.
+ranked by its log-probability over ``((5 + length) / 6) ** alpha``. A model that decodes incrementally (``encode``,
+``step``, ``reorder``: the workloads' Transformer with its keys and values cached, GNMT with its LSTM states)
+encodes the source once and runs one position per step; any other re-runs on the whole prefix every step. One
+beam is greedy decoding.
 """
 
 from __future__ import annotations
@@ -33,8 +35,15 @@ def beam_search(
     scores[:, 1:] = float("-inf")  # every beam starts as the same <s>: only the first may be extended at first
     done = torch.zeros(batch * k, dtype=torch.bool, device=src.device)
     lengths = torch.zeros(batch * k, device=src.device)
-    for _ in range(max_len):
-        logp = model(src_k, seqs, pad_k)[:, -1].float().log_softmax(-1)
+    incremental = all(hasattr(model, name) for name in ("encode", "step", "reorder"))
+    memory = model.encode(src, src_pad).repeat_interleave(k, 0) if incremental else None
+    state = None
+    for position in range(max_len):
+        if incremental:
+            logits, state = model.step(memory, pad_k, seqs[:, -1], position, state)
+        else:
+            logits = model(src_k, seqs, pad_k)[:, -1]
+        logp = logits.float().log_softmax(-1)
         vocab = logp.shape[-1]
         # a finished hypothesis extends only by padding its end, at no cost, so it keeps its score
         logp[done] = float("-inf")
@@ -46,6 +55,8 @@ def beam_search(
         parent = parent.view(-1)
         was_done = done[parent]
         seqs = torch.cat([seqs[parent], token.unsqueeze(1)], dim=1)
+        if incremental:
+            state = model.reorder(state, parent)
         lengths = lengths[parent] + (~was_done).float()
         done = was_done | (token == eos)
         scores = top
