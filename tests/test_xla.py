@@ -130,3 +130,29 @@ def test_time_to_accuracy_on_xla_reaches_the_digits_target(tmp_path):
     [r] = run_inline(make_entry("tta/time_to_target", {"workload": "digits", "seeds": 1, "seed": 1} | XLA), tmp_path)
     assert r.status == "ok", r.error or r.reason
     assert r.params["device"].startswith("xla") and r.details["seeds"][0]["converged"]
+
+
+@needs_xla
+def test_a_decoder_preset_trains_on_xla_without_recompiling_in_the_window(tmp_path):
+    """The LLM presets' training on XLA (transformers' Llama, tokens/s): the decoder's graphs compile in the warm-up
+    (two steps: the optimizer's state is created by the first), none inside the measured windows."""
+    if not os.environ.get("ACCELBENCH_REQUIRE_XLA"):  # .ci/xla installs the llm extra: there it must run
+        pytest.importorskip("transformers")
+    params = {"model": "llama3.1-8b", "scale": "tiny", "num_batches": 3, "display_every": 1, "warmup": 2}
+    [r] = run_inline(make_entry("train/throughput", params | {"batch_size": "2", **XLA}), tmp_path)
+    assert r.status == "ok", r.error or r.reason
+    assert r.params["device"].startswith("xla") and r.metrics["throughput"].unit == "tokens/s"
+    assert r.details["compiles"]["warmup_graphs"] >= 2 and r.details["compiles"]["window_graphs"] == 0
+    assert not any(w.startswith("recompiled") for w in r.warnings)
+
+
+def test_several_xla_ranks_are_refused_in_one_line_not_launched():
+    """Several ranks on XLA need PJRT's launcher or an xla:// rendezvous, which the rank launcher does not do (and
+    the host runtime cannot run collectives across processes: tried under torchrun, each process read world size
+    1): one line saying so, before anything starts, whether or not torch_xla is installed."""
+    from accelbench.kit.ranks import check_nproc, nproc_reason
+
+    assert "not supported yet" in (nproc_reason(2, "xla") or "")
+    with pytest.raises(UsageError, match="--nproc 2 on xla: several XLA ranks"):
+        check_nproc(2, "xla")
+    assert nproc_reason(1, "xla") is None or "not supported" not in nproc_reason(1, "xla")

@@ -28,6 +28,8 @@ class DeviceKind:
     accelerator: ClassVar[bool] = False
     #: collective backend its ranks join (torch.distributed)
     dist_backend: ClassVar[str] = "gloo"
+    #: why one run cannot take several ranks of this kind ("": it can)
+    no_ranks: ClassVar[str] = ""
     #: the device-class key of published per-device batch sizes ("gpu" or "cpu")
     batch_class: ClassVar[str] = "cpu"
     #: optimizers' fused implementations exist for it (``torch.optim.AdamW(fused=True)``)

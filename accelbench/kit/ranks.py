@@ -37,6 +37,8 @@ def nproc_reason(nproc: int, device_type: str) -> str | None:
     from accelbench.devices.kind import kind_of
 
     kind = kind_of(device_type)
+    if nproc > 1 and kind.no_ranks:
+        return f"--nproc {nproc} on {kind.name}: {kind.no_ranks}"
     if kind.accelerator:
         have = kind.count()
         if nproc > have:
