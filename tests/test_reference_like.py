@@ -87,6 +87,34 @@ def test_an_invalid_run_or_a_failed_accuracy_gate_has_no_ratio() -> None:
     assert json.loads(json.dumps(invalid.to_dict()))["ratio"] is None  # the JSON carries no number either
 
 
+def test_a_tpu_tensorcore_is_not_ratioed_per_device_against_chips(monkeypatch) -> None:
+    """On TPU v2/v3 each TensorCore is an XLA device (half a chip) and the study's rows count chips: the per-device
+    ratio would read half the truth, so there is none, and what differs says why; a whole chip keeps its ratio.
+    The device's facts are XlaKind's own, with the runtime's answers (a TPU cannot run here) faked."""
+    import torch
+
+    from accelbench.devices import xla
+
+    tpu = [r for r in select(model="resnet50", task="train_throughput") if r.accelerator == "Cloud TPU v2"][0]
+
+    def on(device_kind: str) -> Result:
+        monkeypatch.setattr(xla.XlaKind, "runtime_type", lambda self: "TPU")
+        monkeypatch.setattr(xla.XlaKind, "total_memory", lambda self, device: None)
+        monkeypatch.setattr(
+            xla, "_xm", lambda: type("Xm", (), {"xla_device_kind": staticmethod(lambda d: device_kind)})
+        )
+        r = trained(400.0, precision="amp_bf16", batch_size=256)
+        r.system["profile"]["accelerators"] = [xla.KIND.properties(torch.device("cpu")) | {"kind": "xla"}]
+        return r
+
+    core = beside(on("TPU v2"), tpu)
+    assert core is not None and core.ratio_per_device is None
+    assert any("1/2 of a chip (a TensorCore)" in d for d in core.differences)
+    chip = beside(on("TPU v4"), tpu)
+    assert chip is not None and chip.ratio_per_device == pytest.approx(400.0 / tpu.per_device)
+    assert not any("TensorCore" in d for d in chip.differences)
+
+
 def test_the_published_precision_is_filled_in_only_where_its_source_states_it() -> None:
     rows = select(model="resnet50", task="infer/loadgen")
     intel = [r for r in rows if r.source_ref.split(":")[1].startswith("closed/Intel/")]

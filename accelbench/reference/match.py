@@ -194,9 +194,22 @@ def differences(r: Result, ref: Reference) -> tuple[str, ...]:
     if not ref.data.startswith(data):
         out.append(f"{ref.data} vs {data} data")
     devices = _devices(r)
-    if ref.devices is not None and ref.devices != devices:
+    split = _devices_per_chip(r)
+    if split > 1:
+        out.append(
+            f"a device here is 1/{split} of a chip (a TensorCore) and the published rows count chips: "
+            "no ratio per device"
+        )
+    elif ref.devices is not None and ref.devices != devices:
         out.append(f"{ref.devices} vs {devices} device(s): compare per device")
     return tuple(out)
+
+
+def _devices_per_chip(r: Result) -> int:
+    """How many of the record's devices make one chip (2 on TPU v2/v3, whose TensorCores are devices), from the
+    device kind's facts in the record's profile; 1 where they do not say."""
+    accs = (r.system.get("profile") or {}).get("accelerators") or []
+    return max([int(a.get("devices_per_chip") or 1) for a in accs] or [1])
 
 
 def _data(r: Result) -> str:
@@ -245,6 +258,8 @@ def beside(result: Result, ref: Reference) -> Match | None:
         ratio = value / ref.value if rate else ref.value / value
         own = _own_per_device(result, ref, value)
         per_dev = own / ref.per_device if rate and own and ref.per_device is not None else None
+        if _devices_per_chip(result) > 1:  # a TensorCore against a chip: unlike units, the reason in differences
+            per_dev = None
     price = (result.system.get("price") or {}).get("usd_per_hour")
     own_per_usd = value / price if price and rate else None
     return Match(result, ref, ratio, per_dev, own_per_usd, ref.per_usd_hour, differences(result, ref), blocked)
