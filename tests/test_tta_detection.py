@@ -219,3 +219,47 @@ def test_loader_workers_decode_the_same_batches_as_the_training_process(coco):
     first, second = epoch(10**6, 0, 2), epoch(10**6, 1, 2)
     assert len(first) == len(second) == 16
     assert not torch.equal(first[0][0][0], second[0][0][0])
+
+
+def test_the_report_draws_each_metric_a_run_had_to_reach_with_its_own_target():
+    """A Mask R-CNN record is judged on box and mask AP together: the report draws both curves, each against its
+    own target, and says they are reached together; a one-metric record keeps one chart."""
+    from accelbench.report.common import ReportInput
+    from accelbench.report.model import Chart
+    from accelbench.report.tta import tta
+    from accelbench.results.record import Metric, Result
+
+    def record(workload: str, more: dict) -> Result:
+        curve = [{"epoch": e, "seconds": 3.0 * e, "quality": 0.1 * e, "samples": 256 * e} for e in (1, 2, 3, 4)]
+        for p in curve:
+            p |= {name: 0.12 * p["epoch"] for name in more}
+        return Result(
+            "tta/time_to_target",
+            {"workload": workload, "scale": "tiny", "seeds": 1},
+            metrics={"time_to_target_seconds": Metric(value=12.0, unit="s", higher_is_better=False)},
+            primary_metric="time_to_target_seconds",
+            valid=True,
+            details={"metric": "box_map" if more else "map", "target": 0.3, "more_targets": more,
+                     "seeds": [{"seed": 1, "converged": True, "curve": curve}], "score": {"converged": 1, "runs": 1}},
+            system={"fingerprint": "f00d", "profile": {}},
+        )  # fmt: skip
+
+    charts = [b for b in tta(ReportInput([record("maskrcnn", {"mask_map": 0.4})])).blocks if isinstance(b, Chart)]
+    assert [c.alt.split(" against")[0] for c in charts] == ["box_map", "mask_map"]
+    assert "target 0.3 (reached together: box_map 0.3, mask_map 0.4)" in charts[0].alt
+    assert "target 0.4 (reached together" in charts[1].alt
+    [one] = [b for b in tta(ReportInput([record("ssd", {})])).blocks if isinstance(b, Chart)]
+    assert one.alt.endswith("target 0.3")
+
+
+def test_a_train_split_smaller_than_one_global_batch_says_to_lower_the_batch(tmp_path):
+    """Every rank takes whole batches (an empty one would leave its detector nothing to train and the ranks out of
+    step), so fewer images than one global batch is a message, not an IndexError."""
+    from accelbench.errors import UsageError
+    from accelbench.tta.recipes.detection import Ssd
+
+    r = Ssd()
+    train, _ = r.load(write_coco_toy(tmp_path / "small", train=10, val=4), "tiny")
+    assert r.steps_per_epoch(train, 8) == 1
+    with pytest.raises(UsageError, match="train2017 has 10 images with an object, fewer than one global batch of 16"):
+        r.steps_per_epoch(train, 16)

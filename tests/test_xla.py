@@ -153,6 +153,8 @@ def test_several_xla_ranks_are_refused_in_one_line_not_launched():
     from accelbench.kit.ranks import check_nproc, nproc_reason
 
     assert "not supported yet" in (nproc_reason(2, "xla") or "")
-    with pytest.raises(UsageError, match="--nproc 2 on xla: several XLA ranks"):
+    with pytest.raises(UsageError, match="--nproc 2 --nnodes 1 on xla: several XLA ranks"):
         check_nproc(2, "xla")
+    with pytest.raises(UsageError, match="--nproc 1 --nnodes 2 on xla"):  # one rank on each of two nodes
+        check_nproc(1, "xla", 2)
     assert nproc_reason(1, "xla") is None or "not supported" not in nproc_reason(1, "xla")

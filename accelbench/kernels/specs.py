@@ -232,7 +232,7 @@ class AllreduceParams(NodesParams, KernelParams):
         from accelbench.kit.ranks import check_nproc
 
         super().check_environment(device_type)
-        check_nproc(self.nproc, device_type)
+        check_nproc(self.nproc, device_type, self.nnodes)
         kind = kind_of(device_type)
         if self.backend == "nccl" and kind.dist_backend != "nccl":
             raise UsageError(

@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     import torch
 
 
-def nproc_reason(nproc: int, device_type: str) -> str | None:
-    """Why this machine cannot start ``nproc`` ranks per node (one device each), or None."""
+def nproc_reason(nproc: int, device_type: str, nnodes: int = 1) -> str | None:
+    """Why this machine cannot start ``nproc`` ranks per node (one device each) on ``nnodes`` nodes, or None."""
     from accelbench.devices.kind import kind_of
 
     kind = kind_of(device_type)
-    if nproc > 1 and kind.no_ranks:
-        return f"--nproc {nproc} on {kind.name}: {kind.no_ranks}"
+    if nproc * nnodes > 1 and kind.no_ranks:
+        return f"--nproc {nproc} --nnodes {nnodes} on {kind.name}: {kind.no_ranks}"
     if kind.accelerator:
         have = kind.count()
         if nproc > have:
@@ -65,9 +65,9 @@ def node_gpus(nproc: int, device_type: str, record: dict[str, Any] | None = None
     return [i for i in found if i is not None]
 
 
-def check_nproc(nproc: int, device_type: str) -> None:
+def check_nproc(nproc: int, device_type: str, nnodes: int = 1) -> None:
     """Bad input on the command line (exit 2) where a suite would skip: more ranks than devices."""
-    reason = nproc_reason(nproc, device_type)
+    reason = nproc_reason(nproc, device_type, nnodes)
     if reason:
         raise UsageError(reason)
 
@@ -118,7 +118,7 @@ def run_ranks(
     """
     import time
 
-    reason = nproc_reason(nproc, device_type)
+    reason = nproc_reason(nproc, device_type, nodes.nnodes)
     if reason:
         raise BenchmarkSkipped(reason, record)
     tag = f"{module.rsplit('.', 1)[-1]}-{uuid.uuid4().hex[:8]}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import accelbench.report.charts as charts
 from accelbench.families import Family
@@ -69,26 +70,27 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
                 figure(r.metrics.get("cost_to_target_usd")),
             ]
         )
-        curves = [
-            (
-                f"seed {s.get('seed')}" + ("" if s.get("converged") else " (no target)"),
-                [(float(p["seconds"]), float(p["epoch"]), float(p["quality"])) for p in s.get("curve") or []],
-            )
-            for s in seeds
-        ]
-        curves = [c for c in curves if c[1]]
-        if curves and drawn < MAX_CHARTS and (r.fingerprint, inp.name(r)) not in seen:
-            seen.add((r.fingerprint, inp.name(r)))
-            metric = str(r.details.get("metric", "quality"))
+        # one chart per metric the run had to reach (Mask R-CNN: box AP, then mask AP), each with its target
+        goals = [(str(r.details.get("metric", "quality")), "quality", target)]
+        goals += [(name, name, t) for name, t in (r.details.get("more_targets") or {}).items()]
+        charted = [(metric, goal, _curves(seeds, key)) for metric, key, goal in goals]
+        charted = [c for c in charted if c[2]]
+        if not charted or drawn >= MAX_CHARTS or (r.fingerprint, inp.name(r)) in seen:
+            continue
+        seen.add((r.fingerprint, inp.name(r)))
+        together = f" (reached together: {', '.join(f'{m} {t:g}' for m, _, t in goals)})" if len(goals) > 1 else ""
+        for metric, goal, curves in charted[: MAX_CHARTS - drawn]:
+            title = f"{inp.name(r)}" + (f" on {labels[r.fingerprint]}" if multi else "")
             section.blocks.append(
                 Chart(
                     f"tta-{drawn}",
-                    f"{inp.name(r)}" + (f" on {labels[r.fingerprint]}" if multi else ""),
-                    f"{metric} against training time and against epochs for {len(curves)} seeds, target {target}",
+                    title + (f": {metric}" if together else ""),
+                    f"{metric} against training time and against epochs for {len(curves)} seeds, target {goal}"
+                    + together,
                     partial(
                         charts.draw_curves,
                         seeds=curves,
-                        target=float(target) if target is not None else None,
+                        target=float(goal) if goal is not None else None,
                         quality=metric,
                     ),
                 )
@@ -107,3 +109,15 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
     ]
     section.blocks.append(Table(cols, rows, numeric=frozenset(range(len(cols) - 6, len(cols)))))
     return section
+
+
+def _curves(seeds: list[dict[str, Any]], key: str) -> list[tuple[str, list[tuple[float, float, float]]]]:
+    """Each seed's (seconds, epoch, value of ``key``) over its evaluations; seeds without any left out."""
+    curves = [
+        (
+            f"seed {s.get('seed')}" + ("" if s.get("converged") else " (no target)"),
+            [(float(p["seconds"]), float(p["epoch"]), float(p[key])) for p in s.get("curve") or [] if key in p],
+        )
+        for s in seeds
+    ]
+    return [c for c in curves if c[1]]

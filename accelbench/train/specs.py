@@ -196,10 +196,10 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
         return self.nproc * self.nnodes
 
     def check_environment(self, device_type: str) -> None:
-        if self.nproc > 1:
+        if self.nproc * self.nnodes > 1:
             from accelbench.kit.ranks import check_nproc
 
-            check_nproc(self.nproc, device_type)
+            check_nproc(self.nproc, device_type, self.nnodes)
         import torch
 
         from accelbench.devices.kind import kind_of

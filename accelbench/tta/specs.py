@@ -76,10 +76,10 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
             r.check_data(Path(self.data_dir).expanduser())
 
     def check_environment(self, device_type: str) -> None:
-        if self.nproc > 1:
+        if self.nproc * self.nnodes > 1:
             from accelbench.kit.ranks import check_nproc
 
-            check_nproc(self.nproc, device_type)
+            check_nproc(self.nproc, device_type, self.nnodes)
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:

@@ -76,6 +76,8 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
             import torch.nn.functional as F
 
             layers = self.core.decoder.layers
+            if self.training or any(layer.norm_first for layer in layers):  # what the step below computes
+                raise RuntimeError("incremental decoding is for evaluation (no dropout) of post-norm layers")
             if state is None:  # the cross-attention's keys and values, from the memory, once per layer
                 state = []
                 for layer in layers:
@@ -108,7 +110,9 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
 
         @staticmethod
         def reorder(state: Any, index: torch.Tensor) -> Any:
-            return [{name: t[index] for name, t in cache.items()} for cache in state]
+            """The self-attention caches follow their beams; the cross-attention's stay, as every beam of a sentence
+            has the same source and a beam's parent is always of its own sentence."""
+            return [cache | {"k": cache["k"][index], "v": cache["v"][index]} for cache in state]
 
     return Seq2Seq()
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
+from mlperf_logging.mllog import constants as C
+
 from accelbench.datasets.coco import (
     CocoImages,
     CocoSplit,
@@ -28,6 +30,7 @@ from accelbench.datasets.coco import (
     read_split,
     to_results,
 )
+from accelbench.errors import UsageError
 from accelbench.tta.recipes.base import Recipe, Schedule, loader_workers
 
 if TYPE_CHECKING:
@@ -65,15 +68,25 @@ class _Coco(Recipe):
         return train, val
 
     def steps_per_epoch(self, train: CocoSplit, global_batch: int) -> int:
-        return max(1, len(train) // global_batch)
+        """Whole global batches (every rank takes as many steps, each with a full batch)."""
+        if len(train) < global_batch:
+            raise UsageError(
+                f"train2017 has {len(train)} images with an object, fewer than one global batch of {global_batch}: "
+                "lower --batch-size"
+            )
+        return len(train) // global_batch
 
-    def _loader(self, images: CocoImages, batch: int) -> Any:
+    def _loader(self, images: CocoImages, batch: int, device: "torch.device") -> Any:
         """Batches of ``images`` in their order, decoded by DataLoader workers where the set is large enough to
-        pay for starting them (a GPU would otherwise wait on JPEG decoding in the training process)."""
+        pay for starting them (a GPU would otherwise wait on JPEG decoding in the training process), in pinned
+        memory where the device kind copies from it asynchronously."""
         from torch.utils.data import DataLoader
 
+        from accelbench.devices.kind import kind_of
+
         workers = loader_workers(self.workers) if len(images) > self.workers_from else 0
-        return DataLoader(images, batch_size=batch, num_workers=workers, collate_fn=as_lists)
+        pin = workers > 0 and kind_of(device).pin_memory
+        return DataLoader(images, batch_size=batch, num_workers=workers, collate_fn=as_lists, pin_memory=pin)
 
     def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
         import torch
@@ -89,7 +102,7 @@ class _Coco(Recipe):
         images = CocoImages(
             train, [train.image_ids[i] for i in mine], self.size[self._scale], self.masks, [flips[i] for i in mine]
         )
-        for ims, targets in self._loader(images, batch):
+        for ims, targets in self._loader(images, batch, device):
             ims = [im.to(device, non_blocking=True) for im in ims]
             yield ims, [{k: v.to(device, non_blocking=True) for k, v in t.items()} for t in targets]
 
@@ -106,7 +119,7 @@ class _Coco(Recipe):
         results: list[dict] = []
         with torch.no_grad():
             done = 0
-            for images, _ in self._loader(CocoImages(val, ids, size), 32):
+            for images, _ in self._loader(CocoImages(val, ids, size), 32, device):
                 outputs = model([im.to(device, non_blocking=True) for im in images])
                 results += to_results(val, ids[done : done + len(images)], outputs, size)
                 done += len(images)
@@ -183,11 +196,13 @@ class MaskRcnn(_Coco):
     masks = True
     source = (
         "torchvision Mask R-CNN (ResNet-50 FPN, images resized inside to 800-1333 pixels), SGD momentum 0.9 at "
-        "0.02 per 16 images with warm-up and steps at 2/3 and 8/9 of the epochs (a small backbone and Adam at "
+        "0.02 per 16 images with warm-up and tenfold drops after 60k and 80k steps of 16 (a small backbone and Adam at "
         f"--scale tiny), horizontal flips; COCOeval box and mask AP; targets 0.377 and 0.339: {MLPERF_V05}"
     )
     size: ClassVar[dict[str, int | None]] = {"full": None, "tiny": 64}
     warmup_steps: ClassVar[int] = 500
+    #: images seen before each tenfold drop of the learning rate (60,000 and 80,000 steps of 16)
+    decay_images: ClassVar[tuple[int, ...]] = (60_000 * 16, 80_000 * 16)
 
     def build(self, data: Any, scale: str) -> "torch.nn.Module":
         from torchvision.models.detection import maskrcnn_resnet50_fpn
@@ -206,15 +221,24 @@ class MaskRcnn(_Coco):
             return self._tiny_schedule(model, 1e-3, max(1, min(300, steps_per_epoch)))
         lr = 0.02 * global_batch / 16  # the linear scaling rule from Detectron's 0.02 at 16 images
         warmup = max(1, min(self.warmup_steps, steps_per_epoch))
-        decays = (round(epochs * 2 / 3 * steps_per_epoch), round(epochs * 8 / 9 * steps_per_epoch))
+        # Detectron's 1x schedule: tenfold drops after 60,000 and 80,000 steps of 16 images, whatever the cap
+        decays = tuple(round(images / global_batch) for images in self.decay_images)
         opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
 
         def lr_at(step: int) -> float:
             ramp = 1 / 3 + (2 / 3) * min(1.0, step / warmup)  # Detectron's warm-up from a third of the rate
             return lr * ramp * 0.1 ** sum(step >= d for d in decays)
 
-        hyper = {"opt_name": "sgd", "opt_base_learning_rate": lr, "opt_weight_decay": 1e-4}
-        return Schedule(opt, lr_at, hyper | {"opt_learning_rate_warmup_steps": warmup, "opt_lr_decay_steps": decays})
+        hyper = {
+            C.OPT_NAME: "sgd",
+            C.OPT_BASE_LR: lr,
+            C.OPT_WEIGHT_DECAY: 1e-4,
+            C.OPT_LR_WARMUP_STEPS: warmup,
+            C.OPT_LR_WARMUP_FACTOR: 1 / 3,
+            C.OPT_LR_DECAY_STEPS: list(decays),
+            C.OPT_LR_DECAY_FACTOR: 0.1,
+        }
+        return Schedule(opt, lr_at, hyper)
 
     def combine(self, parts: list[Any]) -> dict[str, float]:
         """Box AP from the boxes and mask AP from the masks (COCOeval reads each result's area from its mask)."""
