@@ -281,3 +281,16 @@ def test_the_report_shows_a_contended_pair_not_judged_and_says_why():
     hist = history(ReportInput(runs))
     [htable] = [b for b in hist.blocks if isinstance(b, Table)]
     assert htable.rows[0][5].text == "" and htable.rows[0][6].text == "1 of 5 runs: contended (1)"
+
+
+def test_two_definitions_of_one_model_name_are_not_judged():
+    """A model is its definition: ``ssd`` was torchvision's VGG-16 SSD300 and is now MLPerf's ResNet-34 one, so a
+    record of each pairs by name but is set aside with both definitions said; the same definition is judged."""
+    vgg, r34 = gemm("a", times(1e-3)), gemm("b", times(0.5e-3, seed=1))
+    vgg.details["source"] = "torchvision.models.detection.ssd300_vgg16 (SSD300, as MLPerf v0.5)"
+    r34.details["source"] = "SSD300 with MLPerf v0.5's ResNet-34 backbone"
+    [row] = compare([vgg], [r34]).rows
+    assert not row.judged and row.unlike == (f"unlike models: {vgg.details['source']} vs {r34.details['source']}",)
+    r34.details["source"] = vgg.details["source"]
+    [same] = compare([vgg], [r34]).rows
+    assert same.judged and same.unlike == ()

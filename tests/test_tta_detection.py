@@ -263,3 +263,21 @@ def test_a_train_split_smaller_than_one_global_batch_says_to_lower_the_batch(tmp
     assert r.steps_per_epoch(train, 8) == 1
     with pytest.raises(UsageError, match="train2017 has 10 images with an object, fewer than one global batch of 16"):
         r.steps_per_epoch(train, 16)
+
+
+def test_the_full_scale_ssd_is_mlperfs_resnet34_ssd300():
+    """Six heads on 38, 19, 10, 5, 3 and 1 cell maps of 256, 512, 512, 256, 256 and 256 channels, 8,732 default
+    boxes, about 20 M parameters; a training step returns SSD's two losses."""
+    import torch
+    from torchvision.models.detection.image_list import ImageList
+
+    from accelbench.workloads.detection import ssd300_resnet34
+
+    model = ssd300_resnet34(81)
+    maps = list(model.backbone(torch.rand(1, 3, 300, 300)).values())
+    assert [tuple(m.shape[1:]) for m in maps] == [(256, 38, 38), (512, 19, 19), (512, 10, 10), (256, 5, 5),
+                                                  (256, 3, 3), (256, 1, 1)]  # fmt: skip
+    assert model.anchor_generator(ImageList(torch.rand(1, 3, 300, 300), [(300, 300)]), maps)[0].shape == (8732, 4)
+    assert 19e6 < sum(p.numel() for p in model.parameters()) < 21e6
+    target = [{"boxes": torch.tensor([[10.0, 20.0, 100.0, 150.0]]), "labels": torch.tensor([3])}]
+    assert set(model([torch.rand(3, 300, 300)], target)) == {"bbox_regression", "classification"}

@@ -247,10 +247,14 @@ def unlike(b: Result, c: Result) -> list[str]:
 
     A serving rate is a figure of the latency limits it was held to (``details.limits``: p99 TTFT and TPOT) and
     of the requests' lengths (``details.input_tokens`` and ``output_tokens`` over ``details.requests``, the
-    run's own counts, so a default that changed between versions is caught too). Records without these
-    details are never unlike for want of them.
+    run's own counts, so a default that changed between versions is caught too). A model is its definition
+    (``details.source``: two versions of accelbench may build different networks under one name, as ``ssd``
+    moved from VGG-16 to MLPerf's ResNet-34). Records without these details are never unlike for want of them.
     """
     out = []
+    mb, mc = b.details.get("source"), c.details.get("source")
+    if isinstance(mb, str) and isinstance(mc, str) and mb != mc:
+        out.append(f"unlike models: {mb} vs {mc}")
     lb, lc = _limits(b), _limits(c)
     if lb != lc:
         out.append(f"unlike limits: {_limits_text(lb)} vs {_limits_text(lc)}")

@@ -70,14 +70,68 @@ class SSD300(_Detector):
         sample_unit="images",
         input_shape="list of (3, 300, 300) images + boxes",
         default_batch={"gpu": 64, "cpu": 2},
-        source="torchvision.models.detection.ssd300_vgg16 (SSD300, as MLPerf v0.5)",
+        source="SSD300 with MLPerf v0.5's ResNet-34 backbone (conv5_x removed, conv4_x at stride 1, six heads "
+        "at 38..1) on torchvision's SSD; defined in accelbench",
     )
 
     def build(self, scale: str) -> "torch.nn.Module":
-        from torchvision.models.detection import ssd300_vgg16
+        return ssd300_resnet34(self.classes if scale == "full" else 5)
 
-        classes = self.classes if scale == "full" else 5
-        return ssd300_vgg16(weights=None, weights_backbone=None, num_classes=classes)
+
+def ssd300_resnet34(num_classes: int) -> "torch.nn.Module":
+    """MLPerf Training v0.5's SSD: SSD300 on a ResNet-34 whose conv5_x blocks are removed and whose conv4_x block
+    starts at stride 1, so the first head reads a 38x38 map of 256 channels; five extra blocks (a 1x1 then a 3x3
+    convolution, each with ReLU) bring it to 19, 10, 5, 3 and 1 (512, 512, 256, 256, 256 channels), and 4, 6, 6,
+    6, 4 and 4 default boxes per cell (8,732 in all) with the reference's scales and steps. torchvision's SSD
+    does the matching, box coding, hard-negative mining and post-processing, as for its VGG-16 SSD300."""
+    from collections import OrderedDict
+
+    from torch import nn
+    from torchvision.models import resnet34
+    from torchvision.models.detection.anchor_utils import DefaultBoxGenerator
+    from torchvision.models.detection.ssd import SSD
+
+    def extra(cin: int, mid: int, cout: int, stride: int, padding: int) -> nn.Module:
+        return nn.Sequential(
+            nn.Conv2d(cin, mid, 1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(mid, cout, 3, stride, padding),
+            nn.ReLU(inplace=True),
+        )
+
+    class Backbone(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            r = resnet34(weights=None)
+            r.layer3[0].conv1.stride = (1, 1)  # conv4_x at stride 1: 38x38 at 300 pixels
+            r.layer3[0].downsample[0].stride = (1, 1)
+            self.body = nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2, r.layer3)
+            self.extras = nn.ModuleList(
+                [
+                    extra(256, 256, 512, 2, 1),
+                    extra(512, 256, 512, 2, 1),
+                    extra(512, 128, 256, 2, 1),
+                    extra(256, 128, 256, 1, 0),
+                    extra(256, 128, 256, 1, 0),
+                ]
+            )
+            for block in self.extras:  # Xavier, as the reference initialises its added layers
+                for param in block.parameters():
+                    if param.dim() > 1:
+                        nn.init.xavier_uniform_(param)
+
+        def forward(self, x: torch.Tensor) -> "OrderedDict[str, torch.Tensor]":
+            maps = [self.body(x)]
+            for block in self.extras:
+                maps.append(block(maps[-1]))
+            return OrderedDict((str(i), m) for i, m in enumerate(maps))
+
+    anchors = DefaultBoxGenerator(
+        [[2], [2, 3], [2, 3], [2, 3], [2], [2]],
+        scales=[0.07, 0.15, 0.33, 0.51, 0.69, 0.87, 1.05],
+        steps=[8, 16, 32, 64, 100, 300],
+    )
+    return SSD(Backbone(), anchors, (300, 300), num_classes, image_mean=_MEAN, image_std=_STD)
 
 
 class MaskRCNN(_Detector):

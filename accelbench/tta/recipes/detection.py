@@ -9,9 +9,9 @@ reads; for Mask R-CNN on boxes and on masks): each rank detects its share of the
 every rank are scored together.
 
 The targets are MLPerf Training v0.5's: SSD 0.212 mAP; Mask R-CNN 0.377 box AP and 0.339 mask AP, an evaluation
-counting only where both are reached. MLPerf's detectors start from an ImageNet-trained backbone (ResNet-34,
-ResNet-50); nothing is downloaded here, so the full-scale backbones start from random weights, and a run to the
-published targets takes correspondingly longer.
+counting only where both are reached. The full-scale models are MLPerf's: SSD300 on its modified ResNet-34, Mask
+R-CNN on ResNet-50 FPN. MLPerf's start from ImageNet-trained backbones; nothing is downloaded here, so the
+backbones start from random weights, and a run to the published targets takes correspondingly longer.
 """
 
 from __future__ import annotations
@@ -153,21 +153,19 @@ class Ssd(_Coco):
     max_epochs = 60
     mlperf_benchmark = "ssd"
     source = (
-        "torchvision SSD300 (VGG-16), SGD momentum 0.9 with warm-up (a small backbone and Adam at --scale tiny), "
-        f"horizontal flips; COCOeval box AP; target 0.212: {MLPERF_V05}"
+        "SSD300 on MLPerf's ResNet-34 backbone, SGD momentum 0.9 with warm-up (a small backbone and Adam at "
+        f"--scale tiny), horizontal flips; COCOeval box AP; target 0.212: {MLPERF_V05}"
     )
     size: ClassVar[dict[str, int | None]] = {"full": 300, "tiny": 64}
     lr: ClassVar[dict[str, float]] = {"full": 2.5e-3, "tiny": 1e-3}
     warmup_steps: ClassVar[int] = 300
 
     def build(self, data: Any, scale: str) -> "torch.nn.Module":
-        from torchvision.models.detection import ssd300_vgg16
-
-        from accelbench.workloads.detection import small_ssd
+        from accelbench.workloads.detection import small_ssd, ssd300_resnet34
 
         classes = len(data[0].label_of) + 1  # and the background
         if scale == "full":
-            return ssd300_vgg16(weights=None, weights_backbone=None, num_classes=classes)
+            return ssd300_resnet34(classes)
         return small_ssd(classes, self.size[scale] or 64)
 
     def schedule(self, model: Any, global_batch: int, steps_per_epoch: int, epochs: int) -> Schedule:
