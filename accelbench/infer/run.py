@@ -85,10 +85,10 @@ def calibrate_random_weights(model: Any, spec: Served, make_input: Callable[[int
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     with torch.no_grad():
         if norms:
-            for m in norms:
+            for m in norms:  # only the norms in training mode: a detector in training mode wants targets
                 m.reset_running_stats()
                 m.momentum = None  # a cumulative average over the calibration batches
-            model.train()
+                m.train()
             forward()
             model.eval()
             done.append(f"BatchNorm statistics from {n} samples")
