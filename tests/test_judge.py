@@ -294,3 +294,23 @@ def test_two_definitions_of_one_model_name_are_not_judged():
     r34.details["source"] = vgg.details["source"]
     [same] = compare([vgg], [r34]).rows
     assert same.judged and same.unlike == ()
+
+
+def test_unpaired_runs_are_told_which_settings_differ(tmp_path, capsys):
+    """Two runs with no workload in common: the message names the settings the nearest records differ in and the
+    --ignore flags that pair them (a bare "--ignore PARAM" left the user guessing, and ignoring one of two
+    differing settings still paired nothing); with those flags the pair is judged."""
+    from accelbench.cli.main import main
+    from accelbench.results.store import RunInfo, Store
+
+    base = gemm("run-a", times(1e-3))
+    cand = gemm("run-b", times(1e-3, seed=1), params={**base.params, "m": 512, "precision": "amp_bf16"})
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        for r in (base, cand):
+            store.add_run(RunInfo(r.run_id, r.started_at, "fixture", {}, "zen4", {}))
+        store.add_many([base, cand])
+    assert main(["compare", "run-a", "run-b", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "the nearest records differ in m, precision (--ignore m --ignore precision pairs them)" in err
+    assert main(["compare", "run-a", "run-b", "--ignore", "m", "--ignore", "precision", "--db", str(db)]) == 0

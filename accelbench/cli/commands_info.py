@@ -58,7 +58,10 @@ def _list_tta() -> int:
     from accelbench.cli.render import console
     from accelbench.tta.recipes import RECIPES, recipe
 
-    table = Table(caption="accelbench tta NAME --data-dir DIR [--target T]; --scale tiny trains a small model")
+    table = Table(
+        caption="accelbench tta NAME --data-dir DIR [--target T] [--second-target T2 (the second metric, where two)]; "
+        "--scale tiny trains a small model"
+    )
     for column in ("workload", "data (--data-dir)", "metric", "target", "MLPerf", "model and source"):
         table.add_column(column, no_wrap=column in ("workload", "metric"))
     for name in RECIPES:

@@ -250,9 +250,17 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(comparison.to_dict(), indent=2) + "\n")
         return 0
     if not comparison.rows:
+        from accelbench.results.compare import nearest_difference
+
+        differ = nearest_difference(base, cand, ns.ignore)
+        hint = (
+            f"the nearest records differ in {', '.join(differ)} ({' '.join(f'--ignore {k}' for k in differ)} "
+            "pairs them)"
+            if differ
+            else "they share no benchmark"
+        )
         raise UsageError(
-            f"{ns.baseline} and {ns.candidate} have no benchmark with the same parameters in common; "
-            "--ignore PARAM pairs records that differ in PARAM"
+            f"{ns.baseline} and {ns.candidate} have no benchmark with the same parameters in common; {hint}"
         )
     console.print(compare_table(comparison, ns.baseline, ns.candidate))
     from accelbench.cli.commands_reference import print_published_ratios

@@ -44,7 +44,7 @@ class XlaKind(DeviceKind):
     dist_backend = "xla"
     # PJRT joins processes through its own launcher or an xla:// rendezvous, one chip per process, which the rank
     # launcher does not do yet; and the host runtime that tests the kind cannot run collectives across processes
-    no_ranks = "several XLA ranks in one run are not supported yet (one process per run: --nproc 1)"
+    no_ranks = "several XLA ranks in one run are not supported yet (one process per run: --nproc 1 --nnodes 1)"
     batch_class = "gpu"
     lazy = True
 

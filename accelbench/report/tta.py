@@ -27,7 +27,7 @@ def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on time to accuracy: each score with the seeds it is the olympic mean of."""
     return [
         f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} (olympic mean of "
-        f"{(r.details.get('score') or {}).get('runs', '?')} seeds){on_system(inp, r)}."
+        f"{_seeds((r.details.get('score') or {}).get('runs'))}){on_system(inp, r)}."
         for r in recs
         if r.primary is not None  # INVALID by the seed rule: no time to target
     ]
@@ -85,7 +85,7 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
                 Chart(
                     f"tta-{drawn}",
                     title + (f": {metric}" if together else ""),
-                    f"{metric} against training time and against epochs for {len(curves)} seeds, target {goal}"
+                    f"{metric} against training time and against epochs for {_seeds(len(curves))}, target {goal}"
                     + together,
                     partial(
                         charts.draw_curves,
@@ -121,3 +121,7 @@ def _curves(seeds: list[dict[str, Any]], key: str) -> list[tuple[str, list[tuple
         for s in seeds
     ]
     return [c for c in curves if c[1]]
+
+
+def _seeds(n: int | None) -> str:
+    return "? seeds" if n is None else f"{n} seed" + ("" if n == 1 else "s")

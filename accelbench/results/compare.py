@@ -252,6 +252,22 @@ def workload_key(result: Result, ignore: Iterable[str] = (), keep: Iterable[str]
     return json.dumps([result.benchmark, params], sort_keys=True)
 
 
+def nearest_difference(baseline: list[Result], candidate: list[Result], ignore: Iterable[str] = ()) -> list[str]:
+    """The fewest settings in which a baseline record differs from a candidate record of the same benchmark (what
+    ``--ignore`` would have to drop to pair them); empty where no benchmark is common to the two sides."""
+    drop = CONTEXT_PARAMS | set(ignore)
+    best: list[str] | None = None
+    for b in baseline:
+        for c in candidate:
+            if b.benchmark != c.benchmark:
+                continue
+            pb, pc = _defaults(b.benchmark) | b.params, _defaults(c.benchmark) | c.params
+            differ = sorted(k for k in set(pb) | set(pc) if k not in drop and pb.get(k) != pc.get(k))
+            if best is None or len(differ) < len(best):
+                best = differ
+    return best or []
+
+
 def system_key(result: Result) -> tuple[str, str]:
     """One workload on one system: the figure a run-to-run spread is measured on (every setting that changes
     the figure kept, the length of the measurement dropped)."""

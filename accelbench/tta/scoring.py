@@ -32,7 +32,7 @@ def olympic(times: list[float | None]) -> Score:
     failed = len(times) - len(done)
     fastest = done[0] if done else None
     slowest = None if failed else done[-1]
-    spread = (done[-1] - done[0]) / statistics.fmean(done) if len(done) > 1 else (0.0 if done else None)
+    spread = (done[-1] - done[0]) / statistics.fmean(done) if len(done) > 1 else None  # one run: no spread
     base = dict(fastest=fastest, slowest=slowest, spread=spread, converged=len(done), runs=len(times))
     if failed > 1:
         return Score(None, valid=False, reason=f"{failed} of {len(times)} runs did not reach the target", **base)

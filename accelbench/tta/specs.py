@@ -24,8 +24,9 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     )
     target: float = opt(
         0.0,
-        "quality target (0: the workload's: digits 0.98, mnist 0.99, cifar10 0.94, ...; a loss such as "
-        "llama3.1-8b-text's val_loss 2.0 is reached at or below it)",
+        "quality target of the workload's metric (0: its own: digits 0.98, mnist 0.99, cifar10 0.94, ssd's mAP "
+        "0.212, maskrcnn's box AP 0.377, ...: accelbench list --tta); a loss such as llama3.1-8b-text's val_loss "
+        "2.0 is reached at or below it",
         sweep=False,
     )
     second_target: float = opt(
@@ -86,8 +87,14 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         words = [p["workload"], f"x{p['seeds']} seed" + ("s" if p["seeds"] != 1 else "")]
         if p.get("target"):
             words.append(f"to {p['target']:g}")
-        if p.get("second_target"):
-            words.append(f"and {p['second_target']:g}")
+        if p.get("second_target"):  # which metric each target is: the recipe's names
+            from accelbench.tta.recipes import recipe
+
+            r = recipe(p["workload"])
+            first, second = list(r.targets())
+            named = f"to {first} {p.get('target') or r.target:g}"
+            words[-1:] = [named] if p.get("target") else [words[-1], named]
+            words.append(f"and {second} {p['second_target']:g}")
         if p.get("nproc", 1) * p.get("nnodes", 1) > 1:
             words.append(f"nproc={p['nproc'] * p.get('nnodes', 1)}")
         if p.get("precision", "auto") != "auto":
