@@ -257,3 +257,36 @@ def test_cifar_augmentation_keeps_shape_and_flips():
     out = Cifar10().augment(x, torch.Generator().manual_seed(0))
     assert out.shape == x.shape and not torch.equal(out, x)
     assert np.isclose(float((out == 0).float().mean()), 0.0625, atol=0.05)
+
+
+def test_blocks_end_at_the_recipes_evaluations(run_isolated, tmp_path):
+    # imagenet evaluates every 4 epochs as the reference; 5 epochs: blocks 1-4 and 5 (the last always evaluates)
+    import json
+
+    data = write_imagefolder(tmp_path / "imagenet")
+    params = {"workload": "imagenet", "data_dir": str(data), "scale": "tiny", "seeds": 1, "seed": 3}
+    [r] = run_isolated(params | {"max_epochs": 5, "batch_size": 4, "target": 0.9999})
+    [seed] = r.details["seeds"]
+    assert [c["epoch"] for c in seed["curve"]] == [4, 5]
+    events = [json.loads(line.split(":::MLLOG", 1)[1]) for line in Path(seed["log"]).read_text().splitlines()]
+    blocks = [
+        (e["metadata"]["first_epoch_num"], e["metadata"]["epoch_count"]) for e in events if e["key"] == "block_start"
+    ]
+    stops = [e["metadata"]["first_epoch_num"] for e in events if e["key"] == "block_stop"]
+    assert blocks == [(1, 4), (5, 1)] and stops == [1, 5]
+
+
+def test_ssd_follows_the_references_schedule_and_evaluations():
+    import torch
+
+    from accelbench.tta.recipes.detection import Ssd
+
+    ssd = Ssd()
+    assert [e for e in range(1, 81) if ssd.evaluates_at(e)] == [40, 50, 55, 60, 65, 70, 75, 80]
+    s = ssd.schedule(torch.nn.Linear(2, 2), global_batch=64, steps_per_epoch=100, epochs=80)
+    # 2.5e-3 per 32 images, warm-up over 300 steps, tenfold drops at epochs 40 and 50
+    assert s.lr_at(299) == pytest.approx(5e-3) and s.lr_at(3999) == pytest.approx(5e-3)
+    assert s.lr_at(4000) == pytest.approx(5e-4) and s.lr_at(5000) == pytest.approx(5e-5)
+    assert s.hyperparameters["opt_learning_rate_decay_steps"] == [4000, 5000]
+    ssd._scale = "tiny"
+    assert all(ssd.evaluates_at(e) for e in range(1, 5))

@@ -169,9 +169,15 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
     run = SeedRun(seed, False, None, 0, 0, 0.0, 0.0)
     step = 0
     quality = 0.0
+
+    def evaluated(epoch: int) -> bool:
+        return epoch == job.max_epochs or r.evaluates_at(epoch)
+
+    block = 1  # the first epoch of the block (the epochs up to and including the next evaluation)
     for epoch in range(1, job.max_epochs + 1):
-        if (epoch - 1) % r.eval_every == 0:
-            log.start(C.BLOCK_START, first_epoch_num=epoch, epoch_count=min(r.eval_every, job.max_epochs - epoch + 1))
+        if epoch == block:
+            until = next(e for e in range(epoch, job.max_epochs + 1) if evaluated(e))
+            log.start(C.BLOCK_START, first_epoch_num=epoch, epoch_count=until - epoch + 1)
         log.start(C.EPOCH_START, epoch_num=epoch)
         model.train()
         t_train = time.perf_counter()
@@ -186,9 +192,10 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         run.train_seconds += time.perf_counter() - t_train
         log.end(C.EPOCH_STOP, epoch_num=epoch)
         run.epochs = epoch
-        if epoch % r.eval_every and epoch != job.max_epochs:
+        if not evaluated(epoch):
             continue
-        log.end(C.BLOCK_STOP, first_epoch_num=epoch - (epoch - 1) % r.eval_every)
+        log.end(C.BLOCK_STOP, first_epoch_num=block)
+        block = epoch + 1
         log.start(C.EVAL_START, epoch_num=epoch)
         model.eval()
         qualities = evaluate(r, model, job)

@@ -88,6 +88,12 @@ class Recipe(ABC):
                 return f"{self.name} needs {module} (pip install 'accelbench[{extra}]')"
         return None
 
+    def evaluates_at(self, epoch: int) -> bool:
+        """Whether the reference evaluates after ``epoch`` (counted from 1): every :attr:`eval_every` epochs by
+        default; a recipe whose reference evaluates at listed epochs (MLPerf v0.5's SSD) says so. Evaluation time
+        counts in the time to target, so the cadence is the reference's. The last allowed epoch always is."""
+        return epoch % self.eval_every == 0
+
     def targets(self, target: float = 0.0, second: float = 0.0) -> dict[str, float]:
         """Every metric's target: ``target`` for :attr:`metric` and ``second`` for the one in :attr:`more_targets`
         (0: the recipe's own)."""
