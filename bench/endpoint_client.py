@@ -93,8 +93,12 @@ def one_round(
         sys.exit(f"{timeline.failures} of {requests} requests failed, the first: {timeline.error}")
     chunks = sum(n for _, n in timeline.dones.values())
     return {
-        "rps": requests / wall, "cps": chunks / wall, "thread": client["client_cpu_share"], "process": own / wall,
-        "stub": served / wall, "lag": client["loop_lag_p99_ms"],
+        "rps": requests / wall,
+        "cps": chunks / wall,
+        "thread": client["client_cpu_share"],
+        "process": own / wall,
+        "stub": served / wall,
+        "lag": client["loop_lag_p99_ms"],
         # the loop thread's CPU per request: what a core sustains, whatever share of one it was given
         "us": client["client_cpu_share"] * wall / requests * 1e6,
     }
@@ -118,16 +122,19 @@ def main() -> None:
     pinned = args.pin and len(cpus) > 1
     if pinned:
         os.sched_setaffinity(0, set(cpus[1:]))  # before the engine's thread starts: it inherits them
-    print(f"{len(cpus)} CPUs, {args.connections} connections, {args.requests} requests a round"
-          f"{', the stub pinned to CPU ' + str(cpus[0]) + ', the client to the others' if pinned else ''}")
+    print(
+        f"{len(cpus)} CPUs, {args.connections} connections, {args.requests} requests a round"
+        f"{', the stub pinned to CPU ' + str(cpus[0]) + ', the client to the others' if pinned else ''}"
+    )
     stub_cpus = {cpus[0]} if pinned else None
     with tempfile.TemporaryDirectory() as name, stub(stub_cpus, Path(name) / "stub.log") as (url, pid):
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
         folder = make_checkpoint(Path(name))
-        params = InferParams(model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(folder),
-                             served_model=MODEL)
+        params = InferParams(
+            model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(folder), served_model=MODEL
+        )
         engine = EndpointEngine()
         engine.configure(params)
         warm = Timeline(expected=args.connections)
@@ -149,7 +156,8 @@ def main() -> None:
                         f"round {r}, {tokens:>3} chunks: {got['rps']:7,.0f} requests/s, {got['cps']:8,.0f} chunks/s; "
                         f"client thread {got['thread']:.0%} of a core ({got['us']:.0f} us a request), this process "
                         f"{got['process']:.2f} cores, "
-                        f"stub {got['stub']:.2f} cores, loop lag p99 {got['lag']:.1f} ms", flush=True,
+                        f"stub {got['stub']:.2f} cores, loop lag p99 {got['lag']:.1f} ms",
+                        flush=True,
                     )
         finally:
             engine.stop()

@@ -89,3 +89,24 @@ def test_figures_show_the_digits_their_interval_supports() -> None:
     assert fmt.metric(m(0.01234, 0.02, "s")) == "12.3 ms"
     assert fmt.number(12345.6, 3) == "12,300" and fmt.number(999.96) == "1,000" and fmt.number(999_999, 3) == "1.00M"
     assert fmt.number(1.5e9) == "1.500G" and fmt.number(0.00123, 3) == "0.00123"
+
+
+def test_a_timeout_of_days_is_said_in_days_with_why(tmp_path: Path, cli_env) -> None:
+    proc = run_cli(["tta", "digits", "--dry-run"], {**cli_env, "COLUMNS": "200"}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "7 days" in proc.stdout and "604800" not in proc.stdout and "--timeout S lowers it" in proc.stdout
+    short = run_cli(["run", "selftest/ok", "--dry-run"], {**cli_env, "COLUMNS": "200"}, tmp_path)
+    assert short.returncode == 0 and "timeout of days" not in short.stdout
+
+
+def test_timeouts_read_in_the_unit_a_reader_thinks_in() -> None:
+    from accelbench.cli.render import _span
+
+    assert [_span(s) for s in (60, 600, 1800, 3600, 7200, 604800)] == [
+        "60 s",
+        "10 min",
+        "30 min",
+        "60 min",
+        "2 h",
+        "7 days",
+    ]

@@ -220,6 +220,9 @@ def test_olympic_scoring():
     assert not bad.valid and bad.time_to_target is None and "2 of 5" in bad.reason
     assert olympic([2.0, 4.0]).time_to_target == 3.0 and not olympic([2.0, None]).valid
     assert olympic([1.0, 2.0, 3.0]).spread == pytest.approx(1.0)
+    # the runs the mean counts, whose epochs and samples the record's other figures average
+    assert olympic([5.0, 1.0, 3.0, 4.0, 100.0]).kept == (0, 2, 3) and s.kept == (0, 3)
+    assert olympic([2.0, 4.0]).kept == (0, 1) and bad.kept == () and olympic([2.0, None]).kept == ()
 
 
 @pytest.mark.parametrize(

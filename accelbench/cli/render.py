@@ -151,6 +151,14 @@ def _clock(seconds: float) -> str:
     return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
 
 
+def _span(seconds: float) -> str:
+    """A timeout in the unit a reader thinks in: '600 s', '30 min', '7 days'."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:g} s"
+
+
 def plan_table(planned: list[Any]) -> Table:
     """What a run will do: each entry, its timeout and how long it took on this system last time."""
     from accelbench.suite.plan import estimate
@@ -166,12 +174,17 @@ def plan_table(planned: list[Any]) -> Table:
         table.add_column(col, **kw)
     for i, p in enumerate(planned, 1):
         last = f"{p.last_seconds:.1f} s" if p.last_seconds is not None else "never run"
-        table.add_row(str(i), escape(p.entry.label), f"{p.timeout:g} s", last, escape(p.warning or ""))
+        table.add_row(str(i), escape(p.entry.label), _span(p.timeout), last, escape(p.warning or ""))
     known, unknown = estimate(planned)
     table.caption = (
         f"{len(planned)} benchmark(s); those run here before measured for {_clock(known)} last time (plus start-up)"
         + (f"; {unknown} never ran on this system: no estimate" if unknown else "")
     )
+    if any(p.timeout >= 86400 for p in planned):
+        table.caption += (
+            "\na timeout of days is a training run to a quality target's: at full scale it can train that long; "
+            "--timeout S lowers it (the run is then recorded as failed when it is reached)"
+        )
     return table
 
 
@@ -234,6 +247,9 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
         if any(w.startswith("noisy") for w in notes):
             lines.append("noisy results: re-run on a quieter machine, or measure longer (--min-time, --num-batches)")
         if any(w.startswith("contended") for w in notes):
-            lines.append("contended results: other load shared this machine; compare only figures measured together")
+            lines.append(
+                "contended results: other load shared this machine, and a figure can fall by far more than the share "
+                "it took (threads that spin or wait on each other); they are kept but not compared"
+            )
         table.caption = "\n".join(lines)
     return table

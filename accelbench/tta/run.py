@@ -147,14 +147,15 @@ def _result(
         "recipe": r.source,
         "mlperf_logs": [run.log for run in runs if run.log],
     }
-    converged = [run for run in runs if run.converged]
+    # what the runs the time to target counts took (the olympic mean's; every converged one in an INVALID set)
+    counted = [runs[i] for i in score.kept] or [run for run in runs if run.converged]
     metrics: dict[str, Any] = {}
-    if converged:  # what the runs that reached the target took
+    if counted:
         metrics["epochs_to_target"] = fig.figure(
-            sum(x.epochs for x in converged) / len(converged), "epochs", higher_is_better=False
+            sum(x.epochs for x in counted) / len(counted), "epochs", higher_is_better=False
         )
         metrics["samples_to_target"] = fig.figure(
-            sum(x.samples for x in converged) / len(converged), "samples", higher_is_better=False
+            sum(x.samples for x in counted) / len(counted), "samples", higher_is_better=False
         )
     metrics["throughput"] = fig.figure(sum(x.throughput for x in runs) / len(runs), "samples/s", higher_is_better=True)
     if score.spread is not None:

@@ -16,6 +16,8 @@ class Score:
     runs: int
     valid: bool
     reason: str = ""
+    #: the runs (indices into the times given) the mean counts: every other figure of the set is theirs too
+    kept: tuple[int, ...] = ()
 
 
 def olympic(times: list[float | None]) -> Score:
@@ -29,6 +31,7 @@ def olympic(times: list[float | None]) -> Score:
     if not times:
         raise ValueError("no runs to score")
     done = sorted(t for t in times if t is not None)
+    order = sorted(range(len(times)), key=lambda i: (times[i] is None, times[i] or 0.0))  # fastest first
     failed = len(times) - len(done)
     fastest = done[0] if done else None
     slowest = None if failed else done[-1]
@@ -37,10 +40,9 @@ def olympic(times: list[float | None]) -> Score:
     if failed > 1:
         return Score(None, valid=False, reason=f"{failed} of {len(times)} runs did not reach the target", **base)
     if len(times) >= 3:
-        ordered = done + [float("inf")] * failed
-        kept = ordered[1:-1]
-        return Score(statistics.fmean(kept), valid=True, **base)
+        kept = order[1:-1]
+        return Score(statistics.fmean(times[i] for i in kept), valid=True, kept=tuple(sorted(kept)), **base)
     if failed:
         why = "the run did not reach the target" if len(times) == 1 else "a run did not reach the target"
         return Score(None, valid=False, reason=f"{why}; with fewer than 3 seeds none is dropped", **base)
-    return Score(statistics.fmean(done), valid=True, **base)
+    return Score(statistics.fmean(done), valid=True, kept=tuple(range(len(times))), **base)
