@@ -225,7 +225,7 @@ def test_the_report_draws_each_metric_a_run_had_to_reach_with_its_own_target():
     """A Mask R-CNN record is judged on box and mask AP together: the report draws both curves, each against its
     own target, and says they are reached together; a one-metric record keeps one chart."""
     from accelbench.report.common import ReportInput
-    from accelbench.report.model import Chart
+    from accelbench.report.model import Chart, Table
     from accelbench.report.tta import tta
     from accelbench.results.record import Metric, Result
 
@@ -250,6 +250,16 @@ def test_the_report_draws_each_metric_a_run_had_to_reach_with_its_own_target():
     assert "target 0.4 (reached together" in charts[1].alt
     [one] = [b for b in tta(ReportInput([record("ssd", {})])).blocks if isinstance(b, Chart)]
     assert one.alt.endswith("target 0.3")
+
+    # two runs of one workload: each row says its run, and the one chart the (newest) run it draws
+    old, new = record("ssd", {}), record("ssd", {})
+    old.run_id, new.run_id = "20261101-000000-aaaa", "20261102-000000-bbbb"
+    old.started_at, new.started_at = "2026-11-01T00:00:00", "2026-11-02T00:00:00"
+    blocks = tta(ReportInput([old, new])).blocks
+    [table] = [b for b in blocks if isinstance(b, Table)]
+    [chart] = [b for b in blocks if isinstance(b, Chart)]
+    assert table.columns[0] == "run" and [row[0] for row in table.rows] == [new.run_id, old.run_id]
+    assert chart.title.endswith(f"run {new.run_id}")
 
 
 def test_a_train_split_smaller_than_one_global_batch_says_to_lower_the_batch(tmp_path):

@@ -47,6 +47,9 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
         return None
     recs, labels, section = opened
     multi = len(labels) > 1
+    # records from several runs: each row says its run, and a chart the run it draws (only a workload's newest
+    # run on a system is drawn)
+    runs = len({r.run_id for r in recs}) > 1
     rows = []
     drawn = 0
     seen: set[tuple[str, str]] = set()
@@ -58,6 +61,7 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
         ep = r.metrics.get("epochs_to_target")
         rows.append(
             ([labels[r.fingerprint]] if multi else [])
+            + ([r.run_id] if runs else [])
             + [
                 inp.name(r),
                 status_cell(r),
@@ -81,6 +85,7 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
         together = f" (reached together: {', '.join(f'{m} {t:g}' for m, _, t in goals)})" if len(goals) > 1 else ""
         for metric, goal, curves in charted[: MAX_CHARTS - drawn]:
             title = f"{inp.name(r)}" + (f" on {labels[r.fingerprint]}" if multi else "")
+            title += f", run {r.run_id}" if runs else ""
             section.blocks.append(
                 Chart(
                     f"tta-{drawn}",
@@ -96,7 +101,7 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
                 )
             )
             drawn += 1
-    cols = (["system"] if multi else []) + [
+    cols = (["system"] if multi else []) + (["run"] if runs else []) + [
         "workload",
         "status",
         "verdict",
