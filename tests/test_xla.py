@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -158,3 +160,14 @@ def test_several_xla_ranks_are_refused_in_one_line_not_launched():
     with pytest.raises(UsageError, match="--nproc 1 --nnodes 2 on xla"):  # one rank on each of two nodes
         check_nproc(1, "xla", 2)
     assert nproc_reason(1, "xla") is None or "not supported" not in nproc_reason(1, "xla")
+
+
+@needs_xla
+def test_the_runtime_torch_xla_picks_itself_is_not_a_stray_log_line(tmp_path):
+    """Without PJRT_DEVICE torch_xla picks a runtime and says so on the root logger ('WARNING:root:Defaulting to
+    PJRT_DEVICE=CPU'), above a one-line refusal; the runtime is in the record's device label instead."""
+    env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"}
+    code = "from accelbench.devices.xla import XlaKind; k = XlaKind(); print(k.count(), k.runtime_type())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["1", "CPU"], out.stderr
+    assert "PJRT_DEVICE" not in out.stderr, out.stderr

@@ -13,7 +13,9 @@ never picks it (:meth:`XlaKind.auto`).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -23,13 +25,36 @@ if TYPE_CHECKING:
     import torch
 
 
-def _xla() -> Any:
-    import torch_xla
+#: what torch_xla says on the root logger when it picks a runtime itself (PJRT_DEVICE unset)
+_CHOSEN = ("Defaulting to PJRT_DEVICE", "libtpu.so and TPU device found", "Found libneuronpjrt")
 
+
+class _DropChoice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_CHOSEN)
+
+
+@functools.cache
+def _xla() -> Any:
+    """torch_xla, its runtime chosen. Where PJRT_DEVICE is unset torch_xla picks one (a TPU where it finds one,
+    else the host) and says so on the root logger, above accelbench's own lines and before a one-line refusal;
+    the runtime it picked is in every record (the device's label, ``properties()['runtime']``), so that line is
+    dropped."""
+    drop = _DropChoice()
+    root = logging.getLogger()
+    root.addFilter(drop)
+    try:
+        import torch_xla
+        import torch_xla.runtime as xr
+
+        xr.device_type()
+    finally:
+        root.removeFilter(drop)
     return torch_xla
 
 
 def _xm() -> Any:
+    _xla()
     import torch_xla.core.xla_model as xm
 
     return xm
@@ -58,6 +83,7 @@ class XlaKind(DeviceKind):
 
     def runtime_type(self) -> str:
         """What the PJRT runtime runs on: TPU, CPU, CUDA (``torch_xla.runtime.device_type()``)."""
+        _xla()
         import torch_xla.runtime as xr
 
         return str(xr.device_type())
@@ -69,6 +95,7 @@ class XlaKind(DeviceKind):
     def count(self) -> int:
         if importlib.util.find_spec("torch_xla") is None:
             return 0
+        _xla()
         import torch_xla.runtime as xr
 
         return int(xr.addressable_device_count())
