@@ -78,16 +78,21 @@ def all_reached(r: Recipe, qualities: dict[str, float], targets: dict[str, float
 
 
 def evaluate(r: Recipe, model: Any, job: "Job") -> dict[str, float]:
-    """Every metric over the whole validation set: each rank scores its share, the parts are gathered and
-    combined by the recipe (a mean of scores, a corpus BLEU, a COCO mAP; box and mask AP)."""
+    """Every metric over the whole validation set: each rank scores its share, the parts are gathered on rank 0
+    and combined by the recipe there (a mean of scores, a corpus BLEU, a COCO mAP; box and mask AP), and the
+    figures sent back to every rank. Combining once, not on every rank, keeps N copies of the whole set's
+    detections and N COCOevals (seconds of CPU each on full COCO) from competing on one host."""
     part = r.evaluate_part(model, job.val, job.device, job.rank, job.world)
-    parts = [part]
     if job.world > 1:
         import torch.distributed as dist
 
-        parts = [None] * job.world
-        dist.all_gather_object(parts, part)
-    quality = r.combine(parts)
+        parts: list[Any] | None = [None] * job.world if job.rank == 0 else None
+        dist.gather_object(part, parts, dst=0)
+        out = [r.combine(parts) if parts is not None else None]
+        dist.broadcast_object_list(out, src=0)
+        quality = out[0]
+    else:
+        quality = r.combine([part])
     if isinstance(quality, dict):
         return {name: float(value) for name, value in quality.items()}
     return {r.metric: float(quality)}
