@@ -262,7 +262,7 @@ def test_cifar_augmentation_keeps_shape_and_flips():
     assert np.isclose(float((out == 0).float().mean()), 0.0625, atol=0.05)
 
 
-def test_blocks_end_at_the_recipes_evaluations(run_isolated, tmp_path):
+def test_blocks_end_at_the_recipes_evaluations(run_isolated, tmp_path, progress):
     # imagenet evaluates every 4 epochs as the reference; 5 epochs: blocks 1-4 and 5 (the last always evaluates)
     import json
 
@@ -277,19 +277,81 @@ def test_blocks_end_at_the_recipes_evaluations(run_isolated, tmp_path):
     ]
     stops = [e["metadata"]["first_epoch_num"] for e in events if e["key"] == "block_stop"]
     assert blocks == [(1, 4), (5, 1)] and stops == [1, 5]
+    # the epochs between evaluations still say where the run is
+    said = [m for m, _ in progress.lines if m.startswith("seed 3 epoch")]
+    assert said[0].startswith("seed 3 epoch 1: trained; evaluated after epoch 4 at ") and len(said) == 5
 
 
-def test_ssd_follows_the_references_schedule_and_evaluations():
+def test_ssd_follows_the_v05_references_schedule_and_evaluations():
     import torch
 
     from accelbench.tta.recipes.detection import Ssd
 
+    # MLPerf v0.5's train.py: 1e-3 at 32 images a step, no warm-up, drops to 1e-4 and 1e-5 at steps 160k and
+    # 200k, evaluations at steps 120k, 160k, 180k, 200k, 220k, 240k; an epoch of COCO's 117,266 images at 32 is
+    # 3,664 steps, so those fall in epochs 33, 44, 50, 55, 61 and 66
     ssd = Ssd()
-    assert [e for e in range(1, 81) if ssd.evaluates_at(e)] == [40, 50, 55, 60, 65, 70, 75, 80]
-    s = ssd.schedule(torch.nn.Linear(2, 2), global_batch=64, steps_per_epoch=100, epochs=80)
-    # 2.5e-3 per 32 images, warm-up over 300 steps, tenfold drops at epochs 40 and 50
-    assert s.lr_at(299) == pytest.approx(5e-3) and s.lr_at(3999) == pytest.approx(5e-3)
-    assert s.lr_at(4000) == pytest.approx(5e-4) and s.lr_at(5000) == pytest.approx(5e-5)
-    assert s.hyperparameters["opt_learning_rate_decay_steps"] == [4000, 5000]
+    s = ssd.schedule(torch.nn.Linear(2, 2), global_batch=32, steps_per_epoch=3664, epochs=66)
+    assert [e for e in range(1, 67) if ssd.evaluates_at(e)] == [33, 44, 50, 55, 61, 66]
+    assert s.lr_at(0) == pytest.approx(1e-3) and s.lr_at(159_999) == pytest.approx(1e-3)
+    assert s.lr_at(160_000) == pytest.approx(1e-4) and s.lr_at(200_000) == pytest.approx(1e-5)
+    assert s.hyperparameters["opt_learning_rate_warmup_steps"] == 0
+    # a global batch of 256: the rate scaled linearly and warmed up, the drops at the same images seen
+    s = ssd.schedule(torch.nn.Linear(2, 2), global_batch=256, steps_per_epoch=458, epochs=66)
+    assert s.lr_at(299) == pytest.approx(8e-3) and s.lr_at(0) == pytest.approx(8e-3 / 300)
+    assert s.hyperparameters["opt_learning_rate_decay_steps"] == [20_000, 25_000]
+    assert s.lr_at(20_000) == pytest.approx(8e-4)
     ssd._scale = "tiny"
     assert all(ssd.evaluates_at(e) for e in range(1, 5))
+
+
+class _Scorer:
+    """A recipe's evaluation as ``evaluate`` sees it: each rank's part is its rank; rank 0 combines them."""
+
+    metric = "quality"
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+
+    def evaluate_part(self, model, val, device, rank, world):  # type: ignore[no-untyped-def]
+        return rank + 1
+
+    def combine(self, parts):  # type: ignore[no-untyped-def]
+        if self.fail:
+            raise ValueError("COCOeval ran out of memory")
+        return sum(parts) / 10
+
+
+def _evaluate_on_rank(rank: int, init: str, fail: bool, out: str) -> None:
+    import types
+
+    import torch.distributed as dist
+
+    from accelbench.tta.loop import evaluate
+
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+    job = types.SimpleNamespace(val=None, device="cpu", rank=rank, world=2)
+    try:
+        said = repr(evaluate(_Scorer(fail), None, job))
+    except Exception as exc:
+        said = f"raised {exc}"
+    Path(f"{out}.{rank}").write_text(said)
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_validation_is_combined_on_rank_0_and_its_failure_fails_every_rank(tmp_path, fail):
+    """Rank 0 alone combines the parts (one COCOeval, not one per rank) and sends the figures; where combining
+    fails, every rank fails with it at once instead of waiting out the collective timeout."""
+    import torch.multiprocessing as mp
+
+    out = str(tmp_path / "said")
+    mp.start_processes(
+        _evaluate_on_rank, args=(f"file://{tmp_path / 'rdv'}", fail, out), nprocs=2, start_method="spawn"
+    )
+    said = [Path(f"{out}.{rank}").read_text() for rank in (0, 1)]
+    if fail:
+        assert said[0] == "raised COCOeval ran out of memory"
+        assert said[1] == "raised scoring the validation set failed on rank 0: ValueError: COCOeval ran out of memory"
+    else:
+        assert said == ["{'quality': 0.3}", "{'quality': 0.3}"]

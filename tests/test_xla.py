@@ -167,7 +167,14 @@ def test_the_runtime_torch_xla_picks_itself_is_not_a_stray_log_line(tmp_path):
     """Without PJRT_DEVICE torch_xla picks a runtime and says so on the root logger ('WARNING:root:Defaulting to
     PJRT_DEVICE=CPU'), above a one-line refusal; the runtime is in the record's device label instead."""
     env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"}
-    code = "from accelbench.devices.xla import XlaKind; k = XlaKind(); print(k.count(), k.runtime_type())"
+    code = (
+        "import logging; from accelbench.devices.xla import XlaKind; k = XlaKind(); print(k.count(), "
+        "k.runtime_type()); logging.getLogger('other').warning('a later warning')"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.split() == ["1", "CPU"], out.stderr
+    count, runtime = out.stdout.split()
+    assert out.returncode == 0 and int(count) >= 1 and runtime, out.stderr
     assert "PJRT_DEVICE" not in out.stderr, out.stderr
+    # the import left the root logger as it was: Python's last resort prints a later warning bare, not as a
+    # 'WARNING:other:' line from a handler the import would have installed
+    assert out.stderr.strip().splitlines()[-1] == "a later warning", out.stderr

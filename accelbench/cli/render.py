@@ -180,10 +180,10 @@ def plan_table(planned: list[Any]) -> Table:
         f"{len(planned)} benchmark(s); those run here before measured for {_clock(known)} last time (plus start-up)"
         + (f"; {unknown} never ran on this system: no estimate" if unknown else "")
     )
-    if any(p.timeout >= 86400 for p in planned):
+    if any(_span(p.timeout).endswith("days") for p in planned):
         table.caption += (
-            "\na timeout of days is a training run to a quality target's: at full scale it can train that long; "
-            "--timeout S lowers it (the run is then recorded as failed when it is reached)"
+            "\na timeout in days is a time-to-accuracy run's: at full scale it can train that long; --timeout S "
+            "lowers it (a run that reaches it is recorded as failed)"
         )
     return table
 

@@ -25,13 +25,14 @@ if TYPE_CHECKING:
     import torch
 
 
-#: what torch_xla says on the root logger when it picks a runtime itself (PJRT_DEVICE unset)
-_CHOSEN = ("Defaulting to PJRT_DEVICE", "libtpu.so and TPU device found", "Found libneuronpjrt")
-
-
 class _DropChoice(logging.Filter):
+    """torch_xla's lines on the runtime it picked ('Defaulting to PJRT_DEVICE=CPU', 'libtpu.so and TPU device
+    found. Setting PJRT_DEVICE=TPU.', 'Found CUDA without GPU_NUM_DEVICES. Defaulting to PJRT_DEVICE=CUDA ...'),
+    and older versions' 'PJRT is now the default runtime'."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(_CHOSEN)
+        message = record.getMessage()
+        return "PJRT_DEVICE" not in message and "PJRT is now the default runtime" not in message
 
 
 @functools.cache
@@ -40,8 +41,13 @@ def _xla() -> Any:
     else the host) and says so on the root logger, above accelbench's own lines and before a one-line refusal;
     the runtime it picked is in every record (the device's label, ``properties()['runtime']``), so that line is
     dropped."""
-    drop = _DropChoice()
+    drop, held = _DropChoice(), logging.NullHandler()
     root = logging.getLogger()
+    # torch_xla logs through logging.warning, which gives a root logger without handlers one on stderr for the
+    # rest of the process (every library's warnings printed after it): a handler held during the import stops that
+    bare = not root.handlers
+    if bare:
+        root.addHandler(held)
     root.addFilter(drop)
     try:
         import torch_xla
@@ -50,6 +56,8 @@ def _xla() -> Any:
         xr.device_type()
     finally:
         root.removeFilter(drop)
+        if bare:
+            root.removeHandler(held)
     return torch_xla
 
 
@@ -133,6 +141,7 @@ class XlaKind(DeviceKind):
         """FP32 matmuls and convolutions at FP32: XLA's default on a TPU rounds FP32 operands to bf16 and
         multiplies once, so an "fp32" figure would be a bf16 one. ``highest`` (six passes, about 22 bits) is
         what fp32 names; 16-bit operands are unaffected."""
+        _xla()
         try:
             import torch_xla.backends as xb
         except ImportError:  # torch_xla before 2.7 has no switch: record that its default was used
@@ -143,6 +152,7 @@ class XlaKind(DeviceKind):
 
     def compilations(self) -> tuple[int, float] | None:
         """From torch_xla's metrics: ``CompileTime`` counts every graph compiled (a cache hit is not)."""
+        _xla()
         import torch_xla.debug.metrics as met
 
         data = met.metric_data("CompileTime")

@@ -77,6 +77,24 @@ def all_reached(r: Recipe, qualities: dict[str, float], targets: dict[str, float
     return all(reached(r, qualities[name], target) for name, target in targets.items())
 
 
+@dataclass
+class _Failed:
+    """What rank 0 sends the other ranks when combining the validation parts failed."""
+
+    error: str
+
+
+def _time_left(job: "Job", elapsed: float, epoch: int) -> tuple[float | None, str]:
+    """The time left after ``epoch``: before a seed has reached the target only a bound is known (every seed
+    running to --max-epochs), said as a bound in the message, not passed as the estimate; after one has, its
+    time is the estimate."""
+    per_epoch = elapsed / epoch
+    if job.typical_seconds:
+        return max(job.typical_seconds - elapsed, per_epoch) + job.seeds_after * job.typical_seconds, ""
+    bound = per_epoch * ((job.max_epochs - epoch) + job.seeds_after * job.max_epochs)
+    return None, f"; at most {int(bound // 60)}:{int(bound % 60):02d} left if every seed runs to --max-epochs"
+
+
 def evaluate(r: Recipe, model: Any, job: "Job") -> dict[str, float]:
     """Every metric over the whole validation set: each rank scores its share, the parts are gathered on rank 0
     and combined by the recipe there (a mean of scores, a corpus BLEU, a COCO mAP; box and mask AP), and the
@@ -88,8 +106,17 @@ def evaluate(r: Recipe, model: Any, job: "Job") -> dict[str, float]:
 
         parts: list[Any] | None = [None] * job.world if job.rank == 0 else None
         dist.gather_object(part, parts, dst=0)
-        out = [r.combine(parts) if parts is not None else None]
+        out: list[Any] = [None]
+        if parts is not None:
+            try:
+                out = [r.combine(parts)]
+            except Exception as exc:  # every rank fails with rank 0, not waiting out the collective timeout
+                out = [_Failed(f"{type(exc).__name__}: {exc}")]
+                dist.broadcast_object_list(out, src=0)
+                raise
         dist.broadcast_object_list(out, src=0)
+        if isinstance(out[0], _Failed):
+            raise RuntimeError(f"scoring the validation set failed on rank 0: {out[0].error}")
         quality = out[0]
     else:
         quality = r.combine([part])
@@ -197,7 +224,12 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         run.train_seconds += time.perf_counter() - t_train
         log.end(C.EPOCH_STOP, epoch_num=epoch)
         run.epochs = epoch
-        if not evaluated(epoch):
+        if not evaluated(epoch):  # the reference evaluates later (SSD: first after epoch 33): say where it is
+            elapsed = time.perf_counter() - t0
+            left, note = _time_left(job, elapsed, epoch)
+            job.progress(
+                f"seed {seed} epoch {epoch}: trained; evaluated after epoch {until} at {elapsed:.1f} s{note}", left=left
+            )
             continue
         log.end(C.BLOCK_STOP, first_epoch_num=block)
         block = epoch + 1
@@ -214,14 +246,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         log.end(C.EVAL_STOP, epoch_num=epoch)
         point = {"epoch": epoch, "seconds": elapsed, "quality": quality, "samples": run.samples}
         run.curve.append(point | {k: qualities[k] for k in job.more})
-        per_epoch = elapsed / epoch
-        # before a seed has reached the target, only a bound is known (every seed running to --max-epochs): said
-        # as a bound in the message, not passed as the estimate; after one has, its time is the estimate
-        bound = per_epoch * ((job.max_epochs - epoch) + job.seeds_after * job.max_epochs)
-        left = None
-        note = f"; at most {int(bound // 60)}:{int(bound % 60):02d} left if every seed runs to --max-epochs"
-        if job.typical_seconds:
-            left, note = max(job.typical_seconds - elapsed, per_epoch) + job.seeds_after * job.typical_seconds, ""
+        left, note = _time_left(job, elapsed, epoch)
         scored = ", ".join(f"{k} {qualities[k]:.4f}" for k in [r.metric, *job.more])
         job.progress(f"seed {seed} epoch {epoch}: {scored} at {elapsed:.1f} s{note}", left=left)
         if all_reached(r, qualities, {r.metric: job.target} | job.more):

@@ -16,7 +16,8 @@ class Score:
     runs: int
     valid: bool
     reason: str = ""
-    #: the runs (indices into the times given) the mean counts: every other figure of the set is theirs too
+    #: the runs (indices into the times given) the mean counts: every other figure of the set is theirs too (of
+    #: runs with equal times, the later seed is the one dropped as the slowest, the earlier as the fastest)
     kept: tuple[int, ...] = ()
 
 
