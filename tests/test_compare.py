@@ -95,3 +95,20 @@ def test_scaling_of_a_lower_is_better_figure():
 
     rows = scaling_rows([tta(1, 8.0, [1, 2, 3]), tta(4, 2.5, [9, 10, 11])], metric="time_to_target_seconds")
     assert [(r.devices, r.speedup, r.efficiency) for r in rows] == [(1, 1.0, 1.0), (4, 3.2, 0.8)]
+
+
+def test_a_record_on_both_sides_and_an_ignore_naming_nothing_are_refused():
+    a = make_result(params={"m": 8, "precision": "fp32"})
+    b = make_result(run_id="b", params={"m": 8, "precision": "fp16"})
+    with pytest.raises(UsageError, match="the baseline and the candidate share 1 record"):
+        compare([a], [a, b])
+    with pytest.raises(UsageError, match="--ignore precison: no record here has a setting of that name; did you mean"):
+        compare([a], [b], ignore=["precison"])
+    assert len(compare([a], [b], ignore=["precision"]).rows) == 1
+
+
+def test_another_scale_is_another_model_whatever_ignore_pairs():
+    tiny = make_result(params={"model": "ncf", "scale": "tiny"}, ci=(0.95, 1.05))
+    full = make_result(run_id="b", value=0.03, params={"model": "ncf", "scale": "full"}, ci=(0.02, 0.04))
+    [row] = compare([tiny], [full], ignore=["scale"]).rows
+    assert not row.judged and row.unlike == ("unlike models: scale tiny vs full",)

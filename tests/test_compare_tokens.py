@@ -94,8 +94,11 @@ def test_two_token_runs_pair_on_output_tokens_per_second_with_ttft_and_tpot_besi
     [row] = compare([base], [cand], describe=describe_params).rows
     assert row.metric == "tokens_per_second" and row.unit == "output tokens/s" and row.higher_is_better
     assert not row.judged and row.brief == (
-        "not judged: baseline INVALID, contended, no interval; candidate INVALID, contended, no interval"
+        "not judged: unlike loads; baseline INVALID, contended, no interval; candidate INVALID, contended, "
+        "no interval"
     )
+    # each run sent the load its own probe chose: their throughputs are those loads, not two capacities
+    assert row.unlike[0].startswith("unlike loads: Server at 19.95 vs 8.197 queries/s, each chosen from its own")
     assert "INVALID: TTFT constraint not met (LoadGen): p99 TTFT 1.151e+04 ms over the 2000 ms limit" in row.verdict
     # latencies are lower-is-better: the candidate's lower TPOT p99 reads as better (> 1)
     ttft_b, ttft_c = row.beside["TTFT p99"]
@@ -110,13 +113,13 @@ def test_other_limits_or_other_lengths_set_a_pair_aside_with_the_reason() -> Non
     rec = {k: quiet(v) for k, v in runs().items()}
     # --ignore scenario pairs a Server run with an interactive one: other limits, so no verdict
     [row] = compare([rec["server"]], [rec["interactive"]], ignore=["scenario"], describe=describe_params).rows
-    assert row.unlike == ("unlike limits: p99 TTFT/TPOT 2,000/100 ms vs p99 TTFT/TPOT 500/30 ms",)
+    assert row.unlike[0] == "unlike limits: p99 TTFT/TPOT 2,000/100 ms vs p99 TTFT/TPOT 500/30 ms"
     assert row.brief.startswith("not judged: unlike limits; ")
     assert row.workload.endswith("(scenario server -> interactive)")
     # the same scenario with limits of the user's own (--ttft-ms/--tpot-ms), paired by --ignore
     c = compare([rec["server"]], [rec["server_tight"]], ignore=["ttft_ms", "tpot_ms"])
     [row] = c.rows
-    assert row.unlike == ("unlike limits: p99 TTFT/TPOT 2,000/100 ms vs p99 TTFT/TPOT 5/0.5 ms",)
+    assert row.unlike[0] == "unlike limits: p99 TTFT/TPOT 2,000/100 ms vs p99 TTFT/TPOT 5/0.5 ms"
     assert c.set_aside()["unlike limits"] == 1 and c.reasons()[0].endswith(row.unlike[0])
     # Offline at 8 and at 16 output tokens a request: other work, whatever --ignore says
     [row] = compare([rec["offline"]], [rec["offline_16_tokens"]], ignore=["output_tokens"]).rows
@@ -124,6 +127,12 @@ def test_other_limits_or_other_lengths_set_a_pair_aside_with_the_reason() -> Non
     assert "(output_tokens 8 -> 16)" in row.workload and not row.judged
     # two runs of one workload are like with like (Offline holds no limits)
     assert unlike(rec["offline"], rec["offline_threads1"]) == []
+    # Server runs held to one load the user set (--target-qps), or searched for their peak, measured one thing
+    held = copy.deepcopy(rec["server_qps5"])
+    assert unlike(rec["server_qps5"], held) == []
+    peak_a, peak_b = quiet(rec["server"]), quiet(rec["server_again"])
+    peak_a.params["mode"] = peak_b.params["mode"] = "find-peak"
+    assert unlike(peak_a, peak_b) == []
 
 
 def test_three_runs_a_side_judge_what_one_loadgen_figure_a_run_cannot() -> None:
@@ -136,7 +145,10 @@ def test_three_runs_a_side_judge_what_one_loadgen_figure_a_run_cannot() -> None:
     cand = [repeat(t1, f, i) for i, f in enumerate((1.0, 0.98, 1.01))]
     [row] = compare(base, cand).rows
     assert row.judged and row.verdict == "faster" and row.baseline_runs == 3 and row.candidate_runs == 3
-    assert row.judgement.evidence.startswith("the 3+3 runs' figures apart (no interval within a run)")
+    # what 3+3 separated runs weigh is said: a chance of 1 in 10 alone, hence the spread rule beside it
+    assert row.judgement.evidence.startswith(
+        "the 3+3 runs' figures apart (no interval within a run; rank test on the runs alone p=0.1); run-to-run spread"
+    )
     assert row.speedup == pytest.approx(t1.metrics["tokens_per_second"].value / t2.metrics["tokens_per_second"].value)
     # two runs a side are not enough to judge on the runs alone
     [two] = compare(base[:2], cand[:2]).rows

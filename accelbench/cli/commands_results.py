@@ -66,9 +66,12 @@ def register(sub: Any) -> None:
             "'(threads 2 -> 1)' where they differ), show each side's metric, the speedup (above 1: the candidate "
             "is better, for times as for rates) and a verdict.\n\n"
             "'not judged: REASON' when a side was contended (other processes or the hypervisor took CPU), "
-            "noisy, INVALID, or too short for an interval: shown, never counted. 'faster'/'slower' "
+            "noisy, INVALID, or too short for an interval, or when the two measured unlike things (other "
+            "latency limits, request lengths, model definitions, or Server loads each chosen from its own probe): "
+            "shown, never counted. 'faster'/'slower' "
             "('better'/'worse') when the raw samples of the two sides tell them apart (Mann-Whitney U, "
-            "p < 0.002; the 95% intervals apart where records keep no samples) AND the change exceeds the "
+            "p < 0.002; the 95% intervals apart where records keep no samples; a figure with no interval within "
+            "a run, as LoadGen's, only with 3 or more runs a side, all apart) AND the change exceeds the "
             "run-to-run spread of that workload on that system (repeats in the selection, e.g. from "
             "'--repeat 3', or other runs in the store); with one run a side and no other runs, a change must "
             "exceed 10% (asv's default). Otherwise 'no difference'. The geometric mean counts judged pairs "
@@ -251,10 +254,14 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         return 0
     if not comparison.rows:
         from accelbench.results.compare import nearest_difference
+        from accelbench.results.judge import IDENTITY_PARAMS
 
         differ = nearest_difference(base, cand, ns.ignore)
+        other = [k for k in differ if k in IDENTITY_PARAMS]
         hint = (
-            f"the nearest records differ in {', '.join(differ)} ({' '.join(f'--ignore {k}' for k in differ)} "
+            f"the nearest records differ in {', '.join(other)}: other models, never compared"
+            if other
+            else f"the nearest records differ in {', '.join(differ)} ({' '.join(f'--ignore {k}' for k in differ)} "
             "pairs them)"
             if differ
             else "they share no benchmark"

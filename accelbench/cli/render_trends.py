@@ -15,7 +15,7 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     """The pairs with a speedup that reads the same way for every metric (>1: the candidate is better),
     and, below, what had no partner or was measured more than once."""
     from accelbench.results.compare import BESIDE
-    from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
+    from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
 
     rows = comparison.rows
     table = Table(title=f"{escape(candidate)} vs {escape(baseline)}", title_justify="left", caption_justify="left")
@@ -82,9 +82,11 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
         lines.append(f"  ... and {len(reasons) - 6} more reasons ('compare --json' has each row's)")
     if judged:
         lines.append(
-            f"verdicts: the raw samples told apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart) and "
-            f"a change beyond the run-to-run spread (with one run a side, beyond {MIN_EFFECT_SINGLE:.0%}: "
-            "'--repeat 3' measures it); 'compare --json' gives each row's evidence"
+            f"verdicts: the raw samples told apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart; a "
+            f"figure with no interval within a run, as LoadGen's: {MIN_RUNS_BARE}+ runs a side all apart, which "
+            "chance alone gives 3+3 runs once in 10) and a change beyond the run-to-run spread (with one run a "
+            f"side, beyond {MIN_EFFECT_SINGLE:.0%}: '--repeat 3' measures it); each row's evidence is in "
+            "'compare --json'"
         )
     for label, names in (
         (f"only in {baseline}", comparison.only_baseline),

@@ -268,6 +268,23 @@ def nearest_difference(baseline: list[Result], candidate: list[Result], ignore: 
     return best or []
 
 
+def _check_sides(baseline: list[Result], candidate: list[Result], ignore: tuple[str, ...]) -> None:
+    """A record on both sides compares it with itself, and an ``ignore`` that names no setting pairs nothing it
+    would not pair without: both are mistakes to hear of, not a '1.00x no difference'."""
+    both = {r.id for r in baseline} & {r.id for r in candidate}
+    if both:
+        raise UsageError(
+            f"the baseline and the candidate share {len(both)} record(s): compare two runs or two tag sets that "
+            "do not overlap"
+        )
+    names = {k for r in (*baseline, *candidate) for k in _defaults(r.benchmark) | r.params}
+    for key in ignore:
+        if names and key not in names:
+            close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else f" (settings: {', '.join(sorted(names))})"
+            raise UsageError(f"--ignore {key}: no record here has a setting of that name{hint}")
+
+
 def system_key(result: Result) -> tuple[str, str]:
     """One workload on one system: the figure a run-to-run spread is measured on (every setting that changes
     the figure kept, the length of the measurement dropped)."""
@@ -298,6 +315,7 @@ def compare(
     the same workload on the same system as the side's latest run.
     """
     ignore = tuple(ignore)
+    _check_sides(baseline, candidate, ignore)
     base, cand = _by_key(baseline, ignore), _by_key(candidate, ignore)
     if metric is not None:
         known = {m for rs in (*base.values(), *cand.values()) for r in rs for m in r.metrics}

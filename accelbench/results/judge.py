@@ -45,6 +45,11 @@ MIN_RUNS_BARE = 3
 NO_INTERVAL = "no interval"
 #: How far two sides' mean request lengths may differ and still be one workload (seeded prompt jitter).
 LENGTH_TOLERANCE = 0.05
+#: Settings that make another model of one name (``--scale tiny`` shrinks layers and widths): never one workload,
+#: whatever ``--ignore`` pairs.
+IDENTITY_PARAMS = ("scale",)
+#: How far two Server runs' self-chosen loads may differ and still measure one thing.
+LOAD_TOLERANCE = 0.05
 
 
 def concerns(r: Result, metric: str) -> list[str]:
@@ -211,7 +216,13 @@ def judge(base: Side, cand: Side, metric: str, speed: bool, unlike: Sequence[str
             test = "95% intervals " + ("apart" if apart else "overlap") + " (no raw samples)"
         else:
             n = f"{len(base.runs)}+{len(cand.runs)}"
-            test = f"the {n} runs' figures " + ("apart" if apart else "overlap") + " (no interval within a run)"
+            # what the runs alone weigh: 3+3 runs fall apart by chance once in 10, so the change must also clear
+            # their spread (below); the row says both
+            runs_p = mann_whitney_p(base.values(metric), cand.values(metric))
+            test = (
+                f"the {n} runs' figures " + ("apart" if apart else "overlap")
+                + f" (no interval within a run; rank test on the runs alone p={runs_p:.2g})"
+            )  # fmt: skip
     spreads = [x for x in (base.run_to_run(metric), cand.run_to_run(metric)) if x is not None]
     if spreads:
         spread, runs = max(spreads)
@@ -247,17 +258,30 @@ def unlike(b: Result, c: Result) -> list[str]:
 
     A serving rate is a figure of the latency limits it was held to (``details.limits``: p99 TTFT and TPOT) and
     of the requests' lengths (``details.input_tokens`` and ``output_tokens`` over ``details.requests``, the
-    run's own counts, so a default that changed between versions is caught too). A model is its definition
+    run's own counts, so a default that changed between versions is caught too). A Server run's throughput is
+    the rate it was sent: two runs that each chose theirs from a probe measured their probes, not a capacity
+    (:func:`_chosen_load`). A model is its size (:data:`IDENTITY_PARAMS`) and its definition
     (``details.source``: two versions of accelbench may build different networks under one name, as ``ssd``
     moved from VGG-16 to MLPerf's ResNet-34). Records without these details are never unlike for want of them.
     """
     out = []
+    for name in IDENTITY_PARAMS:
+        vb, vc = b.params.get(name), c.params.get(name)
+        if vb is not None and vc is not None and vb != vc:
+            out.append(f"unlike models: {name} {vb} vs {vc}")
     mb, mc = b.details.get("source"), c.details.get("source")
     if isinstance(mb, str) and isinstance(mc, str) and mb != mc:
         out.append(f"unlike models: {mb} vs {mc}")
     lb, lc = _limits(b), _limits(c)
     if lb != lc:
         out.append(f"unlike limits: {_limits_text(lb)} vs {_limits_text(lc)}")
+    ob, oc = _chosen_load(b), _chosen_load(c)
+    if ob and oc and abs(ob - oc) > LOAD_TOLERANCE * max(ob, oc):
+        out.append(
+            f"unlike loads: Server at {ob:,.4g} vs {oc:,.4g} queries/s, each chosen from its own probe (a Server "
+            "run's throughput is the load it was sent: --mode find-peak measures capacity, --target-qps holds "
+            "both to one load)"
+        )
     sb, sc = _lengths(b), _lengths(c)
     if sb and sc and any(abs(x - y) > LENGTH_TOLERANCE * max(x, y) for x, y in zip(sb, sc, strict=True)):
         out.append(
@@ -265,6 +289,16 @@ def unlike(b: Result, c: Result) -> list[str]:
             "(mean input/output)"
         )
     return out
+
+
+def _chosen_load(r: Result) -> float | None:
+    """The query rate a Server (or interactive) performance run was sent where the run chose it (from its
+    calibration probe, not ``--target-qps``); None otherwise (Offline, find-peak, a rate the user set)."""
+    p = r.params
+    if p.get("scenario") not in ("server", "interactive") or p.get("mode", "performance") != "performance":
+        return None
+    rate = r.details.get("target_qps")
+    return float(rate) if not p.get("target_qps") and isinstance(rate, (int, float)) and rate > 0 else None
 
 
 def _limits(r: Result) -> tuple[float | None, float | None] | None:
