@@ -176,9 +176,12 @@ def test_gemm_end_to_end_then_results_export_import_compare(cli_env, tmp_path):
     assert first.returncode == 0 and "imported 2 new" in first.stdout
     second = run_cli(["results", "import", str(run_dir), "--db", other], cli_env, tmp_path)
     assert "imported 0 new result(s), 2 already present" in second.stdout
-    run_id = run_dir.name
+    run_id = next(r["run_id"] for r in records if r["tags"]["box"] == "a")
     cmp_run = run_cli(["compare", run_id, "tag:box=b", "--db", db, "--json"], cli_env, tmp_path)
     assert len(json.loads(cmp_run.stdout)["rows"]) == 2
+    # a record on both sides would be compared with itself: refused in one line
+    same = run_cli(["compare", run_id, "tag:box=a", "--db", db], cli_env, tmp_path)
+    assert same.returncode == 2 and "share 2 record(s)" in same.stderr and "Traceback" not in same.stderr
 
 
 def test_compare_unknown_run_and_import_garbage(cli_env, tmp_path):

@@ -112,3 +112,30 @@ def test_another_scale_is_another_model_whatever_ignore_pairs():
     full = make_result(run_id="b", value=0.03, params={"model": "ncf", "scale": "full"}, ci=(0.02, 0.04))
     [row] = compare([tiny], [full], ignore=["scale"]).rows
     assert not row.judged and row.unlike == ("unlike models: scale tiny vs full",)
+
+
+def test_a_side_whose_runs_were_all_set_aside_shows_their_median_as_it_says():
+    runs = [
+        make_result(value=v, started_at=f"2026-01-0{i + 1}T00:00:00.000+00:00") for i, v in enumerate((3.0, 1.0, 2.0))
+    ]
+    for r in runs:
+        r.warnings = ["contended: other processes used 40% of the CPUs"]
+    [row] = compare(runs, [make_result(run_id="b", value=2.0)]).rows
+    # '2 (3 runs)': the median of the three, not the latest run's 2.0 by accident nor its 3.0
+    assert not row.judged and row.baseline_runs == 3 and row.baseline.value == 2.0
+    runs[2].metrics["tflops"].value = 5.0
+    [row] = compare(runs, [make_result(run_id="b", value=2.0)]).rows
+    assert row.baseline.value == 3.0
+
+
+def test_a_noisy_result_names_the_option_its_own_command_measures_longer_with():
+    from accelbench.cli.render import results_table
+
+    gemm = make_result()
+    gemm.warnings = ["noisy: the middle half of the 40 samples spans 20% of the median (> 10%)"]
+    train = make_result()
+    train.benchmark, train.warnings = "train/throughput", list(gemm.warnings)
+    caption = lambda rs: results_table(rs).caption  # noqa: E731
+    assert caption([gemm]).endswith("noisy results: re-run on a quieter machine, or measure longer (--min-time)")
+    assert "measure longer (--num-batches)" in caption([train])
+    assert "measure longer (--min-time, --num-batches)" in caption([gemm, train])

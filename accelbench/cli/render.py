@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from accelbench.families import metric_texts
+from accelbench.families import family_of, metric_texts
 from accelbench.registry import describe_params
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
@@ -245,7 +245,13 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
     if notes:
         lines = [f"[yellow]{i}[/] {escape(w)}" for i, w in enumerate(notes, 1)]
         if any(w.startswith("noisy") for w in notes):
-            lines.append("noisy results: re-run on a quieter machine, or measure longer (--min-time, --num-batches)")
+            longer = {
+                f.longer
+                for r in results
+                if any(w.startswith("noisy") for w in r.warnings) and (f := family_of(r.benchmark)) and f.longer
+            }
+            how = f", or measure longer ({', '.join(sorted(longer))})" if longer else ""
+            lines.append(f"noisy results: re-run on a quieter machine{how}")
         if any(w.startswith("contended") for w in notes):
             lines.append(
                 "contended results: other load shared this machine, and a figure can fall by far more than the share "

@@ -96,6 +96,8 @@ class Family:
     report_note: str = ""
     headline: str | None = None
     published: Published | None = None
+    #: the option that measures one longer, said to a reader of a noisy result ("--num-batches")
+    longer: str | None = None
     #: harness checks (the selftests): a suite of only these measures no idle power first
     harness: bool = False
     #: offered as ``accelbench FAMILY BENCHMARK`` (one subcommand per benchmark, the kernels)

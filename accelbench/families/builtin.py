@@ -24,6 +24,7 @@ KERNELS = register(
     Family(
         "kernels",
         "kernels",
+        longer="--min-time",
         hint="accelbench kernels gemm (or any kernel set)",
         report="accelbench.report.perf:kernels",
         headline="accelbench.report.perf:kernel_headlines",
@@ -42,6 +43,7 @@ TRAIN = register(
     Family(
         "train",
         "training throughput",
+        longer="--num-batches",
         hint="accelbench train MODEL",
         metrics=TRAIN_METRICS,
         report="accelbench.report.perf:training",
@@ -123,6 +125,7 @@ INFER = register(
     Family(
         "infer",
         "inference under LoadGen",
+        longer="--duration",
         hint="accelbench infer MODEL --scenario offline",
         metrics=INFER_METRICS,
         report="accelbench.report.inference:inference",

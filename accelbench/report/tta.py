@@ -101,17 +101,21 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
                 )
             )
             drawn += 1
-    cols = (["system"] if multi else []) + (["run"] if runs else []) + [
-        "workload",
-        "status",
-        "verdict",
-        "time to target",
-        "spread",
-        "epochs",
-        "seeds at target",
-        "throughput",
-        "cost",
-    ]
+    cols = (
+        (["system"] if multi else [])
+        + (["run"] if runs else [])
+        + [
+            "workload",
+            "status",
+            "verdict",
+            "time to target",
+            "spread",
+            "epochs",
+            "seeds at target",
+            "throughput",
+            "cost",
+        ]
+    )
     section.blocks.append(Table(cols, rows, numeric=frozenset(range(len(cols) - 6, len(cols)))))
     return section
 

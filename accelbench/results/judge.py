@@ -125,17 +125,18 @@ class Side:
         return max(spreads) if spreads else None
 
     def figure(self, metric: str) -> Metric:
-        """The latest run's figure, or with repeats the median of the runs, its interval from the pooled samples."""
+        """The latest run's figure, or with repeats the median of the runs, its interval from the pooled samples;
+        where every run was set aside, the same of those (a row says '(3 runs)' of the figure it shows)."""
         shown = self.runs or tuple(r for r, _ in self.set_aside)
         latest = shown[-1].metrics[metric]
-        if len(self.runs) < 2:
+        if len(shown) < 2:
             return latest
-        pooled = sorted(self.samples(metric) or [])
+        pooled = sorted(Side(shown, ()).samples(metric) or [])
         ci = None
         if len(pooled) >= MIN_CI_SAMPLES:
             lo, hi = median_ci_ranks(len(pooled))
             ci = (pooled[lo], pooled[hi])
-        value = statistics.median(self.values(metric))
+        value = statistics.median(r.metrics[metric].value for r in shown)
         unit, hib = latest.unit, latest.higher_is_better
         return Metric(value=value, unit=unit, higher_is_better=hib, ci95=ci, n=len(pooled) or None)
 
