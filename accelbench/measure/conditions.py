@@ -325,8 +325,10 @@ class ConditionsMonitor:
         after its end)."""
         own = _tree_of(self._table0, self._root) | _tree_of(table1, self._root)  # an orphaned worker stays ours
         c.own_processes = sum(1 for p in own if p in table1)
+        # a reaped child's time is its whole life, and where it was orphaned in the window (init reaps it) the
+        # part before the window cannot be told apart: never more than the machine's other busy time in the window
         shares = [
-            (seconds, p, reaped)
+            (min(seconds, c.other_cpu_seconds) if reaped else seconds, p, reaped)
             for p, both in window.items()
             if p not in own and p not in sut
             for seconds, reaped in zip(both, (False, True), strict=True)
