@@ -94,8 +94,7 @@ def test_two_token_runs_pair_on_output_tokens_per_second_with_ttft_and_tpot_besi
     [row] = compare([base], [cand], describe=describe_params).rows
     assert row.metric == "tokens_per_second" and row.unit == "output tokens/s" and row.higher_is_better
     assert not row.judged and row.brief == (
-        "not judged: unlike loads; baseline INVALID, contended, no interval; candidate INVALID, contended, "
-        "no interval"
+        "not judged: unlike loads; baseline INVALID, contended, no interval; candidate INVALID, contended, no interval"
     )
     # each run sent the load its own probe chose: their throughputs are those loads, not two capacities
     assert row.unlike[0].startswith("unlike loads: Server at 19.95 vs 8.197 queries/s, each chosen from its own")

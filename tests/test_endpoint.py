@@ -425,3 +425,12 @@ def test_sweep_flags_are_checked() -> None:
     ):
         with pytest.raises(UsageError, match=words):
             InferParams(**({"model": "llama3.1-8b", "scale": "tiny", "engine": "null"} | kw)).validate()
+
+
+def test_an_endpoint_record_is_labelled_with_the_model_the_server_serves():
+    """The preset named first sets the limits and lengths; the server's own model is what was measured."""
+    from accelbench.registry import describe_params
+
+    params = {"model": "llama3.1-8b", "scenario": "server", "engine": "endpoint", "served_model": "my-2-layer"}
+    assert "endpoint serving my-2-layer " in describe_params("infer/loadgen", params)
+    assert "serving" not in describe_params("infer/loadgen", params | {"served_model": ""})

@@ -377,7 +377,10 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
 
             default = DEFAULT_LENGTHS["tiny" if p.get("scale") == "tiny" else "full"]
             served = f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens"
-            words += [p.get("engine", "transformers"), served]
+            words.append(p.get("engine", "transformers"))
+            if p.get("engine") == "endpoint" and p.get("served_model"):  # the server's model, not the preset's
+                words.append(f"serving {p['served_model']}")
+            words.append(served)
         words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
         if p.get("channels_last"):
             words.append("channels_last")
