@@ -174,3 +174,19 @@ def test_an_empty_store_is_one_line(tmp_path, capsys) -> None:
     Store(tmp_path / "empty.db").close()
     assert main(["report", "--db", str(tmp_path / "empty.db"), "-o", str(tmp_path / "r")]) == 2
     assert "no runs" in capsys.readouterr().err
+
+
+def test_the_summary_never_states_a_contended_figure_plain_nor_calls_it_the_best():
+    from helpers import make_result
+
+    from accelbench.report.common import ReportInput
+    from accelbench.report.perf import training_headlines
+
+    quiet, busy = make_result(value=10.0), make_result(value=30.0)
+    for r in (quiet, busy):
+        r.benchmark, r.params = "train/throughput", {"model": "ncf", "precision": "fp32"}
+    busy.warnings = ["contended: other processes used 42% of the CPUs (stress[7] 40%)"]
+    [line] = training_headlines(ReportInput([quiet, busy]), [quiet, busy])
+    assert line.startswith("Training ncf: 10.00 ") and "read with care" not in line
+    [line] = training_headlines(ReportInput([busy]), [busy])
+    assert line.startswith("Training ncf: 30.00 ") and line.endswith("(contended: read with care).")

@@ -112,7 +112,8 @@ def test_token_runs_have_their_own_table_with_what_an_llm_serving_reader_weighs(
     assert _find(doc.sections, "inference-server") is None and _find(doc.sections, "inference-other") is None
     assert any(b.name == "tokens-tradeoff" for b in tokens.blocks if hasattr(b, "name"))
     summary = render(doc, lambda chart: chart.name)
-    assert "output tokens/s, VALID." in summary  # the VALID Offline runs headline the summary
+    # the VALID Offline runs headline the summary; these real runs shared the VM, which the line says
+    assert "output tokens/s, VALID (contended: read with care)." in summary
 
 
 def test_a_token_run_is_told_by_its_figures_its_settings_or_its_lengths() -> None:
@@ -184,6 +185,6 @@ def test_the_markdown_report_has_the_token_table(token_report: Path) -> None:
     assert re.search(r"\| 2,000 / 100 ms \|", tokens_part) and "| USD per 1M input tokens |" in tokens_part
     compared = md[md.index("## Comparisons") :]
     assert "| 11.5 s -&gt; 11.1 s |" in compared and "| 368 ms -&gt; 278 ms |" in compared  # TTFT, TPOT beside
-    assert "not judged: baseline INVALID" in compared
+    assert "not judged: unlike loads; baseline INVALID" in compared  # each Server run chose its own load
     images = re.findall(r"!\[[^\]]*\]\(([^)]+tokens-tradeoff[^)]*)\)", md)
     assert images and (token_report / images[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -140,6 +140,15 @@ def warnings_text(r: Result) -> str:
     return "; ".join(r.warnings)
 
 
+def caveat(r: Result) -> str:
+    """' (contended, noisy: read with care)' where the record's own warnings make its figure unfit to compare (the
+    ones ``compare`` sets aside), so a summary line never states such a figure plain; '' otherwise."""
+    from accelbench.results.judge import SET_ASIDE
+
+    kinds = sorted({w.split(":")[0] for w in r.warnings if w.startswith(SET_ASIDE)})
+    return f" ({', '.join(kinds)}: read with care)" if kinds else ""
+
+
 def newest_first(records: Iterable[Result]) -> list[Result]:
     return sorted(records, key=lambda r: r.started_at, reverse=True)
 

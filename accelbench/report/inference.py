@@ -10,6 +10,7 @@ from accelbench.families.builtin import INFER
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
+    caveat,
     efficiency_columns,
     family_section,
     figure,
@@ -36,7 +37,7 @@ def _latency(r, key: str) -> str:
 def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on inference: each VALID result (an INVALID one is under "Read with care")."""
     return [
-        f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}."
+        f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}{caveat(r)}."
         for r in recs
         if r.valid
     ]

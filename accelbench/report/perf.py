@@ -10,6 +10,7 @@ from accelbench.families.builtin import KERNELS, TRAIN
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
+    caveat,
     device_of,
     efficiency_columns,
     family_section,
@@ -162,16 +163,18 @@ def _bars(inp: ReportInput, recs: list[Result], multi: dict[str, str] | None) ->
 
 
 def training_headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
-    """The summary's lines on training: each model's best throughput."""
+    """The summary's lines on training: each model's best throughput, of the figures fit to compare where it has
+    any (a contended or noisy best is no best), said with care otherwise."""
     by_model: dict[str, Result] = {}
     for r in recs:
         key = f"{r.params.get('model')}"
-        if r.primary and (key not in by_model or r.primary.value > by_model[key].primary.value):  # type: ignore[union-attr]
+        best = by_model.get(key)
+        if r.primary and (best is None or (not caveat(r), r.primary.value) > (not caveat(best), best.primary.value)):  # type: ignore[union-attr]
             by_model[key] = r
     return [
         f"Training {r.params.get('model')}: {figure(r.primary)} at best ({inp.name(r)}){on_system(inp, r)}"
         + (f", MFU {pct(r.metrics['mfu'])}" if "mfu" in r.metrics else "")
-        + "."
+        + f"{caveat(r)}."
         for r in by_model.values()
     ]
 

@@ -11,6 +11,7 @@ from accelbench.families.builtin import TTA
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
+    caveat,
     family_section,
     figure,
     newest_first,
@@ -27,7 +28,7 @@ def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on time to accuracy: each score with the seeds it is the olympic mean of."""
     return [
         f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} (olympic mean of "
-        f"{_seeds((r.details.get('score') or {}).get('runs'))}){on_system(inp, r)}."
+        f"{_seeds((r.details.get('score') or {}).get('runs'))}){on_system(inp, r)}{caveat(r)}."
         for r in recs
         if r.primary is not None  # INVALID by the seed rule: no time to target
     ]

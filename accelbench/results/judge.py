@@ -39,7 +39,7 @@ MIN_EFFECT_SINGLE = 0.10
 #: With run-to-run evidence, the smallest change called a difference however steady the runs.
 MIN_EFFECT = 0.02
 #: Warnings that set a record aside, by the prefix the measurement and the conditions monitor give them.
-_SET_ASIDE = ("contended", "noisy", "few samples", "client-limited", "recompiled")
+SET_ASIDE = ("contended", "noisy", "few samples", "client-limited", "recompiled")
 #: Runs a side, at least, on which a figure with no interval of its own is judged (the runs' spread stands in).
 MIN_RUNS_BARE = 3
 NO_INTERVAL = "no interval"
@@ -57,7 +57,7 @@ def concerns(r: Result, metric: str) -> list[str]:
     why = "; ".join(str(x) for x in r.details.get("invalid_reasons") or [])
     out = [f"INVALID: {why}" if why else "INVALID"] if r.valid is False else []
     seen = [*r.warnings, *(w for w in r.conditions.get("warnings", []) if w not in r.warnings)]
-    out += [w for w in seen if w.startswith(_SET_ASIDE)]
+    out += [w for w in seen if w.startswith(SET_ASIDE)]
     m = r.metrics.get(metric)
     if m is not None and m.ci95 is None and not any(w.startswith("few samples") for w in out):
         out.append(NO_INTERVAL)
