@@ -314,3 +314,31 @@ def test_unpaired_runs_are_told_which_settings_differ(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "the nearest records differ in m, precision (--ignore m --ignore precision pairs them)" in err
     assert main(["compare", "run-a", "run-b", "--ignore", "m", "--ignore", "precision", "--db", str(db)]) == 0
+
+
+def test_the_report_compares_each_tag_key_s_values_across_the_setting_they_name():
+    """A user tags what they vary (p=fp32 / p=bf16 across precision, c=quiet / c=busy): the report compares each
+    key's values with its first, paired across the one setting the groups differ in, and never one key's group
+    with another's (c=busy against p=fp32 answers nothing)."""
+    from accelbench.report.common import ReportInput
+    from accelbench.report.model import Table
+    from accelbench.report.trends import comparisons
+
+    base = {"m": 256, "n": 256, "k": 256, "batch": 1, "precision": "fp32", "device": "cpu", "threads": 2}
+    fp32 = gemm("a", times(1e-3), params=base)
+    bf16 = gemm(
+        "b", times(0.5e-3, seed=1), params=base | {"precision": "bf16"}, started="2026-11-02T00:00:00.000+00:00"
+    )
+    quiet = gemm("c", times(1e-3, seed=2), params=base | {"m": 512}, started="2026-11-03T00:00:00.000+00:00")
+    busy = gemm("d", times(3e-3, seed=3), params=base | {"m": 512}, started="2026-11-04T00:00:00.000+00:00")
+    for r, tags in ((fp32, {"p": "fp32"}), (bf16, {"p": "bf16"}), (quiet, {"c": "quiet"}), (busy, {"c": "busy"})):
+        r.tags = tags
+    section = comparisons(ReportInput([fp32, bf16, quiet, busy]))
+    assert section is not None
+    subs = [b for b in section.blocks if hasattr(b, "blocks")]
+    assert [s.title for s in subs] == ["p=bf16 against p=fp32 (paired across precision)", "c=busy against c=quiet"]
+    for sub in subs:
+        [table] = [b for b in sub.blocks if isinstance(b, Table)]
+        assert len(table.rows) == 1
+    [p_table] = [b for b in subs[0].blocks if isinstance(b, Table)]
+    assert p_table.rows[0][7].text == "faster" and p_table.rows[0][0].endswith("(precision fp32 -> bf16)")

@@ -10,52 +10,66 @@ from accelbench.report.model import Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results.compare import BESIDE, Row, compare
 from accelbench.results.history import Series, histories
-from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE
+from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
 from accelbench.results.record import Result
 
 _VERDICT_MARK = {"faster": "good", "better": "good", "slower": "bad", "worse": "bad"}
 
 
-def _groups(inp: ReportInput) -> tuple[str, dict[str, list[Result]]]:
-    """What to compare: the systems when there are several, else the tag sets that tell records apart."""
+def _groups(inp: ReportInput) -> tuple[str, list[dict[str, list[Result]]]]:
+    """What to compare: the systems when there are several; else, for each tag key whose value tells records
+    apart (``p=fp32`` / ``p=amp_bf16``), that key's groups, each compared with its first. Groups of one key only:
+    a tag set is a question its user asked, and ``c=busy`` against ``p=fp32`` answers none."""
     ok = sorted(inp.ok(), key=lambda r: r.started_at)
     labels = systems(ok)
     if len(labels) > 1:
         groups: dict[str, list[Result]] = {}
         for r in ok:
             groups.setdefault(labels[r.fingerprint], []).append(r)
-        return "system", groups
-    common = set.intersection(*(set(r.tags.items()) for r in ok)) if ok else set()
-    groups = {}
+        return "system", [groups]
+    by_key: dict[str, dict[str, list[Result]]] = {}
     for r in ok:
-        own = sorted(set(r.tags.items()) - common)
-        if own:
-            groups.setdefault(", ".join(f"{k}={v}" for k, v in own), []).append(r)
-    return "tags", groups
+        for k, v in r.tags.items():
+            by_key.setdefault(k, {}).setdefault(f"{k}={v}", []).append(r)
+    return "tags", [g for g in by_key.values() if len(g) > 1]
+
+
+def _across(base: list[Result], cand: list[Result]) -> list[str]:
+    """The one setting two tag groups differ in where that is what the tags name (``p=fp32`` against
+    ``p=amp_bf16``: precision), so the pairs are made across it as ``compare --ignore`` would; none where the
+    nearest records differ in more, or in what makes another model."""
+    from accelbench.results.compare import nearest_difference
+    from accelbench.results.judge import IDENTITY_PARAMS
+
+    differ = nearest_difference(base, cand)
+    return differ if len(differ) == 1 and differ[0] not in (*IDENTITY_PARAMS, "model", "workload") else []
 
 
 def comparisons(inp: ReportInput) -> Section | None:
-    kind, groups = _groups(inp)
-    if len(groups) < 2:
+    kind, sets = _groups(inp)
+    if not sets:
         return None
-    names = list(groups)
-    base = names[0]
     section = Section("comparisons", "Comparisons")
+    what = "system against the first" if kind == "system" else "tag value against the first of its key"
     section.blocks.append(
         Text(
-            f"Each {'system' if kind == 'system' else 'tag group'} against the first ({base}), workload by "
-            "workload on the primary figure; speedup > 1 means the candidate is better whichever way the figure "
-            "runs. A side that was contended, noisy, INVALID or too short for an interval is shown but not "
-            "judged. A difference is called only when the raw samples tell the sides apart (Mann-Whitney "
-            f"p < {ALPHA:g}, else the 95% intervals apart) and the change exceeds the spread between runs of "
-            f"the same workload on the same system (with one run a side: {MIN_EFFECT_SINGLE:.0%}). The geometric "
-            "mean and the chart count judged pairs only.",
+            f"Each {what}, workload by workload on the primary figure (groups that differ in one setting, as "
+            "p=fp32 and p=amp_bf16 do in precision, are paired across it); speedup > 1 means the candidate is "
+            "better whichever way the figure runs. A side that was contended, noisy, INVALID or too short for an "
+            "interval is shown but not judged. A difference is called only when the raw samples tell the sides "
+            f"apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart; figures with no interval within a "
+            f"run, {MIN_RUNS_BARE}+ runs a side all apart) and the change exceeds the spread between runs of the "
+            f"same workload on the same system (with one run a side: {MIN_EFFECT_SINGLE:.0%}). The geometric mean "
+            "and the chart count judged pairs only.",
             "note",
         )
     )
-    for i, cand in enumerate(names[1:]):
-        c = compare(groups[base], groups[cand], describe=inp.describe, earlier=inp.history)
-        sub = Section(f"comparison-{i}", f"{cand} against {base}")
+    pairs = [(g, names[0], cand) for g in sets for names in [list(g)] for cand in names[1:]]
+    for i, (groups, base, cand) in enumerate(pairs):
+        across = _across(groups[base], groups[cand]) if kind == "tags" else []
+        c = compare(groups[base], groups[cand], ignore=across, describe=inp.describe, earlier=inp.history)
+        title = f"{cand} against {base}" + (f" (paired across {across[0]})" if across else "")
+        sub = Section(f"comparison-{i}", title)
         if not c.rows:
             sub.blocks.append(Text("No workload was measured on both sides.", "warn"))
             section.blocks.append(sub)
