@@ -140,6 +140,10 @@ def _scenario(ref: Reference) -> str | None:
     return ref.task.removeprefix("inference_") if ref.task.startswith("inference_") else None
 
 
+#: Warnings that say a figure was held down by something other than the machine under test.
+_BIASED = ("contended", "client-limited", "recompiled")
+
+
 def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
     """Why ``r`` and ``ref`` did different work, or under different rules, in a few words each ("tiny
     model", "INVALID run"); empty where a ratio between them says something about the machines."""
@@ -165,6 +169,8 @@ def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
     if r.valid is False:
         gates = r.details.get("accuracy_gates") or {}
         out.append("failed accuracy gate" if gates and not all(gates.values()) else "INVALID run")
+    # what biased this figure (not merely made it imprecise): a neighbour's load, its own client, a recompile
+    out += sorted({f"{w.split(':')[0]} run" for w in r.warnings if w.startswith(_BIASED)})
     if tokens.is_tokens(ref):
         out += tokens.unlike(r, ref)
     if llm_train.is_llm_train(ref):

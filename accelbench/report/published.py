@@ -12,7 +12,7 @@ from functools import partial
 
 import accelbench.report.charts as charts
 from accelbench.reference.match import Match, closest, matches
-from accelbench.report.common import MAX_CHARTS, ReportInput, figure, newest_first, systems
+from accelbench.report.common import MAX_CHARTS, ReportInput, caveat, figure, newest_first, systems
 from accelbench.report.model import Chart, Section, Table, Text
 from accelbench.results.record import Result
 
@@ -23,7 +23,8 @@ CLOSEST = 8
 def published(inp: ReportInput) -> Section | None:
     labels = systems(inp.records)
     found: dict[str, list[Match]] = {}
-    for r in newest_first(inp.ok()):
+    # the newest record fit to compare stands for its workload (a contended one only where it is all there is)
+    for r in sorted(newest_first(inp.ok()), key=lambda r: bool(caveat(r))):
         ms = matches(r)
         if ms and r.id not in found:
             found[r.id] = closest(ms, CLOSEST)
@@ -47,7 +48,7 @@ def published(inp: ReportInput) -> Section | None:
     for n, ms in enumerate(found.values()):
         r = ms[0].result
         key = f"{r.fingerprint} {r.benchmark} {inp.name(r)}"
-        if key in seen:  # the newest record of a workload on a system stands for the others
+        if key in seen:  # the first record of a workload on a system (above) stands for the others
             continue
         seen.add(key)
         sub = Section(f"published-{n}", f"{inp.name(r)} on {labels[r.fingerprint]}")
