@@ -117,9 +117,14 @@ def true_cause(reasons: list[str], reruns: list[dict[str, Any]], conditions: dic
 
     After a rerun planned from the previous run's own measurement, "raise --expected-qps" is no fix: the
     system ran at a different speed from one run to the next. The conditions' own warnings (other processes'
-    CPU share) say why, where they saw it.
+    CPU share) say why, where they saw it. Without reruns, a contended run's reasons say that the contention may
+    be the cause, before the settings LoadGen's rule names.
     """
     if not reruns:
+        if any(str(w).startswith("contended") for w in conditions.get("warnings", [])):
+            # the fix LoadGen's rule suggests (run longer, lower the load) may not be the cause: other load was
+            return [f"{r} (but the run was contended, which alone can break these rules: rerun on a quiet machine "
+                    "before changing a setting)" for r in reasons]  # fmt: skip
         return reasons
     load = "; ".join(w for w in conditions.get("warnings", []) if w) or "nothing else was seen running"
     cause = (
