@@ -2,7 +2,8 @@ import pytest
 from helpers import make_result
 
 from accelbench.errors import UsageError
-from accelbench.results.compare import compare, geometric_mean
+from accelbench.results.compare import compare
+from accelbench.results.comparison import geometric_mean
 from accelbench.results.store import select
 
 

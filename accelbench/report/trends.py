@@ -8,7 +8,8 @@ import accelbench.report.charts as charts
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
-from accelbench.results.compare import BESIDE, Row, compare
+from accelbench.results.compare import BESIDE, compare
+from accelbench.results.comparison import Row
 from accelbench.results.history import Series, histories
 from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
 from accelbench.results.record import Result
