@@ -305,6 +305,20 @@ def test_ssd_follows_the_v05_references_schedule_and_evaluations():
     assert all(ssd.evaluates_at(e) for e in range(1, 5))
 
 
+def test_maskrcnn_follows_detectrons_1x_schedule():
+    import torch
+
+    from accelbench.tta.recipes.detection import MaskRcnn
+
+    # 0.02 at 16 images, warmed up from a third over 500 steps, tenfold drops after 60k and 80k steps of 16
+    s = MaskRcnn().schedule(torch.nn.Linear(2, 2), global_batch=32, steps_per_epoch=3664, epochs=12)
+    assert s.lr_at(0) == pytest.approx(0.04 / 3) and s.lr_at(500) == pytest.approx(0.04)
+    assert s.lr_at(29_999) == pytest.approx(0.04) and s.lr_at(30_000) == pytest.approx(4e-3)
+    assert s.lr_at(40_000) == pytest.approx(4e-4)
+    assert s.hyperparameters["opt_learning_rate_decay_steps"] == [30_000, 40_000]
+    assert s.hyperparameters["opt_learning_rate_warmup_factor"] == pytest.approx(1 / 3)
+
+
 class _Scorer:
     """A recipe's evaluation as ``evaluate`` sees it: each rank's part is its rank; rank 0 combines them."""
 

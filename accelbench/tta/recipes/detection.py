@@ -134,6 +134,27 @@ class _Coco(Recipe):
     def eval_samples(self, val: CocoSplit) -> int:
         return len(val)
 
+    def _stepped_sgd(
+        self, model: Any, lr: float, weight_decay: float, decays: list[int], ramp: Any, logged: dict[str, Any]
+    ) -> Schedule:
+        """SGD with momentum 0.9 at ``lr`` times its warm-up ``ramp(step)``, tenfold lower after each step in
+        ``decays``: both references' full-scale schedule, which differ in rate, decay, drops and warm-up only."""
+        import torch
+
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
+
+        def lr_at(step: int) -> float:
+            return lr * ramp(step) * 0.1 ** sum(step >= d for d in decays)
+
+        hyper = {
+            C.OPT_NAME: "sgd",
+            C.OPT_BASE_LR: lr,
+            C.OPT_WEIGHT_DECAY: weight_decay,
+            C.OPT_LR_DECAY_STEPS: decays,
+            C.OPT_LR_DECAY_FACTOR: 0.1,
+        }
+        return Schedule(opt, lr_at, hyper | logged)
+
     def _tiny_schedule(self, model: Any, lr: float, warmup: int) -> Schedule:
         """Adam with a linear warm-up: a small backbone from scratch learns in a few epochs with it (the tiny
         scale); the full scales train with their reference's SGD."""
@@ -187,8 +208,6 @@ class Ssd(_Coco):
     def schedule(self, model: Any, global_batch: int, steps_per_epoch: int, epochs: int) -> Schedule:
         import math
 
-        import torch
-
         if self._scale == "tiny":
             return self._tiny_schedule(model, self.lr["tiny"], max(1, min(self.warmup_steps, steps_per_epoch)))
         images = [step * self.reference_batch for step in self.evaluate_at]
@@ -197,21 +216,8 @@ class Ssd(_Coco):
         lr = self.lr["full"] * max(1.0, scale)  # the linear scaling rule above the reference's batch
         warmup = self.warmup_steps if scale > 1 else 0
         decays = [round(step * self.reference_batch / global_batch) for step in self.decay_at]
-        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
-
-        def lr_at(step: int) -> float:
-            ramp = min(1.0, (step + 1) / warmup) if warmup else 1.0
-            return lr * ramp * 0.1 ** sum(step >= d for d in decays)
-
-        hyper = {
-            C.OPT_NAME: "sgd",
-            C.OPT_BASE_LR: lr,
-            C.OPT_WEIGHT_DECAY: 5e-4,
-            C.OPT_LR_WARMUP_STEPS: warmup,
-            C.OPT_LR_DECAY_STEPS: decays,
-            C.OPT_LR_DECAY_FACTOR: 0.1,
-        }
-        return Schedule(opt, lr_at, hyper)
+        ramp = (lambda step: min(1.0, (step + 1) / warmup)) if warmup else (lambda step: 1.0)
+        return self._stepped_sgd(model, lr, 5e-4, decays, ramp, {C.OPT_LR_WARMUP_STEPS: warmup})
 
 
 class MaskRcnn(_Coco):
@@ -245,30 +251,20 @@ class MaskRcnn(_Coco):
         return small_maskrcnn(classes, self.size[scale] or 64)
 
     def schedule(self, model: Any, global_batch: int, steps_per_epoch: int, epochs: int) -> Schedule:
-        import torch
-
         if self._scale == "tiny":
             return self._tiny_schedule(model, 1e-3, max(1, min(300, steps_per_epoch)))
         lr = 0.02 * global_batch / 16  # the linear scaling rule from Detectron's 0.02 at 16 images
         warmup = max(1, min(self.warmup_steps, steps_per_epoch))
         # Detectron's 1x schedule: tenfold drops after 60,000 and 80,000 steps of 16 images, whatever the cap
-        decays = tuple(round(images / global_batch) for images in self.decay_images)
-        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
-
-        def lr_at(step: int) -> float:
-            ramp = 1 / 3 + (2 / 3) * min(1.0, step / warmup)  # Detectron's warm-up from a third of the rate
-            return lr * ramp * 0.1 ** sum(step >= d for d in decays)
-
-        hyper = {
-            C.OPT_NAME: "sgd",
-            C.OPT_BASE_LR: lr,
-            C.OPT_WEIGHT_DECAY: 1e-4,
-            C.OPT_LR_WARMUP_STEPS: warmup,
-            C.OPT_LR_WARMUP_FACTOR: 1 / 3,
-            C.OPT_LR_DECAY_STEPS: list(decays),
-            C.OPT_LR_DECAY_FACTOR: 0.1,
-        }
-        return Schedule(opt, lr_at, hyper)
+        decays = [round(images / global_batch) for images in self.decay_images]
+        return self._stepped_sgd(
+            model,
+            lr,
+            1e-4,
+            decays,
+            lambda step: 1 / 3 + (2 / 3) * min(1.0, step / warmup),  # Detectron's warm-up from a third of the rate
+            {C.OPT_LR_WARMUP_STEPS: warmup, C.OPT_LR_WARMUP_FACTOR: 1 / 3},
+        )
 
     def combine(self, parts: list[Any]) -> dict[str, float]:
         """Box AP from the boxes and mask AP from the masks (COCOeval reads each result's area from its mask)."""
