@@ -140,3 +140,10 @@ def test_a_noisy_result_names_the_option_its_own_command_measures_longer_with():
     assert caption([gemm]).endswith("noisy results: re-run on a quieter machine, or measure longer (--min-time)")
     assert "measure longer (--num-batches)" in caption([train])
     assert "measure longer (--min-time, --num-batches)" in caption([gemm, train])
+
+
+def test_another_model_is_never_judged_even_when_ignore_pairs_it():
+    r18 = make_result(params={"model": "resnet18", "scale": "full"}, ci=(0.95, 1.05))
+    r50 = make_result(run_id="b", value=0.3, params={"model": "resnet50", "scale": "full"}, ci=(0.29, 0.31))
+    [row] = compare([r18], [r50], ignore=["model"]).rows
+    assert not row.judged and row.unlike == ("unlike models: model resnet18 vs resnet50",)

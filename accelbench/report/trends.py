@@ -43,7 +43,7 @@ def _across(base: list[Result], cand: list[Result]) -> list[str]:
     from accelbench.results.judge import IDENTITY_PARAMS
 
     differ = nearest_difference(base, cand)
-    return differ if len(differ) == 1 and differ[0] not in (*IDENTITY_PARAMS, "model", "workload") else []
+    return differ if len(differ) == 1 and differ[0] not in IDENTITY_PARAMS else []
 
 
 def comparisons(inp: ReportInput) -> Section | None:

@@ -45,9 +45,9 @@ MIN_RUNS_BARE = 3
 NO_INTERVAL = "no interval"
 #: How far two sides' mean request lengths may differ and still be one workload (seeded prompt jitter).
 LENGTH_TOLERANCE = 0.05
-#: Settings that make another model of one name (``--scale tiny`` shrinks layers and widths): never one workload,
-#: whatever ``--ignore`` pairs.
-IDENTITY_PARAMS = ("scale",)
+#: Settings that make another model (another network, another task, or ``--scale tiny``'s shrunk layers and
+#: widths): never one workload, whatever ``--ignore`` pairs, and never a setting a comparison is made across.
+IDENTITY_PARAMS = ("model", "workload", "scale")
 #: How far two Server runs' self-chosen loads may differ and still measure one thing.
 LOAD_TOLERANCE = 0.05
 
