@@ -369,3 +369,32 @@ def test_validation_is_combined_on_rank_0_and_its_failure_fails_every_rank(tmp_p
         assert said[1] == "raised scoring the validation set failed on rank 0: ValueError: COCOeval ran out of memory"
     else:
         assert said == ["{'quality': 0.3}", "{'quality': 0.3}"]
+
+
+def test_imagenet_keeps_one_loader_whose_order_follows_each_seed_and_epoch(tmp_path, monkeypatch):
+    """The loader and its workers are kept from epoch to epoch and seed to seed (started once a run, not inside
+    each timed epoch); the images come in the order a fresh DistributedSampler gives that seed and epoch."""
+    import torch
+    from torch.utils.data.distributed import DistributedSampler
+
+    from accelbench.tta.recipes import recipe
+
+    monkeypatch.setattr("accelbench.system.cpu.usable_cores", lambda: 2)  # one worker, on any host
+    r = recipe("imagenet")
+    r.workers = 1
+    train, _ = r.load(write_imagefolder(tmp_path / "imagenet", classes=3, train=100, val=1), "tiny")
+    assert len(train) > 256  # large enough for workers
+
+    def labels(seed: int, epoch: int) -> list[int]:
+        return [int(v) for _, y in r.batches(train, 64, epoch, seed, 0, 1, torch.device("cpu")) for v in y]
+
+    def expected(seed: int, epoch: int) -> list[int]:
+        sampler = DistributedSampler(train, num_replicas=1, rank=0, shuffle=True, seed=seed, drop_last=True)
+        sampler.set_epoch(epoch)
+        return [int(train[i][1]) for i in sampler]
+
+    got = {(s, e): labels(s, e) for s, e in ((1, 1), (1, 2), (2, 1))}
+    [(_, (sampler, loader))] = r.kept._held.values()  # (data set, (sampler, loader))
+    assert loader.num_workers == 1 and loader.persistent_workers
+    assert all(got[k] == expected(*k) for k in got)
+    assert got[(1, 1)] != got[(1, 2)] and got[(1, 1)] != got[(2, 1)]

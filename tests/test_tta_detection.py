@@ -198,25 +198,43 @@ def test_two_ranks_reach_both_targets_with_the_evaluation_sharded(coco, tmp_path
     assert seed["converged"] and seed["curve"][-1]["mask_map"] >= 0.3 and r.details["more_targets"] == {"mask_map": 0.3}
 
 
-def test_loader_workers_decode_the_same_batches_as_the_training_process(coco):
+def test_loader_workers_decode_the_same_batches_as_the_training_process(coco, monkeypatch):
     """Full COCO is decoded by DataLoader workers (a GPU would wait on JPEG decoding otherwise); the batches, their
-    order and their flips are those the training process decodes alone, and a rank's share is its own."""
+    order and their flips are those the training process decodes alone, and a rank's share is its own. The
+    workers persist from epoch to epoch (one loader, the same processes) while each epoch's order changes."""
     import torch
 
     from accelbench.tta.recipes.detection import MaskRcnn
 
-    def epoch(workers_from: int, rank: int = 0, world: int = 1) -> list:
+    monkeypatch.setattr("accelbench.system.cpu.usable_cores", lambda: 2)  # one worker, on any host
+
+    def recipe(workers_from: int) -> tuple[MaskRcnn, object]:
         r = MaskRcnn()
         r.workers_from = workers_from
         train, _ = r.load(coco, "tiny")
-        return list(r.batches(train, 8, 3, 5, rank, world, torch.device("cpu")))
+        return r, train
 
-    alone, parallel = epoch(10**6), epoch(0)
-    assert len(alone) == len(parallel) == 32
-    for (ia, ta), (ib, tb) in zip(alone, parallel, strict=True):
-        assert all(torch.equal(a, b) for a, b in zip(ia, ib, strict=True))
-        assert all(torch.equal(a[k], b[k]) for a, b in zip(ta, tb, strict=True) for k in ("boxes", "labels", "masks"))
-    first, second = epoch(10**6, 0, 2), epoch(10**6, 1, 2)
+    def epoch(r: MaskRcnn, train: object, number: int, rank: int = 0, world: int = 1) -> list:
+        return list(r.batches(train, 8, number, 5, rank, world, torch.device("cpu")))
+
+    def same(a: list, b: list) -> bool:
+        return len(a) == len(b) and all(
+            all(torch.equal(x, y) for x, y in zip(ia, ib, strict=True))
+            and all(torch.equal(x[k], y[k]) for x, y in zip(ta, tb, strict=True) for k in ("boxes", "labels", "masks"))
+            for (ia, ta), (ib, tb) in zip(a, b, strict=True)
+        )
+
+    alone, parallel = recipe(10**6), recipe(0)
+    third = epoch(*parallel, 3)
+    [loader] = [held for _, held in parallel[0].kept._held.values()]
+    workers = [w.pid for w in loader._iterator._workers]
+    assert len(third) == 32 and loader.num_workers >= 1 and workers
+    assert same(epoch(*alone, 3), third)
+    fourth = epoch(*parallel, 4)
+    assert same(epoch(*alone, 4), fourth) and not same(third, fourth)
+    assert [held for _, held in parallel[0].kept._held.values()] == [loader]
+    assert [w.pid for w in loader._iterator._workers] == workers  # the same processes: started once
+    first, second = epoch(*alone, 3, 0, 2), epoch(*alone, 3, 1, 2)
     assert len(first) == len(second) == 16
     assert not torch.equal(first[0][0][0], second[0][0][0])
 

@@ -117,22 +117,23 @@ def hflip(image: "torch.Tensor", target: dict[str, Any]) -> tuple["torch.Tensor"
 
 
 class CocoImages:
-    """The images ``ids`` of a split as a map-style dataset, for a DataLoader whose workers decode them in parallel
-    (in this order: the caller shuffles and shards): each item an (image, target) pair as :func:`load_images`
-    gives, flipped where ``flips`` says."""
+    """The images ``ids`` of a split as a map-style dataset, for a DataLoader whose workers decode them in parallel.
 
-    def __init__(
-        self, split: CocoSplit, ids: list[int], size: int | None, masks: bool = False, flips: list[bool] | None = None
-    ) -> None:
+    An item is an (image, target) pair as :func:`load_images` gives; its key is a position in ``ids`` or a
+    (position, flip) pair, so that one dataset serves every epoch's order and flips (the sampler that says
+    them lives in the training process, and the workers that decode can persist from epoch to epoch).
+    """
+
+    def __init__(self, split: CocoSplit, ids: list[int], size: int | None, masks: bool = False) -> None:
         self.split, self.ids, self.size, self.masks = split, ids, size, masks
-        self.flips = flips or [False] * len(ids)
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def __getitem__(self, i: int) -> tuple[Any, dict[str, Any]]:
+    def __getitem__(self, key: int | tuple[int, bool]) -> tuple[Any, dict[str, Any]]:
+        i, flip = key if isinstance(key, tuple) else (key, False)
         [image], [target] = load_images(self.split, [self.ids[i]], self.size, self.masks)
-        return hflip(image, target) if self.flips[i] else (image, target)
+        return hflip(image, target) if flip else (image, target)
 
 
 def as_lists(items: list[tuple[Any, Any]]) -> tuple[list[Any], list[Any]]:

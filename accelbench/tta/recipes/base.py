@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
@@ -33,6 +34,40 @@ def loader_workers(most: int) -> int:
     cores = usable_cores()
     ranks_here = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun for every rank
     return min(most, max(0, cores // ranks_here - 1))
+
+
+class KeptLoaders:
+    """A recipe's DataLoaders, one per data set and key (a shard, a batch size), kept for the run with their workers.
+
+    Built afresh each epoch, a loader starts its worker processes each epoch, inside the timed epoch: a process
+    start each and, under the spawn and forkserver start methods (forkserver is Python 3.14's default on Linux),
+    the data set pickled to every worker: COCO's annotations for 117k images. Kept (``persistent_workers``), the
+    workers start once; what changes from epoch to epoch (order, shard, flips) lives in the sampler, which stays
+    in the training process.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+
+    def get(self, data: Any, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """The loader kept for ``data`` under ``key``: built by ``build`` the first time, or for another data set."""
+        held = self._held.get(key)
+        if held is None or held[0] is not data:
+            held = self._held[key] = (data, build())
+        return held[1]
+
+
+class EpochBatches:
+    """A batch sampler whose batches the recipe sets before each epoch: a kept loader's order, shard and flips."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Any]] = []
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
 
 
 @dataclass
@@ -78,6 +113,11 @@ class Recipe(ABC):
     needs: ClassVar[tuple[tuple[str, str], ...]] = ()
     data_hint: ClassVar[str] = ""
     source: ClassVar[str] = ""
+
+    @cached_property
+    def kept(self) -> KeptLoaders:
+        """This recipe's DataLoaders kept from epoch to epoch (their workers started once a run)."""
+        return KeptLoaders()
 
     def missing(self) -> str | None:
         """Why a library the recipe needs is not installed, with how to get it; None when all are."""

@@ -31,7 +31,7 @@ from accelbench.datasets.coco import (
     to_results,
 )
 from accelbench.errors import UsageError
-from accelbench.tta.recipes.base import Recipe, Schedule, loader_workers
+from accelbench.tta.recipes.base import EpochBatches, Recipe, Schedule, loader_workers
 
 if TYPE_CHECKING:
     import torch
@@ -76,17 +76,19 @@ class _Coco(Recipe):
             )
         return len(train) // global_batch
 
-    def _loader(self, images: CocoImages, batch: int, device: "torch.device") -> Any:
-        """Batches of ``images`` in their order, decoded by DataLoader workers where the set is large enough to
+    def _loader(self, images: CocoImages, device: "torch.device", count: int, **batching: Any) -> Any:
+        """A loader of ``images`` (``count`` a pass), decoded by DataLoader workers where the set is large enough to
         pay for starting them (a GPU would otherwise wait on JPEG decoding in the training process), in pinned
-        memory where the device kind copies from it asynchronously."""
+        memory where the device kind copies from it asynchronously. Its workers persist: it is kept for the run."""
         from torch.utils.data import DataLoader
 
         from accelbench.devices.kind import kind_of
 
-        workers = loader_workers(self.workers) if len(images) > self.workers_from else 0
+        workers = loader_workers(self.workers) if count > self.workers_from else 0
         pin = workers > 0 and kind_of(device).pin_memory
-        return DataLoader(images, batch_size=batch, num_workers=workers, collate_fn=as_lists, pin_memory=pin)
+        return DataLoader(
+            images, num_workers=workers, collate_fn=as_lists, pin_memory=pin, persistent_workers=workers > 0, **batching
+        )
 
     def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
         import torch
@@ -94,15 +96,18 @@ class _Coco(Recipe):
         g = torch.Generator().manual_seed(seed * 1000 + epoch)
         order = torch.randperm(len(train), generator=g).tolist()
         flips = (torch.rand(len(train), generator=g) < 0.5).tolist()
-        mine = [
-            order[(s * world + rank) * batch + i]
+        steps = [
+            [(i, flips[i]) for i in order[(s * world + rank) * batch : (s * world + rank + 1) * batch]]
             for s in range(self.steps_per_epoch(train, batch * world))
-            for i in range(batch)
-        ]  # this rank's share of each step, whole batches only
-        images = CocoImages(
-            train, [train.image_ids[i] for i in mine], self.size[self._scale], self.masks, [flips[i] for i in mine]
-        )
-        for ims, targets in self._loader(images, batch, device):
+        ]  # this rank's share of each step, whole batches only: (image position, flipped)
+
+        def build() -> Any:
+            images = CocoImages(train, train.image_ids, self.size[self._scale], self.masks)
+            return self._loader(images, device, len(steps) * batch, batch_sampler=EpochBatches())
+
+        loader = self.kept.get(train, ("train", batch, rank, world), build)
+        loader.batch_sampler.batches = steps
+        for ims, targets in loader:
             ims = [im.to(device, non_blocking=True) for im in ims]
             yield ims, [{k: v.to(device, non_blocking=True) for k, v in t.items()} for t in targets]
 
@@ -119,7 +124,12 @@ class _Coco(Recipe):
         results: list[dict] = []
         with torch.no_grad():
             done = 0
-            for images, _ in self._loader(CocoImages(val, ids, size), 32, device):
+            loader = self.kept.get(
+                val,
+                ("val", rank, world),
+                lambda: self._loader(CocoImages(val, ids, size), device, len(ids), batch_size=32),
+            )
+            for images, _ in loader:
                 outputs = model([im.to(device, non_blocking=True) for im in images])
                 results += to_results(val, ids[done : done + len(images)], outputs, size)
                 done += len(images)

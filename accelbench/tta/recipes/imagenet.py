@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.datasets.training import check_imagenet, imagenet
+from accelbench.devices.kind import kind_of
 from accelbench.tta.recipes.base import Recipe, Schedule, loader_workers
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class ImageNet(Recipe):
         }
         return Schedule(opt, lr_at, hyper)
 
-    def _loader(self, data: Any, batch: int, shuffle_seed: int | None, rank: int, world: int) -> Any:
+    def _loader(self, data: Any, batch: int, shuffle_seed: int, rank: int, world: int, device: "torch.device") -> Any:
         from torch.utils.data import DataLoader
         from torch.utils.data.distributed import DistributedSampler
 
@@ -95,14 +96,25 @@ class ImageNet(Recipe):
             data,
             num_replicas=world,
             rank=rank,
-            shuffle=shuffle_seed is not None,
-            seed=shuffle_seed or 0,
-            drop_last=shuffle_seed is not None,
+            shuffle=True,
+            seed=shuffle_seed,
+            drop_last=True,
         )
-        return sampler, DataLoader(data, batch_size=batch, sampler=sampler, num_workers=workers, pin_memory=True)
+        loader = DataLoader(
+            data,
+            batch_size=batch,
+            sampler=sampler,
+            num_workers=workers,
+            pin_memory=workers > 0 and kind_of(device).pin_memory,
+            persistent_workers=workers > 0,
+        )
+        return sampler, loader
 
     def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
-        sampler, loader = self._loader(train, batch, seed, rank, world)
+        sampler, loader = self.kept.get(
+            train, ("train", batch, rank, world), lambda: self._loader(train, batch, seed, rank, world, device)
+        )
+        sampler.seed = seed  # one loader for every seed: the sampler, in this process, says the order
         sampler.set_epoch(epoch)
         for x, y in loader:
             yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
@@ -119,10 +131,17 @@ class ImageNet(Recipe):
         import torch
         from torch.utils.data import DataLoader, Subset
 
-        share = Subset(val, range(rank, len(val), world))  # not DistributedSampler: it pads with repeats
-        workers = loader_workers(self.workers) if len(share) > 256 else 0
+        def build() -> Any:
+            share = Subset(val, range(rank, len(val), world))  # not DistributedSampler: it pads with repeats
+            workers = loader_workers(self.workers) if len(share) > 256 else 0
+            pin = workers > 0 and kind_of(device).pin_memory
+            return DataLoader(
+                share, batch_size=256, num_workers=workers, pin_memory=pin, persistent_workers=workers > 0
+            )
+
+        loader = self.kept.get(val, ("val", rank, world), build)
         correct = 0
         with torch.no_grad():
-            for x, y in DataLoader(share, batch_size=256, num_workers=workers, pin_memory=True):
+            for x, y in loader:
                 correct += int((model(x.to(device, non_blocking=True)).argmax(1).cpu() == y).sum())
-        return float(correct), len(share)
+        return float(correct), len(loader.dataset)
