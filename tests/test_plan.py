@@ -111,3 +111,20 @@ def test_timeouts_read_in_the_unit_a_reader_thinks_in() -> None:
         "2 h",
         "7 days",
     ]
+
+
+def test_the_plans_caption_says_what_is_known_of_its_length() -> None:
+    """None run before: no estimate, and no "0:00" as if measured; all run: their time; some: both, counted."""
+    from accelbench.cli.render import plan_table
+    from accelbench.suite.plan import Planned
+    from accelbench.suite.suites import make_entry
+
+    def caption(*lasts: float | None) -> str:
+        return plan_table([Planned(make_entry("selftest/ok", {}), 600.0, s) for s in lasts]).caption
+
+    assert caption(None, None) == "2 benchmark(s), none run on this system before: no estimate"
+    assert caption(30.0, 50.0) == "2 benchmark(s); they took 1:20 here last time (plus start-up)"
+    assert caption(30.0, None, None) == (
+        "3 benchmark(s); the 1 run here before took 0:30 last time (plus start-up); 2 never ran on this system: "
+        "no estimate for those"
+    )

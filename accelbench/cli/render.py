@@ -176,10 +176,17 @@ def plan_table(planned: list[Any]) -> Table:
         last = f"{p.last_seconds:.1f} s" if p.last_seconds is not None else "never run"
         table.add_row(str(i), escape(p.entry.label), _span(p.timeout), last, escape(p.warning or ""))
     known, unknown = estimate(planned)
-    table.caption = (
-        f"{len(planned)} benchmark(s); those run here before measured for {_clock(known)} last time (plus start-up)"
-        + (f"; {unknown} never ran on this system: no estimate" if unknown else "")
-    )
+    ran, n = len(planned) - unknown, len(planned)
+    if not ran:
+        said = [f"{n} benchmark(s), none run on this system before: no estimate"]
+    elif not unknown:
+        said = [f"{n} benchmark(s); they took {_clock(known)} here last time (plus start-up)"]
+    else:
+        said = [
+            f"{n} benchmark(s); the {ran} run here before took {_clock(known)} last time (plus start-up)",
+            f"{unknown} never ran on this system: no estimate for those",
+        ]
+    table.caption = "; ".join(said)
     if any(_span(p.timeout).endswith("days") for p in planned):
         table.caption += (
             "\na timeout in days is a time-to-accuracy run's: at full scale it can train that long; --timeout S "
