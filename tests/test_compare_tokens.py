@@ -177,3 +177,26 @@ def test_compare_prints_token_runs_with_their_reasons(tmp_path: Path, capsys, mo
     # beside the rate, each side's TTFT p99 (the column's header wraps across the table's header lines)
     assert "TTFT" in out and all(fmt.metric(r.metrics["ttft_p99_ms"]) in out for r in (base, cand))
     assert "unlike limits: p99 TTFT/TPOT 2,000/100 ms vs p99 TTFT/TPOT 500/30 ms" in out
+
+
+def test_pooled_repeats_that_each_chose_their_load_are_unlike_whatever_the_latest_pair_says() -> None:
+    """Three Server repeats a side are pooled: the latest pair alone sent like loads (within 5%), but the
+    baseline's earlier repeats were sent others, so the pooled figures are of other loads and nothing is judged."""
+    server = quiet(runs()["server"])
+    assert server.details["target_qps"] and not server.params.get("target_qps")
+
+    def sent(r: Result, qps: float, i: int) -> Result:
+        c = repeat(r, qps / r.details["target_qps"], i)
+        c.details["target_qps"] = qps
+        return c
+
+    base = [sent(server, q, i) for i, q in enumerate((6.3, 8.6, 13.1))]
+    cand = [sent(server, q, 3 + i) for i, q in enumerate((13.0, 13.2, 13.3))]
+    assert unlike(base[-1], cand[-1]) == []  # the latest pair alone looks like with like
+    c = compare(base, cand)
+    [row] = c.rows
+    assert not row.judged and row.unlike[0].startswith("unlike loads: Server at 6.3 vs 8.6 queries/s")
+    assert row.unlike[0].endswith("(among the baseline's runs)") and c.geometric_mean() is None
+    # sent like loads on both sides, the same runs are like with like (this record is INVALID: set aside for that)
+    like = compare([sent(server, 13.1, 7), sent(server, 13.0, 8)], cand)
+    assert like.rows[0].unlike == () and "unlike" not in like.rows[0].brief

@@ -69,7 +69,12 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
     lines = []
     gm = comparison.geometric_mean()
     if gm is not None:
-        lines.append(f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(judged)} judged pair(s)")
+        apart = len(comparison.separated)
+        told = "none" if not apart else ("all" if apart == len(judged) else str(apart))
+        lines.append(
+            f"geometric mean speedup of candidate over baseline: {gm:.2f}x over {len(judged)} judged pair(s), "
+            f"{told} told apart from noise"
+        )
     footer = comparison.footer()
     if footer:
         lines.append(f"[yellow]{escape(footer)}[/]")

@@ -118,7 +118,12 @@ def comparisons(inp: ReportInput) -> Section | None:
                 + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)]
                 + [f"{label} ({base} -> {cand})" for label in beside],
                 rows,
-                caption=(f"Geometric mean of the judged speedups: {gm:.3g}x." if gm else "")
+                caption=(
+                    f"Geometric mean of the judged speedups: {gm:.3g}x ({len(c.separated)} of {len(judged)} told "
+                    "apart from noise)."
+                    if gm
+                    else ""
+                )
                 + (f" {c.footer()}: " + "; ".join(_first(c.reasons())) + "." if c.footer() else "")
                 + (
                     " Per $: each side's figure per USD/h of its machine (or its cost), at the price its records "

@@ -166,7 +166,7 @@ def compare(
         ]
         workload += f" ({', '.join(moved)})" if moved else ""
         eff = _efficiency(_shown(sb), _shown(sc)) if metric is None else {}
-        apart = tuple(unlike(b, c))
+        apart = _apart(bs, cs)
         rows.append(
             Row(
                 b.benchmark,
@@ -195,6 +195,24 @@ def compare(
         only_candidate=[name(rs[-1]) for k, rs in cand.items() if k not in base],
         repeated=sorted({name(rs[-1]) for rs in (*base.values(), *cand.values()) if len(rs) > 1}),
     )
+
+
+def _apart(bs: list[Result], cs: list[Result]) -> tuple[str, ...]:
+    """Why the pooled runs of a pair do not measure one thing: :func:`unlike` between any two of them.
+
+    A side's repeats are pooled, so the latest runs alone do not speak for them: three Server runs that each
+    chose their load from their own probe (63, 86 and 131 queries/s) pool three different figures. The latest
+    pair's reason is said first; one reason of each kind, those among one side's own runs saying so.
+    """
+    found: dict[str, str] = {}
+    runs = [(r, "baseline") for r in bs] + [(r, "candidate") for r in cs]
+    pairs = [((bs[-1], "baseline"), (cs[-1], "candidate"))]
+    pairs += [(x, y) for i, x in enumerate(runs) for y in runs[i + 1 :]]
+    for (x, side_x), (y, side_y) in pairs:
+        for reason in unlike(x, y):
+            among = f" (among the {side_x}'s runs)" if side_x == side_y else ""
+            found.setdefault(reason.split(":")[0], reason + among)
+    return tuple(found.values())
 
 
 def _shown(s: Side) -> Result:

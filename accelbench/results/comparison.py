@@ -12,6 +12,9 @@ from typing import Any, Iterable
 from accelbench.results.judge import Judgement
 from accelbench.results.record import Metric
 
+#: the verdicts that say a change was told apart from noise (judge.judge's words)
+CHANGED = ("faster", "slower", "better", "worse")
+
 
 @dataclass(frozen=True)
 class Row:
@@ -183,6 +186,11 @@ class Comparison:
         why = ", ".join(f"{k} {w}" for w, k in sorted(self.set_aside().items(), key=lambda kv: -kv[1]))
         return f"{n} of {len(self.rows)} pairs not judged ({why}): shown, left out of the geometric mean"
 
+    @property
+    def separated(self) -> list[Row]:
+        """The judged pairs whose change was told apart from noise (faster, slower, better, worse)."""
+        return [r for r in self.judged if r.judgement is not None and r.judgement.verdict in CHANGED]
+
     def geometric_mean(self) -> float | None:
         """Of the judged pairs' speedups only: a set-aside pair's ratio is not evidence."""
         return geometric_mean(r.speedup for r in self.judged)
@@ -197,6 +205,7 @@ class Comparison:
             "set_aside": self.set_aside(),
             "runs_set_aside": self.runs_set_aside(),
             "geometric_mean": self.geometric_mean(),
+            "separated": len(self.separated),
         }
 
 
