@@ -123,6 +123,28 @@ def test_what_disagrees_with_the_probe_and_what_does_not():
     assert replan.disagreement(single, InferParams(scenario="singlestream"), probe, 100).measured.single == 0.002
 
 
+def test_a_server_rerun_is_planned_from_what_measured_the_system():
+    """An overloaded Server run's own rate plans the rerun (the slower of it and a repeated probe), unless that
+    run measured nothing of the system: contended, or under a quarter of what both probes measured. A rerun
+    planned from it would be sent a small fraction of the system's capacity, and its VALID figure be that."""
+    first = lgset.Probe(rate=84.7, single=0.01)
+    overloaded, again = lgset.Probe(rate=40.0, single=0.01), lgset.Probe(rate=90.0, single=0.01)
+    assert replan.replanned(first, overloaded, again, "server").rate == 40.0  # the run measured the system
+    assert replan.replanned(first, again, overloaded, "server").rate == 40.0  # or the probe now says slower
+    disturbed = lgset.Probe(rate=4.4, single=0.01)  # completed 4.4 between probes of 84.7 and 124
+    assert replan.replanned(first, disturbed, lgset.Probe(rate=124.0, single=0.01), "interactive").rate == 124.0
+    assert replan.replanned(first, overloaded, again, "server", contended=True).rate == 90.0
+    # the system slowed for good (the repeated probe agrees with the run): the run's rate stands
+    assert replan.replanned(first, disturbed, lgset.Probe(rate=5.0, single=0.01), "server").rate == 4.4
+    # Offline keeps the faster plan whatever the conditions (too low a rate runs out of queries again)
+    assert replan.replanned(first, overloaded, again, "offline", contended=True).rate == 90.0
+    warned = replan.rerun_warning(
+        [{"why": "overloaded", "contended": "contended: 50%"}, {"why": "x", "contended": None}]
+    )
+    assert warned.endswith("run(s) 1 contended: the run after each was planned from a repeated probe instead")
+    assert "contended" not in replan.rerun_warning([{"why": "overloaded", "contended": None}])
+
+
 def test_an_invalid_verdict_after_reruns_names_the_true_cause():
     reasons = ["min duration not met: LoadGen ran out of planned queries before the minimum duration; raise x"]
     rerun = {"why": "the probe planned 10 samples/s, the run measured 180", "measured": {}}

@@ -23,6 +23,9 @@ from accelbench.infer.specs import InferParams
 MAX_RERUNS = 2
 #: Server: a run that completed less than this fraction of its schedule was overloaded (its target too high)
 OVERLOADED = 0.9
+#: Server: a run that completed less than this fraction of what the probes before and after it both measured
+#: was disturbed (the system's speed changed during the run), not a measure of the system's capacity
+DISTURBED = 0.25
 
 
 @dataclass(frozen=True)
@@ -98,15 +101,25 @@ def disagreement(d: dict[str, Any], params: InferParams, probe: Probe, samples: 
     return Disagreement(Probe(min(spq / mean, MAX_PLANNED_RATE), probe.single), why)
 
 
-def replanned(first: Probe, measured: Probe, again: Probe, scenario: str) -> Probe:
+def contention(conditions: dict[str, Any]) -> str | None:
+    """The conditions' contention warning (other processes' CPU share during the run), or None."""
+    return next((str(w) for w in conditions.get("warnings", []) if str(w).startswith("contended")), None)
+
+
+def replanned(first: Probe, measured: Probe, again: Probe, scenario: str, contended: bool = False) -> Probe:
     """The hints for a rerun: the run's own measurement, or the repeated probe where that is the safer plan.
 
     Too low an Offline (or MultiStream) rate, or too long a SingleStream latency, runs out of queries again;
     too high a Server rate overloads again. So of the run's measurement and the repeated probe, the rerun takes
-    the faster for the first and the slower for Server.
+    the faster for the first and the slower for Server, unless the Server run measured nothing of the system:
+    it was ``contended``, or it completed under :data:`DISTURBED` of what the probes before and after it both
+    measured. A rerun planned from such a run would be sent a small fraction of what the system serves (a
+    contended run on 2 cores completed 4.4 requests/s between probes of 85 and 124), and its VALID figure
+    would be that fraction; the repeated probe plans the rerun as the first probe planned the first run.
     """
     if scenario in ("server", "interactive"):
-        return Probe(min(measured.rate, again.rate), first.single)
+        disturbed = contended or measured.rate < DISTURBED * min(first.rate, again.rate)
+        return Probe(again.rate if disturbed else min(measured.rate, again.rate), first.single)
     if scenario == "singlestream":
         return Probe(first.rate, min(measured.single, again.single))
     return Probe(max(measured.rate, again.rate), first.single)
@@ -144,7 +157,13 @@ def true_cause(reasons: list[str], reruns: list[dict[str, Any]], conditions: dic
 
 def rerun_warning(reruns: list[dict[str, Any]]) -> str:
     """The warning a reported run carries when earlier runs disagreed with their plans."""
+    busy = [i + 1 for i, r in enumerate(reruns) if r.get("contended")]
+    said = (
+        f"; run(s) {', '.join(map(str, busy))} contended: the run after each was planned from a repeated probe instead"
+        if busy
+        else ""
+    )
     return (
         f"rerun: the first run disagreed with its plan ({reruns[0]['why']}); reported: run {len(reruns) + 1}, "
-        "planned from the previous run's own measurement"
+        f"planned from the previous run's own measurement{said}"
     )

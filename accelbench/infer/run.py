@@ -221,11 +221,17 @@ def _performance(
             break
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
         repeated = lgset.probe(serving, params, warm=False)
+        busy = replan.contention(outcome.conditions)
         reruns.append(
             wrong.to_dict()
-            | {"probe": probe.to_dict(), "probe_repeated": repeated.to_dict(), "log_dir": str(outcome.outdir)}
+            | {
+                "probe": probe.to_dict(),
+                "probe_repeated": repeated.to_dict(),
+                "log_dir": str(outcome.outdir),
+                "contended": busy,
+            }
         )
-        probe = replan.replanned(probe, wrong.measured, repeated, params.scenario)
+        probe = replan.replanned(probe, wrong.measured, repeated, params.scenario, contended=busy is not None)
     result = performance_result(params, record, outcome, probe, {"reruns": reruns} if reruns else None)
     if reruns:
         result.warnings.insert(0, replan.rerun_warning(reruns))
