@@ -417,3 +417,34 @@ def test_a_compiled_static_engine_sees_few_shapes():
     eager, compiled = EngineSettings(max_batch=8), EngineSettings(max_batch=8, compile=True)
     assert [shape(b, eager) for b in batches] == [(1, 3, 5), (2, 40, 16)]
     assert {shape(b, compiled) for b in batches} == {(8, BUCKET, OUTPUT_BUCKET)}
+
+
+def test_a_checkpoint_run_is_its_folders_model_by_its_label_its_path_and_its_size(cli_env, tmp_path):
+    """The folder's model, whatever the preset's name: the label names the checkpoint (not "tiny"), the record
+    keeps its absolute path, --scale (which shrinks a preset) is refused, and compare sets two models of other
+    sizes apart by their counted parameters."""
+    from llm_server import make_checkpoint
+
+    from accelbench.infer.specs import InferParams
+    from accelbench.results.judge import unlike
+    from accelbench.results.record import Result
+
+    make_checkpoint(tmp_path / "ck")
+    (tmp_path / "folder").mkdir()
+    plan = run_cli(["infer", MODEL, "--checkpoint", "ck", "--dry-run", "--json"], cli_env, tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    [row] = json.loads(plan.stdout)
+    assert row["params"]["checkpoint"] == str((tmp_path / "ck").absolute())
+    assert InferParams.describe(row["params"] | {"scale": "tiny"}).endswith(" checkpoint ck")
+    for args, said in (
+        (["--scale", "tiny"], "--scale tiny shrinks a preset; a --checkpoint folder is its own model: drop --scale"),
+        (["--prompts", "folder"], f"prompt file {tmp_path / 'folder'} is a folder: give a JSONL or ShareGPT"),
+    ):
+        p = run_cli(["infer", MODEL, "--checkpoint", "ck", *args, "--dry-run"], cli_env, tmp_path)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and said in p.stderr
+
+    def served(params: int) -> Result:
+        return Result("infer/loadgen", {"model": MODEL, "scale": "full"}, details={"model": {"params": params}})
+
+    assert unlike(served(121_024), served(8_030_261_248)) == ["unlike models: 1.21e+05 vs 8.03e+09 parameters"]
+    assert unlike(served(121_024), served(121_024)) == []

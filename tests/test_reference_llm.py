@@ -176,3 +176,29 @@ def test_compare_reference_of_a_stored_tiny_token_run(tmp_path: Path, capsys) ->
     assert main(["reference", "--task", "inference_interactive", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows and {r["model"] for r in rows} == {"llama2-70b", "llama3.1-8b"}
+
+
+def test_a_checkpoint_or_an_endpoint_is_the_published_model_only_where_it_shows_it() -> None:
+    """A --checkpoint folder is the model it holds: of another size than the preset's model card (parameters
+    counted on it), no ratio. An endpoint serves the server's model: a ratio only where its name is the preset's
+    or its model card's, never "no model ran"."""
+    from accelbench.reference.tokens import another_model, served_elsewhere
+
+    def like(r: Result) -> list:
+        return [m for m in closest(matches(r)) if m.like]
+
+    real = token_record("server", 3000.0)
+    assert like(real)
+    small = token_record("server", 3000.0)
+    small.params["checkpoint"] = "/data/ckpt"
+    small.details["model"] = {"params": 121024}
+    assert another_model(small) == "another model (1.21e+05 parameters; llama2-70b has 6.9e+10)"
+    assert not like(small) and all("another model (1.21e+05 parameters" in " ".join(m.unlike) for m in matches(small))
+    small.details["model"] = {"params": 68_976_648_192}  # the folder holds llama2-70b itself
+    assert another_model(small) is None and like(small)
+    served = token_record("server", 3000.0, engine="endpoint")
+    for name, known in (("meta-llama/Llama-2-70b-chat-hf", True), ("llama2-70b", True), ("stub", False), ("", False)):
+        served.params["served_model"] = name
+        assert (served_elsewhere(served) is None) == known, name
+        assert bool(like(served)) == known and not any("no model ran" in u for m in matches(served) for u in m.unlike)
+    assert served_elsewhere(served) == "served model not named is not known to be llama2-70b (its name names neither)"

@@ -231,6 +231,7 @@ def test_olympic_scoring():
         ({"workload": "digitz"}, "did you mean 'digits'"),
         ({"workload": "digits", "target": 1.5}, "outside top1's range"),
         ({"workload": "digits", "seeds": 0}, "positive"),
+        ({"workload": "digits", "data_dir": "/tmp"}, "digits reads no --data-dir .it trains on scikit-learn's bundled"),
         ({"workload": "mnist"}, "train-images-idx3-ubyte"),
         ({"workload": "cifar10", "data_dir": "/nonexistent"}, "not a directory"),
     ],

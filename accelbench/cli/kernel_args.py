@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import typing
 from dataclasses import MISSING, fields
+from pathlib import Path
 from typing import Any
 
 from accelbench.cli import args as a
@@ -45,7 +46,18 @@ def _element_parser(f: Any, hint: Any) -> Any:
         return _int
     if base is float:
         return _float
+    if f.metadata.get("metavar") in PATH_METAVARS:
+        return _path
     return str
+
+
+#: the metavars of fields that name a file or folder: kept absolute, so a record says which one wherever it is read
+PATH_METAVARS = ("DIR", "PATH", "FILE")
+
+
+def _path(text: str) -> str:
+    """A file or folder as an absolute path (the user's ``~`` expanded); empty stays empty (none given)."""
+    return str(Path(text).expanduser().absolute()) if text else text
 
 
 def _int(text: str) -> int:

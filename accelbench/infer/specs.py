@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from accelbench.errors import UsageError
@@ -269,12 +269,17 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
             from accelbench.workloads.decoder import check_checkpoint
 
             check_checkpoint(Path(self.checkpoint).expanduser())
+            if self.scale != "full":
+                raise UsageError(
+                    f"--scale {self.scale} shrinks a preset; a --checkpoint folder is its own model: drop --scale"
+                )
         if self.chat_template not in ("auto", "on", "off"):
             raise UsageError(f"--chat-template is auto, on or off, not {self.chat_template!r}")
         if self.prompts and not (self.checkpoint or self.tokenizer):
             raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
         if self.prompts and not Path(self.prompts).expanduser().is_file():
-            raise UsageError(f"prompt file {self.prompts} does not exist: give a JSONL or ShareGPT JSON file")
+            what = "is a folder" if Path(self.prompts).expanduser().is_dir() else "does not exist"
+            raise UsageError(f"prompt file {self.prompts} {what}: give a JSONL or ShareGPT JSON file")
         if self.prompts:  # read as the run will (a bad file is one line here, not a failed record after a build)
             from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
             from accelbench.infer.tokens.prompts import from_params
@@ -392,6 +397,8 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
             words.append(f"x{p['nproc']} devices")
         if p.get("streams", 1) > 1:
             words.append(f"x{p['streams']} in flight")
-        if p.get("scale", "full") != "full":
+        if p.get("checkpoint"):  # the weights served: a language model's folder is also its architecture
+            words.append(f"checkpoint {PurePath(p['checkpoint']).name}")
+        if p.get("scale", "full") != "full" and not (p.get("checkpoint") and p.get("model") in DECODERS):
             words.append(p["scale"])
         return " ".join(words)

@@ -39,6 +39,49 @@ def runs_model(r: Result) -> bool:
     return name not in ENGINES or engine_class(name).runs_model
 
 
+def remote(r: Result) -> bool:
+    """Whether the record's model ran behind an endpoint (its server's, not one accelbench built)."""
+    name = str(r.params.get("engine") or "")
+    if not name or ":" in name:
+        return False
+    from accelbench.infer.tokens.engines import ENGINES, engine_class
+
+    return name in ENGINES and engine_class(name).remote
+
+
+def _key(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def served_elsewhere(r: Result) -> str | None:
+    """Why an endpoint's served model is not known to be the preset's, or None where its name says it is: the
+    preset's own name or its model card's (``meta-llama/Llama-3.1-8B-Instruct`` is llama3.1-8b's)."""
+    from accelbench.workloads.decoder import PRESETS
+
+    preset = PRESETS.get(str(r.params.get("model")))
+    served = str(r.params.get("served_model") or (r.details.get("engine") or {}).get("served_model") or "")
+    if preset is None:
+        return None
+    card = preset.source.rsplit("/", 1)[-1]
+    if served and any(_key(n) in _key(served) for n in (preset.name, card)):
+        return None
+    return f"served model {served or 'not named'} is not known to be {preset.name} (its name names neither)"
+
+
+def another_model(r: Result) -> str | None:
+    """Why the model served is not the preset's published one: a ``--checkpoint`` folder of another size (its
+    parameters, counted on the built model, more than 5% from the model card's), or None."""
+    from accelbench.workloads.decoder import PRESETS
+
+    preset = PRESETS.get(str(r.params.get("model")))
+    counted = (r.details.get("model") or {}).get("params")
+    if preset is None or not r.params.get("checkpoint") or not isinstance(counted, (int, float)):
+        return None
+    if abs(counted - preset.published_params) <= 0.05 * preset.published_params:
+        return None
+    return f"another model ({counted:,.3g} parameters; {preset.name} has {preset.published_params:,.3g})"
+
+
 def _limits(r: Result) -> tuple[float, float] | None:
     """The p99 TTFT and TPOT limits (ms) the record's run was held to, where it says."""
     limits = r.details.get("limits") or {}
@@ -54,8 +97,16 @@ def unlike(r: Result, ref: Reference) -> list[str]:
     """Why a token record and a tokens/s row did different work beyond what every row checks (scale, model,
     precision, scenario, validity: :func:`.match.unlike`): a harness with no model, or other Server limits."""
     out = []
-    if not runs_model(r):
+    if remote(r):
+        other = served_elsewhere(r)
+        if other:
+            out.append(other)
+    elif not runs_model(r):
         out.append(f"{r.params.get('engine')} engine: no model ran")
+    else:
+        other = another_model(r)
+        if other:
+            out.append(other)
     own = _limits(r)
     if ref.ttft_p99_ms is not None and ref.tpot_p99_ms is not None and own is not None:
         if own != (ref.ttft_p99_ms, ref.tpot_p99_ms):

@@ -263,7 +263,9 @@ def unlike(b: Result, c: Result) -> list[str]:
     the rate it was sent: two runs that each chose theirs from a probe measured their probes, not a capacity
     (:func:`_chosen_load`). A model is its size (:data:`IDENTITY_PARAMS`) and its definition
     (``details.source``: two versions of accelbench may build different networks under one name, as ``ssd``
-    moved from VGG-16 to MLPerf's ResNet-34). Records without these details are never unlike for want of them.
+    moved from VGG-16 to MLPerf's ResNet-34), and a language model its parameters (``details.model.params``: a
+    ``--checkpoint`` folder is the model it holds, whatever preset named the run). Records without these details
+    are never unlike for want of them.
     """
     out = []
     for name in IDENTITY_PARAMS:
@@ -273,6 +275,9 @@ def unlike(b: Result, c: Result) -> list[str]:
     mb, mc = b.details.get("source"), c.details.get("source")
     if isinstance(mb, str) and isinstance(mc, str) and mb != mc:
         out.append(f"unlike models: {mb} vs {mc}")
+    nb, nc = _parameters(b), _parameters(c)
+    if not out and nb and nc and abs(nb - nc) > 0.01 * max(nb, nc):  # a --checkpoint folder of another size
+        out.append(f"unlike models: {nb:,.3g} vs {nc:,.3g} parameters")
     lb, lc = _limits(b), _limits(c)
     if lb != lc:
         out.append(f"unlike limits: {_limits_text(lb)} vs {_limits_text(lc)}")
@@ -290,6 +295,12 @@ def unlike(b: Result, c: Result) -> list[str]:
             "(mean input/output)"
         )
     return out
+
+
+def _parameters(r: Result) -> float | None:
+    """The parameters counted on the model a language-model record served (``details.model.params``)."""
+    n = (r.details.get("model") or {}).get("params") if isinstance(r.details.get("model"), dict) else None
+    return float(n) if isinstance(n, (int, float)) and n > 0 else None
 
 
 def _chosen_load(r: Result) -> float | None:

@@ -69,6 +69,9 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         self.validate_nodes()
         if self.max_epochs < 0 or self.batch_size < 0:
             raise UsageError("--max-epochs and --batch-size must not be negative")
+        if self.data_dir and not r.needs_data_dir:  # silently unread, it would pass for the data trained on
+            hint = r.data_hint.removeprefix("none: ")
+            raise UsageError(f"{r.name} reads no --data-dir (it trains on {hint}): drop --data-dir")
         if r.needs_data_dir and not self.data_dir:
             raise UsageError(f"{r.name} reads its dataset from --data-dir DIR: {r.data_hint}")
         if self.data_dir and not Path(self.data_dir).expanduser().is_dir():
