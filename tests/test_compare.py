@@ -100,6 +100,37 @@ def test_scaling_of_a_lower_is_better_figure():
     assert [(r.devices, r.speedup, r.efficiency) for r in rows] == [(1, 1.0, 1.0), (4, 3.2, 0.8)]
 
 
+def test_scaling_gives_no_speedup_from_a_noisy_or_contended_point_and_says_overlap():
+    """A noisy 2-device run gave "0.79x, 40%" beside a 1-device figure it could not be told from. Now: no
+    speedup where either figure is set aside (the reason said), a fit later run of a count stands for it, and
+    overlapping intervals are said to be within noise."""
+    from accelbench.results.record import Metric
+    from accelbench.results.scaling import scaling_rows
+
+    def train(nproc: int, value: float, half: float, warn: str = "", at: int = 1):
+        r = make_result(params={"model": "llama3.1-8b", "nproc": nproc}, started_at=f"2026-01-0{at}T00:00:00.000+00:00")
+        r.metrics = {"throughput": Metric(value=value, unit="tokens/s", higher_is_better=True, ci95=half, n=20)}
+        r.warnings = [warn] if warn else []
+        return r
+
+    one = train(1, 46600.0, 7270.0)
+    noisy = train(2, 36900.0, 8630.0, "noisy: the 95% interval is 23.4% of the median")
+    rows = scaling_rows([one, noisy])
+    assert [(r.devices, r.speedup, r.note) for r in rows] == [
+        (1, 1.0, ""),
+        (2, None, "not computed: 2 devices noisy"),
+    ]
+    # a fit run of 2 devices stands for the count, whenever it ran; its interval overlaps the one-device figure's
+    fit = train(2, 52000.0, 6000.0, at=2)
+    for order in ([one, fit, noisy], [one, noisy, fit]):
+        [_, two] = scaling_rows(order)
+        assert two.speedup == pytest.approx(52000 / 46600) and two.note == "within noise: the 95% intervals overlap"
+    [base, _] = scaling_rows([train(1, 46600.0, 100.0, "contended: other processes used 50% of the CPUs"), fit])
+    assert base.speedup is None and base.note == "not computed: 1 device contended"
+    [_, far] = scaling_rows([one, train(2, 90000.0, 1000.0)])
+    assert far.speedup == pytest.approx(90000 / 46600) and far.note == ""
+
+
 def test_a_record_on_both_sides_and_an_ignore_naming_nothing_are_refused():
     a = make_result(params={"m": 8, "precision": "fp32"})
     b = make_result(run_id="b", params={"m": 8, "precision": "fp16"})

@@ -113,6 +113,9 @@ def scaling_table(rows: list[Any], figure: str = "throughput") -> Table:
     for col, just in (("workload", "left"), ("devices", "right"), (figure, "right"), ("speedup", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     table.add_column("efficiency", justify="right")
+    notes = any(r.note for r in rows)
+    if notes:
+        table.add_column("", style="yellow")
     for r in rows:
         speedup = f"{r.speedup:.2f}x" if r.speedup is not None else "-"
         eff = f"{r.efficiency:.0%}" if r.efficiency is not None else "-"
@@ -122,6 +125,7 @@ def scaling_table(rows: list[Any], figure: str = "throughput") -> Table:
             f"{fmt.metric(r.throughput)} {fmt.ci_percent(r.throughput)}",
             speedup,
             eff,
+            *([escape(r.note)] if notes else []),
         )
     return table
 

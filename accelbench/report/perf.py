@@ -292,9 +292,12 @@ def _scaling(inp: ReportInput, ok: list[Result]) -> list:
                 partial(charts.draw_scaling, series=list(series.items())[:MAX_CHARTS]),
             )
         )
+    notes = any(row.note for _, row in rows)
     sub.blocks.append(
         Table(
-            (["system"] if multi else []) + ["workload", "devices", "throughput", "speedup", "efficiency"],
+            (["system"] if multi else [])
+            + ["workload", "devices", "throughput", "speedup", "efficiency"]
+            + (["note"] if notes else []),
             [
                 ([label] if multi else [])
                 + [
@@ -304,6 +307,7 @@ def _scaling(inp: ReportInput, ok: list[Result]) -> list:
                     f"{row.speedup:.2f}x" if row.speedup is not None else "",
                     f"{row.efficiency:.0%}" if row.efficiency is not None else "",
                 ]
+                + ([row.note] if notes else [])
                 for label, row in rows
             ],
         )

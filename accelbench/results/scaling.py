@@ -5,6 +5,11 @@ Records of the same workload (every parameter equal but ``nproc``/``nnodes``
 and the run's context: threads, seeds, verdict) form one series; speedup is
 throughput(N) / throughput(1) - or, for a lower-is-better figure such as the
 time to accuracy, time(1) / time(N) - and scaling efficiency is speedup / N.
+
+A ratio is only as good as both its figures: a contended, noisy or INVALID point (or one-device base) gets no
+speedup, with the reason, and each device count is stood for by its latest run fit to compare where it has
+one. Where both figures' 95% intervals overlap, the speedup is shown as the best estimate, said to be within
+noise.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import json
 from dataclasses import dataclass
 
 from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
+from accelbench.results.judge import NO_INTERVAL, concerns
 from accelbench.results.record import Metric, Result
 
 #: what changes with the device count itself: a decoder's sharding is resolved per count (none on one device, FSDP2
@@ -29,10 +35,23 @@ class ScalingRow:
     throughput: Metric
     speedup: float | None
     efficiency: float | None
+    #: why the speedup is withheld or weak ("not computed: 2 devices noisy"), empty where it stands
+    note: str = ""
 
 
 def _devices(r: Result) -> int:
     return int(r.params.get("nproc", 1)) * int(r.params.get("nnodes", 1))
+
+
+def _biased(r: Result, metric: str) -> list[str]:
+    """What keeps ``r``'s figure out of a ratio (contended, noisy, INVALID...): a missing interval does not."""
+    return [c.split(":")[0] for c in concerns(r, metric) if c != NO_INTERVAL]
+
+
+def _overlap(a: Metric, b: Metric) -> bool:
+    if a.ci95 is None or b.ci95 is None:
+        return False
+    return a.value - a.ci95 <= b.value + b.ci95 and b.value - b.ci95 <= a.value + a.ci95
 
 
 def scaling_rows(results: list[Result], metric: str = "throughput", describe: Describe = plain) -> list[ScalingRow]:
@@ -43,7 +62,10 @@ def scaling_rows(results: list[Result], metric: str = "throughput", describe: De
             continue
         drop = set(SCALE_PARAMS) | CONTEXT_PARAMS
         key = json.dumps([r.benchmark, {k: v for k, v in r.params.items() if k not in drop}], sort_keys=True)
-        series.setdefault(key, {})[_devices(r)] = r
+        points = series.setdefault(key, {})
+        held = points.get(_devices(r))
+        if held is None or not _biased(r, metric) or _biased(held, metric):  # the latest fit run stands
+            points[_devices(r)] = r
     rows = []
     for points in series.values():
         if len(points) < 2:
@@ -52,10 +74,17 @@ def scaling_rows(results: list[Result], metric: str = "throughput", describe: De
         for n in sorted(points):
             r = points[n]
             m = r.metrics[metric]
-            speedup = None
+            speedup, note = None, ""
             if base:
-                ratio = m.value / base.metrics[metric].value
+                b = base.metrics[metric]
+                ratio = m.value / b.value
                 speedup = ratio if m.higher_is_better else 1 / ratio
+                why = [f"{n} device{'s' if n > 1 else ''} {w}" for w in _biased(r, metric)]
+                why += [f"1 device {w}" for w in _biased(base, metric)] if base is not r else []
+                if why:
+                    speedup, note = None, "not computed: " + ", ".join(dict.fromkeys(why))
+                elif base is not r and _overlap(m, b):
+                    note = "within noise: the 95% intervals overlap"
             rows.append(
                 ScalingRow(
                     workload=describe(r.benchmark, {**r.params, "nproc": 1, "nnodes": 1}),
@@ -63,6 +92,7 @@ def scaling_rows(results: list[Result], metric: str = "throughput", describe: De
                     throughput=m,
                     speedup=speedup,
                     efficiency=speedup / n if speedup is not None else None,
+                    note=note,
                 )
             )
     return rows
