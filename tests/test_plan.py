@@ -128,3 +128,11 @@ def test_the_plans_caption_says_what_is_known_of_its_length() -> None:
         "3 benchmark(s); the 1 run here before took 0:30 last time (plus start-up); 2 never ran on this system: "
         "no estimate for those"
     )
+
+
+def test_a_dry_run_creates_no_store(tmp_path: Path, cli_env) -> None:
+    """--dry-run writes nothing: a store path that does not exist yet stays absent (its folder too)."""
+    db = tmp_path / "not" / "yet" / "x.db"
+    plan = run_cli(["kernels", "gemm", "--db", str(db), "--dry-run"], cli_env, tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert "none run on this system before" in plan.stdout and not (tmp_path / "not").exists()

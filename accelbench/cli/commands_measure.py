@@ -158,7 +158,7 @@ def _execute(
 ) -> int:
     """Open the store (failing before anything runs), run with progress, print the summary."""
     from accelbench.cli.render import ProgressObserver, console, err_console, results_table, shown
-    from accelbench.results.store import Store
+    from accelbench.results.store import Store, default_store_path
     from accelbench.suite.runner import run_suite
     from accelbench.system.profile import collect_profile
 
@@ -167,7 +167,11 @@ def _execute(
         _refuse_what_its_timeout_kills(suite, ns.timeout)
     if note and not ns.dry_run:  # stdout is the JSON's alone with --json
         (err_console if ns.json else console).print(f"[dim]{note}[/]")
-    store = Store(ns.db)
+    if ns.dry_run:  # reads the store's last times where there is one; writes nothing, creates nothing
+        path = Path(ns.db).expanduser() if ns.db else default_store_path()
+        store = Store(path, readonly=True) if path.is_file() else None
+    else:
+        store = Store(ns.db)
     if not ns.dry_run:
         from accelbench.suite.process import warm
 

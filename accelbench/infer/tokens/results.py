@@ -223,10 +223,14 @@ def token_accuracy_result(
 
     metrics: dict[str, Metric] = {}
     if rouge is not None:
+        unit = {"tokens_per_sample": "tokens per sample", "chars_per_sample": "characters per sample"}
         for key, value in rouge["verdict"]["values"].items():
-            metrics[key] = _m(value, "ROUGE x 100" if key.startswith("rouge") else "tokens per sample", True)
-        for key, value in rouge["verdict"]["reference"].items():
-            metrics[f"reference_{key}"] = _m(value, "FP32's, same prompts", True)
+            metrics[key] = _m(value, "ROUGE x 100" if key.startswith("rouge") else unit.get(key, key), True)
+        for key, value in rouge["verdict"]["reference"].items():  # what the gate held them to, in their own units
+            said = "ROUGE x 100" if key.startswith("rouge") else unit.get(key, key)
+            whose = rouge["verdict"].get("source") or "reference"
+            whose = "FP32's on the same prompts" if whose == "reference run" else whose
+            metrics[f"reference_{key}"] = _m(value, f"{said}, {whose}", True)
     if verdict.decided_agreement is not None:
         metrics["decided_token_agreement"] = _m(verdict.decided_agreement, "share of decided tokens kept", True)
     metrics["sequence_agreement"] = _m(verdict.sequences_equal, "share of answers equal to FP32's", True)
