@@ -410,3 +410,19 @@ def test_compiled_screenings_are_expected_to_take_longer() -> None:
     search = Tuner(replace(params, emulated=True), fake, clock=fake.clock).run()
     assert [key for phase, key, *_ in fake.log if phase == "gate"][:1] == [OPENVINO], fake.log
     assert summary(search).details["outcome"] == "winner", search.stopped
+
+
+def test_a_best_with_no_runner_up_says_the_others_were_only_screened():
+    """A best confirmed alone (the budget cut the round) is the best of what was screened, not separated from the
+    candidates that only had their screen: the verdict says how many, so "best" is not read as beating them."""
+    from types import SimpleNamespace
+
+    from accelbench.tune.outcome import _alone
+
+    def row(status: str) -> SimpleNamespace:
+        return SimpleNamespace(status=status)
+
+    assert _alone([row("winner")]) == "the only candidate confirmed VALID (and through the gate) in its round"
+    said = _alone([row("winner"), row("screened"), row("screened"), row("invalid")])
+    assert said.endswith("; 2 other candidate(s) screened lower and were never confirmed, so it is best of what was "
+                         "screened, not separated from them")  # fmt: skip

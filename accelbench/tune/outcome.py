@@ -231,7 +231,7 @@ def summary(search: Search) -> Result:
     details["verdict"] = (
         f"separated from the runner-up, {runner_up.label()}: {decision.evidence[runner_up.key]}"
         if runner_up
-        else "the only candidate confirmed VALID (and through the gate)"
+        else _alone(rows)
     )
     ratio, words = _speedup(search, top, metrics[name].value, higher)
     if ratio is None:
@@ -241,6 +241,19 @@ def summary(search: Search) -> Result:
         default = search.default
         details["default"] = {"settings": default.settings, "figure": median_of(search, default), "evidence": words}
     return Result(bench, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
+
+
+def _alone(rows: list[Row]) -> str:
+    """The verdict of a best with no runner-up confirmed beside it: what the others were, so "best" is not read
+    as beating candidates that were only screened (each on one short run)."""
+    screened = sum(r.status == "screened" for r in rows)
+    rest = (
+        f"; {screened} other candidate(s) screened lower and were never confirmed, so it is best of what was "
+        "screened, not separated from them"
+        if screened
+        else ""
+    )
+    return f"the only candidate confirmed VALID (and through the gate) in its round{rest}"
 
 
 def _screened_better(rows: list[Row], winner: Row, higher: bool) -> list[Row]:
