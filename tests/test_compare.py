@@ -118,7 +118,7 @@ def test_scaling_gives_no_speedup_from_a_noisy_or_contended_point_and_says_overl
     rows = scaling_rows([one, noisy])
     assert [(r.devices, r.speedup, r.note) for r in rows] == [
         (1, 1.0, ""),
-        (2, None, "not computed: 2 devices noisy"),
+        (2, None, "not computed: noisy at 2 devices"),
     ]
     # a fit run of 2 devices stands for the count, whenever it ran; its interval overlaps the one-device figure's
     fit = train(2, 52000.0, 6000.0, at=2)
@@ -126,7 +126,7 @@ def test_scaling_gives_no_speedup_from_a_noisy_or_contended_point_and_says_overl
         [_, two] = scaling_rows(order)
         assert two.speedup == pytest.approx(52000 / 46600) and two.note == "within noise: the 95% intervals overlap"
     [base, _] = scaling_rows([train(1, 46600.0, 100.0, "contended: other processes used 50% of the CPUs"), fit])
-    assert base.speedup is None and base.note == "not computed: 1 device contended"
+    assert base.speedup is None and base.note == "not computed: contended at 1 device"
     [_, far] = scaling_rows([one, train(2, 90000.0, 1000.0)])
     assert far.speedup == pytest.approx(90000 / 46600) and far.note == ""
 

@@ -189,7 +189,8 @@ def test_a_priced_run_beside_published_systems(tmp_path: Path, cli_env) -> None:
     lambda_rows = [m for m in found if m["reference"]["source"].startswith("Lambda")]
     assert rtx and lambda_rows
     one = next(m for m in rtx if m["reference"]["count"] == "1" and m["reference"]["precision"] == "fp32")
-    assert one["ratio"] is None and one["unlike"] == ["tiny model"]  # a tiny model is not the published one
+    # a tiny model is not the published one (a shared host may also have contended this short run: said after it)
+    assert one["ratio"] is None and one["unlike"][0] == "tiny model" and set(one["unlike"][1:]) <= {"contended run"}
     words = " ".join(one["differences"])
     assert "TensorFlow 1.x + XLA vs PyTorch" in words and "batch 512 vs 2" in words
     table = run_cli(["compare", run["run_id"], "--reference"], cli_env, tmp_path)

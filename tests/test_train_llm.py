@@ -10,6 +10,7 @@ import torch
 
 from accelbench.cli.main import main
 from accelbench.errors import UsageError
+from accelbench.results.judge import SET_ASIDE
 from accelbench.results.store import Store
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
@@ -86,8 +87,11 @@ def test_fsdp_over_two_gloo_ranks_and_the_scaling_table(tmp_path, monkeypatch, c
     out = capsys.readouterr().out
     assert code == 0, out
     table = out[out.index("scaling over devices") :]
-    assert "1.00x" in table and "llama3.1-8b" in table
-    records = {r.params["nproc"]: r.to_dict() for r in Store(tmp_path / "accelbench.db").query()}
+    stored = Store(tmp_path / "accelbench.db").query()
+    records = {r.params["nproc"]: r.to_dict() for r in stored}
+    # a speedup from two fit runs; from a short run (few samples) or a noisy one, none, and why (its rule)
+    fit = not any(w.startswith(SET_ASIDE) for r in stored for w in r.warnings)
+    assert "llama3.1-8b" in table and ("1.00x" in table if fit else "not computed: " in table), table
     one, two = records[1], records[2]
     for r in (one, two):
         m = r["metrics"]

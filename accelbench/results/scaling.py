@@ -48,6 +48,11 @@ def _biased(r: Result, metric: str) -> list[str]:
     return [c.split(":")[0] for c in concerns(r, metric) if c != NO_INTERVAL]
 
 
+def _counts(counts: list[int]) -> str:
+    """'1 device', '2 devices', '1 and 2 devices'."""
+    return " and ".join(map(str, counts)) + (" device" if counts == [1] else " devices")
+
+
 def _overlap(a: Metric, b: Metric) -> bool:
     if a.ci95 is None or b.ci95 is None:
         return False
@@ -79,10 +84,13 @@ def scaling_rows(results: list[Result], metric: str = "throughput", describe: De
                 b = base.metrics[metric]
                 ratio = m.value / b.value
                 speedup = ratio if m.higher_is_better else 1 / ratio
-                why = [f"{n} device{'s' if n > 1 else ''} {w}" for w in _biased(r, metric)]
-                why += [f"1 device {w}" for w in _biased(base, metric)] if base is not r else []
+                why: dict[str, list[int]] = {}
+                for count, point in sorted({1: base, n: r}.items()):
+                    for w in _biased(point, metric):
+                        why.setdefault(w, []).append(count)
                 if why:
-                    speedup, note = None, "not computed: " + ", ".join(dict.fromkeys(why))
+                    said = "; ".join(f"{w} at {_counts(counts)}" for w, counts in why.items())
+                    speedup, note = None, f"not computed: {said}"
                 elif base is not r and _overlap(m, b):
                     note = "within noise: the 95% intervals overlap"
             rows.append(
