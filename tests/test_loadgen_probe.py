@@ -254,3 +254,44 @@ def test_find_peak_climbs_above_a_probe_that_read_low(monkeypatch, tmp_path):
     serving = Serving([], lambda i: i, 64, list, None, None, 2)
     r = peak.find_peak(params, serving, lgset.Probe(1.0, 0.01), {}, RunContext(tmp_path))
     assert r.status == "ok" and 80.0 < r.details["find_peak"]["peak"] < 90.0, r.details["find_peak"]["trials"]
+
+
+def test_loadgen_says_where_it_is_while_its_test_holds_the_thread(tmp_path, monkeypatch):
+    """A LoadGen test longer than the progress interval says, at each one, how many of its planned samples are
+    answered and the time left at that rate; the plan is LoadGen's own (Offline's one query, Server's rate over
+    its minimum duration)."""
+    from accelbench.infer import heartbeat
+    from accelbench.suite.suites import make_entry
+    from accelbench.suite.worker import run_inline
+
+    monkeypatch.setattr(heartbeat, "EVERY", 0.4)
+    said: list[str] = []
+    params = {"model": "resnet18", "backend": "sleep", "service_ms": 2.0, "batch_size": 1, "threads": 1}
+    entry = make_entry("infer/loadgen", params | {"scenario": "server", "target_qps": 200.0, "duration": 1.0})
+    [r] = run_inline(entry, tmp_path, said.append)
+    assert r.status == "ok", r.error
+    beats = [m.split() for m in said if m.startswith("LoadGen: ")]
+    assert len(beats) >= 3, said  # LoadGen's 662 queries at 200/s: 3.3 s, at 0.4 s intervals
+    counts, planned = [int(b[1].replace(",", "")) for b in beats], {int(b[3].replace(",", "")) for b in beats}
+    assert counts == sorted(counts) and 0 < counts[-1] <= max(planned)
+    assert len(planned) == 1 and planned.pop() >= 200  # 200 queries/s over its 1 s minimum, or its least queries
+
+
+def test_the_planned_samples_are_loadgens_own_plan():
+    import mlperf_loadgen as lg
+
+    from accelbench.infer.heartbeat import line, planned_samples
+
+    s = lg.TestSettings()
+    s.min_duration_ms, s.min_query_count = 2000, 100
+    s.offline_expected_qps, s.server_target_qps = 50.0, 40.0
+    s.single_stream_expected_latency_ns = 5_000_000
+    assert planned_samples(s, "offline") == lgset.loadgen_offline_size(50.0, 2000, 100)
+    assert planned_samples(s, "server") == 100 and planned_samples(s, "interactive") == 100  # min queries
+    s.server_target_qps = 400.0
+    assert planned_samples(s, "server") == 800  # 400/s over 2 s
+    assert planned_samples(s, "singlestream") == 400  # 2 s at 5 ms a query
+    assert planned_samples(s, "server", accuracy_total=1024) == 1024  # accuracy mode: every sample once
+    assert line(0, 800, 3.0) == ("LoadGen: 0 of 800 planned samples answered after 3 s", None)
+    message, left = line(200, 800, 10.0)
+    assert message == "LoadGen: 200 of 800 planned samples answered after 10 s" and left == pytest.approx(30.0)

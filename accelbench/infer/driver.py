@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from accelbench.infer.heartbeat import heartbeat, planned_samples
 from accelbench.infer.logs import read_detail
 from accelbench.infer.served import Served
 from accelbench.infer.specs import QSL_SAMPLES, InferParams
@@ -94,8 +95,12 @@ def start_test(
     sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
     in_memory = min(qsl_lib.total, QSL_SAMPLES[params.profile])
     qsl = lg.ConstructQSL(qsl_lib.total, in_memory, qsl_lib.load, qsl_lib.unload)
+    planned = planned_samples(settings, params.scenario, qsl_lib.total if params.mode == "accuracy" else None)
     try:
-        with ConditionsMonitor(threads, gpus=cuda_indices(devices), sut_pids=sut_pids) as monitor:
+        with (
+            ConditionsMonitor(threads, gpus=cuda_indices(devices), sut_pids=sut_pids) as monitor,
+            heartbeat(ctx.progress, lambda: sut_impl.samples, planned),
+        ):
             # an explicit audit-config path that does not exist: a stray audit.config must not alter the run
             lg.StartTestWithLogSettings(sut, qsl, settings, log_settings, str(outdir / "no-audit.config"))
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -81,9 +82,18 @@ def _describe(exc: BaseException) -> str:
 
 
 def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
-    """Run ``entry``'s benchmark, emitting progress and result messages; never raises."""
+    """Run ``entry``'s benchmark, emitting progress and result messages; never raises.
+
+    Messages may come from a thread beside the benchmark's (LoadGen's progress while its test holds the main
+    thread): one at a time, so no two lines of the message file interleave.
+    """
     started = now_iso()
     count = 0
+    unlocked, lock = emit, threading.Lock()
+
+    def emit(msg: dict[str, Any]) -> None:
+        with lock:
+            unlocked(msg)
 
     def emit_result(result: Result) -> None:
         nonlocal count, started
