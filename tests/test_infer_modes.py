@@ -347,3 +347,26 @@ def test_onnx_backends_serve_every_family_they_claim_at_any_batch(model, backend
 def test_a_model_torch_onnx_cannot_export_is_refused_up_front(model):
     with pytest.raises(UsageError, match=f"cannot serve {model}: torch.onnx cannot export"):
         _environment({"model": model, "scale": "tiny", "backend": "onnxruntime"})
+
+
+def test_a_checkpoint_that_is_not_weights_is_one_line_before_anything_runs(tmp_path, cli_env):
+    """A garbage file, or a pickled object rather than a state_dict: one line, exit 2, before a model is built,
+    and never torch's advice to load with weights_only=False (which runs the file's code)."""
+    import torch
+    from conftest import run_cli
+
+    (tmp_path / "bad.pt").write_bytes(bytes(range(256)) * 8)
+    torch.save([torch.zeros(2)], tmp_path / "list.pt")
+    for name, said in (
+        ("bad.pt", "is not weights torch can read safely"),
+        ("list.pt", "holds a list, not a state_dict"),
+    ):
+        p = run_cli(["infer", "resnet18", "--scale", "tiny", "--checkpoint", name, "--dry-run"], cli_env, tmp_path)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and said in lines[0], p.stderr
+        assert "weights_only" not in p.stderr and str(tmp_path / name) in lines[0]
+    good = tmp_path / "good.pt"
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, good)
+    from accelbench.infer.weights import read_state_dict
+
+    assert list(read_state_dict(good)) == ["w"]  # a wrapped state_dict is unwrapped

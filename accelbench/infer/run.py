@@ -108,10 +108,12 @@ def _build(params: InferParams, model_spec: Served) -> "torch.nn.Module":
     torch.manual_seed(0)  # random weights (no --checkpoint) are the same in every run
     model = model_spec.build().eval()
     if params.checkpoint:
+        from accelbench.infer.weights import read_state_dict
+
+        state = read_state_dict(Path(params.checkpoint).expanduser())
         try:
-            state = torch.load(params.checkpoint, map_location="cpu", weights_only=True)
-            model.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
-        except (RuntimeError, KeyError, AttributeError, OSError) as exc:
+            model.load_state_dict(state)
+        except (RuntimeError, KeyError, AttributeError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UsageError(f"checkpoint {params.checkpoint} does not fit {params.model}: {first}") from None
     return model

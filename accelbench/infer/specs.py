@@ -196,8 +196,10 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
         if self.mode == "accuracy" and not impl.runs_model:
             raise UsageError(f"--mode accuracy needs a backend that runs the model, not {self.backend}")
-        if self.checkpoint and not self.generates and not Path(self.checkpoint).is_file():
-            raise UsageError(f"checkpoint {self.checkpoint} does not exist: give a state_dict saved with torch.save")
+        if self.checkpoint and not self.generates:
+            from accelbench.infer.weights import read_state_dict
+
+            read_state_dict(Path(self.checkpoint).expanduser())  # a wrong file is bad input, said before a build
         if self.dataset and self.mode != "accuracy":
             raise UsageError("--dataset is read in --mode accuracy only (performance runs use synthetic samples)")
         if self.generates:
