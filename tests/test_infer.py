@@ -72,6 +72,7 @@ def test_invalid_reasons_in_plain_words(tmp_path):
         ({"backend": "tensorrtx"}, "unknown backend"),
         ({"profile": "fast"}, "unknown profile"),
         ({"latency_bound_ms": -1}, "must not be negative"),
+        ({"duration": -5}, "^--duration must not be negative, got -5$"),
         ({"samples_per_query": 0}, "positive"),
         ({"model": "resnet5"}, "unknown model"),
         ({"backend": "onnxruntime", "channels_last": True}, "--channels-last applies to the torch, compile backends"),

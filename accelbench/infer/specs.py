@@ -174,14 +174,10 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
         positive("--samples-per-query", self.samples_per_query)
         positive("--nproc", self.nproc)
         positive("--streams", self.streams)
-        if (
-            min(self.latency_bound_ms, self.target_qps, self.expected_qps) < 0
-            or self.duration < 0
-            or self.max_wait_ms < 0
-        ):
-            raise UsageError(
-                "--latency-bound-ms, --target-qps, --expected-qps, --duration and --max-wait-ms must not be negative"
-            )
+        for name in ("latency_bound_ms", "target_qps", "expected_qps", "duration", "max_wait_ms"):
+            if getattr(self, name) < 0:  # the one flag that is wrong, by name
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} must not be negative, got {getattr(self, name):g}")
         if self.service_ms <= 0:
             raise UsageError(f"--service-ms must be positive, got {self.service_ms}")
         for knob in BACKEND_KNOBS:  # a setting the backend does not take is refused, never silently ignored
