@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from accelbench.results.record import Metric, Result
 
@@ -88,7 +89,17 @@ def outcome(r: Result) -> str:
     if m is None:
         return ""
     ci = ci_percent(m)
-    return f"{metric(m)} {ci}".strip()
+    return f"{percentile(r.primary_metric or '')}{metric(m)} {ci}".strip()
+
+
+#: a metric named for a percentile of its distribution: ``latency_p90_seconds``, ``query_latency_p99_9_seconds``
+_PERCENTILE = re.compile(r"(?:^|_)p(\d+(?:_\d+)?)(?:_|$)")
+
+
+def percentile(name: str) -> str:
+    """'p90 ' for a metric named for its 90th percentile (a bare '20.8 ms' headline says not which), else ''."""
+    found = _PERCENTILE.search(name)
+    return f"p{found.group(1).replace('_', '.')} " if found else ""
 
 
 def bytes_(value: float) -> str:
