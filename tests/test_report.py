@@ -190,3 +190,38 @@ def test_the_summary_never_states_a_contended_figure_plain_nor_calls_it_the_best
     assert line.startswith("Training ncf: 10.00 ") and "read with care" not in line
     [line] = training_headlines(ReportInput([busy]), [busy])
     assert line.startswith("Training ncf: 30.00 ") and line.endswith("(contended: read with care).")
+
+
+def test_the_summary_states_each_workload_once_by_its_newest_fit_run():
+    """Three VALID runs of one workload (the newest two contended) and one of another: two lines, the first the
+    fit run's figure with how many runs it stands for; a one-seed time to accuracy is not called an olympic mean."""
+    from accelbench.report.common import ReportInput
+    from accelbench.report.inference import headlines
+    from accelbench.report.tta import headlines as tta_headlines
+    from accelbench.results.record import Metric, Result
+
+    def served(value: float, day: int, model: str = "resnet18", contended: bool = False) -> Result:
+        r = Result(
+            "infer/loadgen",
+            {"model": model, "scenario": "offline"},
+            metrics={"throughput": Metric(value=value, unit="samples/s", higher_is_better=True)},
+            primary_metric="throughput",
+            valid=True,
+            started_at=f"2026-11-0{day}T00:00:00.000+00:00",
+            warnings=["contended: other processes used 50% of the CPUs"] if contended else [],
+        )
+        r.system = {"fingerprint": "sys-a", "profile": {"cpu": {"model": "CPU"}, "accelerators": []}}
+        return r
+
+    recs = [served(100.0, 1), served(3.0, 2, contended=True), served(4.0, 3, contended=True), served(50.0, 1, "bert")]
+    inp = ReportInput(recs)
+    lines = headlines(inp, recs)
+    assert len(lines) == 2, lines
+    assert ": 100.0 samples/s, VALID" in lines[0] and lines[0].endswith("(the newest fit to compare of 3 runs).")
+    assert "contended" not in lines[0] and "of 3 runs" not in lines[1]
+    one = Result("tta/time_to_target", {"workload": "digits"}, primary_metric="time_to_target_seconds",
+                 metrics={"time_to_target_seconds": Metric(value=0.551, unit="s", higher_is_better=False)},
+                 details={"score": {"runs": 1}})  # fmt: skip
+    one.system = recs[0].system
+    [line] = tta_headlines(ReportInput([one]), [one])
+    assert "(one seed)" in line and "olympic" not in line

@@ -153,6 +153,21 @@ def newest_first(records: Iterable[Result]) -> list[Result]:
     return sorted(records, key=lambda r: r.started_at, reverse=True)
 
 
+def standing(inp: "ReportInput", records: Iterable[Result]) -> list[tuple[Result, int]]:
+    """One record per workload on each system, and how many records it stands for: the newest fit to compare
+    (a contended or noisy one only where it is all there is). A summary states each workload once, not each
+    repeat: 45 lines for 15 workloads, contended repeats among them, read as 45 findings."""
+    groups: dict[str, list[Result]] = {}
+    for r in records:
+        groups.setdefault(f"{r.fingerprint} {r.benchmark} {inp.name(r)}", []).append(r)
+    return [(min(newest_first(rs), key=lambda r: bool(caveat(r))), len(rs)) for rs in groups.values()]
+
+
+def of_runs(n: int) -> str:
+    """' (the newest fit to compare of 3 runs)' where a summary line stands for several records; '' for one."""
+    return f" (the newest fit to compare of {n} runs)" if n > 1 else ""
+
+
 def device_of(r: Result) -> str:
     """The device a record ran on, as the record names it (its details, else its parameter)."""
     return str(r.details.get("device_name") or r.params.get("device") or "")

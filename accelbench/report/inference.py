@@ -15,7 +15,9 @@ from accelbench.report.common import (
     family_section,
     figure,
     newest_first,
+    of_runs,
     on_system,
+    standing,
     status_cell,
     verdict,
 )
@@ -37,9 +39,8 @@ def _latency(r, key: str) -> str:
 def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on inference: each VALID result (an INVALID one is under "Read with care")."""
     return [
-        f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}{caveat(r)}."
-        for r in recs
-        if r.valid
+        f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}{caveat(r)}{of_runs(n)}."
+        for r, n in standing(inp, [r for r in recs if r.valid])
     ]
 
 

@@ -15,7 +15,9 @@ from accelbench.report.common import (
     family_section,
     figure,
     newest_first,
+    of_runs,
     on_system,
+    standing,
     status_cell,
     verdict,
 )
@@ -27,10 +29,9 @@ from accelbench.results.record import Result
 def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on time to accuracy: each score with the seeds it is the olympic mean of."""
     return [
-        f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} (olympic mean of "
-        f"{_seeds((r.details.get('score') or {}).get('runs'))}){on_system(inp, r)}{caveat(r)}."
-        for r in recs
-        if r.primary is not None  # INVALID by the seed rule: no time to target
+        f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} ({_scored((r.details.get('score') or {}).get('runs'))})"
+        f"{on_system(inp, r)}{caveat(r)}{of_runs(n)}."
+        for r, n in standing(inp, [r for r in recs if r.primary is not None])  # INVALID by the seed rule: no time
     ]
 
 
@@ -131,6 +132,13 @@ def _curves(seeds: list[dict[str, Any]], key: str) -> list[tuple[str, list[tuple
         for s in seeds
     ]
     return [c for c in curves if c[1]]
+
+
+def _scored(n: int | None) -> str:
+    """How the figure was scored: MLPerf's olympic mean drops the fastest and slowest only from 3 seeds up."""
+    if n is not None and n < 3:
+        return "one seed" if n == 1 else "mean of 2 seeds"
+    return f"olympic mean of {_seeds(n)}"
 
 
 def _seeds(n: int | None) -> str:
