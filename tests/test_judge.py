@@ -342,3 +342,19 @@ def test_the_report_compares_each_tag_key_s_values_across_the_setting_they_name(
         assert len(table.rows) == 1
     [p_table] = [b for b in subs[0].blocks if isinstance(b, Table)]
     assert p_table.rows[0][7].text == "faster" and p_table.rows[0][0].endswith("(precision fp32 -> bf16)")
+
+
+def test_two_runs_that_agree_do_not_lower_the_bar_below_one_runs():
+    """Two runs a side 0.5% apart and a 4% change: with fewer than 3 runs their spread may raise the bar but not
+    lower it under the single-run 10% ("no difference"); three runs a side as steady measure it ("faster")."""
+
+    def side(name: str, median: float, n: int, seed: int) -> list[Result]:
+        day = "2026-11-0{}T00:00:00.000+00:00"
+        return [gemm(f"{name}{i}", times(median * (1 + 0.005 * (i % 2)), seed=seed + i), started=day.format(i + 1))
+                for i in range(n)]  # fmt: skip
+
+    [two] = compare(side("a", 1e-3, 2, 10), side("b", 0.96e-3, 2, 20)).rows
+    assert two.verdict == "no difference", two.judgement.evidence
+    assert "(fewer than 3: a change over 10% is called)" in two.judgement.evidence
+    [three] = compare(side("a", 1e-3, 3, 10), side("b", 0.96e-3, 3, 20)).rows
+    assert three.verdict == "faster" and "fewer than" not in three.judgement.evidence, three.judgement.evidence

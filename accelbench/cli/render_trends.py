@@ -89,9 +89,9 @@ def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
         lines.append(
             f"verdicts: the raw samples told apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart; a "
             f"figure with no interval within a run, as LoadGen's: {MIN_RUNS_BARE}+ runs a side all apart, which "
-            "chance alone gives 3+3 runs once in 10) and a change beyond the run-to-run spread (with one run a "
-            f"side, beyond {MIN_EFFECT_SINGLE:.0%}: '--repeat 3' measures it); each row's evidence is in "
-            "'compare --json'"
+            "chance alone gives 3+3 runs once in 10) and a change beyond the run-to-run spread (where fewer than "
+            f"3 runs measure it, beyond {MIN_EFFECT_SINGLE:.0%}: '--repeat 3' measures it); each row's evidence is "
+            "in 'compare --json'"
         )
     for label, names in (
         (f"only in {baseline}", comparison.only_baseline),

@@ -60,8 +60,8 @@ def comparisons(inp: ReportInput) -> Section | None:
             "interval is shown but not judged. A difference is called only when the raw samples tell the sides "
             f"apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart; figures with no interval within a "
             f"run, {MIN_RUNS_BARE}+ runs a side all apart) and the change exceeds the spread between runs of the "
-            f"same workload on the same system (with one run a side: {MIN_EFFECT_SINGLE:.0%}). The geometric mean "
-            "and the chart count judged pairs only.",
+            f"same workload on the same system (measured by fewer than 3 runs: {MIN_EFFECT_SINGLE:.0%}). The "
+            "geometric mean and the chart count judged pairs only.",
             "note",
         )
     )
