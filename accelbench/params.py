@@ -306,3 +306,11 @@ def build_params(cls: type[P], values: dict[str, Any], benchmark: str) -> P:
 def positive(name: str, value: int) -> None:
     if value < 1:
         raise UsageError(f"{name} must be a positive integer, got {value}")
+
+
+def not_negative(params: Any, *fields: str) -> None:
+    """Each of ``params``' ``fields`` at 0 or above; the first that is not named alone, by its flag."""
+    for name in fields:
+        value = getattr(params, name)
+        if value < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must not be negative, got {value:g}")

@@ -357,9 +357,11 @@ def test_a_checkpoint_that_is_not_weights_is_one_line_before_anything_runs(tmp_p
 
     (tmp_path / "bad.pt").write_bytes(bytes(range(256)) * 8)
     torch.save([torch.zeros(2)], tmp_path / "list.pt")
+    (tmp_path / "folder").mkdir()
     for name, said in (
         ("bad.pt", "is not weights torch can read safely"),
         ("list.pt", "holds a list, not a state_dict"),
+        ("folder", "is a folder: give a state_dict"),
     ):
         p = run_cli(["infer", "resnet18", "--scale", "tiny", "--checkpoint", name, "--dry-run"], cli_env, tmp_path)
         lines = p.stderr.strip().splitlines()

@@ -101,9 +101,18 @@ def disagreement(d: dict[str, Any], params: InferParams, probe: Probe, samples: 
     return Disagreement(Probe(min(spq / mean, MAX_PLANNED_RATE), probe.single), why)
 
 
-def contention(conditions: dict[str, Any]) -> str | None:
-    """The conditions' contention warning (other processes' CPU share during the run), or None."""
-    return next((str(w) for w in conditions.get("warnings", []) if str(w).startswith("contended")), None)
+def rerun(
+    wrong: Disagreement, plan: Probe, repeated: Probe, log_dir: Any, conditions: dict[str, Any]
+) -> dict[str, Any]:
+    """What a record keeps of a run that disagreed with its plan: why, the probe that planned it and the repeated
+    one, its logs, and its contention (the conditions' warning, or None), which :func:`replanned` reads."""
+    busy = next((str(w) for w in conditions.get("warnings", []) if str(w).startswith("contended")), None)
+    return wrong.to_dict() | {
+        "probe": plan.to_dict(),
+        "probe_repeated": repeated.to_dict(),
+        "log_dir": str(log_dir),
+        "contended": busy,
+    }
 
 
 def replanned(first: Probe, measured: Probe, again: Probe, scenario: str, contended: bool = False) -> Probe:

@@ -223,17 +223,8 @@ def _performance(
             break
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
         repeated = lgset.probe(serving, params, warm=False)
-        busy = replan.contention(outcome.conditions)
-        reruns.append(
-            wrong.to_dict()
-            | {
-                "probe": probe.to_dict(),
-                "probe_repeated": repeated.to_dict(),
-                "log_dir": str(outcome.outdir),
-                "contended": busy,
-            }
-        )
-        probe = replan.replanned(probe, wrong.measured, repeated, params.scenario, contended=busy is not None)
+        reruns.append(replan.rerun(wrong, probe, repeated, outcome.outdir, outcome.conditions))
+        probe = replan.replanned(probe, wrong.measured, repeated, params.scenario, bool(reruns[-1]["contended"]))
     result = performance_result(params, record, outcome, probe, {"reruns": reruns} if reruns else None)
     if reruns:
         result.warnings.insert(0, replan.rerun_warning(reruns))

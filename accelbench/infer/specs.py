@@ -10,7 +10,7 @@ from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend
 from accelbench.infer.tokens.endpoint.params import ENDPOINT_KNOBS, EndpointParams
 from accelbench.infer.tokens.sweep import SweepParams
-from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, ScaleParams, opt, positive
+from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, ScaleParams, not_negative, opt, positive
 from accelbench.workloads import DECODERS
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream", "interactive")
@@ -174,10 +174,7 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
         positive("--samples-per-query", self.samples_per_query)
         positive("--nproc", self.nproc)
         positive("--streams", self.streams)
-        for name in ("latency_bound_ms", "target_qps", "expected_qps", "duration", "max_wait_ms"):
-            if getattr(self, name) < 0:  # the one flag that is wrong, by name
-                flag = "--" + name.replace("_", "-")
-                raise UsageError(f"{flag} must not be negative, got {getattr(self, name):g}")
+        not_negative(self, "latency_bound_ms", "target_qps", "expected_qps", "duration", "max_wait_ms")
         if self.service_ms <= 0:
             raise UsageError(f"--service-ms must be positive, got {self.service_ms}")
         for knob in BACKEND_KNOBS:  # a setting the backend does not take is refused, never silently ignored
@@ -243,16 +240,7 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
             raise UsageError(f"language models are served in fp32, bf16 or fp16 weights, not {self.precision}")
         if self.output_tokens == 1:
             raise UsageError("--output-tokens must be at least 2: time per output token needs a second token")
-        for flag, value in (
-            ("--input-tokens", self.input_tokens),
-            ("--output-tokens", self.output_tokens),
-            ("--kv-blocks", self.kv_blocks),
-            ("--max-batch-tokens", self.max_batch_tokens),
-            ("--ttft-ms", self.ttft_ms),
-            ("--tpot-ms", self.tpot_ms),
-        ):
-            if value < 0:
-                raise UsageError(f"{flag} must not be negative, got {value:g}")
+        not_negative(self, "input_tokens", "output_tokens", "kv_blocks", "max_batch_tokens", "ttft_ms", "tpot_ms")
         positive("--page-size", self.page_size)
         if not 0 < self.input_jitter <= 1:
             raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")

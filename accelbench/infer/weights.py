@@ -21,7 +21,7 @@ def read_state_dict(path: Path) -> dict[str, Any]:
     import torch
 
     if not path.is_file():
-        raise UsageError(f"checkpoint {path} does not exist: {FIX}")
+        raise UsageError(f"checkpoint {path} {'is a folder' if path.is_dir() else 'does not exist'}: {FIX}")
     try:
         try:
             state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)

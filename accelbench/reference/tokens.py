@@ -28,25 +28,26 @@ def is_tokens(ref: Reference) -> bool:
     return ref.metric == METRIC
 
 
-def runs_model(r: Result) -> bool:
-    """Whether the record's engine ran a model: the null engine answers at once and measures the harness only.
-    A user's own engine (``package.module:Class``) is taken to run one: it is not imported to ask."""
+def _engine(r: Result) -> Any:
+    """The record's engine class, or None for a user's own (``package.module:Class``: not imported to ask) or
+    one this version does not know."""
     name = str(r.params.get("engine") or "")
-    if not name or ":" in name:
-        return True
     from accelbench.infer.tokens.engines import ENGINES, engine_class
 
-    return name not in ENGINES or engine_class(name).runs_model
+    return engine_class(name) if name in ENGINES else None
+
+
+def runs_model(r: Result) -> bool:
+    """Whether the record's engine ran a model: the null engine answers at once and measures the harness only.
+    A user's own engine is taken to run one."""
+    engine = _engine(r)
+    return engine is None or engine.runs_model
 
 
 def remote(r: Result) -> bool:
     """Whether the record's model ran behind an endpoint (its server's, not one accelbench built)."""
-    name = str(r.params.get("engine") or "")
-    if not name or ":" in name:
-        return False
-    from accelbench.infer.tokens.engines import ENGINES, engine_class
-
-    return name in ENGINES and engine_class(name).remote
+    engine = _engine(r)
+    return engine is not None and engine.remote
 
 
 def _key(name: str) -> str:

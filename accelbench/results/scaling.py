@@ -35,7 +35,7 @@ class ScalingRow:
     throughput: Metric
     speedup: float | None
     efficiency: float | None
-    #: why the speedup is withheld or weak ("not computed: 2 devices noisy"), empty where it stands
+    #: why the speedup is withheld or weak ("not computed: noisy at 2 devices"), empty where it stands
     note: str = ""
 
 

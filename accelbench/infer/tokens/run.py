@@ -327,12 +327,8 @@ def _measure(
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
         repeated = probe(relay, engine, prompts, outs, params.batch_size)
         measured = lgset.Probe(repeated.requests_per_second, repeated.single_seconds)
-        busy = replan.contention(outcome.conditions)
-        reruns.append(
-            wrong.to_dict()
-            | {"probe": plan.to_dict(), "probe_repeated": measured.to_dict(), "log_dir": str(outdir), "contended": busy}
-        )
-        plan = replan.replanned(plan, wrong.measured, measured, params.scenario, contended=busy is not None)
+        reruns.append(replan.rerun(wrong, plan, measured, outdir, outcome.conditions))
+        plan = replan.replanned(plan, wrong.measured, measured, params.scenario, bool(reruns[-1]["contended"]))
 
 
 def _reference(params: InferParams, served: Any, device: "torch.device", work: Work, ctx: RunContext) -> Any:
