@@ -222,13 +222,15 @@ def test_real_data_decoded_on_the_gpu(tmp_path):
 @pytest.mark.parametrize("engine", ["transformers", "static"])
 @pytest.mark.parametrize("scenario", ["offline", "server"])
 def test_a_language_model_serves_tokens_on_cuda(engine, scenario):
-    """A tiny llama3.1-8b in bf16, token by token on the GPU: LoadGen's tokens/s and TTFT/TPOT in the record."""
+    """A tiny llama3.1-8b in bf16, token by token on the GPU: LoadGen's tokens/s and TPOT in the record (TTFT in
+    Server: Offline issues every request at once, so its TTFT is not recorded), not compiled unless asked."""
     params = {"model": "llama3.1-8b", "scale": "tiny", "scenario": scenario, "engine": engine}
     r = _infer(params | {"precision": "bf16", "output_tokens": 16, "batch_size": 16})[0]
     assert r.status == "ok", r.error
     assert r.params["device"].startswith("cuda") and r.metrics["tokens_per_second"].value > 0
-    assert r.metrics["ttft_p99_ms"].value > 0 and r.metrics["tpot_p99_ms"].value > 0
-    assert r.details["engine"]["engine"] == engine
+    assert r.metrics["tpot_p99_ms"].value > 0
+    assert ("ttft_p99_ms" in r.metrics) == (scenario == "server")
+    assert r.details["engine"]["engine"] == engine and r.details["engine"]["compile"] is False
 
 
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers (accelbench[llm])")

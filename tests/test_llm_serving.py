@@ -448,3 +448,47 @@ def test_a_checkpoint_run_is_its_folders_model_by_its_label_its_path_and_its_siz
 
     assert unlike(served(121_024), served(8_030_261_248)) == ["unlike models: 1.21e+05 vs 8.03e+09 parameters"]
     assert unlike(served(121_024), served(121_024)) == []
+
+
+BUILD_PEAK = """
+import resource, sys, torch
+from accelbench.workloads.decoder import PRESETS, config_of
+from accelbench.workloads import workload_class
+
+config = config_of(PRESETS["llama3.1-8b"], "full")
+config.num_hidden_layers, config.vocab_size = 1, 32000  # full widths: one layer, a smaller vocabulary
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+model = workload_class("llama3.1-8b")().build("full", "cpu", torch.bfloat16, config)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+weights = sum(p.numel() for p in model.parameters())
+print(before, after, weights, {str(p.dtype) for p in model.parameters()})
+"""
+
+
+def test_a_full_width_decoder_is_built_in_its_served_precision_without_an_fp32_copy():
+    """The weights are drawn in bf16 where they live: the build's peak memory is the bf16 weights (plus slack),
+    well under the fp32 copy (twice as large) an fp32-then-cast build would peak at."""
+    p = subprocess.run([sys.executable, "-c", BUILD_PEAK], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    before, after, weights, dtypes = p.stdout.split(maxsplit=3)
+    grew, bf16, fp32 = int(after) - int(before), int(weights) * 2, int(weights) * 4
+    assert dtypes.strip() == "{'torch.bfloat16'}"
+    assert grew < 1.25 * bf16 < fp32, (grew / 2**30, bf16 / 2**30)
+
+
+def test_the_static_engine_compiles_only_when_asked():
+    """transformers compiles a static-cache generate by itself on accelerators: accelbench turns that off unless
+    --engine-compile is given, and the record says which."""
+    import torch
+
+    from accelbench.infer.tokens.engines import EngineSettings, Timeline
+    from accelbench.infer.tokens.static import StaticBatch
+    from accelbench.workloads import workload_class
+
+    model = workload_class(MODEL)().build("tiny").eval()
+    for compile in (False, True):
+        engine = StaticBatch()
+        engine.start(model, torch.device("cpu"), Timeline(), EngineSettings(max_batch=2, longest=8, compile=compile))
+        engine.stop()
+        assert engine.generation.disable_compile is (not compile) and engine.facts["compile"] is compile
+        assert engine.facts.get("compile_mode") == ("reduce-overhead" if compile else None)

@@ -207,6 +207,10 @@ class DeviceKind:
         exits normally. The host needs nothing."""
         return nullcontext()
 
+    def prepare_thread(self, device: "torch.device") -> None:
+        """Ready a thread that is not the one torch was first used in (an engine's scheduler) to run work on
+        ``device``, compiled work included. The host needs nothing."""
+
     # -- kernels: which library path runs, or why it cannot here ---------------------------------------------
 
     def attention_backend(self, q: "torch.Tensor", causal: bool) -> str:

@@ -143,6 +143,14 @@ class QueuedEngine(Engine):
         self._thread.join()
 
     def _loop(self) -> None:
+        from accelbench.devices.kind import kind_of
+
+        try:
+            if self.device is not None:
+                kind_of(self.device).prepare_thread(self.device)
+        except BaseException as exc:  # noqa: BLE001 - every request is answered failed, with why
+            self._fail_all(exc)
+            return
         pending: list[TokenRequest] = []
         stopping = False
         while True:
@@ -170,6 +178,11 @@ class QueuedEngine(Engine):
             self.busy += time.perf_counter() - start
             if stopping and not pending:
                 return
+
+    def _fail_all(self, exc: BaseException) -> None:
+        while (item := self.queue.get()) is not None:
+            for r in item:
+                self.sink.failed(r, exc)
 
     def serve(self, batch: list[TokenRequest]) -> None:
         raise NotImplementedError

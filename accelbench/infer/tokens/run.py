@@ -50,18 +50,24 @@ def lengths(params: InferParams) -> tuple[int, int]:
 
 
 def build_model(params: InferParams, device: "torch.device", precision: str = "") -> tuple[Any, Any]:
-    """The decoder at the served precision (or ``precision``) on ``device``, and its config."""
+    """The decoder at the served precision (or ``precision``), created on ``device`` in that element type.
+
+    Accuracy mode holds the served weights to FP32's on the same weights, so there the weights are drawn in FP32
+    (on the device) and rounded, as the reference's are drawn; elsewhere they are drawn in the served type."""
+    import torch
+
     from accelbench.workloads import workload_class
 
+    dtype = torch_dtype(precision or params.effective_precision)
+    drawn = torch.float32 if params.mode == "accuracy" else dtype
     if params.checkpoint:
         from pathlib import Path
 
         from accelbench.workloads.decoder import load_checkpoint
 
-        model = load_checkpoint(Path(params.checkpoint).expanduser()).eval()
+        model = load_checkpoint(Path(params.checkpoint).expanduser(), device, dtype).eval()
     else:
-        model = workload_class(params.model)().build(params.scale).eval()
-    dtype = torch_dtype(precision or params.effective_precision)
+        model = workload_class(params.model)().build(params.scale, device, drawn).eval()
     return model.to(device=device, dtype=dtype), model.config
 
 

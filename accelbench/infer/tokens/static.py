@@ -41,6 +41,9 @@ class StaticBatch(QueuedEngine):
             # would take the model's EOS and min_new_tokens would then mask it, changing the greedy tokens)
             eos_token_id=no_eos(model.config) if settings.ignore_eos else model.config.eos_token_id,
             cache_implementation="static",
+            # transformers compiles a static-cache generate by itself on some accelerators (CUDA graphs on
+            # cuda): the record says whether the step was compiled, so it is compiled when asked, everywhere
+            disable_compile=not settings.compile,
         )
         if settings.compile:
             from transformers import CompileConfig
@@ -56,6 +59,7 @@ class StaticBatch(QueuedEngine):
             "cache": "static",
             "kv_capacity_tokens": settings.max_batch * settings.longest,  # a full batch of the longest requests
             "compile": settings.compile,
+            **({"compile_mode": self.generation.compile_config.mode} if settings.compile else {}),
             "padding": (
                 f"left, to a multiple of {BUCKET} tokens (outputs to {OUTPUT_BUCKET}), the batch filled to "
                 f"{settings.max_batch} rows (one compiled shape per bucket)"
