@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,15 @@ def test_a_tiny_llm_is_served_validly(name, served):
     assert r.metrics["kv_cache_peak_occupancy"].value == pytest.approx(
         r.metrics["kv_cache_peak_tokens"].value / engine["kv_capacity_tokens"]
     )
+    # the hardware's limits beside the figure: the host's bandwidth measured, the share and the limit consistent
+    roof = r.details["roofline"]
+    assert roof["bandwidth_source"].startswith("measured here: STREAM copy") and roof["bandwidth_gbs"] > 0
+    share, limit = r.metrics["decode_bandwidth_utilization"].value, r.metrics["decode_limit_tokens_per_second"].value
+    assert 0 < share <= 100 and limit > r.metrics["tokens_per_second"].value
+    assert 1 <= roof["requests_in_flight"] <= 8
+    assert roof["kv_tokens_in_flight"] <= r.metrics["kv_cache_peak_tokens"].value
+    assert roof["bytes_per_decode_step"] > r.details["model"]["params"] * 4 * 0.5  # fp32 weights, most of them
+    assert 0 < r.metrics["prefill_flops_utilization"].value < 100
 
 
 @pytest.mark.parametrize("name", [*REAL, "null-server"])
@@ -492,3 +502,24 @@ def test_the_static_engine_compiles_only_when_asked():
         engine.stop()
         assert engine.generation.disable_compile is (not compile) and engine.facts["compile"] is compile
         assert engine.facts.get("compile_mode") == ("reduce-overhead" if compile else None)
+
+
+@pytest.mark.parametrize("probed, requests", [(0.34, 16), (4.0, 120), (100.0, 662)])
+def test_a_quick_server_run_is_sized_to_about_a_minute_of_its_planned_rate(probed, requests):
+    """A slow server's long answers (0.34 requests/s probed, half of it planned) are 16 requests, not LoadGen's
+    662 for an early-stopping p99 (an hour); a fast one keeps the 662; the official profile keeps mlperf.conf's."""
+    from accelbench.infer import settings as lgset
+    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens.limits import limits_for
+    from accelbench.infer.tokens.run import settings_for
+
+    params = InferParams(model=MODEL, scenario="server", engine="endpoint", url="http://127.0.0.1:1")
+    from accelbench.workloads.decoder import PRESETS
+
+    limits = limits_for(MODEL, PRESETS[MODEL].mlperf, True, "server", 0, 0)
+    s = settings_for(params, limits, PRESETS[MODEL].mlperf, lgset.Probe(probed, 1.0), 64)
+    assert s.min_query_count == requests
+    assert lgset.planned_seconds(s, "server", probed) <= 120
+    strict = replace(params, profile="official")
+    official = settings_for(strict, limits, PRESETS[MODEL].mlperf, lgset.Probe(probed, 1.0), 64)
+    assert official.min_query_count == lgset.base(strict, mlperf_name=PRESETS[MODEL].mlperf).min_query_count

@@ -8,10 +8,11 @@ ratio or bar. Such a ratio measures the difference in the work, not in the machi
 it. Differences that leave the work the same (framework, batch, data, device count, LoadGen profile) are said
 beside the ratio, so the reader judges; rows that differ in nothing but the machine say so.
 
-A language model's token record meets MLPerf's tokens/s rows the same way, with what only tokens have said by
-:mod:`.tokens`: no ratio where the engine ran no model or the TTFT/TPOT limits are not MLPerf's; the prompts and
-their lengths, the accuracy target and the device count beside the ratio; per device against the record's own
-tokens/s per device.
+A language model's token record meets MLPerf's and TensorRT-LLM's tokens/s rows the same way, with what only
+tokens have said by :mod:`.tokens`: no ratio where the engine ran no model, the TTFT/TPOT limits are not MLPerf's,
+or a row fixed its prompt/answer lengths (TensorRT-LLM's 128/128) and the record's are other; a data set's
+prompts and their lengths, the harness, the accuracy target and the device count beside the ratio; per device
+against the record's own tokens/s per device.
 
 A decoder's training record meets torchtitan's and NeMo's LLM training rows, tokens/s per GPU as published, with
 what only language-model training has said by :mod:`.llm_train`: no ratio at another sequence length, with LoRA
@@ -239,10 +240,11 @@ _METRIC = {
     "queries_per_second": "queries_per_second",
     "time_to_target": "time_to_target_seconds",
     "cost_to_target": "cost_to_target_usd",
-    tokens.METRIC: tokens.METRIC,  # output tokens/s: MLPerf's "Tokens per second" is the answers' tokens
+    # output tokens/s: MLPerf's "Tokens per second" and TensorRT-LLM's "Total Output Throughput" count the answers'
+    **{metric: tokens.METRIC for metric in tokens.PUBLISHED},
 }
 #: published metrics where more is better (a rate); the others are times and costs
-_RATES = {"throughput", "throughput_per_device", "queries_per_second", tokens.METRIC}
+_RATES = {"throughput", "throughput_per_device", "queries_per_second", *tokens.PUBLISHED}
 
 
 def _figure(r: Result, ref: Reference) -> float | None:

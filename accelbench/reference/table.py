@@ -1,7 +1,8 @@
 """Published results shipped with the package, each with the place a reader can open to check it.
 
 ``data/reference_results.csv`` holds four articles' tables, MLPerf Inference submissions (ResNet-50, and the
-language models' tokens/s: llama2-70b, llama3.1-8b), Lambda's PyTorch training throughput and decoder LLM training
+language models' tokens/s: llama2-70b, llama3.1-8b), TensorRT-LLM's published maximum-throughput serving figures
+(llama3.1-8b at fixed prompt/answer lengths), Lambda's PyTorch training throughput and decoder LLM training
 tokens/s per GPU (torchtitan's and NeMo's published benchmarks; see
 ``data/README.md`` for the columns; a row names its source by title, publisher and date, never by a local file
 name). Rows are facts as published: a row whose figure is a ratio between two accelerators
@@ -63,6 +64,11 @@ class Reference:
     #: checkpointing ("selective", "full"): both change the speed, not the work, and are said beside a ratio
     parallelism: str = ""
     activation_checkpointing: str = ""
+    #: each request's prompt and answer length in tokens, where the source fixed them for every request
+    #: (TensorRT-LLM's ISL/OSL): a served rate depends on both, so a run at other lengths did other work; None for a
+    #: data set's own, varying lengths (MLPerf's CNN/DailyMail, OpenOrca), which ``samples_per_second`` speaks to
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
     @property
     def is_ratio(self) -> bool:
@@ -93,10 +99,20 @@ class Reference:
     @property
     def output_tokens_per_sample(self) -> float | None:
         """Output tokens per sample of the published run (tokens/s over samples/s of one summary), where both
-        were given: how long the answers were, which a tokens/s figure depends on."""
+        were given, or the answer length the source fixed for every request: how long the answers were, which a
+        tokens/s figure depends on."""
         if self.samples_per_second and self.unit == "tokens/s":
             return self.value / self.samples_per_second
+        if self.output_tokens and self.unit == "tokens/s":
+            return float(self.output_tokens)
         return None
+
+    @property
+    def lengths(self) -> tuple[int, int] | None:
+        """(prompt, answer) tokens of every request where the source fixed both; None for a data set's lengths."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
+        return (self.input_tokens, self.output_tokens)
 
     @property
     def per_usd_hour(self) -> float | None:
@@ -145,6 +161,8 @@ def references() -> tuple[Reference, ...]:
                 seq_len=_integer(r, "seq_len"),
                 parallelism=r.get("parallelism") or "",
                 activation_checkpointing=r.get("activation_checkpointing") or "",
+                input_tokens=_integer(r, "input_tokens"),
+                output_tokens=_integer(r, "output_tokens"),
             )
         )
     return tuple(rows)

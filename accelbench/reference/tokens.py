@@ -1,14 +1,18 @@
-"""A language model's token record beside MLPerf's tokens/s rows: what makes the two the same work, and what else
+"""A language model's token record beside published tokens/s rows: what makes the two the same work, and what else
 differs, in the reader's words.
 
 MLPerf's llama2-70b and llama3.1-8b figures are output tokens/s of a whole system serving a fixed data set
-(OpenOrca's 24,576 samples, CNN/DailyMail's 13,368) under p99 TTFT/TPOT limits in Server and Interactive. A
-record of ``accelbench infer MODEL`` meets them by model and scenario (:mod:`.match` selects the rows); this
-module adds what only a token record has. The work differs, and no ratio is given, where the engine runs no model
-(``--engine null`` times the harness, not a model) or the Server limits are not MLPerf's (a rate is a figure of
-its limits, as a served rate is of its latency bound). Everything else is said beside the ratio: the prompts and
-their lengths (tokens/s depends on how long prompts and answers are, and a summary gives only the answers' mean),
-the accuracy target MLPerf held the submitter to, the device count (compare per device), the harness.
+(OpenOrca's 24,576 samples, CNN/DailyMail's 13,368) under p99 TTFT/TPOT limits in Server and Interactive.
+TensorRT-LLM's published figures (``trtllm-bench throughput``) are output tokens/s at maximum load of random token
+ids at one fixed prompt/answer length per row (128/128, 1000/1000, ...), not a LoadGen run. A record of
+``accelbench infer MODEL`` meets them by model and scenario (:mod:`.match` selects the rows); this module adds what
+only a token record has. The work differs, and no ratio is given, where the engine runs no model (``--engine
+null`` times the harness, not a model), the Server limits are not MLPerf's (a rate is a figure of its limits, as a
+served rate is of its latency bound), or a row fixed its prompt and answer lengths and the record's are other
+(a 128/128 figure says nothing of a 512/128 run: prefill and the KV cache grow with the prompt). Everything else is
+said beside the ratio: the prompts and their lengths where the row is of a data set (a summary gives only the
+answers' mean), the accuracy target MLPerf held the submitter to, the device count (compare per device), the
+harness.
 """
 
 from __future__ import annotations
@@ -19,13 +23,23 @@ from typing import Any
 from accelbench.reference.table import Reference
 from accelbench.results.record import Result
 
-#: the published metric of a token row, and the record's metric it is held against (output tokens/s)
+#: the record's metric a token row is held against (output tokens/s), and MLPerf's published metric of that name
 METRIC = "tokens_per_second"
+#: the published metrics of a language model's output tokens/s, each with how it was measured where that is not
+#: MLPerf LoadGen's (said beside the ratio: the harness differs, the work need not)
+PUBLISHED = {
+    METRIC: "",  # MLPerf's "Tokens per second" / "Completed tokens per second" of a LoadGen summary
+    "total_output_throughput": (
+        "trtllm-bench's maximum-throughput run (requests fed at an infinite rate, 'Total Output Throughput'), "
+        "not a LoadGen run"
+    ),
+}
 
 
 def is_tokens(ref: Reference) -> bool:
-    """A row of a language model's output tokens/s (MLPerf's "Tokens per second")."""
-    return ref.metric == METRIC
+    """A row of a language model's output tokens/s (MLPerf's "Tokens per second", TensorRT-LLM's "Total Output
+    Throughput")."""
+    return ref.metric in PUBLISHED
 
 
 def _engine(r: Result) -> Any:
@@ -94,9 +108,52 @@ def _limits_text(ttft: float, tpot: float) -> str:
     return f"{ttft:g}/{tpot:g} ms"
 
 
+def _lengths_text(lengths: tuple[float, float]) -> str:
+    return f"{lengths[0]:g}/{lengths[1]:g} tokens"
+
+
+def fixed_lengths(r: Result) -> tuple[float, float] | str:
+    """The record's prompt and answer tokens per request where every request had the same (measured: the
+    tokens served over the requests, else the flags), or why it cannot say so: a prompt file's lengths vary, and
+    ``--input-jitter`` under 1 draws prompts shorter than ``--input-tokens``."""
+    prompts = r.details.get("prompts")
+    if isinstance(prompts, dict):
+        name = PurePath(str(prompts.get("file") or "a file")).name
+        return f"prompts from {name} here, of varying lengths"
+    jitter = r.params.get("input_jitter")
+    if jitter is not None and float(jitter) < 1:
+        return (
+            f"prompts drawn {float(jitter):g}..1 x {r.params.get('input_tokens')} tokens long here "
+            "(--input-jitter 1 fixes them)"
+        )
+    requests = r.details.get("requests")
+    tokens_in, tokens_out = r.details.get("input_tokens"), r.details.get("output_tokens")
+    if requests and tokens_in is not None and tokens_out is not None:
+        return (round(tokens_in / requests, 1), round(tokens_out / requests, 1))
+    flags = r.params.get("input_tokens"), r.params.get("output_tokens")
+    if flags[0] and flags[1]:
+        return (float(flags[0]), float(flags[1]))
+    return "token lengths not recorded here"
+
+
+def other_lengths(r: Result, ref: Reference) -> str | None:
+    """Why the record's prompt/answer lengths are not the ones the row fixed for every request, or None where they
+    are (or the row is of a data set, whose lengths :func:`differences` says beside the ratio)."""
+    published = ref.lengths
+    if published is None:
+        return None
+    own = fixed_lengths(r)
+    if isinstance(own, str):
+        return f"token lengths differ ({_lengths_text(published)} each published; {own})"
+    if own != (float(published[0]), float(published[1])):
+        return f"token lengths differ ({_lengths_text(published)} published, {_lengths_text(own)} here)"
+    return None
+
+
 def unlike(r: Result, ref: Reference) -> list[str]:
     """Why a token record and a tokens/s row did different work beyond what every row checks (scale, model,
-    precision, scenario, validity: :func:`.match.unlike`): a harness with no model, or other Server limits."""
+    precision, scenario, validity: :func:`.match.unlike`): a harness with no model, other Server limits, or other
+    prompt/answer lengths than a row that fixed them."""
     out = []
     if remote(r):
         other = served_elsewhere(r)
@@ -113,6 +170,9 @@ def unlike(r: Result, ref: Reference) -> list[str]:
         if own != (ref.ttft_p99_ms, ref.tpot_p99_ms):
             published = _limits_text(ref.ttft_p99_ms, ref.tpot_p99_ms)
             out.append(f"TTFT/TPOT limits differ ({published} published, {_limits_text(*own)} here)")
+    lengths = other_lengths(r, ref)
+    if lengths:
+        out.append(lengths)
     return out
 
 
@@ -159,7 +219,11 @@ def own_lengths(r: Result) -> str:
 
 
 def published_lengths(ref: Reference) -> str:
+    """The published prompts and their lengths in a few words: fixed per request where the row says so, else the
+    answers' mean of a data set."""
     data = ref.data.split(" (")[0]
+    if ref.lengths is not None:
+        return f"{data}, {ref.lengths[0]} in / {ref.lengths[1]} out tokens per request"
     per = ref.output_tokens_per_sample
     return f"{data}, {per:.0f} output tokens per sample" if per else data
 
@@ -169,6 +233,8 @@ def differences(r: Result, ref: Reference, framework: str, caveats: list[str]) -
     family's caveats (a quick LoadGen profile), the prompts and their lengths, the limits where the record keeps
     none, the accuracy target, the device count. ``framework`` is the record's, as :mod:`.match` words it."""
     out = [f"{ref.framework} vs {framework}", *caveats]
+    if PUBLISHED.get(ref.metric):
+        out.append(PUBLISHED[ref.metric])
     out.append(f"{published_lengths(ref)} published vs {own_lengths(r)} here")
     if ref.ttft_p99_ms is not None and ref.tpot_p99_ms is not None and _limits(r) is None:
         out.append(f"TTFT/TPOT limits not recorded here (published: {_limits_text(ref.ttft_p99_ms, ref.tpot_p99_ms)})")

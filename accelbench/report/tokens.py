@@ -98,6 +98,15 @@ def _kv(r: Result) -> str:
     return f"{words[0]} ({words[1]})" if all(words) else "".join(words)
 
 
+def _roof(r: Result) -> str:
+    """'41.2% (19,400)': the share of the device's memory bandwidth the decode steps used, and the tokens/s the
+    run's batch would reach at that peak."""
+    share, limit = r.metrics.get("decode_bandwidth_utilization"), r.metrics.get("decode_limit_tokens_per_second")
+    if share is None:
+        return ""
+    return f"{fmt.number(share.value, 3)}%" + (f" ({limit.value:,.0f})" if limit else "")
+
+
 def _joules(r: Result) -> str:
     """'0.205 at 40.0 W': J per output token and the average power of the window it was metered over."""
     m, watts = r.metrics.get("joules_per_output_token"), r.metrics.get("average_watts")
@@ -144,6 +153,8 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
         optional.append(("ITL p99", lambda r: _ms(r, "itl_p99_ms")))
     if any(k in r.metrics for r in recs for k in ("kv_cache_peak_occupancy", "kv_cache_peak_gib")):
         optional.append(("KV cache at peak", _kv))
+    if any("decode_bandwidth_utilization" in r.metrics for r in recs):
+        optional.append(("decode: % of peak bandwidth (limit tokens/s)", _roof))
     if any("goodput_tokens_per_second" in r.metrics for r in recs):
         optional.append(("goodput tokens/s", lambda r: _rate(r, "goodput_tokens_per_second")))
     if any("usd_per_million" in r.metrics for r in recs):
@@ -185,6 +196,17 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     priced = prices(recs)
     if priced:
         caption += " Priced at " + "; ".join(priced) + ": the machine's hour over the rate."
+    roofs = {
+        str(r.details["roofline"].get("bandwidth_source")): None
+        for r in recs
+        if isinstance(r.details.get("roofline"), dict) and "decode_bandwidth_utilization" in r.metrics
+    }
+    if roofs:
+        caption += (
+            " Decode bandwidth: the weights and KV cache each decode step reads, times the steps, over the run's span "
+            "and the device's peak (" + "; ".join(roofs) + "); the limit is the tokens/s the run's batch would reach "
+            "at that peak."
+        )
     if any("joules_per_output_token" in r.metrics for r in recs):
         caption += (
             " J per output token: the average power of the metered window (board/package counters, not wall "

@@ -167,6 +167,11 @@ class Figures:
     kv_bytes_per_token: int  # at the serving precision's element size; full-attention layers (an upper bound)
     flops_per_token: float  # forward: 2 x active non-embedding parameters (the matrix multiplies)
     attention_flops_per_context_token: float  # forward, added per token already in the context
+    tied_embeddings: bool = False  # the output layer is the embedding table (read whole each step)
+    experts: int = 0  # a mixture's experts per layer, and how many each token is routed to
+    experts_per_token: int = 0
+    expert_params: int = 0  # all experts' parameters, every layer
+    element_bytes: int = 2  # of a weight at the serving precision
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,6 +180,11 @@ class Figures:
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "flops_per_token": self.flops_per_token,
             "attention_flops_per_context_token": self.attention_flops_per_context_token,
+            "tied_embeddings": self.tied_embeddings,
+            "experts": self.experts,
+            "experts_per_token": self.experts_per_token,
+            "expert_params": self.expert_params,
+            "element_bytes": self.element_bytes,
             "method": "parameters counted on the model transformers builds (meta device); FLOPs 2 x active "
             "non-embedding parameters per token plus 4 x layers x heads x head_dim per context token",
         }
@@ -206,6 +216,11 @@ def figures(config: Any, element_bytes: int = 2) -> Figures:
         kv_bytes_per_token=2 * layers * kv * head_dim * element_bytes,
         flops_per_token=2.0 * (active - embedding),
         attention_flops_per_context_token=4.0 * layers * config.num_attention_heads * head_dim,
+        tied_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
+        experts=experts,
+        experts_per_token=per_token if experts else 0,
+        expert_params=expert,
+        element_bytes=element_bytes,
     )
 
 

@@ -13,6 +13,7 @@ from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.infer.specs import InferParams
 from accelbench.infer.tokens.limits import offline_tpot_reason
+from accelbench.infer.tokens.roofline import utilization
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from accelbench.infer.driver import Outcome
     from accelbench.infer.tokens.accuracy import TokenAgreement
     from accelbench.infer.tokens.limits import Limits
+    from accelbench.infer.tokens.roofline import Roof
     from accelbench.infer.tokens.sut import TokenSUT
     from accelbench.workloads.decoder import Figures
 
@@ -148,7 +150,10 @@ def token_reasons(d: dict[str, Any], scenario: str) -> list[str]:
     if d.get("result_min_queries_met") is False:
         reasons.append("min queries not met: LoadGen issued fewer queries than required; run longer")
     if d.get("early_stopping_met") is False:
-        reasons.append("early stopping criterion not met: too few requests for the p99 TTFT/TPOT; run longer")
+        reasons.append(
+            "early stopping criterion not met: too few requests for the p99 TTFT/TPOT; run longer (--duration S, "
+            "or --profile official)"
+        )
     reasons += [f"LoadGen error: {e}" for e in d.get("_errors", [])]
     return reasons or ["LoadGen reported INVALID (see mlperf_log_detail.txt)"]
 
@@ -162,10 +167,15 @@ def token_result(
     engine: dict[str, Any],
     model: "Figures | None",
     reruns: list[dict[str, Any]] | None = None,
+    roof: "Roof | None" = None,
 ) -> Result:
     d, conditions, outdir, sut = outcome.detail, outcome.conditions, outcome.outdir, outcome.sut
     metrics, primary = token_metrics(params.scenario, d, params.devices_serving)
     metrics |= goodput(sut, limits) | inter_token(sut) | kv_cache(sut, engine, model)
+    limit: dict[str, Any] = {}
+    if roof is not None and model is not None:
+        used, limit = utilization(sut, model, roof)
+        metrics |= used
     if params.scenario == "offline":
         metrics |= offline_tpot(sut)
     if sut.tokens and "tokens_per_second" in metrics:  # prompt tokens read per output token written, measured
@@ -196,6 +206,8 @@ def token_result(
     }
     if model is not None:
         details["model"] = model.to_dict()
+    if limit:
+        details["roofline"] = limit
     if reruns:
         details["reruns"] = reruns
     reasons = [] if valid else true_cause(token_reasons(d, params.scenario), reruns or [], conditions)

@@ -10,6 +10,7 @@ other models' runs are (:mod:`accelbench.infer.replan`); the engine stays warm b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -25,6 +26,7 @@ from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource,
 from accelbench.infer.tokens.limits import DEFAULT_LENGTHS, Limits, draw_prompts, limits_for, mlperf_name
 from accelbench.infer.tokens.probe import Relay, TokenProbe, probe
 from accelbench.infer.tokens.results import endpoint_accuracy_result, token_accuracy_result, token_result
+from accelbench.infer.tokens.roofline import Roof, roof_for
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.results.record import Result
@@ -41,6 +43,8 @@ SERVER_FRACTION = 0.5
 #: Python (the null engine, which probes as infinitely fast, served Offline at 69,000 requests/s on 2 cores);
 #: planning LoadGen's one Offline query for the probe's millions only makes a run of minutes
 MAX_PLANNED_REQUESTS = 200_000.0
+#: the quick profile's Server run lasts about this long at its planned rate, with at least this many requests
+QUICK_SECONDS, QUICK_MIN_REQUESTS = 60.0, 16
 
 
 def lengths(params: InferParams) -> tuple[int, int]:
@@ -92,6 +96,13 @@ def too_big(params: InferParams, model: "Figures", device: "torch.device") -> st
     ).replace("  ", " ")
 
 
+def quick_requests(rate: float, tail: int) -> int:
+    """A quick Server run's requests: what ``QUICK_SECONDS`` at ``rate`` holds, between ``QUICK_MIN_REQUESTS``
+    and ``tail`` (what LoadGen's early stopping needs to bound the p99 with no late request). Long answers from
+    a slow server are a fraction of a request a second: 662 requests of 1024/1024 tokens were an hour."""
+    return max(QUICK_MIN_REQUESTS, min(tail, math.ceil(rate * QUICK_SECONDS)))
+
+
 def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, plan: lgset.Probe, total: int) -> Any:
     """LoadGen's settings in token mode, planned from the probe (``official``: mlperf.conf's rules)."""
     import mlperf_loadgen as lg
@@ -110,6 +121,9 @@ def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, pla
         s.performance_sample_count_override = total  # the prompts this run holds, not the data set's size
     elif params.scenario == "offline":
         s.min_query_count = lgset.loadgen_offline_size(s.offline_expected_qps, s.min_duration_ms, 1) + 1
+    elif params.scenario != "singlestream" and params.mode != "find-peak":  # a search sizes its own trials
+        # Server, interactive: as many requests as the quick minute holds
+        s.min_query_count = quick_requests(s.server_target_qps, s.min_query_count)
     s.scenario = getattr(lg.TestScenario, lgset.SCENARIO_NAMES[params.scenario])
     return s
 
@@ -140,7 +154,10 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     reference = (
         _reference(params, model, device, work, ctx) if params.mode == "accuracy" and not engine.remote else None
     )
-    served = Served(engine, model, device, prep.threads, work, limits, preset.mlperf, counted, reference)
+    roof = None
+    if engine.runs_model and not engine.remote and counted is not None and params.mode != "accuracy":
+        roof = roof_for(device, params.effective_precision, prep.threads)
+    served = Served(engine, model, device, prep.threads, work, limits, preset.mlperf, counted, reference, roof)
     if params.mode != "sweep":
         yield _serve(params, ctx, served)
         return
@@ -176,6 +193,7 @@ class Served:
     benchmark: str  # the preset's MLPerf benchmark
     counted: "Figures | None"
     reference: Any = None  # accuracy mode: FP32's tokens
+    roof: "Roof | None" = None  # the device's bandwidth and FLOPS, where the model runs here
 
 
 def _serve(params: InferParams, ctx: RunContext, s: Served, record_mode: str = "") -> Result:
@@ -217,7 +235,8 @@ def _serve(params: InferParams, ctx: RunContext, s: Served, record_mode: str = "
         rouge = accuracy.rouge(work, served, reference, ctx.progress) if work.references else None
         result = token_accuracy_result(params, record, outcome, verdict, dict(engine.facts), rouge)
     else:
-        result = token_result(params, record, outcome, probed.to_dict(), limits, dict(engine.facts), s.counted, reruns)
+        facts = dict(engine.facts)
+        result = token_result(params, record, outcome, probed.to_dict(), limits, facts, s.counted, reruns, s.roof)
     result.details["weights"] = weights if not engine.remote else "the server's"
     if client:  # the engine's own side, measured: a client that limited the run sets the record aside
         result.details["client"] = client

@@ -52,6 +52,13 @@ class TokenSUT:
         self.kv_integral = 0.0
         self._kv_since: float | None = None
         self._held: dict[int, int] = {}
+        #: requests between their first token and their completion (decoding): the integral over time, and the
+        #: time any was (a decode step's batch, on average, is the one over the other)
+        self.in_flight = 0
+        self.flight_integral = 0.0
+        self.busy_seconds = 0.0
+        #: the prompts' causal attention pairs (a prompt of p tokens: p(p+1)/2), for the prefill's FLOPs
+        self.prompt_pairs = 0
         self._lock = threading.Lock()
 
     # LoadGen's side
@@ -73,12 +80,17 @@ class TokenSUT:
         """LoadGen's test ended (every request answered); the engine stays warm for a rerun: the run stops it."""
         self.stopped = True
 
-    def _hold(self, request: TokenRequest, tokens: int, now: float) -> None:
-        """``tokens`` more (or, negative, fewer) held in the KV cache by ``request`` from ``now``."""
+    def _hold(self, request: TokenRequest, tokens: int, now: float, flight: int = 0) -> None:
+        """``tokens`` more (or, negative, fewer) held in the KV cache by ``request`` from ``now``; ``flight``: it
+        started (1) or ended (-1) decoding."""
         with self._lock:
             if self._kv_since is not None:
-                self.kv_integral += self.kv_tokens * (now - self._kv_since)
+                elapsed = now - self._kv_since
+                self.kv_integral += self.kv_tokens * elapsed
+                self.flight_integral += self.in_flight * elapsed
+                self.busy_seconds += elapsed if self.in_flight else 0.0
             self._kv_since = now
+            self.in_flight += flight
             self._held[request.id] = self._held.get(request.id, 0) + tokens
             self.kv_tokens += tokens
             self.kv_peak = max(self.kv_peak, self.kv_tokens)
@@ -94,7 +106,7 @@ class TokenSUT:
         import mlperf_loadgen as lg
 
         now = self._firsts[request.id] = self._last_token[request.id] = time.perf_counter()
-        self._hold(request, len(request.prompt) + 1, now)
+        self._hold(request, len(request.prompt) + 1, now, flight=1)
         data = np.array([token], dtype=np.int32)
         lg.FirstTokenComplete([lg.QuerySampleResponse(request.id, data.ctypes.data, data.nbytes, 1)])
 
@@ -111,8 +123,9 @@ class TokenSUT:
 
         now = time.perf_counter()
         data = np.asarray(tokens, dtype=np.int32)
-        self._hold(request, -self._held.get(request.id, 0), now)
+        self._hold(request, -self._held.get(request.id, 0), now, flight=-1 if request.id in self._held else 0)
         with self._lock:
+            self.prompt_pairs += len(request.prompt) * (len(request.prompt) + 1) // 2
             self._held.pop(request.id, None)
             self.samples += 1
             self.tokens += len(tokens)
