@@ -24,6 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+#: the environment variable a bare rank reads its options from
+RANK_ARGS = "ACCELBENCH_BENCH_RANK_ARGS"
+
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -65,17 +68,21 @@ def bare_rank(args: argparse.Namespace) -> None:
     config = config_of(preset, args.scale)
     if args.layers:
         config.num_hidden_layers = args.layers
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, attn_implementation=preset.attention)
-    model.config.use_cache = False
     bf16 = args.precision == "amp_bf16"
-    half = {"param_dtype": torch.bfloat16, "reduce_dtype": torch.float32} if bf16 else {}
-    mp = MixedPrecisionPolicy(**half)
-    for layer in model.model.layers:
-        fully_shard(layer, mp_policy=mp)
-    fully_shard(model, mp_policy=mp)
-    model.to_empty(device=device)
-    model.init_weights()
+    if args.nproc == 1:  # one device: the model built on it, trained as it is (what a user writes without FSDP)
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(config, attn_implementation=preset.attention)
+    else:
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, attn_implementation=preset.attention)
+        half = {"param_dtype": torch.bfloat16, "reduce_dtype": torch.float32} if bf16 else {}
+        mp = MixedPrecisionPolicy(**half)
+        for layer in model.model.layers:
+            fully_shard(layer, mp_policy=mp)
+        fully_shard(model, mp_policy=mp)
+        model.to_empty(device=device)
+        model.init_weights()
+    model.config.use_cache = False
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True if gpu else None)
     tokens = torch.randint(0, config.vocab_size, (args.batch, args.seq_len), device=device)
@@ -108,8 +115,10 @@ def bare_rank(args: argparse.Namespace) -> None:
 def bare_rate(args: argparse.Namespace, tmp: Path) -> float:
     out = tmp / "bare.json"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}", __file__]
-    cmd += [a for a in sys.argv[1:]] + ["--bare-rank", "--out", str(out)]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # the ranks' options travel in the environment: on Python 3.12 torchrun's parser reads options after the
+    # script's path as its own ("--nproc could match --nproc-per-node")
+    rank_args = [*sys.argv[1:], "--bare-rank", "--out", str(out)]
+    env = dict(os.environ, OMP_NUM_THREADS="1", **{RANK_ARGS: json.dumps(rank_args)})
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"the bare loop failed: {done.stderr.strip().splitlines()[-3:]}")
@@ -120,7 +129,8 @@ def accelbench_rate(args: argparse.Namespace, tmp: Path) -> float:
     cmd = [sys.executable, "-m", "accelbench", "train", args.model, "--scale", args.scale, "--nproc", str(args.nproc)]
     cmd += ["--batch-size", str(args.batch), "--seq-len", str(args.seq_len), "--precision", args.precision]
     cmd += ["--num-batches", str(args.steps), "--display-every", str(max(1, args.steps // 5))]
-    cmd += ["--warmup", str(args.warmup), "--device", args.device, "--sharding", "fsdp", "--emulated"]
+    cmd += ["--warmup", str(args.warmup), "--device", args.device, "--emulated"]
+    cmd += ["--sharding", "fsdp"] if args.nproc > 1 else []  # one device: the plain loop, as the bare one
     cmd += ["--json", "--db", str(tmp / "b.db"), "--out", str(tmp / "r")]
     if args.layers:
         cmd += ["--layers", str(args.layers)]
@@ -134,7 +144,7 @@ def accelbench_rate(args: argparse.Namespace, tmp: Path) -> float:
 
 
 def main() -> None:
-    args = options()
+    args = options(json.loads(os.environ[RANK_ARGS]) if RANK_ARGS in os.environ else None)
     if args.bare_rank:
         bare_rank(args)
         return
