@@ -1,0 +1,171 @@
+"""Does ``accelbench infer`` serve a language model as fast as transformers called bare, and build it as fast?
+
+Measured side by side in one run, on one device (issue 44's performance goals):
+
+1. Building: accelbench's ``build_model`` (random weights, seeded, created on the device in the served precision)
+   against the bare build a user writes (``torch.set_default_dtype``; ``with torch.device(...)``;
+   ``AutoModelForCausalLM.from_config``). Goal: <= 2x the bare time.
+2. Serving, per engine: Offline output tokens/s of ``accelbench infer MODEL --scenario offline --engine E`` (its own
+   process, LoadGen, the token SUT) against the same model called bare in this process with the same prompts'
+   lengths, batch and new tokens: ``static``: ``generate`` with a static cache, batches of ``--batch``;
+   ``static-compiled``: the same with ``--engine-compile`` (and transformers' default compile config: CUDA
+   graphs on a GPU); ``transformers``: ``generate_batch`` (continuous batching, the same cache plan).
+   Goal: >= 0.95x. The accelbench record's decode bandwidth utilization is printed beside it.
+
+    python bench/serve_vs_bare.py [--device cuda] [--scale full] [--precision bf16] [--batch 64]
+        [--input-tokens 512] [--output-tokens 128] [--engines static,static-compiled,transformers]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def options() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="llama3.1-8b")
+    ap.add_argument("--scale", default="tiny")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--precision", default="bf16")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--input-tokens", type=int, default=128)
+    ap.add_argument("--output-tokens", type=int, default=32)
+    ap.add_argument("--engines", default="static,transformers")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds each accelbench run may take")
+    return ap.parse_args()
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def build_times(args: argparse.Namespace, device: torch.device) -> tuple[Any, float, float]:
+    """accelbench's built model, its build time and the bare build's (each synchronized)."""
+    from transformers import AutoModelForCausalLM
+
+    from accelbench.devices.precision import torch_dtype
+    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens.run import build_model
+    from accelbench.workloads import workload_class
+    from accelbench.workloads.decoder import config_of
+
+    preset = workload_class(args.model).preset
+    dtype = torch_dtype(args.precision)
+    config = config_of(preset, args.scale)
+    start = time.perf_counter()
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    with torch.device(device):
+        bare = AutoModelForCausalLM.from_config(config, attn_implementation=preset.attention)
+    torch.set_default_dtype(before)
+    sync(device)
+    bare_s = time.perf_counter() - start
+    del bare
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    params = InferParams(model=args.model, scale=args.scale, precision=args.precision, device=str(device))
+    start = time.perf_counter()
+    model, _ = build_model(params, device)
+    sync(device)
+    return model, time.perf_counter() - start, bare_s
+
+
+def accelbench_run(args: argparse.Namespace, engine: str, tmp: Path) -> dict[str, Any]:
+    name, compiled = engine.removesuffix("-compiled"), engine.endswith("-compiled")
+    cmd = [sys.executable, "-m", "accelbench", "infer", args.model, "--scale", args.scale, "--scenario", "offline"]
+    cmd += ["--engine", name, "--device", args.device, "--precision", args.precision, "--batch-size", str(args.batch)]
+    cmd += ["--input-tokens", str(args.input_tokens), "--output-tokens", str(args.output_tokens), "--json"]
+    cmd += ["--input-jitter", "1"] + (["--engine-compile"] if compiled else [])
+    out = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False, timeout=args.timeout)
+    try:
+        return json.loads(out.stdout)["results"][0]
+    except (json.JSONDecodeError, KeyError, IndexError):
+        sys.exit(f"accelbench failed: {out.stderr.strip().splitlines()[-3:]}")
+
+
+def bare_static(model: Any, args: argparse.Namespace, device: torch.device, requests: int, compiled: bool) -> float:
+    """``generate`` with a static cache over ``requests`` prompts in batches of ``--batch``: output tokens/s."""
+    from transformers import GenerationConfig
+
+    config = GenerationConfig(
+        do_sample=False, pad_token_id=0, eos_token_id=model.config.vocab_size, cache_implementation="static",
+        max_new_tokens=args.output_tokens, disable_compile=not compiled,
+    )  # fmt: skip
+    ids = torch.randint(0, model.config.vocab_size, (args.batch, args.input_tokens), device=device)
+    mask = torch.ones_like(ids)
+    with torch.inference_mode():
+        model.generate(input_ids=ids, attention_mask=mask, generation_config=config)  # warm-up (and compile)
+        sync(device)
+        batches = -(-requests // args.batch)
+        start = time.perf_counter()
+        for _ in range(batches):
+            model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+        sync(device)
+    return batches * args.batch * args.output_tokens / (time.perf_counter() - start)
+
+
+def bare_continuous(model: Any, args: argparse.Namespace, requests: int) -> float:
+    """``generate_batch`` (transformers' continuous batching) with accelbench's cache plan: output tokens/s."""
+    from transformers import ContinuousBatchingConfig, GenerationConfig
+
+    from accelbench.infer.tokens.continuous import cache_plan
+    from accelbench.infer.tokens.engines import EngineSettings
+
+    blocks, tokens = cache_plan(EngineSettings(max_batch=args.batch, longest=args.input_tokens + args.output_tokens))
+    generation = GenerationConfig(
+        do_sample=False, pad_token_id=0, eos_token_id=model.config.vocab_size, max_new_tokens=args.output_tokens
+    )
+    cb = ContinuousBatchingConfig(
+        page_size=16, num_blocks=blocks, max_batch_tokens=tokens, max_requests_per_batch=args.batch,
+        allow_block_sharing=False, default_compile_level=0, seed=0,
+    )  # fmt: skip
+    gen = torch.Generator().manual_seed(0)
+    prompts = torch.randint(0, model.config.vocab_size, (requests, args.input_tokens), generator=gen).tolist()
+    model.generate_batch(prompts[: args.batch], generation_config=generation, continuous_batching_config=cb)
+    start = time.perf_counter()
+    out = model.generate_batch(prompts, generation_config=generation, continuous_batching_config=cb)
+    seconds = time.perf_counter() - start
+    return sum(len(o.generated_tokens) for o in out.values()) / seconds
+
+
+def main() -> None:
+    args = options()
+    device = torch.device(args.device)
+    model, ours_s, bare_s = build_times(args, device)
+    print(
+        f"build {args.model} ({args.scale}) {args.precision} on {device}: accelbench {ours_s:.2f} s, bare "
+        f"{bare_s:.2f} s: {ours_s / bare_s:.2f}x the bare time (goal <= 2x)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for engine in args.engines.split(","):
+            r = accelbench_run(args, engine, Path(tmp))
+            if r["status"] != "ok":
+                print(f"{engine:>16}: accelbench {r['status']}: {r.get('error') or r.get('reason')}")
+                continue
+            ours = r["metrics"]["tokens_per_second"]["value"]
+            requests = int(r["details"]["requests"])
+            if engine.startswith("static"):
+                bare = bare_static(model, args, device, requests, engine.endswith("-compiled"))
+            else:
+                bare = bare_continuous(model, args, requests)
+            share = r["metrics"].get("decode_bandwidth_utilization", {}).get("value")
+            limit = r["metrics"].get("decode_limit_tokens_per_second", {}).get("value")
+            roof = f", decode {share:.3g}% of peak bandwidth (limit {limit:,.0f} tokens/s)" if share else ""
+            print(
+                f"{engine:>16}: accelbench {ours:,.0f} output tokens/s ({'VALID' if r.get('valid') else 'INVALID'}, "
+                f"{requests} requests), bare {bare:,.0f}: {ours / bare:.2f}x (goal >= 0.95){roof}"
+            )
+
+
+if __name__ == "__main__":
+    main()
