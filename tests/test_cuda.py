@@ -250,6 +250,7 @@ def test_a_compiled_static_engine_serves_on_cuda():
     r = _infer(params | {"precision": "bf16", "output_tokens": 16, "batch_size": 16, "engine_compile": True})[0]
     assert r.status == "ok", r.error
     assert r.details["engine"]["compile"] is True and r.details["probe"]["first_batch_seconds"] > 0
+    assert r.details["engine"]["compile_mode"] == "default"  # Inductor, no CUDA graph trees off the main thread
     assert r.valid is True and r.metrics["tokens_per_second"].value > 0
 
 

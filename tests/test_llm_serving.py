@@ -334,6 +334,8 @@ def test_the_null_engine_holds_a_high_server_target_validly(served):
 BAD = [
     (["infer", "llama3-8b"], "did you mean 'llama3.1-8b'"),
     (["infer", MODEL, "--output-tokens", "1"], "--output-tokens must be at least 2"),
+    (["infer", MODEL, "--output-tokens", "0"], "--output-tokens must be at least 2, got 0"),  # never "the default"
+    (["infer", MODEL, "--input-tokens", "0"], "--input-tokens must be at least 1, got 0"),
     (["infer", MODEL, "--ttft-ms", "-1"], "--ttft-ms must not be negative"),
     (["infer", MODEL, "--engine", "nope"], "unknown engine 'nope'"),
     (["infer", "resnet50", "--input-tokens", "8"], "--input-tokens applies to language models"),
@@ -501,7 +503,7 @@ def test_the_static_engine_compiles_only_when_asked():
         engine.start(model, torch.device("cpu"), Timeline(), EngineSettings(max_batch=2, longest=8, compile=compile))
         engine.stop()
         assert engine.generation.disable_compile is (not compile) and engine.facts["compile"] is compile
-        assert engine.facts.get("compile_mode") == ("reduce-overhead" if compile else None)
+        assert engine.facts.get("compile_mode") == ("default" if compile else None)  # no graph trees off-thread
 
 
 @pytest.mark.parametrize("probed, requests", [(0.34, 16), (4.0, 120), (100.0, 662)])
@@ -523,3 +525,61 @@ def test_a_quick_server_run_is_sized_to_about_a_minute_of_its_planned_rate(probe
     strict = replace(params, profile="official")
     official = settings_for(strict, limits, PRESETS[MODEL].mlperf, lgset.Probe(probed, 1.0), 64)
     assert official.min_query_count == lgset.base(strict, mlperf_name=PRESETS[MODEL].mlperf).min_query_count
+
+
+def test_a_preset_that_needs_several_gpus_is_refused_with_how_many_and_the_route(monkeypatch):
+    """llama3.1-405b in bf16 (756 GiB of weights) on one 80 GiB GPU: the count of such devices it needs and the way
+    to serve it across them; an 8B model fits, and one whose KV cache alone overflows is told to shrink the batch."""
+    import math
+
+    import torch
+
+    from accelbench.devices.base import DeviceKind
+    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens import run as tokens_run
+    from accelbench.workloads.decoder import PRESETS, config_of, figures
+
+    class Gpu80(DeviceKind):
+        accelerator = True
+
+        def total_memory(self, device):  # type: ignore[no-untyped-def]
+            return 80 * 2**30
+
+        def record_name(self, device=None):  # type: ignore[no-untyped-def]
+            return "cuda:0"
+
+    monkeypatch.setattr(tokens_run, "kind_of", lambda device: Gpu80())
+    big = figures(config_of(PRESETS["llama3.1-405b"], "full"), 2)
+    why = tokens_run.too_big(InferParams(model="llama3.1-405b", precision="bf16"), big, torch.device("cpu"))
+    weights = big.params * 2
+    assert why is not None and f"{weights / 2**30:.1f} GiB of weights (bf16)" in why
+    devices = int(why.split("it needs ")[1].split()[0])
+    assert devices >= math.ceil(weights / (80 * 2**30)) and "--engine endpoint --url" in why
+    assert f"--tensor-parallel-size {devices}" in why
+    small = figures(config_of(PRESETS["llama3.1-8b"], "full"), 2)
+    assert tokens_run.too_big(InferParams(model="llama3.1-8b", precision="bf16"), small, torch.device("cpu")) is None
+    crowded = InferParams(model="llama3.1-8b", precision="bf16", batch_size=4096, input_tokens=8192)
+    why = tokens_run.too_big(crowded, small, torch.device("cpu"))
+    assert why is not None and "lower --batch-size" in why and "GiB of KV cache for 4096 requests" in why
+
+
+def test_a_server_run_that_fell_behind_shows_what_it_completed_and_names_the_scheduled_rate():
+    """LoadGen scheduled 22.0 requests/s and the engine completed 14.6: the record's requests/s is the completed
+    rate, the scheduled one stands beside it under its own name, and each figure names its LoadGen field."""
+    from accelbench.infer.tokens.results import figure_sources, token_metrics
+
+    detail = {
+        "result_scheduled_samples_per_sec": 22.03,
+        "result_completed_samples_per_sec": 14.61,
+        "result_completed_tokens_per_second": 172.3,
+        "result_first_token_99.00_percentile_latency_ns": 8.1e9,
+    }
+    metrics, primary = token_metrics("server", detail, 1)
+    assert primary == "tokens_per_second" and metrics["tokens_per_second"].value == 172.3
+    assert metrics["requests_per_second"].value == 14.61
+    assert metrics["scheduled_requests_per_second"].value == 22.03
+    sources = figure_sources("server", detail)
+    assert sources["requests_per_second"].startswith("LoadGen's result_completed_samples_per_sec")
+    assert sources["scheduled_requests_per_second"].startswith("LoadGen's result_scheduled_samples_per_sec")
+    kept, _ = token_metrics("server", detail | {"result_completed_samples_per_sec": 22.0}, 1)
+    assert "scheduled_requests_per_second" not in kept  # within 1%: one figure, not two

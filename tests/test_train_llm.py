@@ -107,7 +107,16 @@ def test_fsdp_over_two_gloo_ranks_and_the_scaling_table(tmp_path, monkeypatch, c
     layout = two["details"]["layout"]
     assert layout["strategy"] == "fsdp" and "2 ranks" in layout["mesh"]
     assert layout["params_per_rank"] == pytest.approx(layout["params"] / 2, rel=0.01)  # each rank holds half
-    assert two["metrics"]["throughput_per_device"]["value"] == pytest.approx(two["metrics"]["throughput"]["value"] / 2)
+    # two ranks on one CPU are one device: the per-device figure is the whole, the MFU against that one CPU's peak
+    # (counted on both ranks' threads), not twice it
+    assert two["details"]["devices"] == 1 and two["details"]["world_size"] == 2
+    assert two["metrics"]["throughput_per_device"]["value"] == pytest.approx(two["metrics"]["throughput"]["value"])
+    peak = two["details"]["peak"]["value"]
+    assert two["metrics"]["mfu"]["value"] == pytest.approx(100 * two["metrics"]["tflops"]["value"] / peak, rel=1e-3)
+    from accelbench.system.specs import peak_for
+
+    whole = peak_for(torch.device("cpu"), "fp32", two["params"]["threads"] * 2)  # its clock is timed anew: +-10%
+    assert whole is not None and peak == pytest.approx(whole.tflops, rel=0.1)
     assert two["details"]["backend"] == "gloo"
 
 

@@ -101,7 +101,7 @@ def add_param_flags(
                 flag, dest=f.name, action="store_const", const=[not f.default], default=None, help=help_text
             )
             continue
-        default = f.default if f.default not in (MISSING, "") else "none"
+        default = f.default if f.default not in (MISSING, "", None) else "none"
         help_text = f"{meta.get('help', '')} (default {default})".replace("%", "%%")
         parse = _element_parser(f, hints[f.name])
         choices = meta.get("choices")

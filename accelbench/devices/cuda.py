@@ -291,18 +291,10 @@ class CudaKind(DeviceKind):
         return torch.cuda.Stream(device)  # this worker's own: waiting for it never waits for another's work
 
     def prepare_thread(self, device: "torch.device") -> None:
-        """The device made current, and CUDA graph trees' per-thread registry set up: torch 2.11 creates it only
-        in the thread that imported inductor (and threads autograd starts), so ``torch.compile``'s
-        ``reduce-overhead`` mode asserts in any other thread (pytorch/pytorch#123177)."""
+        """The device made current in the engine's thread (a thread starts on device 0)."""
         import torch
 
         torch.cuda.set_device(device)
-        if not torch._C._is_key_in_tls("tree_manager_containers"):  # the registry inductor reads back per thread
-            import threading
-            from collections import defaultdict
-
-            torch._C._stash_obj_in_tls("tree_manager_containers", {})
-            torch._C._stash_obj_in_tls("tree_manager_locks", defaultdict(threading.Lock))
 
     @contextmanager
     def serving_batch(self, device: "torch.device", stream: Any) -> Iterator[None]:

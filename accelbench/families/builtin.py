@@ -96,6 +96,7 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "peak_requests_per_second": "peak {value:sig3} requests/s within the limits",
     "total_tokens_per_second": None,
     "completed_requests_per_second": None,
+    "scheduled_requests_per_second": "scheduled {value:sig3} requests/s",
     "kv_cache_peak_occupancy": "KV cache {value:.0%} full at peak",
     "usd_per_million_input_tokens": "${value:sig3} per 1M input tokens",
     "joules_per_output_token": "{value:sig3} J per output token",

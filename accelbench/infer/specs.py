@@ -125,8 +125,12 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
         "server at --url), null (the harness alone), or package.module:Class",
         metavar="ENGINE",
     )
-    input_tokens: int = opt(0, "language models: prompt tokens (0: 1024, or 128 at --scale tiny)", sweep=False)
-    output_tokens: int = opt(0, "language models: tokens generated per request (0: 1024, or 32 at --scale tiny)")
+    input_tokens: int | None = opt(
+        None, "language models: prompt tokens; none: the scale's, 1024 (128 at --scale tiny)", sweep=False
+    )
+    output_tokens: int | None = opt(
+        None, "language models: tokens generated per request; none: the scale's, 1024 (32 at --scale tiny)"
+    )
     input_jitter: float = opt(
         0.8, "language models: prompts are drawn from JITTER..1 x --input-tokens long (1: all the same)", sweep=False
     )
@@ -238,9 +242,16 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
             raise UsageError("language models are served in offline, server, interactive and singlestream")
         if self.effective_precision not in ("fp32", "bf16", "fp16") and not impl.remote:
             raise UsageError(f"language models are served in fp32, bf16 or fp16 weights, not {self.precision}")
-        if self.output_tokens == 1:
-            raise UsageError("--output-tokens must be at least 2: time per output token needs a second token")
-        not_negative(self, "input_tokens", "output_tokens", "kv_blocks", "max_batch_tokens", "ttft_ms", "tpot_ms")
+        if self.output_tokens is not None and self.output_tokens < 2:
+            raise UsageError(
+                f"--output-tokens must be at least 2, got {self.output_tokens}: time per output token needs a second "
+                "token (leave it out for the scale's default)"
+            )
+        if self.input_tokens is not None and self.input_tokens < 1:
+            raise UsageError(
+                f"--input-tokens must be at least 1, got {self.input_tokens} (leave it out for the scale's default)"
+            )
+        not_negative(self, "kv_blocks", "max_batch_tokens", "ttft_ms", "tpot_ms")
         positive("--page-size", self.page_size)
         if not 0 < self.input_jitter <= 1:
             raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")

@@ -32,14 +32,25 @@ def _m(value: float, unit: str, higher: bool) -> Metric:
     return fig.figure(value, unit, higher_is_better=higher)
 
 
+#: a Server run's scheduled rate is shown beside its completed one when they differ by more than this
+SCHEDULED_APART = 0.01
+
+
+def first_field(d: dict[str, Any], *fields: str) -> tuple[Any, str | None]:
+    """The first of LoadGen's ``fields`` its detail log has, and its name."""
+    return next(((d[f], f) for f in fields if d.get(f) is not None), (None, None))
+
+
 def token_metrics(scenario: str, d: dict[str, Any], devices: int) -> tuple[dict[str, Metric], str]:
-    """LoadGen's figures of a token run, and the primary one's name."""
+    """LoadGen's figures of a token run, and the primary one's name: what was completed, not what LoadGen
+    scheduled (a Server run that fell behind completed fewer requests than it was offered)."""
     metrics: dict[str, Metric] = {}
     if scenario == "offline":
-        tps, rps = d.get("result_tokens_per_second"), d.get("result_samples_per_second")
+        tps, _ = first_field(d, "result_tokens_per_second")
+        rps, _ = first_field(d, "result_samples_per_second")
     else:
-        tps = d.get("result_completed_tokens_per_second") or d.get("result_tokens_per_second")
-        rps = d.get("result_scheduled_samples_per_sec") or d.get("result_completed_samples_per_sec")
+        tps, _ = first_field(d, "result_completed_tokens_per_second", "result_tokens_per_second")
+        rps, _ = first_field(d, "result_completed_samples_per_sec", "result_scheduled_samples_per_sec")
     if tps is not None:
         metrics["tokens_per_second"] = _m(float(tps), "output tokens/s", True)
         metrics["tokens_per_second_per_device"] = _m(float(tps) / devices, "output tokens/s per device", True)
@@ -47,6 +58,9 @@ def token_metrics(scenario: str, d: dict[str, Any], devices: int) -> tuple[dict[
         metrics["requests_per_second"] = _m(float(rps), "requests/s", True)
     if scenario != "offline" and d.get("result_completed_samples_per_sec") is not None:
         metrics["completed_requests_per_second"] = _m(float(d["result_completed_samples_per_sec"]), "requests/s", True)
+        scheduled = d.get("result_scheduled_samples_per_sec")
+        if scheduled and abs(float(scheduled) - float(rps or 0)) > SCHEDULED_APART * float(scheduled):
+            metrics["scheduled_requests_per_second"] = _m(float(scheduled), "requests/s LoadGen scheduled", True)
     for p in POINTS:
         short = p.split(".")[0]
         ttft = d.get(f"result_first_token_{p}_percentile_latency_ns")
@@ -62,6 +76,27 @@ def token_metrics(scenario: str, d: dict[str, Any], devices: int) -> tuple[dict[
             metrics[label] = _m(d[key] / 1e9, "s", False)
     primary = "latency_p90_seconds" if scenario == "singlestream" else "tokens_per_second"
     return metrics, primary
+
+
+def figure_sources(scenario: str, d: dict[str, Any]) -> dict[str, str]:
+    """Which field of LoadGen's detail log each of its figures in the record is."""
+    if scenario == "offline":
+        pairs = {
+            "tokens_per_second": ("result_tokens_per_second",),
+            "requests_per_second": ("result_samples_per_second",),
+        }
+    else:
+        pairs = {
+            "tokens_per_second": ("result_completed_tokens_per_second", "result_tokens_per_second"),
+            "requests_per_second": ("result_completed_samples_per_sec", "result_scheduled_samples_per_sec"),
+            "scheduled_requests_per_second": ("result_scheduled_samples_per_sec",),
+        }
+    out = {name: field for name, fields in pairs.items() if (field := first_field(d, *fields)[1])}
+    for p in POINTS:
+        short = p.split(".")[0]
+        out[f"ttft_p{short}_ms"] = f"result_first_token_{p}_percentile_latency_ns"
+        out[f"tpot_p{short}_ms"] = f"result_time_per_output_token_{p}_percentile_ns"
+    return {k: f"LoadGen's {v} (mlperf_log_detail.txt)" for k, v in out.items()}
 
 
 def goodput(sut: "TokenSUT", limits: "Limits") -> dict[str, Metric]:
@@ -184,9 +219,11 @@ def token_result(
     valid = d.get("result_validity") == "VALID"
     tpot99 = metrics.get("tpot_p99_ms")
     over = offline_tpot_reason(limits, tpot99.value if params.scenario == "offline" and tpot99 else None)
+    sources = figure_sources(params.scenario, d)
     details: dict[str, Any] = {
         "loadgen_log_dir": str(outdir),
         "compliant": params.profile == "official",
+        "figure_sources": {k: v for k, v in sources.items() if k in metrics},
         "probe": probe,
         "limits": limits.to_dict(),
         "engine": engine,

@@ -50,7 +50,8 @@ QUICK_SECONDS, QUICK_MIN_REQUESTS = 60.0, 16
 def lengths(params: InferParams) -> tuple[int, int]:
     """Prompt and output tokens: the flags, or the scale's defaults."""
     default_in, default_out = DEFAULT_LENGTHS["tiny" if params.scale == "tiny" else "full"]
-    return params.input_tokens or default_in, params.output_tokens or default_out
+    given_in, given_out = params.input_tokens, params.output_tokens
+    return (given_in if given_in is not None else default_in), (given_out if given_out is not None else default_out)
 
 
 def build_model(params: InferParams, device: "torch.device", precision: str = "") -> tuple[Any, Any]:
@@ -76,24 +77,39 @@ def build_model(params: InferParams, device: "torch.device", precision: str = ""
 
 
 def too_big(params: InferParams, model: "Figures", device: "torch.device") -> str | None:
-    """Why the preset's weights cannot fit where they would be built (the device's memory, or the host's free
-    memory for a CPU), or None: an 8B model in fp32 is 32 GB, and building it on a 24 GiB machine would swap
-    or be killed rather than say so."""
+    """Why the preset cannot be served where it would be built, or None: its weights and a full batch's KV cache
+    against the device's memory (the host's free memory for a CPU). An 8B model in fp32 is 32 GB, and building it
+    on a 24 GiB machine would swap or be killed rather than say so; a 70B or 405B model needs several GPUs, and
+    accelbench serves a language model on one device, so the line says how many and the route across them."""
     import psutil
 
-    need = model.params * torch_dtype(params.effective_precision).itemsize
+    element = torch_dtype(params.effective_precision).itemsize
+    weights = model.params * element
     if params.mode == "accuracy":  # the FP32 reference and its rounded twin beside the served weights
-        need += 2 * model.params * 4
+        weights += 2 * model.params * 4
+    prompt_len, out = lengths(params)
+    cache = params.batch_size * (prompt_len + out) * model.kv_bytes_per_token  # counted at the served element
     kind = kind_of(device)
     have = kind.total_memory(device) if kind.accelerator else psutil.virtual_memory().available
-    if have is None or need <= have:
+    if have is None or weights + cache <= have:
         return None
-    return (
-        f"{params.model} ({params.scale}) needs {need / 2**30:.1f} GiB of weights "
-        f"({params.effective_precision}{', and two FP32 copies for accuracy' if params.mode == 'accuracy' else ''}); "
-        f"{kind.record_name(device)} has {have / 2**30:.1f} GiB {'free' if not kind.accelerator else ''}; "
-        "use --scale tiny, a smaller preset or --precision bf16"
-    ).replace("  ", " ")
+    where = kind.record_name(device)
+    accuracy = ", and two FP32 copies for accuracy" if params.mode == "accuracy" else ""
+    need = (
+        f"{params.model} ({params.scale}) needs {weights / 2**30:.1f} GiB of weights ({params.effective_precision}"
+        f"{accuracy}) and {cache / 2**30:.1f} GiB of KV cache for {params.batch_size} requests of "
+        f"{prompt_len + out} tokens"
+    )
+    if kind.accelerator and weights > have:
+        devices = math.ceil((weights + cache) / (0.9 * have))
+        return (
+            f"{need}; {where} holds {have / 2**30:.1f} GiB: it needs {devices} such devices, and accelbench serves "
+            "a language model on one; serve it across them (vLLM: --tensor-parallel-size "
+            f"{devices}) and measure it with --engine endpoint --url URL, or use --scale tiny or a smaller preset"
+        )
+    if kind.accelerator:
+        return f"{need}; {where} holds {have / 2**30:.1f} GiB: lower --batch-size or the token lengths"
+    return f"{need}; {where} has {have / 2**30:.1f} GiB free; use --scale tiny, a smaller preset or --precision bf16"
 
 
 def quick_requests(rate: float, tail: int) -> int:

@@ -138,7 +138,21 @@ def run(params: "TrainParams", ctx: RunContext) -> Iterator[Result]:
         yield Result.failed(_benchmark(), record, f"the loss is not finite ({report['loss']})", details=details)
         return
     record["threads"] = report.get("threads", prep.threads)
-    yield _result(record, report, flops, device, peak_precision, prep.threads, details, conditions, world)
+    devices = devices_of(params, device)
+    # the threads the peak is counted on: every rank's on a CPU the ranks share, else one rank's
+    threads = record["threads"] * (world // devices if not kind_of(device).accelerator else 1)
+    details |= {"world_size": world, "devices": devices}
+    yield _result(record, report, flops, device, peak_precision, threads, details, conditions, devices)
+
+
+def devices_of(params: "TrainParams", device: "torch.device") -> int:
+    """The distinct devices the ranks ran on: one CPU a node (its ranks share it and its peak), or each node's
+    accelerators (ranks beyond their count share them)."""
+    nodes = max(int(getattr(params, "nnodes", 1) or 1), 1)
+    kind = kind_of(device)
+    if not kind.accelerator:
+        return nodes
+    return nodes * max(1, min(params.nproc, kind.count() or params.nproc))
 
 
 def config_source(params: "TrainParams") -> str:
@@ -207,9 +221,10 @@ def _result(
     threads: int,
     details: dict[str, Any],
     conditions: dict[str, Any],
-    world: int,
+    devices: int,
 ) -> Result:
-    """tokens/s (the median window, with its interval), per device, step time, memory, model TFLOPS and MFU."""
+    """tokens/s (the median window, with its interval), per device, step time, memory, model TFLOPS and MFU: per
+    device and against the peak of the ``devices`` the ranks ran on (ranks sharing one CPU share its peak)."""
     m = Measurement(
         tuple(report["samples"]),
         calls_per_sample=record["display_every"],
@@ -219,7 +234,7 @@ def _result(
     throughput = fig.rate(report["tokens_per_step"], m, "tokens/s")
     metrics = {
         "throughput": throughput,
-        "throughput_per_device": fig.scaled(throughput, 1 / world),
+        "throughput_per_device": fig.scaled(throughput, 1 / devices),
         "step_seconds": fig.seconds(m),
         "peak_memory_bytes": fig.figure(report["peak_memory_bytes"], "B", higher_is_better=False),
     }
@@ -229,16 +244,15 @@ def _result(
     metrics["tflops"] = tflops
     peak = peak_for(device, precision, threads)
     if peak is not None:  # fp8 without a published fp8 peak: no MFU rather than one against another precision's
-        metrics["mfu"] = fig.pct_of_peak(tflops, peak.tflops * world)
+        metrics["mfu"] = fig.pct_of_peak(tflops, peak.tflops * devices)
         causal = fig.scaled(throughput, flops.per_token(True) / 1e12, "TFLOPS")
-        metrics["mfu_causal"] = fig.pct_of_peak(causal, peak.tflops * world)
+        metrics["mfu_causal"] = fig.pct_of_peak(causal, peak.tflops * devices)
         details["peak"] = fig.peak_details(peak.tflops, "TFLOPS", peak.source, peak.estimated)
     details |= {
         "clock": m.clock,
         "windows": m.n,
         "final_loss": report["loss"],
         "layout": report["layout"],
-        "world_size": world,
         "backend": report.get("backend"),
         "peak_memory_method": report.get("memory_method"),
     } | m.meta
