@@ -323,7 +323,8 @@ def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
     assert client["queued_requests"] == 0 and client["loop_lag_p99_ms"] >= 0 and "dispatch_p99_ms" in client
     # the server is this machine's own process: its CPU is the work, not contention
     assert record.conditions["sut_cpu_seconds"] > 0
-    assert not any(w.startswith("contended: other processes") for w in record.conditions["warnings"])
+    # (other work on the host may still be named: the test checks what is counted, never that the host is idle)
+    assert not any("transformers" in p["name"] for p in record.conditions.get("other_processes", []))
 
 
 # --- sweep: one Offline run per concurrency, stored, and the curve in the report
