@@ -583,3 +583,51 @@ def test_a_server_run_that_fell_behind_shows_what_it_completed_and_names_the_sch
     assert sources["scheduled_requests_per_second"].startswith("LoadGen's result_scheduled_samples_per_sec")
     kept, _ = token_metrics("server", detail | {"result_completed_samples_per_sec": 22.0}, 1)
     assert "scheduled_requests_per_second" not in kept  # within 1%: one figure, not two
+
+
+#: an engine fast while the probe times it and ten times slower afterwards: an Offline run far under its probe
+EARLY_WILTER = """
+import time
+
+from accelbench.infer.tokens.engines import NullEngine
+
+
+class EarlyWilter(NullEngine):
+    name = "early-wilter"
+    calls = 0
+
+    def serve(self, batch):
+        EarlyWilter.calls += 1
+        time.sleep(0.005 if EarlyWilter.calls <= 3 else 0.05)  # the probe's three calls at 10x the run's speed
+        super().serve(batch)
+"""
+
+
+def test_an_offline_run_far_under_its_probe_is_rerun_from_what_it_measured(tmp_path):
+    """LoadGen calls the first run VALID, but it measured a tenth of its probe: it is rerun after a repeated probe,
+    and the record keeps why (the trial's 452.7 tokens/s after a probe of 3,952 was reported VALID)."""
+    (tmp_path / "early_wilter.py").write_text(EARLY_WILTER)
+    env = dict(os.environ) | {
+        "ACCELBENCH_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    args = [MODEL, *TINY, "--scenario", "offline", "--duration", "0.2", "--engine", "early_wilter:EarlyWilter"]
+    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
+    r = json.loads(p.stdout)["results"][0]
+    reruns = r["details"]["reruns"]
+    assert reruns and "its probe measured: the system's speed changed during the run" in reruns[0]["why"]
+    assert reruns[0]["probe_repeated"]["samples_per_second"] < 0.5 * reruns[0]["probe"]["samples_per_second"]
+    assert r["valid"] is True, r["details"].get("invalid_reasons")  # the rerun agreed with the repeated probe
+
+
+def test_an_offline_run_still_far_under_its_probe_after_the_reruns_is_invalid_with_the_cause():
+    from accelbench.infer import replan
+    from accelbench.infer.settings import Probe
+    from accelbench.infer.specs import InferParams
+
+    params = InferParams(model=MODEL, scale="tiny", scenario="offline", engine="null")
+    detail = {"result_validity": "VALID", "result_samples_per_second": 14.0}
+    wrong = replan.below_probe(detail, params, Probe(123.5, 0.01))
+    assert wrong is not None and "under 50% of the 123.50 its probe measured" in wrong.why
+    assert replan.below_probe(detail, params, Probe(27.0, 0.01)) is None  # within a factor of two: the verdict
+    assert replan.below_probe(detail | {"result_validity": "INVALID"}, params, Probe(123.5, 0.01)) is None

@@ -28,6 +28,11 @@ OVERLOADED = 0.9
 DISTURBED = 0.25
 
 
+#: Offline: a VALID run that measured under this fraction of its probe's rate was disturbed, not a measure of the
+#: system (a shared 2-core host: Offline 452.7 output tokens/s after a probe of 3,952, and 3,244 with one thread)
+BELOW_PROBE = 0.5
+
+
 @dataclass(frozen=True)
 class Disagreement:
     """A run whose plan was wrong: what it measured, as a probe, and the words the record keeps."""
@@ -99,6 +104,21 @@ def disagreement(d: dict[str, Any], params: InferParams, probe: Probe, samples: 
     planned = spq / probe.rate
     why = f"the probe planned {planned * 1e3:.3g} ms a query, the run measured {mean * 1e3:.3g} ms{took}"
     return Disagreement(Probe(min(spq / mean, MAX_PLANNED_RATE), probe.single), why)
+
+
+def below_probe(d: dict[str, Any], params: InferParams, probe: Probe) -> Disagreement | None:
+    """An Offline run LoadGen called VALID that measured far under its probe: it is rerun like a run that
+    disagreed with its plan, and, still under its repeated probe after the reruns, INVALID with that cause."""
+    if params.scenario != "offline" or d.get("result_validity") != "VALID" or not probe.rate:
+        return None
+    rate = float(d.get("result_samples_per_second") or 0.0)
+    if not rate or rate >= BELOW_PROBE * probe.rate:
+        return None
+    why = (
+        f"the run measured {rate:,.2f} samples/s, under {BELOW_PROBE:.0%} of the {probe.rate:,.2f} its probe "
+        "measured: the system's speed changed during the run"
+    )
+    return Disagreement(Probe(rate, probe.single), why)
 
 
 def rerun(

@@ -362,8 +362,13 @@ def _measure(
         again = f" again ({len(reruns)} of at most {replan.MAX_RERUNS} reruns)" if reruns else ""
         outcome = once(settings, f"LoadGen {params.scenario}{again}, token latencies ({params.profile})")
         detail, outdir = outcome.detail, outcome.outdir
-        wrong = replan.disagreement(detail, params, plan, outcome.sut.samples) if params.mode == "performance" else None
+        wrong = None
+        if params.mode == "performance":
+            wrong = replan.disagreement(detail, params, plan, outcome.sut.samples)
+            wrong = wrong or replan.below_probe(detail, params, plan)
         if wrong is None or len(reruns) == replan.MAX_RERUNS:
+            if wrong is not None and replan.below_probe(detail, params, plan) is not None:
+                outcome.detail["accelbench_disturbed"] = wrong.why  # its record is INVALID with this cause
             return outcome, reruns, clients[-1], None
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
         repeated = probe(relay, engine, prompts, outs, params.batch_size)
