@@ -125,6 +125,16 @@ def test_every_answer_of_a_well_behaved_server_is_counted_from_its_usage(checkpo
     assert listening(url) == [] or all(isinstance(p, int) for p in listening(url))
 
 
+def test_a_stream_of_no_text_whose_usage_counts_tokens_is_an_answer(checkpoint: Path) -> None:
+    """A server that streams none of its tokens' text (they decode to nothing) but counts them in its usage
+    answered: each request counted from the usage, its first token timed at its end, and the record says so."""
+    with serving(Behaviour(silent=True)) as url:
+        engine, timeline = drive(url, checkpoint)
+    assert not engine.failures and len(timeline.dones) == 6
+    assert all(n == 5 for _, n in timeline.dones.values()) and len(timeline.firsts) == 6
+    assert engine.facts["answers_without_streamed_text"] == 6
+
+
 def test_server_errors_and_early_closes_fail_only_their_queries(checkpoint: Path) -> None:
     # the preflight's request is the stub's first: the run's 2nd, 4th... requests are its even ones
     with serving(Behaviour(fail_every=2)) as url:

@@ -127,5 +127,7 @@ class Answer:
         ``content``, finished without any: no first token to time)."""
         if not (self.done or self.finish_reason):
             raise Failure(f"the server closed the stream after {self.chunks} content chunks, without a finish")
-        if content and not self.chunks:
+        if content and not self.chunks and not self.completion_tokens:
+            # a stream of no text whose usage counts tokens is an answer: a server may not stream tokens that
+            # decode to no text (transformers serve, a small vocabulary's special tokens)
             raise Failure(f"the server finished ({self.finish_reason or '[DONE]'}) without any content")

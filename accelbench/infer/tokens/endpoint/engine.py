@@ -87,6 +87,8 @@ class EndpointEngine(Engine):
         self.connections = max(settings.max_batch, OPEN_LOOP_CONNECTIONS if settings.open_loop else 0)
         self.watch = ClientWatch()
         self.counted: dict[str, int] = {"server usage": 0, "tokenizer": 0}
+        #: answers whose stream carried no text (their tokens from the server's usage; their TTFT is their end)
+        self.silent = 0
         self.prompt_tokens: list[int] = []
         self._texts: dict[int, tuple[list[int], str]] = {}
         self._ready = threading.Event()
@@ -107,6 +109,9 @@ class EndpointEngine(Engine):
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=30)
         self.facts["output_token_count"] = self._count_source()
+        if self.silent:
+            self.facts["answers_without_streamed_text"] = self.silent
+            self.facts["ttft_of_those"] = "the end of the answer (no token was streamed before it)"
 
     def measured(self, arrivals: bool) -> dict[str, Any]:
         """The client's own figures since the last call (a LoadGen run's), and why it limited the run if it did
@@ -228,6 +233,10 @@ class EndpointEngine(Engine):
                 continue
             break
         answer.ended()
+        if not started[0]:  # no text streamed, tokens counted by the server: its first token came by the end
+            started[0] = True
+            self.silent += 1
+            self.sink.first(request, 0)
         return answer
 
     def _count_source(self) -> str:

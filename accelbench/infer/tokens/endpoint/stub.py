@@ -24,13 +24,16 @@ MODEL = "stub"
 class Behaviour:
     """How the stub answers: every ``fail_every``-th request an HTTP 500, every ``close_every``-th stream closed
     after two chunks, ``delay`` seconds before each answer, ``html`` a web page instead of the API; each chunk
-    is ``word`` (an answer whose quality a test can know: every word of it the same)."""
+    is ``word`` (an answer whose quality a test can know: every word of it the same), or nothing (``silent``)."""
 
     fail_every: int = 0
     close_every: int = 0
     delay: float = 0.0
     html: bool = False
     word: str = "word"
+    #: no text streamed, only the finish with the usage's count (a server that does not stream tokens whose text
+    #: is empty: transformers serve with a small vocabulary's special tokens)
+    silent: bool = False
 
 
 def app(behaviour: Behaviour) -> Any:
@@ -61,7 +64,10 @@ def app(behaviour: Behaviour) -> Any:
         for i in range(tokens):
             if behaviour.close_every and n % behaviour.close_every == 0 and i == 2:
                 return resp  # the stream ends without a finish
-            text = " " + behaviour.word
+            last = i == tokens - 1
+            if behaviour.silent and not last:
+                continue
+            text = "" if behaviour.silent else " " + behaviour.word
             piece = {"delta": {"content": text}} if chat else {"text": text}
             last = i == tokens - 1
             choice = piece | {"index": 0, "finish_reason": "length" if last else None}
