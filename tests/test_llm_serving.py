@@ -631,3 +631,14 @@ def test_an_offline_run_still_far_under_its_probe_after_the_reruns_is_invalid_wi
     assert wrong is not None and "under 50% of the 123.50 its probe measured" in wrong.why
     assert replan.below_probe(detail, params, Probe(27.0, 0.01)) is None  # within a factor of two: the verdict
     assert replan.below_probe(detail | {"result_validity": "INVALID"}, params, Probe(123.5, 0.01)) is None
+
+
+def test_a_tpot_limit_no_rate_can_meet_is_skipped_after_the_probe(tmp_path):
+    """--tpot-ms 0.0001 against an engine whose tokens take milliseconds, one request alone: skipped with what the
+    probe measured, in seconds, not a Server test of minutes that ends INVALID."""
+    env = dict(os.environ) | {"ACCELBENCH_HOME": str(tmp_path / "home")}
+    args = [MODEL, *TINY, "--scenario", "server", "--engine", "static", "--ttft-ms", "10000", "--tpot-ms", "0.0001"]
+    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
+    r = json.loads(p.stdout)["results"][0]
+    assert r["status"] == "skipped", r
+    assert r["reason"].startswith("the TPOT limit (0.0001 ms, --ttft-ms and --tpot-ms) is out of reach: one request")

@@ -45,6 +45,7 @@ class TokenProbe:
     tokens_per_second: float
     single_seconds: float  # one request alone, start to last token
     first_batch_seconds: float = 0.0  # the first batch, cold: what warming up (and compiling) cost
+    single_tpot_seconds: float | None = None  # one request alone: the fastest a token comes after the first
 
     def to_dict(self) -> dict[str, float]:
         return {
@@ -52,6 +53,7 @@ class TokenProbe:
             "tokens_per_second": self.tokens_per_second,
             "single_request_seconds": self.single_seconds,
             "first_batch_seconds": self.first_batch_seconds,
+            "single_tpot_seconds": self.single_tpot_seconds,
         }
 
 
@@ -86,5 +88,13 @@ def probe(relay: Relay, engine: Engine, prompts: list[list[int]], outs: list[int
         if max(seconds, previous) <= PROBE_AGREE * min(seconds, previous):
             break
     tokens = sum(n for _, n in timeline.dones.values())
-    single, _ = _timed(relay, engine, make(range(1)))
-    return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single, cold)
+    single, alone = _timed(relay, engine, make(range(1)))
+    return TokenProbe(batch / max(seconds, 1e-9), tokens / max(seconds, 1e-9), single, cold, single_tpot(alone))
+
+
+def single_tpot(timeline: Timeline) -> float | None:
+    """One request alone: its first token to its last over the tokens after the first (LoadGen's TPOT), or None
+    where it had one token."""
+    [(key, (done, tokens))] = timeline.dones.items()
+    first = timeline.firsts.get(key)
+    return (done - first) / (tokens - 1) if first is not None and tokens > 1 else None

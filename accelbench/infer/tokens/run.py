@@ -223,6 +223,7 @@ def _serve(params: InferParams, ctx: RunContext, s: Served, record_mode: str = "
     try:
         ctx.progress(f"probing the {engine.name} engine")
         probed = probe(relay, engine, prompts, outs, params.batch_size)
+        skip_if(unreachable_tpot(limits, probed))
         runs = _measure(params, ctx, engine, relay, prompts, outs, limits, s.benchmark, probed, s.threads, device)
     finally:
         engine.stop()
@@ -263,6 +264,22 @@ def _serve(params: InferParams, ctx: RunContext, s: Served, record_mode: str = "
     if found is not None:
         peak_found(result, found)
     return result
+
+
+#: a TPOT limit this many times under what one request alone took is out of reach at any rate
+TPOT_OUT_OF_REACH = 2.0
+
+
+def unreachable_tpot(limits: Limits, probed: "TokenProbe") -> str | None:
+    """Why no run can meet the TPOT limit, or None: one request alone, with the engine to itself, took far longer
+    a token (a Server test at any rate would take minutes to say INVALID)."""
+    alone = probed.single_tpot_seconds
+    if limits.tpot_ms is None or alone is None or alone * 1e3 <= TPOT_OUT_OF_REACH * limits.tpot_ms:
+        return None
+    return (
+        f"the TPOT limit ({limits.tpot_ms:g} ms, {limits.source}) is out of reach: one request alone took "
+        f"{alone * 1e3:.3g} ms a token in the probe; raise --tpot-ms"
+    )
 
 
 def peak_found(result: Result, found: dict[str, Any]) -> None:
