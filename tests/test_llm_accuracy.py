@@ -97,6 +97,9 @@ def test_a_prompt_file_with_answers_is_scored_with_rouge_against_fp32_s(judged):
     rouge = r["details"]["rouge"]
     assert rouge["served"]["samples"] == len(QA)
     assert r["primary_metric"] == "rougeL" and r["details"]["accuracy_verified"] is True
+    # what was verified: the engine keeps FP32's answers on these (random) weights, not that they are good ones
+    assert r["details"]["verified"] == "engine fidelity against FP32 on the same weights"
+    assert "not the answers' quality (ROUGE-2 " in r["details"]["gate"]
     # FP32 served by the static engine: its answers are FP32's, so each score is the reference's
     assert r["metrics"]["rougeL"]["value"] == pytest.approx(r["metrics"]["reference_rougeL"]["value"])
     assert r["valid"] is True and r["details"]["accuracy_gates"] == {"99%": True, "99.9%": True}
