@@ -383,7 +383,10 @@ class InferParams(SweepParams, EndpointParams, EmulatedParams, ScaleParams, Comm
             if p.get("engine") == "endpoint" and p.get("served_model"):  # the server's model, not the preset's
                 words.append(f"serving {p['served_model']}")
             words.append(served)
-        words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
+        precision = p.get("precision", "fp32")
+        if p.get("engine") == "endpoint" and precision == "auto":  # the server's own: an older record's auto
+            precision = "unstated"
+        words += [f"bs<={p['batch_size']}", precision, p["profile"]]
         if p.get("channels_last"):
             words.append("channels_last")
         if p.get("compile_mode", "default") != "default":

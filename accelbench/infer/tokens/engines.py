@@ -105,6 +105,11 @@ class Engine:
     def configure(self, params: Any) -> None:
         """Read what the engine needs from the run's parameters, before :meth:`start`. Nothing by default."""
 
+    @classmethod
+    def min_requests(cls, params: Any) -> int:
+        """The fewest requests a run of this engine issues (0: LoadGen's plan alone)."""
+        return 0
+
     def measured(self, arrivals: bool) -> dict[str, Any]:
         """What the engine saw of itself since the last call (after each LoadGen run), for the record; a
         ``limited_by`` entry says the engine's own side, not the system under test, limited the run."""

@@ -137,6 +137,7 @@ def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, pla
         s.performance_sample_count_override = total  # the prompts this run holds, not the data set's size
     elif params.scenario == "offline":
         s.min_query_count = lgset.loadgen_offline_size(s.offline_expected_qps, s.min_duration_ms, 1) + 1
+        s.min_query_count = max(s.min_query_count, engine_class(params.engine).min_requests(params))
     elif params.scenario != "singlestream" and params.mode != "find-peak":  # a search sizes its own trials
         # Server, interactive: as many requests as the quick minute holds
         s.min_query_count = quick_requests(s.server_target_qps, s.min_query_count)
@@ -150,6 +151,8 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     engine = engine_class(params.engine)()
     skip_if(engine.unavailable())
     engine.configure(params)
+    # the model the server said it serves (its /v1/models), in the record's label as if --served-model were given
+    params = replace(params, served_model=engine.facts.get("served_model", params.served_model))
     prep = prepare(params, autotune=False)
     device = prep.device
     if engine.runs_model and params.effective_precision != "fp32":

@@ -17,6 +17,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.tokens.endpoint.client import Answer, Failure, error_words
+from accelbench.infer.tokens.endpoint.params import server_device
 from accelbench.infer.tokens.endpoint.watch import ClientWatch
 from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, TokenRequest
 
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 OPEN_LOOP_CONNECTIONS = 1024
 #: seconds an idle connection is kept for reuse (under the 5 s after which uvicorn closes one)
 KEEPALIVE = 3.0
+#: Offline: the fewest requests, in waves of ``--batch-size`` (the requests in flight). One wave starts every
+#: request at once and ends when the slowest does, so its tokens/s is one batch's ramp and tail, never the
+#: server's steady state: a trial run was VALID on 6 and 8 requests at concurrency 8. Four waves keep a
+#: request in flight at every moment of the run but its last stretch.
+OFFLINE_MIN_WAVES = 4
 
 
 class EndpointEngine(Engine):
@@ -40,6 +46,12 @@ class EndpointEngine(Engine):
     extra = "endpoint"
     runs_model = False
     remote = True
+
+    @classmethod
+    def min_requests(cls, params: "InferParams") -> int:
+        """The fewest requests LoadGen's run may issue (its ``min_query_count`` floor; 0: no floor of this engine's):
+        in Offline, :data:`OFFLINE_MIN_WAVES` waves of ``--batch-size``, so the figure is never one batch's."""
+        return OFFLINE_MIN_WAVES * params.batch_size if params.scenario == "offline" else 0
 
     def unavailable(self) -> str | None:
         import importlib.util
@@ -64,7 +76,7 @@ class EndpointEngine(Engine):
         self.timeout = params.request_timeout
         self.vocab_size = len(self.tokenizer)
         self.facts |= {
-            "device": f"server at {urllib.parse.urlparse(self.target.url).netloc}",
+            "device": server_device(self.target.url),  # as the entry states it: one label for every outcome
             "url": self.target.url,
             "served_model": self.target.model,
             "api": self.target.api,

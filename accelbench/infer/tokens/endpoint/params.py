@@ -6,8 +6,10 @@ part of a record's key like every other knob, and refused with any other engine 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from accelbench.errors import UsageError
@@ -16,6 +18,15 @@ from accelbench.params import opt
 ENDPOINT_KNOBS = (
     "url", "served_model", "api", "api_key_env", "tokenizer", "server_devices", "request_timeout", "accuracy_target",
 )  # fmt: skip
+#: an endpoint run's precision where none was given: the server's own, which accelbench cannot see
+UNSTATED = "unstated"
+#: an endpoint run's device: the server, named by where it answers (``server at HOST:PORT``)
+SERVER_AT = "server at "
+
+
+def server_device(url: str) -> str:
+    """The device an endpoint record names: the server, at its address (``server at 127.0.0.1:8000``)."""
+    return SERVER_AT + urlparse(url).netloc
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,29 @@ class EndpointParams:
         sweep=False,
         metavar="TARGET",
     )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parameters as a record states them. An endpoint run measures the server, so where ``--device`` and
+        ``--precision`` are left at auto it records the server (``server at HOST:PORT``) and ``unstated``, as
+        its ok record does: a suite entry is stored in this form, and a failed or skipped record takes the
+        entry's parameters, so every outcome of one server carries one label, not ``auto`` on a failure."""
+        d = dataclasses.asdict(self)
+        if d.get("engine") == "endpoint" and urlparse(self.url).netloc:
+            if d.get("device") == "auto":
+                d["device"] = server_device(self.url)
+            if d.get("precision") == "auto":
+                d["precision"] = UNSTATED
+        return d
+
+    def __post_init__(self) -> None:
+        """The recorded form read back (a stored entry, a record's parameters): ``server at ...`` and
+        ``unstated`` are ``auto`` again, what the run resolves (the client's own device, the server's precision)."""
+        if getattr(self, "engine", "") != "endpoint":
+            return
+        if str(getattr(self, "device", "")).startswith(SERVER_AT):
+            object.__setattr__(self, "device", "auto")
+        if getattr(self, "precision", "") == UNSTATED:
+            object.__setattr__(self, "precision", "auto")
 
     def _check_endpoint(self, engine: str) -> None:
         """Endpoint flags only with ``--engine endpoint``; with it, a usable address and a tokenizer."""
