@@ -220,7 +220,7 @@ def test_latency_charts_are_bounded() -> None:
 
 def test_two_endpoints_swept_alike_are_two_labelled_series_on_one_chart(report_html: str) -> None:
     caption, drawn = _figure(report_html, "tokens-pareto")
-    names = [f"{MODEL} endpoint {SERVED} at {url}" for url in URLS]
+    names = [f"{MODEL} endpoint offline 128/8 tokens {SERVED} at {url}" for url in URLS]
     assert "2 sweep(s)" in caption and all(n in caption for n in names), caption
     assert set(names) <= set(drawn)  # the legend: one entry per sweep
     assert "tokens-pareto-rate" not in report_html
@@ -236,11 +236,12 @@ def test_two_engines_and_two_machines_swept_alike_are_told_apart() -> None:
     names = [s[0] for s in chart.draw.keywords["series"]]  # type: ignore[attr-defined]
     here, there = labels[recs[0].fingerprint], labels["b0b0b0b0b0b0b0b0"]
     assert here != there and len(names) == len(set(names)) == 4
-    assert f"{MODEL} transformers fp32 on {here}" in names and f"{MODEL} static fp32 on {there}" in names
+    setup = "fp32 offline 128/8 tokens"  # the precision, scenario and lengths: each its own series
+    assert f"{MODEL} transformers {setup} on {here}" in names and f"{MODEL} static {setup} on {there}" in names
     # the same engine swept twice on one machine: told apart by its run
-    assert sorted(n for n in names if n.startswith(f"{MODEL} static fp32 on {here}")) == [
-        f"{MODEL} static fp32 on {here} (run {recs[0].run_id})",
-        f"{MODEL} static fp32 on {here} (run {recs[-1].run_id})",
+    assert sorted(n for n in names if n.startswith(f"{MODEL} static {setup} on {here}")) == [
+        f"{MODEL} static {setup} on {here} (run {recs[0].run_id})",
+        f"{MODEL} static {setup} on {here} (run {recs[-1].run_id})",
     ]
     assert all(n in chart.alt for n in names)
 

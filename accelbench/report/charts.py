@@ -8,16 +8,18 @@ limits) are in :mod:`accelbench.report.charts_tokens`, drawn with these helpers.
 
 from __future__ import annotations
 
+import functools
 import io
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.ticker import Locator
 
     from accelbench.report.model import Chart
 
@@ -75,27 +77,94 @@ def render(charts: Sequence["Chart"], kinds: tuple[str, ...]) -> list[dict[str, 
 
 
 def plain_log(ax: "Axes", *axes: tuple[str, str]) -> None:
-    """Log axes labelled 0.2 and 3x, not 2x10^-1: a reader should not decode exponents. Every decade is
-    labelled; between decades only as many as fit (2, 3 and 5 within one decade, 2 and 5 within three, none
-    beyond): a label at every minor tick runs them into one another ('400500600700')."""
-    import math
-
-    from matplotlib.ticker import FuncFormatter
+    """Log axes labelled 0.2 and 3x, not 2x10^-1: a reader should not decode exponents. The labelled ticks are
+    as many as the axis' length fits (:class:`FewLogTicks`: 1, 2, 3 and 5 in a decade where they fit, every
+    decade or every other where they do not); the other ticks are left unlabelled, since a label at every
+    minor tick runs them into one another ('400500600700', '20,00050,000')."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     for name, suffix in axes:
         axis = ax.xaxis if name == "x" else ax.yaxis
-
-        def minor(v: float, _: int, s: str = suffix, axis: object = axis) -> str:
-            lo, hi = sorted(axis.get_view_interval())  # type: ignore[attr-defined]
-            if v <= 0 or lo <= 0:
-                return ""
-            decades = math.log10(hi / lo)
-            mantissa = round(v / 10 ** math.floor(math.log10(v)), 6)
-            shown = (2, 3, 5) if decades <= 1 else (2, 5) if decades <= 3 else ()
-            return f"{v:,.6g}{s}" if mantissa in shown else ""
-
         axis.set_major_formatter(FuncFormatter(lambda v, _, s=suffix: f"{v:,.6g}{s}"))
-        axis.set_minor_formatter(FuncFormatter(minor))
+        axis.set_major_locator(FewLogTicks(base=getattr(axis.get_transform(), "base", 10)))
+        axis.set_minor_formatter(NullFormatter())
+
+
+@functools.cache
+def _few_log_ticks() -> type:
+    """The class behind :func:`FewLogTicks`, built on first use: matplotlib is imported only when a chart is
+    drawn, never when a report module is."""
+    import math
+
+    from matplotlib.ticker import Locator, MaxNLocator
+
+    class _FewLogTicks(Locator):
+        """Ticks on a log axis, the densest set whose labels fit the axis' length without touching, judged from
+        each label's text (its major formatter's) at the size it is drawn: 1-9, then 1/2/3/5, 1/2/5, 1/3 and 1
+        per decade, then every 2nd, 3rd... decade (or power of a base other than 10); an axis spanning less than
+        a decade gets round linear steps (22k, 24k) where no such tick falls in it. Called at every draw, so a
+        panel that the layout narrows gets fewer labels, never colliding ones."""
+
+        MANTISSAS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 5), (1, 2, 5), (1, 3), (1,))
+
+        def __init__(self, base: float = 10) -> None:
+            self.base = base
+
+        def __call__(self) -> list[float]:
+            lo, hi = self.axis.get_view_interval()  # type: ignore[union-attr]
+            return self.tick_values(lo, hi)
+
+        def _room(self) -> tuple[float, float, bool]:
+            """The axis' length and its tick labels' font size, in points, and whether it runs across."""
+            axis = self.axis
+            across = axis.axis_name == "x"  # type: ignore[union-attr]
+            box = axis.axes.get_position(original=False)  # type: ignore[union-attr]
+            fig = axis.axes.get_figure(root=True)  # type: ignore[union-attr]
+            width, height = fig.get_size_inches()
+            length = (box.width * width if across else box.height * height) * 72
+            size = axis.majorTicks[0].label1.get_fontsize()  # type: ignore[union-attr]
+            return length, float(size), across
+
+        def _fits(self, ticks: list[float], lo: float, hi: float) -> bool:
+            length, size, across = self._room()
+            fmt = self.axis.get_major_formatter()  # type: ignore[union-attr]
+            extent = [len(fmt(v, i)) * 0.65 * size if across else 1.2 * size for i, v in enumerate(ticks)]
+            span = math.log(hi / lo)
+            at = [math.log(v / lo) / span * length for v in ticks]
+            gap = 0.8 * size if across else 0.3 * size
+            return all(at[i + 1] - at[i] >= (extent[i] + extent[i + 1]) / 2 + gap for i in range(len(ticks) - 1))
+
+        def _candidates(self, lo: float, hi: float) -> list[list[float]]:
+            first, last = math.floor(math.log(lo, self.base)) - 1, math.ceil(math.log(hi, self.base)) + 1
+            powers = range(first, last + 1)
+
+            def within(values: Iterable[float]) -> list[float]:
+                return sorted(v for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9))
+
+            sets = [within(m * 10.0**k for k in powers for m in ms) for ms in self.MANTISSAS] if self.base == 10 else []
+            sets += [within(float(self.base) ** k for k in powers if k % step == 0) for step in (1, 2, 3, 4, 5, 10)]
+            return sets
+
+        def tick_values(self, vmin: float, vmax: float) -> list[float]:
+            lo, hi = sorted((vmin, vmax))
+            if lo <= 0 or hi <= lo:
+                return []
+            sets = self._candidates(lo, hi)
+            if max(map(len, sets)) < 2:  # less than a decade with no 1/2/3/5 tick inside: round linear steps
+                sets = [[v for v in MaxNLocator(n).tick_values(lo, hi) if lo <= v <= hi] for n in (6, 4, 3, 2)] + sets
+            for least in (2, 1):
+                for ticks in sets:
+                    if len(ticks) >= least and self._fits(ticks, lo, hi):
+                        return ticks
+            return []
+
+    return _FewLogTicks
+
+
+def FewLogTicks(base: float = 10) -> "Locator":  # noqa: N802 (a class to its callers)
+    """A log axis' major locator whose ticks' labels fit its length without touching (see
+    :func:`_few_log_ticks`): the default labels a tick per decade and per minor step however narrow the panel."""
+    return _few_log_ticks()(base)
 
 
 def _plain_linear(ax: "Axes") -> None:
@@ -314,36 +383,112 @@ def draw_ratios(fig: "Figure", rows: Sequence[tuple[str, float, str]], geomean: 
     ax.grid(axis="y", visible=False)
 
 
-def draw_tradeoff(fig: "Figure", series: Sequence[tuple[str, Sequence[tuple[float, float, bool]]]]) -> None:
+#: what a point's mark says, in its legend entry: a VALID, uncontended run's point is filled; a contended (or
+#: otherwise set-aside) run's hollow; an INVALID run's a cross; one beyond the axes a triangle at their edge
+MARK_WORDS = {
+    "": "VALID, uncontended (filled)",
+    "INVALID": "INVALID (cross)",
+    "off scale": "off the scale (at its edge)",
+}
+
+
+def mark_style(mark: str, color: str) -> dict[str, Any]:
+    """The scatter keywords of a point by its ``mark`` ('' clean, 'INVALID', 'contended' or another reason it was
+    set aside), in its series' ``color``: the mark tells what a point is worth, the colour which series it is, so
+    a contended or INVALID run stays in its series yet never reads as a clean figure of it."""
+    if mark == "INVALID":
+        return {"marker": "x", "color": color, "linewidths": 1.3}
+    if mark:
+        return {"marker": "o", "facecolors": "none", "edgecolors": color}
+    return {"marker": "o", "color": color}
+
+
+def clean_limits(clean: Iterable[float], log: bool = False, zero: bool = False) -> tuple[float, float] | None:
+    """An axis' span from its clean points' values (VALID, uncontended runs) with a margin, from zero where
+    ``zero``: one INVALID or contended run far off would otherwise squeeze every clean point into a corner.
+    None where no point is clean (the axis then scales to all of them)."""
+    values = [v for v in clean if v is not None and (v > 0 or not log)]
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    if log:
+        margin = max((hi / lo) ** 0.06, 1.2)
+        return lo / margin, hi * margin
+    if zero:
+        return 0.0, hi * 1.1 if hi > 0 else 1.0
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.1 or 1.0
+    return lo - pad, hi + pad
+
+
+def _edge(v: float, span: tuple[float, float] | None, below: str, above: str) -> tuple[float, str]:
+    """``v`` held to ``span``, and the triangle pointing the way it lies beyond ('' where within)."""
+    if span is None or span[0] <= v <= span[1]:
+        return v, ""
+    return (span[0], below) if v < span[0] else (span[1], above)
+
+
+def draw_mark(
+    ax: "Axes",
+    x: float,
+    y: float,
+    mark: str,
+    color: str,
+    xspan: tuple[float, float] | None = None,
+    yspan: tuple[float, float] | None = None,
+    **kw: Any,
+) -> bool:
+    """One point, styled by its mark (:func:`mark_style`); where it lies beyond the spans the clean points set,
+    a triangle at the edge, pointing its way, so it is seen and yet sets no scale. True where it was off scale."""
+    x, across = _edge(x, xspan, "<", ">")
+    y, up = _edge(y, yspan, "v", "^")
+    if across or up:
+        style = {"marker": across or up, "facecolors": "none", "edgecolors": color}
+        ax.scatter([x], [y], s=36, zorder=4, clip_on=False, **style, **kw)
+        return True
+    ax.scatter([x], [y], s=30, zorder=3, **mark_style(mark, color), **kw)
+    return False
+
+
+def mark_legend(ax: "Axes", marks: Iterable[str], off_scale: bool = False, color: str = NEUTRAL) -> None:
+    """Legend entries (grey, so they name no series) for the marks drawn, where any point is not clean: what a
+    hollow point, a cross and a triangle at the edge mean."""
+    present = sorted(set(marks), key=lambda m: (m != "", m != "INVALID", m))
+    if present == [""] and not off_scale:
+        return
+    for m in present:
+        ax.scatter([], [], s=30, label=MARK_WORDS.get(m, f"{m} (hollow)"), **mark_style(m, color))
+    if off_scale:
+        ax.scatter([], [], s=36, marker=">", facecolors="none", edgecolors=color, label=MARK_WORDS["off scale"])
+
+
+def draw_tradeoff(fig: "Figure", series: Sequence[tuple[str, Sequence[tuple[float, float, str]]]]) -> None:
     """A serving trade-off: output tokens/s per device (y) against tokens/s per user (x), per series of
-    (per user, per device, valid) points; a run that was not VALID is drawn hollow. Both axes start at zero.
+    (per user, per device, mark) points, the mark '' for a VALID, uncontended run, else what it is ('INVALID',
+    'contended': :func:`draw_mark`). Both axes start at zero and end past the clean points, not the others.
     Points are not joined: runs of other loads and limits trace no curve a line could claim."""
     ax = fig.add_subplot()
+    xspan = clean_limits((p[0] for _, pts in series for p in pts if not p[2]), zero=True)
+    yspan = clean_limits((p[1] for _, pts in series for p in pts if not p[2]), zero=True)
+    off = False
     for i, (label, pts) in enumerate(series):
         color = PALETTE[i % 8]
-        for valid in (True, False):
-            mine = [p for p in pts if p[2] is valid]
-            if mine:
-                ax.scatter(
-                    [p[0] for p in mine],
-                    [p[1] for p in mine],
-                    s=30,
-                    color=color if valid else "none",
-                    edgecolors=color,
-                    zorder=3,
-                    label=label if valid or not any(p[2] for p in pts) else None,
-                )
-    ax.scatter([], [], s=30, color="none", edgecolors=NEUTRAL, label="not VALID (hollow)")
-    tradeoff_axes(ax)
+        ax.plot([], [], linestyle="none", marker="o", color=color, label=label)  # the series: its colour
+        for x, y, mark in pts:
+            off |= draw_mark(ax, x, y, mark, color, xspan, yspan)
+    mark_legend(ax, (p[2] for _, pts in series for p in pts), off)
+    tradeoff_axes(ax, xspan, yspan)
     legend_below(fig, ax)
 
 
-def tradeoff_axes(ax: "Axes") -> None:
-    """The serving trade-off's axes (tokens/s per device against tokens/s per user), from zero."""
+def tradeoff_axes(
+    ax: "Axes", xspan: tuple[float, float] | None = None, yspan: tuple[float, float] | None = None
+) -> None:
+    """The serving trade-off's axes (tokens/s per device against tokens/s per user), from zero, to the spans
+    the clean points set where there are any (:func:`clean_limits`)."""
     ax.set_xlabel("tokens/s per user (1000 / median TPOT ms)")
     ax.set_ylabel("output tokens/s per device")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+    ax.set_xlim(*(xspan or (0, None)))
+    ax.set_ylim(*(yspan or (0, None)))
     _plain_linear(ax)
 
 

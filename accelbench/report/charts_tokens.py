@@ -12,24 +12,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from accelbench.report.charts import BAD, NEUTRAL, PALETTE, legend_below, plain_log, tradeoff_axes
+from accelbench.report.charts import (
+    BAD,
+    NEUTRAL,
+    PALETTE,
+    clean_limits,
+    draw_mark,
+    legend_below,
+    mark_legend,
+    plain_log,
+    tradeoff_axes,
+)
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+PER_USER = "tokens_per_second_per_user"
 #: how each recorded percentile is marked: its name, marker and colour (the p99, the one held to a limit, darkest)
 PERCENTILES = (("p50", "o", PALETTE[4]), ("p90", "s", PALETTE[0]), ("p99", "D", PALETTE[7]))
 
 
 @dataclass(frozen=True)
 class Spread:
-    """One run's recorded percentiles of one latency in ms (None where the record has none), and the p99 limit the
-    run was held to (None: no limit, so no mark)."""
+    """One run's recorded percentiles of one latency in ms (None where the record has none), the p99 limit the
+    run was held to (None: no limit, so no mark), and what the run is worth: '' VALID and uncontended, else
+    'INVALID', 'contended' or both ('INVALID, contended'): such a run is drawn hollow and sets no scale."""
 
     p50: float | None
     p90: float | None
     p99: float | None
     limit: float | None = None
+    mark: str = ""
 
 
 def point(p: dict[str, Any]) -> Any:
@@ -38,42 +52,63 @@ def point(p: dict[str, Any]) -> Any:
     return p["point"] if p.get("point") is not None else p.get("concurrency")
 
 
+def point_mark(p: dict[str, Any]) -> str:
+    """A sweep point's mark (:func:`accelbench.report.charts.mark_style`): 'INVALID', else the first reason it was
+    set aside ('contended', 'client-limited'), else '' (a record made before points carried these: '')."""
+    if p.get("valid") is False:
+        return "INVALID"
+    return str(p["set_aside"][0]).split(":")[0] if p.get("set_aside") else ""
+
+
 def draw_pareto(
     fig: "Figure", series: Sequence[tuple[str, Sequence[dict], Sequence[Any]]], axis: str = "concurrency"
 ) -> None:
     """Sweeps: left, tokens/s per device (y) against tokens/s per user (x), every point, the Pareto front's
-    joined (a point off the front or set aside is hollow); right, TTFT p90 against the sweep's ``axis`` (requests
-    in flight, log 2; or the request rate of a rate sweep, log), one line per sweep, in the colour of its curve;
-    the legend under both panels."""
+    joined (a clean point off the front pale; an INVALID or set-aside one marked as such, :func:`point_mark`);
+    right, TTFT p90 against the sweep's ``axis`` (requests in flight, log 2; or the request rate of a rate sweep,
+    log), a line per sweep through its clean points, in the colour of its curve, the others marked; the axes span
+    the clean points (one far off is drawn at the edge); the legend under both panels."""
     left, right = fig.subplots(1, 2)
-    for i, (label, points, front) in enumerate(series):
+    usable = [
+        [p for p in points if p.get("tokens_per_second_per_user") and p.get("tokens_per_second_per_device")]
+        for _, points, _ in series
+    ]
+    clean = [p for ps in usable for p in ps if not point_mark(p)]
+    xspan = clean_limits((p["tokens_per_second_per_user"] for p in clean), zero=True)
+    yspan = clean_limits((p["tokens_per_second_per_device"] for p in clean), zero=True)
+    timed = [[p for p in points if p.get("ttft_p90_ms") is not None and point(p)] for _, points, _ in series]
+    tspan = clean_limits((p["ttft_p90_ms"] for ps in timed for p in ps if not point_mark(p)), zero=True)
+    off, pale = False, False
+    for i, ((label, _, front), mine, times) in enumerate(zip(series, usable, timed, strict=True)):
         color = PALETTE[i % 8]
-        usable = [p for p in points if p.get("tokens_per_second_per_user") and p.get("tokens_per_second_per_device")]
-        for p in usable:
-            solid = point(p) in front
-            left.scatter(
-                p["tokens_per_second_per_user"],
-                p["tokens_per_second_per_device"],
-                s=30,
-                zorder=3,
-                color=color if solid else "none",
-                edgecolors=color,
-            )
-        on = sorted((p for p in usable if point(p) in front), key=lambda p: p["tokens_per_second_per_user"])
+        for p in mine:
+            x, y, mark = p["tokens_per_second_per_user"], p["tokens_per_second_per_device"], point_mark(p)
+            if not mark and point(p) not in front:  # clean, but another point beats it on both: pale
+                left.scatter(x, y, s=30, zorder=3, color=color, alpha=0.35)
+                pale = True
+            else:
+                off |= draw_mark(left, x, y, mark, color, xspan, yspan)
+        on = sorted((p for p in mine if point(p) in front and not point_mark(p)), key=lambda p: p[PER_USER])
         left.plot(
             [p["tokens_per_second_per_user"] for p in on],
             [p["tokens_per_second_per_device"] for p in on],
             color=color,
             label=label,
         )
-        timed = [p for p in points if p.get("ttft_p90_ms") is not None and point(p)]
-        right.plot([point(p) for p in timed], [p["ttft_p90_ms"] for p in timed], marker="o", color=color)
-    tradeoff_axes(left)
+        kept = [p for p in times if not point_mark(p)]  # the line joins the clean points; the others are marks
+        right.plot([point(p) for p in kept], [p["ttft_p90_ms"] for p in kept], marker="o", color=color)
+        for p in times:
+            if point_mark(p):
+                off |= draw_mark(right, point(p), p["ttft_p90_ms"], point_mark(p), color, None, tspan)
+    if pale:
+        left.scatter([], [], s=30, color=NEUTRAL, alpha=0.35, label="VALID, off the front (pale)")
+    mark_legend(left, (point_mark(p) for ps in usable + timed for p in ps), off)
+    tradeoff_axes(left, xspan, yspan)
     right.set_xscale("log", base=10 if axis == "rate" else 2)
     plain_log(right, ("x", ""))  # 1, 2, 4, 8: not 2^0, 2^1
     right.set_xlabel("request rate (queries/s, log scale)" if axis == "rate" else "requests in flight (concurrency)")
     right.set_ylabel("TTFT p90 (ms)")
-    right.set_ylim(bottom=0)
+    right.set_ylim(*(tspan or (0, None)))
     legend_below(fig, left)
 
 
@@ -84,36 +119,81 @@ def draw_latency(fig: "Figure", labels: Sequence[str], panels: Sequence[tuple[st
     a saturated run's p99 is 10-100x its limit, and the runs near their limit are the ones to read."""
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False).ravel()
     rows = list(range(len(labels)))
+    aside, off = False, False
     for ax, (title, spreads) in zip(axes, panels, strict=True):
+        span = clean_limits(
+            (v for s in spreads if not s.mark for v in (s.p50, s.p90, s.p99, s.limit) if v is not None), log=True
+        )
         for i, s in zip(rows, spreads, strict=True):
             known = [v for v in (s.p50, s.p90, s.p99) if v is not None and v > 0]
             if len(known) > 1:
-                ax.plot([min(known), max(known)], [i, i], color=NEUTRAL, linewidth=1, zorder=1)
+                ends = [min(max(v, span[0]), span[1]) if span else v for v in (min(known), max(known))]
+                ax.plot(ends, [i, i], color=NEUTRAL, linewidth=1, zorder=1)
             for (name, marker, color), v in zip(PERCENTILES, (s.p50, s.p90, s.p99), strict=True):
-                if v is not None and v > 0:
+                if v is None or v <= 0:
+                    continue
+                if span and not span[0] <= v <= span[1]:  # beyond the clean runs' span: at the edge, pointing out
+                    draw_mark(ax, v, i, "aside", color, span, None)
+                    off = True
+                elif s.mark:  # INVALID or contended: hollow, its row's label says which
+                    ax.scatter([v], [i], marker=marker, s=26, facecolors="none", edgecolors=color, zorder=3)
+                else:
                     ax.scatter([v], [i], marker=marker, s=26, color=color, zorder=3, label=name)
+            aside |= bool(s.mark)
             if s.limit is not None and s.limit > 0:
-                ax.plot([s.limit] * 2, [i - 0.4, i + 0.4], color=BAD, linewidth=2, zorder=2, label="p99 limit")
-                ax.annotate(
-                    f"{s.limit:,.4g}",
-                    (s.limit, i - 0.45),
-                    xytext=(2, 0),
-                    textcoords="offset points",
-                    va="top",
-                    fontsize=6.5,
-                    color=BAD,
-                )
+                _limit(ax, s.limit, i, span)
         if ax.has_data():
             ax.set_xscale("log")
             plain_log(ax, ("x", ""))
+            if span:
+                ax.set_xlim(*span)
         ax.set_title(title, loc="left")
         ax.set_xlabel("ms, log scale")
         ax.grid(axis="y", visible=False)
     axes[0].set_yticks(rows, labels)
     axes[0].set_ylim(len(labels) - 0.5, -0.6)  # the first run on top, room above it for its limit's figure
     shown: dict[str, Any] = {}
+    for j, (name, marker, color) in enumerate(PERCENTILES):  # named where drawn, even if only hollow
+        if any((s.p50, s.p90, s.p99)[j] is not None for _, spreads in panels for s in spreads):
+            shown[name] = axes[0].scatter([], [], marker=marker, s=26, color=color)
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             shown.setdefault(label, handle)
+    if aside:
+        shown["hollow: INVALID or contended run"] = axes[0].scatter(
+            [], [], marker="o", s=26, facecolors="none", edgecolors=NEUTRAL
+        )
+    if off:
+        shown["off the scale (at its edge)"] = axes[0].scatter(
+            [], [], marker=">", s=36, facecolors="none", edgecolors=NEUTRAL
+        )
     if shown:  # under the axes: wherever a legend sits inside, some run's marks lie beneath it
-        fig.legend(list(shown.values()), list(shown), fontsize=7, loc="outside lower center", ncols=len(shown))
+        fig.legend(list(shown.values()), list(shown), fontsize=7, loc="outside lower center", ncols=min(len(shown), 4))
+
+
+def _limit(ax: "Axes", limit: float, row: int, span: tuple[float, float] | None) -> None:
+    """A run's p99 limit: a red bar across its row with the figure beside it, or, where it lies beyond the span
+    the clean runs set (an INVALID run held to a far tighter limit), its figure at the edge, pointing its way."""
+    if span and not span[0] <= limit <= span[1]:
+        left = limit < span[0]
+        ax.annotate(
+            f"\u25c2 limit {limit:,.4g}" if left else f"limit {limit:,.4g} \u25b8",
+            (span[0] if left else span[1], row - 0.45),
+            xytext=(2 if left else -2, 0),
+            textcoords="offset points",
+            va="top",
+            ha="left" if left else "right",
+            fontsize=6.5,
+            color=BAD,
+        )
+        return
+    ax.plot([limit] * 2, [row - 0.4, row + 0.4], color=BAD, linewidth=2, zorder=2, label="p99 limit")
+    ax.annotate(
+        f"{limit:,.4g}",
+        (limit, row - 0.45),
+        xytext=(2, 0),
+        textcoords="offset points",
+        va="top",
+        fontsize=6.5,
+        color=BAD,
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from accelbench.families import families
 from accelbench.report.common import ReportInput, hook, newest_first, systems
 from accelbench.report.model import Bullets, Section, Table, Text
@@ -125,17 +127,90 @@ def _best(inp: ReportInput) -> list[str]:
     return lines
 
 
-def _care(r: Result, label: str) -> list[str]:
+#: the warnings that make a figure unfit to compare, the word each is listed under, and what to do about it
+CONCERNS = (
+    ("contended", "Contended", "rerun on a quiet machine: other work shared it, and the figures measure that too"),
+    ("noisy", "Noisy", "rerun on a quieter machine, or measure longer (--min-time)"),
+    ("GPU throttled", "Throttled", "the clocks were held down: cool the GPU or lift its power limit, then rerun"),
+)
+#: the runs one "Read with care" line names at most (the rest counted)
+CARE_RUNS = 8
+
+
+@dataclass(frozen=True)
+class Concern:
+    """One reason one result is unfit to compare, split so that the runs sharing a reason are listed once: its
+    ``kind`` ('INVALID', 'Contended', 'Failed'...), the ``reason`` within it the runs are grouped by ('TTFT
+    constraint not met (LoadGen)'; '' where the kind says it), this run's own ``detail`` (its figures) and the
+    ``advice`` ('lower --target-qps'), said once for the group where the runs share it."""
+
+    kind: str
+    reason: str
+    detail: str
+    advice: str
+    label: str
+
+
+def _split(text: str) -> tuple[str, str, str]:
+    """'TTFT constraint not met (LoadGen): p99 TTFT 1.151e+04 ms over the 2000 ms limit; lower --target-qps' as
+    its reason, its figures and its advice (the part after the last '; ', which a verdict's words end with)."""
+    reason, _, rest = text.partition(": ")
+    detail, _, advice = rest.rpartition("; ") if "; " in rest else (rest, "", "")
+    return reason, detail, advice
+
+
+def _care(r: Result, label: str) -> list[Concern]:
     """What makes one figure unfit to compare: INVALID, contended, noisy, throttled (each said, none hiding another)."""
     out = []
     if r.valid is False:
-        why = r.details.get("invalid_reasons") or ["LoadGen's verdict"]
-        out.append(f"INVALID: {label}: {'; '.join(why)}")
+        for why in r.details.get("invalid_reasons") or ["LoadGen's verdict"]:
+            out.append(Concern("INVALID", *_split(why), label))
     for w in r.warnings:
-        for prefix, word in (("contended", "Contended"), ("noisy", "Noisy"), ("GPU throttled", "Throttled")):
+        for prefix, word, advice in CONCERNS:
             if w.startswith(prefix):
-                out.append(f"{word}: {label}: {w.removeprefix(prefix).lstrip(': ')}")
+                out.append(Concern(word, "", w.removeprefix(prefix).lstrip(": "), advice, label))
     return out
+
+
+def _runs(entries: list[str]) -> str:
+    """'a, b (2 runs), c': each run's entry once, with how many runs share it, at most CARE_RUNS of them."""
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e] = counts.get(e, 0) + 1
+    named = [f"{e} ({n} runs)" if n > 1 else e for e, n in counts.items()]
+    more = [f"and {len(named) - CARE_RUNS} more"] * (len(named) > CARE_RUNS)
+    return ("; " if any("(" in e for e in counts) else ", ").join(named[:CARE_RUNS] + more)
+
+
+def grouped(concerns: list[Concern]) -> list[str]:
+    """The "Read with care" lines: one per kind and reason, naming its runs and saying once what they share (the
+    advice, and the figures where alike), so a dozen contended runs are one line, not a dozen repeating the same
+    advice: 'Contended (3 runs: a (other processes used 64% ...); b (...)): rerun on a quiet machine ...'. A reason
+    that one run alone has reads as before ('INVALID: a: its reasons'), all of that run's such reasons on one line."""
+    groups: dict[tuple[str, str], list[Concern]] = {}
+    for c in concerns:
+        groups.setdefault((c.kind, c.reason), []).append(c)
+    alone: dict[tuple[str, str], list[str]] = {}  # (kind, run) -> its reasons no other run has, in their words
+    lines: list[str | tuple[str, str]] = []
+    for (kind, reason), cs in groups.items():
+        if len(cs) == 1:
+            c = cs[0]
+            words = f"{reason}: {c.detail}" if reason and c.detail else reason or c.detail
+            if (kind, c.label) not in alone:
+                lines.append((kind, c.label))
+            alone.setdefault((kind, c.label), []).append("; ".join(w for w in (words, c.advice) if w))
+            continue
+        details, advice = {c.detail for c in cs}, {c.advice for c in cs}
+        shared = (
+            [*details, *advice] if len(details) == 1 and len(advice) == 1 else [*advice] if len(advice) == 1 else []
+        )
+        # each run's own figure, short: its itemisation ('(pip[19776] 36%, ...)') is in its table's notes
+        own = ["; ".join(x.split(" (")[0] for x in (c.detail, c.advice) if x and x not in shared) for c in cs]
+        entries = [f"{c.label} ({o})" if o else c.label for c, o in zip(cs, own, strict=True)]
+        tail = "; ".join(x for x in shared if x)
+        head = f"{kind}: {reason}" if reason else kind
+        lines.append(f"{head} ({len(cs)} runs: {_runs(entries)})" + (f": {tail}" if tail else ""))
+    return [f"{x[0]}: {x[1]}: {'; '.join(alone[x])}" if isinstance(x, tuple) else x for x in lines]
 
 
 def summary(inp: ReportInput) -> Section:
@@ -153,17 +228,18 @@ def summary(inp: ReportInput) -> Section:
     best = _best(inp)
     if best:
         section.blocks.append(Bullets(best))
-    attention = []
+    concerns: list[Concern] = []
     above: dict[str, list[float]] = {}
     for r in newest_first(recs):
         label = f"{r.benchmark} {inp.name(r)}"
         if r.status == "failed":
-            attention.append(f"Failed: {label}: {r.error or 'no error recorded'}")
+            concerns.append(Concern("Failed", r.error or "no error recorded", "", "", label))
         elif r.status == "ok":
-            attention += _care(r, label)
+            concerns += _care(r, label)
         pk = r.metrics.get("pct_of_peak")
         if pk is not None and pk.value > 100:
             above.setdefault(str((r.details.get("peak") or {}).get("source", "unknown")), []).append(pk.value)
+    attention = grouped(concerns)
     for source, values in above.items():
         span = (
             f"{fmt.number(min(values), 3)}-{fmt.number(max(values), 3)}%"

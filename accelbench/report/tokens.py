@@ -9,6 +9,10 @@ tokens and the energy per output token where the record carries them. A chart se
 against tokens/s per user (the serving trade-off: batching more raises the one and lowers the other), another
 each sweep's curve (every sweep its own series: two endpoints, engines or machines swept alike share it), and one
 per model and clock each run's TTFT and TPOT percentiles against the limits it was held to.
+
+A series is one served setup: model, engine, precision, scenario, prompt/output lengths, server and machine
+(:func:`series_name`), since runs that differ in any of these measure other work. A contended or INVALID run is
+marked as such (:func:`mark`) and sets no axis: the clean runs' span does, and one far off is drawn at its edge.
 """
 
 from __future__ import annotations
@@ -221,18 +225,48 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     return sub
 
 
+def lengths(r: Result) -> str:
+    """'128/8 tokens': the prompt and output lengths a run served ('' where its record states neither): runs of
+    other lengths do other work per request, and never share a series."""
+    p = r.params
+    return f"{p['input_tokens']}/{p['output_tokens']} tokens" if p.get("input_tokens") or p.get("output_tokens") else ""
+
+
 def series_name(r: Result, labels: dict[str, str]) -> str:
-    """'llama3.1-8b endpoint llama at http://10.0.0.2:8000/v1 on box-b': the model, the engine, the precision, the
-    server (an endpoint run: its URL and the model it serves) and the machine where the report has several: the
-    words that tell one served setup from another, so two endpoints, engines or machines never share a series."""
+    """'llama3.1-8b static fp32 server 128/8 tokens on box-b': the model, the engine, the precision, the scenario,
+    the prompt/output lengths, the server (an endpoint run: its URL and the model it serves) and the machine
+    where the report has several: the words that tell one served setup from another, so Offline, Server and
+    interactive runs, runs of other lengths or precisions, two endpoints, engines or machines never share a
+    series (nor one colour)."""
     p = r.params
     engine = r.details.get("engine") if isinstance(r.details.get("engine"), dict) else {}
-    words = [p.get("model"), p.get("engine") or engine.get("engine"), p.get("precision")]
+    words = [p.get("model"), p.get("engine") or engine.get("engine"), p.get("precision"), p.get("scenario")]
+    words.append(lengths(r))
     name = " ".join(str(w) for w in words if w and w != "unstated")  # an endpoint's precision: the server's own
     if p.get("url"):
         served = p.get("served_model") or engine.get("served_model")
         name += f" {served} at {p['url']}" if served else f" at {p['url']}"
     return name + (f" on {labels[r.fingerprint]}" if len(labels) > 1 else "")
+
+
+def flags(r: Result) -> list[str]:
+    """What makes a run's figures unfit to read as the setup's own: 'INVALID' (LoadGen's verdict), 'contended'
+    (other work shared the machine: a warning starting 'contended'); none for a VALID, uncontended run."""
+    contended = any(w.startswith("contended") for w in r.warnings)
+    return ["INVALID"] * (r.valid is False) + ["contended"] * contended
+
+
+def mark(r: Result) -> str:
+    """A run's point's mark on a chart (:func:`accelbench.report.charts.mark_style`): 'INVALID' (a cross, contended
+    or not), 'contended' (hollow), '' (filled): the one that says most about what its figures are worth."""
+    return next(iter(flags(r)), "")
+
+
+#: what a chart's marks mean, as a caption says it
+MARKS = (
+    "VALID, uncontended runs filled, contended ones hollow, INVALID ones a cross; the axes span the clean runs, "
+    "and a run beyond them is a triangle at the edge"
+)
 
 
 def pareto(recs: list[Result], labels: dict[str, str]) -> list[Chart]:
@@ -271,8 +305,9 @@ def pareto(recs: list[Result], labels: dict[str, str]) -> list[Chart]:
                 "Sweep: throughput against interactivity, and time to first token"
                 + (" against the request rate" if rated else ""),
                 f"{len(drawn)} sweep(s) of {each}: output tokens/s per device against tokens/s per user, the "
-                f"Pareto front joined (VALID, uncontended points), and the TTFT p90 at each "
-                f"{'request rate' if rated else 'concurrency'}; series: {'; '.join(n for n, _, _ in series)}{left}",
+                f"Pareto front joined (VALID, uncontended points; a clean point off it pale), and the TTFT p90 at "
+                f"each {'request rate' if rated else 'concurrency'}; {MARKS}; series: "
+                f"{'; '.join(n for n, _, _ in series)}{left}",
                 partial(charts_tokens.draw_pareto, series=series, axis=axis),
                 size=(7.0, 3.6 + 0.15 * len(series)),  # the legend's lines under the panels
             )
@@ -282,25 +317,28 @@ def pareto(recs: list[Result], labels: dict[str, str]) -> list[Chart]:
 
 def tradeoff(recs: list[Result], labels: dict[str, str]) -> Chart | None:
     """Output tokens/s per device against tokens/s per user, one series per served setup (:func:`series_name`:
-    system, model, engine, server; VALID runs filled, the others hollow); None where fewer than two runs have
-    both figures."""
-    series: dict[str, list[tuple[float, float, bool]]] = {}
+    model, engine, precision, scenario, lengths, server, machine), each run marked by what it is worth
+    (:func:`mark`), the axes set by the clean runs; None where fewer than two runs have both figures."""
+    series: dict[str, list[tuple[float, float, str]]] = {}
     for r in recs:
         per_user = r.metrics.get("tokens_per_second_per_user")
         rate = r.metrics.get("tokens_per_second_per_device") or r.metrics.get("tokens_per_second")
         if r.status != "ok" or per_user is None or rate is None:
             continue
-        series.setdefault(series_name(r, labels), []).append((per_user.value, rate.value, r.valid is not False))
+        series.setdefault(series_name(r, labels), []).append((per_user.value, rate.value, mark(r)))
     points = sum(len(v) for v in series.values())
     if points < 2:
         return None
+    drawn = sorted(series.items())[:MAX_CHARTS]
+    rest = sorted(series.items())[MAX_CHARTS:]
+    left = f"; {len(rest)} series not drawn ({sum(len(v) for _, v in rest)} runs)" if rest else ""
     return Chart(
         "tokens-tradeoff",
         "Throughput against interactivity",
-        f"Output tokens/s per device against tokens/s per user for {points} runs of "
-        f"{len(series)} series; VALID runs filled, INVALID hollow",
-        partial(charts.draw_tradeoff, series=sorted(series.items())[:MAX_CHARTS]),
-        size=(7.0, 3.6 + 0.15 * min(len(series), MAX_CHARTS)),  # the legend's lines under the axes
+        f"Output tokens/s per device against tokens/s per user for {points} runs of {len(series)} series (one per "
+        f"model, engine, precision, scenario, prompt/output lengths, server and machine); {MARKS}{left}",
+        partial(charts.draw_tradeoff, series=drawn),
+        size=(7.0, 3.6 + 0.15 * (len(drawn) + 3)),  # the legend's lines under the axes, the marks' included
     )
 
 
@@ -324,16 +362,20 @@ def _recorded(r: Result, kind: str) -> bool:
 
 
 def _spread(r: Result, kind: str) -> charts_tokens.Spread:
-    """The p50/p90/p99 of ``kind`` the record holds (None where not) and the p99 limit it was held to."""
+    """The p50/p90/p99 of ``kind`` the record holds (None where not), the p99 limit it was held to and what the
+    run is worth (:func:`flags`: an INVALID or contended run is drawn hollow and sets no scale)."""
     found = [r.metrics.get(f"{kind}_p{q}_ms") for q in (50, 90, 99)]
     lim = r.details.get("limits") if isinstance(r.details.get("limits"), dict) else {}
-    return charts_tokens.Spread(*(m.value if m else None for m in found), limit=lim.get(f"{kind}_p99_ms"))
+    return charts_tokens.Spread(
+        *(m.value if m else None for m in found), limit=lim.get(f"{kind}_p99_ms"), mark=", ".join(flags(r))
+    )
 
 
 def _rows_named(runs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> tuple[str, list[str]]:
     """The words every run's workload shares ('llama3.1-8b static 128/8 tokens ...': the chart's caption says them
-    once) and each run's row label: its scenario and the words it does not share, its system where the report has
-    several, then the request rate asked for and the time it started where two rows would read alike."""
+    once) and each run's row label: its scenario and the words it does not share (engine, lengths, precision where
+    the rows differ in them), its system where the report has several, then the request rate asked for and the
+    time it started where two rows would read alike, and last what makes it unfit ('(INVALID, contended)')."""
     words = [name(r).split() for r in runs]
     shared = set(words[0]).intersection(*words[1:])
     rows = []
@@ -344,7 +386,9 @@ def _rows_named(runs: list[Result], labels: dict[str, str], name: Callable[[Resu
         rows.append(" ".join([scenario, *rest, *where]).strip() or name(r))
     rate = [f"{r.details['target_qps']:,.4g} queries/s" if r.details.get("target_qps") else "" for r in runs]
     started = [r.started_at[:16].replace("T", " ") for r in runs]
-    return " ".join(w for w in words[0] if w in shared), charts.distinct(rows, rate, started)
+    rows = charts.distinct(rows, rate, started)
+    marked = [f"{row} ({', '.join(flags(r))})" if flags(r) else row for row, r in zip(rows, runs, strict=True)]
+    return " ".join(w for w in words[0] if w in shared), marked
 
 
 def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> list[Chart]:
@@ -378,7 +422,9 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
                 f"{model}: {what} percentiles against their limits, "
                 + ("Server and interactive runs" if clock == "served" else "Offline runs"),
                 f"The p50, p90 and p99 {what} of {len(drawn)} run(s) of {common} as recorded (percentiles by {by}; "
-                f"a record keeps no distribution), log axis; {held}{left}",
+                f"a record keeps no distribution), log axis spanning the VALID, uncontended runs; an INVALID or "
+                f"contended run's marks hollow (its row says which), a figure beyond the axis a triangle at its "
+                f"edge; {held}{left}",
                 partial(
                     charts_tokens.draw_latency,
                     labels=rows,
