@@ -262,3 +262,26 @@ def test_membw_says_when_the_arrays_fit_in_cache(tmp_path):
         pytest.skip("this machine's sysfs shows no caches")
     [r] = run_inline(make_entry("kernels/membw", {"size": "1M", **FAST}))
     assert r.status == "ok" and any(w.startswith("cache-resident") for w in r.warnings), r.warnings
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [([], "fp32"), (["avx512_bf16"], "bf16"), (["amx_fp16", "avx512_bf16"], "fp16"), (["asimdhp"], "fp16")],
+)
+def test_attention_defaults_to_the_cpu_s_native_precision(monkeypatch, flags, expected):
+    """A fixed fp16 default was skipped on every CPU without fp16 arithmetic; the default follows the device."""
+    from accelbench.devices import host
+    from accelbench.kernels.common import native_precision
+
+    monkeypatch.setattr(host, "cpu_flags", lambda: flags)
+    assert native_precision(torch.device("cpu")) == expected
+
+
+def test_attention_s_default_precision_runs_and_is_recorded_as_what_ran():
+    from accelbench.kernels.common import native_precision
+
+    entry = make_entry("kernels/attention", {"batch": 1, "heads": 2, "seq_len": 16, "head_dim": 8, **FAST})
+    assert entry.params["precision"] == "auto"
+    [r] = run_inline(entry)
+    assert r.status == "ok", r.error or r.reason
+    assert r.params["precision"] == native_precision(torch.device("cpu")) != "auto"

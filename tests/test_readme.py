@@ -159,3 +159,27 @@ def test_regen_check_lists_the_commands_of_every_page() -> None:
         "# README.md",
         "accelbench compare tag:threads=1 tag:threads=2  (output copied from docs/compare.md)",
     ]
+
+
+def _xla_install_in_docs() -> list[str]:
+    """The fenced block of docs/run.md that installs PyTorch/XLA."""
+    lines = (DOCS / "run.md").read_text(encoding="utf-8").splitlines()
+    found = [b for b in _fenced(lines) if b and b[0].startswith("pip install torch==")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_the_xla_install_is_the_same_in_the_docs_the_readme_and_ci() -> None:
+    """A plain install beside torch_xla upgrades torch and breaks it: the documented one is the one CI proves."""
+    docs = _xla_install_in_docs()
+    assert len(docs) == 3 and docs[1].startswith("pip freeze") and "-c constraints.txt" in docs[2], docs
+    # the README's xla row: its code spans that are commands, a table's escaped pipes read as pipes
+    [row] = [line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| `xla`")]
+    spans = [s.replace("\\|", "|") for s in re.findall(r"`((?:[^`\\]|\\.)+)`", row)]
+    assert [s for s in spans if s.startswith("pip ")] == docs
+    # .ci/xla runs the same lines, in order, one after the other
+    ci = [line.strip() for line in (ROOT / ".ci" / "xla").read_text(encoding="utf-8").splitlines()]
+    assert docs[0] in ci, ci
+    start = ci.index(docs[0])
+    assert ci[start : start + len(docs)] == docs
+    assert subprocess.run(["bash", "-n", str(ROOT / ".ci" / "xla")], check=False).returncode == 0

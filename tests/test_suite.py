@@ -55,6 +55,9 @@ def test_resume_skips_what_finished(tmp_path, store, profile):
     )
     assert [r.benchmark for r in retry.results] == ["selftest/raise"]
     assert len(store.query(run_id=first.run_id)) == 3
+    # the retried entry keeps its place in the suite (002), and its new attempt a log of its own
+    logs = sorted(p.name for p in (first.run_dir / "logs").iterdir())
+    assert [name.split("-")[0] for name in logs] == ["001", "002", "002.2"], logs
     with pytest.raises(UsageError, match="no run"):
         run_suite(Suite("x", []), store, RunOptions(out_dir=tmp_path), resume="nope", profile=profile)
 
@@ -93,6 +96,10 @@ def test_ctrl_c_keeps_finished_records_and_resume_finishes(tmp_path, cli_env):
     assert done.returncode == 1  # the hang fails on its 1 s timeout
     statuses = sorted(r.status for r in Store(db, readonly=True).query(run_id=run_id))
     assert statuses == ["failed", "ok", "ok"]
+    # the resumed entries continue the first run's numbering: no second 001- beside the first run's logs
+    logs = sorted(p.name for p in (tmp_path / "runs" / run_id / "logs").iterdir())
+    assert [name.split("-")[0] for name in logs] == ["001", "002", "002.2", "003"], logs
+    assert "hang" in logs[2] and "ok" in logs[3], logs
 
 
 def test_suite_file_expands_lists_and_applies_defaults(tmp_path):

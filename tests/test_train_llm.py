@@ -222,3 +222,26 @@ def test_without_transformers_the_quick_suite_loads_and_decoder_training_is_skip
 
     params = TrainParams(model="llama3.1-8b", scale="tiny")
     assert missing_library(params) == "transformers is not installed (pip install 'accelbench[llm]')"
+
+
+@pytest.mark.parametrize("num_batches, window", [(12, 2), (100, 10), (59, 9), (3, 1)])
+def test_the_default_window_leaves_enough_windows_for_an_interval(num_batches, window):
+    from accelbench.measure.stats import MIN_CI_SAMPLES
+    from accelbench.train.llm.specs import window_of
+
+    params = TrainParams(model="llama3.1-8b", scale="tiny", num_batches=num_batches)
+    assert window_of(params) == window
+    assert num_batches // window >= min(MIN_CI_SAMPLES, num_batches)
+    assert window_of(TrainParams(model="llama3.1-8b", scale="tiny", num_batches=12, display_every=12)) == 12
+
+
+def test_twelve_batches_measure_an_interval_and_an_explicit_window_is_kept():
+    quick = {**QUICK, "num_batches": 12}
+    quick.pop("display_every")
+    [r] = run_inline(make_entry("train/throughput", {"model": "llama3.1-8b", **quick}))
+    assert r.status == "ok", r.error
+    assert r.params["display_every"] == 2 and r.details["windows"] == 6
+    assert r.metrics[r.primary_metric].ci95 is not None
+    assert not any(w.startswith("few samples") for w in r.warnings), r.warnings
+    [kept] = run_inline(make_entry("train/throughput", {"model": "llama3.1-8b", **quick, "display_every": 4}))
+    assert kept.params["display_every"] == 4 and kept.details["windows"] == 3

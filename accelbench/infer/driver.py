@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from accelbench.infer.heartbeat import heartbeat, planned_samples
-from accelbench.infer.logs import read_detail
+from accelbench.infer.logs import drop_empty_trace, read_detail
 from accelbench.infer.served import Served
 from accelbench.infer.specs import QSL_SAMPLES, InferParams
 from accelbench.infer.sut import BatchingSUT, SampleLibrary, Worker
@@ -107,6 +107,7 @@ def start_test(
         sut_impl.stop()
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)
+        drop_empty_trace(outdir)
     if sut_impl.error is not None:
         raise sut_impl.error
     return read_detail(outdir / "mlperf_log_detail.txt"), monitor.conditions.to_dict(), outdir

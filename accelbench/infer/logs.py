@@ -12,6 +12,23 @@ from pathlib import Path
 from typing import Any
 
 PREFIX = ":::MLLOG "
+TRACE = "mlperf_log_trace.json"
+
+
+def drop_empty_trace(outdir: Path) -> bool:
+    """Remove LoadGen's trace file from ``outdir`` when it is empty; True when one was removed.
+
+    LoadGen creates the trace file whether or not tracing is on, and with tracing off it stays at 0 bytes: an
+    empty file in every log folder reads as a trace that failed to write. A trace with content is kept.
+    """
+    path = Path(outdir) / TRACE
+    try:
+        if path.stat().st_size == 0:
+            path.unlink()
+            return True
+    except FileNotFoundError:
+        pass
+    return False
 
 
 def read_detail(path: Path) -> dict[str, Any]:

@@ -12,12 +12,13 @@ could use is recorded with the result.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Iterator
 
-from accelbench.devices import device_label
+from accelbench.devices import device_label, resolve_device
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import FLOAT_PRECISIONS, torch_dtype
-from accelbench.kernels.common import KernelCase, max_relative_error, run_kernel
+from accelbench.kernels.common import KernelCase, max_relative_error, native_precision, run_kernel
 from accelbench.kernels.specs import AttentionParams
 from accelbench.kit.context import RunContext
 from accelbench.results.record import Result
@@ -94,4 +95,6 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
 
 
 def run(params: AttentionParams, ctx: RunContext) -> Iterator[Result]:
+    if params.precision == "auto":  # the record keeps the precision that ran, never "auto"
+        params = replace(params, precision=native_precision(resolve_device(params.device)))
     return run_kernel(params, ctx, build_case, SUPPORTED, record_extra={"head_dim": params.dim})

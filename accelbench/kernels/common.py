@@ -63,6 +63,14 @@ def no_path_reason(benchmark: str, precision: str, supported: tuple[str, ...]) -
     return f"{benchmark} has no documented PyTorch {precision} kernel; it runs in {', '.join(supported)}"
 
 
+def native_precision(device: "torch.device", candidates: tuple[str, ...] = ("fp16", "bf16")) -> str:
+    """The first of ``candidates`` that ``device`` computes natively, else fp32: a default that measures the
+    hardware everywhere, where a fixed fp16 is skipped on every CPU without fp16 arithmetic."""
+    from accelbench.devices.precision import precision_reason
+
+    return next((p for p in candidates if precision_reason(device, p) is None), "fp32")
+
+
 def max_relative_error(outs: object, refs: object) -> float:
     """The worst relative error over a kernel's outputs (one tensor, or a tuple of them)."""
     o = outs if isinstance(outs, tuple) else (outs,)

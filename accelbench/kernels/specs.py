@@ -137,7 +137,11 @@ class AttentionParams(KernelParams):
     width: int | None = opt(None, "model width; sets head_dim = width / heads")
     causal: bool = opt(False, "causal mask (decoder self-attention)", sweep=False)
     phase: str = opt("fwd", "fwd or fwd_bwd", choices=PHASES)
-    precision: str = opt("fp16", "operand precision", choices=ALL_PRECISIONS)
+    precision: str = opt(
+        "auto",
+        "operand precision; auto: the device's fastest native one (fp16, else bf16, else fp32), recorded as run",
+        choices=("auto", *ALL_PRECISIONS),
+    )
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:

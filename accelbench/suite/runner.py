@@ -134,6 +134,22 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def attempt_log_path(folder: RunFolder, index: int, label: str) -> Path:
+    """The log of an entry's next attempt: ``NNN-label.log``, then ``NNN.2-label.log`` and so on.
+
+    An entry run again (``--resume`` after an interruption, ``--retry-failed``) keeps its number, and each attempt
+    gets a file of its own, so the record of an earlier attempt still points at that attempt's output alone; the
+    names sort in the order the attempts ran.
+    """
+    first = folder.log_path(index, label)
+    number, rest = first.name.split("-", 1)
+    path, n = first, 1
+    while path.exists():
+        n += 1
+        path = first.with_name(f"{number}.{n}-{rest}")
+    return path
+
+
 class SuiteRunner:
     def __init__(self, store: Store, profile: dict[str, Any], options: RunOptions, observer: Observer | None = None):
         self.store = store
@@ -153,12 +169,15 @@ class SuiteRunner:
         if any(not registry.get(e.benchmark).family.harness for _, e in todo):
             self._measure_idle()  # a suite of harness checks only (the selftests) measures nothing worth it
         session = Session(run_id, folder)
+        # an entry's files are numbered by its place in the suite, not in what is left: a resumed run's logs
+        # continue the first run's numbering instead of starting again at 001
+        place = {key: n for n, (key, _) in enumerate(suite.keyed_entries(), 1)}
         with _sigterm_as_interrupt(), self.closing(session):
             for i, (key, entry) in enumerate(todo, 1):
                 self.observer.entry_started(i, len(todo), entry)
                 t0 = time.perf_counter()
                 try:
-                    results = self._run_entry(session, key, entry, i)
+                    results = self._run_entry(session, key, entry, place[key])
                 except Interrupted as stop:
                     summary.results += stop.results
                     summary.interrupted = True
@@ -249,7 +268,7 @@ class SuiteRunner:
         work.mkdir(exist_ok=True)
         out = work / f"{index:03d}-{entry.key}.jsonl"
         out.unlink(missing_ok=True)
-        log_path = folder.log_path(index, entry.label)
+        log_path = attempt_log_path(folder, index, entry.label)
         timeout = self._timeout(entry)
         committed: list[Result] = []
         tail = Tail(out)

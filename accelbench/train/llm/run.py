@@ -8,6 +8,7 @@ and what to change.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 from typing import TYPE_CHECKING, Any, Iterator
@@ -25,7 +26,7 @@ from accelbench.results.record import Result
 from accelbench.system.specs import peak_for
 from accelbench.train.llm import flops as llm_flops
 from accelbench.train.llm.model import config_for, step_precision
-from accelbench.train.llm.specs import micro_batch, seq_len_of, sharding_of
+from accelbench.train.llm.specs import micro_batch, seq_len_of, sharding_of, window_of
 
 if TYPE_CHECKING:
     import torch
@@ -80,8 +81,6 @@ def memory_per_device(device: "torch.device", nproc: int) -> int | None:
 
 def _count(config: Any, params: "TrainParams") -> tuple[int, int, llm_flops.TrainFlops]:
     """Parameters in all, trainable, and the FLOPs per token (counted on the meta device: no memory)."""
-    import dataclasses
-
     from accelbench.train.llm import model as llm_model
 
     meta = llm_model.build(params, config)
@@ -97,6 +96,8 @@ def _count(config: Any, params: "TrainParams") -> tuple[int, int, llm_flops.Trai
 
 
 def run(params: "TrainParams", ctx: RunContext) -> Iterator[Result]:
+    # the window is fixed here, so this process, every rank and the record count the same steps per window
+    params = dataclasses.replace(params, display_every=window_of(params))
     prep = prepare(params)
     device, world = prep.device, params.world_size
     record = prep.record(params, display_every=params.window)

@@ -71,6 +71,21 @@ class LLMTrainParams:
     )
 
 
+#: the most steps a default window holds (as other training's windows)
+MAX_WINDOW = 10
+
+
+def window_of(p: Any) -> int:
+    """Steps per measurement window: an explicit --display-every as given, else as many steps (up to
+    ``MAX_WINDOW``) as leave enough windows for the tokens/s interval: a decoder step is long, so a short run
+    (--num-batches 12) with a window of 10 would measure a single window, and one sample has no interval."""
+    from accelbench.measure.stats import MIN_CI_SAMPLES
+
+    if p.display_every:
+        return int(p.display_every)
+    return max(1, min(MAX_WINDOW, p.num_batches // MIN_CI_SAMPLES))
+
+
 def seq_len_of(p: Any) -> int:
     return p.seq_len or DEFAULT_SEQ_LEN[p.scale]
 
