@@ -135,8 +135,8 @@ def emulated_reason(device: "torch.device", precision: str, allowed: bool = Fals
     from accelbench.devices.host import emulated_reason as cpu_reason
 
     why = cpu_reason(arithmetic_of(precision), cpu_flags())
-    # the way forward first: the precision this CPU computes natively, then the emulation (attention's fp16
-    # default is skipped on most CPUs; a hint naming only --emulated sent users to measure torch's fallback)
+    # the way forward first: the precision this CPU computes natively, then the emulation (a hint naming only
+    # --emulated sends users to measure torch's fallback)
     return f"{why}; --precision fp32 measures what it computes natively, --emulated measures it anyway" if why else None
 
 

@@ -83,7 +83,10 @@ class XlaKind(DeviceKind):
 
     def unavailable(self) -> str | None:
         if importlib.util.find_spec("torch_xla") is None:
-            return "torch_xla not installed (PyTorch/XLA: pip install torch_xla matching torch, e.g. 2.9.0 on a TPU VM)"
+            return (
+                "torch_xla not installed (PyTorch/XLA: torch_xla with the torch it was built for, held by a "
+                "constraint: docs/run.md, 'On a TPU')"
+            )
         try:
             return None if self.count() > 0 else "torch_xla sees no XLA device (set PJRT_DEVICE=TPU, or CPU to test)"
         except Exception as exc:  # the runtime could not start (no TPU, a PJRT_DEVICE it cannot open)

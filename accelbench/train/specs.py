@@ -91,7 +91,10 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
     warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
     num_batches: int = opt(100, "measured steps", sweep=False)
     display_every: int = opt(
-        0, "steps per measurement window, the throughput samples (0: 10, or --num-batches if fewer)", sweep=False
+        0,
+        "steps per measurement window, the throughput samples (0: 10, or --num-batches if fewer; a decoder's: "
+        "--num-batches / 6, 1 to 10, so a short run still has the windows an interval needs)",
+        sweep=False,
     )
     nproc: int = opt(1, "processes (devices) per node, DDP under torchrun; a list makes a scaling table")
     max_batch_size: int = opt(
