@@ -642,3 +642,17 @@ def test_a_tpot_limit_no_rate_can_meet_is_skipped_after_the_probe(tmp_path):
     r = json.loads(p.stdout)["results"][0]
     assert r["status"] == "skipped", r
     assert r["reason"].startswith("the TPOT limit (0.0001 ms, --ttft-ms and --tpot-ms) is out of reach: one request")
+
+
+def test_a_cpu_engine_leaves_a_core_to_loadgen_when_no_threads_are_asked(tmp_path):
+    """On a CPU the engine computes on every usable core but one (two threads on two cores ran the tiny model at
+    a third of one thread's speed, LoadGen and the SUT's threads fighting for the cores); --threads overrides."""
+    from accelbench.system.cpu import usable_cores
+
+    env = dict(os.environ) | {"ACCELBENCH_HOME": str(tmp_path / "home")}
+    args = [MODEL, "--scale", "tiny", "--input-tokens", "16", "--output-tokens", str(OUT), "--engine", "static"]
+    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
+    r = json.loads(p.stdout)["results"][0]
+    assert r["status"] == "ok", r.get("error")
+    assert r["params"]["threads"] == max(1, usable_cores() - 1)
+    assert r["details"]["threads_method"].startswith("no --threads: every usable core but one")
