@@ -119,3 +119,17 @@ def test_an_offline_endpoint_run_is_never_one_batch(checkpoint: Path, batch: int
     assert EndpointEngine.min_requests(p) == least
     if scenario == "offline":
         assert least == OFFLINE_MIN_WAVES * batch and OFFLINE_MIN_WAVES >= 4
+
+
+def test_a_failed_record_without_served_model_names_the_model_the_server_serves(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    """Without --served-model, a failed run is labelled with the model the server said it serves, as an ok one
+    is: one server, one series."""
+    with serving(Behaviour(fail_every=5)) as url:
+        failed = run_entry(settings(url, checkpoint), tmp_path / "failed")
+    with serving() as url:
+        ok = run_entry(settings(url, checkpoint), tmp_path / "ok")
+    assert failed.status == "failed" and ok.status == "ok", (failed.error, ok.error)
+    assert failed.params["served_model"] == ok.params["served_model"] == MODEL
+    assert label(failed) == label(ok)

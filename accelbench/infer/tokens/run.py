@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason, torch_dtype
+from accelbench.errors import BenchmarkFailed, BenchmarkSkipped
 from accelbench.infer import replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.driver import Outcome, start_test
@@ -160,13 +161,22 @@ def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, pla
 
 
 def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
-    from accelbench.workloads import workload_class
-
     engine = engine_class(params.engine)()
     skip_if(engine.unavailable())
     engine.configure(params)
     # the model the server said it serves (its /v1/models), in the record's label as if --served-model were given
-    params = replace(params, served_model=engine.facts.get("served_model", params.served_model))
+    named = replace(params, served_model=engine.facts.get("served_model", params.served_model))
+    try:
+        yield from _run(named, ctx, engine)
+    except (BenchmarkFailed, BenchmarkSkipped) as exc:
+        if exc.record is None and named.served_model != params.served_model:  # a failed run's label is an ok one's
+            exc.record = named.to_dict()
+        raise
+
+
+def _run(params: InferParams, ctx: RunContext, engine: Engine) -> Iterator[Result]:
+    from accelbench.workloads import workload_class
+
     prep = prepare(params, autotune=False)
     if not params.threads and engine.runs_model and not engine.remote and not kind_of(prep.device).accelerator:
         prep = leave_a_core(prep)
