@@ -381,36 +381,40 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
     assert too_big(InferParams(model="llama2-70b", scale="tiny"), figures(config_of(preset, "tiny")), cpu) is None
 
 
-#: an engine slow while the probe times it and fast afterwards: the probe plans too few Offline requests
-LATE_BLOOMER = """
+#: an engine whose speed changes after the probe (its three calls: a batch, a warm-up that agrees, one request)
+PACED = """
 import time
 
 from accelbench.infer.tokens.engines import NullEngine
 
 
-class LateBloomer(NullEngine):
-    name = "late-bloomer"
+class Paced(NullEngine):
+    name = "paced"
     calls = 0
 
     def serve(self, batch):
-        LateBloomer.calls += 1
-        # the probe (a batch, a warm-up that agrees with it, a single request) at 1/10 of the run's speed
-        time.sleep(0.2 if LateBloomer.calls <= 3 else 0.02)
+        Paced.calls += 1
+        time.sleep({probe} if Paced.calls <= 3 else {run})
         super().serve(batch)
 """
+
+
+def paced_run(tmp_path: Path, probe: float, run: float, duration: str) -> dict[str, Any]:
+    """An Offline token run of an engine that sleeps ``probe`` s a batch while probed and ``run`` s after."""
+    (tmp_path / "paced.py").write_text(PACED.format(probe=probe, run=run))
+    env = dict(os.environ) | {
+        "ACCELBENCH_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    args = [MODEL, *TINY, "--scenario", "offline", "--duration", duration, "--engine", "paced:Paced"]
+    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
+    return json.loads(p.stdout)["results"][0]
 
 
 def test_a_token_run_that_disagrees_with_its_plan_is_rerun_from_what_it_measured(tmp_path):
     """Planned from a slow probe, Offline runs out of requests before its minimum duration; the run is repeated
     from its own measurement, reported VALID, with the first run's reason in the record."""
-    (tmp_path / "late_bloomer.py").write_text(LATE_BLOOMER)
-    env = dict(os.environ) | {
-        "ACCELBENCH_HOME": str(tmp_path / "home"),
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
-    }
-    args = [MODEL, *TINY, "--scenario", "offline", "--duration", "1", "--engine", "late_bloomer:LateBloomer"]
-    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
-    r = json.loads(p.stdout)["results"][0]
+    r = paced_run(tmp_path, 0.2, 0.02, "1")  # the probe at a tenth of the run's speed
     assert r["valid"] is True, r["warnings"]
     reruns = r["details"]["reruns"]
     assert reruns and "the probe planned" in reruns[0]["why"]
@@ -585,35 +589,10 @@ def test_a_server_run_that_fell_behind_shows_what_it_completed_and_names_the_sch
     assert "scheduled_requests_per_second" not in kept  # within 1%: one figure, not two
 
 
-#: an engine fast while the probe times it and ten times slower afterwards: an Offline run far under its probe
-EARLY_WILTER = """
-import time
-
-from accelbench.infer.tokens.engines import NullEngine
-
-
-class EarlyWilter(NullEngine):
-    name = "early-wilter"
-    calls = 0
-
-    def serve(self, batch):
-        EarlyWilter.calls += 1
-        time.sleep(0.005 if EarlyWilter.calls <= 3 else 0.05)  # the probe's three calls at 10x the run's speed
-        super().serve(batch)
-"""
-
-
 def test_an_offline_run_far_under_its_probe_is_rerun_from_what_it_measured(tmp_path):
     """LoadGen calls the first run VALID, but it measured a tenth of its probe: it is rerun after a repeated probe,
     and the record keeps why (the trial's 452.7 tokens/s after a probe of 3,952 was reported VALID)."""
-    (tmp_path / "early_wilter.py").write_text(EARLY_WILTER)
-    env = dict(os.environ) | {
-        "ACCELBENCH_HOME": str(tmp_path / "home"),
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
-    }
-    args = [MODEL, *TINY, "--scenario", "offline", "--duration", "0.2", "--engine", "early_wilter:EarlyWilter"]
-    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
-    r = json.loads(p.stdout)["results"][0]
+    r = paced_run(tmp_path, 0.005, 0.05, "0.2")  # the probe at ten times the run's speed
     reruns = r["details"]["reruns"]
     assert reruns and "its probe measured: the system's speed changed during the run" in reruns[0]["why"]
     assert reruns[0]["probe_repeated"]["samples_per_second"] < 0.5 * reruns[0]["probe"]["samples_per_second"]
