@@ -109,7 +109,8 @@ def test_scaling_gives_no_speedup_from_a_noisy_or_contended_point_and_says_overl
 
     def train(nproc: int, value: float, half: float, warn: str = "", at: int = 1):
         r = make_result(params={"model": "llama3.1-8b", "nproc": nproc}, started_at=f"2026-01-0{at}T00:00:00.000+00:00")
-        r.metrics = {"throughput": Metric(value=value, unit="tokens/s", higher_is_better=True, ci95=half, n=20)}
+        ci95 = (value - half, value + half)  # as records hold it: (low, high)
+        r.metrics = {"throughput": Metric(value=value, unit="tokens/s", higher_is_better=True, ci95=ci95, n=20)}
         r.warnings = [warn] if warn else []
         return r
 

@@ -54,9 +54,11 @@ def _counts(counts: list[int]) -> str:
 
 
 def _overlap(a: Metric, b: Metric) -> bool:
+    """Whether the two figures' 95% intervals (``(low, high)`` each) share any value."""
     if a.ci95 is None or b.ci95 is None:
         return False
-    return a.value - a.ci95 <= b.value + b.ci95 and b.value - b.ci95 <= a.value + a.ci95
+    (a_low, a_high), (b_low, b_high) = a.ci95, b.ci95
+    return a_low <= b_high and b_low <= a_high
 
 
 def scaling_rows(results: list[Result], metric: str = "throughput", describe: Describe = plain) -> list[ScalingRow]:
