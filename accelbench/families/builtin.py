@@ -103,7 +103,7 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "kv_cache_*": None,
     "decode_bandwidth_utilization": "decode {value:sig3}% of peak bandwidth",
     "decode_limit_tokens_per_second": "decode limit {value:sig3} tokens/s",
-    "prefill_flops_utilization": "prefill {value:sig3}% of peak FLOPS",
+    "prefill_flops_utilization": "prefill FLOPs {value:sig3}% of peak over the run",
     # language models, accuracy mode: greedy tokens against FP32's
     "decided_token_agreement": "{value:.2%} of decided tokens kept",
     "sequence_agreement": "FP32's exact answer on {value:.0%} of prompts",

@@ -108,7 +108,12 @@ def _roof(r: Result) -> str:
     share, limit = r.metrics.get("decode_bandwidth_utilization"), r.metrics.get("decode_limit_tokens_per_second")
     if share is None:
         return ""
-    return f"{fmt.number(share.value, 3)}%" + (f" ({limit.value:,.0f})" if limit else "")
+    prefill = r.metrics.get("prefill_flops_utilization")
+    return (
+        f"{fmt.number(share.value, 3)}%"
+        + (f" ({limit.value:,.0f})" if limit else "")
+        + (f"; prefill {fmt.number(prefill.value, 3)}% of peak FLOPS" if prefill else "")
+    )
 
 
 def _joules(r: Result) -> str:
@@ -158,7 +163,7 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     if any(k in r.metrics for r in recs for k in ("kv_cache_peak_occupancy", "kv_cache_peak_gib")):
         optional.append(("KV cache at peak", _kv))
     if any("decode_bandwidth_utilization" in r.metrics for r in recs):
-        optional.append(("decode: % of peak bandwidth (limit tokens/s)", _roof))
+        optional.append(("decode: % of peak bandwidth (limit tokens/s); prefill FLOPs", _roof))
     if any("goodput_tokens_per_second" in r.metrics for r in recs):
         optional.append(("goodput tokens/s", lambda r: _rate(r, "goodput_tokens_per_second")))
     if any("usd_per_million" in r.metrics for r in recs):
@@ -209,7 +214,8 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
         caption += (
             " Decode bandwidth: the weights and KV cache each decode step reads, times the steps, over the run's span "
             "and the device's peak (" + "; ".join(roofs) + "); the limit is the tokens/s the run's batch would reach "
-            "at that peak."
+            "at that peak. Prefill FLOPs: the prompts' forward FLOPs over the same span and the peak FLOPS: the two "
+            "shares add up to how much of the run the hardware's limits account for."
         )
     if any("joules_per_output_token" in r.metrics for r in recs):
         caption += (

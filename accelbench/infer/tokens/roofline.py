@@ -66,7 +66,8 @@ def host_bandwidth(threads: int) -> tuple[float, str]:
         torch.set_num_threads(before)
     gbs = 2 * HOST_ARRAY_BYTES / best / 1e9
     size = HOST_ARRAY_BYTES // 2**20
-    return gbs, f"measured here: STREAM copy of {size} MiB on {threads} threads, best of {HOST_ROUNDS}"
+    on = f"{threads} thread{'s' * (threads != 1)}"
+    return gbs, f"measured here: STREAM copy of {size} MiB on {on} (every usable core), best of {HOST_ROUNDS}"
 
 
 def roof_for(device: "torch.device", precision: str, threads: int) -> Roof | None:
@@ -80,12 +81,14 @@ def roof_for(device: "torch.device", precision: str, threads: int) -> Roof | Non
         if listed is None:
             return None
         gbs, source = listed[0], f"spec table: {listed[1]}"
-    else:
-        gbs, source = host_bandwidth(threads)
-    peak = peak_for(device, precision, threads)
+    else:  # the machine's memory bandwidth, not what the engine's threads alone can draw
+        from accelbench.system.cpu import usable_cores
+
+        gbs, source = host_bandwidth(usable_cores())
+    peak = peak_for(device, precision, threads)  # the FLOPS of the cores the engine computes on, as MFU counts
     if peak is None:
         return Roof(gbs, source)
-    said = f"{'estimated' if peak.estimated else 'spec table'}: {peak.source}"
+    said = peak.source if peak.source.startswith("estimate") else f"spec table: {peak.source}"
     return Roof(gbs, source, peak.tflops, said)
 
 
@@ -135,7 +138,9 @@ def utilization(sut: Any, model: "Figures", roof: Roof) -> tuple[dict[str, Metri
     if roof.tflops:
         flops = sut.input_tokens * model.flops_per_token + model.attention_flops_per_context_token * sut.prompt_pairs
         prefill = flops / span / (roof.tflops * 1e12)
-        metrics["prefill_flops_utilization"] = fig.figure(100 * prefill, "% of peak FLOPS", higher_is_better=True)
+        metrics["prefill_flops_utilization"] = fig.figure(
+            100 * prefill, "% of peak FLOPS over the run's span", higher_is_better=True
+        )
         how["prefill_flops"] = flops
         how["prefill_method"] = (
             "the prompts' forward FLOPs (2 x non-embedding parameters a token, attention over each prompt's causal "

@@ -110,7 +110,8 @@ def too_big(params: InferParams, model: "Figures", device: "torch.device") -> st
         )
     if kind.accelerator:
         return f"{need}; {where} holds {have / 2**30:.1f} GiB: lower --batch-size or the token lengths"
-    return f"{need}; {where} has {have / 2**30:.1f} GiB free; use --scale tiny, a smaller preset or --precision bf16"
+    smaller = "" if params.effective_precision in ("bf16", "fp16") else " or --precision bf16"
+    return f"{need}; {where} has {have / 2**30:.1f} GiB free; use --scale tiny, a smaller preset{smaller}"
 
 
 def leave_a_core(prep: Prepared) -> Prepared:
