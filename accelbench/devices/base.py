@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from accelbench.devices.precision import no_tf32_reason, tf32_math
+from accelbench.devices.table import no_tf32_reason, tf32_math
 
 if TYPE_CHECKING:
     import torch

@@ -48,6 +48,9 @@ class Outcome:
     conditions: dict[str, Any]
     outdir: Any
     sut: Any
+    #: why the run does not measure the system although LoadGen called it VALID (far under its probe in every
+    #: rerun), or None
+    disturbed: str | None = None
 
 
 def loadgen_run(

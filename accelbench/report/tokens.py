@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import Callable
+from typing import Any, Callable
 
 import accelbench.report.charts as charts
 import accelbench.report.charts_tokens as charts_tokens
@@ -245,7 +245,7 @@ def series_name(r: Result, labels: dict[str, str]) -> str:
     interactive runs, runs of other lengths or precisions, two endpoints, engines or machines never share a
     series (nor one colour)."""
     p = r.params
-    engine = r.details.get("engine") if isinstance(r.details.get("engine"), dict) else {}
+    engine: dict[str, Any] = r.details["engine"] if isinstance(r.details.get("engine"), dict) else {}
     words = [p.get("model"), p.get("engine") or engine.get("engine"), p.get("precision"), p.get("scenario")]
     words.append(lengths(r))
     name = " ".join(str(w) for w in words if w and w != "unstated")  # an endpoint's precision: the server's own
@@ -371,10 +371,9 @@ def _spread(r: Result, kind: str) -> charts_tokens.Spread:
     """The p50/p90/p99 of ``kind`` the record holds (None where not), the p99 limit it was held to and what the
     run is worth (:func:`flags`: an INVALID or contended run is drawn hollow and sets no scale)."""
     found = [r.metrics.get(f"{kind}_p{q}_ms") for q in (50, 90, 99)]
-    lim = r.details.get("limits") if isinstance(r.details.get("limits"), dict) else {}
-    return charts_tokens.Spread(
-        *(m.value if m else None for m in found), limit=lim.get(f"{kind}_p99_ms"), mark=", ".join(flags(r))
-    )
+    lim: dict[str, Any] = r.details["limits"] if isinstance(r.details.get("limits"), dict) else {}
+    p50, p90, p99 = (m.value if m else None for m in found)
+    return charts_tokens.Spread(p50, p90, p99, limit=lim.get(f"{kind}_p99_ms"), mark=", ".join(flags(r)))
 
 
 def _rows_named(runs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> tuple[str, list[str]]:

@@ -47,7 +47,7 @@ class TokenProbe:
     first_batch_seconds: float = 0.0  # the first batch, cold: what warming up (and compiling) cost
     single_tpot_seconds: float | None = None  # one request alone: the fastest a token comes after the first
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> dict[str, float | None]:
         return {
             "requests_per_second": self.requests_per_second,
             "tokens_per_second": self.tokens_per_second,

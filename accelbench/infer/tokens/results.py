@@ -80,6 +80,7 @@ def token_metrics(scenario: str, d: dict[str, Any], devices: int) -> tuple[dict[
 
 def figure_sources(scenario: str, d: dict[str, Any]) -> dict[str, str]:
     """Which field of LoadGen's detail log each of its figures in the record is."""
+    pairs: dict[str, tuple[str, ...]]
     if scenario == "offline":
         pairs = {
             "tokens_per_second": ("result_tokens_per_second",),
@@ -250,8 +251,8 @@ def token_result(
     reasons = [] if valid else true_cause(token_reasons(d, params.scenario), reruns or [], conditions)
     if over:  # LoadGen's VALID is of its own rules; the interactivity asked for is another
         reasons, valid = [*reasons, over], False
-    if d.get("accelbench_disturbed"):  # VALID by LoadGen's rules, far under its own probe in every rerun
-        reasons, valid = [*reasons, f"disturbed: {d['accelbench_disturbed']}; rerun on a quiet machine"], False
+    if outcome.disturbed:  # VALID by LoadGen's rules, far under its own probe in every rerun
+        reasons, valid = [*reasons, f"disturbed: {outcome.disturbed}; rerun on a quiet machine"], False
     result = loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
     if reruns:
         result.warnings.insert(0, rerun_warning(reruns))

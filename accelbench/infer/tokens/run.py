@@ -31,7 +31,7 @@ from accelbench.infer.tokens.roofline import Roof, roof_for
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
 from accelbench.results.record import Result
-from accelbench.workloads.decoder import config_of, figures
+from accelbench.workloads.decoder import Decoder, config_of, figures
 
 if TYPE_CHECKING:
     import torch
@@ -73,7 +73,9 @@ def build_model(params: InferParams, device: "torch.device", precision: str = ""
 
         model = load_checkpoint(Path(params.checkpoint).expanduser(), device, dtype).eval()
     else:
-        model = workload_class(params.model)().build(params.scale, device, drawn).eval()
+        decoder = workload_class(params.model)()
+        assert isinstance(decoder, Decoder)  # a language model's preset
+        model = decoder.build(params.scale, device, drawn).eval()
     return model.to(device=device, dtype=dtype), model.config
 
 
@@ -417,7 +419,7 @@ def _measure(
             wrong = wrong or replan.below_probe(detail, params, plan)
         if wrong is None or len(reruns) == replan.MAX_RERUNS:
             if wrong is not None and replan.below_probe(detail, params, plan) is not None:
-                outcome.detail["accelbench_disturbed"] = wrong.why  # its record is INVALID with this cause
+                outcome.disturbed = wrong.why  # its record is INVALID with this cause
             return outcome, reruns, clients[-1], None
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
         repeated = probe(relay, engine, prompts, outs, params.batch_size)

@@ -49,8 +49,7 @@ class StaticBatch(QueuedEngine):
             from transformers import CompileConfig
 
             # Inductor's kernels without CUDA graph trees: the engine generates from its scheduler thread, and
-            # graph trees replayed off the thread that first used them crash the process on torch 2.11 (an
-            # assertion, pytorch#123177; with the registry set up by hand, a segfault on an H200)
+            # graph trees are not safe off the thread that imported inductor (pytorch#123177)
             compile_config = CompileConfig(fullgraph=False, dynamic=False, mode="default")
             # generate compiles on its own accelerators only unless told to (a CPU is a device like any other here)
             compile_config._compile_all_devices = True
