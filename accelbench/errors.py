@@ -7,6 +7,8 @@ into ``accelbench: error: ...`` with exit status 2.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class UsageError(Exception):
     """Bad input: a wrong name, a bad number, an unreadable or unwritable path."""
@@ -20,7 +22,7 @@ class BenchmarkSkipped(Exception):
     ``record`` is the record's parameters as resolved so far (device, threads), when the benchmark has them.
     """
 
-    def __init__(self, reason: str, record: dict | None = None) -> None:
+    def __init__(self, reason: str, record: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
         self.record = record
 
@@ -34,7 +36,7 @@ class BenchmarkFailed(Exception):
     no failure: the benchmark returns it ``ok`` with ``valid=False`` (exit status 3).
     """
 
-    def __init__(self, error: str, record: dict | None = None, details: dict | None = None) -> None:
+    def __init__(self, error: str, record: dict[str, Any] | None = None, details: dict[str, Any] | None = None) -> None:
         super().__init__(error)
         self.record = record
         self.details = details or {}

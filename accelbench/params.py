@@ -49,7 +49,7 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     spelling alone would offer ``cpu``): name those rather than the nearest spelling.
     """
     if value in choices:
-        return value
+        return typing.cast(str, value)
     import difflib
 
     if f"amp_{value}" in choices:
@@ -141,6 +141,12 @@ class CommonParams:
         A floor, not an estimate: the plan warns when even the floor is over the timeout.
         """
         return None
+
+    @classmethod
+    def takes_model(cls, model: str) -> bool:
+        """Whether this benchmark measures ``model``: where two benchmarks share a command (``accelbench train``
+        trains image models and decoders, each its own benchmark), the model decides which one runs."""
+        return True
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from accelbench.errors import UsageError
 from accelbench.families import Family, family_of, name_params
 from accelbench.infer.specs import InferParams
+from accelbench.infer.tokens.specs import LLMServeParams
 from accelbench.kernels.sets import ShapeSet, load_set
 from accelbench.kernels.specs import (
     AllreduceParams,
@@ -31,6 +32,7 @@ from accelbench.params import CommonParams, build_params
 from accelbench.results import compare
 from accelbench.results.describe import plain
 from accelbench.selftest import CrashParams, HangParams, OkParams, RaiseParams
+from accelbench.train.llm.specs import LLMTrainParams
 from accelbench.train.specs import TrainParams
 from accelbench.tta.specs import TtaParams
 from accelbench.tune.specs import TuneParams
@@ -77,6 +79,9 @@ class BenchmarkInfo:
     efficiency_of: tuple[str, ...] = ()
     #: made by its own command, never a suite entry (a search runs other benchmarks as its trials)
     standalone: bool = False
+    #: the models it measures, in words, where it shares its command with another benchmark ("language models"):
+    #: what a flag of its own is said to apply to when given for a model another benchmark measures
+    measures: str = ""
 
     @property
     def family(self) -> Family:
@@ -188,6 +193,31 @@ for _info in (
         ),
     ),
     BenchmarkInfo(
+        "train/llm",
+        "training tokens/s and MFU of a decoder (llama, mixtral presets) on synthetic tokens: FSDP2, LoRA, "
+        "torchtitan's convention",
+        LLMTrainParams,
+        "accelbench.train.llm.run:run",
+        timeout=3600,
+        primary_metric="throughput",
+        efficiency_of=("throughput",),
+        measures="decoder models",
+        command=Command(
+            "train",
+            "training tokens/s and MFU of a decoder language model on synthetic tokens, as torchtitan counts them",
+            "A decoder preset (llama3.1-8b, mixtral-8x7b, ...) trains on synthetic tokens: --batch-size sequences "
+            "per device per forward pass (the micro-batch), --grad-accum micro-batches per optimizer step, "
+            "--seq-len tokens each, sharded with FSDP2 over several ranks. Reports tokens/s (median over windows, "
+            "with a 95% CI), tokens/s per device, MFU against the dense peak (torchtitan's convention and the "
+            "causal one), seconds per step and peak memory.",
+            positional="model",
+            metavar="MODEL",
+            note="a decoder's --batch-size is its micro-batch per device: the global batch is it x the number of "
+            "devices x --grad-accum sequences",
+            scaling="throughput",
+        ),
+    ),
+    BenchmarkInfo(
         "infer/loadgen",
         "inference under the MLPerf LoadGen: Offline, Server, SingleStream or MultiStream, VALID or why not",
         InferParams,
@@ -213,6 +243,27 @@ for _info in (
             positional="model",
             metavar="MODEL",
         ),
+        measures="models served a batch at a time",
+    ),
+    BenchmarkInfo(
+        "infer/llm",
+        "a language model served token by token under the MLPerf LoadGen: TTFT, TPOT, tokens/s, VALID or why not",
+        LLMServeParams,
+        "accelbench.infer.tokens.run:run",
+        timeout=1800,
+        primary_metric=None,
+        efficiency_of=("tokens_per_second",),
+        command=Command(
+            "infer",
+            "inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
+            "A language model (accelbench list --models) is streamed token by token by an engine (--engine: "
+            "transformers' continuous batching, static, vllm, or endpoint, any OpenAI-compatible server at --url) "
+            "in LoadGen's token mode: TTFT and TPOT against MLPerf's limits, tokens/s per device, the decode's "
+            "share of the device's bandwidth; --mode sweep draws tokens/s per device against tokens/s per user.",
+            positional="model",
+            metavar="MODEL",
+        ),
+        measures="language models",
     ),
     BenchmarkInfo(
         "tta/time_to_target",
@@ -294,9 +345,31 @@ def get(name: str) -> BenchmarkInfo:
     return info
 
 
+def sharing_command(name: str) -> list[BenchmarkInfo]:
+    """The benchmarks offered by the command ``accelbench NAME``, in the order they were listed (the first is the
+    command's own: its help and its flags come first)."""
+    return [info for info in BENCHMARKS.values() if info.command is not None and info.command.name == name]
+
+
+def route(benchmark: str, params: Mapping[str, Any]) -> str:
+    """The benchmark that measures ``params``' model: ``benchmark`` itself, or the one sharing its command whose
+    parameters take the model (``train/throughput`` with a decoder is ``train/llm``). Suite files, stored entries
+    and the command line name a benchmark by its command's first; the model chooses the one that runs."""
+    info = BENCHMARKS.get(benchmark)
+    if info is None or info.command is None:
+        return benchmark
+    model = params.get(info.command.positional)
+    if not isinstance(model, str) or info.params.takes_model(model):
+        return benchmark
+    for other in sharing_command(info.command.name):
+        if other.params.takes_model(model):
+            return other.name
+    return benchmark
+
+
 def describe_params(benchmark: str, params: dict[str, Any]) -> str:
     """A short human description of a workload: the benchmark's own ``describe``, or ``k=v`` words."""
-    info = BENCHMARKS.get(benchmark)
+    info = BENCHMARKS.get(route(benchmark, params))
     if info is not None:
         return info.params.describe(info.params().to_dict() | params)
     return plain(benchmark, params)

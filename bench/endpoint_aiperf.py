@@ -185,9 +185,9 @@ def accelbench_side(args: argparse.Namespace, url: str, ckpt: Path, tmp: Path, r
 
 
 def direct_side(args: argparse.Namespace, url: str, ckpt: Path, n: int, clock: ServerClock) -> dict[str, Any]:
-    from accelbench.infer.specs import InferParams
     from accelbench.infer.tokens.endpoint.engine import EndpointEngine
     from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest
+    from accelbench.infer.tokens.specs import LLMServeParams
 
     class Stamped(EndpointEngine):
         """The engine, each request's POST start stamped (AIPerf's TTFT starts there)."""
@@ -196,7 +196,7 @@ def direct_side(args: argparse.Namespace, url: str, ckpt: Path, n: int, clock: S
             self.sent[request.id] = time.perf_counter()
             return await super()._stream(request)
 
-    p = InferParams(model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(ckpt),
+    p = LLMServeParams(model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(ckpt),
                     served_model=str(ckpt))
     engine = Stamped()
     engine.sent = {}

@@ -113,10 +113,10 @@ def main() -> None:
     ap.add_argument("--prompt-tokens", type=int, default=128, help="each prompt's tokens (64 prompts, a quick QSL)")
     ap.add_argument("--pin", action="store_true", help="the stub on the first CPU, this process on the others")
     args = ap.parse_args()
-    from accelbench.infer.specs import InferParams
     from accelbench.infer.tokens.endpoint.engine import EndpointEngine
     from accelbench.infer.tokens.endpoint.stub import MODEL
     from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest
+    from accelbench.infer.tokens.specs import LLMServeParams
 
     cpus = sorted(os.sched_getaffinity(0))
     pinned = args.pin and len(cpus) > 1
@@ -132,7 +132,7 @@ def main() -> None:
 
         hf_logging.disable_progress_bar()
         folder = make_checkpoint(Path(name))
-        params = InferParams(
+        params = LLMServeParams(
             model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(folder), served_model=MODEL
         )
         engine = EndpointEngine()

@@ -51,12 +51,12 @@ def accelbench_run(args: argparse.Namespace, engine: str, scenario: str, tmp: Pa
 
 def direct_rate(args: argparse.Namespace, engine_name: str, requests: int, input_tokens: int) -> float:
     """The engine alone: the same model, prompts and settings, ``requests`` submitted at once, timed to the last."""
-    from accelbench.infer.specs import InferParams
     from accelbench.infer.tokens.engines import Timeline, TokenRequest, engine_class
     from accelbench.infer.tokens.limits import draw_prompts
     from accelbench.infer.tokens.run import build_model, engine_settings
+    from accelbench.infer.tokens.specs import LLMServeParams
 
-    params = InferParams(
+    params = LLMServeParams(
         model=args.model,
         scale=args.scale,
         engine=engine_name,

@@ -54,8 +54,8 @@ def build_times(args: argparse.Namespace, device: torch.device) -> tuple[Any, fl
     from transformers import AutoModelForCausalLM
 
     from accelbench.devices.precision import torch_dtype
-    from accelbench.infer.specs import InferParams
     from accelbench.infer.tokens.run import build_model
+    from accelbench.infer.tokens.specs import LLMServeParams
     from accelbench.workloads import workload_class
     from accelbench.workloads.decoder import config_of
 
@@ -73,7 +73,7 @@ def build_times(args: argparse.Namespace, device: torch.device) -> tuple[Any, fl
     del bare
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    params = InferParams(model=args.model, scale=args.scale, precision=args.precision, device=str(device))
+    params = LLMServeParams(model=args.model, scale=args.scale, precision=args.precision, device=str(device))
     start = time.perf_counter()
     model, _ = build_model(params, device)
     sync(device)

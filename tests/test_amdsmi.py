@@ -165,7 +165,7 @@ def test_clocks_and_window_throttling_reach_the_conditions(fake: FakeAmdSmi, pow
 def test_the_rocm_kind_monitors_its_gpus_through_amdsmi(fake: FakeAmdSmi, monkeypatch: pytest.MonkeyPatch):
     """On a HIP build the bare indices the suite passes are read by amdsmi, not NVML."""
     from accelbench.devices import kind as kind_module
-    from accelbench.devices.readers import reader_for
+    from accelbench.devices.kind import reader_for
     from accelbench.system.specs import find_spec
 
     monkeypatch.setattr(torch.version, "hip", "6.2.41133")

@@ -282,8 +282,8 @@ def test_a_real_size_decoder_slice_trains_with_an_mfu_on_cuda(precision):
     if precision == "fp8" and importlib.util.find_spec("torchao") is None:
         pytest.skip("torchao is not installed (fp8 training is skipped with this reason by accelbench too)")
     params = {"model": "llama3.1-8b", "layers": 2, "seq_len": 8192, "batch_size": "1", "precision": precision}
-    [r] = run_inline(make_entry("train/throughput", params | {"warmup": 2, "num_batches": 6, "display_every": 2,
-                                                              "device": "cuda"}))  # fmt: skip
+    [r] = run_inline(make_entry("train/llm", params | {"warmup": 2, "num_batches": 6, "display_every": 2,
+                                                       "device": "cuda"}))  # fmt: skip
     if precision == "fp8" and _expected("fp8") == "skipped":
         assert r.status == "skipped"
         return
@@ -298,6 +298,6 @@ def test_a_decoder_that_runs_out_of_memory_is_a_failed_record_with_what_to_chang
     """128 sequences of 32768 tokens through a full-width llama3.1-8b layer cannot fit an 80 GB GPU: the
     record says what the state needs and what to change; the process goes on."""
     params = {"model": "llama3.1-8b", "layers": 1, "seq_len": 32768, "batch_size": "128", "precision": "amp_bf16"}
-    [r] = run_inline(make_entry("train/throughput", params | {"warmup": 1, "num_batches": 1, "device": "cuda"}))
+    [r] = run_inline(make_entry("train/llm", params | {"warmup": 1, "num_batches": 1, "device": "cuda"}))
     assert r.status == "failed" and "out of memory" in r.error
     assert "GiB per device" in r.error and "--activation-checkpointing full" in r.error

@@ -14,11 +14,11 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
 
 from accelbench.errors import BenchmarkFailed, UsageError  # noqa: E402
-from accelbench.infer.specs import InferParams  # noqa: E402
 from accelbench.infer.tokens.endpoint.client import Answer, Failure, error_words  # noqa: E402
 from accelbench.infer.tokens.endpoint.engine import EndpointEngine, listening  # noqa: E402
 from accelbench.infer.tokens.endpoint.stub import MODEL, Behaviour, serving  # noqa: E402
 from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest  # noqa: E402
+from accelbench.infer.tokens.specs import LLMServeParams  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from llm_server import make_checkpoint, serving_command, transformers_serve  # noqa: E402
@@ -29,9 +29,9 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_checkpoint(tmp_path_factory.mktemp("endpoint-ckpt"))
 
 
-def params(url: str, checkpoint: Path, **kw: Any) -> InferParams:
+def params(url: str, checkpoint: Path, **kw: Any) -> LLMServeParams:
     base = dict(model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(checkpoint))
-    return InferParams(**(base | kw))
+    return LLMServeParams(**(base | kw))
 
 
 def endpoint_args(url: str, checkpoint: Path, *more: str) -> list[str]:
@@ -197,9 +197,9 @@ def test_bad_endpoints_are_one_line_before_any_load(checkpoint: Path, monkeypatc
         with pytest.raises(UsageError, match=words):
             params(str(kw.pop("url", "http://127.0.0.1:1/v1")), checkpoint, **kw).validate()
     with pytest.raises(UsageError, match="--url applies to --engine endpoint, not --engine transformers"):
-        InferParams(model="llama3.1-8b", scale="tiny", url="http://127.0.0.1:1/v1").validate()
-    with pytest.raises(UsageError, match="applies to language models"):
-        InferParams(model="resnet50", url="http://127.0.0.1:1/v1").validate()
+        LLMServeParams(model="llama3.1-8b", scale="tiny", url="http://127.0.0.1:1/v1").validate()
+    with pytest.raises(UsageError, match="resnet50 is not a language model"):
+        LLMServeParams(model="resnet50", url="http://127.0.0.1:1/v1").validate()
 
 
 def test_the_cli_refuses_an_unreachable_server_with_exit_2(checkpoint: Path, tmp_path: Path) -> None:
@@ -422,7 +422,7 @@ def test_find_peak_through_an_endpoint_confirms_a_rate(
 
 def test_sweep_flags_are_checked() -> None:
     for kw, words in (
-        (dict(model="resnet50", mode="sweep"), "sweeps a language model"),
+        (dict(model="resnet50", mode="sweep"), "resnet50 is not a language model"),
         (dict(mode="sweep", scenario="server"), "give --scenario offline"),
         (dict(mode="sweep", concurrency="1,x"), "whole numbers"),
         (dict(mode="sweep", concurrency="0,2"), "at least 1"),
@@ -435,7 +435,7 @@ def test_sweep_flags_are_checked() -> None:
         (dict(mode="sweep", scenario="server", rates="1", target_qps=3.0), "drop --target-qps"),
     ):
         with pytest.raises(UsageError, match=words):
-            InferParams(**({"model": "llama3.1-8b", "scale": "tiny", "engine": "null"} | kw)).validate()
+            LLMServeParams(**({"model": "llama3.1-8b", "scale": "tiny", "engine": "null"} | kw)).validate()
 
 
 def test_an_endpoint_record_is_labelled_with_the_model_the_server_serves():

@@ -186,7 +186,7 @@ def test_the_probe_times_a_slow_configuration_once(seconds, timed, monkeypatch):
     from types import SimpleNamespace
 
     from accelbench.infer import settings as lgset
-    from accelbench.infer.driver import Serving
+    from accelbench.infer.serving import Serving
     from accelbench.infer.specs import InferParams
     from accelbench.infer.sut import Worker
 

@@ -169,7 +169,7 @@ def test_degenerate_or_unresponsive_references_give_no_verdict():
 def test_accuracy_is_refused_where_it_cannot_judge(cli_env, tmp_path: Path):
     for args, message in (
         (["--engine", "null"], "needs an engine that runs the model"),
-        (["--dataset", str(tmp_path)], "--dataset is not read for language models yet"),
+        (["--dataset", str(tmp_path)], "--dataset applies to models served a batch at a time"),
     ):
         p = run_cli(["infer", "llama3.1-8b", "--scale", "tiny", "--mode", "accuracy", *args], cli_env, tmp_path)
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -10,9 +10,9 @@ import pytest
 
 from accelbench.errors import BenchmarkFailed, UsageError
 from accelbench.infer.driver import Outcome
-from accelbench.infer.specs import InferParams
 from accelbench.infer.tokens import peak
 from accelbench.infer.tokens.limits import Limits
+from accelbench.infer.tokens.specs import LLMServeParams
 
 LIMITS = Limits(2000.0, 100.0, "test")
 
@@ -73,6 +73,6 @@ def test_a_search_without_limits_or_without_any_valid_rate_says_why() -> None:
 def test_find_peak_flags_for_language_models() -> None:
     base = {"model": "llama3.1-8b", "scale": "tiny", "engine": "null", "mode": "find-peak"}
     with pytest.raises(UsageError, match="give --scenario server or interactive"):
-        InferParams(**base).validate()
-    InferParams(**(base | {"scenario": "server"})).validate()
-    InferParams(**(base | {"scenario": "interactive"})).validate()
+        LLMServeParams(**base).validate()
+    LLMServeParams(**(base | {"scenario": "server"})).validate()
+    LLMServeParams(**(base | {"scenario": "interactive"})).validate()

@@ -189,7 +189,7 @@ def test_a_tiny_llm_is_served_validly(name, served):
     scenario = scenario_of(name)
     assert p.returncode == 0, p.stdout + p.stderr
     assert r.status == "ok" and r.valid is True, (r.error, r.details.get("invalid_reasons"))
-    assert r.benchmark == "infer/loadgen" and r.params["model"] == MODEL and r.params["scenario"] == scenario
+    assert r.benchmark == "infer/llm" and r.params["model"] == MODEL and r.params["scenario"] == scenario
     assert r.primary_metric == "tokens_per_second" and r.metrics["tokens_per_second"].value > 0
     assert r.metrics["tokens_per_second"].unit == "output tokens/s"
     assert r.metrics["total_tokens_per_second"].value > r.metrics["tokens_per_second"].value
@@ -341,7 +341,7 @@ BAD = [
     (["infer", "resnet50", "--input-tokens", "8"], "--input-tokens applies to language models"),
     (["infer", "resnet50", "--scenario", "interactive"], "interactive is MLPerf's category for language models"),
     (["infer", MODEL, "--scenario", "multistream"], "served in offline, server, interactive and singlestream"),
-    (["infer", MODEL, "--backend", "onnxruntime"], "served by an engine (--engine), not --backend onnxruntime"),
+    (["infer", MODEL, "--backend", "onnxruntime"], "--backend applies to models served a batch at a time"),
     (
         ["infer", "mixtral-8x7b", "--scenario", "interactive", "--scale", "tiny", "--engine", "null"],
         "give both --ttft-ms and --tpot-ms",
@@ -371,14 +371,14 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
     """A full llama2-70b (138 GB in fp32) is refused before it is built; its tiny scale fits anywhere."""
     import torch
 
-    from accelbench.infer.specs import InferParams
     from accelbench.infer.tokens.run import too_big
+    from accelbench.infer.tokens.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     cpu, preset = torch.device("cpu"), PRESETS["llama2-70b"]
-    why = too_big(InferParams(model="llama2-70b"), figures(config_of(preset, "full")), cpu)
+    why = too_big(LLMServeParams(model="llama2-70b"), figures(config_of(preset, "full")), cpu)
     assert why is not None and "GiB of weights (fp32)" in why and "--scale tiny" in why
-    assert too_big(InferParams(model="llama2-70b", scale="tiny"), figures(config_of(preset, "tiny")), cpu) is None
+    assert too_big(LLMServeParams(model="llama2-70b", scale="tiny"), figures(config_of(preset, "tiny")), cpu) is None
 
 
 #: an engine whose speed changes after the probe (its three calls: a batch, a warm-up that agrees, one request)
@@ -441,7 +441,7 @@ def test_a_checkpoint_run_is_its_folders_model_by_its_label_its_path_and_its_siz
     sizes apart by their counted parameters."""
     from llm_server import make_checkpoint
 
-    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens.specs import LLMServeParams
     from accelbench.results.judge import unlike
     from accelbench.results.record import Result
 
@@ -451,7 +451,7 @@ def test_a_checkpoint_run_is_its_folders_model_by_its_label_its_path_and_its_siz
     assert plan.returncode == 0, plan.stderr
     [row] = json.loads(plan.stdout)
     assert row["params"]["checkpoint"] == str((tmp_path / "ck").absolute())
-    assert InferParams.describe(row["params"] | {"scale": "tiny"}).endswith(" checkpoint ck")
+    assert LLMServeParams.describe(row["params"] | {"scale": "tiny"}).endswith(" checkpoint ck")
     for args, said in (
         (["--scale", "tiny"], "--scale tiny shrinks a preset; a --checkpoint folder is its own model: drop --scale"),
         (["--prompts", "folder"], f"prompt file {tmp_path / 'folder'} is a folder: give a JSONL or ShareGPT"),
@@ -515,11 +515,11 @@ def test_a_quick_server_run_is_sized_to_about_a_minute_of_its_planned_rate(probe
     """A slow server's long answers (0.34 requests/s probed, half of it planned) are 16 requests, not LoadGen's
     662 for an early-stopping p99 (an hour); a fast one keeps the 662; the official profile keeps mlperf.conf's."""
     from accelbench.infer import settings as lgset
-    from accelbench.infer.specs import InferParams
     from accelbench.infer.tokens.limits import limits_for
     from accelbench.infer.tokens.run import settings_for
+    from accelbench.infer.tokens.specs import LLMServeParams
 
-    params = InferParams(model=MODEL, scenario="server", engine="endpoint", url="http://127.0.0.1:1")
+    params = LLMServeParams(model=MODEL, scenario="server", engine="endpoint", url="http://127.0.0.1:1")
     from accelbench.workloads.decoder import PRESETS
 
     limits = limits_for(MODEL, PRESETS[MODEL].mlperf, True, "server", 0, 0)
@@ -539,8 +539,8 @@ def test_a_preset_that_needs_several_gpus_is_refused_with_how_many_and_the_route
     import torch
 
     from accelbench.devices.base import DeviceKind
-    from accelbench.infer.specs import InferParams
     from accelbench.infer.tokens import run as tokens_run
+    from accelbench.infer.tokens.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     class Gpu80(DeviceKind):
@@ -554,15 +554,15 @@ def test_a_preset_that_needs_several_gpus_is_refused_with_how_many_and_the_route
 
     monkeypatch.setattr(tokens_run, "kind_of", lambda device: Gpu80())
     big = figures(config_of(PRESETS["llama3.1-405b"], "full"), 2)
-    why = tokens_run.too_big(InferParams(model="llama3.1-405b", precision="bf16"), big, torch.device("cpu"))
+    why = tokens_run.too_big(LLMServeParams(model="llama3.1-405b", precision="bf16"), big, torch.device("cpu"))
     weights = big.params * 2
     assert why is not None and f"{weights / 2**30:.1f} GiB of weights (bf16)" in why
     devices = int(why.split("it needs ")[1].split()[0])
     assert devices >= math.ceil(weights / (80 * 2**30)) and "--engine endpoint --url" in why
     assert f"--tensor-parallel-size {devices}" in why
     small = figures(config_of(PRESETS["llama3.1-8b"], "full"), 2)
-    assert tokens_run.too_big(InferParams(model="llama3.1-8b", precision="bf16"), small, torch.device("cpu")) is None
-    crowded = InferParams(model="llama3.1-8b", precision="bf16", batch_size=4096, input_tokens=8192)
+    assert tokens_run.too_big(LLMServeParams(model="llama3.1-8b", precision="bf16"), small, torch.device("cpu")) is None
+    crowded = LLMServeParams(model="llama3.1-8b", precision="bf16", batch_size=4096, input_tokens=8192)
     why = tokens_run.too_big(crowded, small, torch.device("cpu"))
     assert why is not None and "lower --batch-size" in why and "GiB of KV cache for 4096 requests" in why
 
@@ -602,9 +602,9 @@ def test_an_offline_run_far_under_its_probe_is_rerun_from_what_it_measured(tmp_p
 def test_an_offline_run_still_far_under_its_probe_after_the_reruns_is_invalid_with_the_cause():
     from accelbench.infer import replan
     from accelbench.infer.settings import Probe
-    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens.specs import LLMServeParams
 
-    params = InferParams(model=MODEL, scale="tiny", scenario="offline", engine="null")
+    params = LLMServeParams(model=MODEL, scale="tiny", scenario="offline", engine="null")
     detail = {"result_validity": "VALID", "result_samples_per_second": 14.0}
     wrong = replan.below_probe(detail, params, Probe(123.5, 0.01))
     assert wrong is not None and "under 50% of the 123.50 its probe measured" in wrong.why

@@ -15,7 +15,7 @@ import pytest
 from accelbench.infer import replan, tail
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Sleep
-from accelbench.infer.driver import Serving
+from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import Worker
 
@@ -280,7 +280,8 @@ def test_loadgen_says_where_it_is_while_its_test_holds_the_thread(tmp_path, monk
 def test_the_planned_samples_are_loadgens_own_plan():
     import mlperf_loadgen as lg
 
-    from accelbench.infer.heartbeat import line, planned_samples
+    from accelbench.infer.heartbeat import line
+    from accelbench.infer.settings import planned_samples
 
     s = lg.TestSettings()
     s.min_duration_ms, s.min_query_count = 2000, 100

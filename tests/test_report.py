@@ -202,7 +202,7 @@ def test_the_training_summary_names_the_best_of_like_workloads_only():
 
     tiny, full, full_better = make_result(value=103100.0), make_result(value=45610.0), make_result(value=46000.0)
     for r, scale, layers in ((tiny, "tiny", 0), (full, "full", 4), (full_better, "full", 4)):
-        r.benchmark, r.params = "train/throughput", {"model": "llama3.1-8b", "scale": scale, "layers": layers}
+        r.benchmark, r.params = "train/llm", {"model": "llama3.1-8b", "scale": scale, "layers": layers}
     lines = training_headlines(ReportInput([tiny, full, full_better]), [tiny, full, full_better])
     assert len(lines) == 2
     assert any(line.startswith("Training llama3.1-8b: 103,100 ") for line in lines)

@@ -142,7 +142,7 @@ def test_version_1_records_read_as_today(store, tmp_path):
 
     assert import_path(store, path)[0] == 2
     r = store.get(old["id"])
-    assert r.schema_version == 2 and r.valid is True and "valid" not in r.params
+    assert r.schema_version == 3 and r.valid is True and "valid" not in r.params
     assert r.params["nproc"] == 2 and "devices" not in r.params
     assert r.primary_metric == "throughput" and r.primary.value == 10.0
     assert r.metrics["throughput_per_device"].value == 5.0 and "samples_per_second" not in r.metrics

@@ -147,7 +147,9 @@ def test_builtin_suites_and_targets():
     kernels = {"gemm", "conv", "rnn", "attention", "sparse", "membw", "allreduce"}
     assert {e.benchmark for e in quick.entries} == {f"kernels/{k}" for k in kernels} | {
         "train/throughput",
+        "train/llm",
         "infer/loadgen",
+        "infer/llm",
         "tta/time_to_target",
     }
     assert builtin_suite("standard").entries

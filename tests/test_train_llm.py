@@ -1,5 +1,5 @@
-"""Decoder training (accelbench/train/llm): the MFU arithmetic by hand, FSDP2 over two gloo ranks, LoRA, checkpointing,
-gradient accumulation, the out-of-memory path and bad input."""
+"""Decoder training (train/llm, accelbench/train/llm): the MFU arithmetic by hand, FSDP2 over two gloo ranks, LoRA,
+checkpointing, gradient accumulation, the out-of-memory path, bad input and which benchmark takes which model."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from accelbench.results.store import Store
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
 from accelbench.train.llm.flops import TrainFlops, of_config
+from accelbench.train.llm.specs import LLMTrainParams
 from accelbench.train.specs import TrainParams
 from accelbench.workloads.decoder import PRESETS, config_of
 
@@ -122,16 +123,17 @@ def test_fsdp_over_two_gloo_ranks_and_the_scaling_table(tmp_path, monkeypatch, c
 
 def test_lora_checkpointing_and_accumulation_on_one_device():
     params = {"model": "llama3.1-8b", "lora": 8, "precision": "amp_bf16", "activation_checkpointing": "selective"}
-    [r] = run_inline(make_entry("train/throughput", params | {"grad_accum": 2, "emulated": True, **QUICK}))
+    [r] = run_inline(make_entry("train/llm", params | {"grad_accum": 2, "emulated": True, **QUICK}))
     assert r.status == "ok", r.error
     layout, flops = r.details["layout"], r.details["flops"]
     assert 0 < layout["trainable_params"] < layout["params"] / 10  # only the adapters train
     assert flops["frozen_params"] > 0 and "LoRA" in flops["convention"]
     assert r.params["global_batch_size"] == 16 and r.params["global_batch_tokens"] == 16 * 128
+    assert r.benchmark == "train/llm" and r.params["optimizer"] == "adamw"  # stated, though no flag chooses it
 
 
 def test_state_that_cannot_fit_is_skipped_with_what_it_needs():
-    [r] = run_inline(make_entry("train/throughput", {**QUICK, "model": "llama3.1-405b", "scale": "full"}))
+    [r] = run_inline(make_entry("train/llm", {**QUICK, "model": "llama3.1-405b", "scale": "full"}))
     assert r.status == "skipped"
     assert "GiB per device" in r.reason and "--sharding fsdp" in r.reason
 
@@ -145,32 +147,50 @@ def test_state_that_cannot_fit_is_skipped_with_what_it_needs():
         ({"sharding": "fsdp"}, "add --nproc"),
         ({"layers": 3}, "exceeds llama3.1-8b's 2 decoder layers"),
         ({"lora": 4, "precision": "fp8"}, "--lora with --precision fp8"),
-        ({"optimizer": "sgd"}, "AdamW"),
         ({"batch_size": "auto"}, "--batch-size auto"),
-        ({"workers": 2}, "synthetic tokens"),
-        ({"data_only": True}, "synthetic tokens"),
+        ({"batch_size": "lots"}, "positive integer or 'default'"),
+        ({"compile_mode": "max-autotune"}, "needs --compile"),
+        ({"display_every": 5, "num_batches": 4}, "must not exceed"),
     ],
 )
 def test_bad_decoder_input_is_one_line(extra, words):
     with pytest.raises(UsageError, match=words):
-        TrainParams(**{"model": "llama3.1-8b", "scale": "tiny"} | extra).validate()
+        make_entry("train/llm", {"model": "llama3.1-8b", "scale": "tiny"} | extra)
 
 
-@pytest.mark.parametrize("extra", [{"seq_len": 128}, {"lora": 8}, {"precision": "fp8"}, {"sharding": "ddp"}])
-def test_decoder_flags_on_another_model_are_refused(extra):
-    with pytest.raises(UsageError, match="decoder models"):
-        TrainParams(model="resnet50", **extra).validate()
+@pytest.mark.parametrize("name", ["workers", "data_only", "channels_last", "optimizer", "max_batch_size"])
+def test_what_only_other_models_take_is_no_parameter_of_decoder_training(name):
+    with pytest.raises(UsageError, match=f"train/llm has no parameter '{name}'"):
+        make_entry("train/llm", {"model": "llama3.1-8b", name: 1})
+
+
+def test_each_training_benchmark_takes_its_own_models_and_refuses_the_others_in_one_line():
+    assert LLMTrainParams.takes_model("llama3.1-8b") and LLMTrainParams.takes_model("mixtral-8x7b")
+    assert not LLMTrainParams.takes_model("resnet50") and TrainParams.takes_model("resnet50")
+    assert not TrainParams.takes_model("llama3.1-8b")
+    with pytest.raises(UsageError, match="resnet50 is not a decoder preset.*train/throughput"):
+        LLMTrainParams(model="resnet50").validate()
+    with pytest.raises(UsageError, match="decoder, trained by the benchmark train/llm: use accelbench train"):
+        TrainParams(model="llama3.1-8b").validate()
+    with pytest.raises(UsageError, match="did you mean"):
+        LLMTrainParams(model="llama3.1-8c").validate()
 
 
 def test_fp8_on_a_device_without_it_is_refused():
     with pytest.raises(UsageError, match="float8 training"):
-        TrainParams(model="llama3.1-8b", precision="fp8").check_environment("cpu")
+        LLMTrainParams(model="llama3.1-8b", precision="fp8").check_environment("cpu")
 
 
-def test_the_optimizer_is_the_models_own_unless_asked():
-    assert TrainParams(model="llama3.1-8b").optimizer == "adamw"
-    assert TrainParams(model="resnet50").optimizer == "sgd"
-    assert TrainParams(model="resnet50", optimizer="adamw").optimizer == "adamw"
+def test_a_decoder_record_reads_as_before_and_states_its_optimizer():
+    """The words a decoder's record is described by are those train/throughput gave it (the docs' examples)."""
+    from accelbench.registry import describe_params
+
+    p = {"model": "llama3.1-8b", "batch_size": 8, "nproc": 2, "seq_len": 128, "sharding": "fsdp", "scale": "tiny"}
+    assert describe_params("train/llm", p) == "llama3.1-8b bs=8/device fp32 x2 devices seq=128 fsdp tiny"
+    p = {"model": "llama3.1-8b", "batch_size": 8, "precision": "amp_bf16", "seq_len": 128, "grad_accum": 2}
+    p |= {"activation_checkpointing": "selective", "lora": 8, "scale": "tiny", "compile": True}
+    words = "llama3.1-8b bs=8/device amp_bf16 compile seq=128 accum=2 ac=selective lora=8 tiny"
+    assert describe_params("train/llm", p) == words
 
 
 def test_the_report_shows_a_decoders_mfu_beside_its_causal_figure():
@@ -178,7 +198,7 @@ def test_the_report_shows_a_decoders_mfu_beside_its_causal_figure():
     from accelbench.report.perf import _of_peak
     from accelbench.results.record import Result
 
-    r = Result("train/throughput", {"model": "llama3.1-8b"})
+    r = Result("train/llm", {"model": "llama3.1-8b"})
     r.metrics |= {"mfu": fig.figure(41.2, "%", higher_is_better=True)}
     r.metrics |= {"mfu_causal": fig.figure(38.5, "%", higher_is_better=True)}
     assert _of_peak(r, False) == "41.2% (38.5% causal)"
@@ -194,7 +214,7 @@ def test_every_tensor_of_a_meta_built_preset_is_initialised_after_to_empty(name)
     train on garbage."""
     from accelbench.train.llm import model as llm_model
 
-    params = TrainParams(model=name, scale="tiny")
+    params = LLMTrainParams(model=name, scale="tiny")
     model = llm_model.build(params, llm_model.config_for(params))
     model.to_empty(device="cpu")
     with torch.no_grad():
@@ -217,10 +237,8 @@ def test_without_transformers_the_quick_suite_loads_and_decoder_training_is_skip
         importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a)
     )
     entries = [e for e in builtin_suite("quick").entries if e.params.get("model") == "llama3.1-8b"]
-    assert entries
-    from accelbench.train.specs import TrainParams
-
-    params = TrainParams(model="llama3.1-8b", scale="tiny")
+    assert "train/llm" in {e.benchmark for e in entries}
+    params = LLMTrainParams(model="llama3.1-8b", scale="tiny")
     assert missing_library(params) == "transformers is not installed (pip install 'accelbench[llm]')"
 
 
@@ -229,19 +247,19 @@ def test_the_default_window_leaves_enough_windows_for_an_interval(num_batches, w
     from accelbench.measure.stats import MIN_CI_SAMPLES
     from accelbench.train.llm.specs import window_of
 
-    params = TrainParams(model="llama3.1-8b", scale="tiny", num_batches=num_batches)
-    assert window_of(params) == window
+    params = LLMTrainParams(model="llama3.1-8b", scale="tiny", num_batches=num_batches)
+    assert window_of(params) == window == params.window
     assert num_batches // window >= min(MIN_CI_SAMPLES, num_batches)
-    assert window_of(TrainParams(model="llama3.1-8b", scale="tiny", num_batches=12, display_every=12)) == 12
+    assert window_of(LLMTrainParams(model="llama3.1-8b", scale="tiny", num_batches=12, display_every=12)) == 12
 
 
 def test_twelve_batches_measure_an_interval_and_an_explicit_window_is_kept():
     quick = {**QUICK, "num_batches": 12}
     quick.pop("display_every")
-    [r] = run_inline(make_entry("train/throughput", {"model": "llama3.1-8b", **quick}))
+    [r] = run_inline(make_entry("train/llm", {"model": "llama3.1-8b", **quick}))
     assert r.status == "ok", r.error
     assert r.params["display_every"] == 2 and r.details["windows"] == 6
     assert r.metrics[r.primary_metric].ci95 is not None
     assert not any(w.startswith("few samples") for w in r.warnings), r.warnings
-    [kept] = run_inline(make_entry("train/throughput", {"model": "llama3.1-8b", **quick, "display_every": 4}))
+    [kept] = run_inline(make_entry("train/llm", {"model": "llama3.1-8b", **quick, "display_every": 4}))
     assert kept.params["display_every"] == 4 and kept.details["windows"] == 3

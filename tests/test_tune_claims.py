@@ -213,7 +213,9 @@ def train_fake(window: dict[bool, list[float]]) -> Any:
         p = entry.params
         base = next(runs[p["channels_last"]])
         samples = [base * (1 + 0.02 * ((i * 7) % 5 - 2)) for i in range(p["num_batches"] // 2)]
-        m = Metric(value=64 / sorted(samples)[len(samples) // 2], unit="images/s", higher_is_better=True)
+        # the figure is derived from the windows, as train/throughput's record says (n)
+        median = sorted(samples)[len(samples) // 2]
+        m = Metric(value=64 / median, unit="images/s", higher_is_better=True, n=len(samples))
         r = Result(entry.benchmark, p, metrics={"throughput": m}, primary_metric="throughput", samples=samples)
         return [r]
 
@@ -231,10 +233,13 @@ def test_training_windows_are_separated_by_mann_whitney() -> None:
 
 
 def test_samples_become_figures_in_the_metric_s_unit() -> None:
-    """A window of 0.2 s where the median is 0.1 s is half the rate: batch sizes compare through their rates."""
-    m = Metric(value=100.0, unit="samples/s", higher_is_better=True)
+    """A window of 0.2 s where the median is 0.1 s is half the rate: batch sizes compare through their rates. Only
+    samples the figure was derived from count (the record's ``n``), as in every verdict."""
+    m = Metric(value=100.0, unit="samples/s", higher_is_better=True, n=3)
     r = Result("train/throughput", {}, metrics={"throughput": m}, primary_metric="throughput", samples=[0.1, 0.2, 0.1])
     assert sample_figures(r) == pytest.approx([100.0, 50.0, 100.0])
+    r.samples = [0.1, 0.2, 0.1, 0.1]  # four samples behind a figure of three: not the figure's
+    assert sample_figures(r) is None
     assert sample_figures(Result("infer/loadgen", {}, metrics={"throughput": m}, primary_metric="throughput")) is None
 
 

@@ -119,7 +119,7 @@ def test_continuous_batching_is_also_tried_with_other_batch_token_budgets() -> N
 
 
 def test_the_tpot_limit_defaults_to_the_preset_s_mlperf_server_limit() -> None:
-    from accelbench.tune.serve import tpot_limit
+    from accelbench.tune.specs import tpot_limit
 
     assert tpot_limit(serve_params()) == (100.0, "mlperf.conf llama3_1-8b Server")
     assert tpot_limit(serve_params(tpot_ms=25.0)) == (25.0, "--tpot-ms")

@@ -141,7 +141,7 @@ def test_a_decoder_preset_trains_on_xla_without_recompiling_in_the_window(tmp_pa
     if not os.environ.get("ACCELBENCH_REQUIRE_XLA"):  # .ci/xla installs the llm extra: there it must run
         pytest.importorskip("transformers")
     params = {"model": "llama3.1-8b", "scale": "tiny", "num_batches": 3, "display_every": 1, "warmup": 2}
-    [r] = run_inline(make_entry("train/throughput", params | {"batch_size": "2", **XLA}), tmp_path)
+    [r] = run_inline(make_entry("train/llm", params | {"batch_size": "2", **XLA}), tmp_path)
     assert r.status == "ok", r.error or r.reason
     assert r.params["device"].startswith("xla") and r.metrics["throughput"].unit == "tokens/s"
     assert r.details["compiles"]["warmup_graphs"] >= 2 and r.details["compiles"]["window_graphs"] == 0

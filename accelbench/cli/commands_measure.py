@@ -44,11 +44,10 @@ def register(sub: Any) -> None:
     run.set_defaults(handler=cmd_run)
 
     from accelbench.cli.kernel_args import add_param_flags, add_set_flags
-    from accelbench.registry import BENCHMARKS
+    from accelbench.registry import BENCHMARKS, sharing_command
 
-    for info in BENCHMARKS.values():
-        if info.command is not None:
-            _register_family(sub, info)
+    for name in dict.fromkeys(info.command.name for info in BENCHMARKS.values() if info.command is not None):
+        _register_family(sub, sharing_command(name))
     kernels = sub.add_parser(
         "kernels",
         help="kernel benchmarks (DeepBench): gemm, conv, rnn, attention, sparse, membw, allreduce",
@@ -75,25 +74,42 @@ def register(sub: Any) -> None:
         kp.set_defaults(handler=cmd_kernel, benchmark=info.name)
 
 
-def _register_family(sub: Any, info: Any) -> None:
-    """``accelbench train|infer|tta ...``: the positional field, one flag per other field, the common options."""
+def _register_family(sub: Any, infos: list[Any]) -> None:
+    """``accelbench train|infer|tta ...``: the positional field, one flag per other field of each benchmark the
+    command offers (the first's, then the others' own in groups named by what they measure), the common options."""
     from dataclasses import fields
 
     from accelbench.cli.kernel_args import add_param_flags
 
-    cmd = info.command
-    field = next(f for f in fields(info.params) if f.name == cmd.positional)
-    p = sub.add_parser(cmd.name, help=cmd.help.replace("%", "%%"), description=cmd.description)
+    first = infos[0]
+    cmd = first.command
+    field = next(f for f in fields(first.params) if f.name == cmd.positional)
+    description = " ".join([cmd.description, *(o.command.description for o in infos[1:])])
+    p = sub.add_parser(cmd.name, help=cmd.help.replace("%", "%%"), description=description)
     p.add_argument(
         cmd.positional,
         type=a.list_of(str),
         metavar=cmd.metavar,
         help=f"{field.metadata['help']}; a comma list sweeps",
     )
-    add_param_flags(p, info.params, cmd.name, skip=frozenset({cmd.positional}))
+    taken = {cmd.positional}
+    choices: dict[str, tuple[str, ...]] = {}  # a shared field's choices: every benchmark's (--scenario interactive)
+    for info in infos:
+        for f in fields(info.params):
+            choices[f.name] = tuple(dict.fromkeys([*choices.get(f.name, ()), *(f.metadata.get("choices") or ())]))
+    more: dict[str, str] = {}  # a shared field's meaning to the other benchmarks, where it differs
+    for info in infos[1:]:
+        for f in fields(info.params):
+            first_help = next((g.metadata.get("help") for g in fields(first.params) if g.name == f.name), None)
+            if first_help is not None and f.metadata.get("help") != first_help:
+                more[f.name] = more.get(f.name, "") + f"; {info.measures}: {f.metadata.get('help')}"
+    for info in infos:
+        title = info.measures or cmd.name
+        add_param_flags(p, info.params, title, skip=frozenset(taken), choices=choices, more_help=more)
+        taken |= {f.name for f in fields(info.params)}
     a.add_common_options(p)
     a.add_repeat_option(p)
-    p.set_defaults(handler=cmd_family, benchmark=info.name)
+    p.set_defaults(handler=cmd_family, benchmark=first.name)
 
 
 def _options(ns: argparse.Namespace) -> Any:
@@ -313,17 +329,51 @@ def cmd_kernel(ns: argparse.Namespace) -> int:
 
 
 def cmd_family(ns: argparse.Namespace) -> int:
-    from accelbench.cli.kernel_args import entries_from_args
-    from accelbench.registry import get
+    from accelbench import registry
 
-    info = get(ns.benchmark)
+    info = registry.get(ns.benchmark)
     ns.sweep = False  # the positional is a list: it sweeps like any other flag
-    for given, field, value in info.command.implies:  # a data directory given means real data, never ignored
-        if getattr(ns, given, None) and getattr(ns, field, None) is None:
-            setattr(ns, field, value)
-    suite = Suite(info.command.name, entries_from_args(ns, info.name, info.params), source="command line")
+    entries = []
+    for name, values in _routed(ns, info).items():
+        chosen = registry.get(name)
+        for given, field, value in chosen.command.implies:  # a data directory given means real data, never ignored
+            if getattr(ns, given, None) and getattr(ns, field, None) is None:
+                setattr(ns, field, value)
+        entries += _family_entries(ns, chosen, values)
+    suite = Suite(info.command.name, entries, source="command line")
     _check_environment(suite, ns.device)
     return _execute(ns, suite, after=lambda summary: _print_scaling(summary, info.command), note=info.command.note)
+
+
+def _routed(ns: argparse.Namespace, info: Any) -> dict[str, list[str]]:
+    """The positional's values (models) by the benchmark that measures each (:func:`accelbench.registry.route`)."""
+    from accelbench import registry
+
+    positional = info.command.positional
+    out: dict[str, list[str]] = {}
+    for value in getattr(ns, positional):
+        out.setdefault(registry.route(info.name, {positional: value}), []).append(value)
+    return out
+
+
+def _family_entries(ns: argparse.Namespace, info: Any, values: list[str]) -> list[Any]:
+    """The entries of ``info`` for its share of the positional's values; a flag given that only another benchmark
+    of the command takes is refused, naming what it applies to (never silently dropped)."""
+    from dataclasses import fields
+
+    from accelbench import registry
+    from accelbench.cli.kernel_args import entries_from_args
+
+    positional = info.command.positional
+    own = {f.name for f in fields(info.params)}
+    for other in registry.sharing_command(info.command.name):
+        for f in fields(other.params):
+            if f.name not in own and getattr(ns, f.name, None) is not None:
+                flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+                what = other.measures or other.name
+                raise UsageError(f"{flag} applies to {what} (accelbench list --models), not {', '.join(values)}")
+    local = argparse.Namespace(**{**vars(ns), positional: values})
+    return entries_from_args(local, info.name, info.params)
 
 
 def _print_scaling(summary: Any, cmd: Any) -> None:

@@ -11,7 +11,7 @@ import argparse
 import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
@@ -28,8 +28,8 @@ def _flag(f: Any) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
-def _element_parser(f: Any, hint: Any) -> Any:
-    choices = f.metadata.get("choices")
+def _element_parser(f: Any, hint: Any, choices: Any = None) -> Any:
+    choices = choices or f.metadata.get("choices")
     if choices:
 
         def choice(text: str) -> str:
@@ -80,11 +80,15 @@ def add_param_flags(
     title: str,
     skip: frozenset[str] = frozenset(),
     sweeps: bool = True,
+    choices: Mapping[str, tuple[str, ...]] | None = None,
+    more_help: Mapping[str, str] | None = None,
 ) -> None:
     """One flag per field of ``params_cls`` that is not a common option (nor in ``skip``).
 
     Every value is parsed as a list (one element unless the field sweeps); ``sweeps=False`` makes no field
-    sweep, for a command that measures one configuration of its own.
+    sweep, for a command that measures one configuration of its own. ``choices`` widens a field's choices where
+    one command offers several benchmarks (each benchmark checks its own when its parameters are built), and
+    ``more_help`` adds what a shared field means to the others.
     """
     hints = typing.get_type_hints(params_cls)
     groups = {False: parser.add_argument_group(title), True: parser.add_argument_group("measurement")}
@@ -93,7 +97,7 @@ def add_param_flags(
         if f.name in BASE_FIELDS or f.name in skip:
             continue
         group = groups[f.name in MEASUREMENT_FIELDS]
-        meta = f.metadata
+        meta = {**f.metadata, "help": f.metadata.get("help", "") + (more_help or {}).get(f.name, "")}
         if hints[f.name] is bool:  # a switch: on when the default is off, "--no-..." when it is on
             flag = meta.get("flag") or ("--no-" if f.default else "--") + f.name.replace("_", "-")
             help_text = meta.get("help", "").replace("%", "%%")
@@ -103,9 +107,9 @@ def add_param_flags(
             continue
         default = f.default if f.default not in (MISSING, "", None) else "none"
         help_text = f"{meta.get('help', '')} (default {default})".replace("%", "%%")
-        parse = _element_parser(f, hints[f.name])
-        choices = meta.get("choices")
-        metavar = meta.get("metavar") or ("|".join(choices) if choices else f.name.upper())
+        allowed = (choices or {}).get(f.name) or meta.get("choices")
+        parse = _element_parser(f, hints[f.name], allowed)
+        metavar = meta.get("metavar") or ("|".join(allowed) if allowed else f.name.upper())
         if sweeps and meta.get("sweep", True):
             group.add_argument(
                 _flag(f),

@@ -143,7 +143,7 @@ def as_lists(items: list[tuple[Any, Any]]) -> tuple[list[Any], list[Any]]:
 
 def to_results(
     split: CocoSplit, ids: list[int], outputs: list[dict[str, "torch.Tensor"]], size: int | None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """torchvision's detections in COCO's results format (original image frame, category ids): what COCOeval
     scores; with masks, each instance's mask at the image's size, run-length encoded by pycocotools. ``size``
     is the square the images were resized to (None: they were not, the detections are in the image's frame)."""
@@ -157,18 +157,19 @@ def to_results(
         boxes = out["boxes"].detach().float().cpu().numpy()
         scores = out["scores"].detach().float().cpu().numpy()
         labels = out["labels"].detach().cpu().numpy()
-        masks = out.get("masks")
-        if masks is not None:
+        found = out.get("masks")
+        masks: np.ndarray | None = None
+        if found is not None:
             from torchvision.transforms.functional import resize
 
-            masks = masks.detach().float().cpu()
-            if len(masks) and tuple(masks.shape[-2:]) != (info["height"], info["width"]):  # a resized input's
-                masks = resize(masks, [info["height"], info["width"]], antialias=False)
-            masks = (masks[:, 0] > 0.5).numpy().astype(np.uint8)
+            found = found.detach().float().cpu()
+            if len(found) and tuple(found.shape[-2:]) != (info["height"], info["width"]):  # a resized input's
+                found = resize(found, [info["height"], info["width"]], antialias=False)
+            masks = (found[:, 0] > 0.5).numpy().astype(np.uint8)
         for k, (x1, y1, x2, y2) in enumerate(boxes):
             if int(labels[k]) not in split.category_of:
                 continue
-            r = {
+            r: dict[str, Any] = {
                 "image_id": image_id,
                 "category_id": split.category_of[int(labels[k])],
                 "bbox": [float(x1 * sx), float(y1 * sy), float((x2 - x1) * sx), float((y2 - y1) * sy)],
@@ -181,7 +182,7 @@ def to_results(
     return results
 
 
-def coco_eval(split: CocoSplit, results: list[dict], kind: str = "bbox") -> float:
+def coco_eval(split: CocoSplit, results: list[dict[str, Any]], kind: str = "bbox") -> float:
     """COCO AP at IoU 0.50:0.95 (COCOeval's stats[0]) of ``results`` over the split's images; 0.0 without any
     detection (pycocotools cannot load an empty result list)."""
     from pycocotools.cocoeval import COCOeval

@@ -213,7 +213,8 @@ class Ratings:
     def rated(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         keys = users.astype(np.int64) * self.items + items
         pos = np.searchsorted(self.seen, keys).clip(max=len(self.seen) - 1)
-        return self.seen[pos] == keys
+        found: np.ndarray = self.seen[pos] == keys
+        return found
 
 
 def check_movielens(root: Path) -> Path:

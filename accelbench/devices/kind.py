@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from accelbench.devices.base import DeviceKind
+from accelbench.devices.readers import DeviceReader
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DeviceKind", "by_name", "kind_of", "kinds", "register", "unregister"]
+__all__ = ["DeviceKind", "by_name", "kind_of", "kinds", "reader_for", "register", "unregister"]
 
 
 #: every kind, the most recently registered first (a specialisation shadows the kind it refines)
@@ -68,6 +69,24 @@ def by_name(name: str) -> DeviceKind | None:
     """The kind a user names (``--device rocm`` is spelled ``cuda`` to torch; both find the AMD kind there)."""
     _builtin()
     return next((k for k in _KINDS if k.name == name), None)
+
+
+def reader_for(device: "int | torch.device") -> DeviceReader | None:
+    """The reader of ``device``'s kind, or for a bare monitored index, the reader of this machine's GPUs.
+
+    An index (what records and the suite pass) names a device of the accelerator kind this machine's torch
+    drives: one torch build drives one GPU vendor's devices, so the first available kind with a reader is it;
+    with none available, the kind torch's ``cuda`` devices belong to in this build (whose reader then says
+    why it cannot read).
+    """
+    if not isinstance(device, int):
+        return kind_of(device).reader()
+    for kind in kinds():
+        if kind.accelerator and kind.unavailable() is None:
+            found = kind.reader()
+            if found is not None:
+                return found
+    return kind_of("cuda").reader()
 
 
 _HOST = DeviceKind()

@@ -10,10 +10,7 @@ power or thermal limit held the clocks down. A reader that cannot read says why,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
-
-if TYPE_CHECKING:
-    import torch
+from typing import Any, Callable, ClassVar
 
 
 @dataclass(frozen=True)
@@ -66,26 +63,6 @@ class DeviceReader:
         """The share (0..1) of a ``seconds`` window each limit ("power", "thermal") held the clocks down, from
         two readings of :meth:`throttle_counters`; {} where they cannot say."""
         return {}
-
-
-def reader_for(device: "int | torch.device") -> DeviceReader | None:
-    """The reader of ``device``'s kind, or for a bare monitored index, the reader of this machine's GPUs.
-
-    An index (what records and the suite pass) names a device of the accelerator kind this machine's torch
-    drives: one torch build drives one GPU vendor's devices, so the first available kind with a reader is it;
-    with none available, the kind torch's ``cuda`` devices belong to in this build (whose reader then says
-    why it cannot read).
-    """
-    from accelbench.devices.kind import kind_of, kinds
-
-    if not isinstance(device, int):
-        return kind_of(device).reader()
-    for kind in kinds():
-        if kind.accelerator and kind.unavailable() is None:
-            found = kind.reader()
-            if found is not None:
-                return found
-    return kind_of("cuda").reader()
 
 
 def number(value: Any) -> float | None:

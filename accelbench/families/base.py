@@ -14,7 +14,6 @@ report, which reads records only, can read the descriptions too.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -239,13 +238,11 @@ def name_params(params: type, benchmark: str) -> None:
 
 def benchmark_of(params: object) -> str:
     """The registry's name of the benchmark whose parameters ``params`` (an instance or the class) are: what
-    its records are called, so that the name is written once, in the registry, and a benchmark's module holds
-    no copy of it. The registry is read on first need (by name: it imports the families' parameter classes,
-    so this module cannot import it)."""
+    its records are called, so that the name is written once, in the registry (:mod:`accelbench.registry`, the
+    composition root that lists every benchmark and names its parameter class here), and a benchmark's module
+    holds no copy of it."""
     cls = params if isinstance(params, type) else type(params)
-    if not any(c in _PARAMS for c in cls.__mro__):
-        importlib.import_module("accelbench.registry")
     for c in cls.__mro__:
         if c in _PARAMS:
             return _PARAMS[c]
-    raise LookupError(f"{cls.__name__} is no registered benchmark's parameters (see accelbench.registry)")
+    raise LookupError(f"{cls.__name__} is no registered benchmark's parameters (import accelbench.registry first)")

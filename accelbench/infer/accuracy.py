@@ -23,10 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from accelbench.infer.fidelity import COARSER_BITS, HEADROOM
+from accelbench.infer.results import loadgen_record
+from accelbench.kit import metrics as fig
+
 if TYPE_CHECKING:
-    from accelbench.infer.driver import Serving
+    from accelbench.infer.driver import Outcome
     from accelbench.infer.fidelity import Fidelity
     from accelbench.infer.served import Served
+    from accelbench.infer.serving import Serving
     from accelbench.infer.specs import InferParams
     from accelbench.kit.context import RunContext
     from accelbench.results.record import Result
@@ -81,7 +86,6 @@ def measure(
     LoadGen's accuracy run keeping each answer and raw output, then the verdict."""
     from accelbench.infer import fidelity as fid
     from accelbench.infer.driver import loadgen_run
-    from accelbench.infer.results import accuracy_result
 
     spec = serving.served
     assert spec is not None
@@ -121,6 +125,67 @@ def measure(
     result = accuracy_result(params, record, outcome, verdict)
     result.details["weights"] = serving.weights
     return result
+
+
+def accuracy_result(params: "InferParams", record: dict[str, Any], outcome: "Outcome", verdict: Verdict) -> "Result":
+    """The record of an accuracy run: the verdict's figures, what its gate judged, and no verdict at all where the
+    reference answers could not tell a right answer from a wrong one."""
+    unit = verdict.metric.replace("_", " ")
+    metrics = {
+        verdict.metric: fig.figure(verdict.quality, unit, higher_is_better=True),
+        f"reference_{verdict.metric}": fig.figure(verdict.reference, unit, higher_is_better=True),
+        "quality_ratio": fig.figure(verdict.ratio, "x FP32", higher_is_better=True),
+    }
+    fid = verdict.fidelity
+    if fid is not None:  # agreement is shown, not judged: the reference's own agreement and the ratio say nothing
+        metrics = {
+            "fidelity_ratio": fig.figure(fid.ratio, f"x {fid.precision} rounding", higher_is_better=False),
+            verdict.metric: metrics[verdict.metric],
+        }
+    details = {
+        "accuracy_gates": verdict.gates if fid is None else {"fidelity": fid.passed},
+        "gate": verdict.gate,
+        "accuracy_verified": verdict.labels == "dataset",
+        "labels": verdict.labels,
+        "samples": verdict.samples,
+        "loadgen_log_dir": str(outcome.outdir),
+        "loadgen_validity": outcome.detail.get("result_validity"),
+        "compliant": params.profile == "official",
+    }
+    if fid is not None:
+        details["fidelity"] = {
+            "precision": fid.precision,
+            "deviation": fid.deviation,
+            "rounding": fid.rounding,
+            "coarser": fid.coarser,
+            "coarser_bits": COARSER_BITS,
+            "headroom": HEADROOM,
+            "limit": fid.limit,
+            "ratio": fid.ratio,
+            "decided": fid.decided,
+            "decided_agreement": fid.decided_agreement,
+            "summary": fid.describe(),
+        }
+    reasons: list[str] = []
+    if verdict.uninformative:  # no verdict at all rather than a VALID that proves nothing
+        details["uninformative"] = verdict.uninformative
+        result = loadgen_record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, None)
+        result.warnings.insert(
+            0,
+            f"uninformative: {verdict.uninformative}; serve real weights (--checkpoint FILE) or score against "
+            "labels (--dataset DIR) for a verdict",
+        )
+        return result
+    if fid is not None and not fid.passed:
+        reasons.append(f"strays from FP32 beyond {fid.precision} rounding: {fid.describe()}")
+    elif not verdict.passed:
+        failed = [g for g, ok in verdict.gates.items() if not ok]
+        reasons.append(
+            f"accuracy below {', '.join(failed)} of the FP32 reference: {verdict.metric} {verdict.quality:.4f} "
+            f"vs {verdict.reference:.4f} ({verdict.ratio:.2%})"
+        )
+    primary = "fidelity_ratio" if fid is not None else verdict.metric  # what the gate judged
+    return loadgen_record(params, record, metrics, primary, details, reasons, outcome.conditions, verdict.passed)
 
 
 def agreement(answers: list[np.ndarray], reference: list[Any]) -> float:

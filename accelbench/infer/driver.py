@@ -1,4 +1,4 @@
-"""The LoadGen driver: what one LoadGen test needs (:class:`Serving`) and one test run (:func:`loadgen_run`).
+"""The LoadGen driver: one test run (:func:`loadgen_run`) of what :class:`~accelbench.infer.serving.Serving` serves.
 
 It sits below the orchestrator (:mod:`accelbench.infer.run`) and the peak search
 (:mod:`accelbench.infer.peak`), which both drive LoadGen through it, so neither
@@ -8,35 +8,17 @@ imports the other.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from accelbench.infer.heartbeat import heartbeat, planned_samples
+from accelbench.infer.heartbeat import heartbeat
+from accelbench.infer.loadgen_params import QSL_SAMPLES, LoadGenParams
 from accelbench.infer.logs import drop_empty_trace, read_detail
-from accelbench.infer.served import Served
-from accelbench.infer.specs import QSL_SAMPLES, InferParams
-from accelbench.infer.sut import BatchingSUT, SampleLibrary, Worker
+from accelbench.infer.serving import Serving
+from accelbench.infer.settings import planned_samples
+from accelbench.infer.sut import BatchingSUT, SampleLibrary
 from accelbench.kit.context import RunContext
 from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
-
-
-@dataclass
-class Serving:
-    """Everything a LoadGen run needs: the workers, the samples and how they batch."""
-
-    workers: list[Worker]
-    make_input: Callable[[int], Any]
-    total: int
-    collate: Callable[[list[Any]], Any]
-    served: Served | None
-    model: Any
-    threads: int
-    device: Any = None
-    dataset: Any = None
-    #: where the served weights came from (a checkpoint, or random and how initialised), for the record
-    weights: str = ""
-    #: what the backend's runtime chose, for the record's details.backend
-    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -56,7 +38,7 @@ class Outcome:
 def loadgen_run(
     serving: Serving,
     settings: Any,
-    params: InferParams,
+    params: LoadGenParams,
     ctx: RunContext,
     answers: Callable[[list[int], Any], list[Any]] | None = None,
 ) -> Outcome:
@@ -76,7 +58,7 @@ def start_test(
     sut_impl: Any,
     qsl_lib: SampleLibrary,
     settings: Any,
-    params: InferParams,
+    params: LoadGenParams,
     ctx: RunContext,
     threads: int,
     devices: list[Any],

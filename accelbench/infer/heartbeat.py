@@ -8,35 +8,15 @@ so far; a test shorter than that says nothing more.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from accelbench.kit.context import Progress
 
 #: seconds between two progress lines while a LoadGen test runs
 EVERY = 10.0
-
-
-def planned_samples(s: Any, scenario: str, accuracy_total: int | None = None) -> int:
-    """The samples a LoadGen test will issue by its own plan (``s``: its TestSettings): in accuracy mode the
-    whole sample set; Offline its one query; Server its target rate over its minimum duration, at least its
-    minimum queries; SingleStream and MultiStream their queries at the expected latency, times the samples a
-    query holds (MultiStream)."""
-    from accelbench.infer.settings import loadgen_offline_size
-
-    if accuracy_total is not None:
-        return accuracy_total
-    if scenario == "offline":
-        return loadgen_offline_size(s.offline_expected_qps, s.min_duration_ms, s.min_query_count)
-    seconds = s.min_duration_ms / 1000
-    if scenario in ("server", "interactive"):
-        return max(int(s.min_query_count), math.ceil(s.server_target_qps * seconds))
-    latency = s.single_stream_expected_latency_ns if scenario == "singlestream" else s.multi_stream_expected_latency_ns
-    queries = max(int(s.min_query_count), math.ceil(seconds / max(latency / 1e9, 1e-9)))
-    return queries * (int(s.multi_stream_samples_per_query) if scenario == "multistream" else 1)
 
 
 def line(answered: int, planned: int, elapsed: float) -> tuple[str, float | None]:

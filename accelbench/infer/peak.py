@@ -28,9 +28,10 @@ from typing import Any, Callable
 from accelbench.errors import BenchmarkFailed
 from accelbench.infer import settings as lgset
 from accelbench.infer import tail
-from accelbench.infer.driver import Outcome, Serving, loadgen_run
+from accelbench.infer.driver import Outcome, loadgen_run
 from accelbench.infer.logs import invalid_reasons
 from accelbench.infer.results import multistream_within_bound, performance_result
+from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.infer.settings import MAX_PLANNED_RATE, Probe
-from accelbench.infer.specs import InferParams
 
 #: runs after the first that a disagreement may cost; each is planned from the latest run's measurement
 MAX_RERUNS = 2
@@ -44,7 +44,7 @@ class Disagreement:
         return {"why": self.why, "measured": self.measured.to_dict()}
 
 
-def planned_by_probe(params: InferParams) -> bool:
+def planned_by_probe(params: LoadGenParams) -> bool:
     """Whether LoadGen's hint for this scenario came from the probe (a user's flag is the user's plan)."""
     return {
         "offline": not params.expected_qps,
@@ -68,7 +68,7 @@ def ran_seconds(d: dict[str, Any], scenario: str, samples: int) -> float | None:
     return (samples / max(spq, 1)) * mean / 1e9 if mean else None
 
 
-def disagreement(d: dict[str, Any], params: InferParams, probe: Probe, samples: int) -> Disagreement | None:
+def disagreement(d: dict[str, Any], params: LoadGenParams, probe: Probe, samples: int) -> Disagreement | None:
     """What the run measured, if it disagrees with the probe badly enough to be INVALID for it; else None."""
     if d.get("result_validity") == "VALID" or not planned_by_probe(params):
         return None
@@ -100,13 +100,13 @@ def disagreement(d: dict[str, Any], params: InferParams, probe: Probe, samples: 
     if scenario == "singlestream":
         why = f"the probe planned {probe.single * 1e3:.3g} ms a query, the run measured {mean * 1e3:.3g} ms{took}"
         return Disagreement(Probe(probe.rate, mean), why)
-    spq = int(d.get("effective_samples_per_query") or params.samples_per_query)
+    spq = int(d.get("effective_samples_per_query") or params.query_samples)
     planned = spq / probe.rate
     why = f"the probe planned {planned * 1e3:.3g} ms a query, the run measured {mean * 1e3:.3g} ms{took}"
     return Disagreement(Probe(min(spq / mean, MAX_PLANNED_RATE), probe.single), why)
 
 
-def below_probe(d: dict[str, Any], params: InferParams, probe: Probe) -> Disagreement | None:
+def below_probe(d: dict[str, Any], params: LoadGenParams, probe: Probe) -> Disagreement | None:
     """An Offline run LoadGen called VALID that measured far under its probe: it is rerun like a run that
     disagreed with its plan, and, still under its repeated probe after the reruns, INVALID with that cause."""
     if params.scenario != "offline" or d.get("result_validity") != "VALID" or not probe.rate:

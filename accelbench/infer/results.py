@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from accelbench.families import benchmark_of
-from accelbench.infer.fidelity import COARSER_BITS, HEADROOM
+from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.infer.logs import invalid_reasons
 from accelbench.infer.replan import true_cause
 from accelbench.infer.specs import InferParams
@@ -13,7 +13,6 @@ from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
 if TYPE_CHECKING:
-    from accelbench.infer.accuracy import Verdict
     from accelbench.infer.driver import Outcome
     from accelbench.infer.settings import Probe
 
@@ -118,7 +117,7 @@ def performance_result(
 
 
 def loadgen_record(
-    params: InferParams,
+    params: LoadGenParams,
     record: dict[str, Any],
     metrics: dict[str, Metric],
     primary: str,
@@ -137,7 +136,7 @@ def loadgen_record(
         warnings.append("non-compliant: the quick profile is shorter than MLPerf's rules")
     return Result(
         benchmark_of(params),
-        record | {"nproc": params.nproc},
+        record,
         metrics=metrics,
         primary_metric=primary,
         valid=valid,
@@ -145,61 +144,3 @@ def loadgen_record(
         conditions=conditions,
         details=details,
     )
-
-
-def accuracy_result(params: InferParams, record: dict[str, Any], outcome: "Outcome", verdict: "Verdict") -> Result:
-    metrics = {
-        verdict.metric: _metric(verdict.quality, verdict.metric.replace("_", " "), True),
-        f"reference_{verdict.metric}": _metric(verdict.reference, verdict.metric.replace("_", " "), True),
-        "quality_ratio": _metric(verdict.ratio, "x FP32", True),
-    }
-    fid = verdict.fidelity
-    if fid is not None:  # agreement is shown, not judged: the reference's own agreement and the ratio say nothing
-        metrics = {
-            "fidelity_ratio": _metric(fid.ratio, f"x {fid.precision} rounding", False),
-            verdict.metric: metrics[verdict.metric],
-        }
-    details = {
-        "accuracy_gates": verdict.gates if fid is None else {"fidelity": fid.passed},
-        "gate": verdict.gate,
-        "accuracy_verified": verdict.labels == "dataset",
-        "labels": verdict.labels,
-        "samples": verdict.samples,
-        "loadgen_log_dir": str(outcome.outdir),
-        "loadgen_validity": outcome.detail.get("result_validity"),
-        "compliant": params.profile == "official",
-    }
-    if fid is not None:
-        details["fidelity"] = {
-            "precision": fid.precision,
-            "deviation": fid.deviation,
-            "rounding": fid.rounding,
-            "coarser": fid.coarser,
-            "coarser_bits": COARSER_BITS,
-            "headroom": HEADROOM,
-            "limit": fid.limit,
-            "ratio": fid.ratio,
-            "decided": fid.decided,
-            "decided_agreement": fid.decided_agreement,
-            "summary": fid.describe(),
-        }
-    reasons = []
-    if verdict.uninformative:  # no verdict at all rather than a VALID that proves nothing
-        details["uninformative"] = verdict.uninformative
-        result = loadgen_record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, None)
-        result.warnings.insert(
-            0,
-            f"uninformative: {verdict.uninformative}; serve real weights (--checkpoint FILE) or score against "
-            "labels (--dataset DIR) for a verdict",
-        )
-        return result
-    if fid is not None and not fid.passed:
-        reasons.append(f"strays from FP32 beyond {fid.precision} rounding: {fid.describe()}")
-    elif not verdict.passed:
-        failed = [g for g, ok in verdict.gates.items() if not ok]
-        reasons.append(
-            f"accuracy below {', '.join(failed)} of the FP32 reference: {verdict.metric} {verdict.quality:.4f} "
-            f"vs {verdict.reference:.4f} ({verdict.ratio:.2%})"
-        )
-    primary = "fidelity_ratio" if fid is not None else verdict.metric  # what the gate judged
-    return loadgen_record(params, record, metrics, primary, details, reasons, outcome.conditions, verdict.passed)

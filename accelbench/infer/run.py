@@ -23,11 +23,13 @@ from accelbench.infer import accuracy, replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Backend
 from accelbench.infer.catalog import backend
-from accelbench.infer.driver import Serving, loadgen_run
+from accelbench.infer.driver import loadgen_run
+from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.infer.peak import find_peak
 from accelbench.infer.results import performance_result
 from accelbench.infer.served import Served, served
-from accelbench.infer.specs import QSL_SAMPLES, InferParams
+from accelbench.infer.serving import Serving
+from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import Worker
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.results.record import Result
@@ -173,11 +175,6 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
 
 
 def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
-    if params.generates:  # a decoder: an engine streams tokens to LoadGen in token mode
-        from accelbench.infer.tokens.run import run as run_tokens
-
-        yield from run_tokens(params, ctx)
-        return
     serving = setup(params, ctx)
     record: dict[str, Any] = params.to_dict() | {
         "precision": params.effective_precision,

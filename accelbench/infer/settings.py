@@ -14,10 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.infer.specs import InferParams
 
 if TYPE_CHECKING:
-    from accelbench.infer.driver import Serving
+    from accelbench.infer.serving import Serving
 
 #: A Python SUT answers at most a few hundred thousand samples/s, whatever the backend; planning
 #: LoadGen's queries for more (a null backend probes as infinitely fast) would only waste memory.
@@ -112,10 +113,10 @@ def median_seconds(call: Any, inputs: Any, most: int) -> float:
     return statistics.median(times)
 
 
-def bound_ms(params: InferParams) -> float:
+def bound_ms(params: LoadGenParams) -> float:
     """The Server/MultiStream latency bound: the flag, or the model's MLPerf bound."""
-    if params.latency_bound_ms:
-        return params.latency_bound_ms
+    if params.latency_bound:
+        return params.latency_bound
     try:
         from accelbench.infer.served import ADAPTERS
         from accelbench.workloads import model_info
@@ -126,7 +127,7 @@ def bound_ms(params: InferParams) -> float:
     return (adapter.server_bound_ms if adapter else None) or DEFAULT_BOUND_MS
 
 
-def base(params: InferParams, mode: str = "performance", mlperf_name: str | None = None) -> Any:
+def base(params: LoadGenParams, mode: str = "performance", mlperf_name: str | None = None) -> Any:
     """Settings for the profile; ``official`` loads mlperf.conf's rules for ``mlperf_name`` (default: the model's)."""
     import mlperf_loadgen as lg
 
@@ -149,7 +150,7 @@ def base(params: InferParams, mode: str = "performance", mlperf_name: str | None
     if params.profile == "quick":
         # enough queries for LoadGen's early-stopping estimate of the tail percentile, and no more
         s.min_query_count = {"offline": 1, "singlestream": 64}.get(params.scenario, QUICK_TAIL_QUERIES)
-    if params.latency_bound_ms or params.profile == "quick":
+    if params.latency_bound or params.profile == "quick":
         s.server_target_latency_ns = int(bound_ms(params) * 1e6)
     return s
 
@@ -191,6 +192,23 @@ def planned_seconds(s: Any, scenario: str, rate: float) -> float:
         "multistream": s.multi_stream_expected_latency_ns / 1e9,
     }[scenario]
     return max(s.min_duration_ms / 1000, s.min_query_count * per_query)
+
+
+def planned_samples(s: Any, scenario: str, accuracy_total: int | None = None) -> int:
+    """The samples a LoadGen test will issue by its own plan (``s``: its TestSettings): in accuracy mode the
+    whole sample set; Offline its one query; Server its target rate over its minimum duration, at least its
+    minimum queries; SingleStream and MultiStream their queries at the expected latency, times the samples a
+    query holds (MultiStream)."""
+    if accuracy_total is not None:
+        return accuracy_total
+    if scenario == "offline":
+        return loadgen_offline_size(s.offline_expected_qps, s.min_duration_ms, s.min_query_count)
+    seconds = s.min_duration_ms / 1000
+    if scenario in ("server", "interactive"):
+        return max(int(s.min_query_count), math.ceil(s.server_target_qps * seconds))
+    latency = s.single_stream_expected_latency_ns if scenario == "singlestream" else s.multi_stream_expected_latency_ns
+    queries = max(int(s.min_query_count), math.ceil(seconds / max(latency / 1e9, 1e-9)))
+    return queries * (int(s.multi_stream_samples_per_query) if scenario == "multistream" else 1)
 
 
 def loadgen_offline_size(expected_qps: float, min_duration_ms: int, min_query_count: int) -> int:

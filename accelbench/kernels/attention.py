@@ -13,7 +13,7 @@ could use is recorded with the result.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, cast
 
 from accelbench.devices import device_label, resolve_device
 from accelbench.devices.kind import kind_of
@@ -30,7 +30,7 @@ SUPPORTED = FLOAT_PRECISIONS
 
 
 def attention_flops(p: AttentionParams) -> float:
-    forward = 4 * p.batch * p.heads * p.seq_len * p.seq_len * p.dim
+    forward: float = 4 * p.batch * p.heads * p.seq_len * p.seq_len * p.dim
     if p.causal:
         forward /= 2
     return forward * (3.5 if p.phase == "fwd_bwd" else 1.0)
@@ -63,7 +63,9 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
     q, k, v = (torch.randn(shape, generator=gen).to(device=device, dtype=dtype).requires_grad_(train) for _ in range(3))
     grad = torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
 
-    def step(qq: "torch.Tensor", kk: "torch.Tensor", vv: "torch.Tensor", g: "torch.Tensor") -> tuple[object, ...]:
+    def step(
+        qq: "torch.Tensor", kk: "torch.Tensor", vv: "torch.Tensor", g: "torch.Tensor"
+    ) -> tuple["torch.Tensor", ...]:
         if not train:
             with kind_of(device).no_grad():
                 return (F.scaled_dot_product_attention(qq, kk, vv, is_causal=p.causal),)
@@ -71,17 +73,18 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
             t.grad = None
         out = F.scaled_dot_product_attention(qq, kk, vv, is_causal=p.causal)
         out.backward(g)
-        return out.detach(), qq.grad, kk.grad, vv.grad
+        # backward filled the inputs' grads (each requires one)
+        return cast("tuple[torch.Tensor, ...]", (out.detach(), qq.grad, kk.grad, vv.grad))
 
-    def fn() -> object:
+    def fn() -> tuple["torch.Tensor", ...]:
         return step(q, k, v, grad)
 
     def error() -> float:
         # Heads and batch items are independent, so a slice checks the kernel: the fp64 reference of the
         # whole problem materialises B*H*S^2 scores (tens of GB at 8k tokens) and would not fit beside it.
-        outs = tuple(o[:REF_BATCH, :REF_HEADS] for o in fn())  # type: ignore[index, attr-defined]
-        part = (t.detach()[:REF_BATCH, :REF_HEADS].double().requires_grad_(train) for t in (q, k, v))
-        refs = step(*part, grad[:REF_BATCH, :REF_HEADS].double())
+        outs = tuple(o[:REF_BATCH, :REF_HEADS] for o in fn())
+        qr, kr, vr = (t.detach()[:REF_BATCH, :REF_HEADS].double().requires_grad_(train) for t in (q, k, v))
+        refs = step(qr, kr, vr, grad[:REF_BATCH, :REF_HEADS].double())
         return max_relative_error(outs, refs)
 
     return KernelCase(

@@ -51,8 +51,8 @@ class KernelCase:
 
 def relative_error(out: "torch.Tensor", ref: "torch.Tensor") -> float:
     """||out - ref|| / ||ref|| (Frobenius), computed in fp64."""
-    diff = (out.double() - ref.double()).norm().item()
-    scale = ref.double().norm().item()
+    diff: float = (out.double() - ref.double()).norm().item()
+    scale: float = ref.double().norm().item()
     return diff / scale if scale > 0 else diff
 
 
@@ -75,7 +75,7 @@ def max_relative_error(outs: object, refs: object) -> float:
     """The worst relative error over a kernel's outputs (one tensor, or a tuple of them)."""
     o = outs if isinstance(outs, tuple) else (outs,)
     r = refs if isinstance(refs, tuple) else (refs,)
-    return max(relative_error(a, b) for a, b in zip(o, r, strict=True))  # type: ignore[arg-type]
+    return max(relative_error(a, b) for a, b in zip(o, r, strict=True))
 
 
 def run_kernel(

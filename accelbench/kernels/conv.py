@@ -44,6 +44,7 @@ def _passes(p: ConvParams) -> Callable[..., object]:
     """The phase as a function of (x, weight, grad_out)."""
     import torch
     import torch.nn.functional as F
+    import torch.nn.grad
 
     stride, padding = (p.stride_h, p.stride_w), (p.pad_h, p.pad_w)
 

@@ -76,7 +76,7 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
         # test__int_mm skips that case). a_t/b_t cannot choose the layout here: it is recorded instead.
         a, b = a[0].contiguous(), b[0].t().contiguous().t()
 
-        def fn() -> object:
+        def fn() -> "torch.Tensor":
             return torch._int_mm(a, b)
 
         out_size = 4
@@ -84,7 +84,7 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
         a, b = a[0].contiguous(), b[0].t().contiguous().t()  # _scaled_mm wants A row-major, B column-major
         one = torch.ones((), device=device)
 
-        def fn() -> object:
+        def fn() -> "torch.Tensor":
             return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
         out_size = 2
@@ -93,16 +93,16 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
         if p.batch == 1:
             a, b, c2 = a[0], b[0], c[0]
 
-            def fn() -> object:
+            def fn() -> "torch.Tensor":
                 return torch.mm(a, b, out=c2)
         else:
 
-            def fn() -> object:
+            def fn() -> "torch.Tensor":
                 return torch.bmm(a, b, out=c)
 
     def error() -> float:
         out = fn()
-        return relative_error(out, torch.matmul(a.double(), b.double()))  # type: ignore[arg-type]
+        return relative_error(out, torch.matmul(a.double(), b.double()))
 
     return KernelCase(
         fn=fn,

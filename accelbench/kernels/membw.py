@@ -43,21 +43,21 @@ def build_case(p: MembwParams, device: "torch.device") -> KernelCase:
     c = torch.rand(numel, generator=gen).to(device)
     if p.op == "copy":
 
-        def fn() -> object:
+        def fn() -> "torch.Tensor":
             return a.copy_(b)
 
         def reference() -> "torch.Tensor":
             return b.double()
     else:
 
-        def fn() -> object:
+        def fn() -> "torch.Tensor":
             return torch.add(b, c, alpha=SCALAR, out=a)
 
         def reference() -> "torch.Tensor":
             return b.double() + SCALAR * c.double()
 
     def error() -> float:
-        return relative_error(fn(), reference())  # type: ignore[arg-type]
+        return relative_error(fn(), reference())
 
     return KernelCase(
         fn=fn,

@@ -11,7 +11,7 @@ The layers are ``torch.nn.RNN/LSTM/GRU``, which run cuDNN's fused kernels on CUD
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, cast
 
 from accelbench.devices import device_label
 from accelbench.devices.kind import kind_of
@@ -44,7 +44,7 @@ def rnn_bytes(p: RnnParams, element_size: int) -> int:
 def _layer(p: RnnParams) -> "torch.nn.Module":
     import torch
 
-    cls = {"vanilla": torch.nn.RNN, "lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[p.cell]
+    cls: Callable[..., torch.nn.Module] = {"vanilla": torch.nn.RNN, "lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[p.cell]
     kwargs = {"nonlinearity": "tanh"} if p.cell == "vanilla" else {}
     return cls(p.hidden, p.hidden, num_layers=1, **kwargs)
 
@@ -71,9 +71,9 @@ def build_case(p: RnnParams, device: "torch.device") -> KernelCase:
         inp.grad = None
         out = module(inp)[0]
         out.backward(g)
-        return out.detach(), inp.grad  # type: ignore[return-value]
+        return cast("tuple[torch.Tensor, ...]", (out.detach(), inp.grad))  # backward filled inp.grad
 
-    def fn() -> object:
+    def fn() -> tuple["torch.Tensor", ...]:
         return step(layer, x, grad)
 
     def error() -> float:

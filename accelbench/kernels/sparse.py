@@ -72,6 +72,7 @@ def build_case(p: SparseParams, device: "torch.device") -> KernelCase:
     dense_a = dense_a.to(device=device, dtype=dtype)
     b = b.to(device=device, dtype=dtype)
     nnz = int((dense_a != 0).sum().item())
+    a: torch.Tensor  # 2:4 semi-structured (a Tensor subclass) or CSR
     try:
         if p.format == "semi24":
             from torch.sparse import to_sparse_semi_structured
@@ -95,11 +96,11 @@ def build_case(p: SparseParams, device: "torch.device") -> KernelCase:
             "exposed by torch's semi-structured operator): use fp16 or bf16"
         )
 
-    def fn() -> object:
+    def fn() -> "torch.Tensor":
         return a @ b
 
     def error() -> float:
-        return relative_error(fn(), dense_a.double() @ b.double())  # type: ignore[arg-type]
+        return relative_error(fn(), dense_a.double() @ b.double())
 
     el = dense_a.element_size()
     index_bytes = 8 * (nnz + p.m + 1) if p.format == "csr" else nnz // 8

@@ -61,7 +61,8 @@ class Prepared:
         from accelbench.devices.kind import kind_of
 
         device = kind_of(self.device).record_name(self.device)
-        return params.to_dict() | {"device": device, "threads": self.threads} | extra
+        record: dict[str, Any] = params.to_dict() | {"device": device, "threads": self.threads} | extra
+        return record
 
 
 def prepare(params: Any, autotune: bool = True) -> Prepared:

@@ -146,7 +146,7 @@ def run_ranks(
             record,
             {"log": str(log)},
         )
-    report = json.loads(out.read_text(encoding="utf-8"))
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     out.unlink()
     if nodes.node_rank != 0:
         raise RecordedElsewhere(

@@ -23,7 +23,8 @@ from typing import Any, Sequence
 
 import psutil
 
-from accelbench.devices.readers import DeviceReader, reader_for
+from accelbench.devices.kind import reader_for
+from accelbench.devices.readers import DeviceReader
 from accelbench.measure.energy import EnergyMeter
 
 #: Hypervisor steal above this share of CPU time marks a result as contended.
@@ -66,7 +67,8 @@ def mark_root(pid: int | None = None) -> int:
         os.environ[ROOT_ENV] = f"{p.pid}:{p.create_time():.3f}"
     except psutil.Error:
         return os.getpid()
-    return p.pid
+    root: int = p.pid
+    return root
 
 
 def root_pid() -> int:
@@ -96,7 +98,8 @@ def _marked_root() -> int | None:
 
 def _cpu_seconds(t: Any) -> float:
     """A process's CPU time with that of its reaped children (which ``children_*`` hold from the reaping on)."""
-    return t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+    seconds: float = t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+    return seconds
 
 
 def _own_cpu_seconds() -> float:
@@ -318,7 +321,12 @@ class ConditionsMonitor:
         c.warnings[:0] = contention
 
     def _name_others(
-        self, c: Conditions, capacity: float, table1: dict[psutil.Process, _Seen], window: dict[Any, Any], sut: set
+        self,
+        c: Conditions,
+        capacity: float,
+        table1: dict[psutil.Process, _Seen],
+        window: dict[Any, Any],
+        sut: set[psutil.Process],
     ) -> None:
         """The processes outside accelbench's tree (and the system under test's) that used the most CPU in the
         window, from two snapshots of the process table taken outside the window's figures (before its start,

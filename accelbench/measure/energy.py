@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from accelbench.devices.readers import DeviceReader, EnergySource, reader_for
+from accelbench.devices.kind import reader_for
+from accelbench.devices.readers import DeviceReader, EnergySource
 from accelbench.system import rapl
 
 NOTE = "board/package energy from on-chip counters, informative; not MLPerf Power (wall power)"

@@ -3,7 +3,7 @@ what else differs, in the reader's words.
 
 torchtitan's and NeMo's published figures are tokens/s per GPU of a whole model trained at one sequence length,
 on many devices spread by FSDP, tensor, pipeline or context parallelism. A record of ``accelbench train MODEL``
-(``train/throughput`` with ``seq_len``, ``nproc`` x ``nnodes``, ``sharding``, ``lora``, ``layers``) meets them by
+(``train/llm`` with ``seq_len``, ``nproc`` x ``nnodes``, ``sharding``, ``lora``, ``layers``) meets them by
 model and task (:mod:`.match` selects the rows, and sets aside another model, scale or precision); this module
 adds what only a language model's training has. The work differs, and no ratio is given, where the sequence
 length differs (tokens/s falls as attention's share of each token grows with the context: a 2048-token record

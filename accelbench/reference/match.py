@@ -2,11 +2,12 @@
 
 No row is hidden for being different, but a ratio is printed only between like and like: where the scale
 (a ``--scale tiny`` model against the full one), the model, the precision (int8 published, fp32 here; or a
-precision the source does not state), the scenario (or its latency bound) or the run's validity (an INVALID
-LoadGen run, a failed accuracy gate) differ, the row reads "n/a: tiny model" and carries no ratio, per-device
-ratio or bar. Such a ratio measures the difference in the work, not in the machines, and a reader cannot undo
-it. Differences that leave the work the same (framework, batch, data, device count, LoadGen profile) are said
-beside the ratio, so the reader judges; rows that differ in nothing but the machine say so.
+precision the source does not state), the scenario (or its latency bound) or the run's fitness differ (an
+INVALID LoadGen run, a failed accuracy gate, a figure biased by a neighbour or its own client: the one judge's
+set-aside policy, :func:`accelbench.results.judge.concerns`), the row reads "n/a: tiny model" and carries no
+ratio, per-device ratio or bar. Such a ratio measures the difference in the work, not in the machines, and a
+reader cannot undo it. Differences that leave the work the same (framework, batch, data, device count, LoadGen
+profile) are said beside the ratio, so the reader judges; rows that differ in nothing but the machine say so.
 
 A language model's token record meets MLPerf's and TensorRT-LLM's tokens/s rows the same way, with what only
 tokens have said by :mod:`.tokens`: no ratio where the engine ran no model, the TTFT/TPOT limits are not MLPerf's,
@@ -30,6 +31,7 @@ from accelbench.families import PYTORCH, Published, family_of
 from accelbench.reference import llm_train, tokens
 from accelbench.reference.table import Reference, select
 from accelbench.results import format as fmt
+from accelbench.results.judge import concerns, kind
 from accelbench.results.record import Result
 
 #: a published precision and the accelbench precisions that run the same arithmetic
@@ -141,10 +143,6 @@ def _scenario(ref: Reference) -> str | None:
     return ref.task.removeprefix("inference_") if ref.task.startswith("inference_") else None
 
 
-#: Warnings that say a figure was held down by something other than the machine under test.
-_BIASED = ("contended", "client-limited", "recompiled")
-
-
 def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
     """Why ``r`` and ``ref`` did different work, or under different rules, in a few words each ("tiny
     model", "INVALID run"); empty where a ratio between them says something about the machines."""
@@ -167,11 +165,13 @@ def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
         bound = r.details.get("latency_bound_ms")
         if bound and float(bound) != ref.latency_bound_ms:
             out.append(f"latency bound differs ({ref.latency_bound_ms:g} ms published, {float(bound):g} ms here)")
-    if r.valid is False:
+    # the one judge's set-aside policy, for a ratio to a figure with no interval: what biased this figure (its own
+    # INVALID verdict, a neighbour's load, its own client, a recompile), not what merely made it imprecise
+    reasons = concerns(r, imprecise=False)
+    if any(w.startswith("INVALID") for w in reasons):
         gates = r.details.get("accuracy_gates") or {}
         out.append("failed accuracy gate" if gates and not all(gates.values()) else "INVALID run")
-    # what biased this figure (not merely made it imprecise): a neighbour's load, its own client, a recompile
-    out += sorted({f"{w.split(':')[0]} run" for w in r.warnings if w.startswith(_BIASED)})
+    out += sorted({f"{kind(w)} run" for w in reasons if not w.startswith("INVALID")})
     if tokens.is_tokens(ref):
         out += tokens.unlike(r, ref)
     if llm_train.is_llm_train(ref):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable
+from typing import Callable
 
 from accelbench.errors import UsageError
 from accelbench.families import Family, families
@@ -40,5 +40,5 @@ def sections_of() -> list[Callable[[ReportInput], Section | None]]:
     return [*FIRST, *own, *LAST]
 
 
-def _family_section(build: Callable[..., Any], inp: ReportInput, family: Family) -> Section | None:
+def _family_section(build: Callable[..., Section | None], inp: ReportInput, family: Family) -> Section | None:
     return build(inp, family)

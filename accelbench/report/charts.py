@@ -14,12 +14,14 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.axis import XAxis, YAxis
     from matplotlib.figure import Figure
     from matplotlib.ticker import Locator
+    from matplotlib.typing import RcKeyType
 
     from accelbench.report.model import Chart
 
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 PNG_DPI = 110
 GOOD, BAD, NEUTRAL = "#009E73", "#D55E00", "#777777"
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 8.5,
     "axes.titlesize": 9,
     "axes.spines.top": False,
@@ -91,7 +93,7 @@ def plain_log(ax: "Axes", *axes: tuple[str, str]) -> None:
 
 
 @functools.cache
-def _few_log_ticks() -> type:
+def _few_log_ticks() -> Callable[[float], Locator]:
     """The class behind :func:`FewLogTicks`, built on first use: matplotlib is imported only when a chart is
     drawn, never when a report module is."""
     import math
@@ -110,24 +112,29 @@ def _few_log_ticks() -> type:
         def __init__(self, base: float = 10) -> None:
             self.base = base
 
+        @property
+        def _axis(self) -> XAxis | YAxis:
+            """The axis this locator is set on: matplotlib sets it before it asks for ticks."""
+            return cast("XAxis | YAxis", self.axis)
+
         def __call__(self) -> list[float]:
-            lo, hi = self.axis.get_view_interval()  # type: ignore[union-attr]
+            lo, hi = self._axis.get_view_interval()
             return self.tick_values(lo, hi)
 
         def _room(self) -> tuple[float, float, bool]:
             """The axis' length and its tick labels' font size, in points, and whether it runs across."""
-            axis = self.axis
-            across = axis.axis_name == "x"  # type: ignore[union-attr]
-            box = axis.axes.get_position(original=False)  # type: ignore[union-attr]
-            fig = axis.axes.get_figure(root=True)  # type: ignore[union-attr]
+            axis = self._axis
+            across = axis.axis_name == "x"
+            box = axis.axes.get_position(original=False)
+            fig = cast("Figure", axis.axes.get_figure(root=True))  # an axis being drawn is on a figure
             width, height = fig.get_size_inches()
             length = (box.width * width if across else box.height * height) * 72
-            size = axis.majorTicks[0].label1.get_fontsize()  # type: ignore[union-attr]
+            size = axis.majorTicks[0].label1.get_fontsize()
             return length, float(size), across
 
         def _fits(self, ticks: list[float], lo: float, hi: float) -> bool:
             length, size, across = self._room()
-            fmt = self.axis.get_major_formatter()  # type: ignore[union-attr]
+            fmt = self._axis.get_major_formatter()
             extent = [len(fmt(v, i)) * 0.65 * size if across else 1.2 * size for i, v in enumerate(ticks)]
             span = math.log(hi / lo)
             at = [math.log(v / lo) / span * length for v in ticks]
@@ -442,7 +449,7 @@ def draw_mark(
     x, across = _edge(x, xspan, "<", ">")
     y, up = _edge(y, yspan, "v", "^")
     if across or up:
-        style = {"marker": across or up, "facecolors": "none", "edgecolors": color}
+        style: dict[str, Any] = {"marker": across or up, "facecolors": "none", "edgecolors": color}
         ax.scatter([x], [y], s=36, zorder=4, clip_on=False, **style, **kw)
         return True
     ax.scatter([x], [y], s=30, zorder=3, **mark_style(mark, color), **kw)

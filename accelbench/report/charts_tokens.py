@@ -61,7 +61,7 @@ def point_mark(p: dict[str, Any]) -> str:
 
 
 def draw_pareto(
-    fig: "Figure", series: Sequence[tuple[str, Sequence[dict], Sequence[Any]]], axis: str = "concurrency"
+    fig: "Figure", series: Sequence[tuple[str, Sequence[dict[str, Any]], Sequence[Any]]], axis: str = "concurrency"
 ) -> None:
     """Sweeps: left, tokens/s per device (y) against tokens/s per user (x), every point, the Pareto front's
     joined (a clean point off the front pale; an INVALID or set-aside one marked as such, :func:`point_mark`);

@@ -46,7 +46,7 @@ class ReportInput:
         return self.describe(r.benchmark, r.params)
 
 
-def system_label(profile: dict) -> str:
+def system_label(profile: dict[str, Any]) -> str:
     """'4x NVIDIA A100-SXM4-80GB' or 'AMD EPYC, 2 cores': what a reader recognises a machine by."""
     accs = profile.get("accelerators") or []
     if accs:
@@ -61,7 +61,7 @@ def system_label(profile: dict) -> str:
 
 def systems(records: Iterable[Result]) -> dict[str, str]:
     """Fingerprint -> a label unique in this report (hostname and fingerprint added where labels collide)."""
-    profiles: dict[str, dict] = {}
+    profiles: dict[str, dict[str, Any]] = {}
     for r in records:
         profiles.setdefault(r.fingerprint, r.system.get("profile") or {})
     labels = {fp: system_label(p) for fp, p in profiles.items()}
@@ -176,7 +176,13 @@ def device_of(r: Result) -> str:
 def hook(target: str) -> Callable[..., Any]:
     """A family's report function named ``module:function`` (a family description imports no report code)."""
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+def system_cells(labels: dict[str, str], r: Result, multi: bool) -> list[str | Cell]:
+    """A table row's first cell, the label of ``r``'s system, where the report covers several; none where one."""
+    return [labels[r.fingerprint]] if multi else []
 
 
 def on_system(inp: ReportInput, r: Result) -> str:

@@ -11,6 +11,7 @@ from accelbench.report.common import (
     figure,
     newest_first,
     status_cell,
+    system_cells,
     verdict,
 )
 from accelbench.report.model import Section, Table
@@ -26,7 +27,7 @@ def section(inp: ReportInput, family: Family) -> Section | None:
     multi = len(labels) > 1
     extra = efficiency_columns(recs)
     rows = [
-        ([labels[r.fingerprint]] if multi else [])
+        system_cells(labels, r, multi)
         + [
             family.short(r.benchmark),
             inp.name(r),

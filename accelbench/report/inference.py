@@ -19,6 +19,7 @@ from accelbench.report.common import (
     on_system,
     standing,
     status_cell,
+    system_cells,
     verdict,
 )
 from accelbench.report.model import Chart, Section, Table
@@ -31,7 +32,7 @@ SCENARIOS = ("offline", "server", "singlestream", "multistream")
 PERCENTILES = (("p50", "latency_p50_seconds"), ("p90", "latency_p90_seconds"), ("p99", "latency_p99_seconds"))
 
 
-def _latency(r, key: str) -> str:
+def _latency(r: Result, key: str) -> str:
     m = r.metrics.get(key)
     return fmt.seconds(m.value) if m else ""
 
@@ -79,7 +80,7 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
         for r in newest_first(mine):
             why = "; ".join(r.details.get("invalid_reasons") or [])
             rows.append(
-                ([labels[r.fingerprint]] if multi else [])
+                system_cells(labels, r, multi)
                 + [
                     inp.name(r),
                     status_cell(r),

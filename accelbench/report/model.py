@@ -7,7 +7,7 @@ the same content and escaping lives in one place per format.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Union
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -24,7 +24,7 @@ class Cell:
 @dataclass
 class Table:
     columns: list[str]
-    rows: list[list[str | Cell]]
+    rows: Sequence[Sequence[str | Cell]]
     caption: str = ""
     #: columns holding numbers: right-aligned
     numeric: frozenset[int] = frozenset()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from accelbench.families import families
 from accelbench.report.common import ReportInput, hook, newest_first, systems
@@ -16,7 +17,7 @@ def machines(inp: ReportInput) -> Section | None:
     if not inp.records:
         return None
     labels = systems(inp.records)
-    profiles: dict[str, dict] = {}
+    profiles: dict[str, dict[str, Any]] = {}
     for r in inp.records:
         profiles.setdefault(r.fingerprint, r.system.get("profile") or {})
     section = Section("machines", "Machines")

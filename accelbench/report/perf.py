@@ -18,6 +18,7 @@ from accelbench.report.common import (
     on_system,
     pct,
     status_cell,
+    system_cells,
     systems,
 )
 from accelbench.report.model import Chart, Section, Table, Text
@@ -117,7 +118,7 @@ def kernels(inp: ReportInput, family: Family = KERNELS) -> Section | None:
             est = bool((r.details.get("peak") or {}).get("estimated"))
             sec = r.metrics.get("seconds")
             rows.append(
-                ([labels[r.fingerprint]] if multi else [])
+                system_cells(labels, r, multi)
                 + [
                     inp.name(r),
                     status_cell(r),
@@ -171,6 +172,11 @@ def like_workload(r: Result) -> str:
     return repr([r.params.get(k) for k in WORKLOAD_PARAMS])
 
 
+def _standing(r: Result) -> tuple[bool, float]:
+    """How a record with a figure ranks among like ones: one fit to compare first, then the larger figure."""
+    return not caveat(r), r.primary.value if r.primary else float("-inf")
+
+
 def training_headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on training: each workload's best throughput (a model at one size, depth and
     sequence), of the figures fit to compare where it has any (a contended or noisy best is no best), said with
@@ -179,7 +185,7 @@ def training_headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     for r in recs:
         key = like_workload(r)
         best = by_model.get(key)
-        if r.primary and (best is None or (not caveat(r), r.primary.value) > (not caveat(best), best.primary.value)):  # type: ignore[union-attr]
+        if r.primary and (best is None or _standing(r) > _standing(best)):
             by_model[key] = r
     return [
         f"Training {r.params.get('model')}: {figure(r.primary)} at best ({inp.name(r)}){on_system(inp, r)}"
@@ -228,7 +234,7 @@ def training(inp: ReportInput, family: Family = TRAIN) -> Section | None:
         mem = r.metrics.get("peak_memory_bytes")
         est = bool((r.details.get("peak") or {}).get("estimated"))
         rows_.append(
-            ([labels[r.fingerprint]] if multi else [])
+            system_cells(labels, r, bool(multi))
             + [
                 inp.name(r),
                 status_cell(r),
@@ -271,7 +277,7 @@ def _of_peak(r: Result, estimated: bool) -> str:
     return pct(mfu, estimated) + (f" ({pct(causal)} causal)" if causal else "")
 
 
-def _scaling(inp: ReportInput, ok: list[Result]) -> list:
+def _scaling(inp: ReportInput, ok: list[Result]) -> list[Section]:
     rows = []
     for fp, label in systems(ok).items():
         for row in scaling_rows([r for r in ok if r.fingerprint == fp], describe=inp.describe):

@@ -28,6 +28,7 @@ from accelbench.report.common import (
     ReportInput,
     newest_first,
     status_cell,
+    system_cells,
     verdict,
 )
 from accelbench.report.model import Cell, Chart, Section, Table, Text
@@ -181,7 +182,7 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
             sources.setdefault(f"{bound} ({source})", "")
         why = "; ".join(r.details.get("invalid_reasons") or [])
         rows.append(
-            ([labels[r.fingerprint]] if multi else [])
+            system_cells(labels, r, multi)
             + [
                 inp.name(r),
                 status_cell(r),

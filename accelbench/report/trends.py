@@ -8,10 +8,11 @@ import accelbench.report.charts as charts
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
+from accelbench.results import judge
 from accelbench.results.compare import BESIDE, compare
 from accelbench.results.comparison import Row
 from accelbench.results.history import Series, histories
-from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
+from accelbench.results.judge import MIN_EFFECT_SINGLE, MIN_RUNS_BARE
 from accelbench.results.record import Result
 
 _VERDICT_MARK = {"faster": "good", "better": "good", "slower": "bad", "worse": "bad"}
@@ -58,7 +59,7 @@ def comparisons(inp: ReportInput) -> Section | None:
             "p=fp32 and p=amp_bf16 do in precision, are paired across it); speedup > 1 means the candidate is "
             "better whichever way the figure runs. A side that was contended, noisy, INVALID or too short for an "
             "interval is shown but not judged. A difference is called only when the raw samples tell the sides "
-            f"apart (Mann-Whitney p < {ALPHA:g}, else the 95% intervals apart; figures with no interval within a "
+            f"apart (Mann-Whitney p < {judge.ALPHA:g}, else the 95% intervals apart; figures with no interval within a "
             f"run, {MIN_RUNS_BARE}+ runs a side all apart) and the change exceeds the spread between runs of the "
             f"same workload on the same system (measured by fewer than 3 runs: {MIN_EFFECT_SINGLE:.0%}). The "
             "geometric mean and the chart count judged pairs only.",
@@ -79,7 +80,7 @@ def comparisons(inp: ReportInput) -> Section | None:
         judged = c.judged
         extra = [x for x in ("per $", "per J") if any(r.efficiency_speedup(x) is not None for r in c.rows)]
         beside = [x for x in BESIDE if any(x in r.beside for r in c.rows)]  # a serving run's TTFT, TPOT
-        rows = [
+        rows: list[list[str | Cell]] = [
             [
                 f"{r.benchmark} {r.workload}",
                 r.metric.replace("_", " "),
@@ -202,7 +203,7 @@ def history(inp: ReportInput) -> Section | None:
                 size=(7.0, 3.0),
             )
         )
-    rows = []
+    rows: list[list[str | Cell]] = []
     for s in ranked:
         last = s.points[-1].metric
         flag = Cell("")

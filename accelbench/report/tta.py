@@ -19,6 +19,7 @@ from accelbench.report.common import (
     on_system,
     standing,
     status_cell,
+    system_cells,
     verdict,
 )
 from accelbench.report.model import Chart, Section, Table
@@ -62,7 +63,7 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
         spread = r.metrics.get("time_to_target_spread")
         ep = r.metrics.get("epochs_to_target")
         rows.append(
-            ([labels[r.fingerprint]] if multi else [])
+            system_cells(labels, r, multi)
             + ([r.run_id] if runs else [])
             + [
                 inp.name(r),

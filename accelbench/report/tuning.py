@@ -8,7 +8,7 @@ import accelbench.report.charts as charts
 from accelbench.families import Family
 from accelbench.families.builtin import TUNE
 from accelbench.report.common import ReportInput, figure, newest_first
-from accelbench.report.model import Chart, Section, Table, Text
+from accelbench.report.model import Block, Chart, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
 from accelbench.tune.outcome import NO_CLAIM
@@ -61,11 +61,13 @@ def _headline(r: Result) -> str:
     return f"best {winner}: {figure(r.primary)}{versus}{withheld}{accuracy}"
 
 
-def _search(r: Result, n: int) -> list:
+def _search(r: Result, n: int) -> list[Block]:
     d = r.details
     p = r.params
     title = f"{p.get('model')} {p.get('task')}" + (f" {p.get('scenario')}" if p.get("task") == "infer" else "")
-    blocks: list = [Text(f"{title} (budget {p.get('budget')}, {d.get('elapsed_seconds', 0):.0f} s): {_headline(r)}")]
+    blocks: list[Block] = [
+        Text(f"{title} (budget {p.get('budget')}, {d.get('elapsed_seconds', 0):.0f} s): {_headline(r)}")
+    ]
     if d.get("verdict"):
         blocks.append(Text(d["verdict"] + ".", "note"))
     if d.get("reproduce"):

@@ -11,7 +11,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.results.describe import Describe, plain
-from accelbench.results.record import SCHEMA_VERSION, Result, now_iso, validate
+from accelbench.results.record import SCHEMA_VERSION, Metric, Result, now_iso, validate
 from accelbench.results.store import RunInfo, Store
 from accelbench.results.upgrade import upgrade
 
@@ -73,6 +73,7 @@ def to_csv(results: list[Result], describe: Describe = plain) -> str:
             "params": json.dumps(r.params, sort_keys=True),
             "id": r.id,
         }
+        figures: list[tuple[str, Metric | None]]
         figures = sorted(r.metrics.items(), key=lambda kv: (kv[0] != r.primary_metric, kv[0])) or [("", None)]
         for name, m in figures:
             row = common | {"metric": name, "primary": name == r.primary_metric if name else ""}
@@ -206,14 +207,15 @@ def import_path(store: Store, path: Path) -> tuple[int, int, list[str]]:
     for run_id in sorted({r.run_id for r in results}):
         first = min((r for r in results if r.run_id == run_id), key=lambda r: r.started_at)
         told = runs.get(run_id) or {}
+        told_suite, told_tags = told.get("suite"), told.get("tags")
         store.add_run(
             RunInfo(
                 run_id=run_id,
                 created_at=str(told.get("created_at") or first.started_at or now_iso()),
                 command=str(told.get("command") or f"imported from {path}"),
-                suite=told.get("suite") if isinstance(told.get("suite"), dict) else suite,
+                suite=told_suite if isinstance(told_suite, dict) else suite,
                 fingerprint=first.fingerprint,
-                tags=told.get("tags") if isinstance(told.get("tags"), dict) else first.tags,
+                tags=told_tags if isinstance(told_tags, dict) else first.tags,
                 run_dir=str(folder.resolve()) if folder is not None else told.get("run_dir"),
             )
         )

@@ -1,18 +1,23 @@
-"""A figure across runs on one system, with regressions and improvements flagged by a noise-aware rule.
+"""A figure across runs on one system, with regressions and improvements flagged by the one judge.
 
 PyTorch's own CI flags a fixed 7% change and asv detects steps; neither is available to a user's store.
 Here a series is one workload (benchmark and the parameters that define it, as ``compare`` pairs them)
-measured on one system fingerprint, oldest first. A point is flagged only when
+measured on one system fingerprint, oldest first. A point is judged against the earlier points exactly as
+``compare`` judges a candidate against repeats of its baseline (:func:`accelbench.results.judge.judge`), so
+a history never flags a change that ``compare`` of the same records would call no difference:
 
-- at least ``min_history`` earlier points exist since the last change (one earlier run proves nothing;
-  after a change the new level is the baseline), the last ``WINDOW`` of them forming the baseline,
-- its 95% interval lies entirely outside the band the earlier points' intervals span, and
-- it differs from the earlier points' median by more than ``threshold`` (a real but tiny shift is not news).
+- at least ``min_history`` earlier points must exist since the last change (one earlier run proves nothing;
+  after a change the new level is the baseline), the last ``WINDOW`` of them forming the baseline side;
+- the point must be told apart from them by the one significance rule (the rank test on raw samples, else
+  the intervals: :func:`accelbench.results.judge.significance`);
+- and differ from their median by more than their run-to-run spread, and by at least ``threshold``
+  (``--threshold``: a regression gate fails a pipeline, so a real but tiny shift is not news).
 
-A series whose own points scatter more than ``max_spread`` (relative spread of the earlier values, or of
-their intervals) is reported ``unstable`` instead: flagging it would flag noise. Points that compare would set
-aside (contended, noisy, INVALID, too few samples for an interval: :func:`accelbench.results.judge.concerns`)
-are shown with the reason but neither judged nor part of another point's baseline.
+A series whose own earlier points scatter more than ``max_spread`` (relative spread of the earlier values, or
+of their intervals) is reported ``unstable`` instead, saying why no point of it is flagged. Points that
+compare would set aside (contended, noisy, INVALID, too few samples for an interval:
+:func:`accelbench.results.judge.concerns`) are shown with the reason but neither judged nor part of another
+point's baseline.
 
 A series keeps every setting that changes its figure (the device and the threads too, unlike ``compare``
 across machines) and ignores those that only change how long it was measured; where several series share
@@ -28,9 +33,11 @@ from typing import Any, Iterable
 
 from accelbench.results.compare import system_key
 from accelbench.results.describe import Describe, plain
-from accelbench.results.judge import concerns
+from accelbench.results.judge import Side, concerns
+from accelbench.results.judge import judge as judge_sides
 from accelbench.results.record import Metric, Result
 
+#: the smallest change flagged by default (``--threshold``): a floor over the judge's own bar
 THRESHOLD = 0.05
 MIN_HISTORY = 3
 MAX_SPREAD = 0.10
@@ -46,6 +53,8 @@ class Point:
     valid: bool | None
     #: why this point is not judged (judge.concerns): empty when it is
     set_aside: tuple[str, ...] = ()
+    #: the record the point was read from, whose raw samples the judge tests (None: the figure alone)
+    record: Result | None = field(default=None, compare=False, repr=False)
 
     @property
     def judgeable(self) -> bool:
@@ -121,17 +130,21 @@ def judge(
                 f"the earlier runs scatter by {noise:.0%} (> {max_spread:.0%}): a change could not be told from noise"
             )
             continue
-        lo = min(p.metric.ci95[0] for p in earlier)  # type: ignore[index]
-        hi = max(p.metric.ci95[1] for p in earlier)  # type: ignore[index]
-        ci = pts[i].metric.ci95
-        assert ci is not None
-        ratio = pts[i].metric.value / statistics.median(values)
-        outside = ci[0] > hi or ci[1] < lo
-        if outside and abs(ratio - 1) > threshold:
-            better = (ratio > 1) == pts[i].metric.higher_is_better
-            series.changes.append(Change(i, "improvement" if better else "regression", ratio))
+        base = Side(tuple(_record(p, series) for p in earlier), ())
+        verdict = judge_sides(base, Side((_record(pts[i], series),), ()), series.metric, True, min_effect=threshold)
+        if verdict.verdict in ("faster", "slower"):
+            ratio = pts[i].metric.value / statistics.median(values)
+            kind = "improvement" if verdict.verdict == "faster" else "regression"
+            series.changes.append(Change(i, kind, ratio))
             segment = pos
     return series
+
+
+def _record(p: Point, series: Series) -> Result:
+    """The point's record as the judge reads it: its own, or one holding just its figure."""
+    if p.record is not None:
+        return p.record
+    return Result(series.benchmark, {}, metrics={series.metric: p.metric}, primary_metric=series.metric)
 
 
 def histories(
@@ -151,7 +164,7 @@ def histories(
     for (fingerprint, _), rs in groups.items():
         name = metric or rs[-1].primary_metric
         pts = [
-            Point(r.run_id, r.started_at, r.metrics[name], r.valid, tuple(concerns(r, name)))
+            Point(r.run_id, r.started_at, r.metrics[name], r.valid, tuple(concerns(r, name)), r)
             for r in rs
             if name and name in r.metrics
         ]

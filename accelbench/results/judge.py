@@ -1,4 +1,15 @@
-"""Whether two sides of a comparison can be told apart, and on what evidence.
+"""Whether two sides of a comparison can be told apart, and on what evidence: the one judge every verdict uses.
+
+``compare``, ``history`` (a point against the earlier ones), the device-scaling table (a count against one
+device), a search's confirmations (:mod:`accelbench.tune.verdict`) and a record beside published rows
+(:mod:`accelbench.reference.match`) all ask this module, so one record is never fit in one command and unfit in
+another, nor one difference real in one and chance in another:
+
+- :func:`concerns` / :func:`unfit`: the one set-aside policy (which warnings and states make a figure unfit);
+- :func:`significance`: the one significance rule (:data:`ALPHA`, the rank test on raw samples, the intervals
+  where records carry none);
+- :func:`judge`: the verdict between two sides (the significance rule and the run-to-run spread);
+- :func:`unlike`: whether two records' figures measure the same thing at all.
 
 A comparison tool whose verdicts mislead is worse than none. Three rules, after asv:
 
@@ -9,7 +20,7 @@ A comparison tool whose verdicts mislead is worse than none. Three rules, after 
    dropped and the rest judged.
 2. **A difference must be more than chance within the runs**: the Mann-Whitney U test on the runs' raw
    samples (pooled per side, in the metric's own units), p below :data:`ALPHA`; where records carry no raw
-   samples, the 95% intervals must not overlap.
+   samples, or too few for the test ever to reach that level, the 95% intervals must not overlap.
 3. **...and more than the runs vary between themselves.** An interval from one run's samples says nothing
    about run-to-run variation (a neighbour, the frequency governor, the allocator's luck). Where a side was
    measured more than once on its system (repeats in the selection, or earlier runs of the same workload in
@@ -33,14 +44,22 @@ from typing import Any, Iterable, Sequence
 from accelbench.measure.stats import MIN_CI_SAMPLES, mann_whitney_p, median_ci_ranks
 from accelbench.results.record import Metric, Result
 
-#: p-value under which the rank test calls two sets of samples different (asv's threshold).
+#: p-value under which the rank test calls two sets of samples different (asv's threshold): the one level of every
+#: verdict (compare, history, the scaling table, a search's confirmations). Read at each call, never copied.
 ALPHA = 0.002
 #: With one run a side, the smallest change called a difference (asv compare's default factor, 1.1).
 MIN_EFFECT_SINGLE = 0.10
 #: With run-to-run evidence, the smallest change called a difference however steady the runs.
 MIN_EFFECT = 0.02
-#: Warnings that set a record aside, by the prefix the measurement and the conditions monitor give them.
-SET_ASIDE = ("contended", "noisy", "few samples", "client-limited", "recompiled")
+#: Warnings that say a figure describes something other than the machine under test (a neighbour's load, its own
+#: client, a recompile inside the measured window), by the prefix the measurement and the conditions monitor give
+#: them: such a figure stands in no comparison, however precise.
+BIASED = ("contended", "client-limited", "recompiled")
+#: Warnings that say a figure is too imprecise to tell from noise: unfit for a significance test, yet an unbiased
+#: estimate where nothing is tested (a ratio to a published figure, which has no interval to test against).
+IMPRECISE = ("noisy", "few samples")
+#: Every warning that sets a record aside from a verdict (for readers that name them; :func:`concerns` decides).
+SET_ASIDE = BIASED + IMPRECISE
 #: Runs a side, at least, on which a figure with no interval of its own is judged (the runs' spread stands in).
 MIN_RUNS_BARE = 3
 #: runs a run-to-run spread needs before it may lower the bar under one run's (MIN_EFFECT_SINGLE) to MIN_EFFECT
@@ -55,16 +74,32 @@ IDENTITY_PARAMS = ("model", "workload", "scale")
 LOAD_TOLERANCE = 0.05
 
 
-def concerns(r: Result, metric: str) -> list[str]:
-    """Why ``r``'s ``metric`` cannot stand in a comparison: empty when it can."""
+def concerns(r: Result, metric: str | None = None, *, imprecise: bool = True) -> list[str]:
+    """Why ``r``'s ``metric`` cannot stand in a comparison, each reason in the record's own words: empty when it can.
+
+    The one set-aside policy: an INVALID record (by its own verdict) and the :data:`BIASED` warnings always; with
+    ``imprecise`` (a verdict that tests significance) the :data:`IMPRECISE` warnings too, and, where ``metric`` is
+    named, a figure with no 95% interval (:data:`NO_INTERVAL`). A ratio to a figure that has no interval of its
+    own (a published row) passes ``imprecise=False``: an imprecise figure still estimates the same work.
+    """
     why = "; ".join(str(x) for x in r.details.get("invalid_reasons") or [])
     out = [f"INVALID: {why}" if why else "INVALID"] if r.valid is False else []
     seen = [*r.warnings, *(w for w in r.conditions.get("warnings", []) if w not in r.warnings)]
-    out += [w for w in seen if w.startswith(SET_ASIDE)]
-    m = r.metrics.get(metric)
+    out += [w for w in seen if w.startswith((*BIASED, *IMPRECISE) if imprecise else BIASED)]
+    m = r.metrics.get(metric) if metric is not None and imprecise else None
     if m is not None and m.ci95 is None and not any(w.startswith("few samples") for w in out):
         out.append(NO_INTERVAL)
     return out
+
+
+def unfit(r: Result, metric: str | None = None, *, imprecise: bool = True) -> str | None:
+    """The reason ``r`` is set aside from a verdict (its :func:`concerns`, joined), or None where it may be judged."""
+    return "; ".join(concerns(r, metric, imprecise=imprecise)) or None
+
+
+def kind(reason: str) -> str:
+    """A set-aside reason's kind, as a table cell names it: 'contended' for 'contended: other processes used...'."""
+    return reason.split(":")[0]
 
 
 def metric_samples(r: Result, metric: str) -> list[float] | None:
@@ -80,6 +115,68 @@ def metric_samples(r: Result, metric: str) -> list[float] | None:
         return None
     med = statistics.median(s)
     return [m.value * med / x for x in s] if m.higher_is_better else [m.value * x / med for x in s]
+
+
+def pooled_samples(runs: Sequence[Result], metric: str) -> list[float] | None:
+    """Every run's samples in ``metric``'s units, pooled, or None when any run has none to give."""
+    out: list[float] = []
+    for r in runs:
+        s = metric_samples(r, metric)
+        if s is None:
+            return None
+        out += s
+    return out
+
+
+def least_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p the rank test can give on ``n1`` and ``n2`` samples (all of one side below the
+    other, no ties)."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1))
+
+
+@dataclass(frozen=True)
+class Significance:
+    """Whether two sets of runs' figures were told apart beyond chance within the runs, and on what evidence."""
+
+    apart: bool
+    #: the test in words ('Mann-Whitney p=0.0003 on 40+40 samples', '95% intervals overlap (no raw samples)')
+    evidence: str
+    p_value: float | None = None
+    #: what the test stood on: "samples" (the rank test), "intervals" (every run's 95% interval), "runs" (the
+    #: runs' own figures, some of which have no interval)
+    basis: str = "samples"
+
+
+def significance(base: Sequence[Result], cand: Sequence[Result], metric: str) -> Significance:
+    """The one significance rule: are ``cand``'s figures of ``metric`` apart from ``base``'s beyond chance?
+
+    Where every run carries the raw samples its figure was derived from, the Mann-Whitney U test on them (pooled
+    per side, so repeats bring their variation into the test), apart when p is below :data:`ALPHA`; where the
+    samples are too few for the test ever to reach that level (6+6: its least p is 0.0022), it could only say "no
+    difference", so the intervals decide instead. Otherwise the 95% intervals, apart when the bands the sides'
+    intervals span do not overlap; a run with no interval stands for its own figure, so runs without any are apart
+    when their figures' ranges do not overlap. Whether there is enough evidence to judge at all (set-aside runs, a
+    bare figure with too few runs) is the caller's.
+    """
+    sb, sc = pooled_samples(base, metric), pooled_samples(cand, metric)
+    if sb and sc and least_p(len(sb), len(sc)) < ALPHA:
+        p = mann_whitney_p(sb, sc)
+        shown = f"p={p:.2g}" if p >= 1e-12 else "p<1e-12"
+        return Significance(p < ALPHA, f"Mann-Whitney {shown} on {len(sb)}+{len(sc)} samples", p, "samples")
+    ib, ic = _band(base, metric), _band(cand, metric)
+    apart = ib[0] > ic[1] or ib[1] < ic[0]
+    if all(r.metrics[metric].ci95 for r in (*base, *cand)):
+        words = "95% intervals " + ("apart" if apart else "overlap") + " (no raw samples)"
+        return Significance(apart, words, None, "intervals")
+    n = f"{len(base)}+{len(cand)}"
+    # what the runs alone weigh: 3+3 runs fall apart by chance once in 10, so a verdict must also ask the change to
+    # clear their spread; the evidence says both
+    runs_p = mann_whitney_p([r.metrics[metric].value for r in base], [r.metrics[metric].value for r in cand])
+    words = (
+        f"the {n} runs' figures " + ("apart" if apart else "overlap")
+        + f" (no interval within a run; rank test on the runs alone p={runs_p:.2g})"
+    )  # fmt: skip
+    return Significance(apart, words, None, "runs")
 
 
 @dataclass(frozen=True)
@@ -107,24 +204,18 @@ class Side:
 
     def samples(self, metric: str) -> list[float] | None:
         """Every run's samples pooled, or None when any run has none to give."""
-        out: list[float] = []
-        for r in self.runs:
-            s = metric_samples(r, metric)
-            if s is None:
-                return None
-            out += s
-        return out
+        return pooled_samples(self.runs, metric)
 
     def run_to_run(self, metric: str) -> tuple[float, int] | None:
-        """How far runs of this workload on this system stray from one another: range over median, and how many
-        runs, of the side's repeats and of the earlier runs, whichever strays further (a side's single run is
-        not its own evidence); None where neither has two runs."""
+        """How far runs of this workload on this system stray from one another: the highest figure over the lowest,
+        less one, and how many runs, of the side's repeats and of the earlier runs, whichever strays further (a
+        side's single run is not its own evidence); None where neither has two runs. A ratio between runs, on the
+        scale a change is measured on, so a figure equal to one of the runs never clears it."""
         spreads = []
         for group in (self.runs, self.earlier):
             vals = [r.metrics[metric].value for r in group]
             if len(vals) >= 2:
-                med = statistics.median(vals)
-                spreads.append((((max(vals) - min(vals)) / med) if med else math.inf, len(vals)))
+                spreads.append(((max(vals) / min(vals) - 1) if min(vals) > 0 else math.inf, len(vals)))
         return max(spreads) if spreads else None
 
     def figure(self, metric: str) -> Metric:
@@ -194,10 +285,15 @@ class Judgement:
         }
 
 
-def judge(base: Side, cand: Side, metric: str, speed: bool, unlike: Sequence[str] = ()) -> Judgement:
+def judge(
+    base: Side, cand: Side, metric: str, speed: bool, unlike: Sequence[str] = (), min_effect: float = 0.0
+) -> Judgement:
     """The verdict between two sides of one workload; ``speed`` names it faster/slower, else better/worse.
 
     ``unlike``: why the two sides' figures do not measure the same thing (:func:`unlike`): then none is given.
+    ``min_effect``: the smallest relative change worth a verdict whatever the evidence, over the run-to-run
+    spread's bar (``accelbench history --threshold``: a regression gate fails a pipeline, so a change must matter
+    as well as be real); 0 calls any change the evidence carries.
     """
     aside = list(unlike) + [
         f"{name} {'; '.join(s.reasons())}" for name, s in (("baseline", base), ("candidate", cand)) if not s.judgeable
@@ -206,27 +302,7 @@ def judge(base: Side, cand: Side, metric: str, speed: bool, unlike: Sequence[str
         return Judgement(f"not judged: {' and '.join(aside)}", "set aside: " + "; ".join(aside))
     b, c = base.figure(metric), cand.figure(metric)
     speedup = _speedup(b, c)
-    sb, sc = base.samples(metric), cand.samples(metric)
-    if sb is not None and sc is not None:
-        p: float | None = mann_whitney_p(sb, sc)
-        apart = p < ALPHA
-        shown = f"p={p:.2g}" if p >= 1e-12 else "p<1e-12"
-        test = f"Mann-Whitney {shown} on {len(sb)}+{len(sc)} samples"
-    else:
-        p = None
-        ib, ic = _intervals(base, metric), _intervals(cand, metric)
-        apart = ib[0] > ic[1] or ib[1] < ic[0]
-        if all(r.metrics[metric].ci95 for r in (*base.runs, *cand.runs)):
-            test = "95% intervals " + ("apart" if apart else "overlap") + " (no raw samples)"
-        else:
-            n = f"{len(base.runs)}+{len(cand.runs)}"
-            # what the runs alone weigh: 3+3 runs fall apart by chance once in 10, so the change must also clear
-            # their spread (below); the row says both
-            runs_p = mann_whitney_p(base.values(metric), cand.values(metric))
-            test = (
-                f"the {n} runs' figures " + ("apart" if apart else "overlap")
-                + f" (no interval within a run; rank test on the runs alone p={runs_p:.2g})"
-            )  # fmt: skip
+    test = significance(base.runs, cand.runs, metric)
     spreads = [x for x in (base.run_to_run(metric), cand.run_to_run(metric)) if x is not None]
     if spreads:
         spread, runs = max(spreads)
@@ -234,19 +310,23 @@ def judge(base: Side, cand: Side, metric: str, speed: bool, unlike: Sequence[str
         # bar, never lower it under one run's (two membw runs a side 1% apart called 3% "faster" on a VM whose
         # fresh runs range over 42-72 GB/s)
         measured = any(n >= MIN_SPREAD_RUNS for _, n in spreads)
-        threshold = max(spread, MIN_EFFECT if measured else MIN_EFFECT_SINGLE)
+        bar = max(spread, MIN_EFFECT if measured else MIN_EFFECT_SINGLE)
         stood_on = f"run-to-run spread {spread:.1%} over {runs} runs" + (
-            "" if measured else f" (fewer than {MIN_SPREAD_RUNS}: a change over {threshold:.0%} is called)"
+            "" if measured else f" (fewer than {MIN_SPREAD_RUNS}: a change over {bar:.0%} is called)"
         )
     else:
-        threshold = MIN_EFFECT_SINGLE
+        bar = MIN_EFFECT_SINGLE
         stood_on = f"one run a side: only a change over {MIN_EFFECT_SINGLE:.0%} is called (repeat to measure less)"
-    evidence = f"{test}; {stood_on}"
-    if not apart or abs(math.log(speedup)) <= math.log1p(threshold):
-        return Judgement("no difference", evidence, p, threshold)
+    threshold = max(bar, min_effect)
+    if min_effect > bar:
+        stood_on += f"; a change over {min_effect:.0%} asked"
+    evidence = f"{test.evidence}; {stood_on}"
+    # a change equal to the bar (a figure equal to one of the runs) is not over it, whatever the last bit says
+    if not test.apart or abs(math.log(speedup)) <= math.log1p(threshold) + 1e-12:
+        return Judgement("no difference", evidence, test.p_value, threshold)
     better = speedup > 1
     word = ("faster" if better else "slower") if speed else ("better" if better else "worse")
-    return Judgement(word, evidence, p, threshold)
+    return Judgement(word, evidence, test.p_value, threshold)
 
 
 def _speedup(b: Metric, c: Metric) -> float:
@@ -256,9 +336,9 @@ def _speedup(b: Metric, c: Metric) -> float:
     return ratio if b.higher_is_better else 1 / ratio
 
 
-def _intervals(s: Side, metric: str) -> tuple[float, float]:
-    """The band the side's runs' intervals span (a run with none, kept among enough repeats: its figure)."""
-    m = [r.metrics[metric] for r in s.runs]
+def _band(runs: Sequence[Result], metric: str) -> tuple[float, float]:
+    """The band the runs' intervals span (a run with none: its figure)."""
+    m = [r.metrics[metric] for r in runs]
     bands = [x.ci95 or (x.value, x.value) for x in m]
     return min(b[0] for b in bands), max(b[1] for b in bands)
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from accelbench import __version__
 from accelbench.errors import UsageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 Status = Literal["ok", "failed", "skipped"]
 STATUSES = ("ok", "failed", "skipped")
 

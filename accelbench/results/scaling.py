@@ -6,10 +6,12 @@ and the run's context: threads, seeds, verdict) form one series; speedup is
 throughput(N) / throughput(1) - or, for a lower-is-better figure such as the
 time to accuracy, time(1) / time(N) - and scaling efficiency is speedup / N.
 
-A ratio is only as good as both its figures: a contended, noisy or INVALID point (or one-device base) gets no
-speedup, with the reason, and each device count is stood for by its latest run fit to compare where it has
-one. Where both figures' 95% intervals overlap, the speedup is shown as the best estimate, said to be within
-noise.
+A ratio is only as good as both its figures: a point (or one-device base) the one judge sets aside
+(contended, noisy, INVALID: :func:`accelbench.results.judge.concerns`) gets no speedup, with the reason, and
+each device count is stood for by its latest run fit to compare where it has one. Where the one significance
+rule cannot tell a count's figure from one device's (:func:`accelbench.results.judge.significance`: the rank
+test on their raw samples, else their 95% intervals overlap), the speedup is shown as the best estimate, said
+to be within noise.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 from dataclasses import dataclass
 
 from accelbench.results.describe import CONTEXT_PARAMS, Describe, plain
-from accelbench.results.judge import NO_INTERVAL, concerns
+from accelbench.results.judge import concerns, kind, significance
 from accelbench.results.record import Metric, Result
 
 #: what changes with the device count itself: a decoder's sharding is resolved per count (none on one device, FSDP2
@@ -44,8 +46,9 @@ def _devices(r: Result) -> int:
 
 
 def _biased(r: Result, metric: str) -> list[str]:
-    """What keeps ``r``'s figure out of a ratio (contended, noisy, INVALID...): a missing interval does not."""
-    return [c.split(":")[0] for c in concerns(r, metric) if c != NO_INTERVAL]
+    """What keeps ``r``'s figure out of a ratio (contended, noisy, INVALID...), by kind: a missing interval does
+    not (a time to accuracy has none, and its ratio still reads)."""
+    return [kind(c) for c in concerns(r)]
 
 
 def _counts(counts: list[int]) -> str:
@@ -53,12 +56,13 @@ def _counts(counts: list[int]) -> str:
     return " and ".join(map(str, counts)) + (" device" if counts == [1] else " devices")
 
 
-def _overlap(a: Metric, b: Metric) -> bool:
-    """Whether the two figures' 95% intervals (``(low, high)`` each) share any value."""
-    if a.ci95 is None or b.ci95 is None:
-        return False
-    (a_low, a_high), (b_low, b_high) = a.ci95, b.ci95
-    return a_low <= b_high and b_low <= a_high
+def _within_noise(base: Result, r: Result, metric: str) -> str:
+    """'within noise: ...' where the one significance rule cannot tell the two figures apart; '' where it can, or
+    where neither has an interval nor samples to test (a time to accuracy: the ratio reads on its own)."""
+    test = significance([base], [r], metric)
+    if test.apart or test.basis == "runs":
+        return ""
+    return "within noise: " + ("the 95% intervals overlap" if test.basis == "intervals" else test.evidence)
 
 
 def scaling_rows(results: list[Result], metric: str = "throughput", describe: Describe = plain) -> list[ScalingRow]:
@@ -93,8 +97,8 @@ def scaling_rows(results: list[Result], metric: str = "throughput", describe: De
                 if why:
                     said = "; ".join(f"{w} at {_counts(counts)}" for w, counts in why.items())
                     speedup, note = None, f"not computed: {said}"
-                elif base is not r and _overlap(m, b):
-                    note = "within noise: the 95% intervals overlap"
+                elif base is not r:
+                    note = _within_noise(base, r, metric)
             rows.append(
                 ScalingRow(
                     workload=describe(r.benchmark, {**r.params, "nproc": 1, "nnodes": 1}),

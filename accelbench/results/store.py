@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator
 
 from accelbench.errors import UsageError
 from accelbench.results.record import Result, validate
+from accelbench.results.upgrade import split_from
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -203,9 +204,10 @@ class Store:
         if run_id:
             sql += " AND run_id = ?"
             args.append(run_id)
-        if benchmark:
-            sql += " AND (benchmark = ? OR benchmark LIKE ? ESCAPE '\\')"
-            args += [benchmark, _like_prefix(benchmark.rstrip("/") + "/")]
+        if benchmark:  # a record stored before a benchmark was split off reads as its own (results/upgrade.py)
+            older = split_from(benchmark)
+            sql += " AND (benchmark = ? OR benchmark LIKE ? ESCAPE '\\'" + " OR benchmark = ?" * len(older) + ")"
+            args += [benchmark, _like_prefix(benchmark.rstrip("/") + "/"), *older]
         if status:
             sql += " AND status = ?"
             args.append(status)
@@ -215,11 +217,14 @@ class Store:
             r = Result.from_json(blob)
             if tags and any(r.tags.get(k) != v for k, v in tags.items()):
                 continue
+            if benchmark and r.benchmark != benchmark and not r.benchmark.startswith(benchmark.rstrip("/") + "/"):
+                continue  # an older name's record that the upgrade gave another benchmark
             out.append(r)
         return out
 
     def count(self) -> int:
-        return self._conn.execute("SELECT count(*) FROM results").fetchone()[0]
+        n: int = self._conn.execute("SELECT count(*) FROM results").fetchone()[0]
+        return n
 
     def mark_entry(self, run_id: str, spec_key: str, status: str) -> None:
         """Record that a suite entry ran to its end ("ok" or "failed"); an interrupted one is not marked."""

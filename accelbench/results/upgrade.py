@@ -12,6 +12,11 @@ key (``latency_p90_seconds``; MultiStream's per-query p99 is
 ``query_latency_p99_seconds``), the device count of inference is ``nproc`` as in
 train and tta, and the kernels' warm-up in seconds is ``warmup_time`` (``warmup``
 counts steps everywhere else).
+
+Version 3 (accelbench 0.4): a language model is a benchmark of its own, not a mode of another. A decoder served
+under LoadGen is ``infer/llm`` (it was ``infer/loadgen``), a decoder trained is ``train/llm`` (it was
+``train/throughput``); each keeps only the parameters its own benchmark takes, and the records of the other models
+lose the language models' (at their neutral values they changed nothing).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.workloads import DECODERS
 
 #: v1 metric names that became another name in v2, per benchmark family.
 _METRICS_V2 = {
@@ -39,6 +45,50 @@ _PARAMS_V2 = {"infer/loadgen": {"devices": "nproc"}}
 _VALUES = {("train/throughput", "decode"): {"cuda": "device"}}
 
 
+#: v3's split, as it stood when it was made (a migration is frozen: later fields are not its business):
+#: old benchmark -> (the decoders' new benchmark, the parameters only decoders took, those only the others took)
+_SPLIT_V3: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {
+    "infer/loadgen": (
+        "infer/llm",
+        frozenset({
+            "accuracy_target", "allow_eos", "api", "api_key_env", "chat_template", "concurrency", "engine",
+            "engine_compile", "input_jitter", "input_tokens", "kv_blocks", "max_batch_tokens", "output_tokens",
+            "page_size", "prompts", "rates", "request_timeout", "served_model", "server_devices", "tokenizer",
+            "tpot_ms", "ttft_ms", "url",
+        }),
+        frozenset({
+            "backend", "channels_last", "compile_mode", "dataset", "latency_bound_ms", "nproc", "ort_optimization",
+            "samples_per_query", "service_ms", "streams",
+        }),
+    ),
+    "train/throughput": (
+        "train/llm",
+        frozenset({"seq_len", "grad_accum", "global_batch", "sharding", "activation_checkpointing", "lora", "layers"}),
+        frozenset({
+            "channels_last", "data", "data_dir", "workers", "decode", "data_only", "max_batch_size", "memory_cap",
+        }),
+    ),
+}  # fmt: skip
+
+
+def split_entry(benchmark: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A benchmark and its parameters as v3 names them: a decoder's ``infer/loadgen`` or ``train/throughput`` is
+    its own benchmark, each keeps only its own parameters. Also what a stored run's suite entries go through (a
+    resumed run made before the split)."""
+    split = _SPLIT_V3.get(benchmark)
+    if split is None:
+        return benchmark, params
+    new, decoder_only, others_only = split
+    if params.get("model") in DECODERS:
+        return new, {k: v for k, v in params.items() if k not in others_only}
+    return benchmark, {k: v for k, v in params.items() if k not in decoder_only}
+
+
+def split_from(benchmark: str) -> list[str]:
+    """The names a stored record of ``benchmark`` may still carry in a store written before v3."""
+    return [old for old, (new, _, _) in _SPLIT_V3.items() if new == benchmark]
+
+
 def upgrade(record: dict[str, Any], current: int) -> dict[str, Any]:
     """``record`` in schema ``current`` (a new dict; the input is not changed)."""
     record = _renamed_values(record)
@@ -55,6 +105,8 @@ def upgrade(record: dict[str, Any], current: int) -> dict[str, Any]:
     out = dict(record)
     if version == 1:
         out = _v1_to_v2(out)
+    if version <= 2 and isinstance(out.get("params"), dict):
+        out["benchmark"], out["params"] = split_entry(str(out.get("benchmark", "")), out["params"])
     out["schema_version"] = current
     return out
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from accelbench import registry
 from accelbench.errors import UsageError
+from accelbench.results.upgrade import split_entry
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,7 +70,9 @@ class Entry:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Entry":
-        return make_entry(d["benchmark"], d["params"], d.get("timeout"))
+        benchmark, params = split_entry(d["benchmark"], d["params"])  # a run stored before a benchmark's split
+        fields = registry.get(registry.route(benchmark, params)).params.__dataclass_fields__
+        return make_entry(benchmark, {k: v for k, v in params.items() if k in fields}, d.get("timeout"))
 
 
 @dataclass
@@ -116,7 +119,9 @@ class Suite:
 
 
 def make_entry(benchmark: str, params: dict[str, Any], timeout: float | None = None) -> Entry:
-    """Validate ``params`` for ``benchmark`` and store them complete (defaults filled in)."""
+    """Validate ``params`` for the benchmark that measures their model (``benchmark`` or the one sharing its
+    command: :func:`accelbench.registry.route`) and store them complete (defaults filled in)."""
+    benchmark = registry.route(registry.get(benchmark).name, params)
     info = registry.get(benchmark)
     if info.standalone:
         raise UsageError(
@@ -163,13 +168,15 @@ def parse_suite(doc: dict[str, Any], source: str) -> Suite:
         params = b.get("params", {})
         if not isinstance(params, dict):
             raise UsageError(f"{where}: params of benchmark #{i} must be a table")
-        info = registry.get(b["name"])
-        applicable = {k: v for k, v in defaults.items() if k in info.params.__dataclass_fields__}
+        registry.get(b["name"])  # an unknown name: one line naming the close ones
         try:
             rows = _set_rows(b)
             for row in rows:
-                for combo in expand({**applicable, **params}):
-                    entries.append(make_entry(b["name"], {**row, **combo}, b.get("timeout")))
+                for combo in expand(params):
+                    name = registry.route(b["name"], {**row, **combo})  # a decoder's entry is its own benchmark's
+                    fields = registry.get(name).params.__dataclass_fields__
+                    for default in expand({k: v for k, v in defaults.items() if k in fields and k not in combo}):
+                        entries.append(make_entry(name, {**default, **row, **combo}, b.get("timeout")))
         except UsageError as exc:
             raise UsageError(f"{where}, benchmark #{i}: {exc}") from None
     return Suite(

@@ -25,9 +25,9 @@ def cpu_clock_ghz() -> float | None:
     except (OSError, NotImplementedError):
         freq = None
     if freq is not None and freq.max:
-        return freq.max / 1000.0
+        return float(freq.max) / 1000.0
     if freq is not None and freq.current:
-        return freq.current / 1000.0
+        return float(freq.current) / 1000.0
     mhz = host.cpuinfo().get("cpu MHz")
     return float(mhz) / 1000.0 if mhz else None
 

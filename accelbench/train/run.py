@@ -42,11 +42,6 @@ def _failed(record: dict[str, Any], error: str, **fields: Any) -> Result:
 
 
 def run(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
-    if params.is_llm:
-        from accelbench.train.llm.run import run as run_llm
-
-        yield from run_llm(params, ctx)
-        return
     if params.world_size > 1:
         yield from run_distributed(params, ctx)
         return

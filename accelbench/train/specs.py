@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
 from accelbench.train.decode import DECODERS, decoder_name
-from accelbench.train.llm.specs import LLMTrainParams, describe_llm, validate_llm, validate_shape
 
 #: the real input pipeline's settings as a synthetic record keeps them: unused, so at their defaults (a
 #: synthetic,real sweep hands both runs the same --data-dir, --workers and --decode)
@@ -19,8 +17,8 @@ TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16", "fp8
 
 
 def is_decoder(model: str) -> bool:
-    """Whether ``model`` is a decoder preset (trained by :mod:`accelbench.train.llm`); a model that cannot be
-    loaded here is not (validate says why)."""
+    """Whether ``model`` is a decoder preset (trained by ``train/llm``, :mod:`accelbench.train.llm`); a model
+    that cannot be loaded here is not (validate says why)."""
     from accelbench.workloads import model_info
 
     try:
@@ -29,22 +27,22 @@ def is_decoder(model: str) -> bool:
         return False
 
 
-def _default_optimizer(model: str) -> str:
-    """AdamW for a decoder preset (LLM training's), SGD with momentum for the rest (tf_cnn_benchmarks')."""
-    return "adamw" if is_decoder(model) else "sgd"
+#: the optimizer --optimizer auto steps: SGD with momentum, tf_cnn_benchmarks'
+DEFAULT_OPTIMIZER = "sgd"
 
 
 @dataclass(frozen=True)
-class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, CommonParams):
-    """Train ``model`` on synthetic batches: ``warmup`` steps, then ``num_batches`` measured steps."""
+class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
+    """Train ``model`` on synthetic batches: ``warmup`` steps, then ``num_batches`` measured steps. Decoder
+    presets are another benchmark's (``train/llm``: tokens, sequences, sharding)."""
 
     model: str = opt("resnet50", "model name (accelbench list --models) or package.module:Class", sweep=False)
     batch_size: str = opt("default", "per-device batch size: N, 'default' (the model's) or 'auto' (largest that fits)")
     precision: str = opt(
         "fp32",
         "fp32, tf32 (CUDA), mixed precision amp_fp16/amp_bf16 (torch.autocast: fp32 weights), or bf16/fp16 (the "
-        "model's weights, activations and gradients in that dtype: no fp32 master copy, no loss scaling); fp8 "
-        "(decoder models: torchao's float8 linears inside bf16 autocast, on GPUs that have fp8)",
+        "model's weights, activations and gradients in that dtype: no fp32 master copy, no loss scaling); fp8: "
+        "decoder models only",
         choices=TRAIN_PRECISIONS,
     )
     compile: bool = opt(False, "torch.compile the model", sweep=False)
@@ -84,16 +82,15 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
     )
     optimizer: str = opt(
         "auto",
-        "sgd (momentum 0.9) or adamw (fused where the device has it); auto: adamw for decoder models, as LLM "
-        "training does, sgd for the rest",
+        "sgd (momentum 0.9) or adamw (fused where the device has it); auto: sgd, tf_cnn_benchmarks' (decoder "
+        "models step AdamW)",
         choices=("auto", "sgd", "adamw"),
     )
     warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
     num_batches: int = opt(100, "measured steps", sweep=False)
     display_every: int = opt(
         0,
-        "steps per measurement window, the throughput samples (0: 10, or --num-batches if fewer; a decoder's: "
-        "--num-batches / 6, 1 to 10, so a short run still has the windows an interval needs)",
+        "steps per measurement window, the throughput samples (0: 10, or --num-batches if fewer)",
         sweep=False,
     )
     nproc: int = opt(1, "processes (devices) per node, DDP under torchrun; a list makes a scaling table")
@@ -108,7 +105,12 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
         # --decode cuda, the on-device decoder's first name, is read as today's: the record says what ran
         object.__setattr__(self, "decode", decoder_name(self.decode))
         if self.optimizer == "auto":  # the record says which ran
-            object.__setattr__(self, "optimizer", _default_optimizer(self.model))
+            object.__setattr__(self, "optimizer", DEFAULT_OPTIMIZER)
+
+    @classmethod
+    def takes_model(cls, model: str) -> bool:
+        """Every model but a decoder preset (those train as ``train/llm``)."""
+        return not is_decoder(model)
 
     def validate(self) -> None:
         from accelbench.params import parse_size
@@ -116,6 +118,10 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
 
         super().validate()
         info = model_info(self.model)
+        if is_decoder(self.model):  # the command line and suites route a decoder to train/llm before this
+            raise UsageError(
+                f"{info.name} is a decoder, trained by the benchmark train/llm: use accelbench train {info.name}"
+            )
         if self.batch_size not in ("default", "auto"):
             try:
                 value = int(self.batch_size)
@@ -131,11 +137,9 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
             raise UsageError(f"--display-every must not be negative, got {self.display_every}")
         if self.display_every > self.num_batches:
             raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
-        if self.is_llm:
-            self._validate_llm(info)
-        else:
-            validate_llm(self, False, info.name)
-            self._validate_data(info)
+        if self.precision == "fp8":
+            raise UsageError(f"--precision fp8 trains decoder models (torchao float8); {info.name} is not one")
+        self._validate_data(info)
         if self.compile_mode != "default" and not self.compile:
             raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
         if self.channels_last and not info.image_input:
@@ -150,17 +154,6 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
             raise UsageError("--memory-cap and --max-batch-size only apply with --batch-size auto")
         if self.max_batch_size < 0:
             raise UsageError(f"--max-batch-size must not be negative, got {self.max_batch_size}")
-
-    def _validate_llm(self, info: Any) -> None:
-        from accelbench.workloads import workload_class
-        from accelbench.workloads.decoder import config_of
-
-        positive("--nproc", self.nproc)
-        validate_llm(self, True, info.name)
-        if self.optimizer != "adamw":
-            raise UsageError("decoder training steps AdamW (fused where the device has it): drop --optimizer sgd")
-        if importlib.util.find_spec("transformers") is not None:  # else the run is skipped, saying what to install
-            validate_shape(self, config_of(workload_class(self.model).preset, self.scale), info.name)
 
     def _validate_data(self, info: Any) -> None:
         if self.data == "real":
@@ -191,10 +184,6 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
         return self.display_every or min(10, self.num_batches)
 
     @property
-    def is_llm(self) -> bool:
-        return is_decoder(self.model)
-
-    @property
     def world_size(self) -> int:
         return self.nproc * self.nnodes
 
@@ -214,10 +203,6 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
                 f"--decode device decodes JPEGs on the GPU (torchvision: nvJPEG on NVIDIA GPUs); use --decode cpu "
                 f"on the {kind.name} device"
             )
-        if self.precision == "fp8":
-            why = kind.float8_training_reason(torch.device(device_type))
-            if why:
-                raise UsageError(f"--precision fp8: {why}")
         why = unsupported_reason(torch.device(device_type), "tf32") if tf32_math(self.precision) else None
         if why:
             raise UsageError(f"--precision tf32: the {kind.name} device cannot run it ({why})")
@@ -230,13 +215,12 @@ class TrainParams(LLMTrainParams, EmulatedParams, ScaleParams, NodesParams, Comm
         words += [w for w in ("compile", "channels_last") if p.get(w)]
         if p.get("compile_mode", "default") != "default":
             words.append(p["compile_mode"])
-        if p.get("optimizer", "auto") not in ("auto", _default_optimizer(p["model"])):
+        if p.get("optimizer", "auto") not in ("auto", DEFAULT_OPTIMIZER):
             words.append(p["optimizer"])
         if p.get("data", "synthetic") == "real":
             words.append("real data only" if p.get("data_only") else "real data")
             if p.get("decode", "auto") != "auto":
                 words.append(f"decoded on {p['decode']}")
-        words += describe_llm(p)
         if p.get("scale", "full") != "full":
             words.append(p["scale"])
         return " ".join(words)

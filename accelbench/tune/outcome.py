@@ -19,7 +19,7 @@ from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.measure.stats import Measurement
 from accelbench.results.record import Metric, Result
-from accelbench.tune.space import Candidate
+from accelbench.tune.candidate import Candidate
 from accelbench.tune.trials import Search, Trial
 from accelbench.tune.verdict import apart, decide, figure_of, median_of
 

@@ -1,8 +1,9 @@
 """The search: screen every candidate briefly, gate the best on accuracy, confirm the few left side by side.
 
-Each trial is an ordinary benchmark entry (``infer/loadgen`` or ``train/throughput``) run by the suite
-runner in its own process, so a candidate that crashes, runs out of memory or fails to compile is a
-``failed`` record with its cause and the search goes on, and every trial is stored in the run as it ends.
+Each trial is an ordinary benchmark entry (``infer/loadgen``, ``infer/llm``, ``train/throughput`` or
+``train/llm``) run by the suite runner in its own process, so a candidate that crashes, runs out of memory or
+fails to compile is a ``failed`` record with its cause and the search goes on, and every trial is stored in the run
+as it ends.
 
 The budget is split by phase (screening to 55% of it, gates to 70%, confirmations the rest), and the
 screenings and gates always leave the time the smallest claim needs: enough rounds of the best and the
@@ -304,12 +305,12 @@ class Tuner:
         p = self.params
         if p.task == "train":
             steps = TRAIN_CONFIRM if phase == "confirm" else TRAIN_SCREEN
-            return trial_entry("train/throughput", p.trial_params(**c.settings, **steps), self.timeout)
+            return trial_entry(p.trial_params(**c.settings, **steps), self.timeout)
         settings = dict(c.settings)
         if p.task == "serve":  # Offline at the candidate's concurrency, held to the TPOT limit (the trial's params)
             mode = {"mode": "accuracy"} if phase == "gate" else {}
             length = {} if phase == "gate" else {"duration": CONFIRM_SECONDS if phase == "confirm" else SCREEN_SECONDS}
-            return trial_entry("infer/loadgen", p.trial_params(**settings, **mode, **length), self.timeout)
+            return trial_entry(p.trial_params(**settings, **mode, **length), self.timeout)
         if phase == "gate":
             extra: dict[str, Any] = {"mode": "accuracy", "scenario": "offline", "dataset": p.dataset}
         elif phase == "confirm" and self._server():
@@ -318,7 +319,7 @@ class Tuner:
             scenario = "offline" if self._server() else p.scenario
             seconds = CONFIRM_SECONDS if phase == "confirm" else SCREEN_SECONDS
             extra = {"scenario": scenario, "duration": seconds}
-        return trial_entry("infer/loadgen", p.trial_params(**settings, **extra), self.timeout)
+        return trial_entry(p.trial_params(**settings, **extra), self.timeout)
 
     def _server(self) -> bool:
         return self.params.task == "infer" and self.params.scenario == "server"

@@ -22,13 +22,10 @@ time, which no engine is, so FP32 engines are gated too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from accelbench.errors import UsageError
 from accelbench.tune.candidate import Candidate, Space, split_list
-
-if TYPE_CHECKING:
-    from accelbench.tune.specs import TuneParams
+from accelbench.tune.specs import SERVE_PRECISIONS, TuneParams, local_engines
 
 #: the default settings (``accelbench infer MODEL``'s): the candidate every other is measured against
 SERVE_DEFAULT = {"engine": "transformers", "precision": "fp32", "engine_compile": False, "batch_size": 8,
@@ -37,71 +34,6 @@ SERVE_DEFAULT = {"engine": "transformers", "precision": "fp32", "engine_compile"
 SERVE_BATCHES = {"cpu": (4, 16, 32), "gpu": (32, 64, 128, 256)}
 #: batch-token budgets tried for continuous batching, in multiples of the default (2 x batch x page size)
 TOKEN_BUDGETS = (0.5, 4.0)
-#: the precisions a language model is served in (``infer``'s own check)
-SERVE_PRECISIONS = ("fp32", "bf16", "fp16")
-
-
-def check(params: "TuneParams") -> None:
-    """What a serving search needs: a language model, local engines, the serve-only flags where they apply."""
-    from accelbench.infer.tokens.engines import ENGINES, engine_class
-    from accelbench.workloads import model_info
-
-    if model_info(params.model).serving != "tokens":
-        raise UsageError(f"--task serve tunes a language model's serving; {params.model} is not one: use --task infer")
-    for flag, value in (("--backends", params.backends), ("--dataset", params.dataset)):
-        if value:
-            raise UsageError(f"{flag} applies to --task infer; a language model is served by engines (--engines)")
-    if params.scenario != "offline":
-        raise UsageError(
-            "--task serve ranks tokens/s at a fixed concurrency within --tpot-ms (Offline runs); drop --scenario"
-        )
-    for name in engines_asked(params):
-        if name not in ENGINES:
-            raise UsageError(f"unknown engine {name!r} in --engines: choose among {', '.join(local_engines())}")
-        if name not in local_engines():
-            raise UsageError(f"--engines {name}: a search changes an engine's settings, so only local ones: "
-                             f"{', '.join(local_engines())}")  # fmt: skip
-        engine_class(name)
-    for p in split_list(params.precisions):
-        if p not in SERVE_PRECISIONS:
-            raise UsageError(f"unknown precision {p!r} in --precisions: choose among {', '.join(SERVE_PRECISIONS)}")
-    if params.tpot_ms < 0:
-        raise UsageError(f"--tpot-ms must not be negative, got {params.tpot_ms:g}")
-    if params.prompts and not params.checkpoint:
-        raise UsageError("--prompts needs --checkpoint DIR (the checkpoint's tokenizer reads the file)")
-
-
-def local_engines() -> list[str]:
-    """Engines that run the model in this process, whose settings a search can change."""
-    from accelbench.infer.tokens.engines import ENGINES, engine_class
-
-    return [n for n in ENGINES if engine_class(n).runs_model and not engine_class(n).remote]
-
-
-def engines_asked(params: "TuneParams") -> list[str]:
-    return split_list(params.engines)
-
-
-def tpot_limit(params: "TuneParams") -> tuple[float, str]:
-    """The interactivity every trial is held to, and where it comes from."""
-    from accelbench.infer.tokens.limits import limits_for
-    from accelbench.workloads import workload_class
-
-    if params.tpot_ms:
-        return params.tpot_ms, "--tpot-ms"
-    preset = workload_class(params.model).preset  # type: ignore[attr-defined]
-    try:
-        limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, "server", 0.0, 0.0)
-    except UsageError:
-        raise UsageError(f"{params.model} has no MLPerf Server limit to default to: give --tpot-ms") from None
-    assert limits.tpot_ms is not None
-    return limits.tpot_ms, limits.source
-
-
-def trial_settings(params: "TuneParams") -> dict[str, Any]:
-    """What every serving trial shares: Offline, held to the TPOT limit, the checkpoint and prompts given."""
-    out: dict[str, Any] = {"scenario": "offline", "tpot_ms": tpot_limit(params)[0], "checkpoint": params.checkpoint}
-    return out | ({"prompts": params.prompts} if params.prompts else {})
 
 
 def runtimes(params: "TuneParams", device: Any) -> "Space":
@@ -112,7 +44,7 @@ def runtimes(params: "TuneParams", device: Any) -> "Space":
 
     wanted = split_list(params.precisions)
     space = Space([], [])
-    for name in engines_asked(params) or local_engines():
+    for name in split_list(params.engines) or local_engines():
         missing = engine_class(name)().unavailable()
         for precision in SERVE_PRECISIONS:
             if wanted and precision not in wanted:
@@ -126,10 +58,10 @@ def runtimes(params: "TuneParams", device: Any) -> "Space":
 
 def shapes(params: "TuneParams", best: list["Candidate"], batch_class: str) -> list["Candidate"]:
     """Requests in flight around the best runtimes, and continuous batching's batch-token budget."""
-    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens.specs import LLMServeParams
 
     given = [int(b) for b in split_list(params.batch_sizes)]
-    page = InferParams.__dataclass_fields__["page_size"].default
+    page = LLMServeParams.__dataclass_fields__["page_size"].default
     out: list[Candidate] = []
     for c in best:
         sizes = given or list(SERVE_BATCHES.get(batch_class, SERVE_BATCHES["cpu"]))

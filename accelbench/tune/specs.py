@@ -12,6 +12,8 @@ from accelbench.tune.candidate import split_list
 TASKS = ("infer", "train", "serve")
 #: the scenarios a search ranks by: Offline samples/s, Server peak QPS within the bound, SingleStream p90
 TUNE_SCENARIOS = ("offline", "server", "singlestream")
+#: the precisions a language model is served in (``infer``'s own check), which ``--task serve`` searches
+SERVE_PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -121,9 +123,7 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
             if given:
                 raise UsageError(f"--{given[0]} applies to --task serve (a language model's serving)")
         if self.task == "serve":
-            from accelbench.tune.serve import check
-
-            check(self)
+            check_serve(self)
             self.trial_params().validate()  # the checkpoint and prompt file are read before any trial
             return
         if self.task == "train":
@@ -131,6 +131,13 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
             if given or self.scenario != "offline":
                 flag = "--" + (given[0] if given else "scenario")
                 raise UsageError(f"{flag} applies to --task infer; training is tuned for its samples/s")
+            from accelbench.train.llm.specs import LLMTrainParams
+
+            if LLMTrainParams.takes_model(self.model):  # its space (sharding, micro-batch, checkpointing) is its own
+                raise UsageError(
+                    f"--task train searches train/throughput's settings; {self.model} trains as train/llm, whose "
+                    f"settings are not searched yet: measure them with accelbench train {self.model} and compare"
+                )
             from accelbench.train.specs import TRAIN_PRECISIONS
 
             allowed: tuple[str, ...] = TRAIN_PRECISIONS
@@ -160,12 +167,12 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
             from accelbench.train.specs import TrainParams
 
             return TrainParams(**(common | settings))
+        if self.task == "serve":
+            from accelbench.infer.tokens.specs import LLMServeParams
+
+            return LLMServeParams(**(common | serve_trial_settings(self) | settings))
         from accelbench.infer.specs import InferParams
 
-        if self.task == "serve":
-            from accelbench.tune.serve import trial_settings
-
-            return InferParams(**(common | trial_settings(self) | settings))
         return InferParams(**(common | {"checkpoint": self.checkpoint} | settings))
 
     @classmethod
@@ -179,3 +186,67 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
         if p.get("scale", "full") != "full":
             words.append(p["scale"])
         return " ".join(words)
+
+
+# -- --task serve: what its parameters must say, and what they make of every trial -------------------------------
+# They live beside TuneParams, as the other tasks' checks do in ``validate``: the search stages
+# (:mod:`accelbench.tune.serve`) read the parameters, never the other way round.
+
+
+def check_serve(params: TuneParams) -> None:
+    """What a serving search needs: a language model, local engines, the serve-only flags where they apply."""
+    from accelbench.infer.tokens.engines import ENGINES, engine_class
+    from accelbench.workloads import model_info
+
+    if model_info(params.model).serving != "tokens":
+        raise UsageError(f"--task serve tunes a language model's serving; {params.model} is not one: use --task infer")
+    for flag, value in (("--backends", params.backends), ("--dataset", params.dataset)):
+        if value:
+            raise UsageError(f"{flag} applies to --task infer; a language model is served by engines (--engines)")
+    if params.scenario != "offline":
+        raise UsageError(
+            "--task serve ranks tokens/s at a fixed concurrency within --tpot-ms (Offline runs); drop --scenario"
+        )
+    for name in split_list(params.engines):
+        if name not in ENGINES:
+            raise UsageError(f"unknown engine {name!r} in --engines: choose among {', '.join(local_engines())}")
+        if name not in local_engines():
+            raise UsageError(f"--engines {name}: a search changes an engine's settings, so only local ones: "
+                             f"{', '.join(local_engines())}")  # fmt: skip
+        engine_class(name)
+    for p in split_list(params.precisions):
+        if p not in SERVE_PRECISIONS:
+            raise UsageError(f"unknown precision {p!r} in --precisions: choose among {', '.join(SERVE_PRECISIONS)}")
+    if params.tpot_ms < 0:
+        raise UsageError(f"--tpot-ms must not be negative, got {params.tpot_ms:g}")
+    if params.prompts and not params.checkpoint:
+        raise UsageError("--prompts needs --checkpoint DIR (the checkpoint's tokenizer reads the file)")
+
+
+def local_engines() -> list[str]:
+    """Engines that run the model in this process, whose settings a search can change."""
+    from accelbench.infer.tokens.engines import ENGINES, engine_class
+
+    return [n for n in ENGINES if engine_class(n).runs_model and not engine_class(n).remote]
+
+
+def tpot_limit(params: TuneParams) -> tuple[float, str]:
+    """The interactivity every trial is held to, and where it comes from."""
+    from accelbench.infer.tokens.limits import limits_for
+    from accelbench.workloads import workload_class
+
+    if params.tpot_ms:
+        return params.tpot_ms, "--tpot-ms"
+    preset = workload_class(params.model).preset  # type: ignore[attr-defined]
+    try:
+        limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, "server", 0.0, 0.0)
+    except UsageError:
+        raise UsageError(f"{params.model} has no MLPerf Server limit to default to: give --tpot-ms") from None
+    assert limits.tpot_ms is not None
+    return limits.tpot_ms, limits.source
+
+
+def serve_trial_settings(params: TuneParams) -> dict[str, Any]:
+    """What every serving trial shares: Offline, held to the TPOT limit, the checkpoint and prompts given."""
+    out: dict[str, Any] = {"scenario": "offline", "tpot_ms": tpot_limit(params)[0], "checkpoint": params.checkpoint}
+    return out | ({"prompts": params.prompts} if params.prompts else {})

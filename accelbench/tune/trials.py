@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from accelbench.families import benchmark_of
 from accelbench.params import build_params
 from accelbench.results.record import Result
 from accelbench.tune.space import INFER_DEFAULT, TRAIN_DEFAULT, Candidate
@@ -21,8 +22,10 @@ class TrialEntry:
     timeout: float | None = None
 
 
-def trial_entry(benchmark: str, params: Any, timeout: float | None) -> TrialEntry:
-    """A trial's parameters as a suite entry holds them: coerced, validated and complete."""
+def trial_entry(params: Any, timeout: float | None) -> TrialEntry:
+    """A trial's parameters as a suite entry holds them: coerced, validated and complete, under the benchmark
+    they are the parameters of."""
+    benchmark = benchmark_of(params)
     checked = build_params(type(params), params.to_dict(), benchmark)
     return TrialEntry(benchmark, checked.to_dict(), float(timeout) if timeout else None)
 

@@ -3,12 +3,20 @@
 A search's claims ("X is best", "Nx the default settings") rest on the confirmations alone, and only on
 differences that outlast the noise between runs. One run's interval says nothing about run-to-run
 variation (a neighbour holding a core for a minute slows every sample of that run alike), so two
-candidates are *separated* only across repeated, interleaved confirmations:
+candidates are *separated* only across repeated, interleaved confirmations, by the one significance rule
+every verdict uses (:func:`accelbench.results.judge.significance`):
 
-- where each confirmation carries its raw samples (training windows), by the Mann-Whitney U test on the
+- where each confirmation carries its raw samples (training windows), the Mann-Whitney U test on the
   per-sample figures of at least two runs each, pooled, so the variation between runs is in the test;
-- otherwise (LoadGen gives one figure per run) when the ranges of at least three runs each do not
-  overlap: two candidates that are in truth equal fall apart that way by chance once in ten.
+- otherwise (LoadGen gives one figure per run) over at least three runs each, when the bands their 95%
+  intervals span do not overlap, or, for a figure with no interval, their ranges: two candidates that are
+  in truth equal fall apart that way by chance once in ten.
+
+The level is the judge's :data:`~accelbench.results.judge.ALPHA`, not a looser one of the search's own. A
+search tests the best against every other contender after every round (up to ``MAX_ROUNDS``), so a loose level
+compounds into false winners; and it costs the search little, since two training confirmations pool at least
+18 windows a side, where a clear difference gives p far below it. A "1.3x the default settings" is then the
+same claim ``accelbench compare`` would make of the same records.
 
 The search confirms in rounds until the best separates from every other contender (see
 :mod:`accelbench.tune.search`); what is left unseparated is reported as equivalent, not ranked.
@@ -20,17 +28,16 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from accelbench.measure.stats import mann_whitney_p
-from accelbench.tune.space import Candidate
+from accelbench.results.judge import MIN_RUNS_BARE, metric_samples, pooled_samples, significance
+from accelbench.tune.candidate import Candidate
 
 if TYPE_CHECKING:
     from accelbench.results.record import Result
     from accelbench.tune.trials import Search, Trial
 
-#: the Mann-Whitney test's level: p below it separates two candidates' samples
-ALPHA = 0.05
-#: confirmations each side needs: with raw samples (pooled for the test), and with one figure per run
-MIN_RUNS_SAMPLES, MIN_RUNS_RANGES = 2, 3
+#: confirmations each side needs: with raw samples (pooled for the test, so at least two runs bring their
+#: variation into it), and with one figure per run (the judge's least for a figure with no interval)
+MIN_RUNS_SAMPLES, MIN_RUNS_RANGES = 2, MIN_RUNS_BARE
 
 
 @dataclass(frozen=True)
@@ -73,15 +80,9 @@ def figure_of(search: Search) -> tuple[str, str, bool]:
 def sample_figures(result: Result) -> list[float] | None:
     """The record's raw samples (seconds per window) as figures in its primary metric's unit, so candidates of
     different batch sizes compare: a rate is work over the median sample, hence each sample's rate is the
-    figure times median/sample. None where the record keeps no samples (LoadGen)."""
-    primary = result.primary
-    samples = [s for s in (result.samples or []) if s > 0]
-    if primary is None or not samples:
-        return None
-    mid = statistics.median(samples)
-    if primary.higher_is_better:
-        return [primary.value * mid / s for s in samples]
-    return [primary.value * s / mid for s in samples]
+    figure times median/sample (:func:`accelbench.results.judge.metric_samples`). None where the record keeps
+    no samples (LoadGen) or its figure was not derived from them."""
+    return metric_samples(result, result.primary_metric) if result.primary_metric else None
 
 
 def runs(search: Search, c: Candidate) -> list[Trial]:
@@ -92,23 +93,26 @@ def runs(search: Search, c: Candidate) -> list[Trial]:
 def apart(search: Search, a: Candidate, b: Candidate) -> Apart:
     """Whether ``a`` and ``b`` differ beyond the variation between their confirmations (either direction)."""
     ra, rb = runs(search, a), runs(search, b)
-    pooled = [sample_figures(t.result) for t in ra + rb if t.result is not None]
-    if ra and rb and all(p for p in pooled):
-        if min(len(ra), len(rb)) < MIN_RUNS_SAMPLES:
-            return Apart(False, f"{len(ra)} and {len(rb)} run(s): {MIN_RUNS_SAMPLES} each are needed to separate")
-        sa = [x for p in pooled[: len(ra)] for x in p or []]
-        sb = [x for p in pooled[len(ra) :] for x in p or []]
-        p = mann_whitney_p(sa, sb)
-        words = f"Mann-Whitney p = {p:.2g} on {len(sa)} and {len(sb)} samples of {len(ra)} and {len(rb)} runs"
-        return Apart(p < ALPHA, words)
-    va, vb = [t.figure for t in ra], [t.figure for t in rb]
-    if min(len(va), len(vb)) < MIN_RUNS_RANGES:
-        return Apart(False, f"{len(va)} and {len(vb)} run(s): {MIN_RUNS_RANGES} each are needed to separate")
-    lo_a, hi_a = min(x for x in va if x is not None), max(x for x in va if x is not None)
-    lo_b, hi_b = min(x for x in vb if x is not None), max(x for x in vb if x is not None)
-    if hi_a < lo_b or hi_b < lo_a:
-        return Apart(True, f"ranges of {len(va)} and {len(vb)} runs apart")
-    return Apart(False, f"ranges of {len(va)} and {len(vb)} runs overlap")
+    metric = figure_of(search)[0]
+    xa = [t.result for t in ra if t.result is not None and metric in t.result.metrics]
+    xb = [t.result for t in rb if t.result is not None and metric in t.result.metrics]
+    if len(xa) < len(ra) or len(xb) < len(rb):
+        return Apart(False, f"a confirmation gave no {metric or 'figure'}: the runs cannot be compared")
+    if xa and xb and pooled_samples(xa + xb, metric) is not None:
+        if min(len(xa), len(xb)) < MIN_RUNS_SAMPLES:
+            return Apart(False, f"{len(xa)} and {len(xb)} run(s): {MIN_RUNS_SAMPLES} each are needed to separate")
+        test = significance(xa, xb, metric)
+        if test.p_value is None:  # too few samples for the rank test: the intervals decided
+            return Apart(test.apart, f"{len(xa)} and {len(xb)} runs: {test.evidence}")
+        na, nb = (len(pooled_samples(x, metric) or []) for x in (xa, xb))
+        words = f"Mann-Whitney p = {test.p_value:.2g} on {na} and {nb} samples of {len(xa)} and {len(xb)} runs"
+        return Apart(test.apart, words)
+    if min(len(xa), len(xb)) < MIN_RUNS_RANGES:
+        return Apart(False, f"{len(xa)} and {len(xb)} run(s): {MIN_RUNS_RANGES} each are needed to separate")
+    test = significance(xa, xb, metric)
+    if test.basis == "runs":
+        return Apart(test.apart, f"ranges of {len(xa)} and {len(xb)} runs " + ("apart" if test.apart else "overlap"))
+    return Apart(test.apart, f"{len(xa)} and {len(xb)} runs: {test.evidence}")
 
 
 def median_of(search: Search, c: Candidate) -> float | None:

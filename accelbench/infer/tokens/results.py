@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
-from accelbench.infer.specs import InferParams
 from accelbench.infer.tokens.limits import offline_tpot_reason
 from accelbench.infer.tokens.roofline import utilization
+from accelbench.infer.tokens.specs import LLMServeParams
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Metric, Result
 
@@ -195,7 +195,7 @@ def token_reasons(d: dict[str, Any], scenario: str) -> list[str]:
 
 
 def token_result(
-    params: InferParams,
+    params: LLMServeParams,
     record: dict[str, Any],
     outcome: "Outcome",
     probe: dict[str, Any],
@@ -260,7 +260,7 @@ def token_result(
 
 
 def token_accuracy_result(
-    params: InferParams,
+    params: LLMServeParams,
     record: dict[str, Any],
     outcome: "Outcome",
     verdict: "TokenAgreement",
@@ -328,7 +328,7 @@ def token_accuracy_result(
 
 
 def endpoint_accuracy_result(
-    params: InferParams, record: dict[str, Any], outcome: "Outcome", engine: dict[str, Any], rouge: dict[str, Any]
+    params: LLMServeParams, record: dict[str, Any], outcome: "Outcome", engine: dict[str, Any], rouge: dict[str, Any]
 ) -> Result:
     """Accuracy mode through an endpoint: ROUGE of the server's answers to the prompt file, gated at 99%/99.9% of
     ``--accuracy-target`` where given; else the scores with no verdict (nothing here sets the bar)."""

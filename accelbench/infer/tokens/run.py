@@ -20,7 +20,7 @@ from accelbench.errors import BenchmarkFailed, BenchmarkSkipped
 from accelbench.infer import replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.driver import Outcome, start_test
-from accelbench.infer.specs import QSL_SAMPLES, InferParams
+from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.infer.sut import SampleLibrary
 from accelbench.infer.tokens import accuracy, quality
 from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, engine_class
@@ -28,6 +28,7 @@ from accelbench.infer.tokens.limits import DEFAULT_LENGTHS, Limits, draw_prompts
 from accelbench.infer.tokens.probe import Relay, TokenProbe, probe
 from accelbench.infer.tokens.results import endpoint_accuracy_result, token_accuracy_result, token_result
 from accelbench.infer.tokens.roofline import Roof, roof_for
+from accelbench.infer.tokens.specs import LLMServeParams
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
 from accelbench.results.record import Result
@@ -48,14 +49,14 @@ MAX_PLANNED_REQUESTS = 200_000.0
 QUICK_SECONDS, QUICK_MIN_REQUESTS = 60.0, 16
 
 
-def lengths(params: InferParams) -> tuple[int, int]:
+def lengths(params: LLMServeParams) -> tuple[int, int]:
     """Prompt and output tokens: the flags, or the scale's defaults."""
     default_in, default_out = DEFAULT_LENGTHS["tiny" if params.scale == "tiny" else "full"]
     given_in, given_out = params.input_tokens, params.output_tokens
     return (given_in if given_in is not None else default_in), (given_out if given_out is not None else default_out)
 
 
-def build_model(params: InferParams, device: "torch.device", precision: str = "") -> tuple[Any, Any]:
+def build_model(params: LLMServeParams, device: "torch.device", precision: str = "") -> tuple[Any, Any]:
     """The decoder at the served precision (or ``precision``), created on ``device`` in that element type.
 
     Accuracy mode holds the served weights to FP32's on the same weights, so there the weights are drawn in FP32
@@ -79,7 +80,7 @@ def build_model(params: InferParams, device: "torch.device", precision: str = ""
     return model.to(device=device, dtype=dtype), model.config
 
 
-def too_big(params: InferParams, model: "Figures", device: "torch.device") -> str | None:
+def too_big(params: LLMServeParams, model: "Figures", device: "torch.device") -> str | None:
     """Why the preset cannot be served where it would be built, or None: its weights and a full batch's KV cache
     against the device's memory (the host's free memory for a CPU). An 8B model in fp32 is 32 GB, and building it
     on a 24 GiB machine would swap or be killed rather than say so; a 70B or 405B model needs several GPUs, and
@@ -137,7 +138,7 @@ def quick_requests(rate: float, tail: int) -> int:
     return max(QUICK_MIN_REQUESTS, min(tail, math.ceil(rate * QUICK_SECONDS)))
 
 
-def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, plan: lgset.Probe, total: int) -> Any:
+def settings_for(params: LLMServeParams, limits: Limits, preset_benchmark: str, plan: lgset.Probe, total: int) -> Any:
     """LoadGen's settings in token mode, planned from the probe (``official``: mlperf.conf's rules)."""
     import mlperf_loadgen as lg
 
@@ -163,7 +164,7 @@ def settings_for(params: InferParams, limits: Limits, preset_benchmark: str, pla
     return s
 
 
-def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
+def run(params: LLMServeParams, ctx: RunContext) -> Iterator[Result]:
     engine = engine_class(params.engine)()
     skip_if(engine.unavailable())
     engine.configure(params)
@@ -177,7 +178,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
         raise
 
 
-def _run(params: InferParams, ctx: RunContext, engine: Engine) -> Iterator[Result]:
+def _run(params: LLMServeParams, ctx: RunContext, engine: Engine) -> Iterator[Result]:
     from accelbench.workloads import workload_class
 
     prep = prepare(params, autotune=False)
@@ -244,7 +245,7 @@ class Served:
     roof: "Roof | None" = None  # the device's bandwidth and FLOPS, where the model runs here
 
 
-def _serve(params: InferParams, ctx: RunContext, s: Served, record_mode: str = "") -> Result:
+def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str = "") -> Result:
     """The engine started with ``params``' settings, probed, LoadGen's test (rerun where it disagreed with its
     plan), the engine stopped; the record (``record_mode``: the mode the record says, a sweep's)."""
     engine, device, work, limits = s.engine, s.device, s.work, s.limits
@@ -350,7 +351,7 @@ class Work:
         return max(len(p) + o for p, o in zip(self.prompts, self.outs, strict=True))
 
 
-def workload(params: InferParams, vocab: int, total: int, prompt_len: int, out: int) -> Work:
+def workload(params: LLMServeParams, vocab: int, total: int, prompt_len: int, out: int) -> Work:
     """Random prompts of the asked lengths, or ``--prompts``' samples tokenized by the checkpoint's tokenizer (a
     sample with a reference answer generates that many tokens, capped at ``--output-tokens`` when given)."""
     if not params.prompts:
@@ -365,7 +366,7 @@ def workload(params: InferParams, vocab: int, total: int, prompt_len: int, out: 
 
 
 def _measure(
-    params: InferParams,
+    params: LLMServeParams,
     ctx: RunContext,
     engine: Engine,
     relay: Relay,
@@ -428,7 +429,7 @@ def _measure(
         plan = replan.replanned(plan, wrong.measured, measured, params.scenario, bool(reruns[-1]["contended"]))
 
 
-def _reference(params: InferParams, served: Any, device: "torch.device", work: Work, ctx: RunContext) -> Any:
+def _reference(params: LLMServeParams, served: Any, device: "torch.device", work: Work, ctx: RunContext) -> Any:
     """FP32's greedy tokens on the served weights (the served model itself when it is FP32), built and dropped
     before the engine starts."""
     reuse = params.effective_precision == "fp32" and not isinstance(served, ModelSource)
@@ -440,7 +441,7 @@ def _reference(params: InferParams, served: Any, device: "torch.device", work: W
         del model
 
 
-def _model_for(engine: Engine, params: InferParams, preset: Any, device: "torch.device", ctx: RunContext) -> Any:
+def _model_for(engine: Engine, params: LLMServeParams, preset: Any, device: "torch.device", ctx: RunContext) -> Any:
     """The built model and its config; for an engine that loads its own weights, where to load them from."""
     if not engine.runs_model:
         return None, None
@@ -457,7 +458,7 @@ def _model_for(engine: Engine, params: InferParams, preset: Any, device: "torch.
     return build_model(params, device)
 
 
-def engine_settings(params: InferParams, longest: int) -> EngineSettings:
+def engine_settings(params: LLMServeParams, longest: int) -> EngineSettings:
     return EngineSettings(
         max_batch=params.batch_size,
         max_wait=params.max_wait_ms / 1000 if params.scenario in ("server", "interactive") else 0.0,

@@ -11,13 +11,12 @@ tokens/s per user).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from accelbench.errors import UsageError
 from accelbench.params import opt
 
 if TYPE_CHECKING:
-    from accelbench.infer.specs import InferParams
     from accelbench.results.record import Result
 
 #: the default points: 1, 2, 4, ... up to this (7 points, as MLPerf Endpoints asks for at least)
@@ -25,9 +24,19 @@ DEFAULT_MAX = 64
 MIN_POINTS = 7
 
 
+class Swept(Protocol):
+    """What the sweep reads of a run's parameters (:class:`~accelbench.infer.tokens.specs.LLMServeParams`)."""
+
+    concurrency: str
+    rates: str
+    mode: str
+    scenario: str
+    target_qps: float
+
+
 @dataclass(frozen=True)
 class SweepParams:
-    """The flags of ``--mode sweep`` (a mixin of :class:`~accelbench.infer.specs.InferParams`)."""
+    """The flags of ``--mode sweep`` (a mixin of :class:`~accelbench.infer.tokens.specs.LLMServeParams`)."""
 
     concurrency: str = opt(
         "",
@@ -42,12 +51,12 @@ class SweepParams:
     )
 
 
-def by_rate(params: "InferParams") -> bool:
+def by_rate(params: Swept) -> bool:
     """Whether the sweep's points are request rates (Server runs), not concurrencies (Offline runs)."""
     return bool(params.rates)
 
 
-def rates(params: "InferParams") -> list[float]:
+def rates(params: Swept) -> list[float]:
     try:
         values = sorted({float(v) for v in params.rates.split(",") if v.strip()})
     except ValueError:
@@ -57,7 +66,7 @@ def rates(params: "InferParams") -> list[float]:
     return values
 
 
-def points(params: "InferParams") -> list[Any]:
+def points(params: Swept) -> list[Any]:
     """The concurrencies of ``--concurrency`` (ascending, distinct), or the doubling default; or ``--rates``."""
     if by_rate(params):
         return rates(params)
@@ -72,7 +81,7 @@ def points(params: "InferParams") -> list[Any]:
     return values
 
 
-def check(params: "InferParams") -> None:
+def check(params: Swept) -> None:
     """What a sweep needs: a language model, Offline (each point a fixed concurrency) or Server with ``--rates``,
     valid points; the sweep flags only with ``--mode sweep``."""
     if params.mode != "sweep":
@@ -80,8 +89,6 @@ def check(params: "InferParams") -> None:
             if value:
                 raise UsageError(f"{flag} lists the points of --mode sweep; add --mode sweep")
         return
-    if not params.generates:
-        raise UsageError("--mode sweep sweeps a language model's concurrency; for other models use --mode find-peak")
     if params.rates and params.concurrency:
         raise UsageError("a sweep's points are --concurrency (Offline) or --rates (Server), not both")
     if params.rates:

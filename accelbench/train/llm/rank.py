@@ -14,7 +14,7 @@ import torch.distributed as dist
 
 from accelbench.kit.ranks import Rank, rank_main
 from accelbench.train.llm.body import train
-from accelbench.train.specs import TrainParams
+from accelbench.train.llm.specs import LLMTrainParams
 
 
 def _max(values: list[float], device: torch.device) -> list[float]:
@@ -24,7 +24,7 @@ def _max(values: list[float], device: torch.device) -> list[float]:
 
 
 def body(payload: dict[str, Any], rank: Rank) -> dict[str, Any]:
-    params = TrainParams(**payload["params"])
+    params = LLMTrainParams(**payload["params"])
     report = train(params, rank.device, rank.rank, rank.world)
     if "oom" in report:  # the others wait in a collective: torchrun stops them when this rank fails
         raise MemoryError(f"rank {rank.rank} ran out of memory: {report['oom']}")

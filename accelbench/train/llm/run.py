@@ -1,4 +1,4 @@
-"""``accelbench train DECODER``: tokens/s, tokens/s per device and MFU of causal-LM training.
+"""``train/llm`` (``accelbench train DECODER``): tokens/s, tokens/s per device and MFU of causal-LM training.
 
 One device trains in this process; several ranks under the kit's launcher (:mod:`accelbench.train.llm.rank`),
 FSDP2 by default. The record keeps the strategy and what each rank holds, the FLOPs per token with their
@@ -26,12 +26,10 @@ from accelbench.results.record import Result
 from accelbench.system.specs import peak_for
 from accelbench.train.llm import flops as llm_flops
 from accelbench.train.llm.model import config_for, step_precision
-from accelbench.train.llm.specs import micro_batch, seq_len_of, sharding_of, window_of
+from accelbench.train.llm.specs import OPTIMIZER, LLMTrainParams, micro_batch, seq_len_of, sharding_of, window_of
 
 if TYPE_CHECKING:
     import torch
-
-    from accelbench.train.specs import TrainParams
 
 #: what to change when a run does not fit, in the order worth trying
 FIT_HINTS = (
@@ -40,12 +38,10 @@ FIT_HINTS = (
 
 
 def _benchmark() -> str:
-    from accelbench.train.specs import TrainParams
-
-    return benchmark_of(TrainParams)
+    return benchmark_of(LLMTrainParams)
 
 
-def missing_library(params: "TrainParams") -> str | None:
+def missing_library(params: LLMTrainParams) -> str | None:
     """Why a library the run needs is not here (transformers for the model, peft for LoRA, torchao for fp8), or
     None."""
     for wanted, module, extra in ((True, "transformers", "pip install 'accelbench[llm]'"),
@@ -56,7 +52,7 @@ def missing_library(params: "TrainParams") -> str | None:
     return None
 
 
-def state_bytes(model_params: int, trainable: int, params: "TrainParams", world: int) -> int:
+def state_bytes(model_params: int, trainable: int, params: LLMTrainParams, world: int) -> int:
     """What the weights, gradients and AdamW's two moments take on one rank, before any activation: fp32 (or the
     pure 16-bit type) for what trains, the 16-bit type for LoRA's frozen base; divided over FSDP's ranks."""
     from accelbench.devices.precision import model_dtype
@@ -79,7 +75,7 @@ def memory_per_device(device: "torch.device", nproc: int) -> int | None:
     return total
 
 
-def _count(config: Any, params: "TrainParams") -> tuple[int, int, llm_flops.TrainFlops]:
+def _count(config: Any, params: LLMTrainParams) -> tuple[int, int, llm_flops.TrainFlops]:
     """Parameters in all, trainable, and the FLOPs per token (counted on the meta device: no memory)."""
     from accelbench.train.llm import model as llm_model
 
@@ -95,7 +91,7 @@ def _count(config: Any, params: "TrainParams") -> tuple[int, int, llm_flops.Trai
     return total, trainable, flops
 
 
-def run(params: "TrainParams", ctx: RunContext) -> Iterator[Result]:
+def run(params: LLMTrainParams, ctx: RunContext) -> Iterator[Result]:
     # the window is fixed here, so this process, every rank and the record count the same steps per window
     params = dataclasses.replace(params, display_every=window_of(params))
     prep = prepare(params)
@@ -110,6 +106,7 @@ def run(params: "TrainParams", ctx: RunContext) -> Iterator[Result]:
         "global_batch_tokens": micro * world * params.grad_accum * seq,
         "seq_len": seq,
         "sharding": sharding_of(params),
+        "optimizer": OPTIMIZER,  # no flag: stated, as the other training records state theirs
     }
     peak_precision = PRECISIONS[params.precision].peak
     skip_if(precision_reason(device, PRECISIONS[step_precision(params.precision)].peak, params.emulated), record)
@@ -146,7 +143,7 @@ def run(params: "TrainParams", ctx: RunContext) -> Iterator[Result]:
     yield _result(record, report, flops, device, peak_precision, threads, details, conditions, devices)
 
 
-def devices_of(params: "TrainParams", device: "torch.device") -> int:
+def devices_of(params: LLMTrainParams, device: "torch.device") -> int:
     """The distinct devices the ranks ran on: one CPU a node (its ranks share it and its peak), or each node's
     accelerators (ranks beyond their count share them)."""
     nodes = max(int(getattr(params, "nnodes", 1) or 1), 1)
@@ -156,14 +153,14 @@ def devices_of(params: "TrainParams", device: "torch.device") -> int:
     return nodes * max(1, min(params.nproc, kind.count() or params.nproc))
 
 
-def config_source(params: "TrainParams") -> str:
+def config_source(params: LLMTrainParams) -> str:
     from accelbench.workloads import workload_class
 
     return workload_class(params.model).preset.source
 
 
 def _in_process(
-    params: "TrainParams", device: "torch.device", threads: int, record: dict[str, Any], ctx: RunContext
+    params: LLMTrainParams, device: "torch.device", threads: int, record: dict[str, Any], ctx: RunContext
 ) -> dict[str, Any]:
     from accelbench.train.llm.body import train
 
@@ -182,7 +179,7 @@ def _in_process(
 
 
 def _on_ranks(
-    params: "TrainParams", device: "torch.device", record: dict[str, Any], ctx: RunContext, need: int
+    params: LLMTrainParams, device: "torch.device", record: dict[str, Any], ctx: RunContext, need: int
 ) -> dict[str, Any]:
     gpus = node_gpus(params.nproc, device.type, record)
     with ConditionsMonitor(record["threads"], gpus=gpus) as monitor:

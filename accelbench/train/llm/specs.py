@@ -1,18 +1,21 @@
-"""The flags of decoder training (a mixin of :class:`~accelbench.train.specs.TrainParams`), torch-free.
+"""Parameters of ``train/llm``, decoder training (torch-free).
 
 A batch is counted in sequences: ``--batch-size`` is the micro-batch each device runs per forward pass,
 ``--grad-accum`` how many micro-batches make one optimizer step, and the global batch is their product with
 the number of devices (``--global-batch`` sets it and derives the micro-batch instead). Tokens per step are
-the global batch x ``--seq-len``.
+the global batch x ``--seq-len``. The step is AdamW's (fused where the device has it), as torchtitan's and
+MLPerf's LLM recipes step: the record states it (``optimizer``), no flag chooses another.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import opt, positive
+from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
+from accelbench.train.specs import TRAIN_PRECISIONS, is_decoder
 
 SHARDINGS = ("auto", "fsdp", "ddp", "none")
 CHECKPOINTING = ("none", "selective", "full")
@@ -22,57 +25,205 @@ DEFAULT_SEQ_LEN = {"full": 8192, "tiny": 128}
 #: the micro-batch per device where --batch-size is 'default': torchtitan's llama3 8B local batch at 8192
 #: tokens is 1; at the tiny scale 8 sequences
 DEFAULT_MICRO_BATCH = {"full": 1, "tiny": 8}
-#: the flags that only mean something for a decoder, with their neutral values
-LLM_ONLY = {"seq_len": 0, "grad_accum": 1, "global_batch": 0, "activation_checkpointing": "none", "lora": 0,
-            "layers": 0, "sharding": "auto"}  # fmt: skip
+#: the optimizer every decoder run steps, as its record states
+OPTIMIZER = "adamw"
+#: the most steps a default window holds (as other training's windows)
+MAX_WINDOW = 10
 
 
 @dataclass(frozen=True)
-class LLMTrainParams:
-    """Decoder training's flags; each refused on a model that is not a decoder (see :func:`validate_llm`)."""
+class LLMTrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
+    """Train decoder ``model`` on synthetic tokens: ``warmup`` optimizer steps, then ``num_batches`` measured."""
 
-    seq_len: int = opt(
-        0, "decoder models: tokens per sequence (0: 8192, MLPerf's and torchtitan's; 128 tiny)", metavar="TOKENS"
+    model: str = opt(
+        "llama3.1-8b", "decoder preset (accelbench list --models: llama3.1-8b, mixtral-8x7b, ...)", sweep=False
     )
-    grad_accum: int = opt(
-        1, "decoder models: micro-batches accumulated into one optimizer step", sweep=False, metavar="N"
+    batch_size: str = opt(
+        "default",
+        "the micro-batch: sequences per device per forward pass, N or 'default' (1 at full scale, torchtitan's "
+        "llama3 8B local batch; 8 tiny)",
     )
+    precision: str = opt(
+        "fp32",
+        "fp32, tf32 (CUDA), amp_fp16/amp_bf16 (torch.autocast over fp32 master weights), bf16/fp16 (weights, "
+        "gradients and AdamW's moments in that dtype), or fp8 (torchao's float8 linears inside bf16 autocast, on "
+        "GPUs that have fp8)",
+        choices=TRAIN_PRECISIONS,
+    )
+    compile: bool = opt(False, "torch.compile the model", sweep=False)
+    compile_mode: str = opt(
+        "default",
+        "with --compile: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
+        choices=COMPILE_MODES,
+    )
+    seq_len: int = opt(0, "tokens per sequence (0: 8192, MLPerf's and torchtitan's; 128 tiny)", metavar="TOKENS")
+    grad_accum: int = opt(1, "micro-batches accumulated into one optimizer step", sweep=False, metavar="N")
     global_batch: int = opt(
         0,
-        "decoder models: sequences per optimizer step over all devices; the micro-batch per device is this / "
-        "(devices x --grad-accum) (0: --batch-size x devices x --grad-accum)",
+        "sequences per optimizer step over all devices; the micro-batch per device is this / (devices x "
+        "--grad-accum) (0: --batch-size x devices x --grad-accum)",
         metavar="SEQUENCES",
     )
     sharding: str = opt(
         "auto",
-        "decoder models over several ranks: fsdp (FSDP2 fully_shard: parameters, gradients and optimizer state "
-        "sharded, one unit per decoder layer), ddp (a full replica per rank), auto (fsdp over several ranks, "
-        "none on one)",
+        "over several ranks: fsdp (FSDP2 fully_shard: parameters, gradients and optimizer state sharded, one unit "
+        "per decoder layer), ddp (a full replica per rank), auto (fsdp over several ranks, none on one)",
         choices=SHARDINGS,
     )
     activation_checkpointing: str = opt(
         "none",
-        "decoder models: recompute activations in the backward pass: full (each decoder layer's), selective "
-        "(each layer's matmul and attention outputs kept, the rest recomputed), none",
+        "recompute activations in the backward pass: full (each decoder layer's), selective (each layer's matmul "
+        "and attention outputs kept, the rest recomputed), none",
         choices=CHECKPOINTING,
     )
     lora: int = opt(
         0,
-        "decoder models: LoRA fine-tuning at this rank through peft (adapters on the attention projections, "
-        "the base frozen in the precision's 16-bit type), as MLPerf's llama2-70b LoRA task; 0: full training",
+        "LoRA fine-tuning at this rank through peft (adapters on the attention projections, the base frozen in "
+        "the precision's 16-bit type), as MLPerf's llama2-70b LoRA task; 0: full training",
         metavar="RANK",
     )
     layers: int = opt(
         0,
-        "decoder models: build only this many decoder layers at the preset's widths (a real-size slice of the "
-        "model on fewer devices; MFU is counted on what is built); 0: all",
+        "build only this many decoder layers at the preset's widths (a real-size slice of the model on fewer "
+        "devices; MFU is counted on what is built); 0: all",
         sweep=False,
         metavar="N",
     )
+    warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
+    num_batches: int = opt(100, "measured steps", sweep=False)
+    display_every: int = opt(
+        0,
+        "steps per measurement window (0: --num-batches / 6, 1 to 10, so a short run still has the windows an "
+        "interval needs)",
+        sweep=False,
+    )
+    nproc: int = opt(1, "processes (devices) per node under torchrun (see --sharding); a list makes a scaling table")
 
+    @classmethod
+    def takes_model(cls, model: str) -> bool:
+        """Decoder presets (``ModelInfo.serving == "tokens"``) train here; every other model is train/throughput's."""
+        return is_decoder(model)
 
-#: the most steps a default window holds (as other training's windows)
-MAX_WINDOW = 10
+    def validate(self) -> None:
+        from accelbench.workloads import model_info
+
+        super().validate()
+        info = model_info(self.model)  # an unknown name: one line with the nearest
+        if not is_decoder(self.model):
+            raise UsageError(
+                f"{info.name} is not a decoder preset: this benchmark trains decoders (llama3.1-8b, mixtral-8x7b, "
+                f"...); accelbench train {info.name} measures it as train/throughput"
+            )
+        if self.batch_size == "auto":
+            raise UsageError("--batch-size auto is not searched for decoder training: give --batch-size N (sequences)")
+        if self.batch_size != "default":
+            try:
+                value = int(self.batch_size)
+            except ValueError:
+                raise UsageError(
+                    f"--batch-size must be a positive integer or 'default', got {self.batch_size!r}"
+                ) from None
+            positive("--batch-size", value)
+        if self.warmup < 0:
+            raise UsageError(f"--warmup must not be negative, got {self.warmup}")
+        positive("--num-batches", self.num_batches)
+        if self.display_every < 0:
+            raise UsageError(f"--display-every must not be negative, got {self.display_every}")
+        if self.display_every > self.num_batches:
+            raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
+        if self.compile_mode != "default" and not self.compile:
+            raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
+        positive("--nproc", self.nproc)
+        self.validate_nodes()
+        self._validate_batch()
+        if self.lora and self.precision == "fp8":
+            raise UsageError("--lora with --precision fp8 is not measured: LoRA's frozen base is held in bf16")
+        if importlib.util.find_spec("transformers") is not None:  # else the run is skipped, saying what to install
+            from accelbench.workloads import workload_class
+            from accelbench.workloads.decoder import config_of
+
+            validate_shape(self, config_of(workload_class(self.model).preset, self.scale), info.name)
+
+    def _validate_batch(self) -> None:
+        """The sequence, the accumulation and the global batch against the devices; the strategy against them."""
+        positive("--grad-accum", self.grad_accum)
+        for flag, value in (("--seq-len", self.seq_len), ("--global-batch", self.global_batch), ("--lora", self.lora),
+                            ("--layers", self.layers)):  # fmt: skip
+            if value < 0:
+                raise UsageError(f"{flag} must not be negative, got {value}")
+        world = self.world_size
+        if self.global_batch:
+            per = world * self.grad_accum
+            if self.global_batch % per:
+                raise UsageError(
+                    f"--global-batch {self.global_batch} is not divisible by devices x --grad-accum = {world} x "
+                    f"{self.grad_accum}: give a multiple of {per}"
+                )
+            if self.batch_size not in ("default", str(self.global_batch // per)):
+                raise UsageError(
+                    f"--batch-size {self.batch_size} and --global-batch {self.global_batch} disagree: the micro-batch "
+                    f"is {self.global_batch} / ({world} x {self.grad_accum}) = {self.global_batch // per}; give one "
+                    "of them"
+                )
+        if self.sharding in ("fsdp", "ddp") and world == 1:
+            raise UsageError(f"--sharding {self.sharding} spreads a model over ranks: add --nproc N (N > 1)")
+        if self.sharding == "none" and world > 1:
+            raise UsageError("--sharding none is one device: use fsdp or ddp with several ranks")
+
+    @property
+    def window(self) -> int:
+        """Steps per measurement window (see :func:`window_of`)."""
+        return window_of(self)
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc * self.nnodes
+
+    def check_environment(self, device_type: str) -> None:
+        if self.world_size > 1:
+            from accelbench.kit.ranks import check_nproc
+
+            check_nproc(self.nproc, device_type, self.nnodes)
+        import torch
+
+        from accelbench.devices.kind import kind_of
+        from accelbench.devices.precision import tf32_math, unsupported_reason
+
+        kind = kind_of(device_type)
+        if self.precision == "fp8":
+            why = kind.float8_training_reason(torch.device(device_type))
+            if why:
+                raise UsageError(f"--precision fp8: {why}")
+        why = unsupported_reason(torch.device(device_type), "tf32") if tf32_math(self.precision) else None
+        if why:
+            raise UsageError(f"--precision tf32: the {kind.name} device cannot run it ({why})")
+
+    @classmethod
+    def describe(cls, p: dict[str, Any]) -> str:
+        """As training's other records read (model, micro-batch, precision, devices), then the decoder's own
+        settings where they are not the default."""
+        words = [p["model"], f"bs={p['batch_size']}/device", p["precision"]]
+        if p.get("nproc", 1) * p.get("nnodes", 1) > 1:
+            words.append(f"x{p['nproc'] * p.get('nnodes', 1)} devices")
+        if p.get("compile"):
+            words.append("compile")
+        if p.get("compile_mode", "default") != "default":
+            words.append(p["compile_mode"])
+        if p.get("seq_len"):
+            words.append(f"seq={p['seq_len']}")
+        if p.get("grad_accum", 1) > 1:
+            words.append(f"accum={p['grad_accum']}")
+        if p.get("sharding", "auto") not in ("auto", "none"):
+            words.append(str(p["sharding"]))
+        if p.get("activation_checkpointing", "none") != "none":
+            words.append(f"ac={p['activation_checkpointing']}")
+        if p.get("lora"):
+            words.append(f"lora={p['lora']}")
+        if p.get("layers"):
+            words.append(f"{p['layers']} layers")
+        if p.get("scale", "full") != "full":
+            words.append(p["scale"])
+        return " ".join(words)
 
 
 def window_of(p: Any) -> int:
@@ -104,50 +255,6 @@ def micro_batch(p: Any) -> int:
     return DEFAULT_MICRO_BATCH[p.scale] if p.batch_size == "default" else int(p.batch_size)
 
 
-def validate_llm(p: Any, decoder: bool, name: str) -> None:
-    """Bad decoder-training input, one line each; every decoder flag refused on a model that is not one."""
-    if not decoder:
-        for field, neutral in LLM_ONLY.items():
-            if getattr(p, field) != neutral:
-                flag = "--" + field.replace("_", "-")
-                raise UsageError(f"{flag} applies to decoder models (llama3.1-8b, ...); {name} is not one")
-        if p.precision == "fp8":
-            raise UsageError(f"--precision fp8 trains decoder models (torchao float8); {name} is not one")
-        return
-    for flag, value in (("--grad-accum", p.grad_accum),):
-        positive(flag, value)
-    for flag, value in (("--seq-len", p.seq_len), ("--global-batch", p.global_batch), ("--lora", p.lora),
-                        ("--layers", p.layers)):  # fmt: skip
-        if value < 0:
-            raise UsageError(f"{flag} must not be negative, got {value}")
-    if p.batch_size == "auto":
-        raise UsageError("--batch-size auto is not searched for decoder training: give --batch-size N (sequences)")
-    if p.data == "real" or p.channels_last or p.data_only or p.workers != -1 or p.decode != "auto":
-        raise UsageError(
-            "decoder training runs on synthetic tokens: --data real, --data-only, --workers, --decode and "
-            "--channels-last apply to the other models (a text corpus is trained on by accelbench tta)"
-        )
-    world = p.world_size
-    if p.global_batch:
-        per = world * p.grad_accum
-        if p.global_batch % per:
-            raise UsageError(
-                f"--global-batch {p.global_batch} is not divisible by devices x --grad-accum = {world} x "
-                f"{p.grad_accum}: give a multiple of {per}"
-            )
-        if p.batch_size not in ("default", str(p.global_batch // per)):
-            raise UsageError(
-                f"--batch-size {p.batch_size} and --global-batch {p.global_batch} disagree: the micro-batch is "
-                f"{p.global_batch} / ({world} x {p.grad_accum}) = {p.global_batch // per}; give one of them"
-            )
-    if p.sharding in ("fsdp", "ddp") and world == 1:
-        raise UsageError(f"--sharding {p.sharding} spreads a model over ranks: add --nproc N (N > 1)")
-    if p.sharding == "none" and world > 1:
-        raise UsageError("--sharding none is one device: use fsdp or ddp with several ranks")
-    if p.lora and p.precision == "fp8":
-        raise UsageError("--lora with --precision fp8 is not measured: LoRA's frozen base is held in bf16")
-
-
 def validate_shape(p: Any, config: Any, name: str) -> None:
     """Checks against the preset's architecture: the sequence within its positions, the layers within its depth."""
     seq = seq_len_of(p)
@@ -157,21 +264,3 @@ def validate_shape(p: Any, config: Any, name: str) -> None:
     depth = int(config.num_hidden_layers)
     if p.layers > depth:
         raise UsageError(f"--layers {p.layers} exceeds {name}'s {depth} decoder layers")
-
-
-def describe_llm(p: dict[str, Any]) -> list[str]:
-    """The words a decoder run adds to its workload's description."""
-    words = []
-    if p.get("seq_len"):
-        words.append(f"seq={p['seq_len']}")
-    if p.get("grad_accum", 1) > 1:
-        words.append(f"accum={p['grad_accum']}")
-    if p.get("sharding", "auto") not in ("auto", "none"):
-        words.append(str(p["sharding"]))
-    if p.get("activation_checkpointing", "none") != "none":
-        words.append(f"ac={p['activation_checkpointing']}")
-    if p.get("lora"):
-        words.append(f"lora={p['lora']}")
-    if p.get("layers"):
-        words.append(f"{p['layers']} layers")
-    return words

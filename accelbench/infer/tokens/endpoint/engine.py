@@ -24,7 +24,7 @@ from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, TokenR
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.infer.specs import InferParams
+    from accelbench.infer.tokens.specs import LLMServeParams
 
 
 #: Server and interactive: connections at least (each arrival is sent at once, as a reader's request would be;
@@ -48,7 +48,7 @@ class EndpointEngine(Engine):
     remote = True
 
     @classmethod
-    def min_requests(cls, params: "InferParams") -> int:
+    def min_requests(cls, params: "LLMServeParams") -> int:
         """The fewest requests LoadGen's run may issue (its ``min_query_count`` floor; 0: no floor of this engine's):
         in Offline, :data:`OFFLINE_MIN_WAVES` waves of ``--batch-size``, so the figure is never one batch's."""
         return OFFLINE_MIN_WAVES * params.batch_size if params.scenario == "offline" else 0
@@ -61,14 +61,14 @@ class EndpointEngine(Engine):
                 return f"the endpoint engine needs {module} ({why}): pip install 'accelbench[endpoint]'"
         return None
 
-    def check(self, params: "InferParams") -> None:
+    def check(self, params: "LLMServeParams") -> None:
         """The server answers, speaks OpenAI's API and serves the model: else one line (UsageError), before load."""
         from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
 
         preflight(params)
         load_tokenizer(params)  # a folder without a tokenizer is one line here, not a failed record later
 
-    def configure(self, params: "InferParams") -> None:
+    def configure(self, params: "LLMServeParams") -> None:
         from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
 
         self.target = preflight(params)

@@ -1,6 +1,6 @@
 """The flags of ``--engine endpoint`` (torch-free): where the server is, what it serves, how to reach it.
 
-Declared once as a mixin of :class:`accelbench.infer.specs.InferParams`, so they are validated, recorded and
+Declared once as a mixin of :class:`accelbench.infer.tokens.specs.LLMServeParams`, so they are validated, recorded and
 part of a record's key like every other knob, and refused with any other engine rather than ignored.
 """
 

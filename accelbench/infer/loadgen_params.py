@@ -1,0 +1,70 @@
+"""What every benchmark served under the MLPerf LoadGen takes (torch-free).
+
+Two benchmarks serve under LoadGen: ``infer/loadgen`` (a model answers a batch of samples at once:
+:class:`accelbench.infer.specs.InferParams`) and ``infer/llm`` (a language model streams tokens from an engine:
+:class:`accelbench.infer.tokens.specs.LLMServeParams`). They share the LoadGen driver (settings, the run, its
+log, the record), which reads only what this base declares; each benchmark declares its own choices of scenario
+and mode and the settings only it takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt
+
+PROFILES = ("quick", "official")
+#: samples LoadGen's library holds, by profile
+QSL_SAMPLES = {"quick": 64, "official": 1024}
+
+
+@dataclass(frozen=True)
+class LoadGenParams(EmulatedParams, ScaleParams, CommonParams):
+    """A model served to LoadGen in one scenario; LoadGen's own verdict and figures recorded."""
+
+    model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)
+    scenario: str = opt("offline", "LoadGen scenario")
+    mode: str = opt("performance", "what the run measures")
+    precision: str = opt("auto", "the served precision")
+    batch_size: int = opt(8, "largest batch served at once")
+    max_wait_ms: float = opt(2.0, "Server: longest a sample waits for a batch to fill", sweep=False)
+    profile: str = opt(
+        "quick", "quick (seconds; non-compliant) or official (LoadGen's mlperf.conf rules)", choices=PROFILES
+    )
+    target_qps: float = opt(0.0, "Server: target queries/s (0: measured by a calibration probe)", sweep=False)
+    expected_qps: float = opt(0.0, "Offline: LoadGen's expected throughput (0: measured by the probe)", sweep=False)
+    duration: float = opt(0.0, "minimum run seconds (0: the profile's: 2 s quick, 600 s official)", sweep=False)
+    checkpoint: str = opt("", "the weights to serve (empty: random weights)", sweep=False, metavar="PATH")
+    trace: bool = opt(
+        False, "keep LoadGen's trace log (mlperf_log_trace.json, hundreds of MB on a fast run)", sweep=False
+    )
+
+    @property
+    def effective_precision(self) -> str:
+        """The precision served where ``auto`` was given (each benchmark says what its auto means)."""
+        return "fp32" if self.precision == "auto" else self.precision
+
+    @property
+    def workers(self) -> int:
+        """Workers taking LoadGen's samples at once (one engine: 1)."""
+        return 1
+
+    @property
+    def devices_serving(self) -> int:
+        """The devices the per-device figures divide by."""
+        return 1
+
+    @property
+    def latency_bound(self) -> float:
+        """The Server latency bound given in milliseconds (0: the model's own, or none)."""
+        return 0.0
+
+    @property
+    def query_samples(self) -> int:
+        """Samples in one MultiStream query (1 where a benchmark has no MultiStream)."""
+        return 1
+
+    def planned_seconds(self) -> float | None:
+        if self.mode != "performance":
+            return None  # accuracy runs the data set once; find-peak's trials are counted by the search
+        return self.duration or (600.0 if self.profile == "official" else 2.0)

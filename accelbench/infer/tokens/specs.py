@@ -1,0 +1,222 @@
+"""Parameters of language-model serving under LoadGen, ``infer/llm`` (torch-free).
+
+A decoder is served token by token by an engine (:mod:`accelbench.infer.tokens.engines`): LoadGen's token
+mode times the first token and each one after it, against MLPerf's TTFT/TPOT limits. What it shares with
+serving a batch at a time (the scenario, the profile, LoadGen's hints) is :class:`LoadGenParams`; the rest is
+its own: the engine, the prompt and output lengths, the KV cache, the prompt file, the sweep's points and the
+endpoint's address.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any
+
+from accelbench.errors import UsageError
+from accelbench.infer.loadgen_params import QSL_SAMPLES, LoadGenParams
+from accelbench.infer.tokens.endpoint.params import EndpointParams
+from accelbench.infer.tokens.sweep import SweepParams
+from accelbench.params import not_negative, opt, positive
+
+SCENARIOS = ("offline", "server", "singlestream", "interactive")
+MODES = ("performance", "accuracy", "find-peak", "sweep")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def is_decoder(model: str) -> bool:
+    """Whether ``model`` is served token by token (a decoder preset); a name that is no model is not (the
+    benchmark that takes it says why)."""
+    if ":" in model:
+        return False  # a user's package.module:Class is served a batch at a time
+    from accelbench.workloads import model_info
+
+    try:
+        return model_info(model).serving == "tokens"
+    except UsageError:
+        return False
+
+
+@dataclass(frozen=True)
+class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
+    """Serve a language model to LoadGen token by token in one scenario, through an engine."""
+
+    model: str = opt("llama3.1-8b", "model name (accelbench list --models)", sweep=False)
+    scenario: str = opt(
+        "offline", "LoadGen scenario (interactive: MLPerf's tighter TTFT/TPOT limits)", choices=SCENARIOS
+    )
+    mode: str = opt(
+        "performance",
+        "performance (LoadGen's figures), accuracy (greedy tokens against FP32's; --engine endpoint: ROUGE on "
+        "--prompts' answers), find-peak (the highest Server request rate within the TTFT/TPOT limits), sweep (one "
+        "Offline run per --concurrency point, or one Server run per --rates point: the curve of tokens/s per device "
+        "against tokens/s per user)",
+        choices=MODES,
+    )
+    precision: str = opt(
+        "auto",
+        "the weights' precision: auto (fp32; --engine endpoint: the server's own, recorded as unstated), fp32, bf16, "
+        "fp16",
+        choices=PRECISIONS,
+    )
+    batch_size: int = opt(
+        8,
+        "requests decoded together at most; --engine endpoint: requests in flight at most (Offline, SingleStream: "
+        "a fixed concurrency; Server: at least 1024 connections, arrivals sent at once)",
+    )
+    checkpoint: str = opt(
+        "",
+        "a Hugging Face folder (config.json, safetensors) made by save_pretrained: its weights and architecture, "
+        "and its tokenizer for --prompts (empty: the preset's architecture with random weights)",
+        sweep=False,
+        metavar="PATH",
+    )
+    engine: str = opt(
+        "transformers",
+        "the generating engine: transformers (its continuous batching, paged KV cache), static (batched generate, "
+        "static KV cache), vllm (where installed), endpoint (an OpenAI-compatible server at --url), null (the "
+        "harness alone), or package.module:Class",
+        metavar="ENGINE",
+    )
+    input_tokens: int | None = opt(None, "prompt tokens; none: the scale's, 1024 (128 at --scale tiny)", sweep=False)
+    output_tokens: int | None = opt(None, "tokens generated per request; none: the scale's, 1024 (32 at --scale tiny)")
+    input_jitter: float = opt(
+        0.8, "prompts are drawn from JITTER..1 x --input-tokens long (1: all the same)", sweep=False
+    )
+    ttft_ms: float = opt(0.0, "server/interactive: p99 time-to-first-token limit (0: MLPerf's)")
+    tpot_ms: float = opt(
+        0.0,
+        "server/interactive: p99 time-per-output-token limit (0: MLPerf's); offline: a fixed concurrency held to "
+        "it (INVALID over it; none when 0)",
+    )
+    page_size: int = opt(16, "transformers engine: KV-cache page size in tokens")
+    kv_blocks: int = opt(0, "transformers engine: KV-cache pages (0: --batch-size longest requests)")
+    max_batch_tokens: int = opt(
+        0, "transformers engine: tokens in one forward step (0: 2 x --batch-size x --page-size)"
+    )
+    prompts: str = opt(
+        "",
+        'a JSONL ({"prompt": ..., "output": ...} a line) or ShareGPT file, tokenized by --checkpoint\'s tokenizer; '
+        "a sample with a reference answer generates its length (empty: random tokens)",
+        sweep=False,
+        metavar="FILE",
+    )
+    chat_template: str = opt("auto", "--prompts: wrap each prompt in the tokenizer's chat template: auto, on, off")
+    engine_compile: bool = opt(
+        False,
+        "static and transformers engines: torch.compile the forward step (compiled in the probe's warm-up, whose "
+        "first batch's seconds the record keeps)",
+    )
+    allow_eos: bool = opt(False, "stop a request at its end-of-sequence token (default: exactly --output-tokens)")
+
+    @classmethod
+    def takes_model(cls, model: str) -> bool:
+        return is_decoder(model)
+
+    @property
+    def devices_serving(self) -> int:
+        """The devices the per-device figures divide by: one here, or the server's (``--server-devices``)."""
+        from accelbench.infer.tokens.engines import engine_class
+
+        return self.server_devices if engine_class(self.engine).remote else 1
+
+    def validate(self) -> None:
+        if self.scenario == "multistream":  # said before the generic list of choices, with the reason
+            raise UsageError("language models are served in offline, server, interactive and singlestream")
+        super().validate()
+        from accelbench.infer.tokens.engines import engine_class
+        from accelbench.infer.tokens.sweep import check
+
+        if not is_decoder(self.model):
+            raise UsageError(f"{self.model} is not a language model (accelbench list --models): serve it with infer")
+        positive("--batch-size", self.batch_size)
+        not_negative(self, "target_qps", "expected_qps", "duration", "max_wait_ms")
+        check(self)  # the sweep's flags, only with --mode sweep
+        impl = engine_class(self.engine)
+        self._check_endpoint(self.engine)
+        if self.mode == "find-peak" and self.scenario not in ("server", "interactive"):
+            raise UsageError("--mode find-peak searches a Server request rate: give --scenario server or interactive")
+        if self.mode == "accuracy" and impl.loads_weights and not self.checkpoint:
+            raise UsageError(
+                f"--mode accuracy with --engine {self.engine} needs --checkpoint DIR: its own random weights are not "
+                "the FP32 reference's"
+            )
+        if self.engine_compile and not impl.runs_model:
+            raise UsageError(f"--engine-compile compiles a model, and the {self.engine} engine runs none")
+        if self.mode == "accuracy" and not impl.runs_model and not impl.remote:
+            raise UsageError(f"--mode accuracy needs an engine that runs the model, not {self.engine}")
+        if self.output_tokens is not None and self.output_tokens < 2:
+            raise UsageError(
+                f"--output-tokens must be at least 2, got {self.output_tokens}: time per output token needs a second "
+                "token (leave it out for the scale's default)"
+            )
+        if self.input_tokens is not None and self.input_tokens < 1:
+            raise UsageError(
+                f"--input-tokens must be at least 1, got {self.input_tokens} (leave it out for the scale's default)"
+            )
+        not_negative(self, "kv_blocks", "max_batch_tokens", "ttft_ms", "tpot_ms")
+        positive("--page-size", self.page_size)
+        if not 0 < self.input_jitter <= 1:
+            raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")
+        from accelbench.infer.tokens.limits import limits_for
+        from accelbench.workloads import workload_class
+
+        preset = workload_class(self.model).preset  # type: ignore[attr-defined]
+        limits_for(self.model, preset.mlperf, preset.mlperf_own, self.scenario, self.ttft_ms, self.tpot_ms)
+        if self.checkpoint and not impl.remote:  # a remote engine reads only its tokenizer
+            from accelbench.workloads.decoder import check_checkpoint
+
+            check_checkpoint(Path(self.checkpoint).expanduser())
+            if self.scale != "full":
+                raise UsageError(
+                    f"--scale {self.scale} shrinks a preset; a --checkpoint folder is its own model: drop --scale"
+                )
+        if self.chat_template not in ("auto", "on", "off"):
+            raise UsageError(f"--chat-template is auto, on or off, not {self.chat_template!r}")
+        self._check_prompts()
+
+    def _check_prompts(self) -> None:
+        if self.prompts and not (self.checkpoint or self.tokenizer):
+            raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
+        if self.prompts and not Path(self.prompts).expanduser().is_file():
+            what = "is a folder" if Path(self.prompts).expanduser().is_dir() else "does not exist"
+            raise UsageError(f"prompt file {self.prompts} {what}: give a JSONL or ShareGPT JSON file")
+        if self.prompts:  # read as the run will (a bad file is one line here, not a failed record after a build)
+            from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
+            from accelbench.infer.tokens.prompts import from_params
+
+            default_out = DEFAULT_LENGTHS["tiny" if self.scale == "tiny" else "full"][1]
+            from_params(self, self.output_tokens or default_out, QSL_SAMPLES[self.profile])
+        if self.chat_template != "auto" and not self.prompts:
+            raise UsageError("--chat-template applies to --prompts files (random prompts are token ids already)")
+
+    def check_environment(self, device_type: str) -> None:
+        from accelbench.infer.tokens.engines import engine_class
+
+        engine = engine_class(self.engine)()
+        why = engine.unavailable()  # an engine whose library is missing: the pip extra that brings it
+        if why:
+            raise UsageError(why)
+        engine.check(self)  # a server that does not answer: one line, before any load
+
+    @classmethod
+    def describe(cls, p: dict[str, Any]) -> str:
+        from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
+
+        words = [p["model"], p["scenario"]]
+        if p.get("mode", "performance") != "performance":
+            words.append(p["mode"])
+        default = DEFAULT_LENGTHS["tiny" if p.get("scale") == "tiny" else "full"]
+        words.append(p.get("engine", "transformers"))
+        if p.get("engine") == "endpoint" and p.get("served_model"):  # the server's model, not the preset's
+            words.append(f"serving {p['served_model']}")
+        words.append(f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens")
+        precision = p.get("precision", "fp32")
+        if p.get("engine") == "endpoint" and precision == "auto":  # the server's own: an older record's auto
+            precision = "unstated"
+        words += [f"bs<={p['batch_size']}", precision, p["profile"]]
+        if p.get("checkpoint"):  # the weights served: a language model's folder is also its architecture
+            words.append(f"checkpoint {PurePath(p['checkpoint']).name}")
+        elif p.get("scale", "full") != "full":
+            words.append(p["scale"])
+        return " ".join(words)
