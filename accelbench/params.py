@@ -309,6 +309,17 @@ def build_params(cls: type[P], values: dict[str, Any], benchmark: str) -> P:
     return params
 
 
+def check_steps(warmup: int, num_batches: int, display_every: int) -> None:
+    """A training run's steps: warm-up, measured steps, and the window of steps each throughput sample spans."""
+    if warmup < 0:
+        raise UsageError(f"--warmup must not be negative, got {warmup}")
+    positive("--num-batches", num_batches)
+    if display_every < 0:
+        raise UsageError(f"--display-every must not be negative, got {display_every}")
+    if display_every > num_batches:
+        raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
+
+
 def positive(name: str, value: int) -> None:
     if value < 1:
         raise UsageError(f"{name} must be a positive integer, got {value}")

@@ -6,7 +6,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
+from accelbench.params import (
+    COMPILE_MODES,
+    CommonParams,
+    EmulatedParams,
+    NodesParams,
+    ScaleParams,
+    check_steps,
+    opt,
+    positive,
+)
 from accelbench.train.decode import DECODERS, decoder_name
 
 #: the real input pipeline's settings as a synthetic record keeps them: unused, so at their defaults (a
@@ -130,13 +139,7 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                     f"--batch-size must be a positive integer, 'default' or 'auto', got {self.batch_size!r}"
                 ) from None
             positive("--batch-size", value)
-        if self.warmup < 0:
-            raise UsageError(f"--warmup must not be negative, got {self.warmup}")
-        positive("--num-batches", self.num_batches)
-        if self.display_every < 0:
-            raise UsageError(f"--display-every must not be negative, got {self.display_every}")
-        if self.display_every > self.num_batches:
-            raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
+        check_steps(self.warmup, self.num_batches, self.display_every)
         if self.precision == "fp8":
             raise UsageError(f"--precision fp8 trains decoder models (torchao float8); {info.name} is not one")
         self._validate_data(info)

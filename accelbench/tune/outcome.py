@@ -142,7 +142,12 @@ def reproduce(search: Search, c: Candidate) -> str:
     words = ["accelbench", "infer" if p.task == "serve" else p.task, p.model]
     common = ("device", "threads")  # the common options last, as a person writes them
     plain = type(trial)(model=trial.model)  # the defaults as the model resolves them (train's optimizer: auto)
-    for f in sorted(fields(trial), key=lambda f: f.name in common):
+    own = list(type(trial).__dict__.get("__annotations__", {}))  # its own flags in the order it declares them
+
+    def order(f: Any) -> tuple[bool, bool, int]:
+        return f.name in common, f.name in own, own.index(f.name) if f.name in own else 0
+
+    for f in sorted(fields(trial), key=order):
         if f.name == "model" or (f.name in TRIAL_LENGTH and not (f.name == "mode" and p.scenario == "server")):
             continue
         value, default = getattr(trial, f.name), getattr(plain, f.name)

@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import COMPILE_MODES, CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
+from accelbench.params import (
+    COMPILE_MODES,
+    CommonParams,
+    EmulatedParams,
+    NodesParams,
+    ScaleParams,
+    check_steps,
+    opt,
+    positive,
+)
 from accelbench.train.specs import TRAIN_PRECISIONS, is_decoder
 
 SHARDINGS = ("auto", "fsdp", "ddp", "none")
@@ -124,13 +133,7 @@ class LLMTrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                     f"--batch-size must be a positive integer or 'default', got {self.batch_size!r}"
                 ) from None
             positive("--batch-size", value)
-        if self.warmup < 0:
-            raise UsageError(f"--warmup must not be negative, got {self.warmup}")
-        positive("--num-batches", self.num_batches)
-        if self.display_every < 0:
-            raise UsageError(f"--display-every must not be negative, got {self.display_every}")
-        if self.display_every > self.num_batches:
-            raise UsageError("--display-every must not exceed --num-batches (a window is that many steps)")
+        check_steps(self.warmup, self.num_batches, self.display_every)
         if self.compile_mode != "default" and not self.compile:
             raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
         positive("--nproc", self.nproc)
