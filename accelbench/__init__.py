@@ -1,11 +1,14 @@
 """accelbench: one tool that measures how fast a machine trains and serves neural networks.
 
 The package root stays light (no torch import) so that ``accelbench --help`` is instant;
-the library API is re-exported lazily.
+the library API is re-exported lazily, and importing it wires nothing: ``compare`` reads each record
+as stored unless given ``defaults=accelbench.registry.default_params`` (what the CLI passes), with
+which a record made before a setting existed is paired as having its default.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __version__ = "0.1.0"
@@ -29,10 +32,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'accelbench' has no attribute {name!r}")
-    import importlib
-
-    if module == "accelbench.results.compare":  # pairs an old record by its benchmark's defaults: the registry's
-        importlib.import_module("accelbench.registry")
     return getattr(importlib.import_module(module), name)
 
 

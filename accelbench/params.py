@@ -143,6 +143,19 @@ class CommonParams:
         return None
 
     @classmethod
+    def flags(cls) -> list[tuple[dataclasses.Field[Any], Any]]:
+        """The settings a command line or a suite entry gives, each with its type: the class's fields; a benchmark
+        whose parts own settings of their own (a backend's) adds theirs, so each part declares its flags once."""
+        hints = typing.get_type_hints(cls)
+        return [(f, hints[f.name]) for f in fields(cls)]
+
+    @classmethod
+    def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` (settings by flag name, as :meth:`flags` names them) as the class's constructor takes them:
+        the same names here; a benchmark whose parts own settings gathers theirs into the field that holds them."""
+        return values
+
+    @classmethod
     def takes_model(cls, model: str) -> bool:
         """Whether this benchmark measures ``model``: where two benchmarks share a command (``accelbench train``
         trains image models and decoders, each its own benchmark), the model decides which one runs."""
@@ -298,13 +311,13 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
 
 def build_params(cls: type[P], values: dict[str, Any], benchmark: str) -> P:
     """``cls(**values)`` with unknown names rejected, types coerced and the result validated."""
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(values) - known)
+    hints = dict((f.name, hint) for f, hint in cls.flags())
+    coerced = {k: _coerce(k, v, hints[k]) if k in hints else v for k, v in values.items()}
+    gathered = cls.gather(coerced)  # a part's own settings (a user's backend's too) go where the class keeps them
+    unknown = sorted(set(gathered) - {f.name for f in fields(cls)})
     if unknown:
-        raise UsageError(f"{benchmark} has no parameter {unknown[0]!r}; its parameters are: {', '.join(sorted(known))}")
-    coerced = {k: _coerce(k, v, hints[k]) for k, v in values.items()}
-    params = cls(**coerced)
+        raise UsageError(f"{benchmark} has no parameter {unknown[0]!r}; its parameters are: {', '.join(sorted(hints))}")
+    params = cls(**gathered)
     params.validate()
     return params
 

@@ -29,7 +29,6 @@ from accelbench.kernels.specs import (
 )
 from accelbench.kit.context import RunContext
 from accelbench.params import CommonParams, build_params
-from accelbench.results import compare
 from accelbench.results.describe import plain
 from accelbench.selftest import CrashParams, HangParams, OkParams, RaiseParams
 from accelbench.train.llm.specs import LLMTrainParams
@@ -384,9 +383,7 @@ def shape_set(benchmark: str, name: str) -> ShapeSet:
 
 def default_params(benchmark: str) -> dict[str, Any]:
     """A benchmark's parameters at their defaults ({} for an unknown name): what an older record, made before
-    a setting existed, is compared as having used."""
+    a setting existed, is compared as having used (the CLI passes this to ``compare``, ``histories`` and the
+    report as their ``defaults``)."""
     info = BENCHMARKS.get(benchmark)
     return info.params().to_dict() if info is not None else {}
-
-
-compare.use_defaults(default_params)

@@ -2,8 +2,7 @@ import pytest
 from helpers import make_result
 
 from accelbench.errors import UsageError
-from accelbench.results.compare import compare
-from accelbench.results.comparison import geometric_mean
+from accelbench.results.compare import compare, geometric_mean, nearest_difference, workload_key
 from accelbench.results.store import select
 
 
@@ -107,15 +106,16 @@ def test_scaling_gives_no_speedup_from_a_noisy_or_contended_point_and_says_overl
     from accelbench.results.record import Metric
     from accelbench.results.scaling import scaling_rows
 
-    def train(nproc: int, value: float, half: float, warn: str = "", at: int = 1):
+    def train(nproc: int, value: float, half: float, warn: tuple[str, str] | None = None, at: int = 1):
         r = make_result(params={"model": "llama3.1-8b", "nproc": nproc}, started_at=f"2026-01-0{at}T00:00:00.000+00:00")
         ci95 = (value - half, value + half)  # as records hold it: (low, high)
         r.metrics = {"throughput": Metric(value=value, unit="tokens/s", higher_is_better=True, ci95=ci95, n=20)}
-        r.warnings = [warn] if warn else []
+        if warn:
+            r.concern(*warn)
         return r
 
     one = train(1, 46600.0, 7270.0)
-    noisy = train(2, 36900.0, 8630.0, "noisy: the 95% interval is 23.4% of the median")
+    noisy = train(2, 36900.0, 8630.0, ("noisy", "noisy: the 95% interval is 23.4% of the median"))
     rows = scaling_rows([one, noisy])
     assert [(r.devices, r.speedup, r.note) for r in rows] == [
         (1, 1.0, ""),
@@ -126,7 +126,8 @@ def test_scaling_gives_no_speedup_from_a_noisy_or_contended_point_and_says_overl
     for order in ([one, fit, noisy], [one, noisy, fit]):
         [_, two] = scaling_rows(order)
         assert two.speedup == pytest.approx(52000 / 46600) and two.note == "within noise: the 95% intervals overlap"
-    [base, _] = scaling_rows([train(1, 46600.0, 100.0, "contended: other processes used 50% of the CPUs"), fit])
+    busy = train(1, 46600.0, 100.0, ("contended", "contended: other processes used 50% of the CPUs"))
+    [base, _] = scaling_rows([busy, fit])
     assert base.speedup is None and base.note == "not computed: contended at 1 device"
     [_, far] = scaling_rows([one, train(2, 90000.0, 1000.0)])
     assert far.speedup == pytest.approx(90000 / 46600) and far.note == ""
@@ -154,7 +155,7 @@ def test_a_side_whose_runs_were_all_set_aside_shows_their_median_as_it_says():
         make_result(value=v, started_at=f"2026-01-0{i + 1}T00:00:00.000+00:00") for i, v in enumerate((3.0, 1.0, 2.0))
     ]
     for r in runs:
-        r.warnings = ["contended: other processes used 40% of the CPUs"]
+        r.concern("contended", "contended: other processes used 40% of the CPUs")
     [row] = compare(runs, [make_result(run_id="b", value=2.0)]).rows
     # '2 (3 runs)': the median of the three, not the latest run's 2.0 by accident nor its 3.0
     assert not row.judged and row.baseline_runs == 3 and row.baseline.value == 2.0
@@ -167,9 +168,10 @@ def test_a_noisy_result_names_the_option_its_own_command_measures_longer_with():
     from accelbench.cli.render import results_table
 
     gemm = make_result()
-    gemm.warnings = ["noisy: the middle half of the 40 samples spans 20% of the median (> 10%)"]
+    gemm.concern("noisy", "noisy: the middle half of the 40 samples spans 20% of the median (> 10%)")
     train = make_result()
-    train.benchmark, train.warnings = "train/throughput", list(gemm.warnings)
+    train.benchmark = "train/throughput"
+    train.set_concerns(gemm.concerns)
     caption = lambda rs: results_table(rs).caption  # noqa: E731
     assert caption([gemm]).endswith("noisy results: re-run on a quieter machine, or measure longer (--min-time)")
     assert "measure longer (--num-batches)" in caption([train])
@@ -181,3 +183,35 @@ def test_another_model_is_never_judged_even_when_ignore_pairs_it():
     r50 = make_result(run_id="b", value=0.3, params={"model": "resnet50", "scale": "full"}, ci=(0.29, 0.31))
     [row] = compare([r18], [r50], ignore=["model"]).rows
     assert not row.judged and row.unlike == ("unlike models: model resnet18 vs resnet50",)
+
+
+def _gemm_defaults(benchmark: str) -> dict:
+    """A benchmark's defaults as the registry gives them: here a setting (``graph``) added after old records."""
+    gemm = {"m": 64, "n": 64, "k": 64, "batch": 1, "precision": "fp32", "graph": False}
+    return gemm if benchmark == "kernels/gemm" else {}
+
+
+def test_an_older_record_missing_a_setting_is_paired_as_having_its_default():
+    """The caller passes the defaults (the CLI: the registry's); without them a record reads as it was stored."""
+    old = make_result(params={"m": 64, "n": 64, "k": 64, "batch": 1, "precision": "fp32"})
+    new = make_result(
+        run_id="b", value=2.0, params={"m": 64, "n": 64, "k": 64, "batch": 1, "precision": "fp32", "graph": False}
+    )
+    assert compare([old], [new]).rows == []  # no defaults: 'graph' tells them apart
+    assert nearest_difference([old], [new]) == ["graph"]
+    [row] = compare([old], [new], defaults=_gemm_defaults).rows
+    assert row.ratio == pytest.approx(2.0)
+    assert nearest_difference([old], [new], defaults=_gemm_defaults) == []
+    assert workload_key(old, defaults=_gemm_defaults) == workload_key(new, defaults=_gemm_defaults)
+    graphed = make_result(run_id="c", params={**new.params, "graph": True})
+    assert compare([old], [graphed], defaults=_gemm_defaults).rows == []  # a setting away from its default is not
+
+
+def test_the_registry_s_defaults_pair_an_older_record():
+    from accelbench.registry import default_params
+
+    full = default_params("kernels/gemm")
+    older = {k: v for k, v in full.items() if k != "graph"}
+    old = make_result(params=older)
+    new = make_result(run_id="b", value=2.0, params=full)
+    assert len(compare([old], [new], defaults=default_params).rows) == 1

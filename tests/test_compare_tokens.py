@@ -11,17 +11,24 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from accelbench.cli.main import main
 from accelbench.cost import figures
 from accelbench.cost.price import Price
-from accelbench.registry import describe_params
-from accelbench.results.compare import compare
+from accelbench.registry import default_params, describe_params
+from accelbench.results import compare as comparing
 from accelbench.results.judge import unlike
 from accelbench.results.record import Result, new_id
 from accelbench.results.store import RunInfo, Store
+
+
+def compare(baseline: list[Result], candidate: list[Result], **options: Any) -> comparing.Comparison:
+    """As the CLI compares: a record made before a setting existed is paired as having the registry's default."""
+    return comparing.compare(baseline, candidate, defaults=default_params, **options)
+
 
 DATA = Path(__file__).parent / "data" / "tokens_runs.json"
 BASIS = ("throughput", "queries_per_second", "tokens_per_second")
@@ -34,8 +41,9 @@ def runs() -> dict[str, Result]:
 def quiet(r: Result) -> Result:
     """The record as if no other process had run beside it (this VM was shared): its contention warning dropped."""
     q = Result.from_dict(copy.deepcopy(r.to_dict()))
-    q.warnings = [w for w in q.warnings if not w.startswith("contended")]
-    q.conditions["warnings"] = [w for w in q.conditions.get("warnings", []) if not w.startswith("contended")]
+    q.set_concerns(c for c in q.concerns if c.kind != "contended")
+    q.conditions["concerns"] = [c for c in q.conditions.get("concerns", []) if c["kind"] != "contended"]
+    q.conditions["warnings"] = [c["text"] for c in q.conditions["concerns"]]
     return q
 
 

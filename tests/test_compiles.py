@@ -29,7 +29,7 @@ def test_a_graph_compiled_inside_the_windows_warns_and_sets_the_record_aside():
     metric = Metric(value=100.0, unit="images/s", higher_is_better=True, n=5, ci95=(95.0, 105.0))
     r = Result("train/throughput", {"model": "resnet50"}, metrics={"throughput": metric}, primary_metric="throughput")
     assert concerns(r, "throughput") == []
-    r.warnings.append(warning)
+    r.concern("recompiled", warning)
     assert concerns(r, "throughput") == [warning]
 
 

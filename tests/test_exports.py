@@ -62,7 +62,7 @@ def test_a_backend_outside_a_run_removes_its_folder_with_itself() -> None:
 
     from accelbench.infer.catalog import backend
 
-    impl = backend("onnxruntime", 1.0)
+    impl = backend("onnxruntime")
     path = impl.workdir("onnx")
     assert path.is_dir() and path.name.startswith("accelbench-onnx-")
     del impl

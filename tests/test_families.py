@@ -142,9 +142,27 @@ def test_infer_metric_labels_are_one_table() -> None:
     from accelbench.families.builtin import INFER, INFER_METRICS
 
     assert INFER.metrics is INFER_METRICS
-    assert INFER.label("latency_p99_9_seconds") is None  # the record keeps the full set
-    label, stem = INFER.label("query_latency_p99_seconds")  # type: ignore[misc]
+    assert families.find_label("latency_p99_9_seconds", INFER) is None  # the record keeps the full set
+    label, stem = families.find_label("query_latency_p99_seconds", INFER)  # type: ignore[misc]
     assert label.text == "{stem} per query {metric}" and stem == "p99_seconds"
+
+
+def test_the_shipped_families_are_read_not_registered() -> None:
+    """Importing the package registers nothing: the shipped families are a tuple, read as it is; a family
+    registered under a shipped name stands in its place (same position) until it is unregistered."""
+    from accelbench.families import builtin, known
+
+    assert not known._REGISTERED  # nothing registered by importing accelbench, its registry or its report
+    assert families.families() == list(builtin.BUILTIN)
+    assert families.family_of("kernels/gemm") is builtin.KERNELS and families.family_of("nofamily/x") is None
+    mine = families.Family("kernels", "my kernels")
+    families.register(mine)
+    try:
+        assert families.family_of("kernels/gemm") is mine
+        assert [f.name for f in families.families()] == [f.name for f in builtin.BUILTIN]
+    finally:
+        families.unregister("kernels")
+    assert families.family_of("kernels/gemm") is builtin.KERNELS
 
 
 def test_every_benchmark_has_a_family_and_its_module_no_name() -> None:

@@ -68,3 +68,14 @@ def test_history_command_flags_and_fails_on_request(cli_env, tmp_path):
     assert gate.returncode == 1
     none = run_cli(["history", "kernels/gemm", "--param", "m=4096", "--db", str(db)], cli_env, tmp_path)
     assert none.returncode == 2 and "no ok results of kernels/gemm with m=4096" in none.stderr
+
+
+def test_an_older_record_missing_a_setting_stays_in_its_series_given_the_defaults():
+    """As compare pairs it: a record made before a setting existed counts at the default the caller gives."""
+    runs = _series([1.0, 1.0, 1.0, 1.0])
+    for r in runs[2:]:
+        r.params = {**r.params, "graph": False}
+    assert len(histories(runs)) == 2  # no defaults: two series
+    defaults = {"kernels/gemm": {"graph": False}}
+    [s] = histories(runs, defaults=lambda benchmark: defaults.get(benchmark, {}))
+    assert len(s.points) == 4 and s.settings["graph"] is False

@@ -8,6 +8,8 @@ the same as one at the top of the file. A node is a subpackage (accelbench/train
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -142,3 +144,37 @@ def test_families_do_not_import_each_other():
     edges = import_edges()
     crossing = {(a, b): where for (a, b), where in edges.items() if a in FAMILIES and b in FAMILIES}
     assert not crossing, "\n".join(f"{a} -> {b}: {', '.join(w)}" for (a, b), w in sorted(crossing.items()))
+
+
+def _imported_by(statement: str) -> set[str]:
+    """The accelbench modules a fresh interpreter has loaded after ``statement``."""
+    code = f"import sys\n{statement}\nprint(' '.join(m for m in sys.modules if m.startswith('accelbench')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return set(done.stdout.split())
+
+
+def test_compare_imports_no_registry():
+    """results (and the report) never import the registry: a benchmark's defaults reach compare as an argument
+    its caller passes."""
+    statements = (
+        "import accelbench.results.compare",
+        "import accelbench.results.history",
+        "accelbench.compare",
+        "import accelbench.report.build, accelbench.report.select",
+    )
+    for statement in statements:
+        loaded = _imported_by(f"import accelbench\n{statement}")
+        assert "accelbench.registry" not in loaded, statement
+
+
+def test_no_import_time_registration():
+    """Neither the registry nor the families package wires anything into another module when imported: the
+    families' package adds no family (the shipped ones are a tuple read as it is)."""
+    code = (
+        "import accelbench.registry\n"
+        "from accelbench.families import known\n"
+        "from accelbench.results import compare\n"
+        "assert not known._REGISTERED, known._REGISTERED\n"
+        "assert not hasattr(compare, 'use_defaults') and not hasattr(compare, '_defaults')"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

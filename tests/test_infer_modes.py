@@ -144,7 +144,8 @@ def test_served_answers_and_metrics():
         ({"model": "gnmt"}, "not supported yet"),
         ({"checkpoint": "/nonexistent.pt"}, "does not exist"),
         ({"dataset": "/tmp"}, "accuracy only"),
-        ({"service_ms": 0}, "must be positive"),
+        ({"backend": "sleep", "service_ms": 0}, "must be positive"),
+        ({"service_ms": 0}, "--service-ms applies to the sleep backend, not torch"),
         ({"nproc": 0}, "positive"),
     ],
 )

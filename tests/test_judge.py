@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from accelbench.kit.metrics import rate, seconds, warnings_of
+from accelbench.kit.metrics import concerns_of, rate, seconds
 from accelbench.measure.stats import Measurement
 from accelbench.results.compare import compare
 from accelbench.results.history import histories
@@ -16,6 +16,12 @@ from accelbench.results.record import Result
 
 FLOPS = 2 * 256**3
 CONTENDED = "contended: other processes used 50% of the CPUs (stress-ng 48%)"
+
+
+def watched(warnings: tuple[str, ...]) -> dict:
+    """The conditions a monitor records when it saw ``warnings`` (each a contention)."""
+    typed = [{"kind": "contended", "text": w, "data": {}} for w in warnings]
+    return {"warnings": list(warnings), "concerns": typed, "contended": bool(warnings)}
 
 
 def gemm(
@@ -34,8 +40,8 @@ def gemm(
         params=params or {"m": 256, "n": 256, "k": 256, "precision": "fp32", "device": "cpu", "threads": 2},
         metrics={"tflops": rate(FLOPS, m, "TFLOPS", 1e12), "seconds": seconds(m)},
         primary_metric="tflops",
-        warnings=warnings_of(m, {"warnings": list(warnings)}),
-        conditions={"warnings": list(warnings), "contended": bool(warnings)},
+        concerns=concerns_of(m, watched(warnings)),
+        conditions=watched(warnings),
         samples=list(times),
         run_id=run_id,
         started_at=started,
@@ -103,7 +109,7 @@ def test_noisy_repeats_are_pooled_not_dropped_for_the_odd_steady_one():
     noisy = [[t * (1 + 0.3 * rng.random()) for t in times(m, seed=91 + i)] for i, m in enumerate((1e-3, 1.05e-3))]
     base = [gemm(f"a{i}", s, started=f"2026-11-01T00:0{i}:00.000+00:00") for i, s in enumerate(noisy)]
     base.append(gemm("a2", times(2e-3, seed=95), started="2026-11-01T00:03:00.000+00:00"))  # odd, steady
-    assert all(any(w.startswith("noisy") for w in r.warnings) for r in base[:2])
+    assert all(r.has("noisy") for r in base[:2])
     [row] = compare(base, [gemm("b", times(0.5e-3, seed=96))]).rows
     assert row.baseline_runs == 3 and row.baseline_set_aside == ()  # all three pooled
     assert row.baseline.value == pytest.approx(base[1].metrics["tflops"].value)  # the median of the runs

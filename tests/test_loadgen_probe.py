@@ -30,11 +30,8 @@ class SlowStart(Sleep):
 
     slow_calls = 0
 
-    def __init__(self) -> None:
-        super().__init__(2.0)
-
-    def load(self, served: Any, model: Any, device: Any, precision: str, calibration: list[Any]) -> Any:
-        fast, calls = super().load(served, model, device, precision, calibration), [0]
+    def load(self, served: Any, model: Any, device: Any, precision: str, calibration: list[Any], **kw: Any) -> Any:
+        fast, calls = super().load(served, model, device, precision, calibration, service_ms=2.0), [0]
 
         def predict(inputs: Any) -> None:
             calls[0] += 1
@@ -146,16 +143,18 @@ def test_a_server_rerun_is_planned_from_what_measured_the_system():
 
 
 def test_an_invalid_verdict_after_reruns_names_the_true_cause():
-    reasons = ["min duration not met: LoadGen ran out of planned queries before the minimum duration; raise x"]
+    said = "min duration not met: LoadGen ran out of planned queries before the minimum duration; raise x"
+    reasons = [("min-duration", said)]
     rerun = {"why": "the probe planned 10 samples/s, the run measured 180", "measured": {}}
-    conditions = {"warnings": ["contended: other processes used 50% of the CPU"]}
+    busy = "contended: other processes used 50% of the CPU"
+    conditions = {"warnings": [busy], "concerns": [{"kind": "contended", "text": busy, "data": {}}]}
     [cause] = replan.true_cause(reasons, [rerun], conditions)
     assert "--expected-qps" not in cause and "raise x" not in cause
     assert "speed changed from one run to the next" in cause and "other processes used 50%" in cause
     # no rerun: LoadGen's own hint stands, and where other load shared the run, that it may be the cause
-    assert replan.true_cause(reasons, [], {"warnings": []}) == reasons
-    [said] = replan.true_cause(reasons, [], conditions)
-    assert said.startswith(reasons[0]) and said.endswith("rerun on a quiet machine before changing a setting)")
+    assert replan.true_cause(reasons, [], {"warnings": []}) == [said]
+    [warned] = replan.true_cause(reasons, [], conditions)
+    assert warned.startswith(said) and warned.endswith("rerun on a quiet machine before changing a setting)")
 
 
 def test_early_stopping_s_bound_is_loadgen_s():

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from accelbench.kit.metrics import rate, seconds, warnings_of
+from accelbench.kit.metrics import concerns_of, rate, seconds
 from accelbench.measure.stats import Measurement
 from accelbench.params import build_params
 from accelbench.reference.match import beside, matches
 from accelbench.results import judge
 from accelbench.results.compare import compare
 from accelbench.results.history import histories
-from accelbench.results.record import Result
+from accelbench.results.record import Concern, Result
 from accelbench.results.scaling import scaling_rows
 from accelbench.tune.candidate import Candidate
 from accelbench.tune.space import TRAIN_DEFAULT
@@ -43,16 +43,24 @@ def _ncf_runs() -> list[Result]:
     return [r for r in runs if r.benchmark == "train/throughput" and r.params.get("model") == "ncf"]
 
 
-def gemm_like(real: Result, run_id: str, factor: float, day: int, warnings: tuple[str, ...] = ()) -> Result:
-    """``real``'s run with every call ``factor`` times as long, recorded as kernels/gemm records it."""
+def gemm_like(
+    real: Result, run_id: str, factor: float, day: int, warnings: tuple[tuple[str, str], ...] = ()
+) -> Result:
+    """``real``'s run with every call ``factor`` times as long, recorded as kernels/gemm records it; ``warnings``
+    are (kind, words) the conditions monitor saw."""
     m = Measurement(tuple(s * factor for s in real.samples))
+    seen = {
+        "warnings": [text for _, text in warnings],
+        "concerns": [{"kind": kind, "text": text, "data": {}} for kind, text in warnings],
+        "contended": bool(warnings),
+    }
     return Result(
         benchmark="kernels/gemm",
         params=dict(real.params),
         metrics={"tflops": rate(FLOPS, m, "TFLOPS", 1e12), "seconds": seconds(m)},
         primary_metric="tflops",
-        warnings=warnings_of(m, {"warnings": list(warnings)}),
-        conditions={"warnings": list(warnings), "contended": bool(warnings)},
+        concerns=concerns_of(m, seen),
+        conditions=seen,
         samples=list(m.samples),
         run_id=run_id,
         started_at=f"2026-11-{day:02d}T00:00:00.000+00:00",
@@ -72,7 +80,7 @@ def train_like(
         params=dict(real.params) | {"nproc": nproc, "global_batch_size": batch},
         metrics={"throughput": rate(batch, m, real.metrics["throughput"].unit)},
         primary_metric="throughput",
-        warnings=warnings_of(m, {}),
+        concerns=concerns_of(m, {}),
         samples=list(m.samples),
         run_id=run_id,
         started_at=real.started_at,
@@ -175,13 +183,13 @@ def test_every_verdict_and_the_reference_rows_follow_the_one_set_aside_policy(mo
     runs = _gemm_runs()
     warned = "throttled: the clocks fell to 60% of base"
     base = [gemm_like(runs["quiet1"], f"r{i}", 1.0, i + 1) for i in range(3)]
-    odd = gemm_like(runs["quiet2"], "odd", 0.5, 5, warnings=(warned,))
+    odd = gemm_like(runs["quiet2"], "odd", 0.5, 5, warnings=(("throttled", warned),))
     ncf = next(r for r in _ncf_runs() if r.params["nproc"] == 1)
-    ncf.warnings = [warned]
+    ncf.set_concerns([Concern("throttled", warned)])
     # the same windows as a full-size resnet50's training record, to meet the published rows of its task
     resnet = train_like(ncf, 1, 1.0)
     resnet.params |= {"model": "resnet50", "scale": "full", "batch_size": 32, "global_batch_size": 32}
-    resnet.warnings = [warned]
+    resnet.set_concerns([Concern("throttled", warned)])
     [ref, *_] = [m.reference for m in matches(resnet) if m.like]
     two = train_like(ncf, 2, 1.0)
 
@@ -204,7 +212,7 @@ def test_a_reference_row_sets_aside_a_biased_figure_not_an_imprecise_one() -> No
     """A ratio to a published figure tests nothing, so a noisy record still has one; a contended one has none."""
     ncf = next(r for r in _ncf_runs() if r.params["nproc"] == 2)  # noisy, as measured
     assert judge.unfit(ncf, "throughput", imprecise=False) is None and judge.unfit(ncf, "throughput")
-    ncf.warnings.append("contended: other processes used 50% of the CPUs")
+    ncf.concern("contended", "contended: other processes used 50% of the CPUs")
     assert judge.unfit(ncf, imprecise=False) == "contended: other processes used 50% of the CPUs"
 
 

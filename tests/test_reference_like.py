@@ -87,7 +87,7 @@ def test_an_invalid_run_or_a_failed_accuracy_gate_has_no_ratio() -> None:
     assert json.loads(json.dumps(invalid.to_dict()))["ratio"] is None  # the JSON carries no number either
     # a figure a neighbour held down says nothing of the machine against a published one
     busy = served("offline", 252.896)
-    busy.warnings = ["contended: other processes used 50% of the CPUs (stress-ng[7] 48%)"]
+    busy.concern("contended", "contended: other processes used 50% of the CPUs (stress-ng[7] 48%)")
     held = beside(busy, xeon)
     assert held is not None and held.ratio is None and held.unlike == ("contended run",)
 

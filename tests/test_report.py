@@ -11,7 +11,7 @@ import pytest
 from browser import Browser, chromium
 
 from accelbench.cli.main import main
-from accelbench.results.record import Result, new_id
+from accelbench.results.record import Concern, Result, new_id
 from accelbench.results.store import RunInfo, Store
 
 DATA = Path(__file__).parent / "data" / "report_store.json"
@@ -185,7 +185,7 @@ def test_the_summary_never_states_a_contended_figure_plain_nor_calls_it_the_best
     quiet, busy = make_result(value=10.0), make_result(value=30.0)
     for r in (quiet, busy):
         r.benchmark, r.params = "train/throughput", {"model": "ncf", "precision": "fp32"}
-    busy.warnings = ["contended: other processes used 42% of the CPUs (stress[7] 40%)"]
+    busy.concern("contended", "contended: other processes used 42% of the CPUs (stress[7] 40%)")
     [line] = training_headlines(ReportInput([quiet, busy]), [quiet, busy])
     assert line.startswith("Training ncf: 10.00 ") and "read with care" not in line
     [line] = training_headlines(ReportInput([busy]), [busy])
@@ -225,7 +225,7 @@ def test_the_summary_states_each_workload_once_by_its_newest_fit_run():
             primary_metric="throughput",
             valid=True,
             started_at=f"2026-11-0{day}T00:00:00.000+00:00",
-            warnings=["contended: other processes used 50% of the CPUs"] if contended else [],
+            concerns=[Concern("contended", "contended: other processes used 50% of the CPUs")] if contended else [],
         )
         r.system = {"fingerprint": "sys-a", "profile": {"cpu": {"model": "CPU"}, "accelerators": []}}
         return r

@@ -26,7 +26,7 @@ from accelbench.report.common import ReportInput, systems
 from accelbench.report.model import Bullets, Chart
 from accelbench.report.overview import summary
 from accelbench.report.tokens import latency, pareto, series_name, tradeoff
-from accelbench.results.record import Metric, Result
+from accelbench.results.record import Concern, Metric, Result
 
 CONTENDED = "contended: other processes used 64% of the CPUs (pip[19776] 36%, python3.11[20726] 3%)"
 TTFT_ADVICE = "lower --target-qps (or --batch-size)"
@@ -43,12 +43,12 @@ def invalid(r: Result, *reasons: str) -> Result:
     """``r`` judged INVALID by LoadGen, for ``reasons``, as the runner records it."""
     r.valid = False
     r.details["invalid_reasons"] = list(reasons)
-    r.warnings = [f"INVALID: {why}" for why in reasons] + r.warnings
+    r.set_concerns([*(Concern("invalid", f"INVALID: {why}") for why in reasons), *r.concerns])
     return r
 
 
-def contended(r: Result, warning: str = CONTENDED) -> Result:
-    r.warnings.append(warning)
+def contended(r: Result, warning: str = CONTENDED, kind: str = "contended") -> Result:
+    r.concern(kind, warning)
     return r
 
 
@@ -236,7 +236,8 @@ def test_read_with_care_says_each_reason_and_its_advice_once() -> None:
     why = f"TTFT constraint not met (LoadGen): p99 TTFT {{}} ms over the 2000 ms limit; {TTFT_ADVICE}"
     recs += [invalid(served((300.0, 1200.0, 1900.0), 5 + i, model=m), why.format(t)) for i, (m, t) in
              enumerate((("d-1b", 3156), ("e-1b", 11510)))]  # fmt: skip
-    recs.append(contended(served((300.0, 1200.0, 1900.0), 8, model="f-1b"), "noisy: the middle half spans 20%"))
+    noisy = served((300.0, 1200.0, 1900.0), 8, model="f-1b")
+    recs.append(contended(noisy, "noisy: the middle half spans 20%", "noisy"))
     care = [i for b in summary(ReportInput(recs, describe=describe_params)).blocks if isinstance(b, Bullets)
             for i in b.items]  # fmt: skip
     [busy] = [i for i in care if i.startswith("Contended")]

@@ -55,7 +55,7 @@ class FakeTrials:
         self.entries.append(entry)
         self.now += self.seconds
         p = entry.params
-        key = (p["backend"], p["channels_last"], p["batch_size"], p["streams"])
+        key = (p["backend"], p.get("channels_last", False), p["batch_size"], p["streams"])
         if key in self.failing:
             return [Result(entry.benchmark, p, status="failed", error="killed by SIGKILL: out of memory")]
         if p["mode"] == "accuracy":

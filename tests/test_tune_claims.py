@@ -73,7 +73,7 @@ class Fake:
 
     def __call__(self, entry: Entry) -> list[Result]:
         p = entry.params
-        phase, key = phase_of(p), (p["backend"], p["channels_last"], p["batch_size"], p["streams"])
+        phase, key = phase_of(p), (p["backend"], p.get("channels_last", False), p["batch_size"], p["streams"])
         length = self.seconds[phase]
         if phase == "screen" and p["backend"] == "compile":  # a compile comes first
             length = self.seconds.get("compile", length)

@@ -8,7 +8,12 @@ import sys
 from typing import Any
 
 from accelbench.cli import args as a
+from accelbench.cli.render import console
+from accelbench.cli.render_trends import history_table
 from accelbench.errors import UsageError
+from accelbench.registry import default_params, describe_params, get
+from accelbench.results.history import histories
+from accelbench.results.store import Store
 
 #: Exit status of ``history --fail-on-regression`` when a regression is flagged (as a failed benchmark's).
 EXIT_REGRESSION = 1
@@ -47,10 +52,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_history(ns: argparse.Namespace) -> int:
-    from accelbench.registry import describe_params, get
-    from accelbench.results.history import histories
-    from accelbench.results.store import Store
-
     get(ns.benchmark)  # an unknown name is one line with a suggestion
     if not 0 <= ns.threshold < 1:
         raise UsageError(f"--threshold is a fraction in [0, 1), got {ns.threshold:g}")
@@ -64,15 +65,14 @@ def cmd_history(ns: argparse.Namespace) -> int:
     if not records:
         where = f" with {', '.join(f'{k}={v}' for k, v in wanted.items())}" if wanted else ""
         raise UsageError(f"no ok results of {ns.benchmark}{where} in {store.path}; see 'accelbench results list'")
-    series = histories(records, metric=ns.metric, describe=describe_params, threshold=ns.threshold)
+    series = histories(
+        records, metric=ns.metric, describe=describe_params, threshold=ns.threshold, defaults=default_params
+    )
     if ns.metric and not series:
         raise UsageError(f"no result of {ns.benchmark} has a metric {ns.metric!r}")
     if ns.json:
         sys.stdout.write(json.dumps([s.to_dict() for s in series], indent=2) + "\n")
     else:
-        from accelbench.cli.render import console
-        from accelbench.cli.render_trends import history_table
-
         for s in series:
             console.print(history_table(s))
     regressed = any(s.regressions for s in series)

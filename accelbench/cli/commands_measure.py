@@ -95,18 +95,18 @@ def _register_family(sub: Any, infos: list[Any]) -> None:
     taken = {cmd.positional}
     choices: dict[str, tuple[str, ...]] = {}  # a shared field's choices: every benchmark's (--scenario interactive)
     for info in infos:
-        for f in fields(info.params):
+        for f, _ in info.params.flags():
             choices[f.name] = tuple(dict.fromkeys([*choices.get(f.name, ()), *(f.metadata.get("choices") or ())]))
     more: dict[str, str] = {}  # a shared field's meaning to the other benchmarks, where it differs
     for info in infos[1:]:
-        for f in fields(info.params):
-            first_help = next((g.metadata.get("help") for g in fields(first.params) if g.name == f.name), None)
+        for f, _ in info.params.flags():
+            first_help = next((g.metadata.get("help") for g, _ in first.params.flags() if g.name == f.name), None)
             if first_help is not None and f.metadata.get("help") != first_help:
                 more[f.name] = more.get(f.name, "") + f"; {info.measures}: {f.metadata.get('help')}"
     for info in infos:
         title = info.measures or cmd.name
         add_param_flags(p, info.params, title, skip=frozenset(taken), choices=choices, more_help=more)
-        taken |= {f.name for f in fields(info.params)}
+        taken |= {f.name for f, _ in info.params.flags()}
     a.add_common_options(p)
     a.add_repeat_option(p)
     p.set_defaults(handler=cmd_family, benchmark=first.name)
@@ -359,15 +359,14 @@ def _routed(ns: argparse.Namespace, info: Any) -> dict[str, list[str]]:
 def _family_entries(ns: argparse.Namespace, info: Any, values: list[str]) -> list[Any]:
     """The entries of ``info`` for its share of the positional's values; a flag given that only another benchmark
     of the command takes is refused, naming what it applies to (never silently dropped)."""
-    from dataclasses import fields
 
     from accelbench import registry
     from accelbench.cli.kernel_args import entries_from_args
 
     positional = info.command.positional
-    own = {f.name for f in fields(info.params)}
+    own = {f.name for f, _ in info.params.flags()}
     for other in registry.sharing_command(info.command.name):
-        for f in fields(other.params):
+        for f, _ in other.params.flags():
             if f.name not in own and getattr(ns, f.name, None) is not None:
                 flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
                 what = other.measures or other.name

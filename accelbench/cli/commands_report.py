@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_report(ns: argparse.Namespace) -> int:
-    from accelbench.registry import describe_params
+    from accelbench.registry import default_params, describe_params
     from accelbench.report import build, write
     from accelbench.report.select import from_store
     from accelbench.report.write import check_writable, parse_formats
@@ -58,10 +58,11 @@ def cmd_report(ns: argparse.Namespace) -> int:
         everything=ns.all,
         describe=describe_params,
         title=ns.title,
+        defaults=default_params,
     )
     check_writable(Path(ns.out))  # before drawing: a bad folder is one line, at once
     sys.stderr.write(f"report: {len(inp.records)} records, drawing charts ...\n")
-    doc = build(inp)
+    doc = build(inp, defaults=default_params)
     for path in write(doc, ns.out, formats):
         sys.stdout.write(f"{path}\n")
     return 0

@@ -11,8 +11,15 @@ from typing import Any
 from rich.markup import escape
 
 from accelbench.cli import args as a
+from accelbench.cli.commands_reference import print_beside_references, print_published_ratios
+from accelbench.cli.render import console, results_table
+from accelbench.cli.render_trends import compare_table
 from accelbench.errors import UsageError
-from accelbench.registry import describe_params
+from accelbench.registry import default_params, describe_params
+from accelbench.results.compare import compare, nearest_difference
+from accelbench.results.exchange import export, import_path
+from accelbench.results.judge import IDENTITY_PARAMS
+from accelbench.results.store import Store, select
 
 
 def register(sub: Any) -> None:
@@ -110,9 +117,7 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     a.add_store_option(p)
 
 
-def _store(ns: argparse.Namespace) -> Any:
-    from accelbench.results.store import Store
-
+def _store(ns: argparse.Namespace) -> Store:
     return Store(ns.db, readonly=True)
 
 
@@ -127,8 +132,6 @@ def _filtered(ns: argparse.Namespace) -> list[Any]:
 
 
 def cmd_list(ns: argparse.Namespace) -> int:
-    from accelbench.cli.render import console, results_table
-
     results = _filtered(ns)
     if ns.limit:
         results = results[-ns.limit :]
@@ -150,8 +153,6 @@ def cmd_show(ns: argparse.Namespace) -> int:
 
 def cmd_runs(ns: argparse.Namespace) -> int:
     from rich.table import Table
-
-    from accelbench.cli.render import console
 
     store = _store(ns)
     rows = []
@@ -198,8 +199,6 @@ def cmd_runs(ns: argparse.Namespace) -> int:
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
-    from accelbench.results.exchange import export
-
     results = _filtered(ns)
     runs = None
     if ns.format == "json":  # the runs travel with their records: an import keeps their command lines
@@ -217,9 +216,6 @@ def cmd_export(ns: argparse.Namespace) -> int:
 
 
 def cmd_import(ns: argparse.Namespace) -> int:
-    from accelbench.results.exchange import import_path
-    from accelbench.results.store import Store
-
     store = Store(ns.db)
     new, present, notes = import_path(store, ns.path)
     for note in notes:
@@ -229,15 +225,8 @@ def cmd_import(ns: argparse.Namespace) -> int:
 
 
 def cmd_compare(ns: argparse.Namespace) -> int:
-    from accelbench.cli.render import console
-    from accelbench.cli.render_trends import compare_table
-    from accelbench.results.compare import compare
-    from accelbench.results.store import select
-
     store = _store(ns)
     if ns.reference:
-        from accelbench.cli.commands_reference import print_beside_references
-
         if ns.candidate:
             raise UsageError("--reference compares one run with published results: give BASELINE only")
         return print_beside_references(select(store, ns.baseline), ns.baseline, ns.json)
@@ -248,15 +237,20 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     earlier = [
         r for name in sorted({r.benchmark for r in (*base, *cand)}) for r in store.query(benchmark=name, status="ok")
     ]
-    comparison = compare(base, cand, ignore=ns.ignore, metric=ns.metric, describe=describe_params, earlier=earlier)
+    comparison = compare(
+        base,
+        cand,
+        ignore=ns.ignore,
+        metric=ns.metric,
+        describe=describe_params,
+        earlier=earlier,
+        defaults=default_params,
+    )
     if ns.json:
         sys.stdout.write(json.dumps(comparison.to_dict(), indent=2) + "\n")
         return 0
     if not comparison.rows:
-        from accelbench.results.compare import nearest_difference
-        from accelbench.results.judge import IDENTITY_PARAMS
-
-        differ = nearest_difference(base, cand, ns.ignore)
+        differ = nearest_difference(base, cand, ns.ignore, defaults=default_params)
         other = [k for k in differ if k in IDENTITY_PARAMS]
         hint = (
             f"the nearest records differ in {', '.join(other)}: other models, never compared"
@@ -270,7 +264,5 @@ def cmd_compare(ns: argparse.Namespace) -> int:
             f"{ns.baseline} and {ns.candidate} have no benchmark with the same parameters in common; {hint}"
         )
     console.print(compare_table(comparison, ns.baseline, ns.candidate))
-    from accelbench.cli.commands_reference import print_published_ratios
-
     print_published_ratios(base, cand)  # MLPerf Training v0.5's V100-PCIe over T4, when these are the two
     return 0

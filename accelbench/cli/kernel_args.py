@@ -90,10 +90,11 @@ def add_param_flags(
     one command offers several benchmarks (each benchmark checks its own when its parameters are built), and
     ``more_help`` adds what a shared field means to the others.
     """
-    hints = typing.get_type_hints(params_cls)
+    flags = params_cls.flags()  # type: ignore[attr-defined]  # a CommonParams subclass
+    hints = {f.name: hint for f, hint in flags}
     groups = {False: parser.add_argument_group(title), True: parser.add_argument_group("measurement")}
     own = params_cls.__dict__.get("__annotations__", {})
-    for f in sorted(fields(params_cls), key=lambda f: f.name not in own):  # the benchmark's own knobs first
+    for f in sorted((f for f, _ in flags), key=lambda f: f.name not in own):  # the benchmark's own knobs first
         if f.name in BASE_FIELDS or f.name in skip:
             continue
         group = groups[f.name in MEASUREMENT_FIELDS]
@@ -142,7 +143,8 @@ def add_set_flags(parser: argparse.ArgumentParser, kernel: str) -> None:
 
 def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type) -> list[Entry]:
     """Every (shape, option) combination the flags ask for, validated."""
-    given = {f.name: getattr(ns, f.name, None) for f in fields(params_cls) if f.name not in BASE_FIELDS}
+    flags = params_cls.flags()  # type: ignore[attr-defined]  # a CommonParams subclass
+    given = {f.name: getattr(ns, f.name, None) for f, _ in flags if f.name not in BASE_FIELDS}
     given = {k: v for k, v in given.items() if v is not None}
     rows: list[dict[str, Any]] = [{}]
     set_name = getattr(ns, "set", None)

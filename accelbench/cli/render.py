@@ -251,15 +251,11 @@ def results_table(results: list[Result], title: str | None = None, show_ids: boo
         table.add_row(*row)
     if notes:
         lines = [f"[yellow]{i}[/] {escape(w)}" for i, w in enumerate(notes, 1)]
-        if any(w.startswith("noisy") for w in notes):
-            longer = {
-                f.longer
-                for r in results
-                if any(w.startswith("noisy") for w in r.warnings) and (f := family_of(r.benchmark)) and f.longer
-            }
+        if any(r.has("noisy") for r in results):
+            longer = {f.longer for r in results if r.has("noisy") and (f := family_of(r.benchmark)) and f.longer}
             how = f", or measure longer ({', '.join(sorted(longer))})" if longer else ""
             lines.append(f"noisy results: re-run on a quieter machine{how}")
-        if any(w.startswith("contended") for w in notes):
+        if any(r.has("contended") for r in results):
             lines.append(
                 "contended results: other load shared this machine, and a figure can fall by far more than the share "
                 "it took (threads that spin or wait on each other); they are kept but not compared"

@@ -9,14 +9,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from accelbench.results import format as fmt
+from accelbench.results.compare import BESIDE, Comparison
+from accelbench.results.history import Series
+from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
 
 
-def compare_table(comparison: Any, baseline: str, candidate: str) -> Table:
+def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Table:
     """The pairs with a speedup that reads the same way for every metric (>1: the candidate is better),
     and, below, what had no partner or was measured more than once."""
-    from accelbench.results.compare import BESIDE
-    from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
-
     rows = comparison.rows
     table = Table(title=f"{escape(candidate)} vs {escape(baseline)}", title_justify="left", caption_justify="left")
     for col, just in (
@@ -130,7 +130,7 @@ def scaling_table(rows: list[Any], figure: str = "throughput") -> Table:
     return table
 
 
-def history_table(series: Any) -> Table:
+def history_table(series: Series) -> Table:
     """One row per run of a series: its figure, its ratio to the earlier runs' median where judged, the flag."""
     name = escape(f"{series.benchmark} {series.workload}: {series.metric}")
     title = f"{name} on system {escape(series.fingerprint[:12])}"

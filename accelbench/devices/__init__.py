@@ -43,8 +43,9 @@ def resolve_device(name: str = "auto") -> "torch.device":
         names = ", ".join(sorted(k.name for k in kinds()))
         hint = next((f"; {k.aliases[kind_name]}" for k in kinds() if kind_name in k.aliases), "")
         raise UsageError(f"unknown device {name!r}{hint}; the device kinds are {names}")
-    if kind.name == "cuda" and kind.unavailable() and by_name("rocm") and not by_name("rocm").unavailable():
-        kind = by_name("rocm")  # type: ignore[assignment]  # "cuda" on a HIP build of torch: the AMD GPUs
+    rocm = by_name("rocm")
+    if kind.name == "cuda" and kind.unavailable() and rocm is not None and not rocm.unavailable():
+        kind = rocm  # "cuda" on a HIP build of torch: the AMD GPUs
     why = kind.unavailable()
     if why:
         raise UsageError(f"device {name!r} requested but {why}; use --device cpu")

@@ -55,7 +55,7 @@ class AmdSmiReader(DeviceReader):
             amd = self._given
             if amd is None:
                 try:
-                    import amdsmi as amd  # type: ignore[import-not-found, no-redef]
+                    import amdsmi as amd  # type: ignore[no-redef]
                 except ImportError:
                     self._why = NOT_INSTALLED
                     return None
@@ -77,6 +77,8 @@ class AmdSmiReader(DeviceReader):
         if index in self._handles:
             return self._handles[index]
         amd = self._lib()
+        if amd is None:  # the callers ask only once amdsmi is up
+            raise RuntimeError(f"amdsmi unavailable: {self._why}")
         bdf = _torch_bdf(index)
         found = None
         if bdf is not None:
@@ -213,7 +215,7 @@ def _torch_bdf(index: int) -> str | None:
     try:
         import torch
 
-        p = torch.cuda.get_device_properties(index)
+        p: Any = torch.cuda.get_device_properties(index)  # the pci_* fields are newer than torch's annotations
         return f"{int(p.pci_domain_id):04x}:{int(p.pci_bus_id):02x}:{int(p.pci_device_id):02x}.0"
     except Exception:
         return None

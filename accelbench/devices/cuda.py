@@ -9,7 +9,7 @@ host round-trip sits inside the timed region.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
 from accelbench.devices.base import DeviceKind
 
@@ -44,7 +44,7 @@ def estimate_call_seconds(
         fn()
     end.record()
     torch.cuda.synchronize(device)
-    return start.elapsed_time(end) / 1e3 / calls
+    return float(start.elapsed_time(end)) / 1e3 / calls
 
 
 def time_with_events(
@@ -92,7 +92,7 @@ def time_burst(fn: Callable[[], object], device: "torch.device", calls: int) -> 
         fn()
     end.record()
     end.synchronize()
-    return start.elapsed_time(end) / 1e3 / calls
+    return float(start.elapsed_time(end)) / 1e3 / calls
 
 
 def time_graph_replay(
@@ -132,7 +132,7 @@ class CudaKind(DeviceKind):
     pin_memory = True
     graphs = True
     jpeg_decode = True
-    onnx_provider = "CUDAExecutionProvider"
+    onnx_provider: ClassVar[str | None] = "CUDAExecutionProvider"  # none on ROCm (RocmKind)
     onnx_tensorrt = True
 
     def claims(self, device: "torch.device") -> bool:
@@ -253,7 +253,8 @@ class CudaKind(DeviceKind):
     def capability(self, device: "torch.device") -> tuple[int, int]:
         import torch
 
-        return tuple(torch.cuda.get_device_capability(device))  # type: ignore[return-value]
+        major, minor = torch.cuda.get_device_capability(device)
+        return major, minor
 
     def unsupported(self, device: "torch.device", precision: str) -> str | None:
         import torch

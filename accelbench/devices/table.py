@@ -7,7 +7,7 @@ precision rules that ask a device's kind (:mod:`accelbench.devices.precision`) b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
     import torch
@@ -59,17 +59,26 @@ MATMUL_PRECISIONS = (*FLOAT_PRECISIONS, "int8", "fp8")
 ALL_PRECISIONS = MATMUL_PRECISIONS
 
 
+@overload
+def _dtype(name: str) -> "torch.dtype": ...
+@overload
+def _dtype(name: None) -> None: ...
+@overload
+def _dtype(name: str | None) -> "torch.dtype | None": ...
+
+
 def _dtype(name: str | None) -> "torch.dtype | None":
     if name is None:
         return None
     import torch
 
-    return getattr(torch, name)
+    dtype: torch.dtype = getattr(torch, name)
+    return dtype
 
 
 def torch_dtype(precision: str) -> "torch.dtype":
     """The storage dtype of the operands; tf32 stores fp32 and computes on Tensor Cores."""
-    return _dtype(PRECISIONS[precision].storage)  # type: ignore[return-value]
+    return _dtype(PRECISIONS[precision].storage)
 
 
 def autocast_dtype(precision: str) -> "torch.dtype | None":

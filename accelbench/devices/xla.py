@@ -112,7 +112,8 @@ class XlaKind(DeviceKind):
         return int(xr.addressable_device_count())
 
     def resolve(self, index: int | None) -> "torch.device":
-        return _xla().device(index)
+        device: torch.device = _xla().device(index)
+        return device
 
     def label(self, device: "torch.device") -> str:
         hw = self.runtime_type()

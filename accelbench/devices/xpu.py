@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import torch
 
 
-def _xpu():  # type: ignore[no-untyped-def]
+def _xpu() -> Any:  # ``torch.xpu``, or None in a torch without it
     import torch
 
     return getattr(torch, "xpu", None)
@@ -26,7 +26,7 @@ class XpuKind(DeviceKind):
     batch_class = "gpu"
     pin_memory = True
 
-    @property  # type: ignore[override]
+    @property
     def dist_backend(self) -> str:  # type: ignore[override]
         """``xccl``, built into torch's XPU builds from torch 2.8 (``torch.distributed.is_xccl_available``
         appears with it); before, Intel's ``oneccl_bindings_for_pytorch`` registers ``ccl`` when imported."""
@@ -35,7 +35,7 @@ class XpuKind(DeviceKind):
         if hasattr(dist, "is_xccl_available"):
             return "xccl"
         try:
-            import oneccl_bindings_for_pytorch  # type: ignore[import-not-found]  # noqa: F401 (registers ccl)
+            import oneccl_bindings_for_pytorch  # noqa: F401 (registers ccl)
         except ImportError:
             pass  # init_process_group then says the backend is unknown, naming it
         return "ccl"
@@ -68,7 +68,7 @@ class XpuKind(DeviceKind):
     def synchronize(self, device: "torch.device") -> None:
         _xpu().synchronize(device)
 
-    @property  # type: ignore[override]
+    @property
     def event_timing(self) -> bool:  # type: ignore[override]
         """Time with ``torch.xpu.Event`` where this torch has it (2.5+), else the host clock around a wait."""
         xpu = _xpu()

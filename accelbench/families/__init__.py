@@ -1,5 +1,6 @@
-"""Benchmark families, each described once (:mod:`accelbench.families.base`), and the shipped ones
-(:mod:`accelbench.families.builtin`), registered on import."""
+"""Benchmark families, each described once (:mod:`accelbench.families.base`): the shipped ones
+(:mod:`accelbench.families.builtin`, a tuple read as it is) and any registered from outside, which are the known
+ones (:mod:`accelbench.families.known`). Importing the package registers nothing."""
 
 from accelbench.families import builtin
 from accelbench.families.base import (
@@ -10,15 +11,10 @@ from accelbench.families.base import (
     LabelSpec,
     Published,
     benchmark_of,
-    families,
-    family_of,
-    find_label,
     metric_text,
-    metric_texts,
     name_params,
-    register,
-    unregister,
 )
+from accelbench.families.known import families, family_of, find_label, metric_texts, register, unregister
 
 __all__ = [
     "COMMON_METRICS",

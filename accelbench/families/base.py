@@ -6,7 +6,9 @@ table (:class:`Label`), which report section shows it and which summary lines it
 published results (:class:`Published`), and whether it is a harness check. The results table
 (``cli/render.py``), the report (``report/``), reference matching (``reference/``) and the runner
 (``suite/``) read these descriptions and never branch on a family's name: a new family is one description
-here (or registered from outside with :func:`register`) and its benchmarks in the registry.
+(the shipped ones in :mod:`accelbench.families.builtin`, another registered from outside with
+:func:`accelbench.families.register`) and its benchmarks in the registry. Which families are known, and a
+metric's label across them, is :mod:`accelbench.families.known`'s.
 
 This module imports no family and nothing that imports one (only the record and number formatting), so the
 report, which reads records only, can read the descriptions too.
@@ -110,39 +112,6 @@ class Family:
         """The benchmark's name within its family (``gemm`` for ``kernels/gemm``)."""
         return benchmark.partition("/")[2] or benchmark
 
-    def label(self, name: str) -> tuple[Label, str] | None:
-        """This family's label of metric ``name`` and the part of the name a pattern matched (see
-        :func:`find_label`); None where the metric is not shown."""
-        return find_label(name, self)
-
-
-def find_label(name: str, family: Family | None = None) -> tuple[Label, str] | None:
-    """Metric ``name``'s label, with the part of the name a ``prefix_*`` pattern matched; None where the metric
-    is not shown.
-
-    The family's own table first, then the common one, then the other families' (a figure one family defines
-    reads the same wherever it appears), else its name in words before the figure. In each table an exact name
-    wins over a pattern, and a longer pattern over a shorter one.
-    """
-    tables = [family.metrics] if family is not None else []
-    tables += [COMMON_METRICS, *(f.metrics for f in families() if f is not family)]
-    for source in tables:
-        if name in source:
-            return _as_label(source[name], name)
-    for source in tables:
-        prefixes = sorted((k[:-1] for k in source if k.endswith("*")), key=len, reverse=True)
-        for prefix in prefixes:
-            if name.startswith(prefix):
-                return _as_label(source[prefix + "*"], name.removeprefix(prefix))
-    words = name.removesuffix("_gbps").removesuffix("_tflops").replace("_", " ")
-    return Label(words.replace("{", "{{").replace("}", "}}") + " {metric}"), name
-
-
-def _as_label(spec: LabelSpec, stem: str) -> tuple[Label, str] | None:
-    if spec is None:
-        return None
-    return (spec if isinstance(spec, Label) else Label(spec)), stem
-
 
 #: metrics every family may carry (times, the model's FLOP rate, cost): read where a family's table has none
 COMMON_METRICS: dict[str, LabelSpec] = {
@@ -159,32 +128,6 @@ COMMON_METRICS: dict[str, LabelSpec] = {
     "per_usd": None,  # the same price as USD per million, which the table shows
     "per_usd_hour": None,
 }
-
-_FAMILIES: dict[str, Family] = {}
-
-
-def register(family: Family) -> Family:
-    """Make ``family`` known by its name (a second one of the same name replaces the first): its records then
-    read through its description everywhere."""
-    if not family.name or "/" in family.name:
-        raise ValueError(f"a family's name is one word before the benchmark's '/': {family.name!r}")
-    _FAMILIES[family.name] = family
-    return family
-
-
-def unregister(name: str) -> None:
-    """Forget a family registered for a while (a test's)."""
-    _FAMILIES.pop(name, None)
-
-
-def families() -> list[Family]:
-    """Every known family, in the order the report shows them."""
-    return list(_FAMILIES.values())
-
-
-def family_of(benchmark: str) -> Family | None:
-    """The family a benchmark belongs to; None for a name of no known family (an old or foreign record)."""
-    return _FAMILIES.get(benchmark.partition("/")[0])
 
 
 class _Value(float):
@@ -209,23 +152,6 @@ def metric_text(r: Result, name: str, m: Metric, label: Label, stem: str = "") -
         stem=(stem or name).removesuffix("_seconds"),
         est=" (est.)" if estimated else "",
     )
-
-
-def metric_texts(r: Result) -> list[str]:
-    """``r``'s metrics other than its primary figure, in words, as its family's labels say (those marked
-    first before the others; those not shown left out): the details of a results table's row."""
-    family = family_of(r.benchmark)
-    primary = r.primary
-    found = [(name, m, find_label(name, family)) for name, m in r.metrics.items()]
-    shown = []
-    for name, m, hit in sorted(found, key=lambda x: not (x[2] is not None and x[2][0].first)):
-        if hit is None or name == r.primary_metric:
-            continue
-        label, stem = hit
-        if label.unless_primary and primary is not None and m.value == primary.value:
-            continue
-        shown.append(metric_text(r, name, m, label, stem))
-    return shown
 
 
 _PARAMS: dict[type, str] = {}

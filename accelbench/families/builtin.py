@@ -1,35 +1,33 @@
 """The shipped families, each described once: what render, the report, reference matching and the runner read.
 
-The order here is the report's order of sections (a search's best settings first, then kernels, training,
-time to accuracy, inference). A family's ``metrics`` table is where a new metric of it gets its words in the
-results table: one line per metric (see :class:`accelbench.families.base.Label` for the template's fields).
+Descriptions only: importing this module registers nothing (:data:`BUILTIN` is read by
+:mod:`accelbench.families.known`). The order of :data:`BUILTIN` is the report's order of sections (a search's
+best settings first, then kernels, training, time to accuracy, inference). A family's ``metrics`` table is where
+a new metric of it gets its words in the results table: one line per metric (see
+:class:`accelbench.families.base.Label` for the template's fields).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from accelbench.families.base import Family, LabelSpec, Published, register
+from accelbench.families.base import Family, LabelSpec, Published
 from accelbench.results.record import Result
 
-TUNE = register(
-    Family(
-        "tune",
-        "best settings",
-        report="accelbench.report.tuning:tuning",
-    )
+TUNE = Family(
+    "tune",
+    "best settings",
+    report="accelbench.report.tuning:tuning",
 )
 
-KERNELS = register(
-    Family(
-        "kernels",
-        "kernels",
-        longer="--min-time",
-        hint="accelbench kernels gemm (or any kernel set)",
-        report="accelbench.report.perf:kernels",
-        headline="accelbench.report.perf:kernel_headlines",
-        grouped=True,
-    )
+KERNELS = Family(
+    "kernels",
+    "kernels",
+    longer="--min-time",
+    hint="accelbench kernels gemm (or any kernel set)",
+    report="accelbench.report.perf:kernels",
+    headline="accelbench.report.perf:kernel_headlines",
+    grouped=True,
 )
 
 #: training's own figures beyond the common ones: a decoder's MFU (both conventions) and reserved memory
@@ -39,17 +37,15 @@ TRAIN_METRICS: dict[str, LabelSpec] = {
     "peak_reserved_bytes": "{value:bytes} reserved",
 }
 
-TRAIN = register(
-    Family(
-        "train",
-        "training throughput",
-        longer="--num-batches",
-        hint="accelbench train MODEL",
-        metrics=TRAIN_METRICS,
-        report="accelbench.report.perf:training",
-        headline="accelbench.report.perf:training_headlines",
-        published=Published(tasks=("train_throughput",), task="train_throughput"),
-    )
+TRAIN = Family(
+    "train",
+    "training throughput",
+    longer="--num-batches",
+    hint="accelbench train MODEL",
+    metrics=TRAIN_METRICS,
+    report="accelbench.report.perf:training",
+    headline="accelbench.report.perf:training_headlines",
+    published=Published(tasks=("train_throughput",), task="train_throughput"),
 )
 
 #: time to accuracy's own figures (the time itself is the primary figure; its cost is a common metric)
@@ -59,16 +55,14 @@ TTA_METRICS: dict[str, LabelSpec] = {
     "time_to_target_spread": "spread {value:.0%}",
 }
 
-TTA = register(
-    Family(
-        "tta",
-        "time to accuracy",
-        hint="accelbench tta WORKLOAD",
-        metrics=TTA_METRICS,
-        report="accelbench.report.tta:tta",
-        headline="accelbench.report.tta:headlines",
-        published=Published(tasks=("time_to_accuracy",), task="time_to_accuracy", data="real"),
-    )
+TTA = Family(
+    "tta",
+    "time to accuracy",
+    hint="accelbench tta WORKLOAD",
+    metrics=TTA_METRICS,
+    report="accelbench.report.tta:tta",
+    headline="accelbench.report.tta:headlines",
+    published=Published(tasks=("time_to_accuracy",), task="time_to_accuracy", data="real"),
 )
 
 #: inference's metrics in a results table, one line each (the scenario's own figure is the primary one and
@@ -125,30 +119,30 @@ def _loadgen_caveats(r: Result, ref: Any) -> list[str]:
     return out
 
 
-INFER = register(
-    Family(
-        "infer",
-        "inference under LoadGen",
-        longer="--duration",
-        hint="accelbench infer MODEL --scenario offline",
-        metrics=INFER_METRICS,
-        report="accelbench.report.inference:inference",
-        headline="accelbench.report.inference:headlines",
-        published=Published(
-            tasks=("inference_offline", "inference_server", "inference_interactive"),
-            task="inference_{scenario}",
-            framework=_serving_framework,
-            own_harness=True,
-            caveats=_loadgen_caveats,
-        ),
-    )
+INFER = Family(
+    "infer",
+    "inference under LoadGen",
+    longer="--duration",
+    hint="accelbench infer MODEL --scenario offline",
+    metrics=INFER_METRICS,
+    report="accelbench.report.inference:inference",
+    headline="accelbench.report.inference:headlines",
+    published=Published(
+        tasks=("inference_offline", "inference_server", "inference_interactive"),
+        task="inference_{scenario}",
+        framework=_serving_framework,
+        own_harness=True,
+        caveats=_loadgen_caveats,
+    ),
 )
 
-SELFTEST = register(
-    Family(
-        "selftest",
-        "harness checks",
-        report=None,
-        harness=True,
-    )
+SELFTEST = Family(
+    "selftest",
+    "harness checks",
+    report=None,
+    harness=True,
 )
+
+#: the shipped families, in the report's order: read as they are by :mod:`accelbench.families.known` (nothing
+#: registers them), a family registered under one of their names standing in its place
+BUILTIN: tuple[Family, ...] = (TUNE, KERNELS, TRAIN, TTA, INFER, SELFTEST)

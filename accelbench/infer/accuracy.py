@@ -170,10 +170,11 @@ def accuracy_result(params: "InferParams", record: dict[str, Any], outcome: "Out
     if verdict.uninformative:  # no verdict at all rather than a VALID that proves nothing
         details["uninformative"] = verdict.uninformative
         result = loadgen_record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, None)
-        result.warnings.insert(
-            0,
+        result.concern(
+            "uninformative",
             f"uninformative: {verdict.uninformative}; serve real weights (--checkpoint FILE) or score against "
             "labels (--dataset DIR) for a verdict",
+            first=True,
         )
         return result
     if fid is not None and not fid.passed:

@@ -20,8 +20,12 @@ import shutil
 import tempfile
 import time
 import weakref
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+from accelbench.errors import UsageError
+from accelbench.params import COMPILE_MODES, opt
 
 if TYPE_CHECKING:
     import torch
@@ -30,6 +34,39 @@ if TYPE_CHECKING:
     from accelbench.infer.served import Inputs, Served
 
 Predict = Callable[["Inputs"], Any]
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A backend that takes no settings of its own."""
+
+    def check(self) -> None:
+        """Raise a UsageError for a value the backend cannot take (nothing by default)."""
+
+
+@dataclass(frozen=True)
+class TorchOptions(NoOptions):
+    channels_last: bool = opt(
+        False, "torch and compile backends: the model and its 4-D inputs in channels_last memory format"
+    )
+
+
+@dataclass(frozen=True)
+class CompileOptions(TorchOptions):
+    compile_mode: str = opt(
+        "default",
+        "compile backend: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
+        choices=COMPILE_MODES,
+    )
+
+
+@dataclass(frozen=True)
+class SleepOptions(NoOptions):
+    service_ms: float = opt(1.0, "--backend sleep: milliseconds each batch takes", sweep=False)
+
+    def check(self) -> None:
+        if self.service_ms <= 0:
+            raise UsageError(f"--service-ms must be positive, got {self.service_ms}")
 
 
 class Backend:
@@ -45,8 +82,14 @@ class Backend:
     #: whether it takes its inputs in host memory (ONNX Runtime copies them itself): the SUT then never
     #: moves a batch to the GPU only for the backend to copy it back
     host_inputs: ClassVar[bool] = False
-    #: the run's settings (InferParams fields) ``load`` takes as keyword arguments, e.g. ``channels_last``
+    #: the backend's own settings (a frozen dataclass of ``opt`` fields): each is a flag of ``accelbench infer``,
+    #: recorded with the run and searched by ``tune`` where it changes the figure; ``load`` takes them as keyword
+    #: arguments, and a value given for a backend that does not declare it is refused
+    Options: ClassVar[type[NoOptions]] = NoOptions
+    #: the names of :attr:`Options`' fields (set for each subclass)
     options: ClassVar[tuple[str, ...]] = ()
+    #: settings of the run itself (InferParams fields) ``load`` also takes as keyword arguments, e.g. ``batch_size``
+    reads: ClassVar[tuple[str, ...]] = ()
     #: the device kinds it serves on (kind names, as ``--device`` spells them: "cpu", "cuda", ...); None: every
     #: kind (torch runs wherever its tensors live)
     devices: ClassVar[tuple[str, ...] | None] = None
@@ -59,6 +102,10 @@ class Backend:
     scratch_dir: Path | None = None
     #: what the runtime chose that the record should keep (e.g. OpenVINO's optimal requests), filled by load
     facts: dict[str, Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.options = tuple(f.name for f in fields(cls.Options))
 
     def __init__(self) -> None:
         self.facts = {}
@@ -111,7 +158,7 @@ class TorchEager(Backend):
         "PyTorch eager; amp_fp16/amp_bf16 through torch.autocast, bf16/fp16 weights, --channels-last",
     )
     precisions = ("fp32", "amp_fp16", "amp_bf16", "bf16", "fp16")
-    options = ("channels_last",)
+    Options = TorchOptions
 
     #: torch.compile's mode for the compile backend (--compile-mode), set by ``load``
     compile_mode: str = "default"
@@ -192,8 +239,7 @@ def _as(inputs: "Inputs", dtype: Any, channels_last: bool) -> "Inputs":
 
 class TorchCompiled(TorchEager):
     name, summary = "compile", "PyTorch with torch.compile (compiled during the calibration probe, not timed)"
-
-    options = ("channels_last", "compile_mode")
+    Options = CompileOptions
 
     def prepare_model(self, model: "torch.nn.Module") -> Any:
         import torch
@@ -214,13 +260,10 @@ class Null(Backend):
 
 class Sleep(Null):
     name, summary = "sleep", "sleeps --service-ms per batch: a system with a known capacity, to check the harness"
+    Options = SleepOptions
 
-    def __init__(self, service_ms: float = 1.0) -> None:
-        super().__init__()
-        self.service_ms = service_ms
-
-    def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
-        seconds = self.service_ms / 1000
+    def load(self, served, model, device, precision, calibration, service_ms=1.0):  # type: ignore[no-untyped-def]
+        seconds = service_ms / 1000
 
         def predict(inputs: "Inputs") -> None:
             end = time.perf_counter() + seconds

@@ -12,12 +12,17 @@ BACKENDS: dict[str, type[Backend]] = {
 }
 
 
-def backend(name: str, service_ms: float = 1.0) -> Backend:
+def backend_class(name: str) -> type[Backend]:
     """A built-in backend by name, or a user's ``package.module:Class`` (a :class:`Backend` subclass)."""
     if ":" in name:
         from accelbench.plugins import load_class
 
-        return load_class(name, Backend, "backend")()
+        return load_class(name, Backend, "backend")
     if name not in BACKENDS:
         raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}, or package.module:Class")
-    return Sleep(service_ms) if name == "sleep" else BACKENDS[name]()
+    return BACKENDS[name]
+
+
+def backend(name: str) -> Backend:
+    """A backend to load a model with (see :func:`backend_class`)."""
+    return backend_class(name)()

@@ -51,9 +51,22 @@ def read_detail(path: Path) -> dict[str, Any]:
     return values
 
 
+#: Which of LoadGen's rules an INVALID reason is about: what :func:`accelbench.infer.replan.true_cause` decides by
+#: (the words are the reader's). A reason is (rule, words).
+#: (A token run's TTFT/TPOT constraints are TOKEN_LIMITS: a rerun's overload is not said to be their cause.)
+MIN_DURATION, MIN_QUERIES, LATENCY_BOUND, TOKEN_LIMITS, EARLY_STOPPING, LOADGEN_ERROR, UNSAID = (
+    "min-duration", "min-queries", "latency-bound", "token-limits", "early-stopping", "loadgen-error", "unsaid",
+)  # fmt: skip
+
+
 def invalid_reasons(d: dict[str, Any], scenario: str) -> list[str]:
     """Why LoadGen called the run INVALID, each with the fix."""
-    reasons = []
+    return [words for _, words in invalid_rules(d, scenario)]
+
+
+def invalid_rules(d: dict[str, Any], scenario: str) -> list[tuple[str, str]]:
+    """Why LoadGen called the run INVALID, each as (the rule broken, the words with the fix)."""
+    reasons: list[tuple[str, str]] = []
     if d.get("result_min_duration_met") is False:
         measured = d.get("result_samples_per_second") or d.get("result_completed_samples_per_sec")
         hint = {
@@ -64,15 +77,17 @@ def invalid_reasons(d: dict[str, Any], scenario: str) -> list[str]:
             "singlestream": "lower the expected latency or raise --duration",
             "multistream": "lower the expected latency or raise --duration",
         }[scenario]
-        reasons.append(f"min duration not met: LoadGen ran out of planned queries before the minimum duration; {hint}")
+        words = f"min duration not met: LoadGen ran out of planned queries before the minimum duration; {hint}"
+        reasons.append((MIN_DURATION, words))
     if d.get("result_min_queries_met") is False:
-        reasons.append("min queries not met: LoadGen issued fewer queries than required; run longer")
+        reasons.append((MIN_QUERIES, "min queries not met: LoadGen issued fewer queries than required; run longer"))
     if d.get("result_perf_constraints_met") is False:
         bound = d.get("requested_server_target_latency_ns") or d.get("requested_multi_stream_target_latency_ns")
         where = f" of {int(bound) / 1e6:g} ms" if bound else ""
         fix = "lower --target-qps" if scenario == "server" else "lower --samples-per-query"
-        reasons.append(f"latency bound{where} violated at the target percentile; {fix}")
+        reasons.append((LATENCY_BOUND, f"latency bound{where} violated at the target percentile; {fix}"))
     if d.get("early_stopping_met") is False:
-        reasons.append("early stopping criterion not met: too few queries for the latency percentile; run longer")
-    reasons += [f"LoadGen error: {e}" for e in d.get("_errors", [])]
-    return reasons or ["LoadGen reported INVALID (see mlperf_log_detail.txt)"]
+        words = "early stopping criterion not met: too few queries for the latency percentile; run longer"
+        reasons.append((EARLY_STOPPING, words))
+    reasons += [(LOADGEN_ERROR, f"LoadGen error: {e}") for e in d.get("_errors", [])]
+    return reasons or [(UNSAID, "LoadGen reported INVALID (see mlperf_log_detail.txt)")]

@@ -8,13 +8,15 @@ figure is only taken from the provider it names.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.kind import kind_of
 from accelbench.errors import BenchmarkSkipped
-from accelbench.infer.backends import Backend, Predict
+from accelbench.infer.backends import Backend, NoOptions, Predict
 from accelbench.infer.export import export
+from accelbench.params import opt
 
 if TYPE_CHECKING:
     import torch
@@ -28,6 +30,18 @@ OPTIMIZATION_LEVELS = {
     "extended": "ORT_ENABLE_EXTENDED",
     "all": "ORT_ENABLE_ALL",
 }
+
+
+@dataclass(frozen=True)
+class OrtOptions(NoOptions):
+    ort_optimization: str = opt(
+        "all",
+        "onnxruntime, int8 and tensorrt backends: ONNX Runtime's graph optimisation level (all: its default); "
+        "its intra-op threads follow --threads",
+        choices=tuple(OPTIMIZATION_LEVELS),
+    )
+
+
 #: What each device needs from ONNX Runtime: the provider that must run the session, and how to get it.
 GPU_PROVIDER_HINT = "pip install 'accelbench[onnx-gpu]' (onnxruntime-gpu, in place of the CPU-only onnxruntime)"
 TRT_HINT = "onnxruntime-gpu built with TensorRT, and TensorRT's libraries (pip install tensorrt) on the library path"
@@ -38,7 +52,8 @@ class OnnxRuntime(Backend):
     needs = ("onnxruntime", "onnx")
     host_inputs = True
     exports_onnx = True
-    options = ("ort_optimization", "batch_size")
+    Options = OrtOptions
+    reads = ("batch_size",)
     #: the host, and the kinds whose devices ONNX Runtime has a provider for (DeviceKind.onnx_provider)
     devices = ("cpu", "cuda")
 

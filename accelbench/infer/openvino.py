@@ -32,7 +32,7 @@ class OpenVino(Backend):
     host_inputs = True
     exports_onnx = True
     precisions = ("fp32", "bf16", "fp16")
-    options = ("scenario",)
+    reads = ("scenario",)
     devices = ("cpu",)
 
     def __init__(self) -> None:

@@ -35,7 +35,7 @@ from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext
-from accelbench.results.record import Result
+from accelbench.results.record import Concern, Result
 
 PRECISION = 0.02
 MAX_HALVINGS = 6
@@ -253,9 +253,8 @@ def _no_peak(
     )
     result.valid = False  # a MultiStream run LoadGen calls VALID can still be over accelbench's bound
     result.details["invalid_reasons"] = [summary, *why]
-    result.warnings = [f"INVALID: {r}" for r in (summary, *why)] + [
-        w for w in result.warnings if not w.startswith("INVALID: ")
-    ]
+    invalid = [Concern("invalid", f"INVALID: {r}") for r in (summary, *why)]
+    result.set_concerns([*invalid, *(c for c in result.concerns if c.kind != "invalid")])
     return result
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.infer.loadgen_params import LoadGenParams
+from accelbench.infer.logs import LATENCY_BOUND, MIN_DURATION
 from accelbench.infer.settings import MAX_PLANNED_RATE, Probe
 
 #: runs after the first that a disagreement may cost; each is planned from the latest run's measurement
@@ -39,9 +40,12 @@ class Disagreement:
 
     measured: Probe
     why: str
+    #: a Server run sent more than it could complete (its target was too high), as against one that ran out of
+    #: planned queries
+    overloaded: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"why": self.why, "measured": self.measured.to_dict()}
+        return {"why": self.why, "measured": self.measured.to_dict(), "overloaded": self.overloaded}
 
 
 def planned_by_probe(params: LoadGenParams) -> bool:
@@ -82,7 +86,7 @@ def disagreement(d: dict[str, Any], params: LoadGenParams, probe: Probe, samples
             f"the probe's {probe.rate:,.1f} samples/s set a target of {scheduled:,.1f} QPS, but the system completed "
             f"only {completed:,.1f} QPS: overloaded"
         )
-        return Disagreement(Probe(min(completed, MAX_PLANNED_RATE), probe.single), why)
+        return Disagreement(Probe(min(completed, MAX_PLANNED_RATE), probe.single), why, overloaded=True)
     if d.get("result_min_duration_met") is not False:
         return None
     lasted = ran_seconds(d, scenario, samples)
@@ -126,7 +130,7 @@ def rerun(
 ) -> dict[str, Any]:
     """What a record keeps of a run that disagreed with its plan: why, the probe that planned it and the repeated
     one, its logs, and its contention (the conditions' warning, or None), which :func:`replanned` reads."""
-    busy = next((str(w) for w in conditions.get("warnings", []) if str(w).startswith("contended")), None)
+    busy = next((c["text"] for c in contention(conditions)), None)
     return wrong.to_dict() | {
         "probe": plan.to_dict(),
         "probe_repeated": repeated.to_dict(),
@@ -154,8 +158,11 @@ def replanned(first: Probe, measured: Probe, again: Probe, scenario: str, conten
     return Probe(max(measured.rate, again.rate), first.single)
 
 
-def true_cause(reasons: list[str], reruns: list[dict[str, Any]], conditions: dict[str, Any]) -> list[str]:
-    """INVALID reasons with the hint LoadGen's rule suggests replaced by what happened, once reruns did not help.
+def true_cause(
+    reasons: list[tuple[str, str]], reruns: list[dict[str, Any]], conditions: dict[str, Any]
+) -> list[str]:
+    """INVALID reasons ((rule, words): :func:`accelbench.infer.logs.invalid_rules`), in words, with the hint
+    LoadGen's rule suggests replaced by what happened, once reruns did not help.
 
     After a rerun planned from the previous run's own measurement, "raise --expected-qps" is no fix: the
     system ran at a different speed from one run to the next. The conditions' own warnings (other processes'
@@ -163,25 +170,30 @@ def true_cause(reasons: list[str], reruns: list[dict[str, Any]], conditions: dic
     be the cause, before the settings LoadGen's rule names.
     """
     if not reruns:
-        if any(str(w).startswith("contended") for w in conditions.get("warnings", [])):
+        if contention(conditions):
             # the fix LoadGen's rule suggests (run longer, lower the load) may not be the cause: other load was
             return [f"{r} (but the run was contended, which alone can break these rules: rerun on a quiet machine "
-                    "before changing a setting)" for r in reasons]  # fmt: skip
-        return reasons
+                    "before changing a setting)" for _, r in reasons]  # fmt: skip
+        return [r for _, r in reasons]
     load = "; ".join(w for w in conditions.get("warnings", []) if w) or "nothing else was seen running"
     cause = (
         f"the system's speed changed from one run to the next: {len(reruns)} rerun(s) planned from the previous "
         f"run's own measurement still ran out of queries ({reruns[-1]['why']}); conditions: {load}"
     )
     out = []
-    for r in reasons:
-        if r.startswith("min duration not met"):
+    for rule, r in reasons:
+        if rule == MIN_DURATION:
             out.append(f"min duration not met: {cause}")
-        elif r.startswith("latency bound") and reruns[-1]["why"].endswith("overloaded"):
+        elif rule == LATENCY_BOUND and reruns[-1].get("overloaded"):
             out.append(f"{r} ({cause})")
         else:
             out.append(r)
     return out
+
+
+def contention(conditions: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conditions' concerns of kind "contended" (serialised concerns: the conditions are a plain dict)."""
+    return [c for c in conditions.get("concerns") or [] if c.get("kind") == "contended" and c.get("text")]
 
 
 def rerun_warning(reruns: list[dict[str, Any]]) -> str:

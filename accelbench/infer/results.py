@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.families import benchmark_of
 from accelbench.infer.loadgen_params import LoadGenParams
-from accelbench.infer.logs import invalid_reasons
+from accelbench.infer.logs import invalid_rules
 from accelbench.infer.replan import true_cause
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
-from accelbench.results.record import Metric, Result
+from accelbench.results.record import Concern, Metric, Result
 
 if TYPE_CHECKING:
     from accelbench.infer.driver import Outcome
@@ -95,7 +95,7 @@ def performance_result(
     reasons = (
         []
         if valid
-        else true_cause(invalid_reasons(d, params.scenario), details.get("reruns") or [], outcome.conditions)
+        else true_cause(invalid_rules(d, params.scenario), details.get("reruns") or [], outcome.conditions)
     )
     over = ""
     if params.scenario == "multistream" and bound:
@@ -112,7 +112,7 @@ def performance_result(
         name = "completed_queries_per_second"  # headline what was served, not what LoadGen scheduled
     result = loadgen_record(params, record, metrics, name, details, reasons, outcome.conditions, valid)
     if over:
-        result.warnings.insert(0, over)
+        result.concern("over-bound", over, first=True, bound_ms=bound)
     return result
 
 
@@ -128,19 +128,19 @@ def loadgen_record(
 ) -> Result:
     """The one record of a LoadGen run (performance, accuracy, token mode): conditions' warnings, the INVALID
     reasons first, the quick profile's non-compliance, the benchmark's registered name."""
-    warnings = [w for w in conditions.get("warnings", []) if w]
+    concerns = fig.concerns_of(None, conditions)
     if reasons:
         details["invalid_reasons"] = reasons
-        warnings = [f"INVALID: {r}" for r in reasons] + warnings
+        concerns = [Concern("invalid", f"INVALID: {r}") for r in reasons] + concerns
     if params.profile == "quick":
-        warnings.append("non-compliant: the quick profile is shorter than MLPerf's rules")
+        concerns.append(Concern("non-compliant", "non-compliant: the quick profile is shorter than MLPerf's rules"))
     return Result(
         benchmark_of(params),
         record,
         metrics=metrics,
         primary_metric=primary,
         valid=valid,
-        warnings=warnings,
+        concerns=concerns,
         conditions=conditions,
         details=details,
     )

@@ -126,7 +126,7 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
 
     prep = prepare(params, autotune=False)  # batches vary in size: no cuDNN search inside a timed run
     device, threads = prep.device, prep.threads
-    impl: Backend = backend(params.backend, params.service_ms)
+    impl: Backend = backend(params.backend)
     impl.cache_dir = ctx.cache_dir  # an export made by an earlier entry of this run (same weights) is reused
     impl.scratch_dir = ctx.scratch_dir  # its working files live in the run folder and go with the entry
     impl.export_cache = ctx.export_cache  # an export of the same weights and shapes, from this run or an earlier one
@@ -137,8 +137,11 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     hardware = precision_reason(device, precision, params.emulated) if computes else None
     skip_if(impl.unsupported(precision) or impl.unsupported_on(device.type) or params.export_refusal() or hardware)
     devices = _devices(params, device)
+    # its own settings, and the run's settings it reads (only those: a user's backend takes what it declares)
+    settings = params.backend_options | {name: getattr(params, name) for name in impl.reads}
     if not impl.runs_model:
-        workers = [Worker(impl.load(None, None, d, params.effective_precision, []), None) for d in devices]  # type: ignore[arg-type]
+        answer = [impl.load(None, None, d, params.effective_precision, [], **settings) for d in devices]  # type: ignore[arg-type]
+        workers = [Worker(predict, None) for predict in answer]
         return Serving(workers, lambda i: i, QSL_SAMPLES[params.profile], list, None, None, threads, device)
     spec = served(params.model, params.scale)
     model = _build(params, spec)
@@ -166,7 +169,6 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
     for i, d in enumerate(devices):
         last = i == len(devices) - 1
         replica = (model if last and not keep_reference else copy.deepcopy(model)).to(d)
-        settings = {name: getattr(params, name) for name in impl.options}  # only the settings it takes
         predict = impl.load(spec, replica, d, params.effective_precision, calibration, **settings)
         workers.append(Worker(predict, d if len(set(devices)) > 1 and not impl.host_inputs else None))
     reference = model.to(devices[0]) if keep_reference else None
@@ -224,5 +226,5 @@ def _performance(
         probe = replan.replanned(probe, wrong.measured, repeated, params.scenario, bool(reruns[-1]["contended"]))
     result = performance_result(params, record, outcome, probe, {"reruns": reruns} if reruns else None)
     if reruns:
-        result.warnings.insert(0, replan.rerun_warning(reruns))
+        result.concern("rerun", replan.rerun_warning(reruns), first=True, runs=len(reruns) + 1)
     return result

@@ -6,18 +6,18 @@ Language models, served token by token through an engine, are ``infer/llm``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.catalog import BACKENDS, backend
+from accelbench.infer.catalog import BACKENDS, backend, backend_class
 from accelbench.infer.loadgen_params import LoadGenParams
-from accelbench.params import COMPILE_MODES, not_negative, opt, positive
+from accelbench.params import _coerce, check_choice, not_negative, opt, positive
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
-#: settings only some backends take (Backend.options)
-BACKEND_KNOBS = ("channels_last", "compile_mode", "ort_optimization")
 MODES = ("performance", "accuracy", "find-peak")
 INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int8")
 
@@ -44,20 +44,6 @@ class InferParams(LoadGenParams):
         choices=INFER_PRECISIONS,
     )
     batch_size: int = opt(8, "largest batch the system under test forms from waiting samples")
-    channels_last: bool = opt(
-        False, "torch and compile backends: the model and its 4-D inputs in channels_last memory format"
-    )
-    compile_mode: str = opt(
-        "default",
-        "compile backend: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
-        choices=COMPILE_MODES,
-    )
-    ort_optimization: str = opt(
-        "all",
-        "onnxruntime, int8 and tensorrt backends: ONNX Runtime's graph optimisation level (all: its default); "
-        "its intra-op threads follow --threads",
-        choices=("disable", "basic", "extended", "all"),
-    )
     nproc: int = opt(
         1,
         "devices serving, as --nproc counts devices in train and tta (one SUT worker per device in LoadGen's "
@@ -79,13 +65,70 @@ class InferParams(LoadGenParams):
     checkpoint: str = opt(
         "", "a state_dict (.pt) to load into the model (empty: random weights)", sweep=False, metavar="PATH"
     )
-    service_ms: float = opt(1.0, "--backend sleep: milliseconds each batch takes", sweep=False)
+    #: the backend's own settings (its ``Options``: --channels-last, --compile-mode, --ort-optimization,
+    #: --service-ms), complete with the backend's defaults; a record states them beside the run's own
+    backend_options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def takes_model(cls, model: str) -> bool:
         from accelbench.infer.tokens.specs import is_decoder
 
         return not is_decoder(model)
+
+    @classmethod
+    def flags(cls) -> list[tuple[dataclasses.Field[Any], Any]]:
+        """The run's own settings, then every built-in backend's (each flag once): ``--channels-last`` is the torch
+        and compile backends' setting, declared in their ``Options``, not here."""
+        out = [(f, hint) for f, hint in super().flags() if f.name != "backend_options"]
+        seen = {f.name for f, _ in out}
+        for impl in BACKENDS.values():
+            hints = typing.get_type_hints(impl.Options)
+            for f in dataclasses.fields(impl.Options):
+                if f.name not in seen:
+                    seen.add(f.name)
+                    out.append((f, hints[f.name]))
+        return out
+
+    @classmethod
+    def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The backend's settings moved into ``backend_options``, complete with its defaults and checked against
+        its choices; a setting of another backend is refused where it is not at its neutral value (never
+        silently dropped), and left out where it is."""
+        values = dict(values)
+        name = str(values.get("backend", cls.__dataclass_fields__["backend"].default))
+        impl = backend_class(name)
+        own = {f.name: f for f in dataclasses.fields(impl.Options)}
+        hints = typing.get_type_hints(impl.Options)
+        given = dict(values.pop("backend_options", None) or {})
+        others = {f.name: f for b in BACKENDS.values() for f in dataclasses.fields(b.Options)}
+        for key in [k for k in values if k in own or k in others]:
+            value = values.pop(key)
+            if key in own:
+                given[key] = value
+            elif value != others[key].default:
+                takes = [n for n, c in BACKENDS.items() if key in c.options]
+                flag = "--" + key.replace("_", "-")
+                plural = "s" if len(takes) > 1 else ""
+                raise UsageError(f"{flag} applies to the {', '.join(takes)} backend{plural}, not {name}")
+        for key, value in given.items():
+            if key not in own:
+                raise UsageError(f"backend {name} has no setting {key!r}; it takes: {', '.join(own) or 'none'}")
+            given[key] = _coerce(key, value, hints[key])
+            choices = own[key].metadata.get("choices")
+            if choices:
+                check_choice(key, given[key], choices)
+        values["backend_options"] = dataclasses.asdict(impl.Options(**given))
+        return values
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run's settings and the backend's, side by side: a record names ``channels_last`` as a setting of
+        its own, whichever part declares it."""
+        d = super().to_dict()
+        given = d.pop("backend_options")
+        try:  # complete with the backend's defaults, as a run built from a suite entry holds them
+            return d | dataclasses.asdict(backend_class(self.backend).Options(**given))
+        except (UsageError, TypeError):  # an unknown backend or setting: validate says which
+            return d | given
 
     @property
     def effective_precision(self) -> str:
@@ -105,13 +148,7 @@ class InferParams(LoadGenParams):
         positive("--nproc", self.nproc)
         positive("--streams", self.streams)
         not_negative(self, "latency_bound_ms", "target_qps", "expected_qps", "duration", "max_wait_ms")
-        if self.service_ms <= 0:
-            raise UsageError(f"--service-ms must be positive, got {self.service_ms}")
-        for knob in BACKEND_KNOBS:  # a setting the backend does not take is refused, never silently ignored
-            if getattr(self, knob) != self.__dataclass_fields__[knob].default and knob not in impl.options:
-                takes = [n for n, c in BACKENDS.items() if knob in c.options]
-                flag = "--" + knob.replace("_", "-")
-                raise UsageError(f"{flag} applies to the {', '.join(takes)} backends, not {self.backend}")
+        impl.Options(**self.backend_options).check()
         if self.mode == "find-peak" and self.scenario not in ("server", "multistream"):
             raise UsageError("--mode find-peak searches Server QPS or MultiStream samples per query: use one of those")
         if self.mode == "accuracy" and not impl.runs_model:

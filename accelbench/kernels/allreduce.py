@@ -76,7 +76,7 @@ def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
             record,
             metrics=_rates(m, item["bytes"], data["world_size"]),
             primary_metric="busbw_gbps",
-            warnings=fig.warnings_of(m, conditions),
+            concerns=fig.concerns_of(m, conditions),
             conditions=conditions,
             samples=list(m.samples),
             details={

@@ -154,7 +154,7 @@ def measure_case(
         try:
             _add_graph_metrics(result, case, device, params)
         except RuntimeError as exc:  # e.g. an op that cannot be captured; eager figures stand
-            result.warnings.append(f"CUDA graph capture failed: {str(exc).splitlines()[0][:200]}")
+            result.concern("graph-failed", f"CUDA graph capture failed: {str(exc).splitlines()[0][:200]}")
     return result
 
 
@@ -210,13 +210,13 @@ def kernel_result(
     if case.flops is not None:
         details["flops_per_call"] = case.flops
     details["bytes_per_call"] = case.bytes_moved
-    warnings = fig.warnings_of(measurement, conditions)
+    concerns = fig.concerns_of(measurement, conditions)
     return Result(
         benchmark=benchmark,
         params=params,
         metrics=metrics,
         primary_metric=case.throughput,
-        warnings=warnings,
+        concerns=concerns,
         conditions=conditions,
         samples=list(measurement.samples),
         details=details,

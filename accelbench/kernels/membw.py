@@ -103,7 +103,8 @@ def run(params: MembwParams, ctx: RunContext) -> Iterator[Result]:
         if llc:
             result.details["last_level_cache_bytes"] = llc
             if parse_size(params.size) < CACHE_MULTIPLE * llc:
-                result.warnings.append(
+                result.concern(
+                    "cache-resident",
                     f"cache-resident: each array ({params.size}) is under {CACHE_MULTIPLE}x the "
                     f"{llc / 2**20:.0f} MiB last-level cache, so this is partly cache bandwidth, not memory's; "
                     f"use --size {CACHE_MULTIPLE * llc // 2**20}M or more"

@@ -8,11 +8,12 @@ the time interval inverted: the slowest plausible median gives the lowest rate.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from accelbench.measure.compiles import compile_warning
-from accelbench.measure.stats import Measurement
-from accelbench.results.record import Metric
+from accelbench.measure.compiles import RECOMPILED, compile_warning
+from accelbench.measure.stats import MIN_CI_SAMPLES, Measurement
+from accelbench.results.record import Concern, Metric
 
 
 def seconds(m: Measurement) -> Metric:
@@ -61,17 +62,41 @@ def peak_details(value: float, unit: str, source: str, estimated: bool) -> dict[
     return {"value": value, "unit": unit, "source": source, "estimated": estimated}
 
 
-def warnings_of(m: Measurement | None, conditions: dict[str, Any]) -> list[str]:
-    """The record's warnings: the measurement's (noise, too few samples, a budget cut short), then what the
-    conditions monitor saw."""
-    own: list[str | None] = []
+def concerns_of(m: Measurement | None, conditions: dict[str, Any]) -> list[Concern]:
+    """The record's concerns: the measurement's (noise, too few samples, a recompile, a budget cut short), then what
+    the conditions monitor saw (its ``concerns``; a warning of a conditions dict that has none is kind "other")."""
+    own: list[Concern] = []
     if m is not None:
-        own.append(m.noise_warning())
-        own.append(compile_warning(m.meta))
+        noise = m.noise_warning()
+        if noise and m.n < MIN_CI_SAMPLES:
+            own.append(Concern("few-samples", noise, {"n": m.n, "needed": MIN_CI_SAMPLES}))
+        elif noise:
+            own.append(Concern("noisy", noise, {"n": m.n, "spread": _finite(m.spread)}))
+        recompiled = compile_warning(m.meta)
+        if recompiled:
+            c = m.meta.get("compiles") or {}
+            data = {"graphs": c.get("window_graphs"), "seconds": _finite(c.get("window_compile_seconds"))}
+            own.append(Concern(RECOMPILED, recompiled, data))
         wanted = m.meta.get("min_reps")
         if wanted and m.n < wanted:
-            own.append(
+            text = (
                 f"min-reps not met: {m.n} of {wanted} samples before --max-time {m.meta.get('max_time', 0):g} s; "
                 "raise --max-time"
             )
-    return [w for w in [*own, *conditions.get("warnings", [])] if w]
+            own.append(Concern("min-reps", text, {"n": m.n, "wanted": wanted}))
+    typed = conditions.get("concerns")
+    if typed is not None:
+        seen = [Concern.from_dict(c) for c in typed if c.get("text")]
+    else:
+        seen = [Concern("other", str(w)) for w in conditions.get("warnings", []) if w]
+    return [*own, *seen]
+
+
+def warnings_of(m: Measurement | None, conditions: dict[str, Any]) -> list[str]:
+    """The words of :func:`concerns_of`, for a reader that wants only them."""
+    return [c.text for c in concerns_of(m, conditions)]
+
+
+def _finite(x: Any) -> float | None:
+    """``x`` as a JSON-safe float (a record is written with ``allow_nan=False``), None where it is none."""
+    return round(float(x), 6) if isinstance(x, (int, float)) and math.isfinite(x) else None

@@ -237,12 +237,21 @@ class Conditions:
     other_processes: list[dict[str, Any]] = field(default_factory=list)
     gpu: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: the warnings typed, in the record's concern form ({kind, text, data}: :class:`accelbench.results.record.Concern`
+    #: serialised, since measure/ stands below results/): what a consumer decides by, the words being ``warnings``
+    concerns: list[dict[str, Any]] = field(default_factory=list)
     #: the window's energy per domain, measured or why not (measure/energy.py)
     energy: dict[str, Any] = field(default_factory=dict)
 
     @property
     def contended(self) -> bool:
         return bool(self.warnings)
+
+    def flag(self, kind: str, text: str, *, first: bool = False, **data: Any) -> None:
+        """Add a concern and its words (at the front with ``first``)."""
+        at = 0 if first else len(self.warnings)
+        self.warnings.insert(at, text)
+        self.concerns.insert(at, {"kind": kind, "text": text, "data": data})
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -311,14 +320,21 @@ class ConditionsMonitor:
         c.other_cpu_seconds = max(0.0, busy - self._busy0 - own - c.sut_cpu_seconds)
         c.other_cpu_fraction = min(1.0, c.other_cpu_seconds / capacity)
         self._name_others(c, capacity, table1, window, sut)
-        contention = []
-        if c.steal_fraction > STEAL_THRESHOLD:
-            contention.append(f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time")
+        # contention first, the steal before the other processes: what most changes a figure is read first
         if c.other_cpu_fraction > OTHER_CPU_THRESHOLD:
-            contention.append(
-                f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs ({_who(c.other_processes)})"
+            c.flag(
+                "contended",
+                f"contended: other processes used {c.other_cpu_fraction:.0%} of the CPUs ({_who(c.other_processes)})",
+                first=True,
+                share=round(c.other_cpu_fraction, 4),
             )
-        c.warnings[:0] = contention
+        if c.steal_fraction > STEAL_THRESHOLD:
+            c.flag(
+                "contended",
+                f"contended: the hypervisor stole {c.steal_fraction:.0%} of CPU time",
+                first=True,
+                steal=round(c.steal_fraction, 4),
+            )
 
     def _name_others(
         self,
@@ -364,11 +380,20 @@ class ConditionsMonitor:
             c.gpu["throttled_fraction"] = shares
             for limit, share in shares.items():
                 if share > THROTTLE_THRESHOLD:
-                    c.warnings.append(f"GPU throttled: the {limit} limit held the clocks down {share:.0%} of the time")
+                    c.flag(
+                        "throttled",
+                        f"GPU throttled: the {limit} limit held the clocks down {share:.0%} of the time",
+                        limit=limit,
+                        share=round(share, 4),
+                    )
             return
         reasons = c.gpu.get("throttle_reasons") or []
         if reasons:
-            c.warnings.append(f"GPU throttled at the end of the measurement: {', '.join(reasons)}")
+            c.flag(
+                "throttled",
+                f"GPU throttled at the end of the measurement: {', '.join(reasons)}",
+                reasons=list(reasons),
+            )
 
 
 def _who(others: list[dict[str, Any]]) -> str:

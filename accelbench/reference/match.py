@@ -4,7 +4,7 @@ No row is hidden for being different, but a ratio is printed only between like a
 (a ``--scale tiny`` model against the full one), the model, the precision (int8 published, fp32 here; or a
 precision the source does not state), the scenario (or its latency bound) or the run's fitness differ (an
 INVALID LoadGen run, a failed accuracy gate, a figure biased by a neighbour or its own client: the one judge's
-set-aside policy, :func:`accelbench.results.judge.concerns`), the row reads "n/a: tiny model" and carries no
+set-aside policy, :func:`accelbench.results.judge.set_aside_by`), the row reads "n/a: tiny model" and carries no
 ratio, per-device ratio or bar. Such a ratio measures the difference in the work, not in the machines, and a
 reader cannot undo it. Differences that leave the work the same (framework, batch, data, device count, LoadGen
 profile) are said beside the ratio, so the reader judges; rows that differ in nothing but the machine say so.
@@ -31,7 +31,7 @@ from accelbench.families import PYTORCH, Published, family_of
 from accelbench.reference import llm_train, tokens
 from accelbench.reference.table import Reference, select
 from accelbench.results import format as fmt
-from accelbench.results.judge import concerns, kind
+from accelbench.results.judge import set_aside_by
 from accelbench.results.record import Result
 
 #: a published precision and the accelbench precisions that run the same arithmetic
@@ -167,11 +167,11 @@ def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
             out.append(f"latency bound differs ({ref.latency_bound_ms:g} ms published, {float(bound):g} ms here)")
     # the one judge's set-aside policy, for a ratio to a figure with no interval: what biased this figure (its own
     # INVALID verdict, a neighbour's load, its own client, a recompile), not what merely made it imprecise
-    reasons = concerns(r, imprecise=False)
-    if any(w.startswith("INVALID") for w in reasons):
+    reasons = set_aside_by(r, imprecise=False)
+    if any(c.kind == "invalid" for c in reasons):
         gates = r.details.get("accuracy_gates") or {}
         out.append("failed accuracy gate" if gates and not all(gates.values()) else "INVALID run")
-    out += sorted({f"{kind(w)} run" for w in reasons if not w.startswith("INVALID")})
+    out += sorted({f"{c.kind} run" for c in reasons if c.kind != "invalid"})
     if tokens.is_tokens(ref):
         out += tokens.unlike(r, ref)
     if llm_train.is_llm_train(ref):

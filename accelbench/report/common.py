@@ -141,11 +141,11 @@ def warnings_text(r: Result) -> str:
 
 
 def caveat(r: Result) -> str:
-    """' (contended, noisy: read with care)' where the record's own warnings make its figure unfit to compare (the
-    ones ``compare`` sets aside), so a summary line never states such a figure plain; '' otherwise."""
+    """' (contended, noisy: read with care)' where the record's own concerns make its figure unfit to compare (the
+    kinds ``compare`` sets aside), so a summary line never states such a figure plain; '' otherwise."""
     from accelbench.results.judge import SET_ASIDE
 
-    kinds = sorted({w.split(":")[0] for w in r.warnings if w.startswith(SET_ASIDE)})
+    kinds = sorted({c.label for c in r.of_kind(*SET_ASIDE)})
     return f" ({', '.join(kinds)}: read with care)" if kinds else ""
 
 

@@ -90,7 +90,7 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
                 ]
                 + [_latency(r, key) for _, key in PERCENTILES]
                 + [cell(r) for _, cell in extra]
-                + [why or "; ".join(w for w in r.warnings if not w.startswith("INVALID"))]
+                + [why or "; ".join(c.text for c in r.concerns if c.kind != "invalid")]
             )
             peak = r.details.get("find_peak") or {}
             trials = [

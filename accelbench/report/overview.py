@@ -128,11 +128,22 @@ def _best(inp: ReportInput) -> list[str]:
     return lines
 
 
-#: the warnings that make a figure unfit to compare, the word each is listed under, and what to do about it
+#: the concern kinds that make a figure unfit to compare, the words their text opens with (dropped from each run's
+#: detail), the word each is listed under, and what to do about it
 CONCERNS = (
-    ("contended", "Contended", "rerun on a quiet machine: other work shared it, and the figures measure that too"),
-    ("noisy", "Noisy", "rerun on a quieter machine, or measure longer (--min-time)"),
-    ("GPU throttled", "Throttled", "the clocks were held down: cool the GPU or lift its power limit, then rerun"),
+    (
+        "contended",
+        "contended",
+        "Contended",
+        "rerun on a quiet machine: other work shared it, and the figures measure that too",
+    ),
+    ("noisy", "noisy", "Noisy", "rerun on a quieter machine, or measure longer (--min-time)"),
+    (
+        "throttled",
+        "GPU throttled",
+        "Throttled",
+        "the clocks were held down: cool the GPU or lift its power limit, then rerun",
+    ),
 )
 #: the runs one "Read with care" line names at most (the rest counted)
 CARE_RUNS = 8
@@ -166,10 +177,10 @@ def _care(r: Result, label: str) -> list[Concern]:
     if r.valid is False:
         for why in r.details.get("invalid_reasons") or ["LoadGen's verdict"]:
             out.append(Concern("INVALID", *_split(why), label))
-    for w in r.warnings:
-        for prefix, word, advice in CONCERNS:
-            if w.startswith(prefix):
-                out.append(Concern(word, "", w.removeprefix(prefix).lstrip(": "), advice, label))
+    for c in r.concerns:
+        for kind, opening, word, advice in CONCERNS:
+            if c.kind == kind:
+                out.append(Concern(word, "", c.text.removeprefix(opening).lstrip(": "), advice, label))
     return out
 
 

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from accelbench.errors import UsageError
 from accelbench.report.common import ReportInput
-from accelbench.results.compare import workload_key
+from accelbench.results.compare import Defaults, no_defaults, workload_key
 from accelbench.results.describe import Describe, plain
 from accelbench.results.store import Store
 
@@ -20,8 +20,13 @@ def from_store(
     everything: bool = False,
     describe: Describe = plain,
     title: str = "accelbench report",
+    defaults: Defaults = no_defaults,
 ) -> ReportInput:
-    """With no run, no --last and no --all: the latest run (what a user who just ran a suite wants)."""
+    """With no run, no --last and no --all: the latest run (what a user who just ran a suite wants).
+
+    The history beside the records is every ok record of the same workloads on the same systems, a workload
+    as ``compare`` keys it (``defaults``: each benchmark's parameters at their defaults, which an older record
+    missing a setting is read as having used; the CLI passes the registry's)."""
     if sum(bool(x) for x in (run_ids, last, everything)) > 1:
         raise UsageError("pick runs one way: RUN_ID ..., --last N or --all")
     runs = store.runs()
@@ -46,8 +51,8 @@ def from_store(
         where = f" with {', '.join(f'{k}={v}' for k, v in (tags or {}).items())}" if tags else ""
         raise UsageError(f"no records{where} in the selected runs; see 'accelbench results runs'")
     ids = {r.run_id for r in records}
-    keys = {(r.fingerprint, workload_key(r)) for r in records if r.status == "ok"}
-    history = [r for r in store.query(status="ok") if (r.fingerprint, workload_key(r)) in keys]
+    keys = {(r.fingerprint, workload_key(r, defaults=defaults)) for r in records if r.status == "ok"}
+    history = [r for r in store.query(status="ok") if (r.fingerprint, workload_key(r, defaults=defaults)) in keys]
     return ReportInput(
         records=records,
         history=history,

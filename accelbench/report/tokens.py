@@ -195,7 +195,7 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
                 bound,
             ]
             + [cell(r) if ok else "" for _, cell in optional]
-            + [why or "; ".join(w for w in r.warnings if not w.startswith("INVALID"))]
+            + [why or "; ".join(c.text for c in r.concerns if c.kind != "invalid")]
         )
     head = ["output tokens/s", "requests/s", "TTFT p99", "TPOT p99", "tokens/s per user", "limits (p99 TTFT / TPOT)"]
     cols = (["system"] if multi else []) + ["workload", "status", "verdict"] + head + [n for n, _ in optional]
@@ -258,9 +258,8 @@ def series_name(r: Result, labels: dict[str, str]) -> str:
 
 def flags(r: Result) -> list[str]:
     """What makes a run's figures unfit to read as the setup's own: 'INVALID' (LoadGen's verdict), 'contended'
-    (other work shared the machine: a warning starting 'contended'); none for a VALID, uncontended run."""
-    contended = any(w.startswith("contended") for w in r.warnings)
-    return ["INVALID"] * (r.valid is False) + ["contended"] * contended
+    (other work shared the machine: a concern of kind 'contended'); none for a VALID, uncontended run."""
+    return ["INVALID"] * (r.valid is False) + ["contended"] * r.has("contended")
 
 
 def mark(r: Result) -> str:

@@ -9,10 +9,9 @@ from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, v
 from accelbench.report.model import Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results import judge
-from accelbench.results.compare import BESIDE, compare
-from accelbench.results.comparison import Row
+from accelbench.results.compare import BESIDE, Defaults, Row, compare, nearest_difference, no_defaults
 from accelbench.results.history import Series, histories
-from accelbench.results.judge import MIN_EFFECT_SINGLE, MIN_RUNS_BARE
+from accelbench.results.judge import IDENTITY_PARAMS, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
 from accelbench.results.record import Result
 
 _VERDICT_MARK = {"faster": "good", "better": "good", "slower": "bad", "worse": "bad"}
@@ -36,18 +35,17 @@ def _groups(inp: ReportInput) -> tuple[str, list[dict[str, list[Result]]]]:
     return "tags", [g for g in by_key.values() if len(g) > 1]
 
 
-def _across(base: list[Result], cand: list[Result]) -> list[str]:
+def _across(base: list[Result], cand: list[Result], defaults: Defaults) -> list[str]:
     """The one setting two tag groups differ in where that is what the tags name (``p=fp32`` against
     ``p=amp_bf16``: precision), so the pairs are made across it as ``compare --ignore`` would; none where the
     nearest records differ in more, or in what makes another model."""
-    from accelbench.results.compare import nearest_difference
-    from accelbench.results.judge import IDENTITY_PARAMS
-
-    differ = nearest_difference(base, cand)
+    differ = nearest_difference(base, cand, defaults=defaults)
     return differ if len(differ) == 1 and differ[0] not in IDENTITY_PARAMS else []
 
 
-def comparisons(inp: ReportInput) -> Section | None:
+def comparisons(inp: ReportInput, defaults: Defaults = no_defaults) -> Section | None:
+    """Each system (or tag value) against the first, workload by workload; ``defaults``: each benchmark's
+    parameters at their defaults, which an older record missing a setting is paired as having used."""
     kind, sets = _groups(inp)
     if not sets:
         return None
@@ -68,8 +66,10 @@ def comparisons(inp: ReportInput) -> Section | None:
     )
     pairs = [(g, names[0], cand) for g in sets for names in [list(g)] for cand in names[1:]]
     for i, (groups, base, cand) in enumerate(pairs):
-        across = _across(groups[base], groups[cand]) if kind == "tags" else []
-        c = compare(groups[base], groups[cand], ignore=across, describe=inp.describe, earlier=inp.history)
+        across = _across(groups[base], groups[cand], defaults) if kind == "tags" else []
+        c = compare(
+            groups[base], groups[cand], ignore=across, describe=inp.describe, earlier=inp.history, defaults=defaults
+        )
         title = f"{cand} against {base}" + (f" (paired across {across[0]})" if across else "")
         sub = Section(f"comparison-{i}", title)
         if not c.rows:
@@ -166,8 +166,10 @@ def _efficiency(r: Row, label: str) -> list[str]:
     return [figure(b), figure(c), f"{s:.3g}x"]
 
 
-def history(inp: ReportInput) -> Section | None:
-    series = [s for s in histories(inp.history or inp.ok(), describe=inp.describe) if len(s.points) >= 2]
+def history(inp: ReportInput, defaults: Defaults = no_defaults) -> Section | None:
+    """Each workload's figure over the runs on one system (``defaults`` as :func:`comparisons` reads them)."""
+    found = histories(inp.history or inp.ok(), describe=inp.describe, defaults=defaults)
+    series = [s for s in found if len(s.points) >= 2]
     if not series:
         return None
     labels = systems(inp.history or inp.ok())

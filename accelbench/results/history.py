@@ -31,7 +31,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from accelbench.results.compare import system_key
+from accelbench.results.compare import Defaults, no_defaults, system_key
 from accelbench.results.describe import Describe, plain
 from accelbench.results.judge import Side, concerns
 from accelbench.results.judge import judge as judge_sides
@@ -155,11 +155,14 @@ def histories(
     threshold: float = THRESHOLD,
     min_history: int = MIN_HISTORY,
     max_spread: float = MAX_SPREAD,
+    defaults: Defaults = no_defaults,
 ) -> list[Series]:
-    """One judged series per (system fingerprint, workload), from ok records, oldest first."""
+    """One judged series per (system fingerprint, workload), from ok records, oldest first (``defaults``: each
+    benchmark's parameters at their defaults, which an older record missing a setting is read as having used,
+    as ``compare`` pairs it)."""
     groups: dict[tuple[str, str], list[Result]] = {}
     for r in sorted((r for r in results if r.status == "ok"), key=lambda r: r.started_at):
-        groups.setdefault(system_key(r), []).append(r)
+        groups.setdefault(system_key(r, defaults), []).append(r)
     out = []
     for (fingerprint, _), rs in groups.items():
         name = metric or rs[-1].primary_metric
@@ -172,7 +175,7 @@ def histories(
             continue
         first = rs[-1]
         s = Series(first.benchmark, describe(first.benchmark, first.params), str(name), fingerprint, pts)
-        s.settings = json.loads(system_key(first)[1])[1]
+        s.settings = json.loads(system_key(first, defaults)[1])[1]
         out.append(judge(s, threshold, min_history, max_spread))
     _name_differences(out)
     return out

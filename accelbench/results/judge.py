@@ -5,7 +5,8 @@ device), a search's confirmations (:mod:`accelbench.tune.verdict`) and a record 
 (:mod:`accelbench.reference.match`) all ask this module, so one record is never fit in one command and unfit in
 another, nor one difference real in one and chance in another:
 
-- :func:`concerns` / :func:`unfit`: the one set-aside policy (which warnings and states make a figure unfit);
+- :func:`set_aside_by` / :func:`concerns` / :func:`unfit`: the one set-aside policy (which kinds of concern and
+  which states make a figure unfit);
 - :func:`significance`: the one significance rule (:data:`ALPHA`, the rank test on raw samples, the intervals
   where records carry none);
 - :func:`judge`: the verdict between two sides (the significance rule and the run-to-run spread);
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from accelbench.measure.stats import MIN_CI_SAMPLES, mann_whitney_p, median_ci_ranks
-from accelbench.results.record import Metric, Result
+from accelbench.results.record import Concern, Metric, Result
 
 #: p-value under which the rank test calls two sets of samples different (asv's threshold): the one level of every
 #: verdict (compare, history, the scaling table, a search's confirmations). Read at each call, never copied.
@@ -51,14 +52,14 @@ ALPHA = 0.002
 MIN_EFFECT_SINGLE = 0.10
 #: With run-to-run evidence, the smallest change called a difference however steady the runs.
 MIN_EFFECT = 0.02
-#: Warnings that say a figure describes something other than the machine under test (a neighbour's load, its own
-#: client, a recompile inside the measured window), by the prefix the measurement and the conditions monitor give
-#: them: such a figure stands in no comparison, however precise.
+#: Concern kinds that say a figure describes something other than the machine under test (a neighbour's load, its
+#: own client, a recompile inside the measured window): such a figure stands in no comparison, however precise.
 BIASED = ("contended", "client-limited", "recompiled")
-#: Warnings that say a figure is too imprecise to tell from noise: unfit for a significance test, yet an unbiased
-#: estimate where nothing is tested (a ratio to a published figure, which has no interval to test against).
-IMPRECISE = ("noisy", "few samples")
-#: Every warning that sets a record aside from a verdict (for readers that name them; :func:`concerns` decides).
+#: Concern kinds that say a figure is too imprecise to tell from noise: unfit for a significance test, yet an
+#: unbiased estimate where nothing is tested (a ratio to a published figure, which has no interval to test against).
+IMPRECISE = ("noisy", "few-samples")
+#: Every concern kind that sets a record aside from a verdict (for readers that name them; :func:`set_aside_by`
+#: decides).
 SET_ASIDE = BIASED + IMPRECISE
 #: Runs a side, at least, on which a figure with no interval of its own is judged (the runs' spread stands in).
 MIN_RUNS_BARE = 3
@@ -74,22 +75,36 @@ IDENTITY_PARAMS = ("model", "workload", "scale")
 LOAD_TOLERANCE = 0.05
 
 
-def concerns(r: Result, metric: str | None = None, *, imprecise: bool = True) -> list[str]:
-    """Why ``r``'s ``metric`` cannot stand in a comparison, each reason in the record's own words: empty when it can.
+def set_aside_by(r: Result, metric: str | None = None, *, imprecise: bool = True) -> list[Concern]:
+    """Why ``r``'s ``metric`` cannot stand in a comparison, as concerns (their text the record's own words): empty
+    when it can.
 
-    The one set-aside policy: an INVALID record (by its own verdict) and the :data:`BIASED` warnings always; with
-    ``imprecise`` (a verdict that tests significance) the :data:`IMPRECISE` warnings too, and, where ``metric`` is
-    named, a figure with no 95% interval (:data:`NO_INTERVAL`). A ratio to a figure that has no interval of its
-    own (a published row) passes ``imprecise=False``: an imprecise figure still estimates the same work.
+    The one set-aside policy: an INVALID record (by its own verdict: kind "invalid") and the :data:`BIASED` kinds
+    always; with ``imprecise`` (a verdict that tests significance) the :data:`IMPRECISE` kinds too, and, where
+    ``metric`` is named, a figure with no 95% interval (kind "no-interval", :data:`NO_INTERVAL`). A ratio to a
+    figure that has no interval of its own (a published row) passes ``imprecise=False``: an imprecise figure still
+    estimates the same work. The conditions' concerns count too, where the record did not copy them.
     """
     why = "; ".join(str(x) for x in r.details.get("invalid_reasons") or [])
-    out = [f"INVALID: {why}" if why else "INVALID"] if r.valid is False else []
-    seen = [*r.warnings, *(w for w in r.conditions.get("warnings", []) if w not in r.warnings)]
-    out += [w for w in seen if w.startswith((*BIASED, *IMPRECISE) if imprecise else BIASED)]
+    out = [Concern("invalid", f"INVALID: {why}" if why else "INVALID")] if r.valid is False else []
+    own = list(r.concerns)
+    seen = [*own, *(c for c in _conditions_concerns(r) if c not in own)]
+    kinds = (*BIASED, *IMPRECISE) if imprecise else BIASED
+    out += [c for c in seen if c.kind in kinds]
     m = r.metrics.get(metric) if metric is not None and imprecise else None
-    if m is not None and m.ci95 is None and not any(w.startswith("few samples") for w in out):
-        out.append(NO_INTERVAL)
+    if m is not None and m.ci95 is None and not any(c.kind == "few-samples" for c in out):
+        out.append(Concern("no-interval", NO_INTERVAL))
     return out
+
+
+def concerns(r: Result, metric: str | None = None, *, imprecise: bool = True) -> list[str]:
+    """The words of :func:`set_aside_by`: why ``r`` is set aside, each reason as the record says it."""
+    return [c.text for c in set_aside_by(r, metric, imprecise=imprecise)]
+
+
+def _conditions_concerns(r: Result) -> list[Concern]:
+    found = r.conditions.get("concerns") if isinstance(r.conditions, dict) else None
+    return [Concern.from_dict(c) for c in found or [] if isinstance(c, dict) and c.get("kind") and c.get("text")]
 
 
 def unfit(r: Result, metric: str | None = None, *, imprecise: bool = True) -> str | None:
@@ -98,7 +113,8 @@ def unfit(r: Result, metric: str | None = None, *, imprecise: bool = True) -> st
 
 
 def kind(reason: str) -> str:
-    """A set-aside reason's kind, as a table cell names it: 'contended' for 'contended: other processes used...'."""
+    """A set-aside reason's label, as a table cell names it: 'contended' for 'contended: other processes used...'
+    (display only: which reasons set a record aside is :func:`set_aside_by`'s, by kind)."""
     return reason.split(":")[0]
 
 
@@ -246,11 +262,11 @@ def side(records: Sequence[Result], metric: str, earlier: Iterable[Result] = ())
     repeated = len(records) > 1
     runs, bare, aside = [], [], []
     for r in records:
-        why = [w for w in concerns(r, metric) if not (repeated and w.startswith("noisy"))]
-        if why == [NO_INTERVAL]:
+        why = [c for c in set_aside_by(r, metric) if not (repeated and c.kind == "noisy")]
+        if [c.kind for c in why] == ["no-interval"]:
             bare.append(r)
         elif why:
-            aside.append((r, tuple(why)))
+            aside.append((r, tuple(c.text for c in why)))
         else:
             runs.append(r)
     if bare and len(runs) + len(bare) >= MIN_RUNS_BARE:

@@ -15,7 +15,7 @@ import json
 import uuid
 from dataclasses import asdict, dataclass, field
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from accelbench import __version__
 from accelbench.errors import UsageError
@@ -68,6 +68,55 @@ class Metric:
         )
 
 
+#: Every kind of concern a record may carry, and what it says of the figure. A consumer asks for a kind (the set-aside
+#: policy of :mod:`accelbench.results.judge`, a report's advice, a rerun's plan); the prose is for the reader only, so
+#: the words can change without changing what a record means.
+KINDS: dict[str, str] = {
+    "invalid": "the benchmark's own verdict is INVALID (LoadGen's rules, an accuracy gate, MLPerf's seed rule)",
+    "contended": "other processes or the hypervisor took CPU in the measured window (data: share or steal)",
+    "client-limited": "a served endpoint's figures describe its client, not the server",
+    "recompiled": "graphs were compiled inside the measured windows (data: graphs, seconds)",
+    "noisy": "the samples scatter beyond the noise threshold (data: spread, n)",
+    "few-samples": "too few samples for a 95% interval (data: n, needed)",
+    "min-reps": "the time budget ran out before --min-reps samples (data: n, wanted)",
+    "throttled": "the GPU's clocks were held down (data: limit and share, or reasons)",
+    "non-compliant": "the quick profile is shorter than MLPerf's rules",
+    "rerun": "earlier runs disagreed with their plan; the reported run is a later one (data: runs)",
+    "over-bound": "over accelbench's own latency bound (not LoadGen's verdict)",
+    "uninformative": "an accuracy run whose reference cannot decide a verdict",
+    "no-verdict": "an accuracy run with nothing to set the bar",
+    "stopped-early": "the measurement was cut short (Ctrl-C, a timeout) and is partial",
+    "cache-resident": "a memory bandwidth figure partly measures the cache",
+    "graph-failed": "the CUDA graph replay could not be captured; the eager figures stand",
+    "not-converged": "a seed did not reach the target and was dropped as the slowest",
+    "no-interval": "the judge's own: a figure with no 95% interval where a test needs one (never stored)",
+    "other": "a warning whose producer named no kind (an older record's unrecognised words)",
+}
+
+
+@dataclass(frozen=True)
+class Concern:
+    """One thing a reader must know before trusting a record's figures: its ``kind`` (one of :data:`KINDS`, what
+    code decides by), its ``text`` (the words shown to a reader, also the record's ``warnings``) and ``data``, the
+    figures behind it where cheap ({"share": 0.65} for contended), so no consumer parses the words."""
+
+    kind: str
+    text: str
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def label(self) -> str:
+        """The words a table cell names it by: the text before its first colon ('contended', 'few samples')."""
+        return self.text.split(":")[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "data": dict(self.data)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Concern":
+        return cls(str(d["kind"]), str(d["text"]), dict(d.get("data") or {}))
+
+
 @dataclass
 class Result:
     """A benchmark's outcome for one set of parameters, on one machine, in one run."""
@@ -82,6 +131,8 @@ class Result:
     valid: bool | None = None
     error: str | None = None
     reason: str | None = None
+    #: the prose of ``concerns``, in order, for readers and tools that predate them; producers add both at once
+    #: (:meth:`concern`, or ``concerns=`` at construction, from which an empty ``warnings`` is filled)
     warnings: list[str] = field(default_factory=list)
     conditions: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
@@ -95,6 +146,36 @@ class Result:
     system: dict[str, Any] = field(default_factory=dict)
     accelbench_version: str = __version__
     schema_version: int = SCHEMA_VERSION
+    #: what a reader must know before trusting the figures, typed (see :class:`Concern`); what code decides by
+    concerns: list[Concern] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.concerns and not self.warnings:
+            self.warnings = [c.text for c in self.concerns]
+
+    def concern(self, kind: str, text: str, *, first: bool = False, **data: Any) -> Concern:
+        """Add a concern and its words to ``warnings`` (at the front with ``first``: what matters most first)."""
+        c = Concern(kind, text, data)
+        if first:
+            self.concerns.insert(0, c)
+            self.warnings.insert(0, text)
+        else:
+            self.concerns.append(c)
+            self.warnings.append(text)
+        return c
+
+    def set_concerns(self, concerns: Iterable[Concern]) -> None:
+        """Replace every concern, the warnings with them."""
+        self.concerns = list(concerns)
+        self.warnings = [c.text for c in self.concerns]
+
+    def has(self, *kinds: str) -> bool:
+        """Whether the record carries a concern of any of ``kinds``."""
+        return any(c.kind in kinds for c in self.concerns)
+
+    def of_kind(self, *kinds: str) -> list[Concern]:
+        """The record's concerns of any of ``kinds``, in order."""
+        return [c for c in self.concerns if c.kind in kinds]
 
     @classmethod
     def failed(cls, benchmark: str, params: dict[str, Any], error: str, **fields: Any) -> "Result":
@@ -102,7 +183,7 @@ class Result:
 
         ``fields`` are the record's other fields where the failure has them (``details``, ``conditions``).
         A figure that was measured but whose verdict is not valid (LoadGen's INVALID, tta's seed rule) is no
-        failure: it is ``ok`` with ``valid=False`` and its reasons in ``warnings``.
+        failure: it is ``ok`` with ``valid=False`` and its reasons as ``invalid`` concerns.
         """
         if not error:
             raise ValueError("a failed record says why")
@@ -132,6 +213,7 @@ class Result:
 
         d = upgrade(d, SCHEMA_VERSION)
         d["metrics"] = {k: Metric.from_dict(m) for k, m in d.get("metrics", {}).items()}
+        d["concerns"] = [Concern.from_dict(c) for c in d.get("concerns") or []]
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in d.items() if k in known})
 

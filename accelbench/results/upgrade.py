@@ -17,10 +17,16 @@ Version 3 (accelbench 0.4): a language model is a benchmark of its own, not a mo
 under LoadGen is ``infer/llm`` (it was ``infer/loadgen``), a decoder trained is ``train/llm`` (it was
 ``train/throughput``); each keeps only the parameters its own benchmark takes, and the records of the other models
 lose the language models' (at their neutral values they changed nothing).
+
+Concerns (accelbench 0.4, within version 3, so keyed on the field's absence, not the version): a record's warnings
+became typed :class:`~accelbench.results.record.Concern` objects, which code decides by. A record without them gets
+them here, once, from its warnings' words (:func:`concerns_from_warnings`), and so do its conditions: the one place
+accelbench reads a warning's prose, and only as the reading of an older record.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from accelbench.errors import UsageError
@@ -71,6 +77,18 @@ _SPLIT_V3: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {
 }  # fmt: skip
 
 
+#: v3's backend settings, each its backend's own (``Backend.Options``); a user's backend declared none before v3
+_BACKEND_OPTIONS_V3: dict[str, tuple[str, ...]] = {
+    "torch": ("channels_last",),
+    "compile": ("channels_last", "compile_mode"),
+    "onnxruntime": ("ort_optimization",),
+    "int8": ("ort_optimization",),
+    "tensorrt": ("ort_optimization",),
+    "sleep": ("service_ms",),
+}
+_ALL_BACKEND_OPTIONS_V3 = frozenset({"channels_last", "compile_mode", "ort_optimization", "service_ms"})
+
+
 def split_entry(benchmark: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A benchmark and its parameters as v3 names them: a decoder's ``infer/loadgen`` or ``train/throughput`` is
     its own benchmark, each keeps only its own parameters. Also what a stored run's suite entries go through (a
@@ -81,7 +99,11 @@ def split_entry(benchmark: str, params: dict[str, Any]) -> tuple[str, dict[str, 
     new, decoder_only, others_only = split
     if params.get("model") in DECODERS:
         return new, {k: v for k, v in params.items() if k not in others_only}
-    return benchmark, {k: v for k, v in params.items() if k not in decoder_only}
+    kept = {k: v for k, v in params.items() if k not in decoder_only}
+    if benchmark == "infer/loadgen":  # a backend's own settings: only those of the record's backend
+        takes = _BACKEND_OPTIONS_V3.get(str(kept.get("backend", "torch")), ())
+        kept = {k: v for k, v in kept.items() if k not in _ALL_BACKEND_OPTIONS_V3 or k in takes}
+    return benchmark, kept
 
 
 def split_from(benchmark: str) -> list[str]:
@@ -89,9 +111,57 @@ def split_from(benchmark: str) -> list[str]:
     return [old for old, (new, _, _) in _SPLIT_V3.items() if new == benchmark]
 
 
+#: how the words of an older record's warning began, per concern kind, as the versions before concerns wrote them
+#: (first match wins); a warning that matches none is kind "other"
+_PROSE_KINDS: tuple[tuple[str, str], ...] = (
+    (r"INVALID\b", "invalid"),
+    (r"contended\b", "contended"),
+    (r"client-limited\b", "client-limited"),
+    (r"recompiled\b", "recompiled"),
+    (r"noisy\b", "noisy"),
+    (r"few samples\b", "few-samples"),
+    (r"min-reps not met\b", "min-reps"),
+    (r"GPU throttled\b", "throttled"),
+    (r"non-compliant\b", "non-compliant"),
+    (r"rerun:", "rerun"),
+    (r"over the latency bound\b", "over-bound"),
+    (r"uninformative\b", "uninformative"),
+    (r"no verdict\b", "no-verdict"),
+    (r"stopped early\b", "stopped-early"),
+    (r"cache-resident\b", "cache-resident"),
+    (r"CUDA graph capture failed\b", "graph-failed"),
+    (r"\d+ runs? did not reach the target\b", "not-converged"),
+)
+
+
+def concerns_from_warnings(warnings: Any) -> list[dict[str, Any]]:
+    """An older record's warnings as concerns (serialised), each kind read from how its words begin."""
+    out: list[dict[str, Any]] = []
+    for w in warnings if isinstance(warnings, list) else []:
+        if not isinstance(w, str) or not w:
+            continue
+        kind = next((k for pattern, k in _PROSE_KINDS if re.match(pattern, w)), "other")
+        out.append({"kind": kind, "text": w, "data": {}})
+    return out
+
+
+def _with_concerns(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with concerns derived from its warnings where it has none (its conditions' too)."""
+    conditions = record.get("conditions")
+    bare = isinstance(conditions, dict) and "concerns" not in conditions and conditions.get("warnings")
+    if ("concerns" in record or not record.get("warnings")) and not bare:
+        return record  # nothing to derive: the record as it is (a reader adds an empty list)
+    out = dict(record)
+    if "concerns" not in out:
+        out["concerns"] = concerns_from_warnings(out.get("warnings"))
+    if bare:
+        out["conditions"] = {**conditions, "concerns": concerns_from_warnings(conditions.get("warnings"))}
+    return out
+
+
 def upgrade(record: dict[str, Any], current: int) -> dict[str, Any]:
     """``record`` in schema ``current`` (a new dict; the input is not changed)."""
-    record = _renamed_values(record)
+    record = _with_concerns(_renamed_values(record))
     version = record.get("schema_version")
     if version == current:
         return record

@@ -70,8 +70,8 @@ def plan(suite: Suite, store: Store | None, fingerprint: str, timeout: float | N
             k = (r.spec_key, r.run_id)
             lo, hi = spans.get(k, (r.started_at, r.ended_at))
             spans[k] = (min(lo, r.started_at), max(hi, r.ended_at))
-        for (key, run), (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
-            last[key] = (run, _seconds(lo, hi))
+        for (key, run_id), (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+            last[key] = (run_id, _seconds(lo, hi))
     out = []
     for entry in suite.entries:
         floor = registry.get(entry.benchmark).make_params(entry.params).planned_seconds()

@@ -29,10 +29,12 @@ from accelbench.measure.energy import idle_watts
 from accelbench.results.record import Result, now_iso, schema_errors
 from accelbench.results.runfolder import DEFAULT_OUT, RunFolder
 from accelbench.results.store import RunInfo, Store
+from accelbench.suite.plan import timeout_of
 from accelbench.suite.process import Tail, cause, context, kill_group
 from accelbench.suite.suites import Entry, Suite, make_entry
 from accelbench.suite.worker import CACHE, SCRATCH
 from accelbench.suite.worker import child_main as worker_child_main
+from accelbench.system.profile import collect_profile
 
 POLL_SECONDS = 0.2
 #: after asking a benchmark to stop (Ctrl-C, its timeout), how long it has to report what it finished
@@ -258,8 +260,6 @@ class SuiteRunner:
     # -- one entry ------------------------------------------------------------------------
 
     def _timeout(self, entry: Entry) -> float:
-        from accelbench.suite.plan import timeout_of
-
         return timeout_of(entry, self.options.timeout)
 
     def _run_entry(self, session: Session, key: str, entry: Entry, index: int) -> list[Result]:
@@ -393,8 +393,6 @@ def run_suite(
     profile: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Run ``suite`` isolated, storing every record; the library entry point behind ``accelbench run``."""
-    from accelbench.system.profile import collect_profile
-
     options = options or RunOptions()
     if resume is None:
         suite = apply_common(suite, options.device, options.threads)

@@ -71,7 +71,7 @@ class Entry:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Entry":
         benchmark, params = split_entry(d["benchmark"], d["params"])  # a run stored before a benchmark's split
-        fields = registry.get(registry.route(benchmark, params)).params.__dataclass_fields__
+        fields = {f.name for f, _ in registry.get(registry.route(benchmark, params)).params.flags()}
         return make_entry(benchmark, {k: v for k, v in params.items() if k in fields}, d.get("timeout"))
 
 
@@ -174,7 +174,7 @@ def parse_suite(doc: dict[str, Any], source: str) -> Suite:
             for row in rows:
                 for combo in expand(params):
                     name = registry.route(b["name"], {**row, **combo})  # a decoder's entry is its own benchmark's
-                    fields = registry.get(name).params.__dataclass_fields__
+                    fields = {f.name for f, _ in registry.get(name).params.flags()}
                     for default in expand({k: v for k, v in defaults.items() if k in fields and k not in combo}):
                         entries.append(make_entry(name, {**default, **row, **combo}, b.get("timeout")))
         except UsageError as exc:

@@ -91,7 +91,7 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
     count = 0
     unlocked, lock = emit, threading.Lock()
 
-    def emit(msg: dict[str, Any]) -> None:
+    def send(msg: dict[str, Any]) -> None:
         with lock:
             unlocked(msg)
 
@@ -99,7 +99,7 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
         nonlocal count, started
         result.started_at, result.ended_at = started, now_iso()
         started = result.ended_at
-        emit({"type": "result", "record": result.to_dict()})
+        send({"type": "result", "record": result.to_dict()})
         count += 1
 
     import os
@@ -111,11 +111,11 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
         params = info.make_params(entry.params)
         ctx = RunContext(
             log_dir,
-            progress=lambda m, left=None: emit({"type": "progress", "message": m, "left": left}),
+            progress=lambda m, left=None: send({"type": "progress", "message": m, "left": left}),
             cache_dir=log_dir.parent / CACHE,
             scratch_dir=scratch,
             export_cache=exports_dir(),
-            stop=_stop_poll(emit),
+            stop=_stop_poll(send),
         )
         for result in info.load()(params, ctx):
             if result.primary_metric is None:
@@ -125,9 +125,9 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
         record = exc.record if exc.record is not None else entry.params
         emit_result(Result(benchmark=entry.benchmark, params=record, status="skipped", reason=str(exc)))
     except RecordedElsewhere as exc:  # a multi-node job's other node: say where, record nothing
-        emit({"type": "progress", "message": str(exc)})
+        send({"type": "progress", "message": str(exc)})
     except StoppedEarly as exc:  # asked to stop before anything could be kept: the runner says why
-        emit({"type": "progress", "message": str(exc)})
+        send({"type": "progress", "message": str(exc)})
     except BenchmarkFailed as exc:  # the one failure path of every family: a measurement that could not be made
         emit_result(_failure(entry, str(exc), started, exc.record, details=dict(exc.details)))
     except UsageError as exc:
@@ -140,7 +140,7 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
             emit_result(_failure(entry, "the benchmark produced no result", started))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    emit({"type": "done"})
+    send({"type": "done"})
 
 
 def run_inline(

@@ -184,7 +184,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         conditions,
     )
     if trainer.stopped:  # the windows finished before a Ctrl-C or the timeout: kept, and said to be partial
-        result.warnings.append(f"stopped early: {trainer.stopped}")
+        result.concern("stopped-early", f"stopped early: {trainer.stopped}")
     yield result
 
 
@@ -231,7 +231,7 @@ def _measured(
         record,
         metrics=metrics,
         primary_metric="throughput",
-        warnings=fig.warnings_of(m, conditions),
+        concerns=fig.concerns_of(m, conditions),
         conditions=conditions,
         samples=list(m.samples),
         details=details,

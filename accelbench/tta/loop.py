@@ -11,10 +11,11 @@ throughput takes.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from mlperf_logging.mllog import constants as C
 
@@ -177,7 +178,8 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
     steps = r.steps_per_epoch(job.train, global_batch)
     schedule = r.schedule(model, global_batch, steps, job.max_epochs)
     train_step = TrainStep(schedule.optimizer, job.device, precision)
-    runner = torch.compile(model) if p.compile else model
+    # torch.compile of a module gives a module (an OptimizedModule), not the bare callable it is annotated as
+    runner = cast("torch.nn.Module", torch.compile(model)) if p.compile else model
     if p.compile:  # compile (forward and backward) before the clock; the weights and statistics are put back
         state = copy.deepcopy(model.state_dict())
         batch = next(iter(r.batches(job.train, job.batch, 0, seed, job.rank, job.world, job.device)))
@@ -215,7 +217,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
         t_train = time.perf_counter()
         for batch in r.batches(job.train, job.batch, epoch, seed, job.rank, job.world, job.device):
             schedule.step(step)
-            loss = train_step(lambda batch=batch: r.loss(runner, batch))
+            loss = train_step(functools.partial(r.loss, runner, batch))
             kind.end_step(job.device)  # a lazy device (XLA) runs each step as its own graph, compiled once
             del loss
             step += 1

@@ -18,7 +18,7 @@ from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
 from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
-from accelbench.results.record import Result
+from accelbench.results.record import Concern, Result
 from accelbench.tta.loop import Job, SeedRun, precision_of, run_seed
 from accelbench.tta.mlperf_log import RunLog
 from accelbench.tta.recipes import recipe
@@ -70,7 +70,7 @@ def make_job(params: TtaParams, device: Any, ctx: RunContext, rank: int = 0, wor
 
 
 def run_seeds(job: Job, seeds: list[int], log_dir: Path | None) -> list[SeedRun]:
-    runs = []
+    runs: list[SeedRun] = []
     for i, seed in enumerate(seeds):
         reached = [r.time_to_target for r in runs if r.converged and r.time_to_target]
         typical = sum(reached) / len(reached) if reached else None
@@ -160,7 +160,7 @@ def _result(
     metrics["throughput"] = fig.figure(sum(x.throughput for x in runs) / len(runs), "samples/s", higher_is_better=True)
     if score.spread is not None:
         metrics["time_to_target_spread"] = fig.figure(score.spread, "fraction", higher_is_better=False)
-    warnings = fig.warnings_of(None, conditions)
+    concerns = fig.concerns_of(None, conditions)
     if not score.valid or score.time_to_target is None:
         # MLPerf's seed rule leaves no time to target, so no primary figure: what the seeds measured is kept and
         # said INVALID, as LoadGen's INVALID runs are (ok, valid false, exit 3)
@@ -173,20 +173,22 @@ def _result(
             record,
             metrics=metrics,
             valid=False,
-            warnings=[f"INVALID: {reason}", *warnings],
+            concerns=[Concern("invalid", f"INVALID: {reason}"), *concerns],
             conditions=conditions,
             details=details,
         )
     ttt = fig.figure(score.time_to_target, "s", higher_is_better=False, n=len(runs))
     if score.converged < score.runs:
-        warnings.append(f"{score.runs - score.converged} run did not reach the target; it was dropped as the slowest")
+        dropped = score.runs - score.converged
+        text = f"{dropped} run did not reach the target; it was dropped as the slowest"
+        concerns.append(Concern("not-converged", text, {"runs": dropped}))
     return Result(
         benchmark_of(TtaParams),
         record,
         metrics={"time_to_target_seconds": ttt} | metrics,
         primary_metric="time_to_target_seconds",
         valid=True,
-        warnings=warnings,
+        concerns=concerns,
         conditions=conditions,
         details=details,
     )

@@ -37,13 +37,17 @@ def olympic(times: list[float | None]) -> Score:
     fastest = done[0] if done else None
     slowest = None if failed else done[-1]
     spread = (done[-1] - done[0]) / statistics.fmean(done) if len(done) > 1 else None  # one run: no spread
-    base = dict(fastest=fastest, slowest=slowest, spread=spread, converged=len(done), runs=len(times))
+
+    def score(time_to_target: float | None, valid: bool, reason: str = "", kept: tuple[int, ...] = ()) -> Score:
+        return Score(time_to_target, fastest, slowest, spread, len(done), len(times), valid, reason, kept)
+
     if failed > 1:
-        return Score(None, valid=False, reason=f"{failed} of {len(times)} runs did not reach the target", **base)
+        return score(None, valid=False, reason=f"{failed} of {len(times)} runs did not reach the target")
     if len(times) >= 3:
-        kept = order[1:-1]
-        return Score(statistics.fmean(times[i] for i in kept), valid=True, kept=tuple(sorted(kept)), **base)
+        kept = order[1:-1]  # a run that did not converge sorts last: dropped as the slowest
+        mean = statistics.fmean(t for i in kept if (t := times[i]) is not None)
+        return score(mean, valid=True, kept=tuple(sorted(kept)))
     if failed:
         why = "the run did not reach the target" if len(times) == 1 else "a run did not reach the target"
-        return Score(None, valid=False, reason=f"{why}; with fewer than 3 seeds none is dropped", **base)
-    return Score(statistics.fmean(done), valid=True, kept=tuple(range(len(times))), **base)
+        return score(None, valid=False, reason=f"{why}; with fewer than 3 seeds none is dropped")
+    return score(statistics.fmean(done), valid=True, kept=tuple(range(len(times))))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 import statistics
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from accelbench.families import benchmark_of
@@ -142,15 +142,16 @@ def reproduce(search: Search, c: Candidate) -> str:
     words = ["accelbench", "infer" if p.task == "serve" else p.task, p.model]
     common = ("device", "threads")  # the common options last, as a person writes them
     plain = type(trial)(model=trial.model)  # the defaults as the model resolves them (train's optimizer: auto)
+    values, defaults = trial.to_dict(), plain.to_dict()  # a backend's own settings among the run's
     own = list(type(trial).__dict__.get("__annotations__", {}))  # its own flags in the order it declares them
 
     def order(f: Any) -> tuple[bool, bool, int]:
         return f.name in common, f.name in own, own.index(f.name) if f.name in own else 0
 
-    for f in sorted(fields(trial), key=order):
+    for f in sorted((f for f, _ in type(trial).flags()), key=order):
         if f.name == "model" or (f.name in TRIAL_LENGTH and not (f.name == "mode" and p.scenario == "server")):
             continue
-        value, default = getattr(trial, f.name), getattr(plain, f.name)
+        value, default = values.get(f.name), defaults.get(f.name, f.default)
         if value == default or value is None:
             continue
         flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")

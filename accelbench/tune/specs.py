@@ -173,7 +173,8 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
             return LLMServeParams(**(common | serve_trial_settings(self) | settings))
         from accelbench.infer.specs import InferParams
 
-        return InferParams(**(common | {"checkpoint": self.checkpoint} | settings))
+        # a candidate's settings are flat (channels_last beside batch_size): the backend's own go where it keeps them
+        return InferParams(**InferParams.gather(common | {"checkpoint": self.checkpoint} | settings))
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:

@@ -272,9 +272,10 @@ class Decoder(Workload):
         torch.manual_seed(0)  # random weights are the same in every run
         config = config if config is not None else config_of(self.preset, scale)
         with torch.device(device or "cpu"):
-            return AutoModelForCausalLM.from_config(
+            model: torch.nn.Module = AutoModelForCausalLM.from_config(
                 config, attn_implementation=self.preset.attention, dtype=dtype or torch.float32
             )
+        return model
 
     def synthetic_batch(self, batch_size: int, device: "torch.device", scale: str) -> Any:
         import torch
@@ -284,7 +285,8 @@ class Decoder(Workload):
         return torch.randint(0, vocab, (batch_size, seq), device=device)
 
     def loss(self, model: "torch.nn.Module", batch: Any) -> "torch.Tensor":
-        return model(input_ids=batch, labels=batch).loss
+        loss: torch.Tensor = model(input_ids=batch, labels=batch).loss
+        return loss
 
 
 def _workload(preset: Preset) -> type[Decoder]:

@@ -59,8 +59,9 @@ class _Detector(Workload):
 
     def loss(self, model: "torch.nn.Module", batch: Any) -> "torch.Tensor":
         images, targets = batch
-        losses = model(images, targets)
-        return sum(losses.values())  # type: ignore[return-value]
+        losses = model(images, targets)  # torchvision's detectors return their losses by name in training
+        total: torch.Tensor = sum(losses.values())
+        return total
 
 
 class SSD300(_Detector):
@@ -131,7 +132,8 @@ def ssd300_resnet34(num_classes: int) -> "torch.nn.Module":
         scales=[0.07, 0.15, 0.33, 0.51, 0.69, 0.87, 1.05],
         steps=[8, 16, 32, 64, 100, 300],
     )
-    return SSD(Backbone(), anchors, (300, 300), num_classes, image_mean=_MEAN, image_std=_STD)
+    model: torch.nn.Module = SSD(Backbone(), anchors, (300, 300), num_classes, image_mean=_MEAN, image_std=_STD)
+    return model
 
 
 class MaskRCNN(_Detector):
@@ -152,7 +154,10 @@ class MaskRCNN(_Detector):
 
         s = self.image_size(scale)
         classes = self.classes if scale == "full" else 5
-        return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=classes, min_size=s, max_size=s)
+        model: torch.nn.Module = maskrcnn_resnet50_fpn(
+            weights=None, weights_backbone=None, num_classes=classes, min_size=s, max_size=s
+        )
+        return model
 
 
 def _block(cin: int, cout: int, pool: bool = True) -> "torch.nn.Module":
@@ -189,7 +194,8 @@ def small_ssd(num_classes: int, size: int) -> "torch.nn.Module":
             return OrderedDict([("0", a), ("1", b), ("2", self.down2(b))])
 
     anchors = DefaultBoxGenerator([[2], [2], [2]], min_ratio=0.2, max_ratio=0.9)
-    return SSD(Backbone(), anchors, (size, size), num_classes, image_mean=_MEAN, image_std=_STD)
+    model: torch.nn.Module = SSD(Backbone(), anchors, (size, size), num_classes, image_mean=_MEAN, image_std=_STD)
+    return model
 
 
 def small_maskrcnn(num_classes: int, size: int, width: int = 32) -> "torch.nn.Module":
@@ -215,7 +221,7 @@ def small_maskrcnn(num_classes: int, size: int, width: int = 32) -> "torch.nn.Mo
         def forward(self, x: torch.Tensor) -> "OrderedDict[str, torch.Tensor]":
             return OrderedDict([("0", self.body(x))])
 
-    return MaskRCNN(
+    model: torch.nn.Module = MaskRCNN(
         Backbone(),
         min_size=size,
         max_size=size,
@@ -236,3 +242,4 @@ def small_maskrcnn(num_classes: int, size: int, width: int = 32) -> "torch.nn.Mo
         mask_head=MaskRCNNHeads(width, [width, width], 1),
         mask_predictor=MaskRCNNPredictor(width, width, num_classes),
     )
+    return model

@@ -55,12 +55,14 @@ def _bert_model(cfg: BertConfig) -> "torch.nn.Module":
 
         def encode(self, tokens: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
             pos = torch.arange(tokens.shape[1], device=tokens.device)
-            return self.encoder(self.norm(self.words(tokens) + self.positions(pos) + self.segments(segments)))
+            embedded = self.norm(self.words(tokens) + self.positions(pos) + self.segments(segments))
+            hidden: torch.Tensor = self.encoder(embedded)
+            return hidden
 
         def forward(self, tokens: torch.Tensor, segments: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
             x = self.encode(tokens, segments)
             # only the masked positions go through the vocabulary projection, as reference implementations do
-            picked = self.transform(x[masked])
+            picked: torch.Tensor = self.transform(x[masked])
             return picked @ self.words.weight.t() + self.bias
 
     return Bert()
@@ -73,13 +75,16 @@ def span_model(cfg: BertConfig, seq_len: int | None = None) -> "torch.nn.Module"
     from torch import nn
 
     class BertSpans(nn.Module):
+        bert: Any  # _bert_model's Bert: its encode is more than nn.Module declares
+
         def __init__(self) -> None:
             super().__init__()
             self.bert = _bert_model(replace(cfg, seq_len=seq_len or cfg.seq_len))
             self.span = nn.Linear(cfg.hidden, 2)
 
         def forward(self, tokens: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
-            return self.span(self.bert.encode(tokens, segments))  # (batch, seq, 2)
+            spans: torch.Tensor = self.span(self.bert.encode(tokens, segments))  # (batch, seq, 2)
+            return spans
 
     return BertSpans()
 

@@ -53,7 +53,8 @@ def _unet3d(filters: tuple[int, ...]) -> "torch.nn.Module":
                 skips.append(x)
             for i in reversed(range(len(self.up))):
                 x = self.fuse[i](torch.cat([self.up[i](x), skips[i]], dim=1))
-            return self.head(x)
+            logits: torch.Tensor = self.head(x)
+            return logits
 
     return UNet3D()
 
@@ -83,7 +84,7 @@ class UNet3DWorkload(Workload):
         import torch.nn.functional as F
 
         volume, labels = batch
-        logits = model(volume)
+        logits: torch.Tensor = model(volume)
         ce = F.cross_entropy(logits, labels)
         probs = logits.float().softmax(dim=1)
         onehot = F.one_hot(labels, CLASSES).permute(0, 4, 1, 2, 3).float()

@@ -48,7 +48,8 @@ def _neumf(cfg: NcfConfig) -> "torch.nn.Module":
         def forward(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
             mf = self.mf_user(users) * self.mf_item(items)
             mlp = self.mlp(torch.cat([self.mlp_user(users), self.mlp_item(items)], dim=1))
-            return self.out(torch.cat([mf, mlp], dim=1)).squeeze(1)
+            logit: torch.Tensor = self.out(torch.cat([mf, mlp], dim=1))
+            return logit.squeeze(1)
 
     return NeuMF()
 
@@ -114,6 +115,9 @@ def _dlrm(cfg: DlrmConfig) -> "torch.nn.Module":
     interactions = features * (features - 1) // 2
 
     class DLRM(nn.Module):
+        rows: torch.Tensor  # buffers (register_buffer): the index pairs of the pairwise interactions
+        cols: torch.Tensor
+
         def __init__(self) -> None:
             super().__init__()
             self.bottom = mlp((cfg.dense, *cfg.bottom), last_act=True)
@@ -128,7 +132,8 @@ def _dlrm(cfg: DlrmConfig) -> "torch.nn.Module":
             embedded = [emb(sparse[:, i : i + 1]) for i, emb in enumerate(self.embeddings)]
             t = torch.stack([x, *embedded], dim=1)  # (batch, features, dim)
             dots = torch.bmm(t, t.transpose(1, 2))[:, self.rows, self.cols]  # pairwise dot interaction
-            return self.top(torch.cat([x, dots], dim=1)).squeeze(1)
+            logit: torch.Tensor = self.top(torch.cat([x, dots], dim=1))
+            return logit.squeeze(1)
 
     return DLRM()
 

@@ -84,7 +84,8 @@ def _rnnt(cfg: RnntConfig) -> "torch.nn.Module":
             start = torch.full((b, 1), BLANK, dtype=targets.dtype, device=targets.device)
             g, _ = self.pred(self.embed(torch.cat([start, targets], dim=1)))  # (B, U+1, P)
             joint = torch.relu(self.enc_proj(x).unsqueeze(2) + self.pred_proj(g).unsqueeze(1))
-            return self.out(joint)  # (B, T/2, U+1, V)
+            logits: torch.Tensor = self.out(joint)  # (B, T/2, U+1, V)
+            return logits
 
     return RNNT()
 

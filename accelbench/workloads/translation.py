@@ -36,6 +36,8 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
     from torch import nn
 
     class Seq2Seq(nn.Module):
+        positions: torch.Tensor  # a buffer (register_buffer)
+
         def __init__(self) -> None:
             super().__init__()
             self.embed = nn.Embedding(cfg.vocab, cfg.width)
@@ -56,7 +58,7 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
             s = self.embed(src) * self.scale + self.positions[: src.shape[1]]
             t = self.embed(tgt) * self.scale + self.positions[: tgt.shape[1]]
             mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], device=tgt.device)
-            out = self.core(
+            out: torch.Tensor = self.core(
                 s, t, tgt_mask=mask, tgt_is_causal=True, src_key_padding_mask=src_pad, memory_key_padding_mask=src_pad
             )
             return out @ self.embed.weight.t()
@@ -67,7 +69,8 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
 
         def encode(self, src: torch.Tensor, src_pad: torch.Tensor | None) -> torch.Tensor:
             s = self.embed(src) * self.scale + self.positions[: src.shape[1]]
-            return self.core.encoder(s, src_key_padding_mask=src_pad)
+            memory: torch.Tensor = self.core.encoder(s, src_key_padding_mask=src_pad)
+            return memory
 
         def step(
             self, memory: torch.Tensor, src_pad: torch.Tensor | None, token: torch.Tensor, position: int, state: Any
@@ -186,7 +189,7 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
 
         def forward(self, q: torch.Tensor, keys: torch.Tensor, pad: torch.Tensor | None = None) -> torch.Tensor:
             v = self.g * self.v / self.v.norm()
-            scores = torch.tanh(self.query(q).unsqueeze(2) + self.key(keys).unsqueeze(1) + self.b) @ v
+            scores: torch.Tensor = torch.tanh(self.query(q).unsqueeze(2) + self.key(keys).unsqueeze(1) + self.b) @ v
             if pad is not None:  # padded source positions get no attention
                 scores = scores.masked_fill(pad.unsqueeze(1), float("-inf"))
             return scores.softmax(dim=-1) @ keys  # (batch, target, hidden) context
@@ -212,6 +215,7 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
 
         def encode(self, src: torch.Tensor, src_pad: torch.Tensor | None) -> torch.Tensor:
             emb = self.src_embed(src)
+            x: torch.Tensor
             if src_pad is None:
                 x, _ = self.enc_bi(emb)
             else:

@@ -72,7 +72,8 @@ class TorchvisionClassifier(ImageClassifier):
         if self.arch == "inception_v3":
             # the auxiliary head needs 299-pixel inputs; the tiny scale goes without it
             kwargs |= {"aux_logits": scale == "full", "init_weights": False}
-        return getattr(torchvision.models, self.arch)(**kwargs)
+        model: torch.nn.Module = getattr(torchvision.models, self.arch)(**kwargs)
+        return model
 
 
 class ResNet18(TorchvisionClassifier):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from accelbench.infer import logs
 from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.infer.tokens.limits import offline_tpot_reason
@@ -164,9 +165,9 @@ def kv_cache(sut: "TokenSUT", engine: dict[str, Any], model: "Figures | None") -
     return out
 
 
-def token_reasons(d: dict[str, Any], scenario: str) -> list[str]:
-    """Why LoadGen called a token run INVALID, each with the fix."""
-    reasons = []
+def token_reasons(d: dict[str, Any], scenario: str) -> list[tuple[str, str]]:
+    """Why LoadGen called a token run INVALID, each as (the rule broken, the words with the fix)."""
+    reasons: list[tuple[str, str]] = []
     if d.get("result_perf_constraints_met") is False:
         for what, key, limit in (
             ("TTFT", "result_first_token_99.00_percentile_latency_ns", "requested_server_ttft_latency"),
@@ -174,24 +175,29 @@ def token_reasons(d: dict[str, Any], scenario: str) -> list[str]:
         ):
             got, bound = d.get(key), d.get(limit)
             if got is not None and bound and got > bound:
-                reasons.append(
+                words = (
                     f"{what} constraint not met (LoadGen): p99 {what} {got / 1e6:.4g} ms over the {bound / 1e6:g} ms "
                     "limit; lower --target-qps (or --batch-size)"
                 )
+                reasons.append((logs.TOKEN_LIMITS, words))
         if not reasons:
-            reasons.append("LoadGen: performance constraints not met (TTFT or TPOT); lower --target-qps")
+            words = "LoadGen: performance constraints not met (TTFT or TPOT); lower --target-qps"
+            reasons.append((logs.TOKEN_LIMITS, words))
     if d.get("result_min_duration_met") is False:
         fix = "raise --expected-qps" if scenario == "offline" else "raise --target-qps or --duration"
-        reasons.append(f"min duration not met: LoadGen ran out of planned queries before the minimum duration; {fix}")
+        words = f"min duration not met: LoadGen ran out of planned queries before the minimum duration; {fix}"
+        reasons.append((logs.MIN_DURATION, words))
     if d.get("result_min_queries_met") is False:
-        reasons.append("min queries not met: LoadGen issued fewer queries than required; run longer")
+        words = "min queries not met: LoadGen issued fewer queries than required; run longer"
+        reasons.append((logs.MIN_QUERIES, words))
     if d.get("early_stopping_met") is False:
-        reasons.append(
+        words = (
             "early stopping criterion not met: too few requests for the p99 TTFT/TPOT; run longer (--duration S, "
             "or --profile official)"
         )
-    reasons += [f"LoadGen error: {e}" for e in d.get("_errors", [])]
-    return reasons or ["LoadGen reported INVALID (see mlperf_log_detail.txt)"]
+        reasons.append((logs.EARLY_STOPPING, words))
+    reasons += [(logs.LOADGEN_ERROR, f"LoadGen error: {e}") for e in d.get("_errors", [])]
+    return reasons or [(logs.UNSAID, "LoadGen reported INVALID (see mlperf_log_detail.txt)")]
 
 
 def token_result(
@@ -255,7 +261,7 @@ def token_result(
         reasons, valid = [*reasons, f"disturbed: {outcome.disturbed}; rerun on a quiet machine"], False
     result = loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
     if reruns:
-        result.warnings.insert(0, rerun_warning(reruns))
+        result.concern("rerun", rerun_warning(reruns), first=True, runs=len(reruns) + 1)
     return result
 
 
@@ -319,7 +325,8 @@ def token_accuracy_result(
     if why and rouge is None:  # no verdict at all rather than a VALID that proves nothing
         details["uninformative"] = why
         result = loadgen_record(params, record, metrics, primary, details, [], conditions, None)
-        result.warnings.insert(0, f"uninformative: {why}; serve real weights (--checkpoint DIR) for a verdict")
+        text = f"uninformative: {why}; serve real weights (--checkpoint DIR) for a verdict"
+        result.concern("uninformative", text, first=True)
         return result
     reasons = list(rouge["verdict"]["reasons"]) if rouge is not None else []
     if why is None and not verdict.passed:
@@ -350,8 +357,10 @@ def endpoint_accuracy_result(
     }
     if verdict is None:
         result = loadgen_record(params, record, metrics, "rougeL", details, [], conditions, None)
-        result.warnings.insert(
-            0, "no verdict: the server's weights have no FP32 run here to set the bar; give --accuracy-target"
+        result.concern(
+            "no-verdict",
+            "no verdict: the server's weights have no FP32 run here to set the bar; give --accuracy-target",
+            first=True,
         )
         return result
     details["accuracy_gates"] = verdict["passed"]

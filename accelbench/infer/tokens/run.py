@@ -293,7 +293,7 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     if client:  # the engine's own side, measured: a client that limited the run sets the record aside
         result.details["client"] = client
         if client.get("limited_by"):
-            result.warnings.append(f"client-limited: {client['limited_by']}; the figures describe the client")
+            result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
     if work.summary:
         result.details["prompts"] = work.summary
     if found is not None:
@@ -333,7 +333,7 @@ def peak_found(result: Result, found: dict[str, Any]) -> None:
     why = f"no peak: {len(tried)} confirmation runs at {rates} requests/s were all INVALID"
     result.valid = False
     result.details["invalid_reasons"] = [why, *(result.details.get("invalid_reasons") or [])]
-    result.warnings.insert(0, f"INVALID: {why}")
+    result.concern("invalid", f"INVALID: {why}", first=True)
 
 
 @dataclass(frozen=True)

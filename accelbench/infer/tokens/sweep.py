@@ -126,7 +126,7 @@ def curve(results: list["Result"], planned: int, sweep_id: str) -> dict[str, Any
                 "ttft_p90_ms": _figure(r, "ttft_p90_ms"),
                 "tpot_p50_ms": _figure(r, "tpot_p50_ms"),
                 "valid": r.valid,
-                "set_aside": [w for w in r.warnings if w.startswith(("contended", "client-limited"))],
+                "set_aside": [c.text for c in r.of_kind("contended", "client-limited")],
             }
         )
     usable = [

@@ -259,7 +259,7 @@ def _result(
         record,
         metrics=metrics,
         primary_metric="throughput",
-        warnings=fig.warnings_of(m, conditions),
+        concerns=fig.concerns_of(m, conditions),
         conditions=conditions,
         samples=list(m.samples),
         details=details,

@@ -25,9 +25,9 @@ def recipe(name: str) -> Recipe:
     from accelbench.plugins import load_class
 
     if ":" in name:
-        return load_class(name, Recipe, "tta workload")()
+        return load_class(name, Recipe, "tta workload")()  # type: ignore[type-abstract]  # (python/mypy#4717)
     if name not in RECIPES:
         close = difflib.get_close_matches(name, list(RECIPES), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; workloads: {', '.join(RECIPES)}"
         raise UsageError(f"unknown tta workload {name!r}{hint}")
-    return load_class(RECIPES[name], Recipe, "tta workload")()
+    return load_class(RECIPES[name], Recipe, "tta workload")()  # type: ignore[type-abstract]

@@ -189,7 +189,8 @@ class Recipe(ABC):
         """The quality from every rank's part (a corpus BLEU from summed n-gram counts, a COCO mAP from every
         rank's detections): by default the summed scores over the summed count. A recipe with
         :attr:`more_targets` returns each metric by name, its own :attr:`metric` among them."""
-        return sum(p[0] for p in parts) / sum(p[1] for p in parts)
+        quality: float = sum(p[0] for p in parts) / sum(p[1] for p in parts)
+        return quality
 
     def stage(self, split: Any, device: "torch.device") -> Any:
         """The training split where batches are cut from (before the clock, as MLPerf's data staging)."""
@@ -216,7 +217,9 @@ class TensorClassification(Recipe):
     def normalize(self, x: "torch.Tensor") -> "torch.Tensor":
         return x
 
-    def batches(self, train, batch, epoch, seed, rank, world, device):  # type: ignore[no-untyped-def]
+    def batches(
+        self, train: Any, batch: int, epoch: int, seed: int, rank: int, world: int, device: "torch.device"
+    ) -> Iterator[tuple[Any, ...]]:
         import torch
 
         g = torch.Generator().manual_seed(seed * 1000 + epoch)
@@ -235,13 +238,15 @@ class TensorClassification(Recipe):
             return split
         return TensorSplit(split.x.to(device), split.y.to(device))
 
-    def loss(self, model, batch):  # type: ignore[no-untyped-def]
+    def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor":
         import torch.nn.functional as F
 
         x, y = batch
         return F.cross_entropy(model(x), y, label_smoothing=self.label_smoothing)
 
-    def evaluate(self, model, val, device, rank=0, world=1):  # type: ignore[no-untyped-def]
+    def evaluate(
+        self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
+    ) -> tuple[float, int]:
         import torch
 
         xs, ys = val.x[rank::world], val.y[rank::world]

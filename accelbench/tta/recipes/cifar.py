@@ -41,7 +41,8 @@ def resnet9(width: int = 64, classes: int = 10) -> "torch.nn.Module":
             self.inner = nn.Sequential(block(c, c), block(c, c))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x + self.inner(x)
+            out: torch.Tensor = x + self.inner(x)
+            return out
 
     class Scale(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:

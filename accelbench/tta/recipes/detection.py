@@ -17,7 +17,7 @@ backbones start from random weights, and a run to the published targets takes co
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, cast
 
 from mlperf_logging.mllog import constants as C
 
@@ -35,6 +35,7 @@ from accelbench.tta.recipes.base import EpochBatches, Recipe, Schedule, loader_w
 
 if TYPE_CHECKING:
     import torch
+    from torch.utils.data import Dataset
 
 MLPERF_V05 = "MLPerf Training v0.5 rules, quality targets"
 
@@ -87,10 +88,17 @@ class _Coco(Recipe):
         workers = loader_workers(self.workers) if count > self.workers_from else 0
         pin = workers > 0 and kind_of(device).pin_memory
         return DataLoader(
-            images, num_workers=workers, collate_fn=as_lists, pin_memory=pin, persistent_workers=workers > 0, **batching
+            cast("Dataset[Any]", images),  # a map-style set (__getitem__, __len__) without Dataset's base class
+            num_workers=workers,
+            collate_fn=as_lists,
+            pin_memory=pin,
+            persistent_workers=workers > 0,
+            **batching,
         )
 
-    def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
+    def batches(
+        self, train: Any, batch: int, epoch: int, seed: int, rank: int, world: int, device: "torch.device"
+    ) -> Iterator[tuple[Any, ...]]:
         import torch
 
         g = torch.Generator().manual_seed(seed * 1000 + epoch)
@@ -111,17 +119,20 @@ class _Coco(Recipe):
             ims = [im.to(device, non_blocking=True) for im in ims]
             yield ims, [{k: v.to(device, non_blocking=True) for k, v in t.items()} for t in targets]
 
-    def loss(self, model, batch):  # type: ignore[no-untyped-def]
+    def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor":
         images, targets = batch
-        return sum(model(images, targets).values())
+        total: torch.Tensor = sum(model(images, targets).values())  # torchvision's losses by name
+        return total
 
-    def evaluate_part(self, model, val, device, rank=0, world=1):  # type: ignore[no-untyped-def]
+    def evaluate_part(
+        self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
+    ) -> list[dict[str, Any]]:
         """This rank's detections of every ``world``-th image, in COCO's results format (with masks, RLE)."""
         import torch
 
         ids = val.image_ids[rank::world]
         size = self.size[self._scale]
-        results: list[dict] = []
+        results: list[dict[str, Any]] = []
         with torch.no_grad():
             done = 0
             loader = self.kept.get(
@@ -145,7 +156,13 @@ class _Coco(Recipe):
         return len(val)
 
     def _stepped_sgd(
-        self, model: Any, lr: float, weight_decay: float, decays: list[int], ramp: Any, logged: dict[str, Any]
+        self,
+        model: Any,
+        lr: float,
+        weight_decay: float,
+        decays: list[int],
+        ramp: Callable[[int], float],
+        logged: dict[str, Any],
     ) -> Schedule:
         """SGD with momentum 0.9 at ``lr`` times its warm-up ``ramp(step)``, tenfold lower after each step in
         ``decays``: both references' full-scale schedule, which differ in rate, decay, drops and warm-up only."""
@@ -257,7 +274,8 @@ class MaskRcnn(_Coco):
 
         classes = len(data[0].label_of) + 1  # and the background
         if scale == "full":
-            return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=classes)
+            model: torch.nn.Module = maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=classes)
+            return model
         return small_maskrcnn(classes, self.size[scale] or 64)
 
     def schedule(self, model: Any, global_batch: int, steps_per_epoch: int, epochs: int) -> Schedule:

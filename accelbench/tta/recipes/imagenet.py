@@ -45,7 +45,8 @@ class ImageNet(Recipe):
     def build(self, data: Any, scale: str) -> "torch.nn.Module":
         import torchvision
 
-        return torchvision.models.resnet50(weights=None, num_classes=len(data[0].classes))
+        model: torch.nn.Module = torchvision.models.resnet50(weights=None, num_classes=len(data[0].classes))
+        return model
 
     def steps_per_epoch(self, train: Any, global_batch: int) -> int:
         return max(1, len(train) // global_batch)
@@ -56,7 +57,8 @@ class ImageNet(Recipe):
     def schedule(self, model: Any, global_batch: int, steps_per_epoch: int, epochs: int) -> Schedule:
         import torch
 
-        decay, no_decay = [], []
+        decay: list[torch.nn.Parameter] = []
+        no_decay: list[torch.nn.Parameter] = []
         for _name, p in model.named_parameters():
             (no_decay if p.ndim <= 1 else decay).append(p)  # no weight decay on BN and biases, as the reference
         base = self.base_lr(global_batch)
@@ -92,7 +94,7 @@ class ImageNet(Recipe):
         from torch.utils.data.distributed import DistributedSampler
 
         workers = loader_workers(self.workers) if len(data) > 256 else 0
-        sampler = DistributedSampler(
+        sampler: DistributedSampler[Any] = DistributedSampler(
             data,
             num_replicas=world,
             rank=rank,
@@ -110,7 +112,9 @@ class ImageNet(Recipe):
         )
         return sampler, loader
 
-    def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
+    def batches(
+        self, train: Any, batch: int, epoch: int, seed: int, rank: int, world: int, device: "torch.device"
+    ) -> Iterator[tuple[Any, ...]]:
         sampler, loader = self.kept.get(
             train, ("train", batch, rank, world), lambda: self._loader(train, batch, seed, rank, world, device)
         )
@@ -121,13 +125,15 @@ class ImageNet(Recipe):
 
     label_smoothing = 0.1
 
-    def loss(self, model, batch):  # type: ignore[no-untyped-def]
+    def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor":
         import torch.nn.functional as F
 
         x, y = batch
         return F.cross_entropy(model(x), y, label_smoothing=self.label_smoothing)
 
-    def evaluate(self, model, val, device, rank=0, world=1):  # type: ignore[no-untyped-def]
+    def evaluate(
+        self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
+    ) -> tuple[float, int]:
         import torch
         from torch.utils.data import DataLoader, Subset
 

@@ -65,7 +65,9 @@ class MovieLens(Recipe):
         hyper = {"opt_name": "adam", "opt_base_learning_rate": self.LR}
         return Schedule(opt, None, hyper | {"opt_adam_beta_1": self.BETAS[0], "opt_adam_beta_2": self.BETAS[1]})
 
-    def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
+    def batches(
+        self, train: Any, batch: int, epoch: int, seed: int, rank: int, world: int, device: "torch.device"
+    ) -> Iterator[tuple[Any, ...]]:
         import torch
 
         rng = np.random.default_rng(seed * 1000 + epoch)
@@ -81,13 +83,15 @@ class MovieLens(Recipe):
                 continue
             yield tuple(torch.from_numpy(a[idx]).to(device) for a in (users, items, labels))
 
-    def loss(self, model, batch):  # type: ignore[no-untyped-def]
+    def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor":
         import torch.nn.functional as F
 
         users, items, labels = batch
         return F.binary_cross_entropy_with_logits(model(users, items).float(), labels)
 
-    def evaluate(self, model, val, device, rank=0, world=1):  # type: ignore[no-untyped-def]
+    def evaluate(
+        self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
+    ) -> tuple[float, int]:
         """HR@10: the held-out item ranks in the top 10 of itself and its 999 negatives (ties count against it)."""
         import torch
 

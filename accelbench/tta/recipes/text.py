@@ -190,7 +190,8 @@ class TextDecoder(Recipe):
         config = config_of(preset, scale)
         config.vocab_size = data[0].vocab
         config.use_cache = False
-        return AutoModelForCausalLM.from_config(config, attn_implementation=preset.attention)
+        model: torch.nn.Module = AutoModelForCausalLM.from_config(config, attn_implementation=preset.attention)
+        return model
 
     def stage(self, split: TokenSplit, device: "torch.device") -> TokenSplit:
         return split if device.type == "cpu" else TokenSplit(split.ids.to(device), split.vocab, split.tokenizer)
@@ -223,7 +224,9 @@ class TextDecoder(Recipe):
         } | self._data  # what the corpus became, into each seed's MLPerf log
         return Schedule(opt, lr_at, hyper)
 
-    def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
+    def batches(
+        self, train: Any, batch: int, epoch: int, seed: int, rank: int, world: int, device: "torch.device"
+    ) -> Iterator[tuple[Any, ...]]:
         import torch
 
         g = torch.Generator().manual_seed(seed * 1000 + epoch)
@@ -232,11 +235,14 @@ class TextDecoder(Recipe):
             idx = order[(s * world + rank) * batch : (s * world + rank + 1) * batch]
             yield (train.ids[idx].to(device, non_blocking=True),)
 
-    def loss(self, model, batch):  # type: ignore[no-untyped-def]
+    def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor":
         (ids,) = batch
-        return model(input_ids=ids, labels=ids).loss
+        loss: torch.Tensor = model(input_ids=ids, labels=ids).loss
+        return loss
 
-    def evaluate(self, model, val, device, rank=0, world=1):  # type: ignore[no-untyped-def]
+    def evaluate(
+        self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
+    ) -> tuple[float, int]:
         """(summed cross-entropy, predicted tokens) over this rank's sequences: the loop's ratio is nats per token."""
         import torch
         import torch.nn.functional as F

@@ -105,7 +105,9 @@ class _Translation(Recipe):
     def steps_per_epoch(self, train: Pairs, global_batch: int) -> int:
         return max(1, len(train) // global_batch)
 
-    def batches(self, train, batch, epoch, seed, rank, world, device) -> Iterator[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
+    def batches(
+        self, train: Any, batch: int, epoch: int, seed: int, rank: int, world: int, device: "torch.device"
+    ) -> Iterator[tuple[Any, ...]]:
         import torch
 
         g = torch.Generator().manual_seed(seed * 1000 + epoch)
@@ -119,7 +121,7 @@ class _Translation(Recipe):
             tgt = tgt.to(device, non_blocking=True)
             yield src, src == pad, tgt[:, :-1], tgt[:, 1:]
 
-    def loss(self, model, batch):  # type: ignore[no-untyped-def]
+    def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor":
         import torch.nn.functional as F
 
         src, src_pad, tgt_in, tgt_out = batch
@@ -132,9 +134,11 @@ class _Translation(Recipe):
             label_smoothing=self.label_smoothing,
         )
 
-    def evaluate_part(self, model, val, device, rank=0, world=1):  # type: ignore[no-untyped-def]
+    def evaluate_part(
+        self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
+    ) -> tuple[list[int], list[int], int, int]:
         """This rank's translations of every ``world``-th sentence, as sacreBLEU's n-gram counts (summable)."""
-        from sacrebleu.metrics import BLEU
+        from sacrebleu.metrics.bleu import BLEU
 
         hyps = self.translate(model, val, device, range(rank, len(val), world))
         refs = val.refs[rank::world]
@@ -144,7 +148,7 @@ class _Translation(Recipe):
         return list(score.counts), list(score.totals), score.sys_len, score.ref_len
 
     def combine(self, parts: list[Any]) -> float:
-        from sacrebleu.metrics import BLEU
+        from sacrebleu.metrics.bleu import BLEU
 
         counts = [sum(p[0][n] for p in parts) for n in range(4)]
         totals = [sum(p[1][n] for p in parts) for n in range(4)]
