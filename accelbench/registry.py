@@ -190,6 +190,7 @@ for _info in (
             implies=(("data_dir", "data", ["real"]),),  # a data directory given means real data
             data_table=True,
         ),
+        measures="models other than decoders",
     ),
     BenchmarkInfo(
         "train/llm",

@@ -16,6 +16,7 @@ from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend, backend_class
 from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.params import _coerce, check_choice, not_negative, opt, positive
+from accelbench.workloads import is_decoder
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
 MODES = ("performance", "accuracy", "find-peak")
@@ -71,8 +72,6 @@ class InferParams(LoadGenParams):
 
     @classmethod
     def takes_model(cls, model: str) -> bool:
-        from accelbench.infer.tokens.specs import is_decoder
-
         return not is_decoder(model)
 
     @classmethod

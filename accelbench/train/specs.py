@@ -17,6 +17,7 @@ from accelbench.params import (
     positive,
 )
 from accelbench.train.decode import DECODERS, decoder_name
+from accelbench.workloads import is_decoder
 
 #: the real input pipeline's settings as a synthetic record keeps them: unused, so at their defaults (a
 #: synthetic,real sweep hands both runs the same --data-dir, --workers and --decode)
@@ -25,23 +26,63 @@ UNUSED_PIPELINE = {"data_dir": "", "workers": -1, "decode": "auto"}
 TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16", "fp8")
 
 
-def is_decoder(model: str) -> bool:
-    """Whether ``model`` is a decoder preset (trained by ``train/llm``, :mod:`accelbench.train.llm`); a model
-    that cannot be loaded here is not (validate says why)."""
-    from accelbench.workloads import model_info
-
-    try:
-        return model_info(model).serving == "tokens"
-    except Exception:
-        return False
-
-
 #: the optimizer --optimizer auto steps: SGD with momentum, tf_cnn_benchmarks'
 DEFAULT_OPTIMIZER = "sgd"
 
 
 @dataclass(frozen=True)
-class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
+class TrainingParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
+    """What every training benchmark takes (``train/throughput``, ``train/llm``): the step's compilation, the
+    measured steps and the ranks, checked once."""
+
+    precision: str = opt("fp32", "the arithmetic of the step", choices=TRAIN_PRECISIONS)
+    compile: bool = opt(False, "torch.compile the model", sweep=False)
+    compile_mode: str = opt(
+        "default",
+        "with --compile: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
+        choices=COMPILE_MODES,
+    )
+    warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
+    num_batches: int = opt(100, "measured steps", sweep=False)
+    display_every: int = opt(0, "steps per measurement window, the throughput samples", sweep=False)
+    nproc: int = opt(1, "processes (devices) per node under torchrun; a list makes a scaling table")
+
+    def validate(self) -> None:
+        super().validate()
+        check_steps(self.warmup, self.num_batches, self.display_every)
+        if self.compile_mode != "default" and not self.compile:
+            raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
+        positive("--nproc", self.nproc)
+        self.validate_nodes()
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc * self.nnodes
+
+    def check_environment(self, device_type: str) -> None:
+        """Ranks this machine can start, and the precision's arithmetic on the device (tf32, fp8)."""
+        if self.world_size > 1:
+            from accelbench.kit.ranks import check_nproc
+
+            check_nproc(self.nproc, device_type, self.nnodes)
+        import torch
+
+        from accelbench.devices.kind import kind_of
+        from accelbench.devices.precision import tf32_math, unsupported_reason
+
+        kind = kind_of(device_type)
+        precision = self.precision
+        if precision == "fp8":
+            why = kind.float8_training_reason(torch.device(device_type))
+            if why:
+                raise UsageError(f"--precision fp8: {why}")
+        why = unsupported_reason(torch.device(device_type), "tf32") if tf32_math(precision) else None
+        if why:
+            raise UsageError(f"--precision tf32: the {kind.name} device cannot run it ({why})")
+
+
+@dataclass(frozen=True)
+class TrainParams(TrainingParams):
     """Train ``model`` on synthetic batches: ``warmup`` steps, then ``num_batches`` measured steps. Decoder
     presets are another benchmark's (``train/llm``: tokens, sequences, sharding)."""
 
@@ -53,12 +94,6 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         "model's weights, activations and gradients in that dtype: no fp32 master copy, no loss scaling); fp8: "
         "decoder models only",
         choices=TRAIN_PRECISIONS,
-    )
-    compile: bool = opt(False, "torch.compile the model", sweep=False)
-    compile_mode: str = opt(
-        "default",
-        "with --compile: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
-        choices=COMPILE_MODES,
     )
     channels_last: bool = opt(False, "NHWC memory layout (image models only)", sweep=False)
     data: str = opt(
@@ -95,14 +130,11 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         "models step AdamW)",
         choices=("auto", "sgd", "adamw"),
     )
-    warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
-    num_batches: int = opt(100, "measured steps", sweep=False)
     display_every: int = opt(
         0,
         "steps per measurement window, the throughput samples (0: 10, or --num-batches if fewer)",
         sweep=False,
     )
-    nproc: int = opt(1, "processes (devices) per node, DDP under torchrun; a list makes a scaling table")
     max_batch_size: int = opt(
         0, "with --batch-size auto: the largest batch tried, e.g. a published one (0: no limit)", sweep=False
     )
@@ -139,16 +171,11 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                     f"--batch-size must be a positive integer, 'default' or 'auto', got {self.batch_size!r}"
                 ) from None
             positive("--batch-size", value)
-        check_steps(self.warmup, self.num_batches, self.display_every)
         if self.precision == "fp8":
             raise UsageError(f"--precision fp8 trains decoder models (torchao float8); {info.name} is not one")
         self._validate_data(info)
-        if self.compile_mode != "default" and not self.compile:
-            raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
         if self.channels_last and not info.image_input:
             raise UsageError(f"--channels-last applies to image models; {info.name} has no 4-D image input")
-        positive("--nproc", self.nproc)
-        self.validate_nodes()
         if self.world_size > 1 and self.batch_size == "auto":
             raise UsageError("--batch-size auto searches on one device: find it with --nproc 1, then pass the number")
         if self.memory_cap:
@@ -186,19 +213,9 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         """Steps per measurement window: the explicit --display-every, or 10 capped at --num-batches."""
         return self.display_every or min(10, self.num_batches)
 
-    @property
-    def world_size(self) -> int:
-        return self.nproc * self.nnodes
-
     def check_environment(self, device_type: str) -> None:
-        if self.nproc * self.nnodes > 1:
-            from accelbench.kit.ranks import check_nproc
-
-            check_nproc(self.nproc, device_type, self.nnodes)
-        import torch
-
+        super().check_environment(device_type)
         from accelbench.devices.kind import kind_of
-        from accelbench.devices.precision import tf32_math, unsupported_reason
 
         kind = kind_of(device_type)
         if self.data == "real" and self.decode == "device" and not kind.jpeg_decode:
@@ -206,9 +223,6 @@ class TrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                 f"--decode device decodes JPEGs on the GPU (torchvision: nvJPEG on NVIDIA GPUs); use --decode cpu "
                 f"on the {kind.name} device"
             )
-        why = unsupported_reason(torch.device(device_type), "tf32") if tf32_math(self.precision) else None
-        if why:
-            raise UsageError(f"--precision tf32: the {kind.name} device cannot run it ({why})")
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:

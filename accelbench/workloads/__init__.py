@@ -21,6 +21,12 @@ DECODERS = {
     )
 }  # fmt: skip
 
+def is_decoder(model: str) -> bool:
+    """Whether ``model`` is a decoder preset: a language model, trained by ``train/llm`` and served token by token
+    by ``infer/llm`` (every other model, a user's ``package.module:Class`` included, is the other benchmarks')."""
+    return model in DECODERS
+
+
 MODELS: dict[str, str] = {
     "resnet18": "accelbench.workloads.vision:ResNet18",
     "resnet50": "accelbench.workloads.vision:ResNet50",

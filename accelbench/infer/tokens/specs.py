@@ -18,23 +18,11 @@ from accelbench.infer.loadgen_params import QSL_SAMPLES, LoadGenParams
 from accelbench.infer.tokens.endpoint.params import EndpointParams
 from accelbench.infer.tokens.sweep import SweepParams
 from accelbench.params import not_negative, opt, positive
+from accelbench.workloads import is_decoder
 
 SCENARIOS = ("offline", "server", "singlestream", "interactive")
 MODES = ("performance", "accuracy", "find-peak", "sweep")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
-
-def is_decoder(model: str) -> bool:
-    """Whether ``model`` is served token by token (a decoder preset); a name that is no model is not (the
-    benchmark that takes it says why)."""
-    if ":" in model:
-        return False  # a user's package.module:Class is served a batch at a time
-    from accelbench.workloads import model_info
-
-    try:
-        return model_info(model).serving == "tokens"
-    except UsageError:
-        return False
 
 
 @dataclass(frozen=True)

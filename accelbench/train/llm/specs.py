@@ -14,17 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.params import (
-    COMPILE_MODES,
-    CommonParams,
-    EmulatedParams,
-    NodesParams,
-    ScaleParams,
-    check_steps,
-    opt,
-    positive,
-)
-from accelbench.train.specs import TRAIN_PRECISIONS, is_decoder
+from accelbench.params import opt, positive
+from accelbench.train.specs import TRAIN_PRECISIONS, TrainingParams
+from accelbench.workloads import is_decoder
 
 SHARDINGS = ("auto", "fsdp", "ddp", "none")
 CHECKPOINTING = ("none", "selective", "full")
@@ -41,7 +33,7 @@ MAX_WINDOW = 10
 
 
 @dataclass(frozen=True)
-class LLMTrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
+class LLMTrainParams(TrainingParams):
     """Train decoder ``model`` on synthetic tokens: ``warmup`` optimizer steps, then ``num_batches`` measured."""
 
     model: str = opt(
@@ -58,12 +50,6 @@ class LLMTrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         "gradients and AdamW's moments in that dtype), or fp8 (torchao's float8 linears inside bf16 autocast, on "
         "GPUs that have fp8)",
         choices=TRAIN_PRECISIONS,
-    )
-    compile: bool = opt(False, "torch.compile the model", sweep=False)
-    compile_mode: str = opt(
-        "default",
-        "with --compile: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
-        choices=COMPILE_MODES,
     )
     seq_len: int = opt(0, "tokens per sequence (0: 8192, MLPerf's and torchtitan's; 128 tiny)", metavar="TOKENS")
     grad_accum: int = opt(1, "micro-batches accumulated into one optimizer step", sweep=False, metavar="N")
@@ -98,8 +84,6 @@ class LLMTrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         sweep=False,
         metavar="N",
     )
-    warmup: int = opt(10, "warm-up steps, not measured", sweep=False)
-    num_batches: int = opt(100, "measured steps", sweep=False)
     display_every: int = opt(
         0,
         "steps per measurement window (0: --num-batches / 6, 1 to 10, so a short run still has the windows an "
@@ -133,11 +117,6 @@ class LLMTrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
                     f"--batch-size must be a positive integer or 'default', got {self.batch_size!r}"
                 ) from None
             positive("--batch-size", value)
-        check_steps(self.warmup, self.num_batches, self.display_every)
-        if self.compile_mode != "default" and not self.compile:
-            raise UsageError(f"--compile-mode {self.compile_mode} needs --compile")
-        positive("--nproc", self.nproc)
-        self.validate_nodes()
         self._validate_batch()
         if self.lora and self.precision == "fp8":
             raise UsageError("--lora with --precision fp8 is not measured: LoRA's frozen base is held in bf16")
@@ -177,29 +156,6 @@ class LLMTrainParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     def window(self) -> int:
         """Steps per measurement window (see :func:`window_of`)."""
         return window_of(self)
-
-    @property
-    def world_size(self) -> int:
-        return self.nproc * self.nnodes
-
-    def check_environment(self, device_type: str) -> None:
-        if self.world_size > 1:
-            from accelbench.kit.ranks import check_nproc
-
-            check_nproc(self.nproc, device_type, self.nnodes)
-        import torch
-
-        from accelbench.devices.kind import kind_of
-        from accelbench.devices.precision import tf32_math, unsupported_reason
-
-        kind = kind_of(device_type)
-        if self.precision == "fp8":
-            why = kind.float8_training_reason(torch.device(device_type))
-            if why:
-                raise UsageError(f"--precision fp8: {why}")
-        why = unsupported_reason(torch.device(device_type), "tf32") if tf32_math(self.precision) else None
-        if why:
-            raise UsageError(f"--precision tf32: the {kind.name} device cannot run it ({why})")
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
