@@ -156,6 +156,11 @@ class CommonParams:
         return values
 
     @classmethod
+    def of(cls: type[P], **values: Any) -> P:
+        """The parameters from settings named as :meth:`flags` names them (a part's among them), not validated."""
+        return cls(**cls.gather(values))
+
+    @classmethod
     def takes_model(cls, model: str) -> bool:
         """Whether this benchmark measures ``model``: where two benchmarks share a command (``accelbench train``
         trains image models and decoders, each its own benchmark), the model decides which one runs."""
@@ -273,6 +278,94 @@ class NodesParams:
             raise UsageError(f"--node-rank must be in 0..{self.nnodes - 1}, got {self.node_rank}")
         if self.nnodes > 1 and ":" not in self.rdzv_endpoint:
             raise UsageError("several nodes need --rdzv-endpoint HOST:PORT (node 0's address)")
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A part (a serving backend, a generating engine) that takes no settings of its own. A part's settings are a
+    frozen dataclass of ``opt`` fields deriving from this: each is a flag of the command that runs the part,
+    checked by the part, recorded flat beside the run's own settings and searched by ``tune`` where the part says
+    so, while the run's parameters only hold them (a :class:`Parts` field), never name them."""
+
+    def check(self) -> None:
+        """Raise a UsageError for a value the part cannot take (nothing by default)."""
+
+    def words(self) -> list[str]:
+        """How a record's one-line description names these settings where they are not the defaults (none by
+        default: a setting that changes no figure worth telling apart in a table)."""
+        return []
+
+
+class HasOptions(typing.Protocol):
+    Options: typing.ClassVar[type[NoOptions]]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The parts one setting chooses among (``--backend``'s, ``--engine``'s) and where the chosen part's settings
+    are held: the one place that turns the parts' declarations into flags, gathers the given values into the
+    chosen part's ``Options`` and refuses a setting of a part not chosen, so no part's name is written elsewhere."""
+
+    selector: str  # the run's field naming the part ("backend")
+    holder: str  # the run's field holding its settings ("backend_options")
+    noun: str  # how a message names a part ("backend")
+    builtin: typing.Callable[[], dict[str, type[HasOptions]]]  # the built-in parts, by name
+    lookup: typing.Callable[[str], type[HasOptions]]  # a part by name or package.module:Class (UsageError if none)
+
+    def flags(self, seen: set[str]) -> list[tuple[dataclasses.Field[Any], Any]]:
+        """Every built-in part's settings not in ``seen``, each once, with its type."""
+        out = []
+        for impl in self.builtin().values():
+            hints = typing.get_type_hints(impl.Options)
+            for f in fields(impl.Options):
+                if f.name not in seen:
+                    seen.add(f.name)
+                    out.append((f, hints[f.name]))
+        return out
+
+    def gather(self, values: dict[str, Any], default: str) -> dict[str, Any]:
+        """``values`` with the chosen part's settings moved into :attr:`holder`, complete with its defaults and
+        checked against its choices; a setting of another part is refused where it is not at its neutral value
+        (never silently dropped), and left out where it is."""
+        values = dict(values)
+        name = str(values.get(self.selector) or default)
+        options = self.lookup(name).Options
+        own = {f.name: f for f in fields(options)}
+        hints = typing.get_type_hints(options)
+        given = dict(values.pop(self.holder, None) or {})
+        others = {f.name: f for b in self.builtin().values() for f in fields(b.Options)}
+        for key in [k for k in values if k in own or k in others]:
+            value = values.pop(key)
+            if key in own:
+                given[key] = value
+            elif value != others[key].default:
+                takes = [n for n, c in self.builtin().items() if key in {f.name for f in fields(c.Options)}]
+                flag = "--" + key.replace("_", "-")
+                plural = "s" if len(takes) > 1 else ""
+                raise UsageError(f"{flag} applies to the {', '.join(takes)} {self.noun}{plural}, not {name}")
+        for key, value in given.items():
+            if key not in own:
+                raise UsageError(f"{self.noun} {name} has no setting {key!r}; it takes: {', '.join(own) or 'none'}")
+            given[key] = _coerce(key, value, hints[key])
+            choices = own[key].metadata.get("choices")
+            if choices:
+                check_choice(key, given[key], choices)
+        values[self.holder] = dataclasses.asdict(options(**given))
+        return values
+
+    def flat(self, d: dict[str, Any]) -> dict[str, Any]:
+        """A run's settings with the part's beside them (``d`` as ``dataclasses.asdict`` gives it), complete with
+        the part's defaults: a record names ``channels_last`` as a setting of its own, whichever part declares it."""
+        d = dict(d)
+        given: dict[str, Any] = d.pop(self.holder)
+        try:
+            return d | dataclasses.asdict(self.lookup(str(d[self.selector])).Options(**given))
+        except (UsageError, TypeError):  # an unknown part or setting: validate says which
+            return d | given
+
+    def options(self, params: Any) -> Any:
+        """The chosen part's settings, typed (its ``Options``)."""
+        return self.lookup(str(getattr(params, self.selector))).Options(**getattr(params, self.holder))
 
 
 def _coerce(name: str, value: Any, annotation: Any) -> Any:

@@ -99,8 +99,10 @@ class Host:
         t = psutil.cpu_times()
         busy = sum(t) - t.idle - getattr(t, "iowait", 0.0)
         srv = sum(sum(p.cpu_times()[:4]) for p in self.server)
-        own = sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
-                  for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        own = sum(
+            resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
+            for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
         return time.perf_counter(), busy, srv, own
 
     def __enter__(self) -> "Host":
@@ -144,10 +146,27 @@ def serve(folder: Path, log: Path, cpus: set[int] | None) -> Iterator[tuple[str,
     """tests/llm_server.py's ``transformers serve`` (a KV cache of 256 pages, torch on one thread), pinned to
     ``cpus``: its API base (…/v1) and PID, killed at the end."""
     port = free_port()
-    env = os.environ | {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(log.parent), "TRANSFORMERS_OFFLINE": "1",
-                        "OMP_NUM_THREADS": "1"}
-    command = [*(serving_command() or []), str(folder), "--host", "127.0.0.1", "--port", str(port),
-               "--continuous-batching", "--device", "cpu", "--cb-num-blocks", "256", "--cb-block-size", "32"]
+    env = os.environ | {
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(log.parent),
+        "TRANSFORMERS_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+    command = [
+        *(serving_command() or []),
+        str(folder),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--continuous-batching",
+        "--device",
+        "cpu",
+        "--cb-num-blocks",
+        "256",
+        "--cb-block-size",
+        "32",
+    ]
     base = f"http://127.0.0.1:{port}"
     with started(command, f"{base}/health", log, env, cpus) as proc:
         yield f"{base}/v1", proc.pid
@@ -163,11 +182,41 @@ def accelbench_side(args: argparse.Namespace, url: str, ckpt: Path, tmp: Path, r
 
     db = tmp / f"accelbench-{r}.db"
     expected = (args.requests - 0.5) / (SLACK * DURATION)  # LoadGen's Offline query: exactly --requests
-    cmd = [sys.executable, "-m", "accelbench", "infer", "llama3.1-8b", "--scale", "tiny", "--engine", "endpoint",
-           "--url", url, "--served-model", str(ckpt), "--tokenizer", str(ckpt), "--scenario", "offline",
-           "--batch-size", str(args.concurrency), "--input-tokens", str(args.input_tokens),
-           "--output-tokens", str(args.output_tokens), "--input-jitter", "1", "--expected-qps", f"{expected:.4f}",
-           "--duration", str(DURATION), "--db", str(db), "--out", str(tmp / "runs")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelbench",
+        "infer",
+        "llama3.1-8b",
+        "--scale",
+        "tiny",
+        "--engine",
+        "endpoint",
+        "--url",
+        url,
+        "--served-model",
+        str(ckpt),
+        "--tokenizer",
+        str(ckpt),
+        "--scenario",
+        "offline",
+        "--batch-size",
+        str(args.concurrency),
+        "--input-tokens",
+        str(args.input_tokens),
+        "--output-tokens",
+        str(args.output_tokens),
+        "--input-jitter",
+        "1",
+        "--expected-qps",
+        f"{expected:.4f}",
+        "--duration",
+        str(DURATION),
+        "--db",
+        str(db),
+        "--out",
+        str(tmp / "runs"),
+    ]
     out = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False, preexec_fn=pinned(args.clients))
     if out.returncode != 0:
         sys.exit(f"accelbench failed: {out.stderr.strip()[-2000:]}")
@@ -176,9 +225,13 @@ def accelbench_side(args: argparse.Namespace, url: str, ckpt: Path, tmp: Path, r
     m = {k: v.value for k, v in record.metrics.items()}
     client = record.details.get("client", {})
     return {
-        "tps": m["tokens_per_second"], "ttft": m.get("ttft_p50_ms"), "tpot": m.get("tpot_p50_ms"),
-        "n": record.details["requests"], "isl": client.get("server_prompt_tokens_mean"),
-        "osl": record.details["output_tokens"] / record.details["requests"], "valid": record.valid,
+        "tps": m["tokens_per_second"],
+        "ttft": m.get("ttft_p50_ms"),
+        "tpot": m.get("tpot_p50_ms"),
+        "n": record.details["requests"],
+        "isl": client.get("server_prompt_tokens_mean"),
+        "osl": record.details["output_tokens"] / record.details["requests"],
+        "valid": record.valid,
         # accelbench measures a local server's CPU over its LoadGen run itself
         "load_cores": record.conditions["sut_cpu_seconds"] / record.conditions["wall_seconds"],
     }
@@ -196,9 +249,10 @@ def direct_side(args: argparse.Namespace, url: str, ckpt: Path, n: int, clock: S
             self.sent[request.id] = time.perf_counter()
             return await super()._stream(request)
 
-    p = LLMServeParams(model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(ckpt),
-                    served_model=str(ckpt))
-    engine = Stamped()
+    p = LLMServeParams.of(
+        model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(ckpt), served_model=str(ckpt)
+    )
+    engine = Stamped(p.engine_opts)
     engine.sent = {}
     engine.configure(p)
     rng = random.Random(0)
@@ -224,23 +278,60 @@ def direct_side(args: argparse.Namespace, url: str, ckpt: Path, n: int, clock: S
     tokens = sum(k for _, k in timeline.dones.values())
     span = max(t for t, _ in timeline.dones.values()) - min(engine.sent.values())
     time.sleep(0.1)  # a sample after the end
-    return {"tps": tokens / span, "ttft": statistics.median(ttft) * 1e3, "tpot": statistics.median(tpot) * 1e3,
-            "n": n, "osl": tokens / n, "load_cores": clock.cores(began, ended),
-            "in_flight": sum(timeline.dones[i][0] - engine.sent[i] for i in range(n)) / span}
+    return {
+        "tps": tokens / span,
+        "ttft": statistics.median(ttft) * 1e3,
+        "tpot": statistics.median(tpot) * 1e3,
+        "n": n,
+        "osl": tokens / n,
+        "load_cores": clock.cores(began, ended),
+        "in_flight": sum(timeline.dones[i][0] - engine.sent[i] for i in range(n)) / span,
+    }
 
 
 def aiperf_side(
     args: argparse.Namespace, url: str, ckpt: Path, tmp: Path, n: int, r: int, clock: ServerClock
 ) -> dict[str, Any]:
     art = tmp / f"aiperf-{r}"
-    cmd = [args.aiperf, "profile", "--model", str(ckpt), "--tokenizer", str(ckpt), "--url", url.removesuffix("/v1"),
-           "--endpoint-type", "completions", "--streaming", "--concurrency", str(args.concurrency),
-           "--request-count", str(n), "--warmup-request-count", str(args.concurrency),
-           "--input-file", str(tmp / "prompts.jsonl"), "--custom-dataset-type", "single_turn",
-           "--dataset-sampling-strategy", "sequential", "--osl", str(args.output_tokens),
-           "--use-server-token-count", "--artifact-dir", str(art), "--ui-type", "none", "--random-seed", "0",
-           # nothing to collect here (no /metrics, no GPU), no per-request files: less of the client's CPU
-           "--no-server-metrics", "--no-gpu-telemetry", "--export-level", "summary"]
+    cmd = [
+        args.aiperf,
+        "profile",
+        "--model",
+        str(ckpt),
+        "--tokenizer",
+        str(ckpt),
+        "--url",
+        url.removesuffix("/v1"),
+        "--endpoint-type",
+        "completions",
+        "--streaming",
+        "--concurrency",
+        str(args.concurrency),
+        "--request-count",
+        str(n),
+        "--warmup-request-count",
+        str(args.concurrency),
+        "--input-file",
+        str(tmp / "prompts.jsonl"),
+        "--custom-dataset-type",
+        "single_turn",
+        "--dataset-sampling-strategy",
+        "sequential",
+        "--osl",
+        str(args.output_tokens),
+        "--use-server-token-count",
+        "--artifact-dir",
+        str(art),
+        "--ui-type",
+        "none",
+        "--random-seed",
+        "0",
+        # nothing to collect here (no /metrics, no GPU), no per-request files: less of the client's CPU
+        "--no-server-metrics",
+        "--no-gpu-telemetry",
+        "--export-level",
+        "summary",
+    ]
     out = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False, preexec_fn=pinned(args.clients))
     report = art / "profile_export_aiperf.json"
     if out.returncode != 0 or not report.exists():
@@ -250,8 +341,11 @@ def aiperf_side(
     if done != n:
         sys.exit(f"aiperf completed {done} of {n} requests: {d.get('error_summary')}")
     return {
-        "tps": d["output_token_throughput"]["avg"], "ttft": d["time_to_first_token"]["p50"],
-        "tpot": d["inter_token_latency"]["p50"], "n": done, "isl": d["input_sequence_length"]["avg"],
+        "tps": d["output_token_throughput"]["avg"],
+        "ttft": d["time_to_first_token"]["p50"],
+        "tpot": d["inter_token_latency"]["p50"],
+        "n": done,
+        "isl": d["input_sequence_length"]["avg"],
         "osl": d["output_sequence_length"]["avg"],
         "in_flight": d["effective_concurrency"]["avg"],
         "load_cores": clock.cores(*(datetime.fromisoformat(d[k]).timestamp() for k in ("start_time", "end_time"))),
@@ -278,8 +372,10 @@ def main() -> None:
     if serving_command() is None:
         sys.exit("transformers serve is not installed: pip install 'transformers[serving]'")
     version = subprocess.run([args.aiperf, "--version"], capture_output=True, text=True, check=False)
-    print(f"aiperf {version.stdout.strip() or version.stderr.strip()[-80:]}; C={args.concurrency}, "
-          f"{args.requests} requests of {args.input_tokens}/{args.output_tokens} tokens")
+    print(
+        f"aiperf {version.stdout.strip() or version.stderr.strip()[-80:]}; C={args.concurrency}, "
+        f"{args.requests} requests of {args.input_tokens}/{args.output_tokens} tokens"
+    )
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         from transformers.utils import logging as hf_logging
@@ -299,7 +395,7 @@ def main() -> None:
             rows: dict[str, list[dict[str, Any]]] = {"accelbench": [], "direct": [], "aiperf": []}
             for r in range(args.rounds):
                 order = ["accelbench", "direct", "aiperf"]
-                order = order[r % 3:] + order[: r % 3]
+                order = order[r % 3 :] + order[: r % 3]
                 for side in order:
                     with Host([pid]) as host:
                         if side == "accelbench":
@@ -311,8 +407,12 @@ def main() -> None:
                             got = direct_side(args, url, ckpt, n, clock)
                         else:
                             got = aiperf_side(args, url, ckpt, tmp, n, r, clock)
-                    got |= {"others": host.other_cores, "client": host.client_cores, "wall": host.wall,
-                            "per_cpu_s": got["tps"] / got["load_cores"]}
+                    got |= {
+                        "others": host.other_cores,
+                        "client": host.client_cores,
+                        "wall": host.wall,
+                        "per_cpu_s": got["tps"] / got["load_cores"],
+                    }
                     rows[side].append(got)
                     print(
                         f"round {r} {side:>10}: {got['tps']:7.1f} tokens/s, TTFT p50 {fmt(got['ttft'])} ms, "
@@ -334,8 +434,10 @@ def main() -> None:
         for side in sides:
             pairs = [(a[key], b[key]) for a, b in zip(rows[side], rows["aiperf"], strict=True) if a[key] is not None]
             if not pairs:
-                print(f"{label:>20}: {side} - (not in its record), aiperf "
-                      f"{statistics.median(b[key] for b in rows['aiperf']):.2f}")
+                print(
+                    f"{label:>20}: {side} - (not in its record), aiperf "
+                    f"{statistics.median(b[key] for b in rows['aiperf']):.2f}"
+                )
                 continue
             ratios = [a / b for a, b in pairs]
             print(

@@ -132,10 +132,10 @@ def main() -> None:
 
         hf_logging.disable_progress_bar()
         folder = make_checkpoint(Path(name))
-        params = LLMServeParams(
+        params = LLMServeParams.of(
             model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(folder), served_model=MODEL
         )
-        engine = EndpointEngine()
+        engine = EndpointEngine(params.engine_opts)
         engine.configure(params)
         warm = Timeline(expected=args.connections)
         engine.start(None, None, warm, EngineSettings(max_batch=args.connections))  # type: ignore[arg-type]

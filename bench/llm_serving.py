@@ -67,7 +67,7 @@ def direct_rate(args: argparse.Namespace, engine_name: str, requests: int, input
     device = torch.device("cpu")
     model, config = build_model(params, device)
     prompts = draw_prompts(64, input_tokens, params.input_jitter, config.vocab_size)
-    engine = engine_class(engine_name)()
+    engine = engine_class(engine_name)(params.engine_opts)
     warm = Timeline(expected=args.batch)
     engine.start(model, device, warm, engine_settings(params, input_tokens + args.output_tokens))
     try:

@@ -15,19 +15,24 @@ from typing import Any
 
 import pytest
 
+from accelbench import families
 from accelbench.cli.main import main
 from accelbench.cost import figures
 from accelbench.cost.price import Price
 from accelbench.registry import default_params, describe_params
 from accelbench.results import compare as comparing
-from accelbench.results.judge import unlike
+from accelbench.results.judge import unlike as judge_unlike
 from accelbench.results.record import Result, new_id
 from accelbench.results.store import RunInfo, Store
 
 
+def unlike(b: Result, c: Result) -> list[str]:
+    return judge_unlike(b, c, families.unlike)
+
+
 def compare(baseline: list[Result], candidate: list[Result], **options: Any) -> comparing.Comparison:
     """As the CLI compares: a record made before a setting existed is paired as having the registry's default."""
-    return comparing.compare(baseline, candidate, defaults=default_params, **options)
+    return comparing.compare(baseline, candidate, defaults=default_params, rules=families.unlike, **options)
 
 
 DATA = Path(__file__).parent / "data" / "tokens_runs.json"

@@ -14,8 +14,9 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
 
 from accelbench.errors import BenchmarkFailed, UsageError  # noqa: E402
-from accelbench.infer.tokens.endpoint.client import Answer, Failure, error_words  # noqa: E402
+from accelbench.infer.tokens.endpoint.client import Answer, Failure, Target, error_words  # noqa: E402
 from accelbench.infer.tokens.endpoint.engine import EndpointEngine, listening  # noqa: E402
+from accelbench.infer.tokens.endpoint.preflight import load_tokenizer
 from accelbench.infer.tokens.endpoint.stub import MODEL, Behaviour, serving  # noqa: E402
 from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest  # noqa: E402
 from accelbench.infer.tokens.specs import LLMServeParams  # noqa: E402
@@ -31,7 +32,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def params(url: str, checkpoint: Path, **kw: Any) -> LLMServeParams:
     base = dict(model="llama3.1-8b", scale="tiny", engine="endpoint", url=url, tokenizer=str(checkpoint))
-    return LLMServeParams(**(base | kw))
+    return LLMServeParams.of(**(base | kw))
 
 
 def endpoint_args(url: str, checkpoint: Path, *more: str) -> list[str]:
@@ -43,7 +44,7 @@ def endpoint_args(url: str, checkpoint: Path, *more: str) -> list[str]:
 def drive(url: str, checkpoint: Path, requests: int = 6, out: int = 5, **kw: Any) -> tuple[EndpointEngine, Timeline]:
     """Requests straight to the engine (no LoadGen): what each one's outcome was."""
     p = params(url, checkpoint, served_model=MODEL, **kw)
-    engine = EndpointEngine()
+    engine = EndpointEngine(p.engine_opts)
     engine.configure(p)
     timeline = Timeline(expected=requests)
     engine.start(None, None, timeline, EngineSettings(max_batch=4))  # type: ignore[arg-type]
@@ -149,13 +150,9 @@ def test_server_errors_and_early_closes_fail_only_their_queries(checkpoint: Path
 def test_a_slow_server_is_a_timeout_not_a_hang(checkpoint: Path) -> None:
     with serving(Behaviour(delay=3.0)) as url:
         p = params(url, checkpoint, served_model=MODEL)
-        engine = EndpointEngine()
-        engine.target = __import__("accelbench.infer.tokens.endpoint.client", fromlist=["Target"]).Target(
-            url, MODEL, "completions"
-        )
-        engine.tokenizer = __import__(
-            "accelbench.infer.tokens.endpoint.preflight", fromlist=["load_tokenizer"]
-        ).load_tokenizer(p)
+        engine = EndpointEngine(p.engine_opts)
+        engine.target = Target(url, MODEL, "completions")  # the slow server's preflight is not what is tested
+        engine.tokenizer = load_tokenizer(p.engine_opts, p.checkpoint)
         engine.timeout = 0.5
         failures: list[str] = []
         timeline = Timeline(expected=2)
@@ -196,10 +193,10 @@ def test_bad_endpoints_are_one_line_before_any_load(checkpoint: Path, monkeypatc
     ):
         with pytest.raises(UsageError, match=words):
             params(str(kw.pop("url", "http://127.0.0.1:1/v1")), checkpoint, **kw).validate()
-    with pytest.raises(UsageError, match="--url applies to --engine endpoint, not --engine transformers"):
-        LLMServeParams(model="llama3.1-8b", scale="tiny", url="http://127.0.0.1:1/v1").validate()
+    with pytest.raises(UsageError, match="--url applies to the endpoint engine, not transformers"):
+        LLMServeParams.of(model="llama3.1-8b", scale="tiny", url="http://127.0.0.1:1/v1").validate()
     with pytest.raises(UsageError, match="resnet50 is not a language model"):
-        LLMServeParams(model="resnet50", url="http://127.0.0.1:1/v1").validate()
+        LLMServeParams.of(model="resnet50", engine="endpoint", url="http://127.0.0.1:1/v1").validate()
 
 
 def test_the_cli_refuses_an_unreachable_server_with_exit_2(checkpoint: Path, tmp_path: Path) -> None:
@@ -435,7 +432,7 @@ def test_sweep_flags_are_checked() -> None:
         (dict(mode="sweep", scenario="server", rates="1", target_qps=3.0), "drop --target-qps"),
     ):
         with pytest.raises(UsageError, match=words):
-            LLMServeParams(**({"model": "llama3.1-8b", "scale": "tiny", "engine": "null"} | kw)).validate()
+            LLMServeParams.of(**({"model": "llama3.1-8b", "scale": "tiny", "engine": "null"} | kw)).validate()
 
 
 def test_an_endpoint_record_is_labelled_with_the_model_the_server_serves():

@@ -79,7 +79,7 @@ def test_an_entry_states_the_server_and_reads_back_as_asked(checkpoint: Path) ->
     values = settings("http://10.0.0.2:8000/v1", checkpoint)
     entry = make_entry(BENCHMARK, values)
     assert (entry.params["device"], entry.params["precision"]) == ("server at 10.0.0.2:8000", "unstated")
-    again = LLMServeParams(**entry.params)
+    again = LLMServeParams.of(**entry.params)
     assert (again.device, again.precision) == ("auto", "auto") and again.to_dict() == entry.params
     assert make_entry(BENCHMARK, entry.params).key == entry.key  # a resumed run finds its entries
     assert make_entry(BENCHMARK, values | {"precision": "bf16"}).params["precision"] == "bf16"
@@ -95,12 +95,12 @@ def test_the_served_model_is_asked_of_the_server_when_not_named(checkpoint: Path
     from dataclasses import replace
 
     with serving() as url:
-        p = LLMServeParams(**settings(url, checkpoint))
-        engine = EndpointEngine()
+        p = LLMServeParams.of(**settings(url, checkpoint))
+        engine = EndpointEngine(p.engine_opts)
         engine.configure(p)
-    assert p.served_model == "" and engine.facts["served_model"] == MODEL
-    named = replace(p, served_model=engine.facts["served_model"])
-    given = LLMServeParams(**settings(url, checkpoint, served_model=MODEL))
+    assert p.engine_options["served_model"] == "" and engine.facts["served_model"] == MODEL
+    named = replace(p, engine_options=p.engine_options | engine.resolved())
+    given = LLMServeParams.of(**settings(url, checkpoint, served_model=MODEL))
     assert describe_params(BENCHMARK, named.to_dict()) == describe_params(BENCHMARK, given.to_dict())
     assert f"endpoint serving {MODEL} " in describe_params(BENCHMARK, named.to_dict())
 
@@ -115,7 +115,7 @@ def test_an_ok_record_without_served_model_names_the_served_model(checkpoint: Pa
 @pytest.mark.parametrize("batch, scenario, least", [(8, "offline", 32), (1, "offline", 4), (8, "server", 0)])
 def test_an_offline_endpoint_run_is_never_one_batch(checkpoint: Path, batch: int, scenario: str, least: int) -> None:
     """The trial's Offline run was VALID on 6 and 8 requests at concurrency 8: one wave, all ramp and tail."""
-    p = LLMServeParams(**settings("http://127.0.0.1:8000/v1", checkpoint, batch_size=batch, scenario=scenario))
+    p = LLMServeParams.of(**settings("http://127.0.0.1:8000/v1", checkpoint, batch_size=batch, scenario=scenario))
     assert EndpointEngine.min_requests(p) == least
     if scenario == "offline":
         assert least == OFFLINE_MIN_WAVES * batch and OFFLINE_MIN_WAVES >= 4

@@ -348,7 +348,7 @@ BAD = [
     ),
     (["infer", MODEL, "--prompts", "qa.jsonl"], "--prompts needs --checkpoint DIR"),
     (["infer", MODEL, "--chat-template", "maybe"], "--chat-template is auto, on or off"),
-    (["infer", MODEL, "--engine", "null", "--engine-compile"], "the null engine runs none"),
+    (["infer", MODEL, "--engine", "null", "--engine-compile"], "--engine-compile applies to the"),
     (["infer", MODEL, "--chat-template", "off"], "--chat-template applies to --prompts files"),
     (
         ["infer", MODEL, "--scenario", "offline", "--ttft-ms", "5", "--scale", "tiny", "--engine", "null"],
@@ -430,9 +430,9 @@ def test_a_compiled_static_engine_sees_few_shapes():
 
     sizes = (([3], 5), ([40, 9], 16))
     batches = [[TokenRequest(i, i, [1] * n, out) for i, n in enumerate(lens)] for lens, out in sizes]
-    eager, compiled = EngineSettings(max_batch=8), EngineSettings(max_batch=8, compile=True)
-    assert [shape(b, eager) for b in batches] == [(1, 3, 5), (2, 40, 16)]
-    assert {shape(b, compiled) for b in batches} == {(8, BUCKET, OUTPUT_BUCKET)}
+    settings = EngineSettings(max_batch=8)
+    assert [shape(b, settings, False) for b in batches] == [(1, 3, 5), (2, 40, 16)]
+    assert {shape(b, settings, True) for b in batches} == {(8, BUCKET, OUTPUT_BUCKET)}
 
 
 def test_a_checkpoint_run_is_its_folders_model_by_its_label_its_path_and_its_size(cli_env, tmp_path):
@@ -503,8 +503,8 @@ def test_the_static_engine_compiles_only_when_asked():
 
     model = workload_class(MODEL)().build("tiny").eval()
     for compile in (False, True):
-        engine = StaticBatch()
-        engine.start(model, torch.device("cpu"), Timeline(), EngineSettings(max_batch=2, longest=8, compile=compile))
+        engine = StaticBatch(StaticBatch.Options(engine_compile=compile))
+        engine.start(model, torch.device("cpu"), Timeline(), EngineSettings(max_batch=2, longest=8))
         engine.stop()
         assert engine.generation.disable_compile is (not compile) and engine.facts["compile"] is compile
         assert engine.facts.get("compile_mode") == ("default" if compile else None)  # no graph trees off-thread
@@ -519,7 +519,7 @@ def test_a_quick_server_run_is_sized_to_about_a_minute_of_its_planned_rate(probe
     from accelbench.infer.tokens.run import settings_for
     from accelbench.infer.tokens.specs import LLMServeParams
 
-    params = LLMServeParams(model=MODEL, scenario="server", engine="endpoint", url="http://127.0.0.1:1")
+    params = LLMServeParams.of(model=MODEL, scenario="server", engine="endpoint", url="http://127.0.0.1:1")
     from accelbench.workloads.decoder import PRESETS
 
     limits = limits_for(MODEL, PRESETS[MODEL].mlperf, True, "server", 0, 0)

@@ -14,7 +14,15 @@ from accelbench.families.base import (
     metric_text,
     name_params,
 )
-from accelbench.families.known import families, family_of, find_label, metric_texts, register, unregister
+from accelbench.families.known import (
+    families,
+    family_of,
+    find_label,
+    metric_texts,
+    register,
+    unlike,
+    unregister,
+)
 
 __all__ = [
     "COMMON_METRICS",
@@ -32,5 +40,6 @@ __all__ = [
     "metric_texts",
     "name_params",
     "register",
+    "unlike",
     "unregister",
 ]

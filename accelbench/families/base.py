@@ -103,6 +103,9 @@ class Family:
     harness: bool = False
     #: offered as ``accelbench FAMILY BENCHMARK`` (one subcommand per benchmark, the kernels)
     grouped: bool = False
+    #: why two of its records do not measure the same thing although their settings pair (a serving rate held to
+    #: other latency limits): the one judge asks it, beside the model's identity; None: nothing of its own
+    unlike: Callable[[Result, Result], list[str]] | None = None
 
     def owns(self, benchmark: str) -> bool:
         """Whether ``benchmark`` (a record's or a registry's name) is one of this family's."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelbench.families import serving
 from accelbench.families.base import Family, LabelSpec, Published
 from accelbench.results.record import Result
 
@@ -127,6 +128,7 @@ INFER = Family(
     metrics=INFER_METRICS,
     report="accelbench.report.inference:inference",
     headline="accelbench.report.inference:headlines",
+    unlike=serving.unlike,
     published=Published(
         tasks=("inference_offline", "inference_server", "inference_interactive"),
         task="inference_{scenario}",

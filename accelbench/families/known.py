@@ -43,6 +43,15 @@ def family_of(benchmark: str) -> Family | None:
     return _REGISTERED.get(name) or next((f for f in BUILTIN if f.name == name), None)
 
 
+def unlike(b: Result, c: Result) -> list[str]:
+    """The records' family's own reasons their figures do not measure the same thing (its ``Family.unlike``), for
+    the one judge: what a caller of :func:`accelbench.results.judge.unlike` or ``compare`` hands over as ``rules``."""
+    family = family_of(b.benchmark)
+    if family is None or family.unlike is None or not family.owns(c.benchmark):
+        return []
+    return family.unlike(b, c)
+
+
 def find_label(name: str, family: Family | None = None) -> tuple[Label, str] | None:
     """Metric ``name``'s label, with the part of the name a ``prefix_*`` pattern matched; None where the metric
     is not shown.

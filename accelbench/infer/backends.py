@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from accelbench.errors import UsageError
-from accelbench.params import COMPILE_MODES, opt
+from accelbench.params import COMPILE_MODES, NoOptions, opt
 
 if TYPE_CHECKING:
     import torch
@@ -37,18 +37,13 @@ Predict = Callable[["Inputs"], Any]
 
 
 @dataclass(frozen=True)
-class NoOptions:
-    """A backend that takes no settings of its own."""
-
-    def check(self) -> None:
-        """Raise a UsageError for a value the backend cannot take (nothing by default)."""
-
-
-@dataclass(frozen=True)
 class TorchOptions(NoOptions):
     channels_last: bool = opt(
         False, "torch and compile backends: the model and its 4-D inputs in channels_last memory format"
     )
+
+    def words(self) -> list[str]:
+        return ["channels_last"] if self.channels_last else []
 
 
 @dataclass(frozen=True)
@@ -58,6 +53,9 @@ class CompileOptions(TorchOptions):
         "compile backend: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
         choices=COMPILE_MODES,
     )
+
+    def words(self) -> list[str]:
+        return super().words() + ([self.compile_mode] if self.compile_mode != "default" else [])
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,9 @@ class OrtOptions(NoOptions):
         choices=tuple(OPTIMIZATION_LEVELS),
     )
 
+    def words(self) -> list[str]:
+        return [f"ort-optimization {self.ort_optimization}"] if self.ort_optimization != "all" else []
+
 
 #: What each device needs from ONNX Runtime: the provider that must run the session, and how to get it.
 GPU_PROVIDER_HINT = "pip install 'accelbench[onnx-gpu]' (onnxruntime-gpu, in place of the CPU-only onnxruntime)"

@@ -7,7 +7,6 @@ Language models, served token by token through an engine, are ``infer/llm``
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
@@ -15,11 +14,13 @@ from typing import Any
 from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend, backend_class
 from accelbench.infer.loadgen_params import LoadGenParams
-from accelbench.params import _coerce, check_choice, not_negative, opt, positive
+from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.workloads import is_decoder
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
 MODES = ("performance", "accuracy", "find-peak")
+#: the backends ``--backend`` chooses among, each owning its settings
+BACKEND_PARTS = Parts("backend", "backend_options", "backend", lambda: dict(BACKENDS), backend_class)
 INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int8")
 
 
@@ -78,56 +79,15 @@ class InferParams(LoadGenParams):
     def flags(cls) -> list[tuple[dataclasses.Field[Any], Any]]:
         """The run's own settings, then every built-in backend's (each flag once): ``--channels-last`` is the torch
         and compile backends' setting, declared in their ``Options``, not here."""
-        out = [(f, hint) for f, hint in super().flags() if f.name != "backend_options"]
-        seen = {f.name for f, _ in out}
-        for impl in BACKENDS.values():
-            hints = typing.get_type_hints(impl.Options)
-            for f in dataclasses.fields(impl.Options):
-                if f.name not in seen:
-                    seen.add(f.name)
-                    out.append((f, hints[f.name]))
-        return out
+        out = [(f, hint) for f, hint in super().flags() if f.name != BACKEND_PARTS.holder]
+        return out + BACKEND_PARTS.flags({f.name for f, _ in out})
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
-        """The backend's settings moved into ``backend_options``, complete with its defaults and checked against
-        its choices; a setting of another backend is refused where it is not at its neutral value (never
-        silently dropped), and left out where it is."""
-        values = dict(values)
-        name = str(values.get("backend", cls.__dataclass_fields__["backend"].default))
-        impl = backend_class(name)
-        own = {f.name: f for f in dataclasses.fields(impl.Options)}
-        hints = typing.get_type_hints(impl.Options)
-        given = dict(values.pop("backend_options", None) or {})
-        others = {f.name: f for b in BACKENDS.values() for f in dataclasses.fields(b.Options)}
-        for key in [k for k in values if k in own or k in others]:
-            value = values.pop(key)
-            if key in own:
-                given[key] = value
-            elif value != others[key].default:
-                takes = [n for n, c in BACKENDS.items() if key in c.options]
-                flag = "--" + key.replace("_", "-")
-                plural = "s" if len(takes) > 1 else ""
-                raise UsageError(f"{flag} applies to the {', '.join(takes)} backend{plural}, not {name}")
-        for key, value in given.items():
-            if key not in own:
-                raise UsageError(f"backend {name} has no setting {key!r}; it takes: {', '.join(own) or 'none'}")
-            given[key] = _coerce(key, value, hints[key])
-            choices = own[key].metadata.get("choices")
-            if choices:
-                check_choice(key, given[key], choices)
-        values["backend_options"] = dataclasses.asdict(impl.Options(**given))
-        return values
+        return BACKEND_PARTS.gather(values, cls.__dataclass_fields__["backend"].default)
 
     def to_dict(self) -> dict[str, Any]:
-        """The run's settings and the backend's, side by side: a record names ``channels_last`` as a setting of
-        its own, whichever part declares it."""
-        d = super().to_dict()
-        given = d.pop("backend_options")
-        try:  # complete with the backend's defaults, as a run built from a suite entry holds them
-            return d | dataclasses.asdict(backend_class(self.backend).Options(**given))
-        except (UsageError, TypeError):  # an unknown backend or setting: validate says which
-            return d | given
+        return BACKEND_PARTS.flat(super().to_dict())
 
     @property
     def effective_precision(self) -> str:
@@ -235,18 +195,18 @@ class InferParams(LoadGenParams):
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
-        words = [p["model"] if p.get("backend") not in ("null", "sleep") else f"{p['backend']} backend", p["scenario"]]
+        name = str(p.get("backend", cls.__dataclass_fields__["backend"].default))
+        impl = BACKENDS.get(name)
+        runs = impl is None or impl.runs_model  # a user's class is named, as a built-in one other than the default
+        words = [p["model"] if runs else f"{name} backend", p["scenario"]]
         if p.get("mode", "performance") != "performance":
             words.append(p["mode"])
-        if p.get("backend") not in ("torch", "null", "sleep"):  # a named backend, or a user's class
-            words.append(p["backend"])
+        if runs and name != cls.__dataclass_fields__["backend"].default:
+            words.append(name)
         words += [f"bs<={p['batch_size']}", p.get("precision", "fp32"), p["profile"]]
-        if p.get("channels_last"):
-            words.append("channels_last")
-        if p.get("compile_mode", "default") != "default":
-            words.append(p["compile_mode"])
-        if p.get("ort_optimization", "all") != "all":
-            words.append(f"ort-optimization {p['ort_optimization']}")
+        if impl is not None:  # the backend's own settings, in its own words
+            options = {f.name: p[f.name] for f in dataclasses.fields(impl.Options) if f.name in p}
+            words += impl.Options(**options).words()
         if p.get("nproc", 1) > 1:
             words.append(f"x{p['nproc']} devices")
         if p.get("streams", 1) > 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 import accelbench.report.charts as charts
+from accelbench import families
 from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, verdict
 from accelbench.report.model import Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
@@ -68,7 +69,13 @@ def comparisons(inp: ReportInput, defaults: Defaults = no_defaults) -> Section |
     for i, (groups, base, cand) in enumerate(pairs):
         across = _across(groups[base], groups[cand], defaults) if kind == "tags" else []
         c = compare(
-            groups[base], groups[cand], ignore=across, describe=inp.describe, earlier=inp.history, defaults=defaults
+            groups[base],
+            groups[cand],
+            ignore=across,
+            describe=inp.describe,
+            earlier=inp.history,
+            defaults=defaults,
+            rules=families.unlike,
         )
         title = f"{cand} against {base}" + (f" (paired across {across[0]})" if across else "")
         sub = Section(f"comparison-{i}", title)

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 
 from accelbench.errors import UsageError
 from accelbench.results.describe import CONTEXT_PARAMS, LENGTH_PARAMS, PLACE_PARAMS, Describe, plain
-from accelbench.results.judge import Judgement, Side, judge, side, unlike
+from accelbench.results.judge import Judgement, Rules, Side, judge, no_rules, side, unlike
 from accelbench.results.record import Metric, Result
 
 #: the figures compare and the report put beside performance, by column: per USD/h for a rate or the cost for
@@ -339,12 +339,15 @@ def compare(
     describe: Describe = plain,
     earlier: Iterable[Result] = (),
     defaults: Defaults = no_defaults,
+    rules: Rules = no_rules,
 ) -> Comparison:
     """One row per workload present on both sides, on its primary metric (or ``metric``).
 
     ``earlier``: other records (the store's) from which each side's run-to-run variation is read, those of
     the same workload on the same system as the side's latest run. ``defaults``: each benchmark's parameters at
-    their defaults, which a record made before a setting existed is paired as having used.
+    their defaults, which a record made before a setting existed is paired as having used. ``rules``: the
+    families' own reasons two paired records measure different things (the CLI hands over
+    :func:`accelbench.families.unlike`).
     """
     ignore = tuple(ignore)
     _check_sides(baseline, candidate, ignore, defaults)
@@ -387,7 +390,7 @@ def compare(
         ]
         workload += f" ({', '.join(moved)})" if moved else ""
         eff = _efficiency(_shown(sb), _shown(sc)) if metric is None else {}
-        apart = _apart(bs, cs)
+        apart = _apart(bs, cs, rules)
         rows.append(
             Row(
                 b.benchmark,
@@ -418,7 +421,7 @@ def compare(
     )
 
 
-def _apart(bs: list[Result], cs: list[Result]) -> tuple[str, ...]:
+def _apart(bs: list[Result], cs: list[Result], rules: Rules) -> tuple[str, ...]:
     """Why the pooled runs of a pair do not measure one thing: :func:`unlike` between any two of them.
 
     A side's repeats are pooled, so the latest runs alone do not speak for them: three Server runs that each
@@ -430,7 +433,7 @@ def _apart(bs: list[Result], cs: list[Result]) -> tuple[str, ...]:
     pairs = [((bs[-1], "baseline"), (cs[-1], "candidate"))]
     pairs += [(x, y) for i, x in enumerate(runs) for y in runs[i + 1 :]]
     for (x, side_x), (y, side_y) in pairs:
-        for reason in unlike(x, y):
+        for reason in unlike(x, y, rules):
             among = f" (among the {side_x}'s runs)" if side_x == side_y else ""
             found.setdefault(reason.split(":")[0], reason + among)
     return tuple(found.values())

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from accelbench.measure.stats import MIN_CI_SAMPLES, mann_whitney_p, median_ci_ranks
 from accelbench.results.record import Concern, Metric, Result
@@ -66,13 +66,11 @@ MIN_RUNS_BARE = 3
 #: runs a run-to-run spread needs before it may lower the bar under one run's (MIN_EFFECT_SINGLE) to MIN_EFFECT
 MIN_SPREAD_RUNS = 3
 NO_INTERVAL = "no interval"
-#: How far two sides' mean request lengths may differ and still be one workload (seeded prompt jitter).
-LENGTH_TOLERANCE = 0.05
 #: Settings that make another model (another network, another task, or ``--scale tiny``'s shrunk layers and
 #: widths): never one workload, whatever ``--ignore`` pairs, and never a setting a comparison is made across.
 IDENTITY_PARAMS = ("model", "workload", "scale")
-#: How far two Server runs' self-chosen loads may differ and still measure one thing.
-LOAD_TOLERANCE = 0.05
+#: a family's own reasons two of its records do not measure one thing (its ``Family.unlike``)
+Rules = Callable[[Result, Result], list[str]]
 
 
 def set_aside_by(r: Result, metric: str | None = None, *, imprecise: bool = True) -> list[Concern]:
@@ -359,14 +357,18 @@ def _band(runs: Sequence[Result], metric: str) -> tuple[float, float]:
     return min(b[0] for b in bands), max(b[1] for b in bands)
 
 
-def unlike(b: Result, c: Result) -> list[str]:
+def no_rules(b: Result, c: Result) -> list[str]:
+    """No family's own rules: only the model's identity decides."""
+    return []
+
+
+def unlike(b: Result, c: Result, rules: Rules = no_rules) -> list[str]:
     """Why two records' figures do not measure the same thing although they pair: empty when they do.
 
-    A serving rate is a figure of the latency limits it was held to (``details.limits``: p99 TTFT and TPOT) and
-    of the requests' lengths (``details.input_tokens`` and ``output_tokens`` over ``details.requests``, the
-    run's own counts, so a default that changed between versions is caught too). A Server run's throughput is
-    the rate it was sent: two runs that each chose theirs from a probe measured their probes, not a capacity
-    (:func:`_chosen_load`). A model is its size (:data:`IDENTITY_PARAMS`) and its definition
+    ``rules``: the records' family's own reasons (a :class:`~accelbench.families.base.Family`'s ``unlike``, as
+    :func:`accelbench.families.unlike` finds it; the caller hands them over): a serving rate is a figure of the
+    latency limits it was held to and of the requests' lengths, for one. Here, the model's identity: a model is
+    its size (:data:`IDENTITY_PARAMS`) and its definition
     (``details.source``: two versions of accelbench may build different networks under one name, as ``ssd``
     moved from VGG-16 to MLPerf's ResNet-34), and a language model its parameters (``details.model.params``: a
     ``--checkpoint`` folder is the model it holds, whatever preset named the run). Records without these details
@@ -383,23 +385,7 @@ def unlike(b: Result, c: Result) -> list[str]:
     nb, nc = _parameters(b), _parameters(c)
     if not out and nb and nc and abs(nb - nc) > 0.01 * max(nb, nc):  # a --checkpoint folder of another size
         out.append(f"unlike models: {nb:,.3g} vs {nc:,.3g} parameters")
-    lb, lc = _limits(b), _limits(c)
-    if lb != lc:
-        out.append(f"unlike limits: {_limits_text(lb)} vs {_limits_text(lc)}")
-    ob, oc = _chosen_load(b), _chosen_load(c)
-    if ob and oc and abs(ob - oc) > LOAD_TOLERANCE * max(ob, oc):
-        out.append(
-            f"unlike loads: Server at {ob:,.4g} vs {oc:,.4g} queries/s, each chosen from its own probe (a Server "
-            "run's throughput is the load it was sent: --mode find-peak measures capacity, --target-qps holds "
-            "both to one load)"
-        )
-    sb, sc = _lengths(b), _lengths(c)
-    if sb and sc and any(abs(x - y) > LENGTH_TOLERANCE * max(x, y) for x, y in zip(sb, sc, strict=True)):
-        out.append(
-            f"unlike lengths: {sb[0]:,.0f}/{sb[1]:,.0f} vs {sc[0]:,.0f}/{sc[1]:,.0f} tokens per request "
-            "(mean input/output)"
-        )
-    return out
+    return out + rules(b, c)
 
 
 def _parameters(r: Result) -> float | None:
@@ -408,36 +394,3 @@ def _parameters(r: Result) -> float | None:
     return float(n) if isinstance(n, (int, float)) and n > 0 else None
 
 
-def _chosen_load(r: Result) -> float | None:
-    """The query rate a Server (or interactive) performance run was sent where the run chose it (from its
-    calibration probe, not ``--target-qps``); None otherwise (Offline, find-peak, a rate the user set)."""
-    p = r.params
-    if p.get("scenario") not in ("server", "interactive") or p.get("mode", "performance") != "performance":
-        return None
-    rate = r.details.get("target_qps")
-    return float(rate) if not p.get("target_qps") and isinstance(rate, (int, float)) and rate > 0 else None
-
-
-def _limits(r: Result) -> tuple[float | None, float | None] | None:
-    """(p99 TTFT ms, p99 TPOT ms) a record was held to; None where it records none (an Offline run, no tokens)."""
-    lim = r.details.get("limits")
-    if not isinstance(lim, dict):
-        return None
-    pair = (lim.get("ttft_p99_ms"), lim.get("tpot_p99_ms"))
-    return None if pair == (None, None) else pair
-
-
-def _limits_text(pair: tuple[float | None, float | None] | None) -> str:
-    if pair is None:
-        return "none"
-    ttft, tpot = (f"{x:,.4g}" if x is not None else "-" for x in pair)
-    return f"p99 TTFT/TPOT {ttft}/{tpot} ms"
-
-
-def _lengths(r: Result) -> tuple[float, float] | None:
-    """Mean input and output tokens per request, from the run's counts; None where it has none."""
-    d = r.details
-    n, read, written = d.get("requests"), d.get("input_tokens"), d.get("output_tokens")
-    if not all(isinstance(x, (int, float)) and x > 0 for x in (n, read, written)):
-        return None
-    return read / n, written / n

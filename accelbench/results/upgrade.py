@@ -18,6 +18,10 @@ under LoadGen is ``infer/llm`` (it was ``infer/loadgen``), a decoder trained is 
 ``train/throughput``); each keeps only the parameters its own benchmark takes, and the records of the other models
 lose the language models' (at their neutral values they changed nothing).
 
+Engine settings (accelbench 0.4, within version 3, keyed on the content): an ``infer/llm`` record keeps only its
+engine's own settings (:func:`own_engine_options`); it carried every engine's, the endpoint's address on a local
+engine's record too.
+
 Concerns (accelbench 0.4, within version 3, so keyed on the field's absence, not the version): a record's warnings
 became typed :class:`~accelbench.results.record.Concern` objects, which code decides by. A record without them gets
 them here, once, from its warnings' words (:func:`concerns_from_warnings`), and so do its conditions: the one place
@@ -89,16 +93,39 @@ _BACKEND_OPTIONS_V3: dict[str, tuple[str, ...]] = {
 _ALL_BACKEND_OPTIONS_V3 = frozenset({"channels_last", "compile_mode", "ort_optimization", "service_ms"})
 
 
+#: an engine's own settings, as the engines declared them when they came to own them (``Engine.Options``); before,
+#: every ``infer/llm`` record carried them all, the endpoint's address on a local engine's record too
+_ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "transformers": ("page_size", "kv_blocks", "max_batch_tokens", "engine_compile"),
+    "static": ("engine_compile",),
+    "vllm": ("page_size", "kv_blocks", "max_batch_tokens", "engine_compile"),
+    "endpoint": (
+        "url", "served_model", "api", "api_key_env", "tokenizer", "server_devices", "request_timeout",
+        "accuracy_target",
+    ),
+}  # fmt: skip
+_ALL_ENGINE_OPTIONS = frozenset(k for names in _ENGINE_OPTIONS.values() for k in names)
+
+
+def own_engine_options(benchmark: str, params: dict[str, Any]) -> dict[str, Any]:
+    """An ``infer/llm`` record's parameters with only its engine's own settings (Engine Options, accelbench 0.4,
+    within version 3: keyed on the record's content). A user's engine declared none of these."""
+    if benchmark != "infer/llm" or not _ALL_ENGINE_OPTIONS.intersection(params):
+        return params
+    takes = _ENGINE_OPTIONS.get(str(params.get("engine", "transformers")), ())
+    return {k: v for k, v in params.items() if k not in _ALL_ENGINE_OPTIONS or k in takes}
+
+
 def split_entry(benchmark: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A benchmark and its parameters as v3 names them: a decoder's ``infer/loadgen`` or ``train/throughput`` is
     its own benchmark, each keeps only its own parameters. Also what a stored run's suite entries go through (a
     resumed run made before the split)."""
     split = _SPLIT_V3.get(benchmark)
     if split is None:
-        return benchmark, params
+        return benchmark, own_engine_options(benchmark, params)
     new, decoder_only, others_only = split
     if params.get("model") in DECODERS:
-        return new, {k: v for k, v in params.items() if k not in others_only}
+        return new, own_engine_options(new, {k: v for k, v in params.items() if k not in others_only})
     kept = {k: v for k, v in params.items() if k not in decoder_only}
     if benchmark == "infer/loadgen":  # a backend's own settings: only those of the record's backend
         takes = _BACKEND_OPTIONS_V3.get(str(kept.get("backend", "torch")), ())
@@ -185,6 +212,9 @@ def _renamed_values(record: dict[str, Any]) -> dict[str, Any]:
     params = record.get("params")
     if not isinstance(params, dict):
         return record
+    own = own_engine_options(str(record.get("benchmark")), params)
+    if own is not params:
+        record, params = {**record, "params": own}, own
     renamed = {
         name: _VALUES[(str(record.get("benchmark")), name)].get(value, value)
         for name, value in params.items()

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelbench.infer.tokens.specs import LLMServeParams
 from accelbench.tune.candidate import Candidate, Space, split_list
 from accelbench.tune.specs import SERVE_PRECISIONS, TuneParams, local_engines
 
-#: the default settings (``accelbench infer MODEL``'s): the candidate every other is measured against
-SERVE_DEFAULT = {"engine": "transformers", "precision": "fp32", "engine_compile": False, "batch_size": 8,
-                 "max_batch_tokens": 0}  # fmt: skip
 #: requests in flight tried around the best runtimes, by the device's batch class
 SERVE_BATCHES = {"cpu": (4, 16, 32), "gpu": (32, 64, 128, 256)}
-#: batch-token budgets tried for continuous batching, in multiples of the default (2 x batch x page size)
-TOKEN_BUDGETS = (0.5, 4.0)
+
+
+def serve_default() -> dict[str, Any]:
+    """The default settings (``accelbench infer MODEL``'s, fp32): the candidate every other is measured against."""
+    defaults = LLMServeParams.__dataclass_fields__
+    return {"engine": defaults["engine"].default, "precision": "fp32", "batch_size": defaults["batch_size"].default}
 
 
 def runtimes(params: "TuneParams", device: Any) -> "Space":
@@ -45,30 +47,31 @@ def runtimes(params: "TuneParams", device: Any) -> "Space":
     wanted = split_list(params.precisions)
     space = Space([], [])
     for name in split_list(params.engines) or local_engines():
-        missing = engine_class(name)().unavailable()
+        impl = engine_class(name)
+        missing = impl().unavailable()
+        compiles = params.compile and "engine_compile" in impl.Options.__dataclass_fields__
         for precision in SERVE_PRECISIONS:
             if wanted and precision not in wanted:
                 continue
             why = missing or (precision_reason(device, precision, params.emulated) if precision != "fp32" else None)
-            for compiled in (False, True) if params.compile else (False,):
-                c = Candidate(SERVE_DEFAULT | {"engine": name, "precision": precision, "engine_compile": compiled})
+            for compiled in (False, True) if compiles else (False,):
+                c = Candidate(serve_default() | {"engine": name, "precision": precision})
+                c = c.with_(engine_compile=True) if compiled else c
                 (space.left_out.append((c, why)) if why else space.candidates.append(c))
     return space
 
 
 def shapes(params: "TuneParams", best: list["Candidate"], batch_class: str) -> list["Candidate"]:
-    """Requests in flight around the best runtimes, and continuous batching's batch-token budget."""
-    from accelbench.infer.tokens.specs import LLMServeParams
+    """Requests in flight around the best runtimes, and what each engine's own declaration searches at the best
+    one's concurrency (continuous batching: its batch-token budget)."""
+    from accelbench.infer.tokens.engines import engine_class
 
     given = [int(b) for b in split_list(params.batch_sizes)]
-    page = LLMServeParams.__dataclass_fields__["page_size"].default
     out: list[Candidate] = []
     for c in best:
         sizes = given or list(SERVE_BATCHES.get(batch_class, SERVE_BATCHES["cpu"]))
         out += [c.with_(batch_size=b) for b in sizes]
-        if c.settings["engine"] == "transformers":
-            default = 2 * c.settings["batch_size"] * page  # infer's default: 2 x --batch-size x --page-size
-            out += [c.with_(max_batch_tokens=int(default * k)) for k in TOKEN_BUDGETS]
+        out += [c.with_(**change) for change in engine_class(c.settings["engine"]).search(c.settings)]
     return out
 
 

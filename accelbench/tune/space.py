@@ -36,10 +36,10 @@ def _device(params: TuneParams) -> Any:
 def runtime_stage(params: TuneParams) -> Space:
     """Every runtime at the default batch: the default first, compiled ones last (each compile costs minutes)."""
     if params.task == "serve":
-        from accelbench.tune.serve import SERVE_DEFAULT, runtimes
+        from accelbench.tune.serve import runtimes, serve_default
 
         space = runtimes(params, _device(params))
-        return _ordered(space, Candidate(dict(SERVE_DEFAULT)), lambda c: bool(c.settings["engine_compile"]))
+        return _ordered(space, Candidate(serve_default()), lambda c: bool(c.settings.get("engine_compile")))
     return _infer_runtimes(params) if params.task == "infer" else _train_runtimes(params)
 
 

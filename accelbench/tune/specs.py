@@ -170,11 +170,11 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
         if self.task == "serve":
             from accelbench.infer.tokens.specs import LLMServeParams
 
-            return LLMServeParams(**(common | serve_trial_settings(self) | settings))
+            return LLMServeParams.of(**(common | serve_trial_settings(self) | settings))
         from accelbench.infer.specs import InferParams
 
         # a candidate's settings are flat (channels_last beside batch_size): the backend's own go where it keeps them
-        return InferParams(**InferParams.gather(common | {"checkpoint": self.checkpoint} | settings))
+        return InferParams.of(**(common | {"checkpoint": self.checkpoint} | settings))
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:

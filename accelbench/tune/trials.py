@@ -74,9 +74,9 @@ class Search:
     @property
     def default(self) -> Candidate:
         if self.params.task == "serve":
-            from accelbench.tune.serve import SERVE_DEFAULT
+            from accelbench.tune.serve import serve_default
 
-            return Candidate(dict(SERVE_DEFAULT))
+            return Candidate(serve_default())
         return Candidate(dict(INFER_DEFAULT if self.params.task == "infer" else TRAIN_DEFAULT))
 
     def of(self, candidate: Candidate, phase: str) -> list[Trial]:

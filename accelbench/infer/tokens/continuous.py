@@ -16,30 +16,49 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.kind import kind_of
-from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, TokenRequest
+from accelbench.infer.tokens.engines import (
+    Engine,
+    EngineSettings,
+    PagedCompileOptions,
+    PagedOptions,
+    Sink,
+    TokenRequest,
+)
 from accelbench.infer.tokens.static import no_eos
 
 if TYPE_CHECKING:
     import torch
 
+#: batch-token budgets ``tune`` tries, in multiples of the default (2 x requests in flight x page size)
+TOKEN_BUDGETS = (0.5, 4.0)
 
-def cache_plan(settings: EngineSettings) -> tuple[int, int]:
+
+def cache_plan(settings: EngineSettings, options: PagedOptions) -> tuple[int, int]:
     """Pages and the batch-token budget: enough pages for ``max_batch`` requests of the longest sequence, and a
     step budget that lets one prompt of typical length prefill while the others decode."""
-    per_request = math.ceil(max(settings.longest, 1) / settings.page_size) + 1
-    blocks = settings.kv_blocks or per_request * settings.max_batch
-    tokens = settings.max_batch_tokens or max(settings.max_batch * settings.page_size * 2, 256)
+    per_request = math.ceil(max(settings.longest, 1) / options.page_size) + 1
+    blocks = options.kv_blocks or per_request * settings.max_batch
+    tokens = options.max_batch_tokens or max(settings.max_batch * options.page_size * 2, 256)
     return blocks, tokens
 
 
 class ContinuousBatching(Engine):
     name = "transformers"
+    Options = PagedCompileOptions
+    options: PagedCompileOptions
+
+    @classmethod
+    def search(cls, settings: dict[str, Any]) -> list[dict[str, Any]]:
+        """The batch-token budget of one forward step, around the default (2 x requests in flight x page size)."""
+        page = cls.Options.__dataclass_fields__["page_size"].default
+        default = 2 * int(settings["batch_size"]) * int(settings.get("page_size") or page)
+        return [{"max_batch_tokens": int(default * k)} for k in TOKEN_BUDGETS]
 
     def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
         from transformers import ContinuousBatchingConfig, GenerationConfig
 
         self.sink = sink
-        blocks, tokens = cache_plan(settings)
+        blocks, tokens = cache_plan(settings, self.options)
         generation = GenerationConfig(
             do_sample=False,
             eos_token_id=no_eos(model.config) if settings.ignore_eos else model.config.eos_token_id,
@@ -47,23 +66,23 @@ class ContinuousBatching(Engine):
             max_new_tokens=max(settings.longest, 1),
         )
         config = ContinuousBatchingConfig(
-            page_size=settings.page_size,
+            page_size=self.options.page_size,
             num_blocks=blocks,
             max_batch_tokens=tokens,
             max_requests_per_batch=settings.max_batch,
             allow_block_sharing=False,  # random prompts share no prefix; sharing would only cost bookkeeping
             use_cuda_graph=None if kind_of(device).accelerator else False,  # graphs where a kind captures them
-            default_compile_level=1 if settings.compile else 0,
+            default_compile_level=1 if self.options.engine_compile else 0,
             seed=0,
         )
         self.facts = {
             "engine": self.name,
-            "page_size": settings.page_size,
+            "page_size": self.options.page_size,
             "kv_blocks": blocks,
-            "kv_capacity_tokens": blocks * settings.page_size,
+            "kv_capacity_tokens": blocks * self.options.page_size,
             "max_batch_tokens": tokens,
             "max_requests_per_batch": settings.max_batch,
-            "compile": settings.compile,
+            "compile": self.options.engine_compile,
             "scheduler": config.scheduler_type,
         }
         self.manager = model.init_continuous_batching(generation_config=generation, continuous_batching_config=config)

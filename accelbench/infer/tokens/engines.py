@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
 
 from accelbench.errors import UsageError
+from accelbench.params import NoOptions, opt, positive
 
 if TYPE_CHECKING:
     import torch
@@ -56,18 +57,48 @@ class ModelSource:
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """What accelbench chooses for an engine (never the library's defaults, which are sized for other work)."""
+    """What the run asks of any engine (never the library's defaults, which are sized for other work); an engine's
+    own settings are its :attr:`Engine.Options`."""
 
     max_batch: int  # requests decoded together at most
     max_wait: float = 0.0  # seconds a static batch waits to fill (Server)
-    page_size: int = 16  # paged KV cache: tokens per page
-    kv_blocks: int = 0  # pages in the cache (0: enough for max_batch requests of the longest sequence)
-    max_batch_tokens: int = 0  # tokens in one forward step (0: max_batch x page_size x 2)
-    compile: bool = False
     longest: int = 0  # prompt + output tokens of the longest request (sizes the caches)
     ignore_eos: bool = True
     #: requests arrive on LoadGen's schedule (Server, interactive), not as one batch to work through
     open_loop: bool = False
+
+
+@dataclass(frozen=True)
+class CompileOptions(NoOptions):
+    engine_compile: bool = opt(
+        False,
+        "transformers, static and vllm engines: compile the forward step (torch.compile; vLLM's CUDA graphs), in "
+        "the probe's warm-up, whose first batch's seconds the record keeps",
+    )
+
+
+@dataclass(frozen=True)
+class PagedOptions(NoOptions):
+    """A paged KV cache's sizes, where the engine has one."""
+
+    page_size: int = opt(16, "transformers and vllm engines: KV-cache page size in tokens")
+    kv_blocks: int = opt(0, "transformers and vllm engines: KV-cache pages (0: --batch-size longest requests)")
+    max_batch_tokens: int = opt(
+        0,
+        "transformers and vllm engines: tokens in one forward step (0: the engine's, 2 x --batch-size x "
+        "--page-size for transformers)",
+    )
+
+    def check(self) -> None:
+        positive("--page-size", self.page_size)
+        for name in ("kv_blocks", "max_batch_tokens"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"--{name.replace('_', '-')} must not be negative, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class PagedCompileOptions(PagedOptions, CompileOptions):
+    pass
 
 
 class Engine:
@@ -83,10 +114,15 @@ class Engine:
     loads_weights: ClassVar[bool] = False
     #: whether the model runs elsewhere (a server): its devices are the server's (``--server-devices``)
     remote: ClassVar[bool] = False
+    #: the engine's own settings (a frozen dataclass of ``opt`` fields): each is a flag of ``accelbench infer``
+    #: for language models, checked by the engine, recorded with the run; a value given for an engine that does
+    #: not declare it is refused
+    Options: ClassVar[type[NoOptions]] = NoOptions
     #: the vocabulary random prompts are drawn from when no model is built here (a served model's tokenizer's)
     vocab_size: int | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, options: NoOptions | None = None) -> None:
+        self.options: Any = options if options is not None else self.Options()
         self.facts: dict[str, Any] = {"engine": self.name}
 
     def unavailable(self) -> str | None:
@@ -97,6 +133,38 @@ class Engine:
         if self.runs_model and importlib.util.find_spec("transformers") is None:
             return "transformers is not installed: pip install 'accelbench[llm]'"
         return None
+
+    @classmethod
+    def check_run(cls, params: Any, options: Any) -> None:
+        """Raise a UsageError for what the run's parameters cannot do with this engine's settings (no I/O: said
+        while the parameters are validated). Nothing by default."""
+
+    @classmethod
+    def labels(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """The run's settings (flat, as a record states them) as this engine's records label them; the same by
+        default."""
+        return settings
+
+    @classmethod
+    def unlabel(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """A record's labels read back as the settings a run resolves again (the inverse of :meth:`labels`)."""
+        return settings
+
+    @classmethod
+    def devices(cls, options: Any) -> int:
+        """The devices the per-device figures divide by: one here; a server's own (the endpoint engine)."""
+        return 1
+
+    @classmethod
+    def describe_words(cls, settings: dict[str, Any]) -> list[str]:
+        """Words a record's one-line description adds after the engine's name (what it served). None by default."""
+        return []
+
+    @classmethod
+    def search(cls, settings: dict[str, Any]) -> list[dict[str, Any]]:
+        """This engine's own settings worth searching at a candidate's ``settings`` (``tune --task serve``'s shape
+        stage), each a dict of changes; none by default."""
+        return []
 
     def check(self, params: Any) -> None:
         """Before anything runs: raise a UsageError for what the run's parameters cannot do with this engine
@@ -109,6 +177,10 @@ class Engine:
     def min_requests(cls, params: Any) -> int:
         """The fewest requests a run of this engine issues (0: LoadGen's plan alone)."""
         return 0
+
+    def resolved(self) -> dict[str, Any]:
+        """Settings the engine resolved in :meth:`configure` (a server's model name), recorded as if given."""
+        return {}
 
     def measured(self, arrivals: bool) -> dict[str, Any]:
         """What the engine saw of itself since the last call (after each LoadGen run), for the record; a

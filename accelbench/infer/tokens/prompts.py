@@ -345,7 +345,7 @@ def from_params(params: Any, output_tokens: int, limit: int) -> tuple[Any, Promp
     as the cap and ``--input-tokens`` as the longest prompt when given, ``--chat-template``): the same call
     validates the file before any model is built (a bad file is one line, exit 2) and feeds the run. The
     tokenizer, and the set."""
-    tokenizer = load_tokenizer(getattr(params, "tokenizer", "") or params.checkpoint)
+    tokenizer = load_tokenizer(params.tokenizer_dir)
     return tokenizer, read_prompts(
         params.prompts,
         tokenizer,

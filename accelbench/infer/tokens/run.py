@@ -165,15 +165,15 @@ def settings_for(params: LLMServeParams, limits: Limits, preset_benchmark: str, 
 
 
 def run(params: LLMServeParams, ctx: RunContext) -> Iterator[Result]:
-    engine = engine_class(params.engine)()
+    engine = engine_class(params.engine)(params.engine_opts)
     skip_if(engine.unavailable())
     engine.configure(params)
-    # the model the server said it serves (its /v1/models), in the record's label as if --served-model were given
-    named = replace(params, served_model=engine.facts.get("served_model", params.served_model))
+    # what the engine resolved (the model a server says it serves), in the record's label as if it were given
+    named = replace(params, engine_options=params.engine_options | engine.resolved())
     try:
         yield from _run(named, ctx, engine)
     except (BenchmarkFailed, BenchmarkSkipped) as exc:
-        if exc.record is None and named.served_model != params.served_model:  # a failed run's label is an ok one's
+        if exc.record is None and named != params:  # a failed run's label is an ok one's
             exc.record = named.to_dict()
         raise
 
@@ -276,7 +276,8 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     reference = s.reference
     if params.mode == "accuracy" and engine.remote:  # the server's weights: ROUGE on the file's answers only
         served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(prompts))
-        target = quality.target(params.accuracy_target, params.model) if params.accuracy_target else None
+        gate = getattr(engine.options, "accuracy_target", "")  # the remote engine's own: a ROUGE target, or none
+        target = quality.target(gate, params.model) if gate else None
         rouge = accuracy.served_rouge(work, served, target, ctx.progress)
         result = endpoint_accuracy_result(params, record, outcome, dict(engine.facts), rouge)
     elif reference is not None:
@@ -462,11 +463,7 @@ def engine_settings(params: LLMServeParams, longest: int) -> EngineSettings:
     return EngineSettings(
         max_batch=params.batch_size,
         max_wait=params.max_wait_ms / 1000 if params.scenario in ("server", "interactive") else 0.0,
-        page_size=params.page_size,
-        kv_blocks=params.kv_blocks,
-        max_batch_tokens=params.max_batch_tokens,
         longest=longest,
         ignore_eos=not params.allow_eos,
-        compile=params.engine_compile,
         open_loop=params.scenario in ("server", "interactive"),
     )

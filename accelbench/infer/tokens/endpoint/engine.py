@@ -14,10 +14,13 @@ import asyncio
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelbench.errors import UsageError
+from accelbench.infer.tokens.endpoint import params as options_of
 from accelbench.infer.tokens.endpoint.client import Answer, Failure, error_words
-from accelbench.infer.tokens.endpoint.params import server_device
+from accelbench.infer.tokens.endpoint.params import EndpointOptions, server_device
 from accelbench.infer.tokens.endpoint.watch import ClientWatch
 from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, TokenRequest
 
@@ -46,6 +49,48 @@ class EndpointEngine(Engine):
     extra = "endpoint"
     runs_model = False
     remote = True
+    Options = EndpointOptions
+    options: EndpointOptions
+
+    @classmethod
+    def check_run(cls, params: "LLMServeParams", options: EndpointOptions) -> None:
+        """The served model's tokenizer named; accuracy scored on a prompt file's answers, gated only in accuracy."""
+        where = options.tokenizer or params.checkpoint
+        if not where:
+            raise UsageError(
+                "--engine endpoint needs the served model's tokenizer: --tokenizer DIR (a folder with "
+                "tokenizer.json or its tokenizer files) or --checkpoint DIR"
+            )
+        if not Path(where).expanduser().is_dir():
+            raise UsageError(f"tokenizer folder {where} does not exist")
+        if params.mode == "accuracy" and not params.prompts:
+            raise UsageError(
+                "an endpoint's accuracy is ROUGE on a prompt file's reference answers: give --prompts FILE (the "
+                "served weights are the server's, so there is no FP32 model here to compare tokens with)"
+            )
+        if options.accuracy_target and params.mode != "accuracy":
+            raise UsageError("--accuracy-target gates --mode accuracy; add --mode accuracy or drop it")
+        if options.accuracy_target:
+            from accelbench.infer.tokens.quality import target
+
+            target(options.accuracy_target, params.model)
+
+    @classmethod
+    def labels(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        return options_of.labels(settings)
+
+    @classmethod
+    def unlabel(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        return options_of.unlabel(settings)
+
+    @classmethod
+    def devices(cls, options: EndpointOptions) -> int:
+        return options.server_devices
+
+    @classmethod
+    def describe_words(cls, settings: dict[str, Any]) -> list[str]:
+        """The server's model, not the preset's, where the record names it."""
+        return [f"serving {settings['served_model']}"] if settings.get("served_model") else []
 
     @classmethod
     def min_requests(cls, params: "LLMServeParams") -> int:
@@ -65,25 +110,29 @@ class EndpointEngine(Engine):
         """The server answers, speaks OpenAI's API and serves the model: else one line (UsageError), before load."""
         from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
 
-        preflight(params)
-        load_tokenizer(params)  # a folder without a tokenizer is one line here, not a failed record later
+        preflight(self.options)
+        load_tokenizer(self.options, params.checkpoint)  # a folder without a tokenizer: one line, not a failed record
 
     def configure(self, params: "LLMServeParams") -> None:
         from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
 
-        self.target = preflight(params)
-        self.tokenizer = load_tokenizer(params)
-        self.timeout = params.request_timeout
+        self.target = preflight(self.options)
+        self.tokenizer = load_tokenizer(self.options, params.checkpoint)
+        self.timeout = self.options.request_timeout
         self.vocab_size = len(self.tokenizer)
         self.facts |= {
             "device": server_device(self.target.url),  # as the entry states it: one label for every outcome
             "url": self.target.url,
             "served_model": self.target.model,
             "api": self.target.api,
-            "server_devices": params.server_devices,
+            "server_devices": self.options.server_devices,
             "ignore_eos_sent": self.target.extensions,
-            "tokenizer": params.tokenizer or params.checkpoint,
+            "tokenizer": self.options.tokenizer or params.checkpoint,
         }
+
+    def resolved(self) -> dict[str, Any]:
+        """The model the server said it serves (its /v1/models), as if ``--served-model`` named it."""
+        return {"served_model": self.target.model}
 
     def local_processes(self) -> list[int]:
         """The processes listening on the server's port where it runs on this machine (a loopback or local address)."""

@@ -19,13 +19,13 @@ from accelbench.errors import UsageError
 from accelbench.infer.tokens.endpoint.client import Answer, Failure, Target, error_words
 
 if TYPE_CHECKING:
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.infer.tokens.endpoint.params import EndpointOptions
 
 #: seconds each preflight call may take
 PREFLIGHT_TIMEOUT = 30.0
 
 
-def headers_of(params: "LLMServeParams") -> dict[str, str]:
+def headers_of(params: "EndpointOptions") -> dict[str, str]:
     if not params.api_key_env:
         return {}
     key = os.environ.get(params.api_key_env)
@@ -62,7 +62,7 @@ def served_models(url: str, headers: dict[str, str]) -> tuple[list[str] | None, 
         return None, f"GET /models answered {body[:80].decode('utf-8', 'replace')!r}, not OpenAI's model list"
 
 
-def _resolve_model(params: "LLMServeParams", listed: list[str] | None, said: str) -> str:
+def _resolve_model(params: "EndpointOptions", listed: list[str] | None, said: str) -> str:
     if params.served_model:
         if listed is not None and listed and params.served_model not in listed:
             raise UsageError(
@@ -94,7 +94,7 @@ def _try_stream(target: Target) -> str | None:
     return None
 
 
-def preflight(params: "LLMServeParams") -> Target:
+def preflight(params: "EndpointOptions") -> Target:
     """The resolved target, or a UsageError naming what to fix; nothing of the run's load has been sent."""
     url = params.url.rstrip("/")
     headers = headers_of(params)
@@ -110,8 +110,8 @@ def preflight(params: "LLMServeParams") -> Target:
     return target
 
 
-def load_tokenizer(params: "LLMServeParams") -> Any:
+def load_tokenizer(options: "EndpointOptions", checkpoint: str) -> Any:
     """The served model's tokenizer (``--tokenizer``, else ``--checkpoint``'s), read offline."""
     from accelbench.infer.tokens.prompts import load_tokenizer as read
 
-    return read(params.tokenizer or params.checkpoint)
+    return read(options.tokenizer or checkpoint)
