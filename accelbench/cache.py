@@ -13,6 +13,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from accelbench import config
+from accelbench.errors import UsageError
+
 DEFAULT_MAX_GB = 5.0
 
 
@@ -32,9 +35,6 @@ def exports_dir() -> Path:
 
 def max_bytes() -> int:
     """The cap, from config.toml's ``cache_max_gb`` (a bad value is the config's one-line error)."""
-    from accelbench import config
-    from accelbench.errors import UsageError
-
     value = config.load().get("cache_max_gb", DEFAULT_MAX_GB)
     if not isinstance(value, (int, float)) or value < 0:
         raise UsageError(f"cache_max_gb in {config.config_path()} must be a number of GB >= 0, got {value!r}")

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from accelbench import cache
+from accelbench.results import format as fmt
+
 
 def register(sub: Any) -> None:
-    cache = sub.add_parser(
+    parser = sub.add_parser(
         "cache",
         help="the export cache (ONNX exports reused across runs): its size, or clear it",
         description=(
@@ -17,14 +20,11 @@ def register(sub: Any) -> None:
             "when the cache passes cache_max_gb (config.toml; default 5)."
         ),
     )
-    cache.add_argument("action", nargs="?", choices=("show", "clear"), default="show", help="show (default) or clear")
-    cache.set_defaults(handler=cmd_cache)
+    parser.add_argument("action", nargs="?", choices=("show", "clear"), default="show", help="show (default) or clear")
+    parser.set_defaults(handler=cmd_cache)
 
 
 def cmd_cache(ns: argparse.Namespace) -> int:
-    from accelbench import cache
-    from accelbench.results import format as fmt
-
     where = cache.cache_dir()
     if ns.action == "clear":
         gone = cache.clear()

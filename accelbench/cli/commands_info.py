@@ -7,6 +7,12 @@ import json
 import sys
 from typing import Any
 
+from accelbench.cli.render import console
+from accelbench.devices.kind import by_name, kind_of
+from accelbench.registry import BENCHMARKS
+from accelbench.tta.recipes import RECIPES, recipe
+from accelbench.workloads import MODELS, model_info
+
 
 def register(sub: Any) -> None:
     system = sub.add_parser(
@@ -30,9 +36,6 @@ def register(sub: Any) -> None:
 def cmd_list(ns: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from accelbench.cli.render import console
-    from accelbench.registry import BENCHMARKS
-
     if ns.models:
         return _list_models()
     if ns.tta:
@@ -55,9 +58,6 @@ def _list_tta() -> int:
     """Every time-to-quality workload: the data it reads, its metric and default target, and where they come from."""
     from rich.table import Table
 
-    from accelbench.cli.render import console
-    from accelbench.tta.recipes import RECIPES, recipe
-
     table = Table(
         caption="accelbench tta NAME --data-dir DIR [--target T] [--second-target T2 (the second metric, where two)]; "
         "--scale tiny trains a small model"
@@ -77,9 +77,6 @@ def _list_tta() -> int:
 
 def _list_models() -> int:
     from rich.table import Table
-
-    from accelbench.cli.render import console
-    from accelbench.workloads import MODELS, model_info
 
     table = Table(caption="default batch sizes are per device", caption_justify="left")
     table.add_column("model", no_wrap=True)
@@ -154,8 +151,6 @@ def cmd_system(ns: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from accelbench.cli.render import console
-
     cpu, t = profile["cpu"], profile["torch"]
     table = Table(title=f"system {profile['fingerprint']}", title_justify="left", show_header=False)
     table.add_column(style="bold")
@@ -210,8 +205,6 @@ def _accelerator_facts(acc: dict[str, Any]) -> str:
 
 def _devices(profile: dict[str, Any]) -> list[tuple[Any, Any]]:
     """(kind, torch.device) of each accelerator the profile lists, as its kind resolves it."""
-    from accelbench.devices.kind import by_name
-
     found = [(by_name(acc["kind"]), acc["index"]) for acc in profile["accelerators"]]
     return [(kind, kind.resolve(index)) for kind, index in found if kind is not None]
 
@@ -226,7 +219,6 @@ def _peaks_table(profile: dict[str, Any]) -> Any:
     import torch
     from rich.table import Table
 
-    from accelbench.devices.kind import kind_of
     from accelbench.system.specs import peak_for
 
     table = Table(title="peak TFLOPS used for % of peak", title_justify="left")

@@ -11,10 +11,18 @@ from typing import Any
 
 from rich.markup import escape
 
+from accelbench import config, registry
 from accelbench.cli import args as a
+from accelbench.cli.kernel_args import add_param_flags, add_set_flags, entries_from_args
+from accelbench.cli.render import ProgressObserver, console, err_console, plan_table, results_table, shown
+from accelbench.cli.render_trends import scaling_table
+from accelbench.devices import resolve_device
 from accelbench.errors import UsageError
-from accelbench.registry import describe_params
-from accelbench.suite.suites import BUILTIN, Suite
+from accelbench.kernels.sets import all_sets
+from accelbench.registry import BENCHMARKS, describe_params, get, sharing_command
+from accelbench.results import format as fmt
+from accelbench.results.store import Store, default_store_path
+from accelbench.suite.suites import BUILTIN, Suite, builtin_suite, resolve_targets
 
 #: Exit statuses of a run: a failed benchmark, or (none failed) a result its own verdict calls INVALID.
 EXIT_FAILED, EXIT_INVALID = 1, 3
@@ -42,9 +50,6 @@ def register(sub: Any) -> None:
     a.add_common_options(run)
     a.add_repeat_option(run)
     run.set_defaults(handler=cmd_run)
-
-    from accelbench.cli.kernel_args import add_param_flags, add_set_flags
-    from accelbench.registry import BENCHMARKS, sharing_command
 
     for name in dict.fromkeys(info.command.name for info in BENCHMARKS.values() if info.command is not None):
         _register_family(sub, sharing_command(name))
@@ -78,8 +83,6 @@ def _register_family(sub: Any, infos: list[Any]) -> None:
     """``accelbench train|infer|tta ...``: the positional field, one flag per other field of each benchmark the
     command offers (the first's, then the others' own in groups named by what they measure), the common options."""
     from dataclasses import fields
-
-    from accelbench.cli.kernel_args import add_param_flags
 
     first = infos[0]
     cmd = first.command
@@ -134,7 +137,6 @@ def _price(ns: argparse.Namespace) -> Any:
     keeps it, labelled); a price from ``config.toml`` is printed with its source, since nothing on the
     command line shows it; an electricity price that no counter and no ``--board-watts`` can apply is said.
     """
-    from accelbench import config
     from accelbench.cost.match import checked, describe, measured
     from accelbench.cost.price import from_options
 
@@ -162,8 +164,6 @@ def _price(ns: argparse.Namespace) -> Any:
         found = domains(gpus=range(len(run.accelerators)))
         readable = [name for name, state in found.items() if state.startswith("readable")]
     if not getattr(ns, "dry_run", False):
-        from accelbench.cli.render import console, err_console
-
         for line in describe(price, readable):
             (err_console if getattr(ns, "json", False) else console).print(f"[yellow]{escape(line)}[/]")
     return price
@@ -173,8 +173,6 @@ def _execute(
     ns: argparse.Namespace, suite: Suite | None, resume: str | None = None, after: Any = None, note: str = ""
 ) -> int:
     """Open the store (failing before anything runs), run with progress, print the summary."""
-    from accelbench.cli.render import ProgressObserver, console, err_console, results_table, shown
-    from accelbench.results.store import Store, default_store_path
     from accelbench.suite.runner import run_suite
     from accelbench.system.profile import collect_profile
 
@@ -194,12 +192,8 @@ def _execute(
         warm()  # the worker server imports torch while the profile is collected
     profile = collect_profile()
     if ns.device is not None:
-        from accelbench.devices import resolve_device
-
         resolve_device(ns.device)  # a device this machine lacks is bad input, not a failed benchmark
     if suite is None and resume is None:
-        from accelbench.suite.suites import builtin_suite
-
         suite = builtin_suite("standard" if profile["accelerators"] else "quick")
     if suite is not None:
         suite = suite.repeated(ns.repeat)
@@ -236,7 +230,6 @@ def _refuse_what_its_timeout_kills(suite: Suite, timeout: float | None) -> None:
     """An entry whose own parameters ask for more time than its timeout (``--duration 100000``) is bad input,
     refused in one line before anything starts: it used to be warned about, then killed after 30 minutes.
     (``--dry-run`` still lists it, with the plan's warning.)"""
-    from accelbench import registry
     from accelbench.suite.plan import timeout_of
 
     for entry in suite.entries:
@@ -251,7 +244,6 @@ def _refuse_what_its_timeout_kills(suite: Suite, timeout: float | None) -> None:
 
 def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: str) -> dict[str, float | None] | None:
     """Warn about what cannot finish in its timeout; with --dry-run print the plan and return None."""
-    from accelbench.cli.render import console, err_console, plan_table
     from accelbench.suite.plan import plan
 
     if suite is None:  # a resume: its plan is the stored suite's, already partly done
@@ -289,9 +281,6 @@ def _check_environment(suite: Suite, device: str | None) -> None:
     In a sweep, the combinations it cannot run are recorded as skipped by the benchmark itself (as a
     suite file's are); only a command line that asks for nothing runnable is refused.
     """
-    from accelbench import registry
-    from accelbench.devices import resolve_device
-
     problems = []
     for entry in suite.entries:
         params = registry.get(entry.benchmark).make_params(entry.params)
@@ -304,8 +293,6 @@ def _check_environment(suite: Suite, device: str | None) -> None:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    from accelbench.suite.suites import resolve_targets
-
     if ns.retry_failed and not ns.resume:
         raise UsageError("--retry-failed only applies with --resume RUN_ID")
     if ns.resume:
@@ -319,9 +306,6 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
 
 def cmd_kernel(ns: argparse.Namespace) -> int:
-    from accelbench.cli.kernel_args import entries_from_args
-    from accelbench.registry import get
-
     entries = entries_from_args(ns, ns.benchmark, get(ns.benchmark).params)
     suite = Suite(ns.benchmark, entries, source="command line")
     _check_environment(suite, ns.device)
@@ -329,8 +313,6 @@ def cmd_kernel(ns: argparse.Namespace) -> int:
 
 
 def cmd_family(ns: argparse.Namespace) -> int:
-    from accelbench import registry
-
     info = registry.get(ns.benchmark)
     ns.sweep = False  # the positional is a list: it sweeps like any other flag
     entries = []
@@ -347,8 +329,6 @@ def cmd_family(ns: argparse.Namespace) -> int:
 
 def _routed(ns: argparse.Namespace, info: Any) -> dict[str, list[str]]:
     """The positional's values (models) by the benchmark that measures each (:func:`accelbench.registry.route`)."""
-    from accelbench import registry
-
     positional = info.command.positional
     out: dict[str, list[str]] = {}
     for value in getattr(ns, positional):
@@ -359,9 +339,6 @@ def _routed(ns: argparse.Namespace, info: Any) -> dict[str, list[str]]:
 def _family_entries(ns: argparse.Namespace, info: Any, values: list[str]) -> list[Any]:
     """The entries of ``info`` for its share of the positional's values; a flag given that only another benchmark
     of the command takes is refused, naming what it applies to (never silently dropped)."""
-
-    from accelbench import registry
-    from accelbench.cli.kernel_args import entries_from_args
 
     positional = info.command.positional
     own = {f.name for f, _ in info.params.flags()}
@@ -376,8 +353,6 @@ def _family_entries(ns: argparse.Namespace, info: Any, values: list[str]) -> lis
 
 
 def _print_scaling(summary: Any, cmd: Any) -> None:
-    from accelbench.cli.render import console
-    from accelbench.cli.render_trends import scaling_table
     from accelbench.results.scaling import scaling_rows
 
     if cmd.data_table:
@@ -394,8 +369,6 @@ def _print_data(results: list[Any]) -> None:
     count."""
     from rich.table import Table
 
-    from accelbench.cli.render import console
-    from accelbench.results import format as fmt
     from accelbench.results.inputs import data_rows
 
     rows = data_rows(results, describe=describe_params)
@@ -423,9 +396,6 @@ def cmd_kernel_sets(ns: argparse.Namespace) -> int:
         ns.help_parser.print_help()
         return 0
     from rich.table import Table
-
-    from accelbench.cli.render import console
-    from accelbench.kernels.sets import all_sets
 
     table = Table()
     for col in ("kernel", "set", "shapes"):

@@ -11,7 +11,11 @@ from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
+from accelbench.cli.render import console
 from accelbench.errors import UsageError
+from accelbench.reference.table import TASKS, accelerator_matches, references, select
+from accelbench.registry import describe_params
+from accelbench.results import format as fmt
 
 
 def register(sub: Any) -> None:
@@ -44,16 +48,11 @@ def register(sub: Any) -> None:
 def _tasks() -> tuple[str, ...]:
     """Every task the shipped rows name, so each row can be asked for (inference_offline, ...), read from the
     table rather than listed here: a row added to the data is selectable without a code change."""
-    from accelbench.reference.table import TASKS, references
-
     return tuple(dict.fromkeys([*TASKS, *(r.task for r in references())]))
 
 
 def cmd_reference(ns: argparse.Namespace) -> int:
-    from accelbench.cli.render import console
     from accelbench.reference.match import NOT_STATED
-    from accelbench.reference.table import select
-    from accelbench.results import format as fmt
 
     if ns.prices:
         return _prices(ns)
@@ -101,13 +100,10 @@ def cmd_reference(ns: argparse.Namespace) -> int:
 
 
 def _prices(ns: argparse.Namespace) -> int:
-    from accelbench.cli.render import console
     from accelbench.cost.price import instances
 
     rows = instances()
     if ns.accelerator:
-        from accelbench.reference.table import accelerator_matches
-
         rows = tuple(i for i in rows if accelerator_matches(ns.accelerator, i.accelerator))
     if ns.json:
         sys.stdout.write(json.dumps([i.__dict__ for i in rows], indent=2) + "\n")
@@ -156,9 +152,6 @@ def beside_table(ms: list[Any], width: int) -> Group:
     none folds one word per line.
     """
     from rich.text import Text
-
-    from accelbench.registry import describe_params
-    from accelbench.results import format as fmt
 
     r = ms[0].result
     primary = r.metrics.get("throughput") or r.primary
@@ -209,7 +202,6 @@ def beside_table(ms: list[Any], width: int) -> Group:
 
 def print_beside_references(results: list[Any], selector: str, as_json: bool) -> int:
     """``compare RUN --reference``: each result of the run beside the published rows of its task and model."""
-    from accelbench.cli.render import console
     from accelbench.reference.match import closest, matches
 
     found = [m for r in results for m in matches(r)]
@@ -229,7 +221,6 @@ def print_beside_references(results: list[Any], selector: str, as_json: bool) ->
 
 def print_published_ratios(baseline: list[Any], candidate: list[Any]) -> None:
     """Below a comparison of two of the user's systems: what was published for the same pair of accelerators."""
-    from accelbench.cli.render import console
     from accelbench.reference.match import ratio_rows
 
     def accelerator(records: list[Any]) -> str | None:

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.cli import args as a
+from accelbench.registry import default_params, describe_params
+from accelbench.results.store import Store
 
 
 def register(sub: Any) -> None:
@@ -42,11 +44,9 @@ def register(sub: Any) -> None:
 
 
 def cmd_report(ns: argparse.Namespace) -> int:
-    from accelbench.registry import default_params, describe_params
     from accelbench.report import build, write
     from accelbench.report.select import from_store
     from accelbench.report.write import check_writable, parse_formats
-    from accelbench.results.store import Store
 
     formats = parse_formats(ns.format)  # before anything is read: bad input is one line, at once
     store = Store(ns.db, readonly=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from accelbench import families
 from accelbench.cli import args as a
 from accelbench.cli.commands_reference import print_beside_references, print_published_ratios
 from accelbench.cli.render import console, results_table
@@ -245,6 +246,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         describe=describe_params,
         earlier=earlier,
         defaults=default_params,
+        rules=families.unlike,
     )
     if ns.json:
         sys.stdout.write(json.dumps(comparison.to_dict(), indent=2) + "\n")

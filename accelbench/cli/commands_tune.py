@@ -12,6 +12,15 @@ from typing import Any
 from rich.markup import escape
 
 from accelbench.cli import args as a
+from accelbench.cli.commands_measure import _options
+from accelbench.cli.kernel_args import add_param_flags
+from accelbench.cli.render import ProgressObserver, console, err_console, shown
+from accelbench.devices import resolve_device
+from accelbench.params import build_params
+from accelbench.results import format as fmt
+from accelbench.results.store import Store
+from accelbench.suite.suites import Entry, Suite
+from accelbench.tune.specs import TuneParams
 
 DESCRIPTION = (
     "Search the settings that make MODEL fastest on this machine, within --budget. Each trial is an ordinary "
@@ -40,9 +49,6 @@ DESCRIPTION = (
 
 
 def register(sub: Any) -> None:
-    from accelbench.cli.kernel_args import add_param_flags
-    from accelbench.tune.specs import TuneParams
-
     p = sub.add_parser(
         "tune", help="search the fastest settings of a model's serving or training", description=DESCRIPTION
     )
@@ -55,9 +61,6 @@ def register(sub: Any) -> None:
 def _params(ns: argparse.Namespace) -> Any:
     from dataclasses import fields
 
-    from accelbench.params import build_params
-    from accelbench.tune.specs import TuneParams
-
     given = {f.name: getattr(ns, f.name, None) for f in fields(TuneParams)}
     values = {k: v[0] for k, v in given.items() if isinstance(v, list)}  # each flag parses as a one-element list
     values |= {"model": ns.model, "device": ns.device or "auto", "threads": ns.threads}
@@ -65,12 +68,7 @@ def _params(ns: argparse.Namespace) -> Any:
 
 
 def cmd_tune(ns: argparse.Namespace) -> int:
-    from accelbench.cli.commands_measure import _options
-    from accelbench.cli.render import console, err_console
-    from accelbench.devices import resolve_device
-    from accelbench.results.store import Store
     from accelbench.suite.runner import Interrupted, SuiteRunner
-    from accelbench.suite.suites import Entry, Suite
     from accelbench.system.profile import collect_profile
     from accelbench.tune.outcome import NO_CLAIM, summary
     from accelbench.tune.search import Tuner
@@ -124,8 +122,6 @@ def cmd_tune(ns: argparse.Namespace) -> int:
 
 
 def _print_space(space: Any) -> None:
-    from accelbench.cli.render import console
-
     console.print(f"{len(space.candidates)} runtime(s) to screen first (then batch sizes around the best two):")
     for c in space.candidates:
         console.print(f"  {escape(c.label())}")
@@ -133,7 +129,6 @@ def _print_space(space: Any) -> None:
 
 
 def _print_left_out(left_out: list[Any]) -> None:
-    from accelbench.cli.render import console
     from accelbench.tune.space import grouped
 
     for why, labels in grouped(left_out):
@@ -143,8 +138,6 @@ def _print_left_out(left_out: list[Any]) -> None:
 def _print_outcome(record: Any, search: Any) -> None:
     from rich.table import Table
 
-    from accelbench.cli.render import console
-    from accelbench.results import format as fmt
     from accelbench.tune.outcome import ranking
     from accelbench.tune.verdict import figure_of
 
@@ -219,8 +212,6 @@ class _TuneObserver:
     shown is the time the search itself will respect."""
 
     def __init__(self, budget: float, quiet: bool, started: float | None = None) -> None:
-        from accelbench.cli.render import ProgressObserver
-
         self.inner = ProgressObserver(quiet=quiet)
         self.inner._eta = self._eta  # type: ignore[method-assign]
         self.budget, self.t0 = budget, time.monotonic() if started is None else started
@@ -241,8 +232,6 @@ class _TuneObserver:
         self.message = message
 
     def suite_started(self, run_id: str, run_dir: Any, todo: list[Any], already_done: int) -> None:
-        from accelbench.cli.render import shown
-
         inner = self.inner
         inner.out.print(
             f"run [bold]{run_id}[/]: a search of {self.budget:.0f} s ({self._eta()}); folder {escape(shown(run_dir))}"

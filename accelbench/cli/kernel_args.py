@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
+from accelbench.kernels.sets import load_set, sets_for
 from accelbench.params import CommonParams, KernelParams, check_choice
 from accelbench.suite.suites import Entry, expand, make_entry
 
@@ -127,8 +128,6 @@ def add_param_flags(
 
 
 def add_set_flags(parser: argparse.ArgumentParser, kernel: str) -> None:
-    from accelbench.kernels.sets import sets_for
-
     names = [s.name for s in sets_for(kernel)]
     g = parser.add_argument_group("shape sets")
     if names:
@@ -149,8 +148,6 @@ def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type) 
     rows: list[dict[str, Any]] = [{}]
     set_name = getattr(ns, "set", None)
     if set_name:
-        from accelbench.kernels.sets import load_set
-
         shape_set = load_set(benchmark, set_name)
         clash = sorted(set(given) & set(shape_set.columns))
         if clash:

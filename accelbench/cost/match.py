@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from accelbench.cost.price import Instance, Price, instance_row
+from accelbench.devices import resolve_device
+from accelbench.devices.kind import accelerators
 from accelbench.errors import UsageError
 
 #: how far a device's reported memory may sit from the table's marketed figure (GB vs GiB, reserved memory)
@@ -41,9 +43,6 @@ def measured(device: str | None) -> Measured:
     A suite whose entries name their own devices is judged by the run's ``--device`` (auto: a GPU where one
     is visible), which is the device its entries resolve to unless an entry says otherwise.
     """
-    from accelbench.devices import resolve_device
-    from accelbench.devices.kind import accelerators
-
     kind = resolve_device(device or "auto").type
     accs = tuple((k.label(d), k.total_memory(d)) for k, _, d in accelerators())  # every kind's, as it names them
     return Measured(kind, accs)

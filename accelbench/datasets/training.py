@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from accelbench.datasets.images import IMAGE_SUFFIXES, MEAN, STD
 from accelbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -170,8 +171,6 @@ def check_imagenet(root: Path) -> None:
 def imagenet(root: Path, size: int) -> tuple[Any, Any]:
     """``train/<class>/*.JPEG`` and ``val/<class>/*.JPEG``, the layout torchvision's ImageFolder reads."""
     from torchvision import datasets, transforms
-
-    from accelbench.datasets.images import IMAGE_SUFFIXES, MEAN, STD
 
     check_imagenet(root)
     normalize = transforms.Normalize(MEAN, STD)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from accelbench.devices.kind import kind_of
+from accelbench.devices.kind import by_name, kind_of, kinds
 from accelbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,8 +28,6 @@ def check_device_name(name: str) -> str:
 
 def resolve_device(name: str = "auto") -> "torch.device":
     """Turn a user's device name into a torch.device that exists on this machine (through its kind)."""
-    from accelbench.devices.kind import by_name, kinds
-
     check_device_name(name)
     if name == "auto":  # the first accelerator kind with a device, else the host
         for k in kinds():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from accelbench.devices.base import DeviceKind
+from accelbench.devices.host import cpu_model
 
 if TYPE_CHECKING:
     import torch
@@ -19,8 +20,6 @@ class CpuKind(DeviceKind):
         return 1
 
     def label(self, device: "torch.device") -> str:
-        from accelbench.devices.host import cpu_model
-
         return cpu_model()
 
     # unsupported: the base class's rules (no tf32; int8 and fp8 GEMMs run through torch's CPU kernels, whose

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
 from accelbench.devices.base import DeviceKind
+from accelbench.devices.nvml import NvmlReader
 
 if TYPE_CHECKING:
     import torch
@@ -279,8 +280,6 @@ class CudaKind(DeviceKind):
     def reader(self) -> "DeviceReader | None":
         """NVML (nvidia-ml-py), one per process."""
         if self._reader is None:
-            from accelbench.devices.nvml import NvmlReader
-
             self._reader = NvmlReader()
         return self._reader
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from accelbench.devices.base import DeviceKind
 from accelbench.devices.readers import DeviceReader
+from accelbench.errors import UsageError
 
 if TYPE_CHECKING:
     import torch
@@ -128,8 +129,6 @@ def _extra_modules() -> list[str]:
 
 def _load(spec: str) -> DeviceKind:
     import importlib
-
-    from accelbench.errors import UsageError
 
     module, _, attr = spec.partition(":")
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from accelbench.devices import host
 from accelbench.devices.kind import kind_of
 from accelbench.devices.table import (
     ALL_PRECISIONS,
@@ -63,10 +64,7 @@ def emulated_reason(device: "torch.device", precision: str, allowed: bool = Fals
     """
     if allowed or device.type != "cpu":
         return None
-    from accelbench.devices.host import cpu_flags
-    from accelbench.devices.host import emulated_reason as cpu_reason
-
-    why = cpu_reason(arithmetic_of(precision), cpu_flags())
+    why = host.emulated_reason(arithmetic_of(precision), host.cpu_flags())
     # the way forward first: the precision this CPU computes natively, then the emulation (a hint naming only
     # --emulated sends users to measure torch's fallback)
     return f"{why}; --precision fp32 measures what it computes natively, --emulated measures it anyway" if why else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from accelbench.devices.amdsmi_reader import AmdSmiReader
 from accelbench.devices.cuda import CudaKind
 from accelbench.devices.precision import no_tf32_reason, tf32_math
 
@@ -65,8 +66,6 @@ class RocmKind(CudaKind):
     def reader(self) -> "DeviceReader | None":
         """amdsmi (NVML does not see AMD GPUs), one per process: it initialises the library once."""
         if self._reader is None:
-            from accelbench.devices.amdsmi_reader import AmdSmiReader
-
             self._reader = AmdSmiReader()
         return self._reader
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from accelbench.devices.base import DeviceKind
+from accelbench.devices.cuda import event_times
 from accelbench.devices.precision import no_tf32_reason, tf32_math
 
 if TYPE_CHECKING:
@@ -81,8 +82,6 @@ class XpuKind(DeviceKind):
         self, fn: Callable[[], object], device: "torch.device", reps: int, flush: Any, calls: int = 1
     ) -> list[float]:
         """As CUDA's: one pair of events per sample on the current queue, one wait after the last sample."""
-        from accelbench.devices.cuda import event_times
-
         return event_times(_xpu(), fn, device, reps, flush, calls)
 
     def time_burst(

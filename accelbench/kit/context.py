@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from accelbench.devices import resolve_device
+from accelbench.devices.kind import kind_of
+from accelbench.devices.precision import set_numeric_mode
 from accelbench.errors import BenchmarkSkipped
 
 if TYPE_CHECKING:
@@ -58,8 +61,6 @@ class Prepared:
 
     def record(self, params: Any, **extra: Any) -> dict[str, Any]:
         """The record's parameters: what was asked, with the device and threads that actually ran it."""
-        from accelbench.devices.kind import kind_of
-
         device = kind_of(self.device).record_name(self.device)
         record: dict[str, Any] = params.to_dict() | {"device": device, "threads": self.threads} | extra
         return record
@@ -71,10 +72,6 @@ def prepare(params: Any, autotune: bool = True) -> Prepared:
     ``autotune``: see :func:`accelbench.devices.precision.set_numeric_mode` (off for serving).
     """
     import torch
-
-    from accelbench.devices import resolve_device
-    from accelbench.devices.kind import kind_of
-    from accelbench.devices.precision import set_numeric_mode
 
     device = resolve_device(params.device)
     kind_of(device).make_current(device)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from accelbench.devices import resolve_device
+from accelbench.devices.kind import kind_of
 from accelbench.errors import BenchmarkFailed, BenchmarkSkipped, RecordedElsewhere, UsageError
 from accelbench.kit.context import Progress, RunContext, quiet
 
@@ -34,8 +36,6 @@ if TYPE_CHECKING:
 
 def nproc_reason(nproc: int, device_type: str, nnodes: int = 1) -> str | None:
     """Why this machine cannot start ``nproc`` ranks per node (one device each) on ``nnodes`` nodes, or None."""
-    from accelbench.devices.kind import kind_of
-
     kind = kind_of(device_type)
     if nproc * nnodes > 1 and kind.no_ranks:
         return f"--nproc {nproc} --nnodes {nnodes} on {kind.name}: {kind.no_ranks}"
@@ -54,8 +54,6 @@ def node_gpus(nproc: int, device_type: str, record: dict[str, Any] | None = None
     """The GPUs this node's ranks take, one each, for the energy meter; skipped before anything opens one that is
     not there (NVML refuses an index past the last GPU)."""
     import torch
-
-    from accelbench.devices.kind import kind_of
 
     reason = nproc_reason(nproc, device_type)
     if reason:
@@ -202,9 +200,6 @@ def start_rank(device: str, threads: int | None, timeout_s: float, backend: str 
 
     import torch
     import torch.distributed as dist
-
-    from accelbench.devices import resolve_device
-    from accelbench.devices.kind import kind_of
 
     local_rank = int(os.environ["LOCAL_RANK"])
     kind = kind_of(resolve_device(device.split(":")[0]))  # the kind asked for (auto: the first accelerator)

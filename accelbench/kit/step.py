@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Callable
 
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import autocast_dtype
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ def autocast(device: "torch.device", precision: str) -> Any:
 def fused_kwargs(device: "torch.device") -> dict[str, bool]:
     """Fused optimizers where the device's kind has them: one kernel per step, and GradScaler hands them its inf
     check on the device instead of reading it back to the host (no synchronisation inside a step)."""
-    from accelbench.devices.kind import kind_of
-
     return {"fused": True} if kind_of(device).fused_optimizer else {}
 
 

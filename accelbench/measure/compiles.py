@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from accelbench.devices import kind as device_kind
+
 if TYPE_CHECKING:
     import torch
 
@@ -21,9 +23,7 @@ class CompileCount:
     device, whose :meth:`since` is None."""
 
     def __init__(self, device: "torch.device") -> None:
-        from accelbench.devices.kind import kind_of
-
-        self.kind = kind_of(device)
+        self.kind = device_kind.kind_of(device)
         self.base = self.kind.compilations()
 
     def since(self) -> tuple[int, float] | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from accelbench.devices.kind import reader_for
+from accelbench.devices.nvml import NvmlReader
 from accelbench.devices.readers import DeviceReader, EnergySource
 from accelbench.system import rapl
 
@@ -113,8 +114,6 @@ class EnergyMeter:
         self.gpus = list(gpus)
         self.powercap = powercap or rapl.POWERCAP
         if reader is None and nvml is not None:
-            from accelbench.devices.nvml import NvmlReader
-
             reader = NvmlReader(nvml)
         self.reader = reader
         self.period_s = period_s

@@ -16,13 +16,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal
 
+from accelbench.devices.kind import DeviceKind, kind_of
 from accelbench.measure.compiles import CompileCount, compile_meta
 from accelbench.measure.stats import Measurement
 
 if TYPE_CHECKING:
     import torch
-
-    from accelbench.devices.kind import DeviceKind
 
 CacheMode = Literal["hot", "cold"]
 
@@ -76,8 +75,6 @@ class Timer:
         self.clock = clock
 
     def measure(self) -> Measurement:
-        from accelbench.devices.kind import kind_of
-
         kind = kind_of(self.device)
         return self._measure_events(kind) if kind.event_timing else self._measure_host(kind)
 
@@ -176,13 +173,9 @@ def time_burst(
     has them, else the host clock around one synchronisation (the queued work must be done before the clock
     is read).
     """
-    from accelbench.devices.kind import kind_of
-
     return kind_of(device).time_burst(fn, device, calls, clock)
 
 
 def clock_name(device: "torch.device") -> str:
     """How :func:`time_burst` read the time on ``device``, for the record."""
-    from accelbench.devices.kind import kind_of
-
     return kind_of(device).clock_name(device)

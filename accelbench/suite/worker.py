@@ -20,6 +20,7 @@ from accelbench import registry
 from accelbench.cache import exports_dir
 from accelbench.errors import BenchmarkFailed, BenchmarkSkipped, RecordedElsewhere, StoppedEarly, UsageError
 from accelbench.kit.context import RunContext
+from accelbench.measure.conditions import mark_root
 from accelbench.results.record import Result, now_iso
 from accelbench.suite.suites import Entry
 
@@ -170,8 +171,6 @@ def child_main(entry: dict[str, Any], out: str, log_dir: str, log_path: str, run
     """
     import faulthandler
     import os
-
-    from accelbench.measure.conditions import mark_root
 
     if hasattr(os, "setsid"):
         os.setsid()

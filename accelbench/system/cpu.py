@@ -16,6 +16,7 @@ from importlib import resources
 import psutil
 
 from accelbench.devices import host
+from accelbench.system import clock
 
 
 def cpu_clock_ghz() -> float | None:
@@ -183,9 +184,7 @@ def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | Non
     The clock is the higher of the reported one and one core's timed clock (``system.clock``): a boosting
     core runs above the base clock a VM reports, and a peak below what kernels reach says nothing.
     """
-    from accelbench.system.clock import timed_clock_ghz
-
-    reported, timed = cpu_clock_ghz(), timed_clock_ghz()
+    reported, timed = cpu_clock_ghz(), clock.timed_clock_ghz()
     if not reported and not timed:
         return None
     found = flops_per_cycle(precision, host.cpu_flags(), cpu_identity())
@@ -193,10 +192,10 @@ def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | Non
         return None
     if timed and (not reported or timed > reported):
         ghz = timed
-        clock = f"{ghz:.2f} GHz timed (dependent-add chain" + (f"; {reported:.2f} reported)" if reported else ")")
+        how = f"{ghz:.2f} GHz timed (dependent-add chain" + (f"; {reported:.2f} reported)" if reported else ")")
     else:
         ghz = reported or 0.0
-        clock = f"{ghz:.2f} GHz reported" + (f" (timed {timed:.2f})" if timed else "")
+        how = f"{ghz:.2f} GHz reported" + (f" (timed {timed:.2f})" if timed else "")
     per_cycle, unit = found
     tflops = cores * ghz * 1e9 * per_cycle / 1e12
-    return tflops, f"estimate: {cores} cores x {clock} x {per_cycle} FLOP/cycle ({unit})"
+    return tflops, f"estimate: {cores} cores x {how} x {per_cycle} FLOP/cycle ({unit})"

@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 
 from accelbench.devices import host
+from accelbench.devices import kind as device_kind
 from accelbench.system import cpu, nvidia
 
 
@@ -56,12 +57,10 @@ def _torch_section() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[st
 def device_kinds() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every device kind the seam knows (its vendor, its device count, or why it has none), and every
     accelerator device of the available kinds: its kind's facts of it, and its NVML facts where NVML reads it."""
-    from accelbench.devices.kind import accelerators, kinds
-
-    found = [kind.facts() for kind in kinds()]
+    found = [kind.facts() for kind in device_kind.kinds()]
     devices: list[dict[str, Any]] = []
     monitored = False
-    for kind, index, device in accelerators():
+    for kind, index, device in device_kind.accelerators():
         acc: dict[str, Any] = {"index": index, **kind.properties(device)}
         nvml_index = kind.monitored(device)
         if nvml_index is not None:

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from accelbench.devices import kind as device_kind
+from accelbench.devices.precision import peak_key, tf32_math
+
 if TYPE_CHECKING:
     import torch
 
@@ -85,10 +88,7 @@ def peak_for(device: "torch.device", precision: str, threads: int | None = None)
     On the CPU the estimate counts the cores actually used (``threads``, capped at
     the physical cores), since a 2-thread run cannot use a 64-core socket's peak.
     """
-    from accelbench.devices.kind import kind_of
-    from accelbench.devices.precision import peak_key, tf32_math
-
-    kind = kind_of(device)
+    kind = device_kind.kind_of(device)
     key = peak_key(precision)  # the column it is judged against (amp_fp16: fp16)
     if kind.accelerator:  # looked up by the name its kind gives it ("NVIDIA H100 80GB HBM3")
         spec = find_spec(kind.label(device))
@@ -108,9 +108,7 @@ def peak_for(device: "torch.device", precision: str, threads: int | None = None)
 
 def bandwidth_peak_for(device: "torch.device") -> tuple[float, str] | None:
     """(peak memory bandwidth in GB/s, source) from the spec table; CPUs have no trustworthy figure."""
-    from accelbench.devices.kind import kind_of
-
-    kind = kind_of(device)
+    kind = device_kind.kind_of(device)
     if not kind.accelerator:
         return None
     spec = find_spec(kind.label(device))

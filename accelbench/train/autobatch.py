@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from accelbench.devices import synchronize
 from accelbench.train import loop
 
 if TYPE_CHECKING:
@@ -91,8 +92,6 @@ def find_batch(
     cap: int | None,
     ctx: "RunContext",
 ) -> Search:
-    from accelbench.devices import synchronize
-
     trials: list[dict[str, Any]] = []
     with loop.PeakMemory(device) as base:
         pass

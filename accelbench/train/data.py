@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from accelbench.datasets.images import IMAGE_SUFFIXES, MEAN, STD
+from accelbench.devices import synchronize
+from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
+from accelbench.measure.stats import Measurement
+from accelbench.system.cpu import usable_cores
+from accelbench.train.datasets import data_format, dataset, image_root
 from accelbench.train.decode import DeviceAugment, collate, encoded_folder, resolve
 
 if TYPE_CHECKING:
@@ -31,8 +37,6 @@ MAX_DEFAULT_WORKERS = 8
 def default_workers(world: int = 1) -> int:
     """Loader workers for one rank: the cores this process may use, shared by the node's ranks, less the
     training process's own, at most MAX_DEFAULT_WORKERS."""
-    from accelbench.system.cpu import usable_cores
-
     cores = usable_cores()
     return max(0, min(MAX_DEFAULT_WORKERS, cores // max(world, 1) - 1))
 
@@ -65,8 +69,6 @@ class Pipeline:
     def feeder(self, device: "torch.device", convert: Callable[[Any], Any]) -> Callable[[], Any]:
         """The next batch on ``device`` (non-blocking from pinned memory where its kind pins), converted as the
         model wants."""
-        from accelbench.devices.kind import kind_of
-
         non_blocking = kind_of(device).pin_memory
 
         def feed() -> Any:
@@ -94,8 +96,6 @@ def open_pipeline(
     workload: Any, params: Any, device: "torch.device", batch: int, workers: int, rank: int = 0, world: int = 1
 ) -> Pipeline:
     """The loader of ``--data-dir`` in whichever format it holds, for ``workload``, and its setup for the record."""
-    from accelbench.train.datasets import data_format, dataset
-
     fmt = data_format(workload.info.name, workload.info.domain, params.data_dir)
     finish = None
     if fmt == "imagefolder":
@@ -123,9 +123,6 @@ def open_pipeline(
 def _encoded_folder(data_dir: str, size: int, classes: int, device: "torch.device") -> tuple[Any, dict, Any]:
     """The files' bytes from the workers, decoded (nvJPEG on NVIDIA) and augmented on ``device`` by the step's
     feeder."""
-    from accelbench.datasets.images import IMAGE_SUFFIXES
-    from accelbench.train.datasets import image_root
-
     data, names = encoded_folder(image_root(data_dir), classes, lambda p: p.lower().endswith(IMAGE_SUFFIXES))
     setup: dict[str, Any] = {
         "format": "image class folders (ImageFolder)",
@@ -144,9 +141,6 @@ def _encoded_folder(data_dir: str, size: int, classes: int, device: "torch.devic
 def _image_folder(data_dir: str, size: int, classes: int) -> tuple[Any, dict[str, Any]]:
     """ImageFolder with the standard ImageNet training augmentation (PIL decodes each image)."""
     from torchvision import datasets, transforms
-
-    from accelbench.datasets.images import IMAGE_SUFFIXES, MEAN, STD
-    from accelbench.train.datasets import image_root
 
     root = image_root(data_dir)
     augment = [transforms.RandomResizedCrop(size), transforms.RandomHorizontalFlip()]
@@ -182,8 +176,6 @@ def _loader(
     shard per rank."""
     import torch
 
-    from accelbench.devices.kind import kind_of
-
     sampler = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler
@@ -217,9 +209,6 @@ def measure_pipeline(pipeline: Pipeline, device: "torch.device", warmup: int, wi
 
     The ceiling the input puts on training: a step can take no less than this, whatever the accelerator.
     """
-    from accelbench.devices import synchronize
-    from accelbench.measure.stats import Measurement
-
     feed = pipeline.feeder(device, lambda b: b)
     for _ in range(warmup):  # the workers start and fill their prefetch queues
         feed()

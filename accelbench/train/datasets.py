@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelbench.datasets.images import IMAGE_SUFFIXES, MEAN, STD
 from accelbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,8 +33,6 @@ LAYOUT = "one sub-folder per class of JPEG/PNG images (ImageFolder), directly or
 
 def image_root(data_dir: str) -> Path:
     """The folder whose sub-folders are classes: ``DIR/train`` when present, else ``DIR``."""
-    from accelbench.datasets.images import IMAGE_SUFFIXES
-
     root = Path(data_dir).expanduser()
     if not root.is_dir():
         raise UsageError(f"--data-dir {data_dir} does not exist; it should hold {LAYOUT}")
@@ -77,8 +76,6 @@ class TensorImages:
 
     def __init__(self, x: "torch.Tensor", y: "torch.Tensor", size: int, classes: int) -> None:
         from torchvision import transforms
-
-        from accelbench.datasets.images import MEAN, STD
 
         self.x, self.y, self.classes = x, y, classes
         self.augment = transforms.Compose(

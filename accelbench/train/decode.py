@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelbench.datasets.images import MEAN, STD
+from accelbench.devices.kind import kind_of
 from accelbench.errors import BenchmarkSkipped
 
 if TYPE_CHECKING:
@@ -36,8 +38,6 @@ def decoder_name(decode: str) -> str:
 
 def device_decode_reason(device: "torch.device") -> str | None:
     """Why JPEGs cannot be decoded on ``device`` by this torchvision, or None; found by decoding one."""
-    from accelbench.devices.kind import kind_of
-
     kind = kind_of(device)
     if not kind.jpeg_decode:
         return f"torchvision decodes JPEG on NVIDIA GPUs (nvJPEG) only, not on the {kind.name} device"
@@ -54,8 +54,6 @@ def device_decode_reason(device: "torch.device") -> str | None:
 
 def resolve(decode: str, device: "torch.device") -> tuple[str, str | None]:
     """The decoder that will run (``cpu`` or ``device``) and, when ``auto`` fell back to the CPU, why."""
-    from accelbench.devices.kind import kind_of
-
     decode = decoder_name(decode)
     if decode == "cpu" or (decode == "auto" and not kind_of(device).jpeg_decode):
         return "cpu", None
@@ -103,8 +101,6 @@ class DeviceAugment:
 
     def __init__(self, device: "torch.device", size: int) -> None:
         import torch
-
-        from accelbench.datasets.images import MEAN, STD
 
         self.device, self.size = device, size
         self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)

@@ -14,17 +14,20 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from accelbench.devices import synchronize
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import PRECISIONS, model_dtype
 from accelbench.errors import StoppedEarly
 from accelbench.kit.step import TrainStep, fused_kwargs
 from accelbench.measure.compiles import CompileCount, compile_meta
 from accelbench.measure.stats import Measurement
 from accelbench.measure.timer import clock_name, time_burst
+from accelbench.params import compile_mode_arg
+from accelbench.train.data import Pipeline, open_pipeline
 
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.train.data import Pipeline
     from accelbench.train.specs import TrainParams
     from accelbench.workloads.base import Workload
 
@@ -58,8 +61,6 @@ class Trainer:
         self, params: "TrainParams", batch_size: int, workers: int, rank: int = 0, world: int = 1
     ) -> None:
         """Feed every step from ``--data-dir`` through the input pipeline, converted as the synthetic batch is."""
-        from accelbench.train.data import open_pipeline
-
         self.pipeline = open_pipeline(self.workload, params, self.device, batch_size, workers, rank, world)
         self.feed = self.pipeline.feeder(self.device, lambda b: as_model_input(b, params))
         self.batch = self.feed()  # a real batch for the FLOP count
@@ -108,8 +109,6 @@ def compiled(model: "torch.nn.Module", params: "TrainParams") -> Any:
     """torch.compile in the asked mode (the one place both the single-device and the DDP path compile)."""
     import torch
 
-    from accelbench.params import compile_mode_arg
-
     return torch.compile(model, mode=compile_mode_arg(params.compile_mode))
 
 
@@ -145,9 +144,6 @@ def run_windows(
     the step in progress ends the measurement: the finished windows are kept (``trainer.stopped`` says how
     many), the unfinished one dropped; with none finished, :class:`StoppedEarly`.
     """
-    from accelbench.devices import synchronize
-    from accelbench.devices.kind import kind_of
-
     device = trainer.device
     kind = kind_of(device)
     compiles = CompileCount(device)
@@ -220,8 +216,6 @@ class PeakMemory:
         self._kind: Any = None  # the device kind whose statistics are read, where it keeps them
 
     def __enter__(self) -> "PeakMemory":
-        from accelbench.devices.kind import kind_of
-
         kind = kind_of(self.device)
         start = kind.reset_peak_memory(self.device)
         if start is not None:  # the device keeps its own statistics
@@ -308,6 +302,4 @@ def freed(device: "torch.device") -> Iterator[None]:
         import gc
 
         gc.collect()
-        from accelbench.devices.kind import kind_of
-
         kind_of(device).release_memory(device)

@@ -15,11 +15,13 @@ from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
 from accelbench.measure.conditions import ConditionsMonitor
+from accelbench.measure.stats import Measurement
 from accelbench.params import parse_size
 from accelbench.results.record import Result
 from accelbench.system.specs import peak_for
 from accelbench.train import loop
 from accelbench.train.autobatch import find_batch
+from accelbench.train.data import default_workers, measure_pipeline, open_pipeline
 from accelbench.train.specs import UNUSED_PIPELINE, TrainParams
 from accelbench.workloads import workload_class
 
@@ -50,8 +52,6 @@ def run(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
 
 def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     """DDP over ``nproc`` ranks per node under the kit's launcher; rank 0's figures become the record."""
-    from accelbench.measure.stats import Measurement
-
     prep = prepare(params)
     device = prep.device
     info = workload_class(params.model).info
@@ -190,8 +190,6 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
 
 def workers(params: TrainParams) -> int:
     """The loader workers of one rank: the flag, or the cores available to it (see data.default_workers)."""
-    from accelbench.train.data import default_workers
-
     return params.workers if params.workers >= 0 else default_workers(params.nproc)
 
 
@@ -205,8 +203,6 @@ def _data_only(
     ctx: RunContext,
 ) -> Result:
     """``--data-only``: the input pipeline alone, the samples/s it can deliver to the device."""
-    from accelbench.train.data import measure_pipeline, open_pipeline
-
     info = workload.info
     batch = info.batch_for(device) if params.batch_size == "default" else int(params.batch_size)
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.devices.kind import kind_of
+from accelbench.devices.precision import tf32_math, unsupported_reason
 from accelbench.errors import UsageError
+from accelbench.kit.ranks import check_nproc
 from accelbench.params import (
     COMPILE_MODES,
     CommonParams,
@@ -14,10 +17,12 @@ from accelbench.params import (
     ScaleParams,
     check_steps,
     opt,
+    parse_size,
     positive,
 )
+from accelbench.train.datasets import IMAGE_LAYOUTS, RATINGS_LAYOUT, data_format
 from accelbench.train.decode import DECODERS, decoder_name
-from accelbench.workloads import is_decoder
+from accelbench.workloads import is_decoder, model_info
 
 #: the real input pipeline's settings as a synthetic record keeps them: unused, so at their defaults (a
 #: synthetic,real sweep hands both runs the same --data-dir, --workers and --decode)
@@ -62,13 +67,8 @@ class TrainingParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     def check_environment(self, device_type: str) -> None:
         """Ranks this machine can start, and the precision's arithmetic on the device (tf32, fp8)."""
         if self.world_size > 1:
-            from accelbench.kit.ranks import check_nproc
-
             check_nproc(self.nproc, device_type, self.nnodes)
         import torch
-
-        from accelbench.devices.kind import kind_of
-        from accelbench.devices.precision import tf32_math, unsupported_reason
 
         kind = kind_of(device_type)
         precision = self.precision
@@ -154,9 +154,6 @@ class TrainParams(TrainingParams):
         return not is_decoder(model)
 
     def validate(self) -> None:
-        from accelbench.params import parse_size
-        from accelbench.workloads import model_info
-
         super().validate()
         info = model_info(self.model)
         if is_decoder(self.model):  # the command line and suites route a decoder to train/llm before this
@@ -187,8 +184,6 @@ class TrainParams(TrainingParams):
 
     def _validate_data(self, info: Any) -> None:
         if self.data == "real":
-            from accelbench.train.datasets import IMAGE_LAYOUTS, RATINGS_LAYOUT, data_format
-
             if not self.data_dir:
                 what = RATINGS_LAYOUT if info.name == "ncf" else IMAGE_LAYOUTS
                 raise UsageError(f"--data real needs --data-dir DIR: {what}")
@@ -215,7 +210,6 @@ class TrainParams(TrainingParams):
 
     def check_environment(self, device_type: str) -> None:
         super().check_environment(device_type)
-        from accelbench.devices.kind import kind_of
 
         kind = kind_of(device_type)
         if self.data == "real" and self.decode == "device" and not kind.jpeg_decode:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from mlperf_logging.mllog import constants as C
 
 from accelbench.devices import synchronize
+from accelbench.devices.kind import kind_of
+from accelbench.devices.precision import precision_reason
 from accelbench.kit.context import Progress, quiet
 from accelbench.kit.step import TrainStep, autocast
 from accelbench.tta.mlperf_log import RunLog
@@ -54,9 +56,6 @@ class SeedRun:
 def precision_of(params: TtaParams, recipe: Recipe, device: "torch.device") -> str:
     """The precision a run trains in: the flag, or auto (the recipe's on an accelerator, fp16 where bf16 is not
     native; the host trains in fp32)."""
-    from accelbench.devices.kind import kind_of
-    from accelbench.devices.precision import precision_reason
-
     if params.precision != "auto":
         return params.precision
     if not kind_of(device).accelerator:
@@ -162,8 +161,6 @@ def _seed_everything(seed: int) -> None:
 
 def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
     import torch
-
-    from accelbench.devices.kind import kind_of
 
     r, p = job.recipe, job.params
     kind = kind_of(job.device)

@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
+from accelbench.devices import device_label
 from accelbench.devices.precision import precision_reason
 from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
@@ -24,6 +25,7 @@ from accelbench.tta.mlperf_log import RunLog
 from accelbench.tta.recipes import recipe
 from accelbench.tta.scoring import olympic
 from accelbench.tta.specs import TtaParams
+from accelbench.workloads.base import batch_class, by_batch_class
 
 #: a torchrun job of several seeds may train for days (ImageNet); a hung rank is still stopped by the suite timeout
 RANK_TIMEOUT = 7 * 24 * 3600.0
@@ -38,15 +40,11 @@ def seed_list(params: TtaParams) -> list[int]:
 
 def _recipe_batch(table: dict[str, int], device: Any) -> int:
     """A recipe's per-device batch for ``device``'s batch class, the GPU's where the class has none, else 64."""
-    from accelbench.workloads.base import batch_class, by_batch_class
-
     table = by_batch_class(table)
     return table.get(batch_class(device), table.get("gpu", 64))
 
 
 def make_job(params: TtaParams, device: Any, ctx: RunContext, rank: int = 0, world: int = 1) -> Job:
-    from accelbench.devices import device_label
-
     r = recipe(params.workload)
     ctx.progress(f"staging {r.name} data")
     data_dir = Path(params.data_dir).expanduser() if params.data_dir else None

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.kit.ranks import check_nproc
 from accelbench.params import CommonParams, EmulatedParams, NodesParams, ScaleParams, opt, positive
+from accelbench.tta.recipes import recipe
 
 TTA_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16")
 
@@ -49,8 +51,6 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     nproc: int = opt(1, "processes (devices), DDP under torchrun with the per-device batch")
 
     def validate(self) -> None:
-        from accelbench.tta.recipes import recipe
-
         super().validate()
         r = recipe(self.workload)
         lo, hi = r.metric_range
@@ -81,8 +81,6 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
 
     def check_environment(self, device_type: str) -> None:
         if self.nproc * self.nnodes > 1:
-            from accelbench.kit.ranks import check_nproc
-
             check_nproc(self.nproc, device_type, self.nnodes)
 
     @classmethod
@@ -91,8 +89,6 @@ class TtaParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
         if p.get("target"):
             words.append(f"to {p['target']:g}")
         if p.get("second_target"):  # which metric each target is: the recipe's names
-            from accelbench.tta.recipes import recipe
-
             r = recipe(p["workload"])
             first, second = list(r.targets())
             named = f"to {first} {p.get('target') or r.target:g}"

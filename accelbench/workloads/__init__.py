@@ -21,6 +21,7 @@ DECODERS = {
     )
 }  # fmt: skip
 
+
 def is_decoder(model: str) -> bool:
     """Whether ``model`` is a decoder preset: a language model, trained by ``train/llm`` and served token by token
     by ``infer/llm`` (every other model, a user's ``package.module:Class`` included, is the other benchmarks')."""

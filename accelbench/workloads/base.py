@@ -41,6 +41,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from accelbench.devices.kind import kind_of
+
 if TYPE_CHECKING:
     import torch
 
@@ -61,7 +63,6 @@ def batch_class(device: "torch.device | str") -> str:
     class of the device's kind (a ``torch.device`` or its type name: "cuda", "xpu" are "gpu")."""
     if isinstance(device, str) and device in BATCH_CLASSES:
         return device
-    from accelbench.devices.kind import kind_of
 
     return kind_of(device).batch_class
 

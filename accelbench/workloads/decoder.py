@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelbench.errors import UsageError
 from accelbench.workloads.base import ModelInfo, Workload
 
 if TYPE_CHECKING:
@@ -226,8 +227,6 @@ def figures(config: Any, element_bytes: int = 2) -> Figures:
 
 def check_checkpoint(folder: Path) -> None:
     """A local Hugging Face checkpoint folder: ``config.json`` of a decoder and its safetensors weights."""
-    from accelbench.errors import UsageError
-
     if not folder.is_dir():
         raise UsageError(
             f"checkpoint {folder} is not a folder: give a save_pretrained folder (config.json, *.safetensors)"

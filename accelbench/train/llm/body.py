@@ -13,7 +13,10 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from accelbench.devices.kind import kind_of
+from accelbench.devices.precision import set_numeric_mode
 from accelbench.kit.step import TrainStep, fused_kwargs
+from accelbench.train import loop
 from accelbench.train.llm import model as llm_model
 from accelbench.train.llm.specs import micro_batch, seq_len_of, sharding_of
 
@@ -75,10 +78,6 @@ def train(params: Any, device: "torch.device", rank: int = 0, world: int = 1, pr
 
     Out of memory is reported (``oom``), not raised, so the caller makes it a record with what to change.
     """
-    from accelbench.devices.kind import kind_of
-    from accelbench.devices.precision import set_numeric_mode
-    from accelbench.train import loop
-
     set_numeric_mode(device, params.precision)
     config = llm_model.config_for(params)
     report: dict[str, Any] = {}

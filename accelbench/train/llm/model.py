@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.precision import autocast_dtype, model_dtype
 from accelbench.train.llm.specs import sharding_of
+from accelbench.workloads import workload_class
+from accelbench.workloads.decoder import config_of
 
 if TYPE_CHECKING:
     import torch
@@ -40,9 +42,6 @@ def step_precision(precision: str) -> str:
 
 def config_for(params: Any) -> Any:
     """The preset's config at ``--scale``, cut to ``--layers`` decoder layers where asked."""
-    from accelbench.workloads import workload_class
-    from accelbench.workloads.decoder import config_of
-
     config = config_of(workload_class(params.model).preset, params.scale)
     if params.layers:
         config.num_hidden_layers = params.layers
@@ -61,8 +60,6 @@ def build(params: Any, config: Any) -> "torch.nn.Module":
     """The model on the meta device, its dtype the precision's (pure bf16/fp16) or fp32 (master weights)."""
     import torch
     from transformers import AutoModelForCausalLM
-
-    from accelbench.workloads import workload_class
 
     dtype = model_dtype(params.precision) if params.precision != "fp8" else None
     with torch.device("meta"):

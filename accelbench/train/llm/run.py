@@ -14,7 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.kind import kind_of
-from accelbench.devices.precision import PRECISIONS, precision_reason
+from accelbench.devices.precision import PRECISIONS, model_dtype, precision_reason
 from accelbench.errors import BenchmarkFailed
 from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
@@ -25,8 +25,11 @@ from accelbench.measure.stats import Measurement
 from accelbench.results.record import Result
 from accelbench.system.specs import peak_for
 from accelbench.train.llm import flops as llm_flops
+from accelbench.train.llm import model as llm_model
+from accelbench.train.llm.body import train
 from accelbench.train.llm.model import config_for, step_precision
 from accelbench.train.llm.specs import OPTIMIZER, LLMTrainParams, micro_batch, seq_len_of, sharding_of, window_of
+from accelbench.workloads import workload_class
 
 if TYPE_CHECKING:
     import torch
@@ -55,8 +58,6 @@ def missing_library(params: LLMTrainParams) -> str | None:
 def state_bytes(model_params: int, trainable: int, params: LLMTrainParams, world: int) -> int:
     """What the weights, gradients and AdamW's two moments take on one rank, before any activation: fp32 (or the
     pure 16-bit type) for what trains, the 16-bit type for LoRA's frozen base; divided over FSDP's ranks."""
-    from accelbench.devices.precision import model_dtype
-
     pure = model_dtype(params.precision) is not None  # bf16/fp16: weights, gradients, moments all 2 bytes
     each = 2 if pure else 4
     frozen = model_params - trainable
@@ -77,8 +78,6 @@ def memory_per_device(device: "torch.device", nproc: int) -> int | None:
 
 def _count(config: Any, params: LLMTrainParams) -> tuple[int, int, llm_flops.TrainFlops]:
     """Parameters in all, trainable, and the FLOPs per token (counted on the meta device: no memory)."""
-    from accelbench.train.llm import model as llm_model
-
     meta = llm_model.build(params, config)
     if params.lora:
         meta = llm_model.add_lora(meta, params)
@@ -154,16 +153,12 @@ def devices_of(params: LLMTrainParams, device: "torch.device") -> int:
 
 
 def config_source(params: LLMTrainParams) -> str:
-    from accelbench.workloads import workload_class
-
     return workload_class(params.model).preset.source
 
 
 def _in_process(
     params: LLMTrainParams, device: "torch.device", threads: int, record: dict[str, Any], ctx: RunContext
 ) -> dict[str, Any]:
-    from accelbench.train.llm.body import train
-
     ctx.progress(f"building and training {params.model} ({params.scale})")
     tokens = record["global_batch_tokens"]
     with ConditionsMonitor(threads, kind_of(device).monitored(device)) as monitor:

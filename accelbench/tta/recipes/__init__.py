@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from accelbench.errors import UsageError
+from accelbench.plugins import load_class
 from accelbench.tta.recipes.base import Recipe
 
 RECIPES: dict[str, str] = {
@@ -22,8 +23,6 @@ RECIPES: dict[str, str] = {
 
 
 def recipe(name: str) -> Recipe:
-    from accelbench.plugins import load_class
-
     if ":" in name:
         return load_class(name, Recipe, "tta workload")()  # type: ignore[type-abstract]  # (python/mypy#4717)
     if name not in RECIPES:

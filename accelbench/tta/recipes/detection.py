@@ -30,8 +30,10 @@ from accelbench.datasets.coco import (
     read_split,
     to_results,
 )
+from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
 from accelbench.tta.recipes.base import EpochBatches, Recipe, Schedule, loader_workers
+from accelbench.workloads.detection import small_maskrcnn, small_ssd, ssd300_resnet34
 
 if TYPE_CHECKING:
     import torch
@@ -82,8 +84,6 @@ class _Coco(Recipe):
         pay for starting them (a GPU would otherwise wait on JPEG decoding in the training process), in pinned
         memory where the device kind copies from it asynchronously. Its workers persist: it is kept for the run."""
         from torch.utils.data import DataLoader
-
-        from accelbench.devices.kind import kind_of
 
         workers = loader_workers(self.workers) if count > self.workers_from else 0
         pin = workers > 0 and kind_of(device).pin_memory
@@ -225,8 +225,6 @@ class Ssd(_Coco):
         return self._scale == "tiny" or epoch in self._eval_epochs
 
     def build(self, data: Any, scale: str) -> "torch.nn.Module":
-        from accelbench.workloads.detection import small_ssd, ssd300_resnet34
-
         classes = len(data[0].label_of) + 1  # and the background
         if scale == "full":
             return ssd300_resnet34(classes)
@@ -269,8 +267,6 @@ class MaskRcnn(_Coco):
 
     def build(self, data: Any, scale: str) -> "torch.nn.Module":
         from torchvision.models.detection import maskrcnn_resnet50_fpn
-
-        from accelbench.workloads.detection import small_maskrcnn
 
         classes = len(data[0].label_of) + 1  # and the background
         if scale == "full":

@@ -16,6 +16,7 @@ import numpy as np
 
 from accelbench.datasets.training import Ratings, check_movielens, movielens
 from accelbench.tta.recipes.base import Recipe, Schedule
+from accelbench.workloads.recommendation import TINY, NcfConfig, _neumf
 
 if TYPE_CHECKING:
     import torch
@@ -43,8 +44,6 @@ class MovieLens(Recipe):
         return ratings, _eval_candidates(ratings, seed=0)
 
     def build(self, data: Any, scale: str) -> "torch.nn.Module":
-        from accelbench.workloads.recommendation import TINY, NcfConfig, _neumf
-
         ratings = data[0]
         base = NcfConfig() if scale == "full" else TINY
         return _neumf(NcfConfig(users=ratings.users, items=ratings.items, mf_dim=base.mf_dim, mlp=base.mlp))

@@ -31,6 +31,7 @@ import numpy as np
 
 from accelbench.errors import UsageError
 from accelbench.tta.recipes.base import Recipe, Schedule
+from accelbench.workloads.decoder import PRESETS, config_of
 
 if TYPE_CHECKING:
     import torch
@@ -183,8 +184,6 @@ class TextDecoder(Recipe):
     def build(self, data: Any, scale: str) -> "torch.nn.Module":
         """The preset's architecture at ``scale`` with the tokenizer's vocabulary, its weights from the seed."""
         from transformers import AutoModelForCausalLM
-
-        from accelbench.workloads.decoder import PRESETS, config_of
 
         preset = PRESETS[self.preset]
         config = config_of(preset, scale)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 from accelbench.datasets.parallel import check_parallel, read_parallel, special_ids, subword_tokenizer
 from accelbench.tta.recipes.base import Recipe, Schedule
 from accelbench.tta.recipes.beam import beam_search
+from accelbench.workloads.translation import GNMT_TINY, TINY, GnmtConfig, TransformerConfig, _gnmt, _model
 
 if TYPE_CHECKING:
     import torch
@@ -237,8 +238,6 @@ class Transformer(_Translation):
     def model(self, vocab: int, scale: str) -> tuple["torch.nn.Module", int]:
         from dataclasses import replace
 
-        from accelbench.workloads.translation import TINY, TransformerConfig, _model
-
         base = TransformerConfig() if scale == "full" else TINY
         return _model(replace(base, vocab=vocab, seq_len=self.positions(scale))), base.width
 
@@ -260,8 +259,6 @@ class Gnmt(_Translation):
 
     def model(self, vocab: int, scale: str) -> tuple["torch.nn.Module", int]:
         from dataclasses import replace
-
-        from accelbench.workloads.translation import GNMT_TINY, GnmtConfig, _gnmt
 
         base = GnmtConfig() if scale == "full" else GNMT_TINY
         return _gnmt(replace(base, vocab=vocab)), base.hidden
