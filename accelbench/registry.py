@@ -81,6 +81,10 @@ class BenchmarkInfo:
     #: the models it measures, in words, where it shares its command with another benchmark ("language models"):
     #: what a flag of its own is said to apply to when given for a model another benchmark measures
     measures: str = ""
+    #: consecutive entries of it run one after another in one worker process: a kernel's entry is a few seconds of
+    #: timed calls on tensors it frees, so a process (a device context, a warm allocator) of its own buys nothing but
+    #: its start-up; a model's entry keeps its own (its weights, compile caches and memory peak are the figure's)
+    shares_process: bool = False
 
     @property
     def family(self) -> Family:
@@ -121,6 +125,7 @@ for _info in (
         "dense matrix multiply C = A @ B (batched with --batch): seconds, TFLOPS, % of peak",
         GemmParams,
         "accelbench.kernels.gemm:run",
+        shares_process=True,
         timeout=600,
         primary_metric="tflops",
     ),
@@ -129,6 +134,7 @@ for _info in (
         "2-D convolution, forward / backward-data / backward-filter, NCHW or NHWC: seconds, TFLOPS, % of peak",
         ConvParams,
         "accelbench.kernels.conv:run",
+        shares_process=True,
         primary_metric="tflops",
     ),
     BenchmarkInfo(
@@ -136,6 +142,7 @@ for _info in (
         "one vanilla RNN, LSTM or GRU layer over a sequence, inference or training: seconds, TFLOPS",
         RnnParams,
         "accelbench.kernels.rnn:run",
+        shares_process=True,
         primary_metric="tflops",
     ),
     BenchmarkInfo(
@@ -143,6 +150,7 @@ for _info in (
         "scaled dot-product attention, forward or forward+backward, causal or not: seconds, TFLOPS",
         AttentionParams,
         "accelbench.kernels.attention:run",
+        shares_process=True,
         primary_metric="tflops",
     ),
     BenchmarkInfo(
@@ -150,6 +158,7 @@ for _info in (
         "sparse x dense GEMM at a density (CSR), or 2:4 semi-structured on Ampere+: seconds, TFLOPS",
         SparseParams,
         "accelbench.kernels.sparse:run",
+        shares_process=True,
         primary_metric="tflops",
     ),
     BenchmarkInfo(
@@ -157,6 +166,7 @@ for _info in (
         "device memory bandwidth, STREAM copy or triad: seconds, GB/s, % of peak",
         MembwParams,
         "accelbench.kernels.membw:run",
+        shares_process=True,
         primary_metric="gbps",
     ),
     BenchmarkInfo(

@@ -32,7 +32,7 @@ export PYTHONPATH=$SITE:$PWD ACCELBENCH_HOME=$(mktemp -d)
   python3 -c "import torch, transformers, mlperf_loadgen; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)"
   nproc
 } 2>&1 | tee "$OUT/env.txt"
-S=${STEPS:-tests,serve,bench,train,quick,gemm,rest}
+S=${STEPS:-tests,serve,bench,train,quick,gemm,shared,rest}
 
 if [[ $S == *tests* ]]; then
   log "pytest -m cuda, the language-model serving cases"
@@ -94,6 +94,11 @@ for _ in range(30):
     s.record(); a @ b; e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e) / 1e3)
 ts.sort(); print(f"bare loop: median {2 * 8192**3 / ts[len(ts)//2] / 1e12:.1f} TFLOPS, best {2 * 8192**3 / ts[0] / 1e12:.1f}")
 PY
+fi
+
+if [[ $S == *shared* ]]; then
+  log "a suite of 24 gemm entries: each in its own process vs sharing one (isolated/shared)"
+  timeout "$(t 90)" python3 bench/shared_process.py --device cuda --entries 24 --rounds 2 2>&1 | tail -3
 fi
 
 if [[ $S == *rest* ]]; then

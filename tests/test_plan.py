@@ -128,6 +128,24 @@ def test_the_plans_caption_says_what_is_known_of_its_length() -> None:
         "3 benchmark(s); the 1 run here before took 0:30 last time (plus start-up); 2 never ran on this system: "
         "no estimate for those"
     )
+    kernels = [Planned(make_entry("kernels/gemm", {"m": m}), 600.0, None, process=1) for m in (64, 128)]
+    shared = plan_table([*kernels, Planned(make_entry("selftest/ok", {}), 600.0, None, process=2)]).caption
+    assert shared.endswith("; in 2 worker processes (consecutive kernels of one benchmark share one)")
+
+
+def test_the_plan_numbers_each_entrys_worker_process() -> None:
+    """Consecutive kernels of one benchmark share a process; a model's entry, or another kernel, starts a new one."""
+    from accelbench.suite.plan import plan
+    from accelbench.suite.suites import Suite, make_entry
+
+    entries = [make_entry("kernels/gemm", {"m": m}) for m in (64, 128, 256)]
+    entries += [
+        make_entry("kernels/conv", {}),
+        make_entry("selftest/ok", {}),
+        make_entry("selftest/ok", {"iterations": 9}),
+    ]
+    entries += [make_entry("kernels/gemm", {"m": 32})]
+    assert [p.process for p in plan(Suite("t", entries), None, "x")] == [1, 1, 1, 2, 3, 4, 5]
 
 
 def test_a_dry_run_creates_no_store(tmp_path: Path, cli_env) -> None:

@@ -226,3 +226,26 @@ def _leads_session(p) -> bool:
         return os.getsid(p.pid) == p.pid
     except ProcessLookupError:
         return False
+
+
+def test_kernel_entries_share_a_process_and_one_that_overruns_leaves_the_rest_a_fresh_one(tmp_path, store, profile):
+    """Consecutive entries of one kernel run in one worker process (its start-up paid once); each keeps its own
+    timeout and log, and the entry after one killed at its timeout runs in a new process. Other benchmarks never
+    share one."""
+    quick = {"min_time": 0.05, "max_time": 0.2, "min_reps": 3, "precision": "fp32"}
+    suite = _suite(
+        ("kernels/gemm", quick | {"m": 64, "n": 64, "k": 64}, None),
+        ("kernels/gemm", quick | {"m": 96, "n": 96, "k": 96}, None),
+        ("kernels/gemm", quick | {"m": 128, "n": 128, "k": 128, "min_time": 60.0, "max_time": 120.0}, 3.0),
+        ("kernels/gemm", quick | {"m": 64, "n": 64, "k": 32}, None),
+        ("selftest/ok", {}, None),
+        ("selftest/ok", {"iterations": 10}, None),
+    )
+    summary = run_suite(suite, store, RunOptions(out_dir=tmp_path / "runs"), profile=profile)
+    assert [r.status for r in summary.results] == ["ok", "ok", "failed", "ok", "ok", "ok"]
+    assert "timed out after 3 s" in str(summary.results[2].error)
+    logs = sorted((summary.run_dir / "logs").glob("*.log"))
+    assert len(logs) == 6  # one log an entry, shared process or not
+    pids = [int(log.read_text().split(" in worker process ")[1].split()[0]) for log in logs]
+    assert pids[0] == pids[1] == pids[2]  # one process for the first three gemms, the overrun among them
+    assert len({pids[2], pids[3], pids[4], pids[5]}) == 4  # after the kill a fresh one; selftests each their own

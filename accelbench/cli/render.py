@@ -169,12 +169,13 @@ def plan_table(planned: list[Any]) -> Table:
         ("benchmark", {}),
         ("timeout", {"justify": "right"}),
         ("last time here", {"justify": "right"}),
+        ("process", {"justify": "right"}),
         ("", {"style": "yellow"}),
     ):
         table.add_column(col, **kw)
     for i, p in enumerate(planned, 1):
         last = f"{p.last_seconds:.1f} s" if p.last_seconds is not None else "never run"
-        table.add_row(str(i), escape(p.entry.label), _span(p.timeout), last, escape(p.warning or ""))
+        table.add_row(str(i), escape(p.entry.label), _span(p.timeout), last, str(p.process), escape(p.warning or ""))
     known, unknown = estimate(planned)
     ran, n = len(planned) - unknown, len(planned)
     if not ran:
@@ -186,6 +187,10 @@ def plan_table(planned: list[Any]) -> Table:
             f"{n} benchmark(s); the {ran} run here before took {_clock(known)} last time (plus start-up)",
             f"{unknown} never ran on this system: no estimate for those",
         ]
+    processes = len({p.process for p in planned})
+    if all(p.process for p in planned) and processes < n:
+        plural = "es" if processes > 1 else ""
+        said.append(f"in {processes} worker process{plural} (consecutive kernels of one benchmark share one)")
     table.caption = "; ".join(said)
     if any(_span(p.timeout).endswith("days") for p in planned):
         table.caption += (

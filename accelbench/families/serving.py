@@ -10,6 +10,8 @@ Records without these details are never unlike for want of them.
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from accelbench.results.record import Result
 
 #: How far two sides' mean request lengths may differ and still be one workload (seeded prompt jitter).
@@ -70,6 +72,10 @@ def _lengths(r: Result) -> tuple[float, float] | None:
     """Mean input and output tokens per request, from the run's counts; None where it has none."""
     d = r.details
     n, read, written = d.get("requests"), d.get("input_tokens"), d.get("output_tokens")
-    if not all(isinstance(x, (int, float)) and x > 0 for x in (n, read, written)):
+    if not (_positive(n) and _positive(read) and _positive(written)):
         return None
     return read / n, written / n
+
+
+def _positive(x: object) -> TypeGuard[float]:
+    return isinstance(x, (int, float)) and x > 0

@@ -222,7 +222,7 @@ def judge(
         quality, ref = served.quality(answers, labels), served.quality(reference, labels)
     gates = {f"{g * 100:g}%": bool(quality >= g * ref) for g in served.gates}
     # fidelity judges the outputs' distance, not the answers: degenerate answers do not void it
-    why = degenerate(reference) if labels is None and fidelity is None else fidelity and fidelity.informative
+    why = degenerate(reference) if labels is None and fidelity is None else fidelity.informative if fidelity else None
     return Verdict(name, quality, ref, gates, n, "dataset" if labels is not None else "fp32-reference", why, fidelity)
 
 

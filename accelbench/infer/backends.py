@@ -165,7 +165,16 @@ class TorchEager(Backend):
         """The module ``predict`` calls: the model itself, or a compiled wrapper (a subclass's hook)."""
         return model
 
-    def load(self, served, model, device, precision, calibration, channels_last=False, compile_mode="default"):  # type: ignore[no-untyped-def]
+    def load(
+        self,
+        served: "Served",
+        model: "torch.nn.Module",
+        device: "torch.device",
+        precision: str,
+        calibration: list["Inputs"],
+        channels_last: bool = False,
+        compile_mode: str = "default",
+    ) -> Predict:
         import torch
 
         from accelbench.devices.kind import kind_of
@@ -252,7 +261,14 @@ class Null(Backend):
     runs_model = False
     precisions = ("fp32", "amp_fp16", "amp_bf16", "int8")
 
-    def load(self, served, model, device, precision, calibration):  # type: ignore[no-untyped-def]
+    def load(
+        self,
+        served: "Served",
+        model: "torch.nn.Module",
+        device: "torch.device",
+        precision: str,
+        calibration: list["Inputs"],
+    ) -> Predict | None:
         return None
 
 
@@ -260,7 +276,15 @@ class Sleep(Null):
     name, summary = "sleep", "sleeps --service-ms per batch: a system with a known capacity, to check the harness"
     Options = SleepOptions
 
-    def load(self, served, model, device, precision, calibration, service_ms=1.0):  # type: ignore[no-untyped-def]
+    def load(
+        self,
+        served: "Served",
+        model: "torch.nn.Module",
+        device: "torch.device",
+        precision: str,
+        calibration: list["Inputs"],
+        service_ms: float = 1.0,
+    ) -> Predict:
         seconds = service_ms / 1000
 
         def predict(inputs: "Inputs") -> None:

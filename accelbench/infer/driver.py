@@ -56,7 +56,7 @@ def loadgen_run(
 
 def start_test(
     sut_impl: Any,
-    qsl_lib: SampleLibrary,
+    qsl_lib: SampleLibrary[Any],
     settings: Any,
     params: LoadGenParams,
     ctx: RunContext,

@@ -72,7 +72,7 @@ def _quantize(t: "torch.Tensor", dim: int | None, symmetric: bool, bits: int = 8
         axes = [d for d in range(t.dim()) if d != dim]
         lo, hi = t.amin(dim=axes, keepdim=True), t.amax(dim=axes, keepdim=True)
     if symmetric:
-        top = 2 ** (bits - 1) - 1
+        top: int = 2 ** (bits - 1) - 1  # int ** int is Any to a type checker (a negative power is a float)
         scale = torch.maximum(lo.abs(), hi.abs()).clamp_min(1e-12) / top
         return (t / scale).round().clamp(-top, top) * scale
     top = 2**bits - 1
@@ -115,7 +115,9 @@ def rounded_copy(model: "torch.nn.Module", precision: str, coarser: int = 0) -> 
                         )
                     )
             return twin
-        dtype, kept = torch_dtype(arithmetic), significant_bits(arithmetic) - coarser  # type: ignore[operator]
+        stored = significant_bits(arithmetic)
+        assert stored is not None, arithmetic  # only int8 stores no significant bits, and it returned above
+        dtype, kept = torch_dtype(arithmetic), stored - coarser
 
         def rnd(t: Any) -> Any:
             if not (torch.is_tensor(t) and t.is_floating_point()):

@@ -18,7 +18,8 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     inter = np.clip(rb - lt, 0, None).prod(axis=2)
     area_a = (a[:, 2:] - a[:, :2]).clip(0).prod(axis=1)
     area_b = (b[:, 2:] - b[:, :2]).clip(0).prod(axis=1)
-    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-12)
+    iou: np.ndarray = inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-12)
+    return iou
 
 
 def coco_map(detections: list[np.ndarray], truths: list[np.ndarray]) -> float:
@@ -42,7 +43,7 @@ def coco_map(detections: list[np.ndarray], truths: list[np.ndarray]) -> float:
                 taken = np.zeros(len(g), dtype=bool)
                 iou = box_iou(d[:, :4], g[:, :4]) if len(d) and len(g) else np.zeros((len(d), len(g)))
                 for k in range(len(d)):
-                    candidates = np.where(~taken & (iou[k] >= thr))[0] if len(g) else []
+                    candidates: np.ndarray | list[int] = np.where(~taken & (iou[k] >= thr))[0] if len(g) else []
                     hit = len(candidates) > 0
                     if hit:
                         best = candidates[np.argmax(iou[k, candidates])]

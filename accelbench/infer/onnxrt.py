@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from accelbench.devices.kind import kind_of
 from accelbench.errors import BenchmarkSkipped
-from accelbench.infer.backends import Backend, NoOptions, Predict
+from accelbench.infer.backends import Backend, Predict
 from accelbench.infer.export import export
-from accelbench.params import opt
+from accelbench.params import NoOptions, opt
 
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.infer.served import Inputs
+    from accelbench.infer.served import Inputs, Served
 
 #: --ort-optimization -> ONNX Runtime's GraphOptimizationLevel member
 OPTIMIZATION_LEVELS = {
@@ -58,9 +58,18 @@ class OnnxRuntime(Backend):
     Options = OrtOptions
     reads = ("batch_size",)
     #: the host, and the kinds whose devices ONNX Runtime has a provider for (DeviceKind.onnx_provider)
-    devices = ("cpu", "cuda")
+    devices: ClassVar[tuple[str, ...] | None] = ("cpu", "cuda")
 
-    def load(self, served, model, device, precision, calibration, ort_optimization="all", batch_size=8):  # type: ignore[no-untyped-def]
+    def load(
+        self,
+        served: "Served",
+        model: "torch.nn.Module",
+        device: "torch.device",
+        precision: str,
+        calibration: list["Inputs"],
+        ort_optimization: str = "all",
+        batch_size: int = 8,
+    ) -> Predict:
         import onnxruntime as ort
 
         workdir = self.workdir("onnx")
@@ -87,7 +96,9 @@ class OnnxRuntimeInt8(OnnxRuntime):
     summary = "INT8: ONNX Runtime static QDQ quantization calibrated on the first samples (pip extra: onnx)"
     precisions = ("int8",)
 
-    def providers(self, available, device, precision, shapes, batch):  # type: ignore[no-untyped-def]
+    def providers(
+        self, available: list[str], device: "torch.device", precision: str, shapes: list[tuple[int, ...]], batch: int
+    ) -> list[Any]:
         if not kind_of(device).onnx_tensorrt:
             return session_providers(available, device, int8=True)
         return tensorrt_providers(available, device.index or 0, "int8", shapes, batch, self.cache_dir)
@@ -97,7 +108,8 @@ class OnnxRuntimeInt8(OnnxRuntime):
 
         names = _input_names(path)
 
-        class Reader(CalibrationDataReader):
+        # onnxruntime ships no types, so its base class is Any to a type checker: the one subclass of it here
+        class Reader(CalibrationDataReader):  # type: ignore[misc]
             def __init__(self) -> None:
                 self.items = iter([{n: t.cpu().numpy() for n, t in zip(names, x, strict=True)} for x in calibration])
 
@@ -126,7 +138,9 @@ class TensorRT(OnnxRuntime):
     precisions = ("fp32", "fp16")
     devices = ("cuda",)
 
-    def providers(self, available, device, precision, shapes, batch):  # type: ignore[no-untyped-def]
+    def providers(
+        self, available: list[str], device: "torch.device", precision: str, shapes: list[tuple[int, ...]], batch: int
+    ) -> list[Any]:
         return tensorrt_providers(available, device.index or 0, precision, shapes, batch, self.cache_dir)
 
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import BenchmarkSkipped
-from accelbench.infer.backends import Backend
+from accelbench.infer.backends import Backend, Predict
 from accelbench.infer.export import export
 
 if TYPE_CHECKING:
-    from accelbench.infer.served import Inputs
+    import torch
+
+    from accelbench.infer.served import Inputs, Served
 
 #: accelbench's precision -> OpenVINO's INFERENCE_PRECISION_HINT and the capability that must be listed
 _HINTS = {"fp32": ("f32", "FP32"), "bf16": ("bf16", "BF16"), "fp16": ("f16", "FP16")}
@@ -53,7 +55,15 @@ class OpenVino(Backend):
             )
         return None
 
-    def load(self, served, model, device, precision, calibration, scenario="offline"):  # type: ignore[no-untyped-def]
+    def load(
+        self,
+        served: "Served",
+        model: "torch.nn.Module",
+        device: "torch.device",
+        precision: str,
+        calibration: list["Inputs"],
+        scenario: str = "offline",
+    ) -> Predict:
         if device.type != "cpu":
             raise BenchmarkSkipped("the openvino backend serves on the CPU here (its GPU plugin is not wired)")
         if self._compiled is None:

@@ -46,7 +46,7 @@ def scenario_metric(scenario: str, d: dict[str, Any]) -> tuple[str, Metric]:
 
 def multistream_within_bound(d: dict[str, Any], bound_ms: float) -> bool:
     """LoadGen >= 2.0 has no MultiStream bound (its metric is the p99 query latency); accelbench holds it to one."""
-    ns = d.get("result_99.00_percentile_per_query_latency_ns") or d.get("result_99.00_percentile_latency_ns", 0)
+    ns: float = d.get("result_99.00_percentile_per_query_latency_ns") or d.get("result_99.00_percentile_latency_ns", 0)
     return ns / 1e6 <= bound_ms
 
 
@@ -93,9 +93,7 @@ def performance_result(
         )
         details["queries"] = outcome.sut.samples // max(spq, 1)
     reasons = (
-        []
-        if valid
-        else true_cause(invalid_rules(d, params.scenario), details.get("reruns") or [], outcome.conditions)
+        [] if valid else true_cause(invalid_rules(d, params.scenario), details.get("reruns") or [], outcome.conditions)
     )
     over = ""
     if params.scenario == "multistream" and bound:

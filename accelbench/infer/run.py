@@ -99,7 +99,7 @@ def calibrate_random_weights(model: Any, spec: Served, make_input: Callable[[int
         if last and last[0].bias is not None and all(torch.is_tensor(o) and o.dim() == 2 for o in outputs):
             logits = torch.cat(outputs)
             if logits.shape[1] == last[0].out_features:
-                last[0].bias -= logits.mean(0).to(last[0].bias.dtype)
+                last[0].bias.sub_(logits.mean(0).to(last[0].bias.dtype))  # in place, as -= (which reassigns)
                 done.append(f"classifier bias centring each logit over {n} samples")
     return ", ".join(done)
 

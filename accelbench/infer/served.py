@@ -12,7 +12,7 @@ quality metric reads back.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import numpy as np
 
@@ -28,6 +28,17 @@ if TYPE_CHECKING:
     from accelbench.datasets.accuracy import Samples
 
 Inputs = tuple["torch.Tensor", ...]
+
+
+class _Configured(Protocol):
+    """A workload sized by a config per scale (BERT's, NCF's, DLRM's ``cfg``), which ``Workload`` does not declare."""
+
+    def cfg(self, scale: str) -> Any: ...
+
+
+def _config(workload: Workload, scale: str) -> Any:
+    """``workload.cfg(scale)``: the adapters that call it serve only workloads that have one."""
+    return cast(_Configured, workload).cfg(scale)
 
 
 class Served:
@@ -162,12 +173,12 @@ class SpanReader(Served):
     def build(self) -> "torch.nn.Module":
         from accelbench.workloads.language import span_model
 
-        return span_model(self.workload.cfg(self.scale), self.seq_len if self.scale == "full" else None)
+        return span_model(_config(self.workload, self.scale), self.seq_len if self.scale == "full" else None)
 
     def synthetic(self, index: int, device: "torch.device") -> Inputs:
         import torch
 
-        cfg = self.workload.cfg(self.scale)
+        cfg = _config(self.workload, self.scale)
         seq = self.seq_len if self.scale == "full" else cfg.seq_len
         g = torch.Generator().manual_seed(index)
         tokens = torch.randint(0, cfg.vocab, (1, seq), generator=g)
@@ -209,7 +220,7 @@ class ClickPredictor(Served):
     def dataset(self, root: Path) -> "Samples":
         from accelbench.datasets.accuracy import criteo
 
-        cfg = self.workload.cfg(self.scale)
+        cfg = _config(self.workload, self.scale)
         if not hasattr(cfg, "tables"):
             return super().dataset(root)  # NCF: no Criteo-style input
         return criteo(root, cfg.tables, cfg.rows)
@@ -254,6 +265,18 @@ class Detector(Served):
         return rows
 
 
+class _Transducer(Protocol):
+    """The parts of an RNN-T model the greedy decoder calls (``accelbench.workloads.speech``'s model has them)."""
+
+    pre: torch.nn.LSTM
+    post: torch.nn.LSTM
+    enc_proj: torch.nn.Linear
+    embed: torch.nn.Embedding
+    pred: torch.nn.LSTM
+    pred_proj: torch.nn.Linear
+    out: torch.nn.Linear
+
+
 class Transcriber(Served):
     """RNN-T with MLPerf's greedy decoder: per encoder frame, emit symbols until blank (at most 30 per frame)."""
 
@@ -272,23 +295,24 @@ class Transcriber(Served):
 
         from accelbench.workloads.speech import BLANK
 
-        x, _ = model.pre(inputs[0])
+        rnnt = cast(_Transducer, model)  # a Module's submodules read as Tensor | Module to a type checker
+        x, _ = rnnt.pre(inputs[0])
         b, t, h = x.shape
-        enc, _ = model.post(x[:, : t - t % 2].reshape(b, t // 2, 2 * h))
-        enc = model.enc_proj(enc)
+        enc, _ = rnnt.post(x[:, : t - t % 2].reshape(b, t // 2, 2 * h))
+        enc = rnnt.enc_proj(enc)
         symbol = torch.full((b, 1), BLANK, dtype=torch.long, device=enc.device)
-        g, state = model.pred(model.embed(symbol))
+        g, state = rnnt.pred(rnnt.embed(symbol))
         out: list[list[int]] = [[] for _ in range(b)]
         for frame in range(enc.shape[1]):
             active = torch.ones(b, dtype=torch.bool, device=enc.device)
             for _ in range(self.MAX_SYMBOLS):
-                k = model.out(torch.relu(enc[:, frame] + model.pred_proj(g[:, -1]))).argmax(-1)
+                k = rnnt.out(torch.relu(enc[:, frame] + rnnt.pred_proj(g[:, -1]))).argmax(-1)
                 emit = active & (k != BLANK)
                 if not bool(emit.any()):
                     break
                 for i in emit.nonzero().flatten().tolist():
                     out[i].append(int(k[i]))
-                g2, state2 = model.pred(model.embed(k[:, None]), state)
+                g2, state2 = rnnt.pred(rnnt.embed(k[:, None]), state)
                 keep = emit.view(1, b, 1)  # only samples that emitted advance their prediction network
                 state = (torch.where(keep, state2[0], state[0]), torch.where(keep, state2[1], state[1]))
                 g = torch.where(emit.view(b, 1, 1), g2, g)

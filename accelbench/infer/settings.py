@@ -12,7 +12,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.infer.specs import InferParams
@@ -178,7 +178,20 @@ def performance_settings(
     return s
 
 
-def planned_seconds(s: Any, scenario: str, rate: float) -> float:
+class Planned(Protocol):
+    """What a LoadGen ``TestSettings`` says of a test's plan: the fields ``planned_seconds`` and ``planned_samples``
+    read (mlperf_loadgen ships no types)."""
+
+    offline_expected_qps: float
+    server_target_qps: float
+    single_stream_expected_latency_ns: int
+    multi_stream_expected_latency_ns: int
+    multi_stream_samples_per_query: int
+    min_duration_ms: int
+    min_query_count: int
+
+
+def planned_seconds(s: Planned, scenario: str, rate: float) -> float:
     """How long a LoadGen run should last by its own plan, for the progress line's ETA.
 
     Offline issues one query and lasts until the SUT answers it at the probed ``rate``; the others last their
@@ -194,7 +207,7 @@ def planned_seconds(s: Any, scenario: str, rate: float) -> float:
     return max(s.min_duration_ms / 1000, s.min_query_count * per_query)
 
 
-def planned_samples(s: Any, scenario: str, accuracy_total: int | None = None) -> int:
+def planned_samples(s: Planned, scenario: str, accuracy_total: int | None = None) -> int:
     """The samples a LoadGen test will issue by its own plan (``s``: its TestSettings): in accuracy mode the
     whole sample set; Offline its one query; Server its target rate over its minimum duration, at least its
     minimum queries; SingleStream and MultiStream their queries at the expected latency, times the samples a

@@ -84,7 +84,7 @@ class InferParams(LoadGenParams):
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
-        return BACKEND_PARTS.gather(values, cls.__dataclass_fields__["backend"].default)
+        return BACKEND_PARTS.gather(values, cls.backend)  # a dataclass's class attribute: the field's default
 
     def to_dict(self) -> dict[str, Any]:
         return BACKEND_PARTS.flat(super().to_dict())

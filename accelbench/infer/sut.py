@@ -16,17 +16,17 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
-if TYPE_CHECKING:
-    import torch
+#: what the library holds per sample: a model's inputs (``Inputs``), a prompt's tokens
+S = TypeVar("S")
 
 
-class SampleLibrary:
-    def __init__(self, make_input: Callable[[int], "torch.Tensor"], total: int) -> None:
+class SampleLibrary(Generic[S]):
+    def __init__(self, make_input: Callable[[int], S], total: int) -> None:
         self.make_input = make_input
         self.total = total
-        self.loaded: dict[int, Any] = {}
+        self.loaded: dict[int, S] = {}
 
     def load(self, indices: list[int]) -> None:
         for i in indices:
@@ -88,7 +88,7 @@ class BatchingSUT:
     def __init__(
         self,
         workers: list[Worker],
-        qsl: SampleLibrary,
+        qsl: SampleLibrary[Any],
         batch_size: int,
         max_wait: float,
         collate: Callable[[list[Any]], Any] = list,

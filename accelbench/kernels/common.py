@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from accelbench.devices.kind import kind_of
+from accelbench.devices.precision import precision_reason
 from accelbench.errors import BenchmarkSkipped
 from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare
 from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.measure.stats import Measurement
-from accelbench.measure.timer import Timer
+from accelbench.measure.timer import Timer, calls_per_sample
 from accelbench.params import TimingParams
 from accelbench.results.record import Metric, Result
 from accelbench.system.specs import bandwidth_peak_for, peak_for
@@ -66,8 +67,6 @@ def no_path_reason(benchmark: str, precision: str, supported: tuple[str, ...]) -
 def native_precision(device: "torch.device", candidates: tuple[str, ...] = ("fp16", "bf16")) -> str:
     """The first of ``candidates`` that ``device`` computes natively, else fp32: a default that measures the
     hardware everywhere, where a fixed fp16 is skipped on every CPU without fp16 arithmetic."""
-    from accelbench.devices.precision import precision_reason
-
     return next((p for p in candidates if precision_reason(device, p) is None), "fp32")
 
 
@@ -89,8 +88,6 @@ def run_kernel(
 ) -> Iterator[Result]:
     """The ``run`` of every single-process kernel: device, skips, precision mode, check, time, record (named
     as the registry names the benchmark of ``params``)."""
-    from accelbench.devices.precision import precision_reason
-
     benchmark = benchmark_of(params)
     prep = prepare(params)
     device, threads = prep.device, prep.threads
@@ -225,8 +222,6 @@ def kernel_result(
 
 def _add_graph_metrics(result: Result, case: KernelCase, device: "torch.device", params: TimingParams) -> None:
     """CUDA graph replay beside eager: what the kernel costs without the CPU launch overhead."""
-    from accelbench.measure.timer import calls_per_sample
-
     kind = kind_of(device)
     cfg = params.timer_config(device.type)
     est = max(result.metrics["seconds"].value, 1e-7)

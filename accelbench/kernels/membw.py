@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
+from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
 from accelbench.kernels.common import KernelCase, relative_error, run_kernel
 from accelbench.kernels.specs import MembwParams
@@ -72,8 +73,6 @@ def build_case(p: MembwParams, device: "torch.device") -> KernelCase:
 
 def last_level_cache_bytes(device: "torch.device", sysfs: Path = Path("/sys/devices/system/cpu")) -> int | None:
     """All of the device's last-level cache: a GPU's L2, or the sum of the CPU's distinct highest-level caches."""
-    from accelbench.devices.kind import kind_of
-
     kind = kind_of(device)
     if kind.accelerator:
         return kind.cache_bytes(device)
@@ -107,6 +106,6 @@ def run(params: MembwParams, ctx: RunContext) -> Iterator[Result]:
                     "cache-resident",
                     f"cache-resident: each array ({params.size}) is under {CACHE_MULTIPLE}x the "
                     f"{llc / 2**20:.0f} MiB last-level cache, so this is partly cache bandwidth, not memory's; "
-                    f"use --size {CACHE_MULTIPLE * llc // 2**20}M or more"
+                    f"use --size {CACHE_MULTIPLE * llc // 2**20}M or more",
                 )
         yield result

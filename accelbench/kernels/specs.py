@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import ALL_PRECISIONS, MATMUL_PRECISIONS
 from accelbench.errors import UsageError
-from accelbench.params import KernelParams, NodesParams, opt, positive
+from accelbench.kit.ranks import check_nproc
+from accelbench.params import KernelParams, NodesParams, opt, parse_size, positive
 
 
 def _human_bytes(n: int) -> str:
@@ -200,8 +202,6 @@ class MembwParams(KernelParams):
         return f"{p['op']} {p['size']}"
 
     def validate(self) -> None:
-        from accelbench.params import parse_size
-
         super().validate()
         if parse_size(self.size) < 4:
             raise UsageError("--sizes: an array needs at least 4 bytes")
@@ -221,8 +221,6 @@ class AllreduceParams(NodesParams, KernelParams):
         return f"{p['nproc']} procs {p.get('backend', 'auto')}{size}"
 
     def validate(self) -> None:
-        from accelbench.params import parse_size
-
         super().validate()
         positive("--nproc", self.nproc)
         self.validate_nodes()
@@ -232,9 +230,6 @@ class AllreduceParams(NodesParams, KernelParams):
             parse_size(part)
 
     def check_environment(self, device_type: str) -> None:
-        from accelbench.devices.kind import kind_of
-        from accelbench.kit.ranks import check_nproc
-
         super().check_environment(device_type)
         check_nproc(self.nproc, device_type, self.nnodes)
         kind = kind_of(device_type)

@@ -181,7 +181,7 @@ def _with_concerns(record: dict[str, Any]) -> dict[str, Any]:
     out = dict(record)
     if "concerns" not in out:
         out["concerns"] = concerns_from_warnings(out.get("warnings"))
-    if bare:
+    if bare and isinstance(conditions, dict):  # bare implies a dict; the isinstance tells the type checker
         out["conditions"] = {**conditions, "concerns": concerns_from_warnings(conditions.get("warnings"))}
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from accelbench import registry
 from accelbench.results.store import Store
@@ -25,6 +25,8 @@ class Planned:
     last_seconds: float | None = None
     last_run: str | None = None
     floor_seconds: float | None = None
+    #: the worker process it runs in, numbered in the run (consecutive kernels of one benchmark share one)
+    process: int = 0
 
     @property
     def warning(self) -> str | None:
@@ -48,7 +50,27 @@ class Planned:
             "last_run": self.last_run,
             "floor_seconds": self.floor_seconds,
             "warning": self.warning,
+            "process": self.process,
         }
+
+
+#: entries at most in one shared worker process (a kernel set expands to dozens): a crash loses none of them (the
+#: rest run in a fresh process), and a long group still starts a clean process now and then
+MAX_SHARED = 64
+
+
+def sharing(entries: Sequence[Entry]) -> int:
+    """How many entries at the head of ``entries`` run in one worker process: consecutive entries of one benchmark
+    that shares its process (the kernels, ``BenchmarkInfo.shares_process``), at most :data:`MAX_SHARED`; else 1."""
+    if not entries:
+        return 0
+    first = entries[0].benchmark
+    if not registry.get(first).shares_process:
+        return 1
+    n = 1
+    while n < min(len(entries), MAX_SHARED) and entries[n].benchmark == first:
+        n += 1
+    return n
 
 
 def timeout_of(entry: Entry, override: float | None = None) -> float:
@@ -73,10 +95,14 @@ def plan(suite: Suite, store: Store | None, fingerprint: str, timeout: float | N
         for (key, run_id), (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
             last[key] = (run_id, _seconds(lo, hi))
     out = []
-    for entry in suite.entries:
+    process, left = 0, 0
+    for i, entry in enumerate(suite.entries):
+        if left == 0:
+            process, left = process + 1, sharing(suite.entries[i:])
+        left -= 1
         floor = registry.get(entry.benchmark).make_params(entry.params).planned_seconds()
         run, secs = last.get(entry.key, (None, None))
-        out.append(Planned(entry, timeout_of(entry, timeout), secs, run, floor))
+        out.append(Planned(entry, timeout_of(entry, timeout), secs, run, floor, process))
     return out
 
 

@@ -1,10 +1,14 @@
-"""Runs a suite: each entry in its own process, with a timeout, committing records as they come.
+"""Runs a suite: each entry in a worker process, with a timeout, committing records as they come.
 
 Isolation is what lets a suite survive its benchmarks: a segfault, an OOM kill,
 an exception or a hang ends only that entry's process, which is recorded as a
 ``failed`` record with the cause, and the suite goes on. Ctrl-C (or SIGTERM from a
 scheduler) kills the current entry and stops; every record committed so far stays,
 and ``--resume RUN_ID`` runs what is left.
+
+Consecutive kernel entries of one benchmark share a worker process (a device context and a warm allocator, started
+once: on a GPU that start-up is seconds an entry, more than a kernel's measurement); each still has its own
+timeout and log, and the entries after one that crashes or overruns run in a fresh process.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from accelbench.measure.energy import idle_watts
 from accelbench.results.record import Result, now_iso, schema_errors
 from accelbench.results.runfolder import DEFAULT_OUT, RunFolder
 from accelbench.results.store import RunInfo, Store
-from accelbench.suite.plan import timeout_of
+from accelbench.suite.plan import sharing, timeout_of
 from accelbench.suite.process import Tail, cause, context, kill_group
 from accelbench.suite.suites import Entry, Suite, make_entry
 from accelbench.suite.worker import CACHE, SCRATCH
@@ -175,17 +179,17 @@ class SuiteRunner:
         # continue the first run's numbering instead of starting again at 001
         place = {key: n for n, (key, _) in enumerate(suite.keyed_entries(), 1)}
         with _sigterm_as_interrupt(), self.closing(session):
-            for i, (key, entry) in enumerate(todo, 1):
-                self.observer.entry_started(i, len(todo), entry)
-                t0 = time.perf_counter()
+            done_count = 0
+            while done_count < len(todo):
+                group = todo[done_count : done_count + sharing([e for _, e in todo[done_count:]])]
+                jobs = [(key, entry, place[key]) for key, entry in group]
                 try:
-                    results = self._run_entry(session, key, entry, place[key])
+                    finished = self._run_group(session, jobs, (done_count, len(todo)), summary.results)
                 except Interrupted as stop:
                     summary.results += stop.results
                     summary.interrupted = True
                     break
-                summary.results += results
-                self.observer.entry_finished(entry, results, time.perf_counter() - t0)
+                done_count += finished
         return summary
 
     def _measure_idle(self) -> None:
@@ -217,7 +221,9 @@ class SuiteRunner:
         key = entry.key if entry.key not in session.keys else f"{entry.key}#{session.index}"
         session.keys.add(key)
         with _sigterm_as_interrupt():
-            return self._run_entry(session, key, entry, session.index)
+            results: list[Result] = []
+            self._run_group(session, [(key, entry, session.index)], None, results)
+            return results
 
     def record(self, session: "Session", result: Result, key: str) -> Result:
         """Commit a record the caller made (a search's summary) with the run's fields, as the entries' are."""
@@ -262,37 +268,82 @@ class SuiteRunner:
     def _timeout(self, entry: Entry) -> float:
         return timeout_of(entry, self.options.timeout)
 
-    def _run_entry(self, session: Session, key: str, entry: Entry, index: int) -> list[Result]:
-        run_id, folder = session.run_id, session.folder
+    def _run_group(
+        self,
+        session: Session,
+        jobs: list[tuple[str, Entry, int]],
+        place: tuple[int, int] | None,
+        results: list[Result],
+    ) -> int:
+        """Run ``jobs`` (key, entry, index in the suite) one after another in one worker process, each with its own
+        timeout and log, committing records as they come (into ``results`` too); how many finished, the one a crash
+        or a timeout ended among them. The process of an entry that crashes or overruns is killed, so the entries
+        after it are left for a fresh one. ``place``: (entries done before, entries in all) for the observer; None:
+        a run driven from outside, which says its own progress. :class:`Interrupted` on Ctrl-C or SIGTERM."""
+        folder = session.folder
         work = folder.path / ".work"
         work.mkdir(exist_ok=True)
-        out = work / f"{index:03d}-{entry.key}.jsonl"
-        out.unlink(missing_ok=True)
-        log_path = attempt_log_path(folder, index, entry.label)
+        outs, logs = [], []
+        for _, entry, index in jobs:
+            out = work / f"{index:03d}-{entry.key}.jsonl"
+            out.unlink(missing_ok=True)
+            outs.append(out)
+            logs.append(attempt_log_path(folder, index, entry.label))
+        proc = context().Process(
+            target=worker_child_main,
+            args=(
+                [
+                    (entry.to_dict(), str(out), str(log))
+                    for (_, entry, _), out, log in zip(jobs, outs, logs, strict=True)
+                ],
+                str(folder.logs),
+                os.getpid(),
+            ),
+            daemon=False,
+        )
+        proc.start()
+        try:
+            for j, (key, entry, _) in enumerate(jobs):
+                if place is not None:
+                    self.observer.entry_started(place[0] + j + 1, place[1], entry)
+                t0 = time.perf_counter()
+                committed, finished = self._follow(proc, session, key, entry, outs[j], logs[j], results)
+                if place is not None:
+                    self.observer.entry_finished(entry, committed, time.perf_counter() - t0)
+                if not finished:  # the process crashed or was stopped: the entries after it need a fresh one
+                    return j + 1
+            proc.join(timeout=STOP_GRACE_SECONDS)
+            return len(jobs)
+        finally:
+            if proc.exitcode is None:
+                kill_group(proc)
+            for out in outs:
+                out.unlink(missing_ok=True)
+
+    def _follow(
+        self, proc: Any, session: Session, key: str, entry: Entry, out: Path, log_path: Path, results: list[Result]
+    ) -> tuple[list[Result], bool]:
+        """One entry of a worker process, from its first message to its ``done`` (or the process's end, or its
+        timeout): its records, committed, and whether it finished and the process goes on."""
+        run_id, folder = session.run_id, session.folder
         timeout = self._timeout(entry)
         committed: list[Result] = []
         tail = Tail(out)
         finished = False
         self._stoppable = False  # until the worker says its benchmark listens for a stop (worker._stop_poll)
         started = now_iso()
-        proc = context().Process(
-            target=worker_child_main,
-            args=(entry.to_dict(), str(out), str(folder.logs), str(log_path), os.getpid()),
-            daemon=False,
-        )
-        proc.start()
         deadline = time.monotonic() + timeout
         timed_out = False
         try:
             while True:
-                proc.join(timeout=POLL_SECONDS)
                 finished |= self._drain(tail, run_id, folder, key, committed)
-                if proc.exitcode is not None:
+                if finished or proc.exitcode is not None:
                     break
                 if time.monotonic() > deadline:
                     timed_out = True
                     finished |= self._stop(proc, "SIGUSR2", tail, run_id, folder, key, committed)
                     break
+                proc.join(timeout=POLL_SECONDS)
         except KeyboardInterrupt:
             self._stop(proc, "SIGUSR1", tail, run_id, folder, key, committed)
             raise Interrupted(committed) from None
@@ -304,10 +355,10 @@ class SuiteRunner:
             )
             self._commit(failed, run_id, folder, key)
             committed.append(failed)
-        out.unlink(missing_ok=True)
         status = "failed" if any(r.status == "failed" for r in committed) else "ok"
         self.store.mark_entry(run_id, key, status)
-        return committed
+        results += committed
+        return committed, finished and not timed_out
 
     def _stop(
         self, proc: Any, how: str, tail: "Tail", run_id: str, folder: RunFolder, key: str, committed: list[Result]

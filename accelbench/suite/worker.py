@@ -1,4 +1,4 @@
-"""Runs one suite entry; executed in its own process by the runner, or inline by Python users.
+"""Runs suite entries; executed in a worker process by the runner, or inline by Python users.
 
 The child reports through a JSON-lines file rather than stdout, so that whatever
 a library prints cannot corrupt a result; each record is written (and flushed)
@@ -160,12 +160,14 @@ def run_inline(
     return results
 
 
-def child_main(entry: dict[str, Any], out: str, log_dir: str, log_path: str, runner_pid: int) -> None:
-    """Entry point of an isolated worker process (forked by the runner's forkserver).
+def child_main(jobs: list[tuple[dict[str, Any], str, str]], log_dir: str, runner_pid: int) -> None:
+    """Entry point of a worker process (forked by the runner's forkserver): each job, an entry with its message
+    file and its log, one after another (the runner groups only entries that share a process well, the kernels;
+    any other entry is a group of one).
 
     It leads a session of its own, so that the runner can kill it with everything it
     started (torchrun ranks) and a Ctrl-C in the terminal reaches only the runner;
-    it dies with the runner; and its output goes to the entry's log file. The runner is
+    it dies with the runner; and each entry's output goes to that entry's log file. The runner is
     marked as the top of accelbench's process tree, so that the runner, its worker server,
     this worker and its loader workers and ranks never read as "other processes".
     """
@@ -177,12 +179,16 @@ def child_main(entry: dict[str, Any], out: str, log_dir: str, log_path: str, run
     mark_root(runner_pid)  # the runner tops accelbench's tree: it, its worker server, this worker and what it starts
     _watch_runner(runner_pid)
     _listen_for_stop()
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    faulthandler.enable(file=sys.stderr)
-    main([json.dumps(entry), out, log_dir])
+    for entry, out, log_path in jobs:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        faulthandler.enable(file=sys.stderr)
+        sys.stderr.write(f"[accelbench] {entry['benchmark']} in worker process {os.getpid()}\n")
+        main([json.dumps(entry), out, log_dir])
     sys.stdout.flush()
     sys.stderr.flush()
 

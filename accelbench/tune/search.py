@@ -26,7 +26,8 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from accelbench.tune.budget import Budget
-from accelbench.tune.space import Candidate, runtime_stage, shape_stage
+from accelbench.tune.candidate import Candidate
+from accelbench.tune.space import runtime_stage, shape_stage
 from accelbench.tune.specs import TuneParams
 from accelbench.tune.trials import RunTrial, Search, Trial, TrialEntry, trial_entry
 from accelbench.tune.verdict import MIN_RUNS_RANGES, MIN_RUNS_SAMPLES, decide

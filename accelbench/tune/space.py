@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.tune.candidate import Candidate, Space
-from accelbench.tune.specs import TuneParams, split_list
+from accelbench.tune.candidate import Candidate, Space, split_list
+from accelbench.tune.specs import TuneParams
 
 #: infer's defaults: the candidate every other is measured against
 INFER_DEFAULT = {"backend": "torch", "precision": "fp32", "channels_last": False, "batch_size": 8, "streams": 1}

@@ -161,7 +161,12 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
 
     def trial_params(self, **settings: Any) -> Any:
         """The family's parameters for one trial: this search's model and place, with ``settings``."""
-        common = {"model": self.model, "scale": self.scale, "emulated": self.emulated, "device": self.device}
+        common: dict[str, Any] = {
+            "model": self.model,
+            "scale": self.scale,
+            "emulated": self.emulated,
+            "device": self.device,
+        }
         common["threads"] = self.threads  # a candidate may set its own (the shape stage on many cores)
         if self.task == "train":
             from accelbench.train.specs import TrainParams
@@ -233,12 +238,11 @@ def local_engines() -> list[str]:
 
 def tpot_limit(params: TuneParams) -> tuple[float, str]:
     """The interactivity every trial is held to, and where it comes from."""
-    from accelbench.infer.tokens.limits import limits_for
-    from accelbench.workloads import workload_class
+    from accelbench.infer.tokens.limits import limits_for, preset_of
 
     if params.tpot_ms:
         return params.tpot_ms, "--tpot-ms"
-    preset = workload_class(params.model).preset  # type: ignore[attr-defined]
+    preset = preset_of(params.model)
     try:
         limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, "server", 0.0, 0.0)
     except UsageError:

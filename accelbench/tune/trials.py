@@ -8,7 +8,8 @@ from typing import Any, Callable
 from accelbench.families import benchmark_of
 from accelbench.params import build_params
 from accelbench.results.record import Result
-from accelbench.tune.space import INFER_DEFAULT, TRAIN_DEFAULT, Candidate
+from accelbench.tune.candidate import Candidate
+from accelbench.tune.space import INFER_DEFAULT, TRAIN_DEFAULT
 from accelbench.tune.specs import TuneParams
 
 

@@ -63,7 +63,8 @@ def _continuation_logits(model: Any, prompt: list[int], tokens: list[int], devic
 
     seq = torch.tensor([prompt + tokens[:-1]], device=device)
     with torch.inference_mode():
-        return model(seq).logits[0, len(prompt) - 1 :].float()
+        logits: torch.Tensor = model(seq).logits[0, len(prompt) - 1 :].float()
+        return logits
 
 
 def _lead(logits: "torch.Tensor") -> np.ndarray:

@@ -50,7 +50,7 @@ class ContinuousBatching(Engine):
     @classmethod
     def search(cls, settings: dict[str, Any]) -> list[dict[str, Any]]:
         """The batch-token budget of one forward step, around the default (2 x requests in flight x page size)."""
-        page = cls.Options.__dataclass_fields__["page_size"].default
+        page = cls.Options.page_size  # a dataclass's class attribute: the field's default
         default = 2 * int(settings["batch_size"]) * int(settings.get("page_size") or page)
         return [{"max_batch_tokens": int(default * k)} for k in TOKEN_BUDGETS]
 

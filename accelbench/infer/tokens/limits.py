@@ -10,9 +10,12 @@ and llama3.1-70b those of llama2-70b, gpt-oss-20b those of gpt-oss-120b), and th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from accelbench.workloads.decoder import Decoder, Preset
 
 #: mlperf.conf benchmark -> scenario -> (p99 TTFT ms, p99 TPOT ms)
 MLPERF_LIMITS: dict[str, dict[str, tuple[float, float]]] = {
@@ -60,6 +63,14 @@ def offline_tpot_reason(limits: Limits, tpot_p99_ms: float | None) -> str | None
 def mlperf_name(benchmark: str, scenario: str) -> str:
     """The name mlperf.conf gives a benchmark in a scenario (interactive has its own entries)."""
     return f"{benchmark}-interactive" if scenario == "interactive" else benchmark
+
+
+def preset_of(model: str) -> Preset:
+    """The preset of a language model (``workload_class(model).preset``): a decoder's workload class is a
+    :class:`~accelbench.workloads.decoder.Decoder`, which ``workload_class``'s return type does not say."""
+    from accelbench.workloads import workload_class
+
+    return cast("type[Decoder]", workload_class(model)).preset
 
 
 def limits_for(model: str, benchmark: str, own: bool, scenario: str, ttft_ms: float, tpot_ms: float) -> Limits:

@@ -79,7 +79,10 @@ def probe(relay: Relay, engine: Engine, prompts: list[list[int]], outs: list[int
     """Warm-up batches until two agree (at most ``PROBE_WARMUPS``), then the last one's rate and one timed single
     request, straight to the engine (``outs``: each prompt's output tokens)."""
     n = len(prompts)
-    make = lambda ids: [TokenRequest(-1 - i, i % n, prompts[i % n], outs[i % n]) for i in ids]  # noqa: E731
+
+    def make(ids: range) -> list[TokenRequest]:
+        return [TokenRequest(-1 - i, i % n, prompts[i % n], outs[i % n]) for i in ids]
+
     seconds, timeline = _timed(relay, engine, make(range(batch)))
     cold = seconds
     for _ in range(PROBE_WARMUPS):

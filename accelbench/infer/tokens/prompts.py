@@ -254,7 +254,7 @@ def _is_conversation(records: list[Any]) -> bool:
     return bool(records) and "conversations" in records[0]
 
 
-def _check_prompt_field(file: Path, records: list[dict]) -> None:
+def _check_prompt_field(file: Path, records: list[dict[str, Any]]) -> None:
     """A file none of whose objects has a prompt field is the wrong file (or the wrong keys), not a file whose
     samples all happen to be unusable: say which keys it has."""
     if any(any(k in r for k in PROMPT_KEYS) for r in records):
@@ -268,7 +268,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _record_pair(record: dict) -> tuple[str, str | None] | str:
+def _record_pair(record: dict[str, Any]) -> tuple[str, str | None] | str:
     """(prompt, reference) of a JSONL object, or why it is skipped."""
     key = next((k for k in PROMPT_KEYS if k in record), None)
     if key is None:
@@ -280,7 +280,7 @@ def _record_pair(record: dict) -> tuple[str, str | None] | str:
     return prompt, _text(record[ref_key]) if ref_key else None
 
 
-def _conversation_pair(record: dict) -> tuple[str, str | None] | str:
+def _conversation_pair(record: dict[str, Any]) -> tuple[str, str | None] | str:
     """(first human turn, the gpt turn right after it) of a ShareGPT conversation, or why it is skipped."""
     turns = record.get("conversations")
     if not isinstance(turns, list):

@@ -76,9 +76,9 @@ MLPERF_REFERENCE: dict[str, Reference] = {
 def target(text: str, model: str) -> Reference:
     """``--accuracy-target``: ``mlperf`` (the preset's published target) or ``rouge1=R,...`` figures given."""
     if text == "mlperf":
-        from accelbench.workloads import workload_class
+        from accelbench.infer.tokens.limits import preset_of
 
-        benchmark = workload_class(model).preset.mlperf  # type: ignore[attr-defined]
+        benchmark = preset_of(model).mlperf
         if benchmark not in MLPERF_REFERENCE:
             known = ", ".join(MLPERF_REFERENCE)
             raise UsageError(f"MLPerf publishes no ROUGE target for {model} (only {known}): give rouge1=R,...")

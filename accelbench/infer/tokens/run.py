@@ -24,7 +24,14 @@ from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.infer.sut import SampleLibrary
 from accelbench.infer.tokens import accuracy, quality
 from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, engine_class
-from accelbench.infer.tokens.limits import DEFAULT_LENGTHS, Limits, draw_prompts, limits_for, mlperf_name
+from accelbench.infer.tokens.limits import (
+    DEFAULT_LENGTHS,
+    Limits,
+    draw_prompts,
+    limits_for,
+    mlperf_name,
+    preset_of,
+)
 from accelbench.infer.tokens.probe import Relay, TokenProbe, probe
 from accelbench.infer.tokens.results import endpoint_accuracy_result, token_accuracy_result, token_result
 from accelbench.infer.tokens.roofline import Roof, roof_for
@@ -179,15 +186,13 @@ def run(params: LLMServeParams, ctx: RunContext) -> Iterator[Result]:
 
 
 def _run(params: LLMServeParams, ctx: RunContext, engine: Engine) -> Iterator[Result]:
-    from accelbench.workloads import workload_class
-
     prep = prepare(params, autotune=False)
     if not params.threads and engine.runs_model and not engine.remote and not kind_of(prep.device).accelerator:
         prep = leave_a_core(prep)
     device = prep.device
     if engine.runs_model and params.effective_precision != "fp32":
         skip_if(precision_reason(device, params.effective_precision, params.emulated))
-    preset = workload_class(params.model).preset
+    preset = preset_of(params.model)
     limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, params.scenario, params.ttft_ms, params.tpot_ms)
     prompt_len, out = lengths(params)
     element = torch_dtype(params.effective_precision).itemsize
@@ -274,6 +279,7 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     if engine.loads_weights:  # the engine made its own (vLLM: its dummy initialisation), and says so
         weights = engine.facts.get("weights", weights)
     reference = s.reference
+    rouge: dict[str, Any] | None  # ROUGE of the answers, where the prompt file has references
     if params.mode == "accuracy" and engine.remote:  # the server's weights: ROUGE on the file's answers only
         served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(prompts))
         gate = getattr(engine.options, "accuracy_target", "")  # the remote engine's own: a ROUGE target, or none

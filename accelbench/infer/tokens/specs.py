@@ -112,7 +112,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
-        return ENGINE_PARTS.gather(values, cls.__dataclass_fields__["engine"].default)
+        return ENGINE_PARTS.gather(values, cls.engine)  # a dataclass's class attribute: the field's default
 
     def to_dict(self) -> dict[str, Any]:
         """The run's settings and the engine's, side by side, as the engine's records label them."""
@@ -178,10 +178,9 @@ class LLMServeParams(SweepParams, LoadGenParams):
         not_negative(self, "ttft_ms", "tpot_ms")
         if not 0 < self.input_jitter <= 1:
             raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")
-        from accelbench.infer.tokens.limits import limits_for
-        from accelbench.workloads import workload_class
+        from accelbench.infer.tokens.limits import limits_for, preset_of
 
-        preset = workload_class(self.model).preset  # type: ignore[attr-defined]
+        preset = preset_of(self.model)
         limits_for(self.model, preset.mlperf, preset.mlperf_own, self.scenario, self.ttft_ms, self.tpot_ms)
         if self.checkpoint and not impl.remote:  # a remote engine reads only its tokenizer
             from accelbench.workloads.decoder import check_checkpoint

@@ -54,7 +54,7 @@ class StaticBatch(QueuedEngine):
             # graph trees are not safe off the thread that imported inductor (pytorch#123177)
             compile_config = CompileConfig(fullgraph=False, dynamic=False, mode="default")
             # generate compiles on its own accelerators only unless told to (a CPU is a device like any other here)
-            compile_config._compile_all_devices = True
+            compile_config._compile_all_devices = True  # type: ignore[assignment]  # transformers declares it None
             self.generation.compile_config = compile_config
         self.facts = {
             "engine": self.name,
@@ -104,7 +104,10 @@ def shape(batch: list[TokenRequest], settings: EngineSettings, compiled: bool) -
     longest = max(r.max_new_tokens for r in batch)
     if not compiled:
         return len(batch), width, longest
-    up = lambda n, k: -(-n // k) * k  # noqa: E731
+
+    def up(n: int, k: int) -> int:
+        return -(-n // k) * k
+
     return max(settings.max_batch, len(batch)), up(width, BUCKET), up(longest, OUTPUT_BUCKET)
 
 

@@ -22,7 +22,7 @@ from accelbench.infer.tokens.engines import Engine, TokenRequest
 
 
 class TokenSUT:
-    def __init__(self, engine: Engine, qsl: SampleLibrary, max_new_tokens: Any) -> None:
+    def __init__(self, engine: Engine, qsl: SampleLibrary[list[int]], max_new_tokens: Any) -> None:
         self.engine = engine
         self.qsl = qsl
         #: a sample index -> the tokens to generate for it (drawn with the prompts)

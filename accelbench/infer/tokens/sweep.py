@@ -27,11 +27,17 @@ MIN_POINTS = 7
 class Swept(Protocol):
     """What the sweep reads of a run's parameters (:class:`~accelbench.infer.tokens.specs.LLMServeParams`)."""
 
-    concurrency: str
-    rates: str
-    mode: str
-    scenario: str
-    target_qps: float
+    # read-only: the parameters are a frozen dataclass
+    @property
+    def concurrency(self) -> str: ...
+    @property
+    def rates(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def target_qps(self) -> float: ...
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import queue
 import shutil
 import tempfile
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from accelbench.errors import BenchmarkSkipped
 from accelbench.infer.tokens.engines import (
@@ -63,7 +63,8 @@ def kv_bytes_per_token(config: Any, element_bytes: int) -> int:
     """Keys and values of one token over every layer (every layer counted as full attention: an upper bound)."""
     text = getattr(config, "text_config", None) or config
     kv_heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
-    return 2 * text.num_hidden_layers * kv_heads * head_dim_of(config) * element_bytes
+    size: int = 2 * text.num_hidden_layers * kv_heads * head_dim_of(config) * element_bytes
+    return size
 
 
 def plan(settings: EngineSettings, options: PagedOptions, block_size: int) -> tuple[int, int]:
@@ -78,7 +79,8 @@ def plan(settings: EngineSettings, options: PagedOptions, block_size: int) -> tu
 
 def head_dim_of(config: Any) -> int:
     text = getattr(config, "text_config", None) or config
-    return getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    dim: int = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    return dim
 
 
 def cpu_head_reason(config: Any) -> str | None:
@@ -322,7 +324,7 @@ class Vllm(Engine):
                     self.sink.first(request, 0)
                 self.sink.done(request, tokens)
 
-    def _get_nowait(self) -> list[TokenRequest] | None | bool:
+    def _get_nowait(self) -> list[TokenRequest] | None | Literal[False]:
         """The next queued item, or False when the queue is empty."""
         try:
             return self._inbox.get_nowait()

@@ -140,7 +140,8 @@ class EndpointEngine(Engine):
 
     def prompt_text(self, tokens: list[int]) -> str:
         """A prompt's tokens as the text sent (the server tokenizes it again; its own count is recorded)."""
-        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+        text: str = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        return text
 
     # the Engine seam
     def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
