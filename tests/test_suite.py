@@ -249,3 +249,31 @@ def test_kernel_entries_share_a_process_and_one_that_overruns_leaves_the_rest_a_
     pids = [int(log.read_text().split(" in worker process ")[1].split()[0]) for log in logs]
     assert pids[0] == pids[1] == pids[2]  # one process for the first three gemms, the overrun among them
     assert len({pids[2], pids[3], pids[4], pids[5]}) == 4  # after the kill a fresh one; selftests each their own
+
+
+def test_a_suite_runs_the_entries_for_what_it_runs_on(tmp_path, cli_env):
+    """quick on a CPU keeps its CPU-sized entries; on an accelerator, work that fills the device: peak-sized GEMMs in
+    every precision, memory bandwidth, a full-width LLM slice, ResNet-50 at batch 256, never the tiny models."""
+    quick = builtin_suite("quick")
+    cpu, gpu = quick.on("cpu"), quick.on("accelerator")
+    assert len(cpu.entries) + len(gpu.entries) == len(quick.entries) and cpu.meta["left_out"] == len(gpu.entries)
+    assert all(e.params.get("scale", "full") == "full" for e in gpu.entries)
+    assert all(e.params.get("scale") == "tiny" for e in cpu.entries if e.benchmark.startswith(("train/", "infer/")))
+    gemm = [e.params for e in gpu.entries if e.benchmark == "kernels/gemm"]
+    assert {p["m"] for p in gemm} == {8192} and {"bf16", "fp16", "fp8", "tf32"} <= {p["precision"] for p in gemm}
+    (llm,) = [e.params for e in gpu.entries if e.benchmark == "train/llm"]
+    assert (llm["layers"], llm["seq_len"], llm["precision"]) == (4, 8192, "amp_bf16")
+    assert {e.benchmark for e in gpu.entries} >= {"kernels/membw", "train/throughput", "infer/loadgen"}
+    # the suite format: a wrong target is one line
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[benchmark]]\nname = "selftest/ok"\non = "gpu"\n')
+    with pytest.raises(UsageError, match="on is cpu or accelerator, not 'gpu'"):
+        load_suite_file(bad)
+    # the CLI picks by --device (here the CPU) and says what it left out
+    out = subprocess.run(
+        [sys.executable, "-m", "accelbench", "run", "quick", "--dry-run", "--device", "cpu"],
+        capture_output=True, text=True, env=cli_env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert f"{len(gpu.entries)} entries of quick are for runs on an accelerator: left out of this one" in out.stdout
+    assert "8192x8192x8192" not in out.stdout and "resnet18" in out.stdout

@@ -195,8 +195,9 @@ def _execute(
         resolve_device(ns.device)  # a device this machine lacks is bad input, not a failed benchmark
     if suite is None and resume is None:
         suite = builtin_suite("standard" if profile["accelerators"] else "quick")
-    if suite is not None:
-        suite = suite.repeated(ns.repeat)
+    if suite is not None:  # the entries for what it runs on: --device's kind, else an accelerator where there is one
+        on_cpu = ns.device == "cpu" or (ns.device in (None, "auto") and not profile["accelerators"])
+        suite = suite.on("cpu" if on_cpu else "accelerator").repeated(ns.repeat)
     estimates = _plan(ns, suite, store, profile["fingerprint"])
     if estimates is None:
         return 0
@@ -251,12 +252,19 @@ def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: 
             raise UsageError("--dry-run lists a new run; it does not apply to --resume")
         return {}
     planned = plan(suite, store, fingerprint, ns.timeout)
+    left = suite.meta.get("left_out")
+    other = "an accelerator" if suite.meta.get("target") == "cpu" else "a CPU"
+    note = f"{left} entries of {suite.name} are for runs on {other}: left out of this one" if left else ""
     if ns.dry_run:
         if ns.json:
             sys.stdout.write(json.dumps([p.to_dict() for p in planned], indent=2) + "\n")
         else:
             console.print(plan_table(planned))
+            if note:
+                console.print(note)
         return None
+    if note and not ns.json:
+        console.print(note)
     for p in planned:
         if p.warning:
             err_console.print(f"[yellow]warning[/]: {escape(p.entry.label)} {escape(p.warning)}")

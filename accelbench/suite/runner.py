@@ -100,7 +100,7 @@ def apply_common(suite: Suite, device: str | None, threads: int | None) -> Suite
             params["device"] = device
         if threads is not None:
             params["threads"] = threads
-        entries.append(make_entry(e.benchmark, params, e.timeout))
+        entries.append(replace(make_entry(e.benchmark, params, e.timeout), on=e.on))
     return replace(suite, entries=entries)
 
 

@@ -30,7 +30,7 @@ import hashlib
 import itertools
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 BUILTIN = ("quick", "standard", "tpu-vs-gpu")
+#: where an entry runs, when a suite file says (``on = "..."``): a suite measures what the machine it runs on is
+#: for, so a GPU's quick run does not time the tiny models a 2-core CPU finishes in a minute
+TARGETS = ("cpu", "accelerator")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class Entry:
     benchmark: str
     params: dict[str, Any]
     timeout: float | None = None
+    #: "cpu" or "accelerator": run only where the suite runs on that (None: everywhere)
+    on: str | None = None
 
     @property
     def key(self) -> str:
@@ -66,13 +71,15 @@ class Entry:
         return f"{self.benchmark} {registry.describe_params(self.benchmark, self.params)}".strip()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"benchmark": self.benchmark, "params": self.params, "timeout": self.timeout}
+        out = {"benchmark": self.benchmark, "params": self.params, "timeout": self.timeout}
+        return out | ({"on": self.on} if self.on else {})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Entry":
         benchmark, params = split_entry(d["benchmark"], d["params"])  # a run stored before a benchmark's split
         fields = {f.name for f, _ in registry.get(registry.route(benchmark, params)).params.flags()}
-        return make_entry(benchmark, {k: v for k, v in params.items() if k in fields}, d.get("timeout"))
+        entry = make_entry(benchmark, {k: v for k, v in params.items() if k in fields}, d.get("timeout"))
+        return replace(entry, on=d.get("on"))
 
 
 @dataclass
@@ -99,6 +106,15 @@ class Suite:
         if times <= 1:
             return self
         return Suite(self.name, self.entries * times, self.description, self.source, dict(self.meta, repeat=times))
+
+    def on(self, target: str) -> "Suite":
+        """The entries that run where the suite runs on ``target`` ("cpu" or "accelerator"), with how many were left
+        out for the other kept in ``meta``."""
+        kept = [e for e in self.entries if e.on in (None, target)]
+        if len(kept) == len(self.entries):
+            return self
+        meta = dict(self.meta, target=target, left_out=len(self.entries) - len(kept))
+        return Suite(self.name, kept, self.description, self.source, meta)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,12 +175,15 @@ def parse_suite(doc: dict[str, Any], source: str) -> Suite:
         if not isinstance(b, dict) or not isinstance(b.get("name"), str):
             example = next(iter(registry.BENCHMARKS), "")
             raise UsageError(f'{where}: benchmark #{i} needs a name, e.g. name = "{example}"')
-        unknown = sorted(set(b) - {"name", "params", "timeout", "set", "limit"})
+        unknown = sorted(set(b) - {"name", "params", "timeout", "set", "limit", "on"})
         if unknown:
             raise UsageError(
                 f"{where}: benchmark #{i} ({b['name']}) has unknown key {unknown[0]!r}; "
-                "use name, params, set, limit, timeout"
+                "use name, params, set, limit, timeout, on"
             )
+        on = b.get("on")
+        if on is not None and on not in TARGETS:
+            raise UsageError(f"{where}: benchmark #{i} ({b['name']}): on is {' or '.join(TARGETS)}, not {on!r}")
         params = b.get("params", {})
         if not isinstance(params, dict):
             raise UsageError(f"{where}: params of benchmark #{i} must be a table")
@@ -176,7 +195,8 @@ def parse_suite(doc: dict[str, Any], source: str) -> Suite:
                     name = registry.route(b["name"], {**row, **combo})  # a decoder's entry is its own benchmark's
                     fields = {f.name for f, _ in registry.get(name).params.flags()}
                     for default in expand({k: v for k, v in defaults.items() if k in fields and k not in combo}):
-                        entries.append(make_entry(name, {**default, **row, **combo}, b.get("timeout")))
+                        entry = make_entry(name, {**default, **row, **combo}, b.get("timeout"))
+                        entries.append(replace(entry, on=on))
         except UsageError as exc:
             raise UsageError(f"{where}, benchmark #{i}: {exc}") from None
     return Suite(
