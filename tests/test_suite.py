@@ -236,7 +236,7 @@ def test_kernel_entries_share_a_process_and_one_that_overruns_leaves_the_rest_a_
     suite = _suite(
         ("kernels/gemm", quick | {"m": 64, "n": 64, "k": 64}, None),
         ("kernels/gemm", quick | {"m": 96, "n": 96, "k": 96}, None),
-        ("kernels/gemm", quick | {"m": 128, "n": 128, "k": 128, "min_time": 60.0, "max_time": 120.0}, 3.0),
+        ("kernels/gemm", quick | {"m": 2048, "n": 2048, "k": 2048, "min_time": 60.0, "max_time": 120.0}, 3.0),
         ("kernels/gemm", quick | {"m": 64, "n": 64, "k": 32}, None),
         ("selftest/ok", {}, None),
         ("selftest/ok", {"iterations": 10}, None),
@@ -245,7 +245,7 @@ def test_kernel_entries_share_a_process_and_one_that_overruns_leaves_the_rest_a_
     statuses = [r.status for r in summary.results]
     assert statuses[:2] == ["ok", "ok"] and statuses[3:] == ["ok", "ok", "ok"]
     overrun = summary.results[2]  # killed at its timeout, or stopped there keeping the samples it had
-    assert "timed out after 3 s" in str(overrun.error) or overrun.details["stopped"].startswith("stopped at the entry")
+    assert "timed out after 3 s" in str(overrun.error) or "stopped" in overrun.details, overrun.error
     logs = sorted((summary.run_dir / "logs").glob("*.log"))
     assert len(logs) == 6  # one log an entry, shared process or not
     pids = [int(log.read_text().split(" in worker process ")[1].split()[0]) for log in logs]
