@@ -22,3 +22,14 @@ def test_the_bare_fsdp2_loop_runs_under_a_torchrun_that_reads_its_own_options(tm
     assert "ambiguous option" not in done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert "x2 ranks on cpu" in last and "median ratio" in last and "(goal >= 0.98)" in last
+
+
+@pytest.mark.slow  # accelbench's gemm run twice beside the bare loop: in CI's second pytest step
+def test_the_gemm_beside_its_bare_loop_prints_both_figures_and_the_ratio(tmp_path: Path, cli_env) -> None:
+    cmd = [sys.executable, str(BENCH / "gemm_vs_bare.py"), "--size", "256", "--precision", "fp32", "--device", "cpu",
+           "--rounds", "1", "--samples", "10"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, env=cli_env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, last = done.stdout.strip().splitlines()[-2:]
+    assert "accelbench " in first and "bare median " in first and "best " in first
+    assert last.startswith("gemm 256^3 fp32 on cpu: accelbench/bare-median median ") and "(goal >= 0.98)" in last
