@@ -43,9 +43,7 @@ def _ncf_runs() -> list[Result]:
     return [r for r in runs if r.benchmark == "train/throughput" and r.params.get("model") == "ncf"]
 
 
-def gemm_like(
-    real: Result, run_id: str, factor: float, day: int, warnings: tuple[tuple[str, str], ...] = ()
-) -> Result:
+def gemm_like(real: Result, run_id: str, factor: float, day: int, warnings: tuple[tuple[str, str], ...] = ()) -> Result:
     """``real``'s run with every call ``factor`` times as long, recorded as kernels/gemm records it; ``warnings``
     are (kind, words) the conditions monitor saw."""
     m = Measurement(tuple(s * factor for s in real.samples))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
+from accelbench.results import details
 from accelbench.results.record import Result
 
 #: How far two sides' mean request lengths may differ and still be one workload (seeded prompt jitter).
@@ -23,7 +24,7 @@ LOAD_TOLERANCE = 0.05
 def unlike(b: Result, c: Result) -> list[str]:
     """Why two serving records' figures do not measure the same thing: limits, loads and lengths."""
     out = []
-    lb, lc = _limits(b), _limits(c)
+    lb, lc = details.held_to(b), details.held_to(c)
     if lb != lc:
         out.append(f"unlike limits: {_limits_text(lb)} vs {_limits_text(lc)}")
     ob, oc = _chosen_load(b), _chosen_load(c)
@@ -33,7 +34,7 @@ def unlike(b: Result, c: Result) -> list[str]:
             "run's throughput is the load it was sent: --mode find-peak measures capacity, --target-qps holds "
             "both to one load)"
         )
-    sb, sc = _lengths(b), _lengths(c)
+    sb, sc = details.mean_lengths(b), details.mean_lengths(c)
     if sb and sc and any(abs(x - y) > LENGTH_TOLERANCE * max(x, y) for x, y in zip(sb, sc, strict=True)):
         out.append(
             f"unlike lengths: {sb[0]:,.0f}/{sb[1]:,.0f} vs {sc[0]:,.0f}/{sc[1]:,.0f} tokens per request "
@@ -48,17 +49,7 @@ def _chosen_load(r: Result) -> float | None:
     p = r.params
     if p.get("scenario") not in ("server", "interactive") or p.get("mode", "performance") != "performance":
         return None
-    rate = r.details.get("target_qps")
-    return float(rate) if not p.get("target_qps") and isinstance(rate, (int, float)) and rate > 0 else None
-
-
-def _limits(r: Result) -> tuple[float | None, float | None] | None:
-    """(p99 TTFT ms, p99 TPOT ms) a record was held to; None where it records none (an Offline run, no tokens)."""
-    lim = r.details.get("limits")
-    if not isinstance(lim, dict):
-        return None
-    pair = (lim.get("ttft_p99_ms"), lim.get("tpot_p99_ms"))
-    return None if pair == (None, None) else pair
+    return None if p.get("target_qps") else details.target_qps(r)
 
 
 def _limits_text(pair: tuple[float | None, float | None] | None) -> str:
@@ -66,15 +57,6 @@ def _limits_text(pair: tuple[float | None, float | None] | None) -> str:
         return "none"
     ttft, tpot = (f"{x:,.4g}" if x is not None else "-" for x in pair)
     return f"p99 TTFT/TPOT {ttft}/{tpot} ms"
-
-
-def _lengths(r: Result) -> tuple[float, float] | None:
-    """Mean input and output tokens per request, from the run's counts; None where it has none."""
-    d = r.details
-    n, read, written = d.get("requests"), d.get("input_tokens"), d.get("output_tokens")
-    if not (_positive(n) and _positive(read) and _positive(written)):
-        return None
-    return read / n, written / n
 
 
 def _positive(x: object) -> TypeGuard[float]:

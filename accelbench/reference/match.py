@@ -31,6 +31,7 @@ from accelbench.families import PYTORCH, Published, family_of
 from accelbench.reference import llm_train, tokens
 from accelbench.reference.table import Reference, select
 from accelbench.results import format as fmt
+from accelbench.results.details import accuracy_gates, latency_bound_ms
 from accelbench.results.judge import set_aside_by
 from accelbench.results.record import Result
 
@@ -162,14 +163,14 @@ def unlike(r: Result, ref: Reference) -> tuple[str, ...]:
     if scenario is not None and r.params.get("scenario") != scenario:
         out.append(f"scenario differs ({scenario} published, {r.params.get('scenario') or 'none'} here)")
     elif ref.latency_bound_ms is not None:
-        bound = r.details.get("latency_bound_ms")
-        if bound and float(bound) != ref.latency_bound_ms:
-            out.append(f"latency bound differs ({ref.latency_bound_ms:g} ms published, {float(bound):g} ms here)")
+        bound = latency_bound_ms(r)
+        if bound is not None and bound != ref.latency_bound_ms:
+            out.append(f"latency bound differs ({ref.latency_bound_ms:g} ms published, {bound:g} ms here)")
     # the one judge's set-aside policy, for a ratio to a figure with no interval: what biased this figure (its own
     # INVALID verdict, a neighbour's load, its own client, a recompile), not what merely made it imprecise
     reasons = set_aside_by(r, imprecise=False)
     if any(c.kind == "invalid" for c in reasons):
-        gates = r.details.get("accuracy_gates") or {}
+        gates = accuracy_gates(r)
         out.append("failed accuracy gate" if gates and not all(gates.values()) else "INVALID run")
     out += sorted({f"{c.kind} run" for c in reasons if c.kind != "invalid"})
     if tokens.is_tokens(ref):

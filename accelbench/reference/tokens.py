@@ -21,6 +21,7 @@ from pathlib import PurePath
 from typing import Any
 
 from accelbench.reference.table import Reference
+from accelbench.results.details import accuracy_gates, held_to, model_params, prompts_of, served_model, token_counts
 from accelbench.results.record import Result
 
 #: the record's metric a token row is held against (output tokens/s), and MLPerf's published metric of that name
@@ -74,7 +75,7 @@ def served_elsewhere(r: Result) -> str | None:
     from accelbench.workloads.decoder import PRESETS
 
     preset = PRESETS.get(str(r.params.get("model")))
-    served = str(r.params.get("served_model") or (r.details.get("engine") or {}).get("served_model") or "")
+    served = served_model(r)
     if preset is None:
         return None
     card = preset.source.rsplit("/", 1)[-1]
@@ -89,8 +90,8 @@ def another_model(r: Result) -> str | None:
     from accelbench.workloads.decoder import PRESETS
 
     preset = PRESETS.get(str(r.params.get("model")))
-    counted = (r.details.get("model") or {}).get("params")
-    if preset is None or not r.params.get("checkpoint") or not isinstance(counted, (int, float)):
+    counted = model_params(r)
+    if preset is None or not r.params.get("checkpoint") or counted is None:
         return None
     if abs(counted - preset.published_params) <= 0.05 * preset.published_params:
         return None
@@ -99,9 +100,8 @@ def another_model(r: Result) -> str | None:
 
 def _limits(r: Result) -> tuple[float, float] | None:
     """The p99 TTFT and TPOT limits (ms) the record's run was held to, where it says."""
-    limits = r.details.get("limits") or {}
-    ttft, tpot = limits.get("ttft_p99_ms"), limits.get("tpot_p99_ms")
-    return (float(ttft), float(tpot)) if ttft and tpot else None
+    pair = held_to(r)
+    return (pair[0], pair[1]) if pair is not None and pair[0] and pair[1] else None
 
 
 def _limits_text(ttft: float, tpot: float) -> str:
@@ -116,8 +116,8 @@ def fixed_lengths(r: Result) -> tuple[float, float] | str:
     """The record's prompt and answer tokens per request where every request had the same (measured: the
     tokens served over the requests, else the flags), or why it cannot say so: a prompt file's lengths vary, and
     ``--input-jitter`` under 1 draws prompts shorter than ``--input-tokens``."""
-    prompts = r.details.get("prompts")
-    if isinstance(prompts, dict):
+    prompts = prompts_of(r)
+    if prompts is not None:
         name = PurePath(str(prompts.get("file") or "a file")).name
         return f"prompts from {name} here, of varying lengths"
     jitter = r.params.get("input_jitter")
@@ -126,9 +126,9 @@ def fixed_lengths(r: Result) -> tuple[float, float] | str:
             f"prompts drawn {float(jitter):g}..1 x {r.params.get('input_tokens')} tokens long here "
             "(--input-jitter 1 fixes them)"
         )
-    requests = r.details.get("requests")
-    tokens_in, tokens_out = r.details.get("input_tokens"), r.details.get("output_tokens")
-    if requests and tokens_in is not None and tokens_out is not None:
+    counts = token_counts(r)
+    if counts is not None:
+        requests, tokens_in, tokens_out = counts
         return (round(tokens_in / requests, 1), round(tokens_out / requests, 1))
     flags = r.params.get("input_tokens"), r.params.get("output_tokens")
     if flags[0] and flags[1]:
@@ -194,25 +194,26 @@ def per_device(r: Result) -> float | None:
     return total.value / devices(r) if total is not None and total.value else None
 
 
-def _mean(summary: dict[str, Any], key: str) -> float | None:
-    value = (summary.get(key) or {}).get("mean")
+def _mean(lengths: dict[str, float] | None) -> float | None:
+    """The mean of a prompt file's lengths (``{"mean", "min", "max"}``), where it has one."""
+    value = (lengths or {}).get("mean")
     return float(value) if value else None
 
 
 def own_lengths(r: Result) -> str:
     """The prompts this run served and how long prompts and answers were, in a few words."""
-    prompts = r.details.get("prompts")
-    requests = r.details.get("requests")
-    tokens_in, tokens_out = r.details.get("input_tokens"), r.details.get("output_tokens")
-    if requests and tokens_in is not None and tokens_out is not None:
-        mean_in, mean_out = tokens_in / requests, tokens_out / requests
-    elif isinstance(prompts, dict):
-        mean_in, mean_out = _mean(prompts, "prompt_tokens"), _mean(prompts, "output_tokens")
+    prompts, counts = prompts_of(r), token_counts(r)
+    mean_in: float | None
+    mean_out: float | None
+    if counts is not None:
+        mean_in, mean_out = counts[1] / counts[0], counts[2] / counts[0]
+    elif prompts is not None:
+        mean_in, mean_out = _mean(prompts.get("prompt_tokens")), _mean(prompts.get("output_tokens"))
     else:
         mean_in, mean_out = r.params.get("input_tokens"), r.params.get("output_tokens")
     what = "random prompts"
-    if isinstance(prompts, dict) and prompts.get("file"):
-        what = f"prompts from {PurePath(str(prompts['file'])).name} ({prompts.get('samples', '?')} samples)"
+    if prompts is not None and prompts.get("file"):
+        what = f"prompts from {PurePath(str(prompts.get('file'))).name} ({prompts.get('samples', '?')} samples)"
     if mean_in and mean_out:
         return f"{what}, {float(mean_in):.0f} in / {float(mean_out):.0f} out tokens per request"
     return what
@@ -238,7 +239,7 @@ def differences(r: Result, ref: Reference, framework: str, caveats: list[str]) -
     out.append(f"{published_lengths(ref)} published vs {own_lengths(r)} here")
     if ref.ttft_p99_ms is not None and ref.tpot_p99_ms is not None and _limits(r) is None:
         out.append(f"TTFT/TPOT limits not recorded here (published: {_limits_text(ref.ttft_p99_ms, ref.tpot_p99_ms)})")
-    if ref.benchmark and not r.details.get("accuracy_gates"):
+    if ref.benchmark and not accuracy_gates(r):
         out.append(f"MLPerf's {ref.benchmark} accuracy target met there, accuracy not checked in this run")
     own = devices(r)
     if ref.devices is not None and ref.devices != own:

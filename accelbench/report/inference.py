@@ -26,6 +26,7 @@ from accelbench.report.model import Chart, Section, Table
 from accelbench.report.tokens import headline, is_token_run
 from accelbench.report.tokens import section as token_section
 from accelbench.results import format as fmt
+from accelbench.results.details import find_peak_of, invalid_reasons
 from accelbench.results.record import Result
 
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
@@ -78,7 +79,7 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
         rows = []
         extra = efficiency_columns(mine)
         for r in newest_first(mine):
-            why = "; ".join(r.details.get("invalid_reasons") or [])
+            why = "; ".join(invalid_reasons(r))
             rows.append(
                 system_cells(labels, r, multi)
                 + [
@@ -92,7 +93,8 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
                 + [cell(r) for _, cell in extra]
                 + [why or "; ".join(c.text for c in r.concerns if c.kind != "invalid")]
             )
-            peak = r.details.get("find_peak") or {}
+            peak = find_peak_of(r)
+            held = peak.get("peak")
             trials = [
                 (
                     float(t["value"]),
@@ -105,9 +107,7 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
             if trials and drawn < MAX_CHARTS and (r.fingerprint, inp.name(r)) not in seen:
                 seen.add((r.fingerprint, inp.name(r)))
                 xlabel = "target QPS" if scenario == "server" else "samples per query"
-                outcome = (
-                    f"peak {fmt.number(float(peak['peak']), 4)}" if peak.get("peak") is not None else "no peak held"
-                )
+                outcome = f"peak {fmt.number(float(held), 4)}" if held is not None else "no peak held"
                 sub.blocks.append(
                     Chart(
                         f"find-peak-{drawn}",

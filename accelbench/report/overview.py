@@ -9,6 +9,7 @@ from accelbench.families import families
 from accelbench.report.common import ReportInput, hook, newest_first, systems
 from accelbench.report.model import Bullets, Section, Table, Text
 from accelbench.results import format as fmt
+from accelbench.results.details import invalid_reasons, peak_of
 from accelbench.results.record import Result
 from accelbench.system.specs import find_spec
 
@@ -175,7 +176,7 @@ def _care(r: Result, label: str) -> list[Concern]:
     """What makes one figure unfit to compare: INVALID, contended, noisy, throttled (each said, none hiding another)."""
     out = []
     if r.valid is False:
-        for why in r.details.get("invalid_reasons") or ["LoadGen's verdict"]:
+        for why in invalid_reasons(r) or ["LoadGen's verdict"]:
             out.append(Concern("INVALID", *_split(why), label))
     for c in r.concerns:
         for kind, opening, word, advice in CONCERNS:
@@ -250,7 +251,7 @@ def summary(inp: ReportInput) -> Section:
             concerns += _care(r, label)
         pk = r.metrics.get("pct_of_peak")
         if pk is not None and pk.value > 100:
-            above.setdefault(str((r.details.get("peak") or {}).get("source", "unknown")), []).append(pk.value)
+            above.setdefault(str(peak_of(r).get("source", "unknown")), []).append(pk.value)
     attention = grouped(concerns)
     for source, values in above.items():
         span = (

@@ -23,6 +23,7 @@ from accelbench.report.common import (
 )
 from accelbench.report.model import Chart, Section, Table, Text
 from accelbench.results import format as fmt
+from accelbench.results.details import peak_of
 from accelbench.results.record import Result
 from accelbench.results.scaling import scaling_rows
 from accelbench.system.specs import find_spec
@@ -46,14 +47,11 @@ def _roofline(
     # may carry slightly different estimates; the highest is drawn (the bound every point is under)
     highest: dict[tuple[str, str, str], float] = {}
     for r in recs:
-        peak = r.details.get("peak") or {}
-        if peak.get("value") and peak.get("unit") in ("TFLOPS", "TOPS"):
-            key = (
-                str(r.params.get("precision", "?")),
-                peak["unit"],
-                "estimate" if peak.get("estimated") else "datasheet",
-            )
-            highest[key] = max(highest.get(key, 0.0), float(peak["value"]))
+        peak = peak_of(r)
+        value, unit = peak.get("value"), peak.get("unit")
+        if value and unit in ("TFLOPS", "TOPS"):
+            key = (str(r.params.get("precision", "?")), str(unit), "estimate" if peak.get("estimated") else "datasheet")
+            highest[key] = max(highest.get(key, 0.0), float(value))
     roofs = {f"{prec} peak {value:.3g} {unit} ({how})": value for (prec, unit, how), value in highest.items()}
     bandwidth = None
     stream = [  # the family's STREAM records: those that measured memory bandwidth
@@ -115,7 +113,7 @@ def kernels(inp: ReportInput, family: Family = KERNELS) -> Section | None:
         mine = [r for r in recs if r.benchmark == bench]
         rows = []
         for r in mine:
-            est = bool((r.details.get("peak") or {}).get("estimated"))
+            est = bool(peak_of(r).get("estimated"))
             sec = r.metrics.get("seconds")
             rows.append(
                 system_cells(labels, r, multi)
@@ -232,7 +230,7 @@ def training(inp: ReportInput, family: Family = TRAIN) -> Section | None:
     extra = efficiency_columns(recs)
     for r in recs:
         mem = r.metrics.get("peak_memory_bytes")
-        est = bool((r.details.get("peak") or {}).get("estimated"))
+        est = bool(peak_of(r).get("estimated"))
         rows_.append(
             system_cells(labels, r, bool(multi))
             + [

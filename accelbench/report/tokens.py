@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import Any, Callable
+from typing import Callable
 
 import accelbench.report.charts as charts
 import accelbench.report.charts_tokens as charts_tokens
@@ -33,6 +33,17 @@ from accelbench.report.common import (
 )
 from accelbench.report.model import Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
+from accelbench.results.details import (
+    Sweep,
+    engine_of,
+    held_to,
+    invalid_reasons,
+    limits_of,
+    roofline_of,
+    served_model,
+    sweep_of,
+    target_qps,
+)
 from accelbench.results.record import Result
 
 #: the unit of a token run's headline rate: what makes a record a token run's where it has figures
@@ -62,7 +73,7 @@ def is_token_run(r: Result, name: str = "") -> bool:
         return False
     if any(m.unit.startswith(OUTPUT_TOKENS) for m in r.metrics.values()):
         return True
-    if isinstance(r.details.get("limits"), dict):
+    if limits_of(r) is not None:
         return True
     p = r.params
     if p.get("scenario") == "interactive" or any(p.get(k) for k in ("input_tokens", "output_tokens", "ttft_ms")):
@@ -84,11 +95,11 @@ def _rate(r: Result, name: str) -> str:
 
 def limits(r: Result) -> tuple[str, str]:
     """'2,000 / 100 ms' (p99 TTFT / TPOT) and where the limits came from; blank where the run had none."""
-    lim = r.details.get("limits")
-    if not isinstance(lim, dict) or (lim.get("ttft_p99_ms") is None and lim.get("tpot_p99_ms") is None):
+    lim, pair = limits_of(r), held_to(r)
+    if lim is None or pair is None:
         return "", ""
-    pair = " / ".join(f"{x:,.4g}" if x is not None else "-" for x in (lim.get("ttft_p99_ms"), lim.get("tpot_p99_ms")))
-    return f"{pair} ms", str(lim.get("source") or "source not recorded")
+    words = " / ".join(f"{x:,.4g}" if x is not None else "-" for x in pair)
+    return f"{words} ms", str(lim.get("source") or "source not recorded")
 
 
 def _usd(r: Result, name: str) -> str:
@@ -180,7 +191,7 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
         bound, source = limits(r)
         if bound:
             sources.setdefault(f"{bound} ({source})", "")
-        why = "; ".join(r.details.get("invalid_reasons") or [])
+        why = "; ".join(invalid_reasons(r))
         rows.append(
             system_cells(labels, r, multi)
             + [
@@ -207,9 +218,9 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     if priced:
         caption += " Priced at " + "; ".join(priced) + ": the machine's hour over the rate."
     roofs = {
-        str(r.details["roofline"].get("bandwidth_source")): None
+        str(roof.get("bandwidth_source")): None
         for r in recs
-        if isinstance(r.details.get("roofline"), dict) and "decode_bandwidth_utilization" in r.metrics
+        if (roof := roofline_of(r)) is not None and "decode_bandwidth_utilization" in r.metrics
     }
     if roofs:
         caption += (
@@ -246,12 +257,11 @@ def series_name(r: Result, labels: dict[str, str]) -> str:
     interactive runs, runs of other lengths or precisions, two endpoints, engines or machines never share a
     series (nor one colour)."""
     p = r.params
-    engine: dict[str, Any] = r.details["engine"] if isinstance(r.details.get("engine"), dict) else {}
-    words = [p.get("model"), p.get("engine") or engine.get("engine"), p.get("precision"), p.get("scenario")]
+    words = [p.get("model"), p.get("engine") or engine_of(r).get("engine"), p.get("precision"), p.get("scenario")]
     words.append(lengths(r))
     name = " ".join(str(w) for w in words if w and w != "unstated")  # an endpoint's precision: the server's own
     if p.get("url"):
-        served = p.get("served_model") or engine.get("served_model")
+        served = served_model(r)
         name += f" {served} at {p['url']}" if served else f" at {p['url']}"
     return name + (f" on {labels[r.fingerprint]}" if len(labels) > 1 else "")
 
@@ -282,25 +292,25 @@ def pareto(recs: list[Result], labels: dict[str, str]) -> list[Chart]:
     the chart. Concurrency sweeps and rate sweeps each get their own chart (their TTFT panels' x axes differ);
     none without a sweep of two points or more."""
     newest: dict[str, Result] = {}
+    swept: dict[int, Sweep] = {}  # each record's sweep, by the record
     for r in recs:
-        sweep = r.details.get("sweep")
-        if r.status != "ok" or not isinstance(sweep, dict) or not sweep.get("id"):
+        sweep = sweep_of(r)
+        if r.status != "ok" or sweep is None:
             continue
+        swept[id(r)] = sweep
         kept = newest.get(sweep["id"])
-        if kept is None or len(sweep["points"]) > len(kept.details["sweep"]["points"]):
+        if kept is None or len(sweep["points"]) > len(swept[id(kept)]["points"]):
             newest[sweep["id"]] = r
     by_axis: dict[str, list[Result]] = {}
     for r in newest_first(newest.values()):
-        by_axis.setdefault(str(r.details["sweep"].get("axis") or "concurrency"), []).append(r)
+        by_axis.setdefault(str(swept[id(r)].get("axis") or "concurrency"), []).append(r)
     out = []
     for axis, sweeps in sorted(by_axis.items()):
         drawn = sweeps[:MAX_CHARTS]  # the newest: the rest are in the table
-        if max(len(r.details["sweep"]["points"]) for r in drawn) < 2:
+        if max(len(swept[id(r)]["points"]) for r in drawn) < 2:
             continue
         names = charts.distinct([series_name(r, labels) for r in drawn], [f"run {r.run_id}" for r in drawn])
-        curves = [
-            (n, r.details["sweep"]["points"], r.details["sweep"]["pareto"]) for n, r in zip(names, drawn, strict=True)
-        ]
+        curves = [(n, swept[id(r)]["points"], swept[id(r)]["pareto"]) for n, r in zip(names, drawn, strict=True)]
         series = sorted(curves, key=lambda s: s[0])
         rated = axis == "rate"
         each = "Server runs at fixed request rates" if rated else "fixed-concurrency Offline runs"
@@ -371,9 +381,10 @@ def _spread(r: Result, kind: str) -> charts_tokens.Spread:
     """The p50/p90/p99 of ``kind`` the record holds (None where not), the p99 limit it was held to and what the
     run is worth (:func:`flags`: an INVALID or contended run is drawn hollow and sets no scale)."""
     found = [r.metrics.get(f"{kind}_p{q}_ms") for q in (50, 90, 99)]
-    lim: dict[str, Any] = r.details["limits"] if isinstance(r.details.get("limits"), dict) else {}
+    pair = held_to(r)
     p50, p90, p99 = (m.value if m else None for m in found)
-    return charts_tokens.Spread(p50, p90, p99, limit=lim.get(f"{kind}_p99_ms"), mark=", ".join(flags(r)))
+    limit = pair[0 if kind == "ttft" else 1] if pair is not None else None
+    return charts_tokens.Spread(p50, p90, p99, limit=limit, mark=", ".join(flags(r)))
 
 
 def _rows_named(runs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> tuple[str, list[str]]:
@@ -389,7 +400,7 @@ def _rows_named(runs: list[Result], labels: dict[str, str], name: Callable[[Resu
         rest = [w for w in own if w not in shared and w != scenario]
         where = [f"on {labels[r.fingerprint]}"] if len(labels) > 1 else []
         rows.append(" ".join([scenario, *rest, *where]).strip() or name(r))
-    rate = [f"{r.details['target_qps']:,.4g} queries/s" if r.details.get("target_qps") else "" for r in runs]
+    rate = [f"{qps:,.4g} queries/s" if (qps := target_qps(r)) else "" for r in runs]
     started = [r.started_at[:16].replace("T", " ") for r in runs]
     rows = charts.distinct(rows, rate, started)
     marked = [f"{row} ({', '.join(flags(r))})" if flags(r) else row for row, r in zip(rows, runs, strict=True)]

@@ -24,13 +24,14 @@ from accelbench.report.common import (
 )
 from accelbench.report.model import Chart, Section, Table
 from accelbench.results import format as fmt
+from accelbench.results.details import score_of
 from accelbench.results.record import Result
 
 
 def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on time to accuracy: each score with the seeds it is the olympic mean of."""
     return [
-        f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} ({_scored((r.details.get('score') or {}).get('runs'))})"
+        f"Time to accuracy, {inp.name(r)}: {figure(r.primary)} ({_scored(score_of(r).get('runs'))})"
         f"{on_system(inp, r)}{caveat(r)}{of_runs(n)}."
         for r, n in standing(inp, [r for r in recs if r.primary is not None])  # INVALID by the seed rule: no time
     ]
@@ -57,7 +58,7 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
     drawn = 0
     seen: set[tuple[str, str]] = set()
     for r in newest_first(recs):
-        score = r.details.get("score") or {}
+        score = score_of(r)
         seeds = r.details.get("seeds") or []
         target = r.details.get("target", r.params.get("target"))
         spread = r.metrics.get("time_to_target_spread")

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from accelbench.measure.stats import MIN_CI_SAMPLES, mann_whitney_p, median_ci_ranks
+from accelbench.results import details
 from accelbench.results.record import Concern, Metric, Result
 
 #: p-value under which the rank test calls two sets of samples different (asv's threshold): the one level of every
@@ -83,7 +84,7 @@ def set_aside_by(r: Result, metric: str | None = None, *, imprecise: bool = True
     figure that has no interval of its own (a published row) passes ``imprecise=False``: an imprecise figure still
     estimates the same work. The conditions' concerns count too, where the record did not copy them.
     """
-    why = "; ".join(str(x) for x in r.details.get("invalid_reasons") or [])
+    why = "; ".join(details.invalid_reasons(r))
     out = [Concern("invalid", f"INVALID: {why}" if why else "INVALID")] if r.valid is False else []
     own = list(r.concerns)
     seen = [*own, *(c for c in _conditions_concerns(r) if c not in own)]
@@ -379,18 +380,10 @@ def unlike(b: Result, c: Result, rules: Rules = no_rules) -> list[str]:
         vb, vc = b.params.get(name), c.params.get(name)
         if vb is not None and vc is not None and vb != vc:
             out.append(f"unlike models: {name} {vb} vs {vc}")
-    mb, mc = b.details.get("source"), c.details.get("source")
+    mb, mc = details.model_source(b), details.model_source(c)
     if isinstance(mb, str) and isinstance(mc, str) and mb != mc:
         out.append(f"unlike models: {mb} vs {mc}")
-    nb, nc = _parameters(b), _parameters(c)
+    nb, nc = details.model_params(b), details.model_params(c)
     if not out and nb and nc and abs(nb - nc) > 0.01 * max(nb, nc):  # a --checkpoint folder of another size
         out.append(f"unlike models: {nb:,.3g} vs {nc:,.3g} parameters")
     return out + rules(b, c)
-
-
-def _parameters(r: Result) -> float | None:
-    """The parameters counted on the model a language-model record served (``details.model.params``)."""
-    n = (r.details.get("model") or {}).get("params") if isinstance(r.details.get("model"), dict) else None
-    return float(n) if isinstance(n, (int, float)) and n > 0 else None
-
-

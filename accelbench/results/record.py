@@ -135,6 +135,10 @@ class Result:
     #: (:meth:`concern`, or ``concerns=`` at construction, from which an empty ``warnings`` is filled)
     warnings: list[str] = field(default_factory=list)
     conditions: dict[str, Any] = field(default_factory=dict)
+    #: what explains the figures, in the benchmark's own keys; those that readers of every benchmark use have the
+    #: shapes of :class:`accelbench.results.details.Details` (the schema holds a record to them), read through its
+    #: accessors or ``details.typed(record)``. Typed as an open dict: every benchmark writes keys of its own, which a
+    #: TypedDict refuses (PEP 728's ``extra_items`` is not in mypy yet)
     details: dict[str, Any] = field(default_factory=dict)
     samples: list[float] | None = None
     started_at: str = field(default_factory=now_iso)

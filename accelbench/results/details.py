@@ -1,0 +1,317 @@
+"""The typed part of a record's ``details``: what layers that read records of any benchmark rely on.
+
+A benchmark keeps in ``details`` whatever explains its figures (LoadGen's log folder, a probe, a training
+pipeline's settings); most of it is read by a person, or by the benchmark's own code. A few keys are read by the
+layers that take records of every benchmark alike: the judge and ``compare`` (what makes two figures measure the
+same thing), scaling and history (through the judge), the report's sections, and reference matching (what makes a
+record the same work as a published row). Those keys are named here with the shapes the benchmarks write, and
+the same shapes are in ``result.schema.json`` (``details.properties``), so a record whose key has another shape
+is refused where it is stored or imported, not misread later.
+
+Every key is optional (``total=False``): a record of another benchmark, of an older accelbench, or made by a
+user's own benchmark may lack any of them, and its other keys are kept as they are. A record built in memory
+(not stored, not imported) is never checked against the schema, so readers go through the accessors below: a
+sub-record only where the key holds an object (else ``None``, or an empty one where that reads simpler), and a
+count, rate or limit only where it is a number, so a reader needs no ``isinstance`` of its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypedDict, cast
+
+if TYPE_CHECKING:
+    from accelbench.results.record import Result
+
+
+class Limits(TypedDict, total=False):
+    """The p99 latency limits a language model's serving run was held to, in ms (``None``: none, as in Offline),
+    and where they came from (``mlperf.conf llama3_1-8b Server``, ``--ttft-ms and --tpot-ms``). Every token run
+    writes all three. A served rate is a figure of its limits: the judge (``unlike limits``), the report's token
+    table and latency charts, and reference matching (other limits than MLPerf's are other work) read them."""
+
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    source: str
+
+
+class ModelIdentity(TypedDict, total=False):
+    """The figures of the language model a run served, counted on the model built (``details.model``). The judge
+    and reference matching read ``params``: a ``--checkpoint`` folder is the model it holds, whatever preset named
+    the run, so two records of other sizes never pair and a record is never held against the preset's published
+    rows. The other figures explain the token record's roofline."""
+
+    params: int
+    active_params: int
+    kv_bytes_per_token: int
+    flops_per_token: float
+    attention_flops_per_context_token: float
+    tied_embeddings: bool
+    experts: int
+    experts_per_token: int
+    expert_params: int
+    element_bytes: int
+    method: str
+
+
+class EngineFacts(TypedDict, total=False):
+    """The engine that generated a language model's tokens and what it was set to (each engine adds its own keys:
+    ``max_batch``, ``kv_blocks``, vLLM's ``max_num_seqs``...). The report names a served setup by ``engine``, and an
+    endpoint's run by the model the server said it serves (``served_model``), as reference matching does."""
+
+    engine: str
+    served_model: str
+    url: str
+    kv_capacity_tokens: int
+    compile: bool
+
+
+class Peak(TypedDict, total=False):
+    """The device's peak figure a ``pct_of_peak`` or MFU is taken against, and whether it is a datasheet's or an
+    estimate (a CPU's timed clock): the report's roofline and its '(est.)' marks, and the overview's note on
+    figures above a peak, read it (``accelbench.kit.metrics.peak_details`` writes all four)."""
+
+    value: float
+    unit: str
+    source: str
+    estimated: bool
+
+
+class Roofline(TypedDict, total=False):
+    """A token run's decode bandwidth and prefill FLOPs against the device's peaks; the report's caption names
+    where the bandwidth came from (``bandwidth_source``). The other keys are the run's own arithmetic."""
+
+    bandwidth_gbs: float
+    bandwidth_source: str
+    tflops: float
+    tflops_source: str
+
+
+class Prompts(TypedDict, total=False):
+    """The prompt file a token run served (``--prompts``): which file, how many samples, and the lengths served
+    (``{"mean", "min", "max"}`` tokens). Reference matching says the lengths beside the ratio and refuses a row
+    that fixed the lengths per request: a file's prompts vary."""
+
+    file: str
+    sha256: str
+    format: str
+    samples: int
+    prompt_tokens: dict[str, float]
+    output_tokens: dict[str, float]
+
+
+class Sweep(TypedDict, total=False):
+    """One point of a ``--mode sweep`` (each point's record carries the sweep so far): the sweep's ``id``, its
+    ``axis`` (``concurrency`` or ``rate``), every point's figures and the points on the Pareto front. The report
+    draws the most complete record of each sweep."""
+
+    id: str
+    axis: str
+    points: list[dict[str, Any]]
+    pareto: list[float]
+    planned_points: int
+    method: str
+
+
+class FindPeak(TypedDict, total=False):
+    """A ``--mode find-peak`` search: every trial (a served model's: ``value``, the rate or samples per query
+    tried, its ``p99_latency_seconds``, ``valid``, ``confirmation``), the peak held (``peak``; a language model's
+    ``peak_requests_per_second``; ``None``: none held) and the latency bound; the report draws the trials against
+    the bound."""
+
+    trials: list[dict[str, Any]]
+    peak: float | None
+    peak_requests_per_second: float | None
+    latency_bound_ms: float | None
+    precision: float
+    search_seconds: float
+
+
+class TtaScore(TypedDict, total=False):
+    """A time-to-accuracy run's score over its seeds (MLPerf's olympic mean; ``kept``: the seeds it counts): the
+    report says how many seeds reached the target (``converged`` of ``runs``)."""
+
+    runs: int
+    converged: int
+    time_to_target: float | None
+    fastest: float | None
+    slowest: float | None
+    spread: float | None
+    valid: bool
+    reason: str
+    kept: list[int]
+
+
+#: MLPerf's accuracy gates an accuracy run was judged by (``"99%"``, ``"99.9%"`` of the FP32 reference's quality;
+#: ``"fidelity"`` where a reduced precision's agreement is judged instead), each passed or not. Reference matching
+#: names a failed gate, and says where no accuracy was checked. (Keys that are not identifiers: declared this way.)
+AccuracyGates = TypedDict("AccuracyGates", {"99%": bool, "99.9%": bool, "fidelity": bool}, total=False)
+
+
+class Details(TypedDict, total=False):
+    """The keys of ``Result.details`` that readers of any benchmark's records use (see the module's text); every
+    other key a benchmark writes is kept as it is."""
+
+    #: why the benchmark's own verdict is INVALID (``valid`` False), one line each; the report and the judge's
+    #: INVALID concern say them
+    invalid_reasons: list[str]
+    #: an accuracy run's gates (:data:`AccuracyGates`)
+    accuracy_gates: AccuracyGates
+    #: a language model's serving: the limits, the run's own counts of requests and tokens (the judge's ``unlike
+    #: lengths``, reference matching's lengths), LoadGen's Server rate (``None`` in Offline), how the TPOT was timed
+    limits: Limits
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    target_qps: float | None
+    tpot_method: str
+    engine: EngineFacts
+    prompts: Prompts
+    sweep: Sweep
+    roofline: Roofline
+    #: a served model's latency bound (Server, MultiStream; ``None`` where none): reference matching compares it
+    latency_bound_ms: float | None
+    find_peak: FindPeak
+    #: what was built: a language model's counted figures, a trained network's definition (``unlike models``:
+    #: two versions may build other networks under one name), a kernel's device as the kernel names it
+    model: ModelIdentity
+    source: str
+    device_name: str
+    peak: Peak
+    #: time to accuracy: the score, each seed's run (its ``curve`` of quality against time), the quality metric
+    #: and its target, and any further targets reached together (Mask R-CNN's mask AP)
+    score: TtaScore
+    seeds: list[dict[str, Any]]
+    metric: str
+    target: float
+    more_targets: dict[str, float]
+
+
+def typed(r: Result) -> Details:
+    """``r.details`` typed as readers of every benchmark's records see it: the same dict, not a copy. The shapes are
+    those the schema holds a stored or imported record to; a record built in memory is not checked, so a reader that
+    cannot trust it uses the accessors below."""
+    return cast(Details, r.details)
+
+
+def _dict(value: object) -> dict[str, Any] | None:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def _number(value: object) -> float | None:
+    """A JSON number as a float (a bool is none), else None."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def limits_of(r: Result) -> Limits | None:
+    """The limits a token run was held to, as recorded; None where the record has none (not a token run)."""
+    return cast("Limits | None", _dict(r.details.get("limits")))
+
+
+def held_to(r: Result) -> tuple[float | None, float | None] | None:
+    """(p99 TTFT ms, p99 TPOT ms) a run was held to; None where it records none (an Offline run: neither)."""
+    lim = limits_of(r)
+    if lim is None:
+        return None
+    pair = (_number(lim.get("ttft_p99_ms")), _number(lim.get("tpot_p99_ms")))
+    return None if pair == (None, None) else pair
+
+
+def token_counts(r: Result) -> tuple[float, float, float] | None:
+    """The requests, prompt tokens and output tokens a token run counted (its own counts, not its flags); None
+    where it lacks any, or counted no request."""
+    d = r.details
+    n, read, written = (_number(d.get(k)) for k in ("requests", "input_tokens", "output_tokens"))
+    if n is None or read is None or written is None or n <= 0:
+        return None
+    return n, read, written
+
+
+def mean_lengths(r: Result) -> tuple[float, float] | None:
+    """Mean prompt and output tokens per request, from the run's counts; None where it has none (or counted no
+    token either way: nothing to compare)."""
+    counts = token_counts(r)
+    if counts is None or counts[1] <= 0 or counts[2] <= 0:
+        return None
+    n, read, written = counts
+    return read / n, written / n
+
+
+def target_qps(r: Result) -> float | None:
+    """The query rate LoadGen's Server run was sent (``details.target_qps``), where recorded and positive."""
+    rate = _number(r.details.get("target_qps"))
+    return rate if rate is not None and rate > 0 else None
+
+
+def latency_bound_ms(r: Result) -> float | None:
+    """The latency bound (ms) a served model's run was held to (Server, MultiStream), where recorded and positive."""
+    bound = _number(r.details.get("latency_bound_ms"))
+    return bound if bound is not None and bound > 0 else None
+
+
+def model_of(r: Result) -> ModelIdentity:
+    """The counted figures of the language model served (empty where the record has none)."""
+    return cast("ModelIdentity", _dict(r.details.get("model")) or {})
+
+
+def model_params(r: Result) -> float | None:
+    """The parameters counted on the model a language-model record served, where positive."""
+    n = _number(model_of(r).get("params"))
+    return n if n is not None and n > 0 else None
+
+
+def model_source(r: Result) -> str | None:
+    """The definition a trained network was built from (``details.source``), where recorded."""
+    source = r.details.get("source")
+    return source if isinstance(source, str) else None
+
+
+def engine_of(r: Result) -> EngineFacts:
+    """The engine's facts (empty where the record names none)."""
+    return cast("EngineFacts", _dict(r.details.get("engine")) or {})
+
+
+def served_model(r: Result) -> str:
+    """The model an endpoint served, as ``--served-model`` named it, else as the server said ('' where neither)."""
+    return str(r.params.get("served_model") or engine_of(r).get("served_model") or "")
+
+
+def invalid_reasons(r: Result) -> list[str]:
+    """Why the record's verdict is INVALID, one line each (empty where it gives none)."""
+    why = r.details.get("invalid_reasons")
+    return [str(x) for x in why] if isinstance(why, list) else []
+
+
+def accuracy_gates(r: Result) -> AccuracyGates:
+    """The accuracy gates an accuracy run was judged by (empty where none was checked)."""
+    return cast("AccuracyGates", _dict(r.details.get("accuracy_gates")) or {})
+
+
+def peak_of(r: Result) -> Peak:
+    """The peak a share of peak was taken against (empty where the record has none)."""
+    return cast("Peak", _dict(r.details.get("peak")) or {})
+
+
+def prompts_of(r: Result) -> Prompts | None:
+    """The prompt file a token run served, where it served one."""
+    return cast("Prompts | None", _dict(r.details.get("prompts")))
+
+
+def sweep_of(r: Result) -> Sweep | None:
+    """The sweep a record is a point of, where it is one (a sweep has an ``id``)."""
+    sweep = _dict(r.details.get("sweep"))
+    return cast(Sweep, sweep) if sweep is not None and sweep.get("id") else None
+
+
+def roofline_of(r: Result) -> Roofline | None:
+    """A token run's roofline figures, where recorded."""
+    return cast("Roofline | None", _dict(r.details.get("roofline")))
+
+
+def find_peak_of(r: Result) -> FindPeak:
+    """A find-peak search's trials and peak (empty where the record is no search's)."""
+    return cast("FindPeak", _dict(r.details.get("find_peak")) or {})
+
+
+def score_of(r: Result) -> TtaScore:
+    """A time-to-accuracy run's score over its seeds (empty where none)."""
+    return cast("TtaScore", _dict(r.details.get("score")) or {})
