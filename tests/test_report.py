@@ -201,12 +201,18 @@ def test_the_training_summary_names_the_best_of_like_workloads_only():
     from accelbench.report.perf import training_headlines
 
     tiny, full, full_better = make_result(value=103100.0), make_result(value=45610.0), make_result(value=46000.0)
-    for r, scale, layers in ((tiny, "tiny", 0), (full, "full", 4), (full_better, "full", 4)):
-        r.benchmark, r.params = "train/llm", {"model": "llama3.1-8b", "scale": scale, "layers": layers}
-    lines = training_headlines(ReportInput([tiny, full, full_better]), [tiny, full, full_better])
-    assert len(lines) == 2
+    fp32 = make_result(value=9000.0)
+    for r, scale, layers, precision in (
+        (tiny, "tiny", 0, "amp_bf16"), (full, "full", 4, "amp_bf16"), (full_better, "full", 4, "amp_bf16"),
+        (fp32, "full", 4, "fp32"),
+    ):  # fmt: skip
+        r.benchmark = "train/llm"
+        r.params = {"model": "llama3.1-8b", "scale": scale, "layers": layers, "precision": precision}
+    lines = training_headlines(ReportInput([tiny, full, full_better, fp32]), [tiny, full, full_better, fp32])
+    assert len(lines) == 3  # one line per workload: size and depth, and precision
     assert any(line.startswith("Training llama3.1-8b: 103,100 ") for line in lines)
     assert any(line.startswith("Training llama3.1-8b: 46,000 ") for line in lines)
+    assert any(line.startswith("Training llama3.1-8b: 9,000 ") for line in lines)
 
 
 def test_the_summary_states_each_workload_once_by_its_newest_fit_run():

@@ -162,8 +162,9 @@ def _bars(inp: ReportInput, recs: list[Result], multi: dict[str, str] | None) ->
 
 
 #: what makes two training runs one workload, whose best a summary line may name: the model at one size (a tiny
-#: preset at 0.25% MFU is not the best of a full-width slice at 46%), one depth, one sequence, LoRA or not
-WORKLOAD_PARAMS = ("model", "scale", "layers", "seq_len", "lora")
+#: preset at 0.25% MFU is not the best of a full-width slice at 46%), one depth, one sequence, LoRA or not, one
+#: precision (an fp32 run is not beaten by its own bf16 run: they are two lines a buyer reads side by side)
+WORKLOAD_PARAMS = ("model", "scale", "layers", "seq_len", "lora", "precision")
 
 
 def like_workload(r: Result) -> str:
