@@ -4,6 +4,7 @@ a clear per-query outcome (the stub server), and bad input as one line before an
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,53 @@ def test_every_answer_of_a_well_behaved_server_is_counted_from_its_usage(checkpo
     assert all(n == 5 for _, n in timeline.dones.values())  # the stub's usage: exactly the asked tokens
     assert engine.facts["output_token_count"] == "the server's usage (completion_tokens)"
     assert listening(url) == [] or all(isinstance(p, int) for p in listening(url))
+
+
+def test_the_servers_cached_tokens_give_the_prefix_caches_hit_rate_and_none_is_said_as_not_reported(
+    checkpoint: Path,
+) -> None:
+    """The stub reports 6 of each answer's 8 prompt tokens cached: a hit rate of 0.75, from the server's own words;
+    a server whose usage says nothing of a cache is "not reported", never a rate of 0."""
+    with serving(Behaviour(cached_tokens=6)) as url:
+        engine, _ = drive(url, checkpoint)
+    cache = engine.measured(arrivals=False)["prefix_cache"]
+    assert (cache["cached_tokens"], cache["prompt_tokens"], cache["hit_rate"]) == (36, 48, 0.75)
+    assert "cached_tokens" in cache["source"]
+    assert "prefix_cache" not in engine.measured(arrivals=False)  # each LoadGen run's own, then reset
+    with serving() as url:
+        engine, _ = drive(url, checkpoint)
+    assert engine.measured(arrivals=False)["prefix_cache"].startswith("not reported")
+
+
+def test_a_reasoning_models_thinking_is_counted_apart_from_its_answer(checkpoint: Path) -> None:
+    """Chat answers whose first 3 of 5 chunks are reasoning_content: the first token is the first reasoning chunk
+    (LoadGen's TTFT), the answer's own first token comes later and is timed apart; the usage's reasoning tokens are
+    recorded, the answer's text holds no reasoning, and every token still counts as output."""
+    with serving(Behaviour(reasoning=3, delay=0.0)) as url:
+        engine, timeline = drive(url, checkpoint, api="chat")
+    assert not engine.failures and all(n == 5 for _, n in timeline.dones.values())
+    thinking = engine.measured(arrivals=False)["reasoning"]
+    assert thinking["reasoning_tokens"] == 18 and thinking["completion_tokens"] == 30  # 3 of 5, six answers
+    assert thinking["reasoning_chunks"] == 18 and thinking["answers_with_text"] == 6
+    assert 0 < thinking["first_answer_ms_p50"] <= thinking["first_answer_ms_p99"]
+
+
+def test_an_answer_is_read_apart_from_its_reasoning() -> None:
+    from accelbench.infer.tokens.endpoint.client import Answer
+
+    answer, contents, answers = Answer(), [], []
+    events = [
+        {"choices": [{"delta": {"reasoning_content": "hmm"}}]},
+        {"choices": [{"delta": {"reasoning": "so"}}]},
+        {"choices": [{"delta": {"content": "yes"}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": 4, "completion_tokens": 3, "completion_tokens_details": {"reasoning_tokens": 2},
+                   "prompt_tokens_details": {"cached_tokens": 4}}},
+    ]  # fmt: skip
+    for event in events:
+        line = b"data: " + json.dumps(event).encode()
+        answer.feed(line, "chat", lambda: contents.append(1), lambda: answers.append(1))
+    assert (len(contents), len(answers), answer.text, answer.reasoning_chunks) == (3, 1, ["yes"], 2)
+    assert (answer.reasoning_tokens, answer.cached_tokens, answer.completion_tokens) == (2, 4, 3)
 
 
 def test_a_stream_of_no_text_whose_usage_counts_tokens_is_an_answer(checkpoint: Path) -> None:

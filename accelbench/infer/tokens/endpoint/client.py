@@ -76,6 +76,13 @@ def error_words(status: int, body: bytes) -> str:
     return f"HTTP {status}: {' '.join(text.split())[:WORDS] or '(empty body)'}"
 
 
+def _detail(usage: dict[str, Any], part: str, key: str, before: int | None) -> int | None:
+    """``usage[part][key]`` where the server reports it as a count, else what was read before."""
+    details = usage.get(part)
+    value = details.get(key) if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else before
+
+
 @dataclass
 class Answer:
     """What one stream gave, as it arrives (``on_content`` is called at each chunk carrying content)."""
@@ -84,11 +91,22 @@ class Answer:
     chunks: int = 0  # chunks carrying content
     completion_tokens: int | None = None  # the server's usage, where it reports it
     prompt_tokens: int | None = None
+    #: prompt tokens the server served from its prefix cache (``usage.prompt_tokens_details.cached_tokens``)
+    cached_tokens: int | None = None
+    #: output tokens a reasoning model spent thinking (``usage.completion_tokens_details.reasoning_tokens``)
+    reasoning_tokens: int | None = None
+    #: chunks of reasoning (chat's ``reasoning_content`` or ``reasoning``) before and among the answer's
+    reasoning_chunks: int = 0
+    #: seconds from the request's send to the first chunk of the answer itself (set by the engine)
+    first_answer: float | None = None
     finish_reason: str | None = None
     done: bool = False  # [DONE] seen
 
-    def feed(self, line: bytes, api: str, on_content: Callable[[], None]) -> None:
-        """One line of the stream; raises :class:`Failure` on an error event."""
+    def feed(
+        self, line: bytes, api: str, on_content: Callable[[], None], on_answer: Callable[[], None] | None = None
+    ) -> None:
+        """One line of the stream; raises :class:`Failure` on an error event. ``on_content`` is called at each
+        chunk of text (reasoning or answer: a token either way), ``on_answer`` at each chunk of the answer itself."""
         line = line.strip()
         if not line.startswith(b"data:"):
             return  # blank separators, comments (": ping"), event names
@@ -109,18 +127,31 @@ class Answer:
         if isinstance(usage, dict):
             self.completion_tokens = usage.get("completion_tokens", self.completion_tokens)
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
+            self.cached_tokens = _detail(usage, "prompt_tokens_details", "cached_tokens", self.cached_tokens)
+            self.reasoning_tokens = _detail(
+                usage, "completion_tokens_details", "reasoning_tokens", self.reasoning_tokens
+            )
         for choice in event.get("choices") or ():
+            thinking = False
             if api == "chat":
                 delta = choice.get("delta") or {}
-                piece = delta.get("content") or delta.get("reasoning_content") or ""
+                piece = delta.get("content") or ""
+                if not piece:
+                    piece = delta.get("reasoning_content") or delta.get("reasoning") or ""
+                    thinking = bool(piece)
             else:
                 piece = choice.get("text") or ""
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
             if piece:
-                self.text.append(piece)
                 self.chunks += 1
                 on_content()
+                if thinking:
+                    self.reasoning_chunks += 1
+                else:
+                    self.text.append(piece)
+                    if on_answer is not None:
+                        on_answer()
 
     def ended(self, content: bool = True) -> None:
         """The stream closed: raises :class:`Failure` when it closed before the answer was finished (or, with

@@ -42,6 +42,67 @@ KEEPALIVE = 3.0
 OFFLINE_MIN_WAVES = 4
 
 
+class Usage:
+    """What the server's usage said over a LoadGen run's answers, and when each answer (not its reasoning) began:
+    the prefix cache's hit rate (cached over prompt tokens, where the server reports cached tokens), a reasoning
+    model's thinking tokens apart from its answer's, and the time to the first answer token beside the first token's
+    (LoadGen's TTFT counts a reasoning token as the first)."""
+
+    def __init__(self) -> None:
+        self.answers = 0
+        self.prompt = 0  # prompt tokens of the answers whose usage gave them
+        self.cached: int | None = None  # None: no answer's usage reported cached tokens
+        self.cached_prompt = 0  # prompt tokens of the answers that did
+        self.reasoning: int | None = None
+        self.completion = 0  # completion tokens of the answers that reported reasoning tokens
+        self.reasoning_chunks = 0
+        self.first_answer: list[float] = []
+
+    def add(self, answer: Answer) -> None:
+        self.answers += 1
+        self.prompt += answer.prompt_tokens or 0
+        if answer.cached_tokens is not None and answer.prompt_tokens:
+            self.cached = (self.cached or 0) + answer.cached_tokens
+            self.cached_prompt += answer.prompt_tokens
+        if answer.reasoning_tokens is not None:
+            self.reasoning = (self.reasoning or 0) + answer.reasoning_tokens
+            self.completion += answer.completion_tokens or 0
+        self.reasoning_chunks += answer.reasoning_chunks
+        if answer.first_answer is not None:
+            self.first_answer.append(answer.first_answer)
+
+    def report(self) -> dict[str, Any]:
+        if not self.answers:
+            return {}
+        out: dict[str, Any] = {
+            "prefix_cache": (
+                {
+                    "cached_tokens": self.cached,
+                    "prompt_tokens": self.cached_prompt,
+                    "hit_rate": self.cached / self.cached_prompt if self.cached_prompt else None,
+                    "source": "the server's usage.prompt_tokens_details.cached_tokens",
+                }
+                if self.cached is not None
+                else "not reported (the server's usage carries no prompt_tokens_details.cached_tokens)"
+            )
+        }
+        if self.reasoning is not None or self.reasoning_chunks:
+            ordered = sorted(self.first_answer)
+            out["reasoning"] = {
+                "reasoning_tokens": self.reasoning,
+                "completion_tokens": self.completion if self.reasoning is not None else None,
+                "reasoning_chunks": self.reasoning_chunks,
+                "first_answer_ms_p50": 1000 * ordered[len(ordered) // 2] if ordered else None,
+                "first_answer_ms_p99": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+                if ordered
+                else None,
+                "answers_with_text": len(ordered),
+                "source": "usage.completion_tokens_details.reasoning_tokens; chunks of reasoning_content or "
+                "reasoning; first answer timed from the request's send to its first content chunk",
+            }
+        return out
+
+
 class EndpointEngine(Engine):
     """A client of an OpenAI-compatible server (``--url``): the server's tokens, timed as they arrive here."""
 
@@ -152,6 +213,7 @@ class EndpointEngine(Engine):
         #: answers whose stream carried no text (their tokens from the server's usage; their TTFT is their end)
         self.silent = 0
         self.prompt_tokens: list[int] = []
+        self.usage = Usage()
         self._texts: dict[int, tuple[list[int], str]] = {}
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run_loop, name="accelbench-endpoint", daemon=True)
@@ -182,6 +244,8 @@ class EndpointEngine(Engine):
         if self.prompt_tokens:
             report["server_prompt_tokens_mean"] = sum(self.prompt_tokens) / len(self.prompt_tokens)
             self.prompt_tokens = []
+        report |= self.usage.report()
+        self.usage = Usage()
         return report
 
     # the loop's thread
@@ -246,6 +310,7 @@ class EndpointEngine(Engine):
         self.counted[source] += 1
         if answer.prompt_tokens:
             self.prompt_tokens.append(answer.prompt_tokens)
+        self.usage.add(answer)
         tokens = (tokens + [0] * count)[:count]  # LoadGen counts len(tokens): the count the record trusts
         self.sink.done(request, tokens)
 
@@ -265,6 +330,7 @@ class EndpointEngine(Engine):
         body = self.target.body(text, request.max_new_tokens, self.settings.ignore_eos)
         answer = Answer()
         started = [False]
+        sent = time.perf_counter()
 
         def content() -> None:
             if started[0]:
@@ -272,6 +338,10 @@ class EndpointEngine(Engine):
             else:
                 started[0] = True
                 self.sink.first(request, 0)
+
+        def answering() -> None:  # the first chunk of the answer itself, after any reasoning
+            if answer.first_answer is None:
+                answer.first_answer = time.perf_counter() - sent
 
         import aiohttp
 
@@ -283,7 +353,7 @@ class EndpointEngine(Engine):
                     if resp.status != 200:
                         raise Failure(error_words(resp.status, await resp.content.read(4096)))
                     async for line in resp.content:
-                        answer.feed(line, self.target.api, content)
+                        answer.feed(line, self.target.api, content, answering)
                         if answer.done:
                             break
             except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):

@@ -34,6 +34,12 @@ class Behaviour:
     #: no text streamed, only the finish with the usage's count (a server that does not stream tokens whose text
     #: is empty: transformers serve with a small vocabulary's special tokens)
     silent: bool = False
+    #: prompt tokens of each answer's usage said served from a prefix cache (``prompt_tokens_details.cached_tokens``;
+    #: None: the usage says nothing of a cache, as a server without one)
+    cached_tokens: int | None = None
+    #: the first ``reasoning`` chunks of a chat answer are a reasoning model's thinking (``reasoning_content``),
+    #: counted in ``completion_tokens_details.reasoning_tokens``
+    reasoning: int = 0
 
 
 def app(behaviour: Behaviour) -> Any:
@@ -68,12 +74,18 @@ def app(behaviour: Behaviour) -> Any:
             if behaviour.silent and not last:
                 continue
             text = "" if behaviour.silent else " " + behaviour.word
-            piece = {"delta": {"content": text}} if chat else {"text": text}
+            thinking = chat and i < behaviour.reasoning
+            piece = {"delta": {"reasoning_content" if thinking else "content": text}} if chat else {"text": text}
             last = i == tokens - 1
             choice = piece | {"index": 0, "finish_reason": "length" if last else None}
             event: dict[str, Any] = {"id": str(n), "choices": [choice]}
             if last:
-                event["usage"] = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
+                usage: dict[str, Any] = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
+                if behaviour.cached_tokens is not None:
+                    usage["prompt_tokens_details"] = {"cached_tokens": behaviour.cached_tokens}
+                if chat and behaviour.reasoning:
+                    usage["completion_tokens_details"] = {"reasoning_tokens": min(behaviour.reasoning, tokens)}
+                event["usage"] = usage
             await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
         return resp
