@@ -316,9 +316,11 @@ class Parts:
     builtin: typing.Callable[[], dict[str, type[HasOptions]]]  # the built-in parts, by name
     lookup: typing.Callable[[str], type[HasOptions]]  # a part by name or package.module:Class (UsageError if none)
 
-    def flags(self, seen: set[str]) -> list[tuple[dataclasses.Field[Any], Any]]:
-        """Every built-in part's settings not in ``seen``, each once, with its type."""
-        out = []
+    def flags(self, own: list[tuple[dataclasses.Field[Any], Any]]) -> list[tuple[dataclasses.Field[Any], Any]]:
+        """The run's own flags (``own``, less the field holding the part's settings), then every built-in part's
+        settings not among them, each once, with its type."""
+        out = [(f, hint) for f, hint in own if f.name != self.holder]
+        seen = {f.name for f, _ in out}
         for impl in self.builtin().values():
             hints = typing.get_type_hints(impl.Options)
             for f in fields(impl.Options):

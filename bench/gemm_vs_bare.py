@@ -31,7 +31,10 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default="cuda")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--samples", type=int, default=50, help="bare-loop samples a round")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if min(args.size, args.rounds, args.samples) < 1:
+        p.error("--size, --rounds and --samples must be at least 1")
+    return args
 
 
 def clocks(device: Any) -> dict[str, Any]:

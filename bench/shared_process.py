@@ -49,6 +49,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--device", default="cpu")
     args = p.parse_args()
+    if args.entries < 1 or args.rounds < 1:
+        p.error("--entries and --rounds must be at least 1")
     s = suite(args.entries, args.device)
     profile = collect_profile()
     ratios = []

@@ -79,8 +79,7 @@ class InferParams(LoadGenParams):
     def flags(cls) -> list[tuple[dataclasses.Field[Any], Any]]:
         """The run's own settings, then every built-in backend's (each flag once): ``--channels-last`` is the torch
         and compile backends' setting, declared in their ``Options``, not here."""
-        out = [(f, hint) for f, hint in super().flags() if f.name != BACKEND_PARTS.holder]
-        return out + BACKEND_PARTS.flags({f.name for f, _ in out})
+        return BACKEND_PARTS.flags(super().flags())
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:

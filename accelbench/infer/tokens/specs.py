@@ -107,8 +107,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
     @classmethod
     def flags(cls) -> list[tuple[dataclasses.Field[Any], Any]]:
         """The run's own settings, then every built-in engine's (each flag once)."""
-        out = [(f, hint) for f, hint in super().flags() if f.name != ENGINE_PARTS.holder]
-        return out + ENGINE_PARTS.flags({f.name for f, _ in out})
+        return ENGINE_PARTS.flags(super().flags())
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
