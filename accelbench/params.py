@@ -315,6 +315,11 @@ class Parts:
     noun: str  # how a message names a part ("backend")
     builtin: typing.Callable[[], dict[str, type[HasOptions]]]  # the built-in parts, by name
     lookup: typing.Callable[[str], type[HasOptions]]  # a part by name or package.module:Class (UsageError if none)
+    #: the selector left empty, the part is the one whose settings were given (the default where it takes them
+    #: all): ``--prompts FILE`` alone names the file source, as ``--source file --prompts FILE`` would
+    inferred: bool = False
+    #: the part of a run whose selector is empty (one built without :meth:`gather`)
+    fallback: str = ""
 
     def flags(self, own: list[tuple[dataclasses.Field[Any], Any]]) -> list[tuple[dataclasses.Field[Any], Any]]:
         """The run's own flags (``own``, less the field holding the part's settings), then every built-in part's
@@ -334,7 +339,9 @@ class Parts:
         checked against its choices; a setting of another part is refused where it is not at its neutral value
         (never silently dropped), and left out where it is."""
         values = dict(values)
-        name = str(values.get(self.selector) or default)
+        name = str(values.get(self.selector) or (self._inferred(values, default) if self.inferred else default))
+        if self.inferred:
+            values[self.selector] = name  # a record names its part, whether given or inferred
         options = self.lookup(name).Options
         own = {f.name: f for f in fields(options)}
         hints = typing.get_type_hints(options)
@@ -359,19 +366,39 @@ class Parts:
         values[self.holder] = dataclasses.asdict(options(**given))
         return values
 
+    def _inferred(self, values: dict[str, Any], default: str) -> str:
+        """The built-in part whose settings are the given ones (those away from their neutral values): the default
+        where it takes them all, else the one part that does; none or several is one line naming ``--selector``."""
+        given = set((values.get(self.holder) or {}).keys())
+        for impl in self.builtin().values():
+            given |= {f.name for f in fields(impl.Options) if f.name in values and values[f.name] != f.default}
+        if not given:
+            return default
+        takers = [n for n, c in self.builtin().items() if given <= {f.name for f in fields(c.Options)}]
+        if default in takers:
+            return default
+        if len(takers) == 1:
+            return takers[0]
+        flags = ", ".join("--" + k.replace("_", "-") for k in sorted(given))
+        choose = "--" + self.selector.replace("_", "-")
+        if not takers:
+            raise UsageError(f"{flags} belong to different {self.noun}s: give one {self.noun}'s settings ({choose})")
+        raise UsageError(f"{flags} apply to the {', '.join(takers)} {self.noun}s: name one with {choose}")
+
     def flat(self, d: dict[str, Any]) -> dict[str, Any]:
         """A run's settings with the part's beside them (``d`` as ``dataclasses.asdict`` gives it), complete with
         the part's defaults: a record names ``channels_last`` as a setting of its own, whichever part declares it."""
         d = dict(d)
         given: dict[str, Any] = d.pop(self.holder)
         try:
-            return d | dataclasses.asdict(self.lookup(str(d[self.selector])).Options(**given))
+            return d | dataclasses.asdict(self.lookup(str(d[self.selector] or self.fallback)).Options(**given))
         except (UsageError, TypeError):  # an unknown part or setting: validate says which
             return d | given
 
     def options(self, params: Any) -> Any:
         """The chosen part's settings, typed (its ``Options``)."""
-        return self.lookup(str(getattr(params, self.selector))).Options(**getattr(params, self.holder))
+        name = str(getattr(params, self.selector) or self.fallback)
+        return self.lookup(name).Options(**getattr(params, self.holder))
 
 
 def _coerce(name: str, value: Any, annotation: Any) -> Any:

@@ -76,7 +76,7 @@ def start_test(
     log_settings.log_output.outdir = str(outdir)
     log_settings.log_output.copy_summary_to_stdout = False
     # the trace (mlperf_log_trace.json) is hundreds of MB on a fast run and no verdict reads it: only on request
-    log_settings.enable_trace = params.trace
+    log_settings.enable_trace = params.loadgen_trace
     sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
     in_memory = min(qsl_lib.total, QSL_SAMPLES[params.profile])
     qsl = lg.ConstructQSL(qsl_lib.total, in_memory, qsl_lib.load, qsl_lib.unload)

@@ -35,7 +35,7 @@ class LoadGenParams(EmulatedParams, ScaleParams, CommonParams):
     expected_qps: float = opt(0.0, "Offline: LoadGen's expected throughput (0: measured by the probe)", sweep=False)
     duration: float = opt(0.0, "minimum run seconds (0: the profile's: 2 s quick, 600 s official)", sweep=False)
     checkpoint: str = opt("", "the weights to serve (empty: random weights)", sweep=False, metavar="PATH")
-    trace: bool = opt(
+    loadgen_trace: bool = opt(
         False, "keep LoadGen's trace log (mlperf_log_trace.json, hundreds of MB on a fast run)", sweep=False
     )
 

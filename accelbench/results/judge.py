@@ -55,7 +55,7 @@ MIN_EFFECT_SINGLE = 0.10
 MIN_EFFECT = 0.02
 #: Concern kinds that say a figure describes something other than the machine under test (a neighbour's load, its
 #: own client, a recompile inside the measured window): such a figure stands in no comparison, however precise.
-BIASED = ("contended", "client-limited", "recompiled")
+BIASED = ("contended", "client-limited", "recompiled", "late-issue")
 #: Concern kinds that say a figure is too imprecise to tell from noise: unfit for a significance test, yet an
 #: unbiased estimate where nothing is tested (a ratio to a published figure, which has no interval to test against).
 IMPRECISE = ("noisy", "few-samples")

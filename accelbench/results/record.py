@@ -75,6 +75,8 @@ KINDS: dict[str, str] = {
     "invalid": "the benchmark's own verdict is INVALID (LoadGen's rules, an accuracy gate, MLPerf's seed rule)",
     "contended": "other processes or the hypervisor took CPU in the measured window (data: share or steal)",
     "client-limited": "a served endpoint's figures describe its client, not the server",
+    "late-issue": "a replay's driver sent requests later than they were due (data: late, max_ms)",
+    "repeated-prompts": "prompts sent repeat: a server's prefix cache served part of the figure (data: hit_rate)",
     "recompiled": "graphs were compiled inside the measured windows (data: graphs, seconds)",
     "noisy": "the samples scatter beyond the noise threshold (data: spread, n)",
     "few-samples": "too few samples for a 95% interval (data: n, needed)",

@@ -22,6 +22,11 @@ Engine settings (accelbench 0.4, within version 3, keyed on the content): an ``i
 engine's own settings (:func:`own_engine_options`); it carried every engine's, the endpoint's address on a local
 engine's record too.
 
+Prompt sources (accelbench 0.4, within version 3, keyed on the content): an ``infer/llm`` record names its prompt
+source (``source``: ``file`` where it read ``--prompts``, else ``random``) and keeps only that source's settings
+(:func:`own_source_options`); LoadGen's trace log, ``trace``, is ``loadgen_trace`` in ``infer/llm`` and
+``infer/loadgen`` records (``--trace`` is a timed trace to replay).
+
 Concerns (accelbench 0.4, within version 3, so keyed on the field's absence, not the version): a record's warnings
 became typed :class:`~accelbench.results.record.Concern` objects, which code decides by. A record without them gets
 them here, once, from its warnings' words (:func:`concerns_from_warnings`), and so do its conditions: the one place
@@ -116,21 +121,43 @@ def own_engine_options(benchmark: str, params: dict[str, Any]) -> dict[str, Any]
     return {k: v for k, v in params.items() if k not in _ALL_ENGINE_OPTIONS or k in takes}
 
 
+#: the prompt sources' settings when sources came to own them (``Source.Options``); before, every ``infer/llm``
+#: record carried the random prompts' jitter and the prompt file's settings
+_SOURCE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "random": ("input_jitter",),
+    "file": ("prompts", "chat_template"),
+}
+_ALL_SOURCE_OPTIONS = frozenset(k for names in _SOURCE_OPTIONS.values() for k in names)
+
+
+def own_source_options(benchmark: str, params: dict[str, Any]) -> dict[str, Any]:
+    """An ``infer/llm`` record's parameters naming its prompt source, with only that source's settings, and an
+    ``infer/*`` record's LoadGen trace log as ``loadgen_trace`` (accelbench 0.4, within version 3: on the content)."""
+    if benchmark in ("infer/llm", "infer/loadgen") and isinstance(params.get("trace"), bool):
+        params = {k: v for k, v in params.items() if k != "trace"} | {"loadgen_trace": params["trace"]}
+    if benchmark != "infer/llm" or "source" in params or not _ALL_SOURCE_OPTIONS.intersection(params):
+        return params
+    source = "file" if params.get("prompts") else "random"
+    takes = _SOURCE_OPTIONS[source]
+    return {k: v for k, v in params.items() if k not in _ALL_SOURCE_OPTIONS or k in takes} | {"source": source}
+
+
 def split_entry(benchmark: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A benchmark and its parameters as v3 names them: a decoder's ``infer/loadgen`` or ``train/throughput`` is
     its own benchmark, each keeps only its own parameters. Also what a stored run's suite entries go through (a
     resumed run made before the split)."""
     split = _SPLIT_V3.get(benchmark)
     if split is None:
-        return benchmark, own_engine_options(benchmark, params)
+        return benchmark, own_source_options(benchmark, own_engine_options(benchmark, params))
     new, decoder_only, others_only = split
     if params.get("model") in DECODERS:
-        return new, own_engine_options(new, {k: v for k, v in params.items() if k not in others_only})
+        kept = own_engine_options(new, {k: v for k, v in params.items() if k not in others_only})
+        return new, own_source_options(new, kept)
     kept = {k: v for k, v in params.items() if k not in decoder_only}
     if benchmark == "infer/loadgen":  # a backend's own settings: only those of the record's backend
         takes = _BACKEND_OPTIONS_V3.get(str(kept.get("backend", "torch")), ())
         kept = {k: v for k, v in kept.items() if k not in _ALL_BACKEND_OPTIONS_V3 or k in takes}
-    return benchmark, kept
+    return benchmark, own_source_options(benchmark, kept)
 
 
 def split_from(benchmark: str) -> list[str]:
@@ -212,7 +239,8 @@ def _renamed_values(record: dict[str, Any]) -> dict[str, Any]:
     params = record.get("params")
     if not isinstance(params, dict):
         return record
-    own = own_engine_options(str(record.get("benchmark")), params)
+    benchmark = str(record.get("benchmark"))
+    own = own_source_options(benchmark, own_engine_options(benchmark, params))
     if own is not params:
         record, params = {**record, "params": own}, own
     renamed = {

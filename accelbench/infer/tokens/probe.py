@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from accelbench.errors import BenchmarkFailed
 from accelbench.infer.tokens.engines import Engine, Sink, Timeline, TokenRequest
@@ -75,13 +76,25 @@ def _timed(engine_sink: Relay, engine: Engine, requests: list[TokenRequest]) -> 
     return time.perf_counter() - start, timeline
 
 
-def probe(relay: Relay, engine: Engine, prompts: list[list[int]], outs: list[int], batch: int) -> TokenProbe:
+def probe(
+    relay: Relay,
+    engine: Engine,
+    prompts: list[list[int]],
+    outs: list[int],
+    batch: int,
+    shape: Callable[[int, list[int]], list[int]] | None = None,
+) -> TokenProbe:
     """Warm-up batches until two agree (at most ``PROBE_WARMUPS``), then the last one's rate and one timed single
-    request, straight to the engine (``outs``: each prompt's output tokens)."""
+    request, straight to the engine (``outs``: each prompt's output tokens; ``shape``: what is done to a prompt as
+    it is sent, as the run does it)."""
     n = len(prompts)
 
     def make(ids: range) -> list[TokenRequest]:
-        return [TokenRequest(-1 - i, i % n, prompts[i % n], outs[i % n]) for i in ids]
+        out = []
+        for i in ids:
+            prompt = shape(i % n, prompts[i % n]) if shape is not None else prompts[i % n]
+            out.append(TokenRequest(-1 - i, i % n, prompt, outs[i % n]))
+        return out
 
     seconds, timeline = _timed(relay, engine, make(range(batch)))
     cold = seconds

@@ -340,18 +340,20 @@ def _summary(
     )
 
 
-def from_params(params: Any, output_tokens: int, limit: int) -> tuple[Any, PromptSet]:
+def from_params(params: Any, options: Any, output_tokens: int, limit: int) -> tuple[Any, PromptSet]:
     """``--prompts`` read as a run reads it (``--tokenizer``'s or ``--checkpoint``'s tokenizer, ``--output-tokens``
-    as the cap and ``--input-tokens`` as the longest prompt when given, ``--chat-template``): the same call
-    validates the file before any model is built (a bad file is one line, exit 2) and feeds the run. The
-    tokenizer, and the set."""
+    as the cap and ``--input-tokens`` as the longest prompt when given, ``--chat-template``; ``options``: the file
+    source's settings): the same call validates the file before any model is built (a bad file is one line, exit 2)
+    and feeds the run. The tokenizer, and the set."""
+    if not params.tokenizer_dir:
+        raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
     tokenizer = load_tokenizer(params.tokenizer_dir)
     return tokenizer, read_prompts(
-        params.prompts,
+        options.prompts,
         tokenizer,
         output_tokens=output_tokens,
         max_output_tokens=params.output_tokens or None,
         max_prompt_tokens=params.input_tokens or None,
-        chat_template={"auto": None, "on": True, "off": False}[params.chat_template],
+        chat_template=options.template,
         limit=limit,
     )

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason, torch_dtype
 from accelbench.errors import BenchmarkFailed, BenchmarkSkipped
+from accelbench.families import benchmark_of
 from accelbench.infer import replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.driver import Outcome, start_test
@@ -27,14 +28,15 @@ from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource,
 from accelbench.infer.tokens.limits import (
     DEFAULT_LENGTHS,
     Limits,
-    draw_prompts,
     limits_for,
     mlperf_name,
     preset_of,
 )
+from accelbench.infer.tokens.prefix import Ledger
 from accelbench.infer.tokens.probe import Relay, TokenProbe, probe
 from accelbench.infer.tokens.results import endpoint_accuracy_result, token_accuracy_result, token_result
 from accelbench.infer.tokens.roofline import Roof, roof_for
+from accelbench.infer.tokens.sources import Work, source_class
 from accelbench.infer.tokens.specs import LLMServeParams
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
@@ -257,14 +259,24 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     prompts, outs = work.prompts, work.outs
     prompt_len, out = lengths(params)
     relay = Relay()
+    ledger = Ledger(prompts)
+    shape = ledger.shaper(work.salt)
     engine.start(s.model, device, relay, engine_settings(params, work.longest))
     try:
         ctx.progress(f"probing the {engine.name} engine")
-        probed = probe(relay, engine, prompts, outs, params.batch_size)
+        probed = probe(relay, engine, prompts, outs, params.batch_size, shape)
         skip_if(unreachable_tpot(limits, probed))
-        runs = _measure(params, ctx, engine, relay, prompts, outs, limits, s.benchmark, probed, s.threads, device)
+        ledger.reset()  # the probe's prompts stay known, as the server's cache keeps them
+        if work.replayed:
+            replayed = _replay(params, ctx, engine, relay, work, shape, s.threads, device)
+        else:
+            runs = _measure(
+                params, ctx, engine, relay, prompts, outs, limits, s.benchmark, probed, s.threads, device, shape
+            )
     finally:
         engine.stop()
+    if work.replayed:
+        return replay_result(params, ctx, s, replayed, probed, ledger)
     outcome, reruns, client, found = runs
     record = params.to_dict() | {
         "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
@@ -303,6 +315,8 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
             result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
     if work.summary:
         result.details["prompts"] = work.summary
+    if params.mode != "accuracy":
+        prefix_cache(result, ledger, client, engine, work)
     if found is not None:
         peak_found(result, found)
     return result
@@ -343,33 +357,136 @@ def peak_found(result: Result, found: dict[str, Any]) -> None:
     result.concern("invalid", f"INVALID: {why}", first=True)
 
 
-@dataclass(frozen=True)
-class Work:
-    """What a token run serves: the prompts' tokens, each one's output tokens, and where they came from."""
+#: a sent hit rate above this, with no shared prefix asked for, is prompts repeating (LoadGen's library resent)
+REPEATS_SHARE = 0.1
 
-    prompts: list[list[int]]
-    outs: list[int]
-    summary: dict[str, Any] | None = None  # a prompt file's (None: drawn at random)
-    tokenizer: Any = None
-    references: list[str | None] | None = None
 
-    @property
-    def longest(self) -> int:
-        return max(len(p) + o for p, o in zip(self.prompts, self.outs, strict=True))
+def prefix_cache(result: Result, ledger: Ledger, client: dict[str, Any], engine: Engine, work: Work) -> None:
+    """What an ideal prefix cache would have served of what was sent, beside what the server says it served; a
+    concern where the prompts sent repeat without a shared prefix asked for and a server's cache can serve them."""
+    sent = ledger.report()
+    served = client.pop("prefix_cache", None) if client else None
+    if served is None:
+        served = f"not reported: the {engine.name} engine reports no cached tokens"
+    result.details["prefix_cache"] = {"sent": sent, "served": served}
+    rate = sent["hit_rate"] or 0.0
+    asked = bool(work.summary and (work.summary.get("prefix") or work.summary.get("shared_fraction")))
+    if engine.remote and not asked and rate > REPEATS_SHARE:
+        result.concern(
+            "repeated-prompts",
+            f"repeated prompts: {rate:.0%} of the prompt tokens sent had been sent before (LoadGen resends its "
+            f"library's {len(work.prompts)} samples); a server with a prefix cache served them from it. Give more "
+            "samples (--profile official) or random prompts",
+            hit_rate=rate,
+        )
+
+
+def replay_result(
+    params: LLMServeParams, ctx: RunContext, s: "Served", replayed: Any, probed: TokenProbe, ledger: Ledger
+) -> Result:
+    """The record of a replayed source: the driver's figures by its own clock, judged against the limits."""
+    from accelbench.infer.tokens import replay
+    from accelbench.kit import metrics as fig
+    from accelbench.results.record import Concern
+
+    run, conditions = replayed
+    values, details, reasons = replay.figures(run, s.limits)
+    units = {
+        "tokens_per_second": ("output tokens/s", True),
+        "requests_per_second": ("requests/s answered", True),
+        "offered_requests_per_second": ("requests/s the trace offered", True),
+        "tokens_per_second_per_user": ("tokens/s per user", True),
+        "goodput_requests_per_second": ("requests/s within limits", True),
+        "goodput_tokens_per_second": ("output tokens/s within limits", True),
+        "ttft_growth_ms_per_turn": ("ms of median TTFT a turn", False),
+    }
+    metrics = {
+        k: fig.figure(v, units.get(k, ("ms", False))[0], higher_is_better=units.get(k, ("ms", False))[1])
+        for k, v in values.items()
+    }
+    per_device = values["tokens_per_second"] / params.devices_serving
+    metrics["tokens_per_second_per_device"] = fig.figure(
+        per_device, "output tokens/s per device", higher_is_better=True
+    )
+    engine = s.engine
+    work = s.work
+    record = params.to_dict() | {
+        "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
+        "device": engine.facts.get("device") or kind_of(s.device).record_name(s.device),
+        "threads": s.threads,
+        "input_tokens": round(details["input_tokens"] / max(details["answered"], 1)),
+        "output_tokens": round(details["output_tokens"] / max(details["answered"], 1)),
+    }
+    details |= {
+        "limits": s.limits.to_dict(),
+        "engine": dict(engine.facts),
+        "probe": probed.to_dict(),
+        "compliant": False,
+        "prompts": work.summary,
+        "weights": "the server's" if engine.remote else "random (torch seed 0)" if not params.checkpoint else
+        f"checkpoint {params.checkpoint}",
+    }  # fmt: skip
+    if s.counted is not None:
+        details["model"] = s.counted.to_dict()
+    concerns = fig.concerns_of(None, conditions)
+    if reasons:
+        details["invalid_reasons"] = reasons
+        concerns = [Concern("invalid", f"INVALID: {r}") for r in reasons] + concerns
+    result = Result(
+        benchmark_of(params), record, metrics=metrics, primary_metric="tokens_per_second", valid=not reasons,
+        concerns=concerns, conditions=conditions, details=details,
+    )  # fmt: skip
+    client = engine.measured(arrivals=True) if engine.remote else {}
+    if client:
+        result.details["client"] = client
+        if client.get("limited_by"):
+            result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
+    late = details["driver"]["late_requests"]
+    if late:
+        worst = values["issue_late_max_ms"]
+        result.concern(
+            "late-issue",
+            f"late: {late} of {details['requests']} requests were sent over {replay.LATE_MS:g} ms after they were "
+            f"due (the latest {worst:.3g} ms); the arrivals are partly the driver's",
+            late=late,
+            max_ms=worst,
+        )
+    prefix_cache(result, ledger, client, engine, work)
+    return result
+
+
+def _replay(
+    params: LLMServeParams,
+    ctx: RunContext,
+    engine: Engine,
+    relay: Relay,
+    work: Work,
+    shape: Callable[[int, list[int]], list[int]],
+    threads: int,
+    device: "torch.device",
+) -> tuple[Any, dict[str, Any]]:
+    """The source's sessions sent by accelbench's driver, under the conditions monitor; the requests and the
+    conditions."""
+    from accelbench.infer.tokens.replay import Driver
+    from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
+
+    think = float((work.summary or {}).get("think_ms", 0.0)) / 1e3
+    driver = Driver(engine, work, params.batch_size, think, shape)
+    relay.target = driver
+    total = len(work.arrivals) if work.arrivals is not None else sum(
+        len(c.turns) for c in (work.conversations.conversations if work.conversations else [])
+    )  # fmt: skip
+    left = work.arrivals[-1] if work.arrivals else None
+    ctx.progress(f"replaying {total} requests ({work.summary and work.summary.get('source')})", left=left)
+    engine.measured(arrivals=False)
+    with ConditionsMonitor(threads, gpus=cuda_indices([device]), sut_pids=engine.local_processes()) as monitor:
+        replayed = driver.run()
+    return replayed, monitor.conditions.to_dict()
 
 
 def workload(params: LLMServeParams, vocab: int, total: int, prompt_len: int, out: int) -> Work:
-    """Random prompts of the asked lengths, or ``--prompts``' samples tokenized by the checkpoint's tokenizer (a
-    sample with a reference answer generates that many tokens, capped at ``--output-tokens`` when given)."""
-    if not params.prompts:
-        return Work(draw_prompts(total, prompt_len, params.input_jitter, vocab), [out] * total)
-    from accelbench.infer.tokens.prompts import from_params
-
-    tokenizer, read = from_params(params, out, total)
-    samples = read.samples
-    outs = [max(s.output_tokens, 2) for s in samples]  # a second token: TPOT needs one
-    summary = read.summary.to_dict()
-    return Work([s.prompt for s in samples], outs, summary, tokenizer, [s.reference for s in samples])
+    """The requests the run's prompt source makes (random prompts unless another source is chosen)."""
+    return source_class(params.source or "random")(params.source_opts).work(params, vocab, total, (prompt_len, out))
 
 
 def _measure(
@@ -384,6 +501,7 @@ def _measure(
     probed: TokenProbe,
     threads: int,
     device: "torch.device",
+    shape: Callable[[int, list[int]], list[int]] | None = None,
 ) -> tuple[Outcome, list[dict[str, Any]], dict[str, Any], dict[str, Any] | None]:
     """LoadGen's test, repeated (at most ``replan.MAX_RERUNS`` times) while a performance run disagrees with its
     plan; the last run is the one reported, the earlier ones are listed with why. In find-peak, the search's
@@ -395,7 +513,7 @@ def _measure(
     clients: list[dict[str, Any]] = []
 
     def once(settings: Any, what: str) -> Outcome:
-        sut = TokenSUT(engine, qsl, outs.__getitem__)
+        sut = TokenSUT(engine, qsl, outs.__getitem__, shape)
         relay.target = sut
         ctx.progress(what, left=lgset.planned_seconds(settings, scenario, plan.rate))
         engine.measured(arrivals=False)  # what came before (the probe, a trial) is not this run's
@@ -430,7 +548,7 @@ def _measure(
                 outcome.disturbed = wrong.why  # its record is INVALID with this cause
             return outcome, reruns, clients[-1], None
         ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
-        repeated = probe(relay, engine, prompts, outs, params.batch_size)
+        repeated = probe(relay, engine, prompts, outs, params.batch_size, shape)
         measured = lgset.Probe(repeated.requests_per_second, repeated.single_seconds)
         reruns.append(replan.rerun(wrong, plan, measured, outdir, outcome.conditions))
         plan = replan.replanned(plan, wrong.measured, measured, params.scenario, bool(reruns[-1]["contended"]))

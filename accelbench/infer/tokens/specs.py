@@ -15,8 +15,9 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.loadgen_params import QSL_SAMPLES, LoadGenParams
+from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.infer.tokens.engines import ENGINES, engine_class
+from accelbench.infer.tokens.sources import SOURCES, source_class
 from accelbench.infer.tokens.sweep import SweepParams
 from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.workloads import is_decoder
@@ -26,6 +27,10 @@ MODES = ("performance", "accuracy", "find-peak", "sweep")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: the engines ``--engine`` chooses among, each owning its settings
 ENGINE_PARTS = Parts("engine", "engine_options", "engine", lambda: {n: engine_class(n) for n in ENGINES}, engine_class)
+#: the prompt sources ``--source`` chooses among (or the one whose settings are given), each owning its settings
+SOURCE_PARTS = Parts(
+    "source", "source_options", "prompt source", lambda: dict(SOURCES), source_class, inferred=True, fallback="random"
+)
 
 
 @dataclass(frozen=True)
@@ -71,24 +76,22 @@ class LLMServeParams(SweepParams, LoadGenParams):
     )
     input_tokens: int | None = opt(None, "prompt tokens; none: the scale's, 1024 (128 at --scale tiny)", sweep=False)
     output_tokens: int | None = opt(None, "tokens generated per request; none: the scale's, 1024 (32 at --scale tiny)")
-    input_jitter: float = opt(
-        0.8, "prompts are drawn from JITTER..1 x --input-tokens long (1: all the same)", sweep=False
-    )
     ttft_ms: float = opt(0.0, "server/interactive: p99 time-to-first-token limit (0: MLPerf's)")
     tpot_ms: float = opt(
         0.0,
         "server/interactive: p99 time-per-output-token limit (0: MLPerf's); offline: a fixed concurrency held to "
         "it (INVALID over it; none when 0)",
     )
-    prompts: str = opt(
-        "",
-        'a JSONL ({"prompt": ..., "output": ...} a line) or ShareGPT file, tokenized by --checkpoint\'s tokenizer; '
-        "a sample with a reference answer generates its length (empty: random tokens)",
-        sweep=False,
-        metavar="FILE",
-    )
-    chat_template: str = opt("auto", "--prompts: wrap each prompt in the tokenizer's chat template: auto, on, off")
     allow_eos: bool = opt(False, "stop a request at its end-of-sequence token (default: exactly --output-tokens)")
+    source: str = opt(
+        "",
+        "where the requests come from: random, file (--prompts), mlperf (--mlperf-data), trace (--trace), "
+        "conversations (--conversations, or synthetic); empty: the source whose settings are given, else random",
+        sweep=False,
+        metavar="SOURCE",
+    )
+    #: the source's own settings (its ``Options``), complete with its defaults; a record states them flat
+    source_options: dict[str, Any] = field(default_factory=dict)
     #: the engine's own settings (its ``Options``: the KV cache's pages, compilation, the endpoint's address),
     #: complete with the engine's defaults; a record states them beside the run's own
     engine_options: dict[str, Any] = field(default_factory=dict)
@@ -107,15 +110,16 @@ class LLMServeParams(SweepParams, LoadGenParams):
     @classmethod
     def flags(cls) -> list[tuple[dataclasses.Field[Any], Any]]:
         """The run's own settings, then every built-in engine's (each flag once)."""
-        return ENGINE_PARTS.flags(super().flags())
+        return SOURCE_PARTS.flags(ENGINE_PARTS.flags(super().flags()))
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
-        return ENGINE_PARTS.gather(values, cls.engine)  # a dataclass's class attribute: the field's default
+        gathered = ENGINE_PARTS.gather(values, cls.engine)  # a dataclass's class attribute: the field's default
+        return SOURCE_PARTS.gather(gathered, SOURCE_PARTS.fallback)
 
     def to_dict(self) -> dict[str, Any]:
         """The run's settings and the engine's, side by side, as the engine's records label them."""
-        d = ENGINE_PARTS.flat(super().to_dict())
+        d = SOURCE_PARTS.flat(ENGINE_PARTS.flat(super().to_dict()))
         try:
             return engine_class(self.engine).labels(d)
         except UsageError:
@@ -125,6 +129,16 @@ class LLMServeParams(SweepParams, LoadGenParams):
     def engine_opts(self) -> Any:
         """The engine's settings, typed (its ``Options``)."""
         return ENGINE_PARTS.options(self)
+
+    @property
+    def source_opts(self) -> Any:
+        """The prompt source's settings, typed (its ``Options``)."""
+        return SOURCE_PARTS.options(self)
+
+    @property
+    def prompts(self) -> str:
+        """The prompt file a run reads answers from (``--prompts``; empty for any other source)."""
+        return str(self.source_options.get("prompts") or "")
 
     @property
     def tokenizer_dir(self) -> str:
@@ -175,8 +189,6 @@ class LLMServeParams(SweepParams, LoadGenParams):
                 f"--input-tokens must be at least 1, got {self.input_tokens} (leave it out for the scale's default)"
             )
         not_negative(self, "ttft_ms", "tpot_ms")
-        if not 0 < self.input_jitter <= 1:
-            raise UsageError(f"--input-jitter must be in (0, 1], got {self.input_jitter:g}")
         from accelbench.infer.tokens.limits import limits_for, preset_of
 
         preset = preset_of(self.model)
@@ -189,24 +201,21 @@ class LLMServeParams(SweepParams, LoadGenParams):
                 raise UsageError(
                     f"--scale {self.scale} shrinks a preset; a --checkpoint folder is its own model: drop --scale"
                 )
-        if self.chat_template not in ("auto", "on", "off"):
-            raise UsageError(f"--chat-template is auto, on or off, not {self.chat_template!r}")
-        self._check_prompts()
+        self._check_source()
 
-    def _check_prompts(self) -> None:
-        if self.prompts and not self.tokenizer_dir:
-            raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
-        if self.prompts and not Path(self.prompts).expanduser().is_file():
-            what = "is a folder" if Path(self.prompts).expanduser().is_dir() else "does not exist"
-            raise UsageError(f"prompt file {self.prompts} {what}: give a JSONL or ShareGPT JSON file")
-        if self.prompts:  # read as the run will (a bad file is one line here, not a failed record after a build)
-            from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
-            from accelbench.infer.tokens.prompts import from_params
-
-            default_out = DEFAULT_LENGTHS["tiny" if self.scale == "tiny" else "full"][1]
-            from_params(self, self.output_tokens or default_out, QSL_SAMPLES[self.profile])
-        if self.chat_template != "auto" and not self.prompts:
-            raise UsageError("--chat-template applies to --prompts files (random prompts are token ids already)")
+    def _check_source(self) -> None:
+        source = source_class(self.source or "random")
+        options = self.source_opts
+        options.check()
+        if source.replayed:
+            if self.scenario not in ("server", "interactive"):
+                raise UsageError(
+                    f"the {source.name} source sends requests on its own schedule, held to the server limits: give "
+                    "--scenario server (or interactive)"
+                )
+            if self.mode != "performance":
+                raise UsageError(f"the {source.name} source is replayed in performance mode, not {self.mode}")
+        source.check_run(self, options)
 
     def check_environment(self, device_type: str) -> None:
         engine = engine_class(self.engine)(self.engine_opts)
@@ -227,6 +236,8 @@ class LLMServeParams(SweepParams, LoadGenParams):
         impl = engine_class(name) if name in ENGINES else None
         words.append(name)
         words += impl.describe_words(p) if impl else []
+        src = p.get("source") or ("file" if p.get("prompts") else "random")
+        words += SOURCES[src].describe_words(p) if src in SOURCES else [str(src)]
         words.append(f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens")
         precision = (impl.labels(p) if impl else p).get("precision", "fp32")  # an older record's auto, labelled
         words += [f"bs<={p['batch_size']}", precision, p["profile"]]

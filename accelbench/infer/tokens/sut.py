@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -22,8 +22,16 @@ from accelbench.infer.tokens.engines import Engine, TokenRequest
 
 
 class TokenSUT:
-    def __init__(self, engine: Engine, qsl: SampleLibrary[list[int]], max_new_tokens: Any) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        qsl: SampleLibrary[list[int]],
+        max_new_tokens: Any,
+        shape: Callable[[int, list[int]], list[int]] | None = None,
+    ) -> None:
         self.engine = engine
+        #: what is done to a sample's prompt as it is sent (made distinct, counted for the prefix cache)
+        self.shape = shape
         self.qsl = qsl
         #: a sample index -> the tokens to generate for it (drawn with the prompts)
         self.max_new_tokens = max_new_tokens
@@ -68,8 +76,15 @@ class TokenSUT:
             self.first_issue = now
         for q in query_samples:
             self._issued[q.id] = now
+        loaded, shape = self.qsl.loaded, self.shape
         requests = [
-            TokenRequest(q.id, q.index, self.qsl.loaded[q.index], self.max_new_tokens(q.index)) for q in query_samples
+            TokenRequest(
+                q.id,
+                q.index,
+                shape(q.index, loaded[q.index]) if shape else loaded[q.index],
+                self.max_new_tokens(q.index),
+            )
+            for q in query_samples
         ]
         self.engine.submit(requests)
 

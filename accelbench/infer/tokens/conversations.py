@@ -1,0 +1,276 @@
+"""Multi-turn conversations: each turn's new user tokens and how many tokens its answer takes, to replay a chat.
+
+A chat service sends each turn with the whole conversation before it, so a turn's prompt is mostly tokens the
+server has already seen: the previous turns and their answers. Single prompts (:mod:`.prompts`) never show that
+reuse, nor the prompt that grows turn by turn; a replay of conversations does. Here are the turns, not the
+requests: the driver sends turn k as the history (turns 1..k-1 with the answers the server gave) followed by turn
+k's user tokens, and asks for ``answer_tokens`` tokens.
+
+Sources:
+
+- :func:`read_conversations`: a ShareGPT file (a JSON list, or JSONL, of ``{"conversations": [{"from": "human",
+  "value": ...}, {"from": "gpt", "value": ...}, ...]}``; roles as :data:`.prompts.HUMAN_ROLES` and
+  :data:`.prompts.GPT_ROLES`). Each human turn answered by the gpt turn right after it is one :class:`Turn`; its
+  answer's token count is what the turn generates (capped), as vLLM's benchmarks serve ShareGPT. A leading system
+  turn (or any turn before the first human one: ShareGPT's split conversations may open with a gpt turn) is left
+  out, and the conversation ends at the first human turn without an answer after it, or at a turn out of order.
+- :func:`synthetic_conversations`: seeded random token ids, every conversation alike in shape: a load whose only
+  variable is the number of turns.
+
+Tokens: the first turn goes through the tokenizer's chat template as :mod:`.prompts` renders a prompt (by default
+when the tokenizer has one); later turns are tokenized without special tokens, because they continue a history that
+already began with them. The template's markers around a later turn (a few tokens) are therefore not counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UsageError
+from accelbench.infer.tokens.prompts import (
+    EMPTY_PROMPT,
+    GPT_ROLES,
+    HUMAN_ROLES,
+    NO_ANSWER,
+    NO_HUMAN,
+    NO_TURNS,
+    _prompt_ids,
+    _stats,
+    _text,
+)
+
+#: the roles of a turn before the conversation's first question, left out
+SYSTEM_ROLES = ("system",)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange: the user's new tokens (the whole prompt only on the first turn), the tokens to generate, and
+    the answer the file gave (None when it has none: a synthetic turn, or an empty answer)."""
+
+    user: list[int]
+    answer_tokens: int
+    reference: str | None
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation's turns, in the order they are sent."""
+
+    turns: list[Turn]
+
+
+@dataclass(frozen=True)
+class ConversationSet:
+    """The conversations to replay, in file order, and the summary a record keeps."""
+
+    conversations: list[Conversation]
+    summary: dict[str, Any]
+
+    @property
+    def turns(self) -> int:
+        """The turns of all the conversations: the requests a replay sends."""
+        return sum(len(c.turns) for c in self.conversations)
+
+
+def read_conversations(
+    path: str | Path,
+    tokenizer: Any,
+    *,
+    output_tokens: int,
+    max_output_tokens: int | None = None,
+    max_turns: int | None = None,
+    chat_template: bool | None = None,
+    limit: int | None = None,
+) -> ConversationSet:
+    """The file's usable conversations, in file order, tokenized by ``tokenizer``.
+
+    ``output_tokens``: generated for a turn whose gpt answer tokenizes to nothing (an empty answer still keeps the
+    conversation going); any answer is capped at ``max_output_tokens``. ``max_turns``: the first K turns of each
+    conversation. ``chat_template``: None applies the tokenizer's template when it has one. ``limit``: stop after
+    this many usable conversations. A conversation without a single answered human turn is skipped and counted.
+    """
+    for name, value in (("output tokens", output_tokens), ("the most output tokens", max_output_tokens)):
+        if value is not None and value < 1:
+            raise UsageError(f"{name} must be at least 1, not {value}")
+    if max_turns is not None and max_turns < 1:
+        raise UsageError(f"the most turns of a conversation must be at least 1, not {max_turns}")
+    if limit is not None and limit < 1:
+        raise UsageError(f"the number of conversations must be at least 1, not {limit}")
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if chat_template and not has_template:
+        raise UsageError("the checkpoint's tokenizer has no chat template: read the conversations without one")
+    use_template = has_template if chat_template is None else chat_template
+    file = Path(path).expanduser()
+    container, records, digest = _records(file)
+    if not records:
+        raise UsageError(f"conversation file {file} is empty: give a ShareGPT JSON list, or one conversation a line")
+    if not any(isinstance(r, dict) and isinstance(r.get("conversations"), list) for r in records):
+        keys = sorted({str(k) for r in records[:100] if isinstance(r, dict) for k in r})
+        found = ", ".join(keys[:12]) + (", ..." if len(keys) > 12 else "") if keys else "none"
+        raise UsageError(
+            f"conversation file {file} has no 'conversations' list in any of its {len(records)} records: "
+            f"give ShareGPT records; its keys: {found}"
+        )
+    conversations: list[Conversation] = []
+    skipped: Counter[str] = Counter()
+    read = 0
+    for record in records:
+        if limit is not None and len(conversations) >= limit:
+            break
+        read += 1
+        pairs = _pairs(record)
+        if isinstance(pairs, str):
+            skipped[pairs] += 1
+            continue
+        if max_turns is not None:
+            pairs = pairs[:max_turns]
+        turns = []
+        for k, (question, answer) in enumerate(pairs):
+            if k == 0:
+                user = _prompt_ids(tokenizer, question, use_template)
+            else:
+                user = list(tokenizer(question, add_special_tokens=False)["input_ids"])
+            answer_ids = len(tokenizer(answer, add_special_tokens=False)["input_ids"]) if answer else 0
+            out = answer_ids or output_tokens
+            cap = max_output_tokens
+            turns.append(Turn(user, min(out, cap) if cap else out, answer if answer_ids else None))
+        conversations.append(Conversation(turns))
+    if not conversations:
+        why = ", ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "none usable"
+        raise UsageError(
+            f"conversation file {file} has no conversation with a human turn answered by a gpt turn "
+            f"({read} read: {why})"
+        )
+    settings = {
+        "output_tokens_default": output_tokens,
+        "max_output_tokens": max_output_tokens,
+        "max_turns": max_turns,
+        "limit": limit,
+    }
+    summary = _summary(conversations, settings)
+    summary = {
+        "file": str(file),
+        "sha256": digest,
+        "format": "sharegpt",
+        "container": container,
+        "chat_template": use_template,
+        "read": read,
+        "skipped": dict(skipped.most_common()),
+        **summary,
+    }
+    return ConversationSet(conversations, summary)
+
+
+def synthetic_conversations(
+    count: int, turns: int, user_tokens: int, answer_tokens: int, vocab: int, seed: int = 0
+) -> ConversationSet:
+    """``count`` conversations of ``turns`` turns, each turn ``user_tokens`` random ids (1..vocab-1, seeded: the same
+    every run) answered by ``answer_tokens`` tokens."""
+    import numpy as np
+
+    for name, value, least in (
+        ("the number of conversations", count, 1),
+        ("the turns of a conversation", turns, 1),
+        ("the user tokens of a turn", user_tokens, 1),
+        ("the answer tokens of a turn", answer_tokens, 1),
+        ("the vocabulary (token ids 1..vocab-1 are drawn)", vocab, 2),
+    ):
+        if value < least:
+            raise UsageError(f"{name} must be at least {least}, not {value}")
+    rng = np.random.default_rng(seed)
+    conversations = [
+        Conversation(
+            [Turn(rng.integers(1, vocab, size=user_tokens).tolist(), answer_tokens, None) for _ in range(turns)]
+        )
+        for _ in range(count)
+    ]
+    settings = {
+        "count": count,
+        "turns": turns,
+        "user_tokens": user_tokens,
+        "answer_tokens": answer_tokens,
+        "vocab": vocab,
+        "seed": seed,
+    }
+    summary = {
+        "file": "synthetic",
+        "sha256": None,
+        "format": "synthetic",
+        "method": f"random token ids 1..{vocab - 1} (seed {seed})",
+        **_summary(conversations, settings),
+    }
+    return ConversationSet(conversations, summary)
+
+
+def _records(file: Path) -> tuple[str, list[Any], str]:
+    """The file's JSON values, whether a list (``json``) or lines (``jsonl``), and its sha256."""
+    if not file.is_file():
+        raise UsageError(f"conversation file {file} does not exist: give a ShareGPT JSON or JSONL file")
+    data = file.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"conversation file {file} is not UTF-8 text (byte {e.start}): give a ShareGPT file") from e
+    if text.lstrip().startswith("["):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"conversation file {file} is not JSON: line {e.lineno}: {e.msg}") from e
+        return "json", value if isinstance(value, list) else [value], digest  # one conversation alone: a list of one
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise UsageError(
+                f"conversation file {file} is not JSON: line {number} is not JSON ({e.msg}); "
+                "give a ShareGPT JSON list, or one conversation a line"
+            ) from e
+    return "jsonl", records, digest
+
+
+def _pairs(record: Any) -> list[tuple[str, str | None]] | str:
+    """A conversation's (question, answer) pairs, the answer None where its text is empty; or why none is usable."""
+    turns = record.get("conversations") if isinstance(record, dict) else None
+    if not isinstance(turns, list):
+        return NO_TURNS
+    roles = [t.get("from") if isinstance(t, dict) else None for t in turns]
+    first = next((i for i, r in enumerate(roles) if r in HUMAN_ROLES), None)
+    if first is None:
+        return NO_HUMAN
+    pairs: list[tuple[str, str | None]] = []
+    for i in range(first, len(turns) - 1, 2):
+        if roles[i] not in HUMAN_ROLES or roles[i + 1] not in GPT_ROLES:
+            break
+        question = _text(turns[i].get("value"))
+        if question is None:
+            break
+        pairs.append((question, _text(turns[i + 1].get("value"))))
+    if pairs:
+        return pairs
+    if _text(turns[first].get("value")) is None:
+        return EMPTY_PROMPT
+    return NO_ANSWER
+
+
+def _summary(conversations: list[Conversation], settings: dict[str, Any]) -> dict[str, Any]:
+    turns = [t for c in conversations for t in c.turns]
+    return {
+        "conversations": len(conversations),
+        "turns": len(turns),
+        "turns_per_conversation": _stats([len(c.turns) for c in conversations]),
+        "user_tokens_per_turn": _stats([len(t.user) for t in turns]),
+        "first_turn_user_tokens": _stats([len(c.turns[0].user) for c in conversations]),
+        "answer_tokens": _stats([t.answer_tokens for t in turns]),
+        "with_reference": sum(t.reference is not None for t in turns),
+        "settings": settings,
+    }
