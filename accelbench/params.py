@@ -383,7 +383,8 @@ class Parts:
         choose = "--" + self.selector.replace("_", "-")
         if not takers:
             raise UsageError(f"{flags} belong to different {self.noun}s: give one {self.noun}'s settings ({choose})")
-        raise UsageError(f"{flags} apply to the {', '.join(takers)} {self.noun}s: name one with {choose}")
+        verb = "applies" if len(given) == 1 else "apply"
+        raise UsageError(f"{flags} {verb} to the {', '.join(takers)} {self.noun}s: name one with {choose}")
 
     def flat(self, d: dict[str, Any]) -> dict[str, Any]:
         """A run's settings with the part's beside them (``d`` as ``dataclasses.asdict`` gives it), complete with

@@ -130,12 +130,13 @@ def test_every_answer_of_a_well_behaved_server_is_counted_from_its_usage(checkpo
 def test_the_servers_cached_tokens_give_the_prefix_caches_hit_rate_and_none_is_said_as_not_reported(
     checkpoint: Path,
 ) -> None:
-    """The stub reports 6 of each answer's 8 prompt tokens cached: a hit rate of 0.75, from the server's own words;
-    a server whose usage says nothing of a cache is "not reported", never a rate of 0."""
+    """The stub reports 6 of each answer's prompt tokens cached: the hit rate is 6 over its prompt tokens, from the
+    server's own words; a server whose usage says nothing of a cache is "not reported", never a rate of 0."""
     with serving(Behaviour(cached_tokens=6)) as url:
         engine, _ = drive(url, checkpoint)
     cache = engine.measured(arrivals=False)["prefix_cache"]
-    assert (cache["cached_tokens"], cache["prompt_tokens"], cache["hit_rate"]) == (36, 48, 0.75)
+    assert cache["cached_tokens"] == 36 and cache["prompt_tokens"] > 36
+    assert cache["hit_rate"] == 36 / cache["prompt_tokens"]
     assert "cached_tokens" in cache["source"]
     assert "prefix_cache" not in engine.measured(arrivals=False)  # each LoadGen run's own, then reset
     with serving() as url:

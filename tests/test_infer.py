@@ -87,7 +87,7 @@ def test_bad_inference_input(params, message):
 @pytest.mark.parametrize("trace", [False, True])
 def test_loadgen_trace_only_on_request(trace, run_once):
     """LoadGen's trace grows to hundreds of MB on a fast run; run folders are copied between machines."""
-    [r] = run_once({"scenario": "offline", **NULL, "trace": trace})  # without: the default's run, checked above
+    [r] = run_once({"scenario": "offline", **NULL, "loadgen_trace": trace})  # without: the default's run, checked above
     path = Path(r.details["loadgen_log_dir"]) / "mlperf_log_trace.json"
     # without tracing LoadGen still creates the file, empty: it is removed rather than left to look like a failure
     assert path.exists() is trace

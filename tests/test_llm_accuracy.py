@@ -88,7 +88,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     p = run_cli(["run", str(suite), "--threads", "1", "--json", "--db", str(root / "a.db")], env, root, process=True)
     results = json.loads(p.stdout)["results"]
     assert len(results) == 4, p.stderr[-2000:]
-    return {r["params"]["engine"] + ("+prompts" if r["params"]["prompts"] else ""): r for r in results}
+    return {r["params"]["engine"] + ("+prompts" if r["params"].get("prompts") else ""): r for r in results}
 
 
 def test_a_prompt_file_with_answers_is_scored_with_rouge_against_fp32_s(judged):

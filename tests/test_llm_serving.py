@@ -347,9 +347,9 @@ BAD = [
         "give both --ttft-ms and --tpot-ms",
     ),
     (["infer", MODEL, "--prompts", "qa.jsonl"], "--prompts needs --checkpoint DIR"),
-    (["infer", MODEL, "--chat-template", "maybe"], "--chat-template is auto, on or off"),
+    (["infer", MODEL, "--source", "file", "--chat-template", "maybe"], "--chat-template is auto, on or off"),
     (["infer", MODEL, "--engine", "null", "--engine-compile"], "--engine-compile applies to the"),
-    (["infer", MODEL, "--chat-template", "off"], "--chat-template applies to --prompts files"),
+    (["infer", MODEL, "--chat-template", "off"], "--chat-template applies to the file, conversations prompt sources"),
     (
         ["infer", MODEL, "--scenario", "offline", "--ttft-ms", "5", "--scale", "tiny", "--engine", "null"],
         "apply to the server and interactive scenarios",

@@ -117,8 +117,8 @@ def fixed_lengths(r: Result) -> tuple[float, float] | str:
     tokens served over the requests, else the flags), or why it cannot say so: a prompt file's lengths vary, and
     ``--input-jitter`` under 1 draws prompts shorter than ``--input-tokens``."""
     prompts = prompts_of(r)
-    if prompts is not None:
-        name = PurePath(str(prompts.get("file") or "a file")).name
+    if prompts is not None and (prompts.get("file") or prompts.get("source") not in (None, "random")):
+        name = PurePath(str(prompts.get("file") or prompts.get("source"))).name
         return f"prompts from {name} here, of varying lengths"
     jitter = r.params.get("input_jitter")
     if jitter is not None and float(jitter) < 1:

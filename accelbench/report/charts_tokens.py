@@ -1,6 +1,6 @@
 """The token runs' charts, drawn from plain numbers like every chart of :mod:`accelbench.report.charts`: a sweep's
-curve (throughput against interactivity, and the time to first token at each point), and each run's recorded TTFT
-and TPOT percentiles against the limits it was held to.
+curve (throughput against interactivity, and the time to first token at each point), each run's recorded TTFT
+and TPOT percentiles against the limits it was held to, and a conversation run's TTFT turn by turn.
 
 A record keeps the percentiles LoadGen (or the SUT's clock) reported, not the latencies they came from, so the
 latency chart draws those percentiles as marks on a line per run: never a histogram, which would claim a
@@ -44,6 +44,23 @@ class Spread:
     p99: float | None
     limit: float | None = None
     mark: str = ""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation run as its record keeps it: the turn number (from 1), the requests answered at
+    that turn, their mean prompt tokens (the history so far plus the new message) and their median and p99 TTFT
+    in ms (each None where the record has none)."""
+
+    turn: int
+    requests: int
+    prompt_tokens: float | None
+    p50: float | None
+    p99: float | None
+
+
+#: at most this many turns get their median's figure written beside its point: more would crowd the line
+TURN_LABELS = 12
 
 
 def point(p: dict[str, Any]) -> Any:
@@ -197,3 +214,43 @@ def _limit(ax: "Axes", limit: float, row: int, span: tuple[float, float] | None)
         fontsize=6.5,
         color=BAD,
     )
+
+
+def draw_turns(fig: "Figure", turns: Sequence[Turn]) -> None:
+    """A conversation run's median and p99 TTFT (y, ms, from zero) at each turn (x), each turn's mean prompt
+    tokens under its number: the history grows turn by turn, and a turn's prefill with it (unless a prefix cache
+    serves it), so the x axis reads as both. The median's figure is written beside its point (up to
+    :data:`TURN_LABELS` turns); the p99 is dashed, the tail of the same requests."""
+    ax = fig.add_subplot()
+    drawn = False
+    for name, marker, color in (PERCENTILES[0], PERCENTILES[2]):
+        pts = [(t.turn, v) for t in turns if (v := getattr(t, name)) is not None]
+        if not pts:
+            continue
+        drawn = True
+        ax.plot(
+            [x for x, _ in pts],
+            [y for _, y in pts],
+            marker=marker,
+            color=color,
+            linestyle="-" if name == "p50" else "--",
+            label=f"TTFT {name}",
+        )
+        if name == "p50" and len(pts) <= TURN_LABELS:
+            for x, y in pts:
+                ax.annotate(
+                    f"{y:,.3g}", (x, y), xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=6.5, color=color,
+                )  # fmt: skip
+    step = max(1, -(-len(turns) // TURN_LABELS))  # every turn's tick where they fit, else every step-th
+    ticked = list(turns)[::step]
+    ax.set_xticks(
+        [t.turn for t in ticked],
+        [f"{t.turn}\n{t.prompt_tokens:,.0f} tok" if t.prompt_tokens is not None else str(t.turn) for t in ticked],
+    )
+    ax.set_xlabel("turn (and its mean prompt tokens: the history so far)")
+    ax.set_ylabel("TTFT (ms)")
+    ax.set_ylim(0, None)
+    ax.grid(axis="x", visible=False)
+    if drawn:
+        ax.legend(fontsize=7, loc="upper left")

@@ -8,7 +8,9 @@ the limits LoadGen held the run to (and where they came from) and its verdict, t
 tokens and the energy per output token where the record carries them. A chart sets throughput per device
 against tokens/s per user (the serving trade-off: batching more raises the one and lowers the other), another
 each sweep's curve (every sweep its own series: two endpoints, engines or machines swept alike share it), and one
-per model and clock each run's TTFT and TPOT percentiles against the limits it was held to.
+per model and clock each run's TTFT and TPOT percentiles against the limits it was held to. What a prompt source
+adds (a conversation's TTFT turn by turn, the prefix cache's hit rate, a trace's offered load) follows, from
+:mod:`accelbench.report.tokens_sources`.
 
 A series is one served setup: model, engine, precision, scenario, prompt/output lengths, server and machine
 (:func:`series_name`), since runs that differ in any of these measure other work. A contended or INVALID run is
@@ -240,6 +242,9 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     sub.blocks += [tradeoff_chart] if tradeoff_chart is not None else []
     sub.blocks += pareto(recs, labels)
     sub.blocks += latency(recs, labels, inp.name)
+    from accelbench.report import tokens_sources  # it reads flags() here: imported late, so neither waits on the other
+
+    sub.blocks += tokens_sources.blocks(recs, labels, inp.name)
     return sub
 
 

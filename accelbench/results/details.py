@@ -87,12 +87,14 @@ class Roofline(TypedDict, total=False):
 
 
 class Prompts(TypedDict, total=False):
-    """The prompt file a token run served (``--prompts``): which file, how many samples, and the lengths served
-    (``{"mean", "min", "max"}`` tokens). Reference matching says the lengths beside the ratio and refuses a row
-    that fixed the lengths per request: a file's prompts vary."""
+    """Where a token run's prompts came from (its ``source``: a file, MLPerf's data set, a trace, conversations,
+    random prompts with a shared prefix), which file (and its hash) where one was read, how many samples, and the
+    lengths served (``{"mean", "min", "max"}`` tokens). Reference matching says the lengths beside the ratio and
+    refuses a row that fixed the lengths per request: a file's prompts vary."""
 
-    file: str
-    sha256: str
+    source: str
+    file: str | None
+    sha256: str | None
     format: str
     samples: int
     prompt_tokens: dict[str, float]

@@ -264,7 +264,12 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     engine.start(s.model, device, relay, engine_settings(params, work.longest))
     try:
         ctx.progress(f"probing the {engine.name} engine")
-        probed = probe(relay, engine, prompts, outs, params.batch_size, shape)
+        if work.replayed:  # the replay's own prompts reach the server only when due: the probe warms it on others
+            probed = probe(
+                relay, engine, stand_ins(prompts[: params.batch_size], vocab_of(prompts)), outs, params.batch_size
+            )
+        else:
+            probed = probe(relay, engine, prompts, outs, params.batch_size, shape)
         skip_if(unreachable_tpot(limits, probed))
         ledger.reset()  # the probe's prompts stay known, as the server's cache keeps them
         if work.replayed:
@@ -355,6 +360,19 @@ def peak_found(result: Result, found: dict[str, Any]) -> None:
     result.valid = False
     result.details["invalid_reasons"] = [why, *(result.details.get("invalid_reasons") or [])]
     result.concern("invalid", f"INVALID: {why}", first=True)
+
+
+def vocab_of(prompts: list[list[int]]) -> int:
+    return max(2, 1 + max((max(p) for p in prompts if p), default=1))
+
+
+def stand_ins(prompts: list[list[int]], vocab: int) -> list[list[int]]:
+    """Prompts of the same lengths, drawn apart from the run's (a probe that sent a trace's own prompts would
+    have the server cache them before they are due)."""
+    import numpy as np
+
+    rng = np.random.default_rng(12345)
+    return [rng.integers(1, vocab, size=len(p)).tolist() for p in prompts]
 
 
 #: a sent hit rate above this, with no shared prefix asked for, is prompts repeating (LoadGen's library resent)

@@ -259,6 +259,8 @@ class FileSource(Source):
         _check_prefix(params, options)
         if not options.prompts:
             raise UsageError("--source file reads --prompts FILE: give the file")
+        if not params.tokenizer_dir:
+            raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
         file = Path(options.prompts).expanduser()
         if not file.is_file():
             what = "is a folder" if file.is_dir() else "does not exist"
@@ -302,30 +304,27 @@ class MlperfSource(Source):
         if not options.mlperf_data:
             raise UsageError("--source mlperf reads --mlperf-data DIR: give the folder of MLPerf's processed data set")
         from accelbench.infer.tokens.limits import preset_of
-        from accelbench.infer.tokens.mlperf_data import needs
+        from accelbench.infer.tokens.mlperf_data import find
 
-        folder = Path(options.mlperf_data).expanduser()
-        if not folder.is_dir():
-            raise UsageError(f"MLPerf data folder {options.mlperf_data} does not exist")
-        benchmark = preset_of(params.model).mlperf
-        files = needs(benchmark)
-        if not any((folder / f).is_file() for f in files):
+        preset = preset_of(params.model)
+        if not preset.mlperf_own:
             raise UsageError(
-                f"MLPerf data folder {options.mlperf_data} has none of the files {benchmark} reads: {', '.join(files)}"
+                f"{params.model} has no MLPerf benchmark of its own ({preset.mlperf}'s data set is tokenized for "
+                f"another model): serve {preset.mlperf}'s model, or its prompts as text with --prompts"
             )
+        find(options.mlperf_data, preset.mlperf)  # a folder without the benchmark's file: one line naming it
 
     def work(self, params: "LLMServeParams", vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.infer.tokens.limits import preset_of
         from accelbench.infer.tokens.mlperf_data import read_mlperf
         from accelbench.infer.tokens.prompts import load_tokenizer
+        from accelbench.infer.tokens.quality import MLPERF_REFERENCE
 
         o: MlperfOptions = self.options
         tokenizer = load_tokenizer(params.tokenizer_dir) if params.tokenizer_dir else None
+        benchmark = preset_of(params.model).mlperf
         limit = None if params.profile == "official" else total
-        read = read_mlperf(
-            Path(o.mlperf_data).expanduser(), preset_of(params.model).mlperf, tokenizer, limit=limit,
-            max_output_tokens=params.output_tokens,
-        )  # fmt: skip
+        read = read_mlperf(o.mlperf_data, benchmark, tokenizer, limit=limit, max_output_tokens=params.output_tokens)
         samples = read.samples
         top = max(max(s.prompt) for s in samples)
         if top >= vocab:
@@ -334,8 +333,19 @@ class MlperfSource(Source):
                 "model at full scale (its real tokenizer's vocabulary)"
             )
         outs = [max(s.output_tokens, 2) for s in samples]
-        summary = {"source": self.name, **read.summary.to_dict()}
+        summary: dict[str, Any] = {"source": self.name, **read.summary.to_dict()}
+        reference = MLPERF_REFERENCE.get(benchmark)
+        if reference is not None:  # MLPerf's accuracy target: for the whole set only (--accuracy-target mlperf)
+            summary["mlperf_accuracy_target"] = {
+                "values": dict(reference.values),
+                "source": reference.source,
+                "applies": bool(summary.get("served_whole")),
+            }
         return Work([s.prompt for s in samples], outs, summary, tokenizer, [s.reference for s in samples])
+
+    @classmethod
+    def describe_words(cls, settings: dict[str, Any]) -> list[str]:
+        return ["mlperf data"]
 
 
 class TraceSource(Source):

@@ -37,6 +37,11 @@ class Behaviour:
     #: prompt tokens of each answer's usage said served from a prefix cache (``prompt_tokens_details.cached_tokens``;
     #: None: the usage says nothing of a cache, as a server without one)
     cached_tokens: int | None = None
+    #: a prefix cache of blocks of this many prompt tokens (0: none), as vLLM's: a prompt's whole blocks that follow
+    #: the same beginning as an earlier prompt's are reported cached; never evicts
+    prefix_block: int = 0
+    #: the served model's tokenizer folder, which counts the prompt's tokens (empty: a token a UTF-8 byte)
+    tokenizer: str = ""
     #: the first ``reasoning`` chunks of a chat answer are a reasoning model's thinking (``reasoning_content``),
     #: counted in ``completion_tokens_details.reasoning_tokens``
     reasoning: int = 0
@@ -46,6 +51,25 @@ def app(behaviour: Behaviour) -> Any:
     from aiohttp import web
 
     counter = itertools.count(1)
+    seen: set[int] = set()
+    tokenize = _tokenizer(behaviour.tokenizer)
+
+    def prompt_usage(body: dict[str, Any], chat: bool) -> tuple[int, int | None]:
+        """The prompt's tokens, and those its prefix cache held (None: no cache to report)."""
+        if chat:
+            text = "".join(str(m.get("content") or "") for m in body.get("messages") or [])
+        else:
+            prompt = body.get("prompt")
+            text = prompt if isinstance(prompt, str) else ""
+        ids = tokenize(text)
+        if not behaviour.prefix_block:
+            return len(ids), behaviour.cached_tokens
+        from accelbench.infer.tokens.prefix import block_chain
+
+        chain = block_chain(ids, behaviour.prefix_block)
+        hits = next((i for i, h in enumerate(chain) if h not in seen), len(chain))
+        seen.update(chain)
+        return len(ids), hits * behaviour.prefix_block
 
     async def models(request: web.Request) -> web.StreamResponse:
         if behaviour.html:
@@ -64,6 +88,7 @@ def app(behaviour: Behaviour) -> Any:
         if behaviour.delay:
             await asyncio.sleep(behaviour.delay)
         chat = request.path.endswith("chat/completions")
+        prompt_tokens, cached = prompt_usage(body, chat)
         tokens = int(body.get("max_tokens") or 16)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
@@ -80,9 +105,13 @@ def app(behaviour: Behaviour) -> Any:
             choice = piece | {"index": 0, "finish_reason": "length" if last else None}
             event: dict[str, Any] = {"id": str(n), "choices": [choice]}
             if last:
-                usage: dict[str, Any] = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
-                if behaviour.cached_tokens is not None:
-                    usage["prompt_tokens_details"] = {"cached_tokens": behaviour.cached_tokens}
+                usage: dict[str, Any] = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": tokens,
+                    "total_tokens": tokens + prompt_tokens,
+                }
+                if cached is not None:
+                    usage["prompt_tokens_details"] = {"cached_tokens": cached}
                 if chat and behaviour.reasoning:
                     usage["completion_tokens_details"] = {"reasoning_tokens": min(behaviour.reasoning, tokens)}
                 event["usage"] = usage
@@ -95,6 +124,16 @@ def app(behaviour: Behaviour) -> Any:
     application.router.add_post("/v1/completions", complete)
     application.router.add_post("/v1/chat/completions", complete)
     return application
+
+
+def _tokenizer(folder: str) -> Any:
+    """The prompt's token ids by the served model's tokenizer, or its UTF-8 bytes where none is given."""
+    if not folder:
+        return lambda text: list(text.encode())
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    return lambda text: tok(text, add_special_tokens=False)["input_ids"]
 
 
 @contextlib.contextmanager
