@@ -7,7 +7,8 @@ ones stored), in one fresh home (a new results store, no config), at 110 columns
 as a newcomer would run them one after the other. Run ids that later examples name (``results import
 accelbench-runs/<id>``) are carried over from the run that printed them. Paths under the temporary home
 are written as ``~``; trailing spaces are dropped. Each example is a bash command line (a loop is fine).
-stdout is shown; stderr only for a command that exits 2 (an example of bad input).
+stdout is shown; stderr only for a command that exits 2 (an example of bad input). The input files the examples
+read (a trace, a data set's layout) are ``docs/examples``, copied into the working folder as ``examples/``.
 
 The README comes last and shows the shortest example of each command, copied from a docs page: a README
 command that a docs page also runs takes that page's new output (it is not measured twice); any other
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -146,6 +148,7 @@ def main() -> int:
         home, work = Path(tmp) / "home", Path(tmp) / "work"
         home.mkdir()
         work.mkdir()
+        shutil.copytree(DOCS / "examples", work / "examples")  # the input files the examples read
         for path in pages():
             lines = path.read_text(encoding="utf-8").splitlines()
             replaced: list[tuple[int, int, list[str]]] = []

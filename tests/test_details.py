@@ -345,7 +345,8 @@ def test_the_report_reads_the_typed_details_of_every_real_record() -> None:
     [table] = [b for b in tokens.blocks if isinstance(b, Table)]
     rows = [dict(zip(table.columns, [str(getattr(c, "text", c)) for c in row], strict=True)) for row in table.rows]
     token_runs = [r for r in recs if is_token_run(r)]
-    assert len(rows) == len(token_runs) == 6  # server, tight, offline, the sweep's two points, prompts
+    assert len(rows) == len(token_runs) == 9  # server, tight, offline, the sweep's two points, prompts, prefix, trace,
+    # conversations
     by_limits = {row["limits (p99 TTFT / TPOT)"] for row in rows}
     assert {"2,000 / 100 ms", "1 / 100 ms", ""} == by_limits
     tight = next(row for row in rows if row["limits (p99 TTFT / TPOT)"] == "1 / 100 ms")

@@ -165,7 +165,8 @@ def test_a_60_row_trace_replays_on_time_with_offered_and_served_load(
     at, rows = 0.0, []
     for _ in range(60):
         at += rng.expovariate(30.0)  # about 30 requests a second, two seconds
-        rows.append({"timestamp": round(at, 4), "input_tokens": rng.randint(40, 200), "output_tokens": rng.randint(4, 12)})
+        lengths = {"input_tokens": rng.randint(40, 200), "output_tokens": rng.randint(4, 12)}
+        rows.append({"timestamp": round(at, 4), **lengths})
     trace = tmp_path / "trace.jsonl"
     trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
     db = tmp_path / "t.db"
@@ -211,8 +212,8 @@ def test_mlperf_llama31_8b_data_gives_mlperfs_lengths_and_targets(
     folder = tmp_path / "mlperf"
     folder.mkdir()
     rng = random.Random(1)
-    rows = [{"instruction": "Summarize", "input": "an article", "tok_input": [rng.randint(3, 40) for _ in range(30 + i)],
-             "output": "a summary"} for i in range(5)]  # fmt: skip
+    ids = [[rng.randint(3, 40) for _ in range(30 + i)] for i in range(5)]
+    rows = [{"instruction": "Summarize", "input": "an article", "tok_input": t, "output": "a summary"} for t in ids]
     (folder / "cnn_eval.json").write_text(json.dumps(rows))
     db = tmp_path / "m.db"
     with serving() as url:

@@ -22,6 +22,10 @@ import pytest
 
 from accelbench.cli.main import main
 from accelbench.registry import describe_params
+from accelbench.report.build import build
+from accelbench.report.charts_tokens import Turn
+from accelbench.report.common import ReportInput
+from accelbench.report.model import Section, Table
 from accelbench.results.record import Metric, Result, new_id
 from accelbench.results.store import RunInfo, Store
 
@@ -90,7 +94,7 @@ def trace() -> Result:
     """A 60-row trace replayed at its timestamps: the load it offered, the driver's lateness."""
     return record(
         3,
-        {"engine": "transformers", "source": "trace", "trace": True},
+        {"engine": "transformers", "source": "trace", "trace": "/data/arrivals.jsonl"},
         {
             "driver": {"name": "accelbench replay", "late_ms": 10.0, "late_requests": 2},
             "requests": 60,
@@ -136,7 +140,8 @@ def table(page: str, header: str) -> list[dict[str, str]]:
     assert len(tables) == 1, f"{header}: {len(tables)} tables"
     cols = [unescape(c) for c in re.findall(r"<th>(.*?)</th>", tables[0])]
     body = re.findall(r"<tr>(.*?)</tr>", tables[0].split("<tbody>")[1], re.S)
-    return [dict(zip(cols, [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)], strict=True)) for row in body]
+    cells = [[unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)] for row in body]
+    return [dict(zip(cols, row, strict=True)) for row in cells]
 
 
 def name(r: Result) -> str:
@@ -168,15 +173,33 @@ def test_the_prefix_cache_table_shows_the_hit_rate_sent_and_the_one_the_server_r
     assert rows[name(trace())]["hit rate sent"] == "0.0%"
     caption = re.search(r"<caption>([^<]*)</caption><thead><tr><th>workload</th><th>source</th>", html)
     assert caption is not None
-    assert METHOD in unescape(caption[1]) and SERVED in unescape(caption[1]) and TRANSFORMERS in unescape(caption[1])
+    words = unescape(caption[1])
+    assert METHOD in words and SERVED in words
+    assert "Not reported: the transformers engine reports no cached tokens." in words  # why, said once
 
 
 def test_a_trace_run_shows_the_load_it_offered_and_how_late_the_driver_sent_it(html: str) -> None:
     [row] = table(html, "offered requests/s")
-    assert row["workload"] == name(trace())
+    assert row["workload"] == name(trace()) and "trace arrivals.jsonl" in row["workload"]
     assert row["offered requests/s"] == "29.81" and row["served requests/s"] == "28.64"
-    assert row["issue late p99"] == "11.9 ms" and row["issue late max"] == "13.2 ms" and row["late requests"] == "2 of 60"
+    assert row["issue late p99"] == "11.9 ms" and row["issue late max"] == "13.2 ms"
+    assert row["late requests"] == "2 of 60"
     assert "sent late (over 10 ms)" in html
+
+
+def test_the_sources_have_a_sub_section_of_their_own_beside_the_token_runs_one_table() -> None:
+    """The token runs' table stays the one table of their section (what the sources add is under it, apart)."""
+    recs = [conversation(), shared_prefix(), trace()]
+    doc = build(ReportInput(recs, describe=describe_params))
+    [inference] = [s for s in doc.sections if s.id == "inference"]
+    [tokens] = [b for b in inference.blocks if isinstance(b, Section) and b.id == "inference-tokens"]
+    assert len([b for b in tokens.blocks if isinstance(b, Table)]) == 1
+    [own] = [b for b in tokens.blocks if isinstance(b, Section) and b.id == "inference-tokens-sources"]
+    assert [len(t.rows) for t in own.blocks if isinstance(t, Table)] == [3, 1]  # the prefix cache's, the trace's
+    [chart] = own.charts()
+    assert chart.draw.keywords["turns"] == [  # type: ignore[attr-defined]
+        Turn(turn, 64, tokens, p50, p99) for turn, tokens, p50, p99 in TURNS
+    ]
 
 
 def test_records_without_turns_or_a_prefix_cache_hit_add_neither(tmp_path: Path) -> None:
@@ -185,6 +208,7 @@ def test_records_without_turns_or_a_prefix_cache_hit_add_neither(tmp_path: Path)
     plain = record(4, {}, {}, {})
     nothing = record(5, {"engine": "transformers"}, {"prefix_cache": {"sent": sent(0.0), "served": TRANSFORMERS}}, {})
     page = report(tmp_path, [plain, nothing])
+    assert 'id="inference-tokens-sources"' not in page
     assert "tokens-turns" not in page and "TTFT turn by turn" not in page
     assert "hit rate sent" not in page and "offered requests/s" not in page
     assert "<th>TTFT p99</th>" in page  # the token runs' own table is there

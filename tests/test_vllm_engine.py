@@ -316,3 +316,21 @@ def test_a_device_vllm_does_not_serve_is_skipped_with_the_reason():
     other = torch.device("cuda" if platform == "cpu" else "cpu")
     with pytest.raises(BenchmarkSkipped, match=f"serves on {platform}, not {other.type}"):
         Vllm().start(ModelSource(tiny_config(32), None, "fp32"), other, Recorder(1), EngineSettings(max_batch=1))
+
+
+@needs_vllm
+def test_a_shared_prefix_is_served_from_vllms_prefix_cache_as_sent(checkpoint, tmp_path):
+    """64 shared tokens at the start of every 96-token prompt: vLLM keeps its prefix cache on for a run that shares
+    prefixes, and its own count of cached tokens matches the hit rate the run sent (2/3, whole blocks either way)."""
+    env = dict(os.environ) | {"ACCELBENCH_HOME": str(tmp_path / "home"), "COLUMNS": "160"}
+    db = tmp_path / "prefix.db"
+    args = ["infer", MODEL, "--checkpoint", str(checkpoint), "--engine", "vllm", "--input-tokens", "96",
+            "--input-jitter", "1", "--output-tokens", str(OUT), "--prefix-tokens", "64", "--db", str(db)]  # fmt: skip
+    p = run_cli(args, env, tmp_path, timeout=600, process=True)
+    (r,) = stored(db)
+    assert r.status == "ok", p.stdout + p.stderr
+    assert r.details["engine"]["prefix_caching"] is True
+    cache = r.details["prefix_cache"]
+    assert cache["sent"]["hit_rate"] == pytest.approx(64 / 96, abs=0.02)
+    assert isinstance(cache["served"], dict) and abs(cache["served"]["hit_rate"] - cache["sent"]["hit_rate"]) <= 0.05
+    assert r.metrics["prefix_cache_hit_rate"].value == cache["served"]["hit_rate"]

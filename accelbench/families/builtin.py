@@ -89,6 +89,13 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "goodput_*": None,
     "tokens_per_second_per_device": None,  # one engine on one device: the same figure
     "peak_requests_per_second": "peak {value:sig3} requests/s within the limits",
+    "prefix_reuse_sent": "prefix reuse {value:.1%} sent",
+    "prefix_cache_hit_rate": "prefix cache hit {value:.1%} (server)",
+    # a replayed source (a trace, conversations): what the driver offered and how late it sent
+    "offered_requests_per_second": "offered {value:sig3} requests/s",
+    "issue_late_max_ms": "sent at most {value:sig3} ms late",
+    "issue_late_*": None,
+    "ttft_growth_ms_per_turn": "TTFT {value:+.3g} ms a turn",
     "total_tokens_per_second": None,
     "completed_requests_per_second": None,
     "scheduled_requests_per_second": "scheduled {value:sig3} requests/s",

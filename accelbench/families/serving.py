@@ -5,6 +5,8 @@ A serving rate is a figure of the latency limits it was held to (``details.limit
 the requests' lengths (``details.input_tokens`` and ``output_tokens`` over ``details.requests``, the run's own
 counts, so a default that changed between versions is caught too). A Server run's throughput is the rate it was
 sent: two runs that each chose theirs from a probe measured their probes, not a capacity (:func:`_chosen_load`).
+Requests from different prompt sources (random prompts, a file, MLPerf's data set, a replayed trace, conversations:
+``details.source_of``) are different workloads, and so are two prefix caches' offered hit rates far apart.
 Records without these details are never unlike for want of them.
 """
 
@@ -17,6 +19,8 @@ from accelbench.results.record import Result
 
 #: How far two sides' mean request lengths may differ and still be one workload (seeded prompt jitter).
 LENGTH_TOLERANCE = 0.05
+#: How far apart two sides' offered prefix-cache hit rates may be and still be one workload (points of a fraction).
+HIT_RATE_TOLERANCE = 0.05
 #: How far two Server runs' self-chosen loads may differ and still measure one thing.
 LOAD_TOLERANCE = 0.05
 
@@ -24,6 +28,15 @@ LOAD_TOLERANCE = 0.05
 def unlike(b: Result, c: Result) -> list[str]:
     """Why two serving records' figures do not measure the same thing: limits, loads and lengths."""
     out = []
+    src_b, src_c = details.source_of(b), details.source_of(c)
+    if src_b != src_c:
+        out.append(f"unlike prompt sources: {src_b} vs {src_c}")
+    hb, hc = details.sent_hit_rate(b), details.sent_hit_rate(c)
+    if hb is not None and hc is not None and abs(hb - hc) > HIT_RATE_TOLERANCE:
+        out.append(
+            f"unlike prefix reuse: {hb:.0%} vs {hc:.0%} of the prompt tokens sent were a prefix sent before (a "
+            "server's prefix cache serves them)"
+        )
     lb, lc = details.held_to(b), details.held_to(c)
     if lb != lc:
         out.append(f"unlike limits: {_limits_text(lb)} vs {_limits_text(lc)}")

@@ -240,7 +240,7 @@ def draw_turns(fig: "Figure", turns: Sequence[Turn]) -> None:
             for x, y in pts:
                 ax.annotate(
                     f"{y:,.3g}", (x, y), xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
-                    fontsize=6.5, color=color,
+                    fontsize=6.5,
                 )  # fmt: skip
     step = max(1, -(-len(turns) // TURN_LABELS))  # every turn's tick where they fit, else every step-th
     ticked = list(turns)[::step]

@@ -244,7 +244,8 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     sub.blocks += latency(recs, labels, inp.name)
     from accelbench.report import tokens_sources  # it reads flags() here: imported late, so neither waits on the other
 
-    sub.blocks += tokens_sources.blocks(recs, labels, inp.name)
+    added = tokens_sources.section(recs, labels, inp.name)
+    sub.blocks += [added] if added is not None else []
     return sub
 
 

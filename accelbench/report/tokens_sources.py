@@ -7,7 +7,8 @@ the hit-rate table the other); a trace sets its own arrivals, so the load offere
 them say whether the served figures are the trace's or the driver's. Every figure is the record's own
 (``details["turns"]``, ``details["prefix_cache"]``, ``details["driver"]`` and the metrics beside them): a record
 without them adds nothing here, and a table of runs whose cache had nothing to serve, and whose server reported
-nothing, is left out as noise.
+nothing, is left out as noise. They sit in a sub-section of their own under the token runs' table
+(:func:`section`), so that table stays the one table of the language models' section.
 """
 
 from __future__ import annotations
@@ -18,22 +19,14 @@ from typing import Any, Callable
 
 import accelbench.report.charts_tokens as charts_tokens
 from accelbench.report.common import MAX_CHARTS, newest_first, system_cells
-from accelbench.report.model import Block, Cell, Chart, Table, Text
+from accelbench.report.model import Block, Cell, Chart, Section, Table, Text
 from accelbench.report.tokens import flags
 from accelbench.results import format as fmt
+from accelbench.results.details import source_of
 from accelbench.results.record import Result
 
 #: the words a server's hit rate is shown as where the record says the server (or engine) reported none
 NOT_REPORTED = "not reported"
-
-
-def source_of(r: Result) -> str:
-    """The prompt source a run drew from ('random', 'file', 'mlperf', 'trace', 'conversations'): its ``source``
-    parameter, or for a record made before there was one, 'file' where it read ``--prompts`` and else 'random'."""
-    source = r.params.get("source")
-    if source:
-        return str(source)
-    return "file" if r.params.get("prompts") else "random"
 
 
 def _number(value: Any) -> float | None:
@@ -130,6 +123,13 @@ def _percent(rate: float | None) -> str:
     return f"{rate:.1%}" if rate is not None else "-"
 
 
+def _why(words: str) -> str:
+    """Why a server's hit rate is missing, without the 'not reported' a caption says once: 'the transformers
+    engine reports no cached tokens' of 'not reported: the transformers engine reports no cached tokens'."""
+    rest = words.removeprefix(NOT_REPORTED).strip(" :")
+    return rest[1:-1] if rest.startswith("(") and rest.endswith(")") else rest or words
+
+
 def prefix_table(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> Table | None:
     """One row per run whose record has ``details["prefix_cache"]``: the share of its prompt tokens an ideal prefix
     cache would have served of what was sent, the share the server's usage said it served ('not reported' where
@@ -173,7 +173,7 @@ def prefix_table(recs: list[Result], labels: dict[str, str], name: Callable[[Res
         "cache than the prompts sent offered it."
     )
     if silent:
-        caption += " Not reported: " + "; ".join(silent) + "."
+        caption += " Not reported: " + "; ".join(_why(w) for w in silent) + "."
     first = cols.index("hit rate sent")
     return Table(cols, rows, caption=caption, numeric=frozenset(range(first, len(cols))))
 
@@ -234,11 +234,12 @@ def trace_table(recs: list[Result], labels: dict[str, str], name: Callable[[Resu
     return Table(cols, rows, caption=caption, numeric=frozenset(range(first, len(cols))))
 
 
-def blocks(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> list[Block]:
-    """What the sources add under the token runs' table: the prefix-cache table, the trace runs' load, and the
-    conversation runs' turn-by-turn charts, each only where some record carries its figures."""
-    out: list[Block] = []
-    for table in (prefix_table(recs, labels, name), trace_table(recs, labels, name)):
-        if table is not None:
-            out.append(table)
-    return out + turn_charts(recs, labels, name)
+def section(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> Section | None:
+    """What the sources add under the token runs' table, in a sub-section of its own (the token runs' table stays
+    the one table of theirs): the prefix-cache table, the trace runs' load, and the conversation runs'
+    turn-by-turn charts, each only where some record carries its figures; None where none does."""
+    blocks: list[Block] = [t for t in (prefix_table(recs, labels, name), trace_table(recs, labels, name)) if t]
+    blocks += turn_charts(recs, labels, name)
+    if not blocks:
+        return None
+    return Section("inference-tokens-sources", "Prompt sources: prefix cache, trace load, conversation turns", blocks)

@@ -101,6 +101,50 @@ class Prompts(TypedDict, total=False):
     output_tokens: dict[str, float]
 
 
+class PrefixReuse(TypedDict, total=False):
+    """What an ideal prefix cache would have served of the prompts a run sent, in the order sent (blocks of
+    ``block_tokens``): the hit rate the run offered a server's cache."""
+
+    requests: int
+    prompt_tokens: int
+    cached_tokens: int
+    hit_rate: float | None
+    block_tokens: int
+    method: str
+
+
+class PrefixCache(TypedDict, total=False):
+    """A token run's prefix reuse: ``sent`` (:class:`PrefixReuse`) beside ``served``, the server's own count (its
+    usage's cached tokens: ``cached_tokens``, ``prompt_tokens``, ``hit_rate``, ``source``) or the words saying it
+    reports none."""
+
+    sent: PrefixReuse
+    served: dict[str, Any] | str
+
+
+class TurnRow(TypedDict, total=False):
+    """One turn of a conversation run: its requests, their mean prompt (the history so far) and their TTFT."""
+
+    turn: int
+    requests: int
+    prompt_tokens_mean: float
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+
+
+class ReplayDriver(TypedDict, total=False):
+    """A replayed source's driver (accelbench's, not LoadGen): why, its clock, how many requests it sent over
+    ``late_ms`` after they were due, and for conversations the users in flight and their think time."""
+
+    name: str
+    why: str
+    clock: str
+    late_ms: float
+    late_requests: int
+    users: int | None
+    think_ms: float
+
+
 class Sweep(TypedDict, total=False):
     """One point of a ``--mode sweep`` (each point's record carries the sweep so far): the sweep's ``id``, its
     ``axis`` (``concurrency`` or ``rate``), every point's figures and the points on the Pareto front. The report
@@ -168,6 +212,10 @@ class Details(TypedDict, total=False):
     tpot_method: str
     engine: EngineFacts
     prompts: Prompts
+    #: prefix reuse sent and served; a replayed source's driver, and a conversation run's turns
+    prefix_cache: PrefixCache
+    driver: ReplayDriver
+    turns: list[TurnRow]
     sweep: Sweep
     roofline: Roofline
     #: a served model's latency bound (Server, MultiStream; ``None`` where none): reference matching compares it
@@ -291,6 +339,20 @@ def accuracy_gates(r: Result) -> AccuracyGates:
 def peak_of(r: Result) -> Peak:
     """The peak a share of peak was taken against (empty where the record has none)."""
     return cast("Peak", _dict(r.details.get("peak")) or {})
+
+
+def source_of(r: Result) -> str:
+    """Where a token run's prompts came from (``params.source``; a record from before sources: ``file`` where it
+    read ``--prompts``, else ``random``)."""
+    return str(r.params.get("source") or ("file" if r.params.get("prompts") else "random"))
+
+
+def sent_hit_rate(r: Result) -> float | None:
+    """The prefix-cache hit rate the run's requests offered (``details.prefix_cache.sent``), or None."""
+    cache = _dict(r.details.get("prefix_cache"))
+    sent = _dict(cache.get("sent")) if cache else None
+    rate = sent.get("hit_rate") if sent else None
+    return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
 
 
 def prompts_of(r: Result) -> Prompts | None:

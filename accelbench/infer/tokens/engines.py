@@ -66,6 +66,9 @@ class EngineSettings:
     ignore_eos: bool = True
     #: requests arrive on LoadGen's schedule (Server, interactive), not as one batch to work through
     open_loop: bool = False
+    #: the requests share prefixes on purpose (a shared prefix asked for, a trace's shared blocks, conversations):
+    #: an engine with a prefix cache keeps it on
+    shared_prefixes: bool = False
 
 
 @dataclass(frozen=True)

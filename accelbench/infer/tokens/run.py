@@ -261,7 +261,8 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     relay = Relay()
     ledger = Ledger(prompts)
     shape = ledger.shaper(work.salt)
-    engine.start(s.model, device, relay, engine_settings(params, work.longest))
+    settings = replace(engine_settings(params, work.longest), shared_prefixes=work.shares_prefixes)
+    engine.start(s.model, device, relay, settings)
     try:
         ctx.progress(f"probing the {engine.name} engine")
         if work.replayed:  # the replay's own prompts reach the server only when due: the probe warms it on others
@@ -314,14 +315,14 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     result.details["weights"] = weights if not engine.remote else "the server's"
     if not params.threads and engine.runs_model and not engine.remote and not kind_of(device).accelerator:
         result.details["threads_method"] = "no --threads: every usable core but one, left to LoadGen and the SUT"
+    if params.mode != "accuracy":  # the server's count of its cache leaves the client's figures
+        prefix_cache(result, ledger, client, engine, work)
     if client:  # the engine's own side, measured: a client that limited the run sets the record aside
         result.details["client"] = client
         if client.get("limited_by"):
             result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
     if work.summary:
         result.details["prompts"] = work.summary
-    if params.mode != "accuracy":
-        prefix_cache(result, ledger, client, engine, work)
     if found is not None:
         peak_found(result, found)
     return result
@@ -388,6 +389,18 @@ def prefix_cache(result: Result, ledger: Ledger, client: dict[str, Any], engine:
         served = f"not reported: the {engine.name} engine reports no cached tokens"
     result.details["prefix_cache"] = {"sent": sent, "served": served}
     rate = sent["hit_rate"] or 0.0
+    from accelbench.kit import metrics as fig
+
+    if rate > 0:
+        result.metrics["prefix_reuse_sent"] = fig.figure(
+            rate, "of the prompt tokens sent an ideal prefix cache holds", higher_is_better=True
+        )
+    if isinstance(served, dict) and served.get("hit_rate") is not None:
+        result.metrics["prefix_cache_hit_rate"] = fig.figure(
+            float(served["hit_rate"]),
+            "of the prompt tokens the server served from its prefix cache",
+            higher_is_better=True,
+        )
     asked = bool(work.summary and (work.summary.get("prefix") or work.summary.get("shared_fraction")))
     if engine.remote and not asked and rate > REPEATS_SHARE:
         result.concern(

@@ -61,6 +61,12 @@ class Work:
         return longest
 
     @property
+    def shares_prefixes(self) -> bool:
+        """The requests share prefixes on purpose: a shared prefix, a trace's shared blocks, conversations."""
+        summary = self.summary or {}
+        return bool(summary.get("prefix") or summary.get("shared_fraction") or self.conversations is not None)
+
+    @property
     def replayed(self) -> bool:
         """Sent by accelbench's own driver, not LoadGen (arrivals or turns LoadGen cannot express)."""
         return self.arrivals is not None or self.conversations is not None

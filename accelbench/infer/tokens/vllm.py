@@ -145,6 +145,7 @@ class Vllm(Engine):
     def start(self, model: ModelSource, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
         """Build vLLM's engine for ``model`` on ``device`` with accelbench's settings, and start the scheduler
         thread. A device vLLM's installed platform does not serve is a skip with the reason."""
+        self._cached = self._prompted = 0
         os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")  # no usage report leaves a benchmark
         os.environ.setdefault("DO_NOT_TRACK", "1")
         import vllm
@@ -195,7 +196,9 @@ class Vllm(Engine):
             max_num_batched_tokens=batch_tokens,
             block_size=block_size,
             kv_cache_memory_bytes=kv_bytes if explicit_kv else None,
-            enable_prefix_caching=False,  # random prompts share no prefix; caching would only cost bookkeeping
+            # on where the requests share prefixes on purpose; random prompts share none, and caching them would
+            # only cost bookkeeping
+            enable_prefix_caching=settings.shared_prefixes,
             enforce_eager=not self.options.engine_compile,
             disable_log_stats=True,
         )
@@ -246,6 +249,22 @@ class Vllm(Engine):
     def submit(self, requests: list[TokenRequest]) -> None:
         """Only enqueues (LoadGen's issue callback must not block); the scheduler thread adds them to vLLM."""
         self._inbox.put(requests)
+
+    def measured(self, arrivals: bool) -> dict[str, Any]:
+        """vLLM's prefix cache over the requests since the last call, where it keeps one (the run's shared
+        prefixes): its own count of each finished request's cached prompt tokens."""
+        if not self.facts.get("prefix_caching"):
+            return {}
+        cached, prompted = self._cached, self._prompted
+        self._cached = self._prompted = 0
+        return {
+            "prefix_cache": {
+                "cached_tokens": cached,
+                "prompt_tokens": prompted,
+                "hit_rate": cached / prompted if prompted else None,
+                "source": "vLLM's RequestOutput.num_cached_tokens of each finished request",
+            }
+        }
 
     def stop(self) -> None:
         """End the scheduler thread (requests still in flight are aborted) and shut vLLM's engine core down."""
@@ -319,6 +338,10 @@ class Vllm(Engine):
                     self.sink.step(request, len(new))
                 tokens.extend(new)
             if out.finished:
+                cached = getattr(out, "num_cached_tokens", None)  # vLLM's own count, where its version gives it
+                if isinstance(cached, int) and self.facts.get("prefix_caching"):
+                    self._cached += cached
+                    self._prompted += len(request.prompt)
                 del inflight[out.request_id]
                 if not tokens:
                     self.sink.first(request, 0)

@@ -19,6 +19,10 @@ The commands are :data:`COMMANDS` (``accelbench`` is ``python -m accelbench``); 
 - llm_prompts serves a --checkpoint folder made here (a tiny random Llama over a word-level tokenizer, saved by
   save_pretrained, as tests/test_llm_accuracy.py builds it) a prompt file of 12 questions with answers: a model of
   another size than the preset's, and a prompt file's summary.
+- llm_prefix shares a 64-token prefix among three quarters of the prompts (the hit rate sent; the static engine
+  reports no cache of its own); llm_trace replays a 40-row trace written here (timestamps 50 ms apart, lengths that
+  vary); llm_conversations sends synthetic 3-turn
+  conversations, each turn after its answer (accelbench's replay driver, not LoadGen).
 - find_peak_sleep is the harness's find-peak on the sleep backend (a system of known capacity): a real model's
   search takes minutes on this machine.
 - train_scaling is the device-scaling pair (1 and 2 processes). The machine is shared, and a contended or noisy
@@ -53,6 +57,9 @@ COMMANDS: dict[str, str] = {
     "llm_sweep": f"{LLM} --mode sweep --concurrency 1,4",
     "llm_prompts": "infer llama3.1-8b --checkpoint {scratch}/ckpt --prompts {scratch}/qa.jsonl --engine static "
     "--scenario offline --output-tokens 8",
+    "llm_prefix": f"{LLM} --scenario offline --prefix-tokens 64 --prefix-share 0.75",
+    "llm_trace": f"{LLM} --scenario server --trace {{scratch}}/trace.jsonl",
+    "llm_conversations": f"{LLM} --scenario server --source conversations --turns 3 --input-tokens 32 --batch-size 4",
     "resnet_offline": "infer resnet18 --scale tiny --scenario offline",
     "resnet_accuracy": "infer resnet18 --scale tiny --mode accuracy --precision bf16",
     "find_peak_sleep": "infer resnet18 --scale tiny --scenario server --mode find-peak --backend sleep --service-ms 2 "
@@ -100,6 +107,15 @@ def checkpoint(scratch: Path) -> None:
     (scratch / "qa.jsonl").write_text(lines, encoding="utf-8")
 
 
+def trace(scratch: Path) -> None:
+    """A 40-row trace in accelbench's JSONL (seconds, input and output tokens), 50 ms apart."""
+    rows = [
+        {"timestamp": round(0.05 * i, 3), "input_tokens": 16 + (7 * i) % 48, "output_tokens": 4 + i % 5}
+        for i in range(40)
+    ]
+    (scratch / "trace.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
 def quiet() -> None:
     """Wait (at most QUIET_WAIT s) for the machine's load to fall under QUIET: other work on a shared machine makes
     a run contended, which the judge rightly sets aside."""
@@ -137,6 +153,8 @@ def make(name: str, scratch: Path) -> None:
     started = time.monotonic()
     if name == "llm_prompts" and not (scratch / "ckpt").is_dir():
         checkpoint(scratch)
+    if name == "llm_trace":
+        trace(scratch)
     tries = SCALING_TRIES if name == "train_scaling" else 1
     for attempt in range(1, tries + 1):
         if name == "train_scaling":
