@@ -371,9 +371,10 @@ def _count_references(
     references: list[tuple[str | None, int | None]], tokenizer: Any
 ) -> list[tuple[str | None, int | None]]:
     """Each reference with its token count: the file's where it has the ids, else the tokenizer's, without
-    special tokens (the tokens a model writes to say it), in one batch."""
+    special tokens (the tokens a model writes to say it), in one batch; uncounted without a tokenizer (a
+    performance run given no checkpoint: the file's ids are served as they are)."""
     todo = [i for i, (text, count) in enumerate(references) if text and count is None]
-    if not todo:
+    if not todo or tokenizer is None:
         return references
     ids = tokenizer([references[i][0] for i in todo], add_special_tokens=False)["input_ids"]
     counted = list(references)

@@ -92,12 +92,6 @@ class PrefixOptions(NoOptions):
         if not self.prefix_tokens and (self.prefix_share != 1.0 or self.prefix_groups != 1):
             raise UsageError("--prefix-share and --prefix-groups shape a shared prefix: give --prefix-tokens N")
 
-    def words(self) -> list[str]:
-        if not self.prefix_tokens:
-            return []
-        groups = f" in {self.prefix_groups}" if self.prefix_groups > 1 else ""
-        return [f"prefix {self.prefix_tokens}x{self.prefix_share:g}{groups}"]
-
 
 @dataclass(frozen=True)
 class RandomOptions(PrefixOptions):
@@ -252,7 +246,16 @@ class RandomSource(Source):
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:
+        return _prefix_words(settings)
+
+
+def _prefix_words(settings: dict[str, Any]) -> list[str]:
+    """A shared prefix as a description names it ("prefix 64x0.75"; none without one)."""
+    tokens = int(settings.get("prefix_tokens") or 0)
+    if not tokens:
         return []
+    share, groups = float(settings.get("prefix_share", 1.0)), int(settings.get("prefix_groups", 1))
+    return [f"prefix {tokens}x{share:g}" + (f" in {groups}" if groups > 1 else "")]
 
 
 class FileSource(Source):
@@ -298,7 +301,7 @@ class FileSource(Source):
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:
-        return [f"prompts {Path(str(settings.get('prompts', ''))).name}"]
+        return [f"prompts {Path(str(settings.get('prompts', ''))).name}", *_prefix_words(settings)]
 
 
 class MlperfSource(Source):
