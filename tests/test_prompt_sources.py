@@ -225,3 +225,63 @@ def test_mlperf_llama31_8b_data_gives_mlperfs_lengths_and_targets(
     target = prompts["mlperf_accuracy_target"]
     assert target["values"]["rouge1"] == pytest.approx(38.7792) and target["applies"] is False
     assert record.params["output_tokens"] == 128  # every request asked for MLPerf's most
+
+
+def test_a_mooncake_traces_shared_blocks_reach_the_servers_cache(
+    checkpoint: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """Mooncake's hash ids stand for blocks of 512 tokens: rows that share one share that block of their synthesized
+    prompt, so the reuse sent is the trace's own (shared_fraction) and the server's cache serves it."""
+    from accelbench.infer.tokens.traces import read_trace, shared_fraction
+
+    rows = []
+    for i in range(30):  # every row opens with block 1; the even rows share block 2 too; the rest is their own
+        ids = [1, 2 if i % 2 == 0 else 1000 + i, 2000 + i]
+        rows.append({"timestamp": 40 * i, "input_length": 1100, "output_length": 4, "hash_ids": ids})
+    trace = tmp_path / "mooncake.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    expected = shared_fraction(read_trace(trace))
+    db = tmp_path / "m.db"
+    with serving(Behaviour(prefix_block=16, tokenizer=str(checkpoint))) as url:
+        record = one_record(served(url, checkpoint, db, "--trace", str(trace), "--scenario", "server"), cli_env,
+                            tmp_path, db)  # fmt: skip
+    assert record.details["prompts"]["format"] == "mooncake" and record.details["prompts"]["block_tokens"] == 512
+    cache = record.details["prefix_cache"]
+    assert cache["sent"]["hit_rate"] == pytest.approx(expected, abs=0.02)
+    assert abs(cache["served"]["hit_rate"] - cache["sent"]["hit_rate"]) <= 0.05, cache
+
+
+def test_a_sharegpt_files_conversations_are_served_turn_by_turn(
+    checkpoint: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    def turns(*pairs: str) -> dict[str, Any]:
+        return {"conversations": [{"from": "human" if i % 2 == 0 else "gpt", "value": v} for i, v in enumerate(pairs)]}
+
+    conversations = [
+        turns("the cat sat", "on a mat", "what is two plus four", "two plus four", "hello", "hello be brief"),
+        turns("what sat on the mat", "the cat", "the dog ran", "the dog ran on a mat"),
+        {"conversations": [{"from": "system", "value": "be brief"}, *turns("hello", "hello")["conversations"]]},
+    ]
+    file = tmp_path / "chats.json"
+    file.write_text(json.dumps(conversations))
+    db = tmp_path / "f.db"
+    with serving(Behaviour(prefix_block=4, tokenizer=str(checkpoint))) as url:
+        args = served(url, checkpoint, db, "--conversations", str(file), "--scenario", "server", "--turns", "3")
+        record = one_record(args, cli_env, tmp_path, db)
+    assert record.params["source"] == "conversations" and record.details["prompts"]["conversations"] == 3
+    turns_seen = [(t["turn"], t["requests"]) for t in record.details["turns"]]
+    assert turns_seen == [(1, 3), (2, 2), (3, 1)]  # three, two and one turns answered
+    means = [t["prompt_tokens_mean"] for t in record.details["turns"]]
+    assert means[0] < means[1] < means[2]  # each turn carries its history
+
+
+def test_records_of_other_prompt_sources_or_reuse_are_unlike() -> None:
+    from test_details import records
+
+    from accelbench.families import unlike
+
+    server, trace = records("llm_server")[0], records("llm_trace")[0]
+    offline, prefix = records("llm_offline")[0], records("llm_prefix")[0]
+    assert "unlike prompt sources: random vs trace" in unlike(server, trace)
+    assert any(w.startswith("unlike prefix reuse: 0% vs 4") for w in unlike(offline, prefix)), unlike(offline, prefix)
+    assert not any("prompt sources" in w or "prefix reuse" in w for w in unlike(offline, offline))
