@@ -401,8 +401,7 @@ def prefix_cache(result: Result, ledger: Ledger, client: dict[str, Any], engine:
             "of the prompt tokens the server served from its prefix cache",
             higher_is_better=True,
         )
-    asked = bool(work.summary and (work.summary.get("prefix") or work.summary.get("shared_fraction")))
-    if engine.remote and not asked and rate > REPEATS_SHARE:
+    if engine.remote and not work.shares_prefixes and rate > REPEATS_SHARE:
         result.concern(
             "repeated-prompts",
             f"repeated prompts: {rate:.0%} of the prompt tokens sent had been sent before (LoadGen resends its "
