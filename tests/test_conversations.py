@@ -177,7 +177,7 @@ def test_bad_files(tmp_path: Path, tokenizer: Any) -> None:
     lines = tmp_path / "broken.jsonl"
     lines.write_text(json.dumps(CHATS[0]) + "\n{oops\n")
     assert message(read, lines, tokenizer, output_tokens=8).startswith(
-        f"conversation file {lines} is not JSON: line 2 is not JSON ("
+        f"conversation file {lines} is not JSONL: line 2 is not JSON ("
     )
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")

@@ -24,8 +24,6 @@ already began with them. The template's markers around a later turn (a few token
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +40,7 @@ from accelbench.infer.tokens.prompts import (
     _prompt_ids,
     _stats,
     _text,
+    json_records,
 )
 
 #: the roles of a turn before the conversation's first question, left out
@@ -107,7 +106,7 @@ def read_conversations(
         raise UsageError("the checkpoint's tokenizer has no chat template: read the conversations without one")
     use_template = has_template if chat_template is None else chat_template
     file = Path(path).expanduser()
-    container, records, digest = _records(file)
+    container, records, digest = json_records(file, "auto", "conversation file", "give a ShareGPT JSON or JSONL file")
     if not records:
         raise UsageError(f"conversation file {file} is empty: give a ShareGPT JSON list, or one conversation a line")
     if not any(isinstance(r, dict) and isinstance(r.get("conversations"), list) for r in records):
@@ -206,36 +205,6 @@ def synthetic_conversations(
         **_summary(conversations, settings),
     }
     return ConversationSet(conversations, summary)
-
-
-def _records(file: Path) -> tuple[str, list[Any], str]:
-    """The file's JSON values, whether a list (``json``) or lines (``jsonl``), and its sha256."""
-    if not file.is_file():
-        raise UsageError(f"conversation file {file} does not exist: give a ShareGPT JSON or JSONL file")
-    data = file.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"conversation file {file} is not UTF-8 text (byte {e.start}): give a ShareGPT file") from e
-    if text.lstrip().startswith("["):
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"conversation file {file} is not JSON: line {e.lineno}: {e.msg}") from e
-        return "json", value if isinstance(value, list) else [value], digest  # one conversation alone: a list of one
-    records = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise UsageError(
-                f"conversation file {file} is not JSON: line {number} is not JSON ({e.msg}); "
-                "give a ShareGPT JSON list, or one conversation a line"
-            ) from e
-    return "jsonl", records, digest
 
 
 def _pairs(record: Any) -> list[tuple[str, str | None]] | str:

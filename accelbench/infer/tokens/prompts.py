@@ -168,7 +168,7 @@ def read_prompts(
         raise UsageError("the checkpoint's tokenizer has no chat template: read the prompts without one")
     use_template = has_template if chat_template is None else chat_template
     file = Path(path).expanduser()
-    container, records, digest = _records(file, fmt)
+    container, records, digest = json_records(file, fmt)
     if not records:
         raise UsageError(f"prompt file {file} is empty: give one JSON object a line, or a ShareGPT JSON list")
     kind = "sharegpt" if fmt == "sharegpt" or (fmt == "auto" and _is_conversation(records)) else "records"
@@ -209,25 +209,28 @@ def read_prompts(
     return PromptSet(samples, _summary(file, digest, name, use_template, read, samples, skipped, settings))
 
 
-def _records(file: Path, fmt: str) -> tuple[str, list[Any], str]:
-    """The file's JSON values, whether a list (``json``) or lines (``jsonl``), and its sha256."""
+def json_records(
+    file: Path, fmt: str, noun: str = "prompt file", give: str = "give a JSONL or ShareGPT JSON file"
+) -> tuple[str, list[Any], str]:
+    """The file's JSON objects, whether a list (``json``) or lines (``jsonl``), and its sha256; ``noun`` and
+    ``give`` say what the file is and what to give instead in a message (a conversation file reads the same way)."""
     if not file.is_file():
-        raise UsageError(f"prompt file {file} does not exist: give a JSONL or ShareGPT JSON file")
+        raise UsageError(f"{noun} {file} does not exist: {give}")
     data = file.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise UsageError(f"prompt file {file} is not UTF-8 text (byte {e.start}): give a JSONL or JSON file") from e
+        raise UsageError(f"{noun} {file} is not UTF-8 text (byte {e.start}): {give}") from e
     as_list = text.lstrip().startswith("[") if fmt in ("auto", "sharegpt") else fmt == "json"
     if as_list:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as e:
-            raise UsageError(f"prompt file {file} is not JSON: line {e.lineno}: {e.msg}") from e
+            raise UsageError(f"{noun} {file} is not JSON: line {e.lineno}: {e.msg}") from e
         if not isinstance(value, list):
-            raise UsageError(f"prompt file {file} is JSON but not a list: give a list of objects, or JSONL")
-        _check_objects(file, value, lambda i: f"item {i + 1}")
+            raise UsageError(f"{noun} {file} is JSON but not a list: give a list of objects, or JSONL")
+        _check_objects(file, value, lambda i: f"item {i + 1}", noun)
         return "json", value, digest
     records, lines = [], []
     for number, line in enumerate(text.splitlines(), 1):
@@ -237,17 +240,17 @@ def _records(file: Path, fmt: str) -> tuple[str, list[Any], str]:
             records.append(json.loads(line))
         except json.JSONDecodeError as e:
             raise UsageError(
-                f"prompt file {file} is not JSONL: line {number} is not JSON ({e.msg}); give one object a line"
+                f"{noun} {file} is not JSONL: line {number} is not JSON ({e.msg}); give one object a line"
             ) from e
         lines.append(number)
-    _check_objects(file, records, lambda i: f"line {lines[i]}")
+    _check_objects(file, records, lambda i: f"line {lines[i]}", noun)
     return "jsonl", records, digest
 
 
-def _check_objects(file: Path, records: list[Any], where: Any) -> None:
+def _check_objects(file: Path, records: list[Any], where: Any, noun: str = "prompt file") -> None:
     for i, record in enumerate(records):
         if not isinstance(record, dict):
-            raise UsageError(f"prompt file {file}: {where(i)} is a JSON {type(record).__name__}, not an object")
+            raise UsageError(f"{noun} {file}: {where(i)} is a JSON {type(record).__name__}, not an object")
 
 
 def _is_conversation(records: list[Any]) -> bool:
