@@ -199,3 +199,9 @@ def family_section(
     if not recs:
         return None
     return recs, systems(inp.records), Section(sid, title, [Text(note, "note")])
+
+
+def flags(r: Result) -> list[str]:
+    """What makes a run's figures unfit to read as the setup's own: 'INVALID' (LoadGen's verdict), 'contended'
+    (other work shared the machine: a concern of kind 'contended'); none for a VALID, uncontended run."""
+    return ["INVALID"] * (r.valid is False) + ["contended"] * r.has("contended")

@@ -25,9 +25,11 @@ from typing import Callable
 
 import accelbench.report.charts as charts
 import accelbench.report.charts_tokens as charts_tokens
+from accelbench.report import tokens_sources
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
+    flags,
     newest_first,
     status_cell,
     system_cells,
@@ -242,8 +244,6 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     sub.blocks += [tradeoff_chart] if tradeoff_chart is not None else []
     sub.blocks += pareto(recs, labels)
     sub.blocks += latency(recs, labels, inp.name)
-    from accelbench.report import tokens_sources  # it reads flags() here: imported late, so neither waits on the other
-
     added = tokens_sources.section(recs, labels, inp.name)
     sub.blocks += [added] if added is not None else []
     return sub
@@ -270,12 +270,6 @@ def series_name(r: Result, labels: dict[str, str]) -> str:
         served = served_model(r)
         name += f" {served} at {p['url']}" if served else f" at {p['url']}"
     return name + (f" on {labels[r.fingerprint]}" if len(labels) > 1 else "")
-
-
-def flags(r: Result) -> list[str]:
-    """What makes a run's figures unfit to read as the setup's own: 'INVALID' (LoadGen's verdict), 'contended'
-    (other work shared the machine: a concern of kind 'contended'); none for a VALID, uncontended run."""
-    return ["INVALID"] * (r.valid is False) + ["contended"] * r.has("contended")
 
 
 def mark(r: Result) -> str:

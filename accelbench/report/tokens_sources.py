@@ -18,9 +18,8 @@ from functools import partial
 from typing import Any, Callable
 
 import accelbench.report.charts_tokens as charts_tokens
-from accelbench.report.common import MAX_CHARTS, newest_first, system_cells
+from accelbench.report.common import MAX_CHARTS, flags, newest_first, system_cells
 from accelbench.report.model import Block, Cell, Chart, Section, Table, Text
-from accelbench.report.tokens import flags
 from accelbench.results import format as fmt
 from accelbench.results.details import source_of
 from accelbench.results.record import Result

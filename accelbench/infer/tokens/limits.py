@@ -32,6 +32,14 @@ MLPERF_LIMITS: dict[str, dict[str, tuple[float, float]]] = {
 DEFAULT_LENGTHS = {"full": (1024, 1024), "tiny": (128, 32)}
 
 
+def lengths(params: Any) -> tuple[int, int]:
+    """A token run's prompt and output tokens: its flags (``--input-tokens``, ``--output-tokens``), else its
+    scale's defaults (:data:`DEFAULT_LENGTHS`)."""
+    default_in, default_out = DEFAULT_LENGTHS["tiny" if params.scale == "tiny" else "full"]
+    given_in, given_out = params.input_tokens, params.output_tokens
+    return (given_in if given_in is not None else default_in), (given_out if given_out is not None else default_out)
+
+
 @dataclass(frozen=True)
 class Limits:
     ttft_ms: float | None

@@ -26,8 +26,8 @@ from accelbench.infer.sut import SampleLibrary
 from accelbench.infer.tokens import accuracy, quality
 from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, engine_class
 from accelbench.infer.tokens.limits import (
-    DEFAULT_LENGTHS,
     Limits,
+    lengths,
     limits_for,
     mlperf_name,
     preset_of,
@@ -56,13 +56,6 @@ SERVER_FRACTION = 0.5
 MAX_PLANNED_REQUESTS = 200_000.0
 #: the quick profile's Server run lasts about this long at its planned rate, with at least this many requests
 QUICK_SECONDS, QUICK_MIN_REQUESTS = 60.0, 16
-
-
-def lengths(params: LLMServeParams) -> tuple[int, int]:
-    """Prompt and output tokens: the flags, or the scale's defaults."""
-    default_in, default_out = DEFAULT_LENGTHS["tiny" if params.scale == "tiny" else "full"]
-    given_in, given_out = params.input_tokens, params.output_tokens
-    return (given_in if given_in is not None else default_in), (given_out if given_out is not None else default_out)
 
 
 def build_model(params: LLMServeParams, device: "torch.device", precision: str = "") -> tuple[Any, Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt, positive
@@ -31,7 +31,26 @@ from accelbench.params import NoOptions, opt, positive
 if TYPE_CHECKING:
     from accelbench.infer.tokens.conversations import ConversationSet
     from accelbench.infer.tokens.prefix import Salt
-    from accelbench.infer.tokens.specs import LLMServeParams
+
+
+class RunSettings(Protocol):
+    """What a source reads of the run's settings (an ``infer/llm`` run's parameters), so sources know nothing
+    else of the run."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def scale(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def profile(self) -> str: ...
+    @property
+    def input_tokens(self) -> int | None: ...
+    @property
+    def output_tokens(self) -> int | None: ...
+    @property
+    def tokenizer_dir(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -195,10 +214,10 @@ class Source:
         self.options = options
 
     @classmethod
-    def check_run(cls, params: "LLMServeParams", options: Any) -> None:
+    def check_run(cls, params: RunSettings, options: Any) -> None:
         """Raise a UsageError for what this source cannot serve in this run (nothing by default)."""
 
-    def work(self, params: "LLMServeParams", vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         raise NotImplementedError
 
     @classmethod
@@ -207,7 +226,7 @@ class Source:
         return [cls.name]
 
 
-def _check_prefix(params: "LLMServeParams", options: PrefixOptions) -> None:
+def _check_prefix(params: RunSettings, options: PrefixOptions) -> None:
     if options.prefix_tokens and params.mode == "accuracy":
         raise UsageError("--prefix-tokens changes the prompts the answers are judged on: leave it out of accuracy runs")
 
@@ -217,9 +236,9 @@ class RandomSource(Source):
     Options = RandomOptions
 
     @classmethod
-    def check_run(cls, params: "LLMServeParams", options: RandomOptions) -> None:
+    def check_run(cls, params: RunSettings, options: RandomOptions) -> None:
         _check_prefix(params, options)
-        from accelbench.infer.tokens.run import lengths
+        from accelbench.infer.tokens.limits import lengths
 
         prompt_len = lengths(params)[0]
         if options.prefix_tokens >= prompt_len:
@@ -228,7 +247,7 @@ class RandomSource(Source):
                 "(--input-tokens): the shared prefix is part of each random prompt"
             )
 
-    def work(self, params: "LLMServeParams", vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.infer.tokens.limits import draw_prompts
         from accelbench.infer.tokens.prefix import Salt, with_prefix
 
@@ -264,7 +283,7 @@ class FileSource(Source):
     reads_text = True
 
     @classmethod
-    def check_run(cls, params: "LLMServeParams", options: FileOptions) -> None:
+    def check_run(cls, params: RunSettings, options: FileOptions) -> None:
         _check_prefix(params, options)
         if not options.prompts:
             raise UsageError("--source file reads --prompts FILE: give the file")
@@ -280,7 +299,7 @@ class FileSource(Source):
         default_out = DEFAULT_LENGTHS["tiny" if params.scale == "tiny" else "full"][1]
         from_params(params, options, params.output_tokens or default_out, _library(params))  # a bad file: one line
 
-    def work(self, params: "LLMServeParams", vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.infer.tokens.prompts import from_params
 
         o: FileOptions = self.options
@@ -309,7 +328,7 @@ class MlperfSource(Source):
     Options = MlperfOptions
 
     @classmethod
-    def check_run(cls, params: "LLMServeParams", options: MlperfOptions) -> None:
+    def check_run(cls, params: RunSettings, options: MlperfOptions) -> None:
         if not options.mlperf_data:
             raise UsageError("--source mlperf reads --mlperf-data DIR: give the folder of MLPerf's processed data set")
         from accelbench.infer.tokens.limits import preset_of
@@ -323,7 +342,7 @@ class MlperfSource(Source):
             )
         find(options.mlperf_data, preset.mlperf)  # a folder without the benchmark's file: one line naming it
 
-    def work(self, params: "LLMServeParams", vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.infer.tokens.limits import preset_of
         from accelbench.infer.tokens.mlperf_data import read_mlperf
         from accelbench.infer.tokens.prompts import load_tokenizer
@@ -363,14 +382,14 @@ class TraceSource(Source):
     replayed = True
 
     @classmethod
-    def check_run(cls, params: "LLMServeParams", options: TraceOptions) -> None:
+    def check_run(cls, params: RunSettings, options: TraceOptions) -> None:
         if not options.trace:
             raise UsageError("--source trace replays --trace FILE: give the file")
         from accelbench.infer.tokens.traces import read_trace
 
         read_trace(Path(options.trace).expanduser(), speed=options.trace_speed)  # a bad trace: one line, before load
 
-    def work(self, params: "LLMServeParams", vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.infer.tokens.traces import read_trace, shared_fraction, synthesize
 
         o: TraceOptions = self.options
@@ -393,7 +412,7 @@ class ConversationSource(Source):
     replayed = True
 
     @classmethod
-    def check_run(cls, params: "LLMServeParams", options: ConversationOptions) -> None:
+    def check_run(cls, params: RunSettings, options: ConversationOptions) -> None:
         if options.conversations:
             file = Path(options.conversations).expanduser()
             if not file.is_file():
@@ -402,7 +421,7 @@ class ConversationSource(Source):
                 raise UsageError("--conversations needs --checkpoint DIR: its tokenizer turns the turns into tokens")
             cls(options).work(params, 0, _library(params), _lengths(params))  # read as the run will: one line
 
-    def work(self, params: "LLMServeParams", vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.infer.tokens import conversations as conv
 
         o: ConversationOptions = self.options
@@ -430,14 +449,14 @@ class ConversationSource(Source):
         return [f"conversations {name}" if name else f"conversations of {settings.get('turns', 4)} turns"]
 
 
-def _library(params: "LLMServeParams") -> int:
+def _library(params: RunSettings) -> int:
     from accelbench.infer.loadgen_params import QSL_SAMPLES
 
     return QSL_SAMPLES[params.profile]
 
 
-def _lengths(params: "LLMServeParams") -> tuple[int, int]:
-    from accelbench.infer.tokens.run import lengths
+def _lengths(params: RunSettings) -> tuple[int, int]:
+    from accelbench.infer.tokens.limits import lengths
 
     return lengths(params)
 
