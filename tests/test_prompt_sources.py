@@ -285,3 +285,18 @@ def test_records_of_other_prompt_sources_or_reuse_are_unlike() -> None:
     assert "unlike prompt sources: random vs trace" in unlike(server, trace)
     assert any(w.startswith("unlike prefix reuse: 0% vs 4") for w in unlike(offline, prefix)), unlike(offline, prefix)
     assert not any("prompt sources" in w or "prefix reuse" in w for w in unlike(offline, offline))
+
+
+def test_the_transformers_engine_shares_prefix_blocks_only_where_prefixes_are_shared(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """Its paged cache shares blocks (allow_block_sharing) for a run with a shared prefix and says it counts none;
+    random prompts alone leave sharing off, as before."""
+    base = ["infer", "llama3.1-8b", "--scale", "tiny", "--input-tokens", "64", "--output-tokens", "4"]
+    shared = one_record([*base, "--prefix-tokens", "48", "--db", str(tmp_path / "a.db")], cli_env, tmp_path,
+                        tmp_path / "a.db")  # fmt: skip
+    assert shared.details["engine"]["prefix_sharing"] is True
+    assert shared.details["prefix_cache"]["served"].startswith("not reported: the transformers engine shares")
+    assert shared.metrics["prefix_reuse_sent"].value > 0.5
+    plain = one_record([*base, "--db", str(tmp_path / "b.db")], cli_env, tmp_path, tmp_path / "b.db")
+    assert plain.details["engine"]["prefix_sharing"] is False and "prefix_reuse_sent" not in plain.metrics

@@ -70,7 +70,9 @@ class ContinuousBatching(Engine):
             num_blocks=blocks,
             max_batch_tokens=tokens,
             max_requests_per_batch=settings.max_batch,
-            allow_block_sharing=False,  # random prompts share no prefix; sharing would only cost bookkeeping
+            # shared where the requests share prefixes on purpose; random prompts share none, and sharing them would
+            # only cost bookkeeping
+            allow_block_sharing=settings.shared_prefixes,
             use_cuda_graph=None if kind_of(device).accelerator else False,  # graphs where a kind captures them
             default_compile_level=1 if self.options.engine_compile else 0,
             seed=0,
@@ -84,6 +86,7 @@ class ContinuousBatching(Engine):
             "max_requests_per_batch": settings.max_batch,
             "compile": self.options.engine_compile,
             "scheduler": config.scheduler_type,
+            "prefix_sharing": settings.shared_prefixes,
         }
         self.manager = model.init_continuous_batching(generation_config=generation, continuous_batching_config=config)
         self.manager.start()

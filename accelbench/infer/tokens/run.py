@@ -379,7 +379,8 @@ def prefix_cache(result: Result, ledger: Ledger, client: dict[str, Any], engine:
     sent = ledger.report()
     served = client.pop("prefix_cache", None) if client else None
     if served is None:
-        served = f"not reported: the {engine.name} engine reports no cached tokens"
+        shares = " shares cached prefix blocks but" if engine.facts.get("prefix_sharing") else ""
+        served = f"not reported: the {engine.name} engine{shares} reports no cached tokens"
     result.details["prefix_cache"] = {"sent": sent, "served": served}
     rate = sent["hit_rate"] or 0.0
     from accelbench.kit import metrics as fig
