@@ -1,7 +1,8 @@
 """Re-run every ``$ accelbench ...`` example of the docs pages and the README and write its real output back.
 
 The README and the pages in ``docs/`` promise real output; this keeps the promise when output changes. An
-example is a fenced block whose first line starts with ``$ accelbench``. Every example runs, page by page
+example is a fenced block whose first line starts with ``$ accelbench`` (or ``$ python -m accelbench``: a helper of
+the package, such as the stub server an endpoint example is measured against). Every example runs, page by page
 in ``PAGES`` order (the order of the commands in the old single-page README: later examples read what earlier
 ones stored), in one fresh home (a new results store, no config), at 110 columns and without a terminal,
 as a newcomer would run them one after the other. Run ids that later examples name (``results import
@@ -67,7 +68,7 @@ def blocks(lines: list[str]) -> list[tuple[int, int]]:
             if start is None:
                 start = i
             else:
-                if start + 1 < i and lines[start + 1].startswith("$ accelbench"):
+                if start + 1 < i and lines[start + 1].startswith(("$ accelbench", "$ python -m accelbench")):
                     out.append((start + 1, i - 1))
                 start = None
     return out

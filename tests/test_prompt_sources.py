@@ -76,6 +76,9 @@ def test_salted_prompts_share_only_their_prefix() -> None:
     assert a[:32] == b[:32] == c[:32] and a[32:34] != b[32:34] and len(a) == 64
     assert block_chain(a)[:2] == block_chain(b)[:2] and block_chain(a)[2] != block_chain(b)[2]
     assert ledger.report()["cached_tokens"] == 2 * 32  # the second and third find the prefix, nothing more
+    # another run counts from elsewhere: a server's cache still holding the last run's prompts finds none of them
+    again = Salt(made.starts, 30000)(0, made.prompts[0])
+    assert again[:32] == a[:32] and again[32:34] not in (a[32:34], b[32:34])
 
 
 def test_the_source_is_the_one_whose_settings_are_given(tmp_path: Path) -> None:

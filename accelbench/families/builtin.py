@@ -90,6 +90,9 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "tokens_per_second_per_device": None,  # one engine on one device: the same figure
     "peak_requests_per_second": "peak {value:sig3} requests/s within the limits",
     "prefix_reuse_sent": "prefix reuse {value:.1%} sent",
+    "first_answer_p99_ms": "first answer p99 {value:sig3} ms",
+    "first_answer_*": None,
+    "reasoning_share": "{value:.0%} of tokens reasoning",
     "prefix_cache_hit_rate": "prefix cache hit {value:.1%} (server)",
     # a replayed source (a trace, conversations): what the driver offered and how late it sent
     "offered_requests_per_second": "offered {value:sig3} requests/s",

@@ -179,12 +179,18 @@ class Salt:
     its library many times (the quick profile's 64, for thousands of requests), and a server's prefix cache would
     serve a repeated prompt whole, measuring a prefill no user's new prompt gets. Two tokens at a sample's first
     token of its own (after its shared prefix, where it has one) are replaced by a count of the requests sent, so
-    every request differs from there on and only what was meant to be shared is; its length is kept."""
+    every request differs from there on and only what was meant to be shared is; its length is kept. The count
+    starts where chance puts it, so two runs differ too."""
 
-    def __init__(self, starts: Sequence[int], vocab: int) -> None:
+    def __init__(self, starts: Sequence[int], vocab: int, offset: int | None = None) -> None:
+        import secrets
+
         self.starts = starts
         self.span = max(vocab - 1, 1)
-        self._count = 0
+        #: where this run's count starts: drawn afresh each run, so a rerun against the same server sends other
+        #: prompts than the run before it, whose prompts the server's cache still holds (a second run of the same
+        #: prompts against the stub's cache was served 99.3% from it)
+        self._count = secrets.randbelow(self.span * self.span) if offset is None else offset
         self._lock = threading.Lock()
 
     def start(self, index: int, prompt: list[int]) -> int:

@@ -312,6 +312,7 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
         prefix_cache(result, ledger, client, engine, work)
     if client:  # the engine's own side, measured: a client that limited the run sets the record aside
         result.details["client"] = client
+        result.metrics |= reasoning_figures(client.get("reasoning"))
         if client.get("limited_by"):
             result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
     if work.summary:
@@ -367,6 +368,29 @@ def stand_ins(prompts: list[list[int]], vocab: int) -> list[list[int]]:
 
     rng = np.random.default_rng(12345)
     return [rng.integers(1, vocab, size=len(p)).tolist() for p in prompts]
+
+
+def reasoning_figures(reasoning: Any) -> dict[str, Any]:
+    """A reasoning model's figures from what its server said (``details.client.reasoning``): the time to the first
+    answer token (after the thinking; LoadGen's TTFT is the first token of either) and the share of the output
+    tokens that were reasoning, where the server counted them."""
+    from accelbench.kit import metrics as fig
+
+    if not isinstance(reasoning, dict):
+        return {}
+    out = {}
+    for p in ("p50", "p99"):
+        value = reasoning.get(f"first_answer_ms_{p}")
+        if isinstance(value, (int, float)):
+            out[f"first_answer_{p}_ms"] = fig.figure(
+                float(value), "ms to the first answer token", higher_is_better=False
+            )
+    tokens, completion = reasoning.get("reasoning_tokens"), reasoning.get("completion_tokens")
+    if isinstance(tokens, int) and isinstance(completion, int) and completion:
+        out["reasoning_share"] = fig.figure(
+            tokens / completion, "of the output tokens reasoning", higher_is_better=False
+        )
+    return out
 
 
 #: a sent hit rate above this, with no shared prefix asked for, is prompts repeating (LoadGen's library resent)

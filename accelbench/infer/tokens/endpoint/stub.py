@@ -3,7 +3,8 @@ way a server can misbehave (errors, streams closed early, slow answers, not Open
 
 No model runs: every answer is ``max_tokens`` chunks of one word, with the usage OpenAI's servers report. Used by
 ``bench/endpoint_client.py`` (the client's own ceiling, the stub in a process of its own) and by the endpoint
-engine's tests. ``python -m accelbench.infer.tokens.endpoint.stub --port P`` serves until killed.
+engine's tests. ``python -m accelbench.infer.tokens.endpoint.stub --port P`` serves until killed (``--prefix-block
+16 --tokenizer DIR``: with a prefix cache; ``--reasoning N``: a reasoning model's chat answers).
 """
 
 from __future__ import annotations
@@ -176,8 +177,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument(
+        "--prefix-block", type=int, default=0, help="keep a prefix cache of blocks of this many prompt tokens"
+    )
+    parser.add_argument("--tokenizer", default="", help="the served model's tokenizer folder, to count prompt tokens")
+    parser.add_argument("--reasoning", type=int, default=0, help="the first N chunks of a chat answer are reasoning")
+    parser.add_argument("--exit-after", type=float, default=0.0, help="stop serving after this many seconds (0: never)")
     ns = parser.parse_args()
-    web.run_app(app(Behaviour(delay=ns.delay)), host="127.0.0.1", port=ns.port, access_log=None, print=None)
+    if ns.exit_after > 0:  # a stub started in the background ends by itself
+        import os
+
+        threading.Timer(ns.exit_after, os._exit, args=(0,)).start()
+    behaviour = Behaviour(delay=ns.delay, prefix_block=ns.prefix_block, tokenizer=ns.tokenizer, reasoning=ns.reasoning)
+    web.run_app(app(behaviour), host="127.0.0.1", port=ns.port, access_log=None, print=None)
 
 
 if __name__ == "__main__":
