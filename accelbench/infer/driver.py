@@ -19,6 +19,7 @@ from accelbench.infer.settings import planned_samples
 from accelbench.infer.sut import BatchingSUT, SampleLibrary
 from accelbench.kit.context import RunContext
 from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
+from accelbench.measure.heap import frozen_heap
 
 
 @dataclass
@@ -83,6 +84,7 @@ def start_test(
     planned = planned_samples(settings, params.scenario, qsl_lib.total if params.mode == "accuracy" else None)
     try:
         with (
+            frozen_heap(),  # the SUT's callbacks are Python: a full collection of the worker's heap would stall them
             ConditionsMonitor(threads, gpus=cuda_indices(devices), sut_pids=sut_pids) as monitor,
             heartbeat(ctx.progress, lambda: sut_impl.samples, planned),
         ):

@@ -517,6 +517,7 @@ def _replay(
     conditions."""
     from accelbench.infer.tokens.replay import Driver
     from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
+    from accelbench.measure.heap import frozen_heap
 
     think = float((work.summary or {}).get("think_ms", 0.0)) / 1e3
     driver = Driver(engine, work, params.batch_size, think, shape)
@@ -527,7 +528,10 @@ def _replay(
     left = work.arrivals[-1] if work.arrivals else None
     ctx.progress(f"replaying {total} requests ({work.summary and work.summary.get('source')})", left=left)
     engine.measured(arrivals=False)
-    with ConditionsMonitor(threads, gpus=cuda_indices([device]), sut_pids=engine.local_processes()) as monitor:
+    with (
+        frozen_heap(),
+        ConditionsMonitor(threads, gpus=cuda_indices([device]), sut_pids=engine.local_processes()) as monitor,
+    ):
         replayed = driver.run()
     return replayed, monitor.conditions.to_dict()
 
