@@ -303,3 +303,40 @@ def test_the_transformers_engine_shares_prefix_blocks_only_where_prefixes_are_sh
     assert shared.metrics["prefix_reuse_sent"].value > 0.5
     plain = one_record([*base, "--db", str(tmp_path / "b.db")], cli_env, tmp_path, tmp_path / "b.db")
     assert plain.details["engine"]["prefix_sharing"] is False and "prefix_reuse_sent" not in plain.metrics
+
+
+def test_a_replay_answers_in_time_order_and_one_that_stalls_fails_saying_so() -> None:
+    """The driver straight on the null engine: conversations of 3 turns, each turn's prompt its history (the turn
+    before and its answer); an engine that stops answering fails the replay once nothing came back for the
+    timeout, not after a fixed time from the start."""
+    from accelbench.errors import BenchmarkFailed
+    from accelbench.infer.tokens.conversations import synthetic_conversations
+    from accelbench.infer.tokens.engines import EngineSettings, NullEngine
+    from accelbench.infer.tokens.replay import Driver
+    from accelbench.infer.tokens.sources import Work
+
+    convs = synthetic_conversations(6, 3, 10, 4, 100)
+    work = Work([c.turns[0].user for c in convs.conversations], [4] * 6, conversations=convs)
+    engine = NullEngine(NullEngine.Options())
+    driver = Driver(engine, work, users=2)
+    engine.start(None, None, driver, EngineSettings(max_batch=2))  # type: ignore[arg-type]
+    try:
+        run = driver.run(timeout=30)
+    finally:
+        engine.stop()
+    assert len(run.sent) == 18 and all(s.done is not None for s in run.sent)
+    by_turn = {t: [s.prompt_tokens for s in run.sent if s.turn == t] for t in range(3)}
+    assert by_turn == {0: [10] * 6, 1: [24] * 6, 2: [38] * 6}  # 10, + 4 answered + 10, + 4 + 10
+
+    class Silent(NullEngine):
+        def serve(self, batch: list[Any]) -> None:  # takes the requests, answers none
+            pass
+
+    silent = Silent(Silent.Options())
+    stalled = Driver(silent, work, users=2)
+    silent.start(None, None, stalled, EngineSettings(max_batch=2))  # type: ignore[arg-type]
+    try:
+        with pytest.raises(BenchmarkFailed, match="the replay stalled: 0 of 2 requests answered"):
+            stalled.run(timeout=0.3)
+    finally:
+        silent.stop()

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 #: a request sent later than this after its due time is late (the driver, not the server, set its arrival)
 LATE_MS = 10.0
-#: seconds the driver waits for the last answers after the last request is sent, at least
+#: seconds the driver waits with nothing due and nothing answered before it calls the replay stalled
 DRAIN_SECONDS = 600.0
 
 
@@ -65,7 +65,6 @@ class Replayed:
     kind: str  # "trace" or "conversations"
     users: int | None  # conversations: users in flight at most
     think_seconds: float
-    ledger: dict[str, Any] | None = None
 
 
 class Driver:
@@ -78,16 +77,14 @@ class Driver:
         users: int,
         think_seconds: float = 0.0,
         shape: Callable[[int, list[int]], list[int]] | None = None,
-        ledger: Any = None,
     ) -> None:
-        """``shape``: what is done to each prompt as it is sent (counted by ``ledger``, made distinct where the
-        source asks); ``ledger``: whose report the replay keeps."""
+        """``shape``: what is done to each prompt as it is sent (counted for the prefix cache, made distinct where
+        the source asks)."""
         self.engine = engine
         self.work = work
         self.users = users
         self.think = think_seconds
         self.shape = shape
-        self.ledger = ledger
         self.sent: list[Sent] = []
         self._by_id: dict[int, Sent] = {}
         self._history: dict[int, list[int]] = {}  # a conversation's prompt and answers so far
@@ -98,6 +95,7 @@ class Driver:
         self._open = 0  # sessions not yet finished
         self._next_session = 0
         self.start = 0.0
+        self._last_event = 0.0  # the last send or answer (perf_counter): a replay quiet for the timeout stalled
         self.progress: Callable[[int], None] | None = None
 
     @property
@@ -119,17 +117,16 @@ class Driver:
             else:
                 for _ in range(min(self.users, sessions)):
                     self._start_session(0.0)
-        self.start = time.perf_counter()
-        last_due = max(self.work.arrivals or [0.0])
-        deadline = self.start + last_due + timeout
+        self.start = self._last_event = time.perf_counter()
         while True:
             with self._wake:
-                while not self._due and self._open:
-                    if not self._wake.wait(timeout=max(0.0, deadline - time.perf_counter())):
-                        break
-                if not self._open or time.perf_counter() >= deadline:
+                if not self._open:
                     break
-                if not self._due:
+                if not self._due:  # every session waits on an answer: it has been quiet for how long?
+                    quiet = time.perf_counter() - self._last_event
+                    if quiet >= timeout:
+                        break
+                    self._wake.wait(timeout=timeout - quiet)
                     continue
                 due, _, session, turn = self._due[0]
                 wait = self.start + due - time.perf_counter()
@@ -142,13 +139,12 @@ class Driver:
         if self._open:
             answered = sum(1 for s in self.sent if s.done is not None)
             raise BenchmarkFailed(
-                f"the replay's last requests were not answered: {answered} of {len(self.sent)} answered, "
-                f"{self._open} sessions open, {timeout:g} s after the last was due"
+                f"the replay stalled: {answered} of {len(self.sent)} requests answered, {self._open} sessions open, "
+                f"nothing answered in {timeout:g} s"
             )
         kind = "conversations" if convs is not None else "trace"
         users = self.users if convs is not None else None
-        report = self.ledger.report() if self.ledger is not None else None
-        return Replayed(self.sent, self.start, end, kind, users, self.think, report)
+        return Replayed(self.sent, self.start, end, kind, users, self.think)
 
     def _start_session(self, due: float) -> None:
         """The next conversation's first turn, due at ``due`` (called holding the lock)."""
@@ -178,7 +174,7 @@ class Driver:
             self.sent.append(sent)
             if self._conversations is not None:
                 self._history[session] = prompt
-        sent.issued = time.perf_counter()
+        sent.issued = self._last_event = time.perf_counter()
         self.engine.submit([request])
         if self.progress is not None:
             self.progress(len(self.sent))
@@ -214,6 +210,7 @@ class Driver:
         (and the next conversation's start, for the user it freed)."""
         convs = self._conversations
         with self._wake:
+            self._last_event = time.perf_counter()
             more = convs is not None and tokens is not None and s.turn + 1 < len(convs[s.session].turns)
             if more:
                 self._history[s.session] = self._history[s.session] + list(tokens or [])

@@ -207,8 +207,6 @@ class Source:
     Options: ClassVar[type[NoOptions]] = NoOptions
     #: sent by accelbench's own driver (:mod:`.replay`), not LoadGen
     replayed: ClassVar[bool] = False
-    #: reads text, so needs the served model's tokenizer (``--checkpoint`` or an endpoint's ``--tokenizer``)
-    reads_text: ClassVar[bool] = False
 
     def __init__(self, options: Any) -> None:
         self.options = options
@@ -280,7 +278,6 @@ def _prefix_words(settings: dict[str, Any]) -> list[str]:
 class FileSource(Source):
     name = "file"
     Options = FileOptions
-    reads_text = True
 
     @classmethod
     def check_run(cls, params: RunSettings, options: FileOptions) -> None:
