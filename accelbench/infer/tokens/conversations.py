@@ -41,6 +41,7 @@ from accelbench.infer.tokens.prompts import (
     _stats,
     _text,
     json_records,
+    template_choice,
 )
 
 #: the roles of a turn before the conversation's first question, left out
@@ -101,10 +102,7 @@ def read_conversations(
         raise UsageError(f"the most turns of a conversation must be at least 1, not {max_turns}")
     if limit is not None and limit < 1:
         raise UsageError(f"the number of conversations must be at least 1, not {limit}")
-    has_template = bool(getattr(tokenizer, "chat_template", None))
-    if chat_template and not has_template:
-        raise UsageError("the checkpoint's tokenizer has no chat template: read the conversations without one")
-    use_template = has_template if chat_template is None else chat_template
+    use_template = template_choice(tokenizer, chat_template, "conversations")
     file = Path(path).expanduser()
     container, records, digest = json_records(file, "auto", "conversation file", "give a ShareGPT JSON or JSONL file")
     if not records:

@@ -163,10 +163,7 @@ def read_prompts(
         raise UsageError(f"the number of prompts must be at least 1, not {limit}")
     if fmt not in FORMATS:
         raise UsageError(f"prompt file format {fmt!r} is not one of {', '.join(FORMATS)}")
-    has_template = bool(getattr(tokenizer, "chat_template", None))
-    if chat_template and not has_template:
-        raise UsageError("the checkpoint's tokenizer has no chat template: read the prompts without one")
-    use_template = has_template if chat_template is None else chat_template
+    use_template = template_choice(tokenizer, chat_template, "prompts")
     file = Path(path).expanduser()
     container, records, digest = json_records(file, fmt)
     if not records:
@@ -207,6 +204,15 @@ def read_prompts(
         "limit": limit,
     }
     return PromptSet(samples, _summary(file, digest, name, use_template, read, samples, skipped, settings))
+
+
+def template_choice(tokenizer: Any, asked: bool | None, what: str) -> bool:
+    """Whether ``what`` (prompts, conversations) go through the tokenizer's chat template: as ``asked``, or where
+    it has one when not asked; asked for one it lacks is one line."""
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if asked and not has_template:
+        raise UsageError(f"the checkpoint's tokenizer has no chat template: read the {what} without one")
+    return has_template if asked is None else asked
 
 
 def json_records(
