@@ -105,7 +105,7 @@ def test_the_source_is_the_one_whose_settings_are_given(tmp_path: Path) -> None:
         ({"source": "conversations", "turns": 0, "scenario": "server"}, "--turns must be"),
         ({"source": "mlperf", "mlperf_data": "MISSING"}, "does not exist"),
         ({"source": "file"}, "--source file reads --prompts FILE"),
-        ({"source": "nope"}, "no prompt source 'nope'"),
+        ({"source": "tarce"}, "unknown source 'tarce': choose one of random, file, mlperf, .*; did you mean trace?"),
     ],
 )
 def test_bad_source_input_is_one_line(tmp_path: Path, extra: dict[str, Any], words: str) -> None:

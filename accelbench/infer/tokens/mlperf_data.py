@@ -155,7 +155,7 @@ def _spec(benchmark: str) -> MlperfSet:
     if spec is None:
         what = f"benchmark {benchmark!r}" if benchmark else "this model (it has no MLPerf benchmark)"
         raise UsageError(
-            f"MLPerf publishes no processed data set for {what}: MLPerf data is read for {', '.join(MLPERF_SETS)}"
+            f"accelbench reads no MLPerf data set for {what}: it reads those of {', '.join(MLPERF_SETS)}"
         )
     return spec
 

@@ -329,9 +329,10 @@ class MlperfSource(Source):
         if not options.mlperf_data:
             raise UsageError("--source mlperf reads --mlperf-data DIR: give the folder of MLPerf's processed data set")
         from accelbench.infer.tokens.limits import preset_of
-        from accelbench.infer.tokens.mlperf_data import find
+        from accelbench.infer.tokens.mlperf_data import find, needs
 
         preset = preset_of(params.model)
+        needs(preset.mlperf)  # a benchmark whose data set accelbench does not read: one line naming those it does
         if not preset.mlperf_own:
             raise UsageError(
                 f"{params.model} has no MLPerf benchmark of its own ({preset.mlperf}'s data set is tokenized for "
@@ -466,7 +467,6 @@ SOURCES: dict[str, type[Source]] = {
 
 def source_class(name: str) -> type[Source]:
     """A source by name, or one line naming the built-ins."""
-    try:
-        return SOURCES[name]
-    except KeyError:
-        raise UsageError(f"no prompt source {name!r}: one of {', '.join(SOURCES)}") from None
+    from accelbench.params import check_choice
+
+    return SOURCES[check_choice("source", name, tuple(SOURCES))]
