@@ -342,9 +342,14 @@ def peak_of(r: Result) -> Peak:
 
 
 def source_of(r: Result) -> str:
-    """Where a token run's prompts came from (``params.source``; a record from before sources: ``file`` where it
-    read ``--prompts``, else ``random``)."""
-    return str(r.params.get("source") or ("file" if r.params.get("prompts") else "random"))
+    """Where a token run's prompts came from (:func:`source_named` of its parameters)."""
+    return source_named(r.params)
+
+
+def source_named(params: dict[str, Any]) -> str:
+    """The prompt source a token run's parameters name (``source``; parameters from before sources: ``file`` where
+    they read ``--prompts``, else ``random``)."""
+    return str(params.get("source") or ("file" if params.get("prompts") else "random"))
 
 
 def sent_hit_rate(r: Result) -> float | None:

@@ -1,4 +1,5 @@
-"""The record of a token run: LoadGen's tokens/s and TTFT/TPOT percentiles, its verdict in plain words, goodput.
+"""The record of a token run: LoadGen's tokens/s and TTFT/TPOT percentiles, its verdict in plain words, goodput;
+a replayed source's figures by accelbench's driver; the prefix cache's reuse and a reasoning model's figures.
 
 Every latency and throughput figure is LoadGen's own (its detail log); goodput and tokens/s per user are
 derived, and say how. Goodput counts the requests that met both limits by the SUT's clock (from LoadGen's issue
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from accelbench.families import benchmark_of
 from accelbench.infer import logs
 from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
@@ -16,13 +18,17 @@ from accelbench.infer.tokens.limits import offline_tpot_reason
 from accelbench.infer.tokens.roofline import utilization
 from accelbench.infer.tokens.specs import LLMServeParams
 from accelbench.kit import metrics as fig
-from accelbench.results.record import Metric, Result
+from accelbench.results.record import Concern, Metric, Result
 
 if TYPE_CHECKING:
     from accelbench.infer.driver import Outcome
     from accelbench.infer.tokens.accuracy import TokenAgreement
+    from accelbench.infer.tokens.engines import Engine
     from accelbench.infer.tokens.limits import Limits
+    from accelbench.infer.tokens.prefix import Ledger
+    from accelbench.infer.tokens.replay import Replayed
     from accelbench.infer.tokens.roofline import Roof
+    from accelbench.infer.tokens.sources import Work
     from accelbench.infer.tokens.sut import TokenSUT
     from accelbench.workloads.decoder import Figures
 
@@ -366,3 +372,114 @@ def endpoint_accuracy_result(
     details["accuracy_gates"] = verdict["passed"]
     reasons = list(verdict["reasons"])
     return loadgen_record(params, record, metrics, "rougeL", details, reasons, conditions, verdict["passed"]["99%"])
+
+
+def reasoning_figures(reasoning: Any) -> dict[str, Any]:
+    """A reasoning model's figures from what its server said (``details.client.reasoning``): the time to the first
+    answer token (after the thinking; LoadGen's TTFT is the first token of either) and the share of the output
+    tokens that were reasoning, where the server counted them."""
+    if not isinstance(reasoning, dict):
+        return {}
+    out = {}
+    for p in ("p50", "p99"):
+        value = reasoning.get(f"first_answer_ms_{p}")
+        if isinstance(value, (int, float)):
+            out[f"first_answer_{p}_ms"] = fig.figure(
+                float(value), "ms to the first answer token", higher_is_better=False
+            )
+    tokens, completion = reasoning.get("reasoning_tokens"), reasoning.get("completion_tokens")
+    if isinstance(tokens, int) and isinstance(completion, int) and completion:
+        out["reasoning_share"] = fig.figure(
+            tokens / completion, "of the output tokens reasoning", higher_is_better=False
+        )
+    return out
+
+
+#: a sent hit rate above this, with no shared prefix asked for, is prompts repeating (LoadGen's library resent)
+REPEATS_SHARE = 0.1
+
+
+def prefix_cache(result: Result, ledger: Ledger, client: dict[str, Any], engine: Engine, work: Work) -> None:
+    """What an ideal prefix cache would have served of what was sent, beside what the server says it served; a
+    concern where the prompts sent repeat without a shared prefix asked for and a server's cache can serve them."""
+    sent = ledger.report()
+    served = client.pop("prefix_cache", None) if client else None
+    if served is None:
+        shares = " shares cached prefix blocks but" if engine.facts.get("prefix_sharing") else ""
+        served = f"not reported: the {engine.name} engine{shares} reports no cached tokens"
+    result.details["prefix_cache"] = {"sent": sent, "served": served}
+    rate = sent["hit_rate"] or 0.0
+    if rate > 0:
+        result.metrics["prefix_reuse_sent"] = fig.figure(
+            rate, "of the prompt tokens sent an ideal prefix cache holds", higher_is_better=True
+        )
+    if isinstance(served, dict) and served.get("hit_rate") is not None:
+        result.metrics["prefix_cache_hit_rate"] = fig.figure(
+            float(served["hit_rate"]),
+            "of the prompt tokens the server served from its prefix cache",
+            higher_is_better=True,
+        )
+    if engine.remote and not work.shares_prefixes and rate > REPEATS_SHARE:
+        result.concern(
+            "repeated-prompts",
+            f"repeated prompts: {rate:.0%} of the prompt tokens sent had been sent before (LoadGen resends its "
+            f"library's {len(work.prompts)} samples); a server with a prefix cache served them from it. Give more "
+            "samples (--profile official) or random prompts",
+            hit_rate=rate,
+        )
+
+
+def replay_result(
+    params: LLMServeParams,
+    record: dict[str, Any],
+    run: "Replayed",
+    conditions: dict[str, Any],
+    limits: "Limits",
+    engine: dict[str, Any],
+    probe: dict[str, Any],
+    model: "Figures | None",
+) -> Result:
+    """The record of a replayed source (a trace, conversations): the driver's figures by its own clock, judged
+    against the limits, the requests' mean lengths as the run sent them, how late the driver was."""
+    from accelbench.infer.tokens import replay
+
+    values, details, reasons = replay.figures(run, limits)
+    units = {
+        "tokens_per_second": ("output tokens/s", True),
+        "requests_per_second": ("requests/s answered", True),
+        "offered_requests_per_second": ("requests/s the trace offered", True),
+        "tokens_per_second_per_user": ("tokens/s per user", True),
+        "goodput_requests_per_second": ("requests/s within limits", True),
+        "goodput_tokens_per_second": ("output tokens/s within limits", True),
+        "ttft_growth_ms_per_turn": ("ms of median TTFT a turn", False),
+    }
+    metrics = {k: _m(v, *units.get(k, ("ms", False))) for k, v in values.items()}
+    per_device = values["tokens_per_second"] / params.devices_serving
+    metrics["tokens_per_second_per_device"] = _m(per_device, "output tokens/s per device", True)
+    answered = max(details["answered"], 1)
+    record = record | {
+        "input_tokens": round(details["input_tokens"] / answered),
+        "output_tokens": round(details["output_tokens"] / answered),
+    }
+    details |= {"limits": limits.to_dict(), "engine": engine, "probe": probe, "compliant": False}
+    if model is not None:
+        details["model"] = model.to_dict()
+    concerns = fig.concerns_of(None, conditions)
+    if reasons:
+        details["invalid_reasons"] = reasons
+        concerns = [Concern("invalid", f"INVALID: {r}") for r in reasons] + concerns
+    result = Result(
+        benchmark_of(params), record, metrics=metrics, primary_metric="tokens_per_second", valid=not reasons,
+        concerns=concerns, conditions=conditions, details=details,
+    )  # fmt: skip
+    late = details["driver"]["late_requests"]
+    if late:
+        worst = values["issue_late_max_ms"]
+        result.concern(
+            "late-issue",
+            f"late: {late} of {details['requests']} requests were sent over {replay.LATE_MS:g} ms after they were "
+            f"due (the latest {worst:.3g} ms); the arrivals are partly the driver's",
+            late=late,
+            max_ms=worst,
+        )
+    return result

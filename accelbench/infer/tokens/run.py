@@ -11,13 +11,13 @@ other models' runs are (:mod:`accelbench.infer.replan`); the engine stays warm b
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason, torch_dtype
 from accelbench.errors import BenchmarkFailed, BenchmarkSkipped
-from accelbench.families import benchmark_of
 from accelbench.infer import replan
 from accelbench.infer import settings as lgset
 from accelbench.infer.driver import Outcome, start_test
@@ -34,10 +34,17 @@ from accelbench.infer.tokens.limits import (
 )
 from accelbench.infer.tokens.prefix import Ledger
 from accelbench.infer.tokens.probe import Relay, TokenProbe, probe
-from accelbench.infer.tokens.results import endpoint_accuracy_result, token_accuracy_result, token_result
+from accelbench.infer.tokens.results import (
+    endpoint_accuracy_result,
+    prefix_cache,
+    reasoning_figures,
+    replay_result,
+    token_accuracy_result,
+    token_result,
+)
 from accelbench.infer.tokens.roofline import Roof, roof_for
 from accelbench.infer.tokens.sources import Work, source_class
-from accelbench.infer.tokens.specs import LLMServeParams
+from accelbench.infer.tokens.specs import SOURCE_PARTS, LLMServeParams
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
 from accelbench.results.record import Result
@@ -274,37 +281,29 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
             )
     finally:
         engine.stop()
-    if work.replayed:
-        return replay_result(params, ctx, s, replayed, probed, ledger)
-    outcome, reruns, client, found = runs
+    summary = work.summary
     record = params.to_dict() | {
         "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
         "device": engine.facts.get("device") or kind_of(device).record_name(device),
         "threads": s.threads,
-        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if work.summary else prompt_len,
-        "output_tokens": round(sum(outs) / len(outs)) if work.summary else out,
+        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if summary else prompt_len,
+        "output_tokens": round(sum(outs) / len(outs)) if summary else out,
     }
     if record_mode:
         record["mode"] = record_mode
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
     if engine.loads_weights:  # the engine made its own (vLLM: its dummy initialisation), and says so
         weights = engine.facts.get("weights", weights)
-    reference = s.reference
-    rouge: dict[str, Any] | None  # ROUGE of the answers, where the prompt file has references
-    if params.mode == "accuracy" and engine.remote:  # the server's weights: ROUGE on the file's answers only
-        served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(prompts))
-        gate = getattr(engine.options, "accuracy_target", "")  # the remote engine's own: a ROUGE target, or none
-        target = quality.target(gate, params.model) if gate else None
-        rouge = accuracy.served_rouge(work, served, target, ctx.progress)
-        result = endpoint_accuracy_result(params, record, outcome, dict(engine.facts), rouge)
-    elif reference is not None:
-        served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(prompts))
-        verdict = accuracy.judge(served, reference, params.effective_precision)
-        rouge = accuracy.rouge(work, served, reference, ctx.progress) if work.references else None
-        result = token_accuracy_result(params, record, outcome, verdict, dict(engine.facts), rouge)
+    found: dict[str, Any] | None = None
+    if work.replayed:
+        sent, conditions = replayed
+        result = replay_result(
+            params, record, sent, conditions, limits, dict(engine.facts), probed.to_dict(), s.counted
+        )
+        client = engine.measured(arrivals=True)  # the client's, or an in-process engine's own prefix-cache count
     else:
-        facts = dict(engine.facts)
-        result = token_result(params, record, outcome, probed.to_dict(), limits, facts, s.counted, reruns, s.roof)
+        outcome, reruns, client, found = runs
+        result = _loadgen_result(params, ctx, s, record, outcome, reruns, probed)
     result.details["weights"] = weights if not engine.remote else "the server's"
     if not params.threads and engine.runs_model and not engine.remote and not kind_of(device).accelerator:
         result.details["threads_method"] = "no --threads: every usable core but one, left to LoadGen and the SUT"
@@ -320,6 +319,34 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     if found is not None:
         peak_found(result, found)
     return result
+
+
+def _loadgen_result(
+    params: LLMServeParams,
+    ctx: RunContext,
+    s: "Served",
+    record: dict[str, Any],
+    outcome: Outcome,
+    reruns: list[dict[str, Any]],
+    probed: TokenProbe,
+) -> Result:
+    """The record of LoadGen's test: accuracy against the server's answers' references (an endpoint), against
+    FP32's tokens (an engine here), or the performance figures."""
+    engine, work = s.engine, s.work
+    rouge: dict[str, Any] | None  # ROUGE of the answers, where the prompt file has references
+    if params.mode == "accuracy" and engine.remote:  # the server's weights: ROUGE on the file's answers only
+        served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(work.prompts))
+        gate = getattr(engine.options, "accuracy_target", "")  # the remote engine's own: a ROUGE target, or none
+        target = quality.target(gate, params.model) if gate else None
+        rouge = accuracy.served_rouge(work, served, target, ctx.progress)
+        return endpoint_accuracy_result(params, record, outcome, dict(engine.facts), rouge)
+    if s.reference is not None:
+        served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(work.prompts))
+        verdict = accuracy.judge(served, s.reference, params.effective_precision)
+        rouge = accuracy.rouge(work, served, s.reference, ctx.progress) if work.references else None
+        return token_accuracy_result(params, record, outcome, verdict, dict(engine.facts), rouge)
+    facts = dict(engine.facts)
+    return token_result(params, record, outcome, probed.to_dict(), s.limits, facts, s.counted, reruns, s.roof)
 
 
 #: a TPOT limit this many times under what one request alone took is out of reach at any rate
@@ -370,137 +397,8 @@ def stand_ins(prompts: list[list[int]], vocab: int) -> list[list[int]]:
     return [rng.integers(1, vocab, size=len(p)).tolist() for p in prompts]
 
 
-def reasoning_figures(reasoning: Any) -> dict[str, Any]:
-    """A reasoning model's figures from what its server said (``details.client.reasoning``): the time to the first
-    answer token (after the thinking; LoadGen's TTFT is the first token of either) and the share of the output
-    tokens that were reasoning, where the server counted them."""
-    from accelbench.kit import metrics as fig
-
-    if not isinstance(reasoning, dict):
-        return {}
-    out = {}
-    for p in ("p50", "p99"):
-        value = reasoning.get(f"first_answer_ms_{p}")
-        if isinstance(value, (int, float)):
-            out[f"first_answer_{p}_ms"] = fig.figure(
-                float(value), "ms to the first answer token", higher_is_better=False
-            )
-    tokens, completion = reasoning.get("reasoning_tokens"), reasoning.get("completion_tokens")
-    if isinstance(tokens, int) and isinstance(completion, int) and completion:
-        out["reasoning_share"] = fig.figure(
-            tokens / completion, "of the output tokens reasoning", higher_is_better=False
-        )
-    return out
-
-
-#: a sent hit rate above this, with no shared prefix asked for, is prompts repeating (LoadGen's library resent)
-REPEATS_SHARE = 0.1
-
-
-def prefix_cache(result: Result, ledger: Ledger, client: dict[str, Any], engine: Engine, work: Work) -> None:
-    """What an ideal prefix cache would have served of what was sent, beside what the server says it served; a
-    concern where the prompts sent repeat without a shared prefix asked for and a server's cache can serve them."""
-    sent = ledger.report()
-    served = client.pop("prefix_cache", None) if client else None
-    if served is None:
-        shares = " shares cached prefix blocks but" if engine.facts.get("prefix_sharing") else ""
-        served = f"not reported: the {engine.name} engine{shares} reports no cached tokens"
-    result.details["prefix_cache"] = {"sent": sent, "served": served}
-    rate = sent["hit_rate"] or 0.0
-    from accelbench.kit import metrics as fig
-
-    if rate > 0:
-        result.metrics["prefix_reuse_sent"] = fig.figure(
-            rate, "of the prompt tokens sent an ideal prefix cache holds", higher_is_better=True
-        )
-    if isinstance(served, dict) and served.get("hit_rate") is not None:
-        result.metrics["prefix_cache_hit_rate"] = fig.figure(
-            float(served["hit_rate"]),
-            "of the prompt tokens the server served from its prefix cache",
-            higher_is_better=True,
-        )
-    if engine.remote and not work.shares_prefixes and rate > REPEATS_SHARE:
-        result.concern(
-            "repeated-prompts",
-            f"repeated prompts: {rate:.0%} of the prompt tokens sent had been sent before (LoadGen resends its "
-            f"library's {len(work.prompts)} samples); a server with a prefix cache served them from it. Give more "
-            "samples (--profile official) or random prompts",
-            hit_rate=rate,
-        )
-
-
-def replay_result(
-    params: LLMServeParams, ctx: RunContext, s: "Served", replayed: Any, probed: TokenProbe, ledger: Ledger
-) -> Result:
-    """The record of a replayed source: the driver's figures by its own clock, judged against the limits."""
-    from accelbench.infer.tokens import replay
-    from accelbench.kit import metrics as fig
-    from accelbench.results.record import Concern
-
-    run, conditions = replayed
-    values, details, reasons = replay.figures(run, s.limits)
-    units = {
-        "tokens_per_second": ("output tokens/s", True),
-        "requests_per_second": ("requests/s answered", True),
-        "offered_requests_per_second": ("requests/s the trace offered", True),
-        "tokens_per_second_per_user": ("tokens/s per user", True),
-        "goodput_requests_per_second": ("requests/s within limits", True),
-        "goodput_tokens_per_second": ("output tokens/s within limits", True),
-        "ttft_growth_ms_per_turn": ("ms of median TTFT a turn", False),
-    }
-    metrics = {
-        k: fig.figure(v, units.get(k, ("ms", False))[0], higher_is_better=units.get(k, ("ms", False))[1])
-        for k, v in values.items()
-    }
-    per_device = values["tokens_per_second"] / params.devices_serving
-    metrics["tokens_per_second_per_device"] = fig.figure(
-        per_device, "output tokens/s per device", higher_is_better=True
-    )
-    engine = s.engine
-    work = s.work
-    record = params.to_dict() | {
-        "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
-        "device": engine.facts.get("device") or kind_of(s.device).record_name(s.device),
-        "threads": s.threads,
-        "input_tokens": round(details["input_tokens"] / max(details["answered"], 1)),
-        "output_tokens": round(details["output_tokens"] / max(details["answered"], 1)),
-    }
-    details |= {
-        "limits": s.limits.to_dict(),
-        "engine": dict(engine.facts),
-        "probe": probed.to_dict(),
-        "compliant": False,
-        "prompts": work.summary,
-        "weights": "the server's" if engine.remote else "random (torch seed 0)" if not params.checkpoint else
-        f"checkpoint {params.checkpoint}",
-    }  # fmt: skip
-    if s.counted is not None:
-        details["model"] = s.counted.to_dict()
-    concerns = fig.concerns_of(None, conditions)
-    if reasons:
-        details["invalid_reasons"] = reasons
-        concerns = [Concern("invalid", f"INVALID: {r}") for r in reasons] + concerns
-    result = Result(
-        benchmark_of(params), record, metrics=metrics, primary_metric="tokens_per_second", valid=not reasons,
-        concerns=concerns, conditions=conditions, details=details,
-    )  # fmt: skip
-    client = engine.measured(arrivals=True) if engine.remote else {}
-    if client:
-        result.details["client"] = client
-        if client.get("limited_by"):
-            result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
-    late = details["driver"]["late_requests"]
-    if late:
-        worst = values["issue_late_max_ms"]
-        result.concern(
-            "late-issue",
-            f"late: {late} of {details['requests']} requests were sent over {replay.LATE_MS:g} ms after they were "
-            f"due (the latest {worst:.3g} ms); the arrivals are partly the driver's",
-            late=late,
-            max_ms=worst,
-        )
-    prefix_cache(result, ledger, client, engine, work)
-    return result
+#: seconds between a replay's progress lines
+PROGRESS_EVERY = 2.0
 
 
 def _replay(
@@ -527,6 +425,18 @@ def _replay(
     )  # fmt: skip
     left = work.arrivals[-1] if work.arrivals else None
     ctx.progress(f"replaying {total} requests ({work.summary and work.summary.get('source')})", left=left)
+    began, said = time.monotonic(), [time.monotonic()]
+
+    def sent(n: int) -> None:  # on the driver's thread at each send: a line every PROGRESS_EVERY seconds at most
+        now = time.monotonic()
+        if now - said[0] < PROGRESS_EVERY:
+            return
+        said[0], elapsed = now, now - began
+        # a trace's end is known; conversations' is what the requests sent so far took, scaled to the rest
+        rest = work.arrivals[-1] - elapsed if work.arrivals else elapsed * (total - n) / max(n, 1)
+        ctx.progress(f"replay: {n} of {total} requests sent", left=max(rest, 0.0))
+
+    driver.progress = sent
     engine.measured(arrivals=False)
     with (
         frozen_heap(),
@@ -538,7 +448,8 @@ def _replay(
 
 def workload(params: LLMServeParams, vocab: int, total: int, prompt_len: int, out: int) -> Work:
     """The requests the run's prompt source makes (random prompts unless another source is chosen)."""
-    return source_class(params.source or "random")(params.source_opts).work(params, vocab, total, (prompt_len, out))
+    source = source_class(params.source or SOURCE_PARTS.fallback)
+    return source(params.source_opts).work(params, vocab, total, (prompt_len, out))
 
 
 def _measure(

@@ -20,6 +20,7 @@ from accelbench.infer.tokens.engines import ENGINES, engine_class
 from accelbench.infer.tokens.sources import SOURCES, source_class
 from accelbench.infer.tokens.sweep import SweepParams
 from accelbench.params import Parts, not_negative, opt, positive
+from accelbench.results.details import source_named
 from accelbench.workloads import is_decoder
 
 SCENARIOS = ("offline", "server", "singlestream", "interactive")
@@ -204,7 +205,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
         self._check_source()
 
     def _check_source(self) -> None:
-        source = source_class(self.source or "random")
+        source = source_class(self.source or SOURCE_PARTS.fallback)
         options = self.source_opts
         options.check()
         if source.replayed:
@@ -236,8 +237,8 @@ class LLMServeParams(SweepParams, LoadGenParams):
         impl = engine_class(name) if name in ENGINES else None
         words.append(name)
         words += impl.describe_words(p) if impl else []
-        src = p.get("source") or ("file" if p.get("prompts") else "random")
-        words += SOURCES[src].describe_words(p) if src in SOURCES else [str(src)]
+        src = source_named(p)
+        words += SOURCES[src].describe_words(p) if src in SOURCES else [src]
         words.append(f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens")
         precision = (impl.labels(p) if impl else p).get("precision", "fp32")  # an older record's auto, labelled
         words += [f"bs<={p['batch_size']}", precision, p["profile"]]
