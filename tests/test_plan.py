@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from conftest import run_cli
 
 
@@ -34,7 +36,10 @@ def test_the_dry_run_lists_the_plan_with_last_times_and_runs_nothing(tmp_path: P
     rows = json.loads(plan.stdout)
     assert [r["benchmark"] for r in rows] == ["selftest/ok", "selftest/raise"]
     assert rows[0]["last_seconds"] is not None and rows[0]["last_run"]  # measured here before
-    assert rows[1]["last_seconds"] is None  # never ran here: no estimate is invented
+    assert rows[0]["estimate"]["source"] == "measured here before"
+    assert rows[0]["estimate"]["seconds"] == rows[0]["last_seconds"]
+    assert rows[1]["last_seconds"] is None  # never ran here: the cost model's estimate, said as such
+    assert rows[1]["estimate"]["source"] == "model"
     runs = json.loads(run_cli(["results", "runs", "--json"], cli_env, tmp_path).stdout)
     assert len(runs) == 1  # the dry run ran nothing
 
@@ -113,24 +118,117 @@ def test_timeouts_read_in_the_unit_a_reader_thinks_in() -> None:
     ]
 
 
-def test_the_plans_caption_says_what_is_known_of_its_length() -> None:
-    """None run before: no estimate, and no "0:00" as if measured; all run: their time; some: both, counted."""
+def test_the_plans_caption_says_how_much_is_measured_and_how_much_modelled() -> None:
+    """The total, split by source and counted; an entry without any estimate (a plan made by hand) is counted
+    apart, never as "0:00" as if measured."""
     from accelbench.cli.render import plan_table
+    from accelbench.suite.estimate import MODEL, Estimate
     from accelbench.suite.plan import Planned
     from accelbench.suite.suites import make_entry
 
-    def caption(*lasts: float | None) -> str:
-        return plan_table([Planned(make_entry("selftest/ok", {}), 600.0, s) for s in lasts]).caption
+    ok = make_entry("selftest/ok", {})
 
-    assert caption(None, None) == "2 benchmark(s), none run on this system before: no estimate"
-    assert caption(30.0, 50.0) == "2 benchmark(s); they took 1:20 here last time (plus start-up)"
-    assert caption(30.0, None, None) == (
-        "3 benchmark(s); the 1 run here before took 0:30 last time (plus start-up); 2 never ran on this system: "
-        "no estimate for those"
+    def caption(*rows: tuple[float | None, float | None]) -> str:
+        planned = [
+            Planned(ok, 600.0, last, "r1" if last else None, model=Estimate(m, MODEL, "x") if m else None)
+            for last, m in rows
+        ]
+        return plan_table(planned).caption
+
+    assert caption((None, None), (None, None)) == "2 benchmark(s): no estimate"
+    assert caption((30.0, None), (50.0, None)) == (
+        "2 benchmark(s), about 1:20: 1:20 measured here before (2, plus start-up)"
+    )
+    assert caption((30.0, None), (None, 12.0), (None, 8.0)) == (
+        "3 benchmark(s), about 0:50: 0:30 measured here before (1, plus start-up), 0:20 from the cost model (2)"
+    )
+    assert caption((None, 12.0), (None, None)) == (
+        "2 benchmark(s), about 0:12: 0:12 from the cost model (1), 1 with no estimate"
     )
     kernels = [Planned(make_entry("kernels/gemm", {"m": m}), 600.0, None, process=1) for m in (64, 128)]
-    shared = plan_table([*kernels, Planned(make_entry("selftest/ok", {}), 600.0, None, process=2)]).caption
+    shared = plan_table([*kernels, Planned(ok, 600.0, None, process=2)]).caption
     assert shared.endswith("; in 2 worker processes (consecutive kernels of one benchmark share one)")
+
+
+def test_a_kernels_estimate_is_its_timing_budget_and_its_process_start_once() -> None:
+    """The model reads the entry's own budget (warm-up, min-time; a min-reps of long calls past min-time) and
+    counts a shared process's start on its first entry only."""
+    from accelbench.suite.estimate import COSTS, MODEL, Target
+    from accelbench.suite.plan import plan
+    from accelbench.suite.suites import Suite, make_entry
+
+    target = Target.of("cpu")
+    short = make_entry("kernels/gemm", {"m": 64, "n": 64, "k": 64, "min_time": 0.5, "warmup_time": 0.1})
+    longer = make_entry("kernels/gemm", {"m": 64, "n": 64, "k": 64, "min_time": 3.0, "warmup_time": 1.0})
+    first, second = plan(Suite("t", [short, longer]), None, "x", target=target)
+    costs = COSTS["cpu"]
+    assert first.estimate is not None and second.estimate is not None
+    assert first.estimate.source == second.estimate.source == MODEL
+    assert first.estimate.seconds >= costs.process_start + 0.6 and "start" in first.estimate.how
+    assert "start" not in second.estimate.how  # the same process
+    assert second.estimate.seconds - first.estimate.seconds >= 3.4 - costs.process_start - 0.01
+    assert "warm-up 1 s" in second.estimate.how and "timing 3 s" in second.estimate.how
+
+
+def test_a_dry_run_of_standard_on_a_gpu_estimates_every_entry_saying_from_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under a fake CUDA (an H100 as torch.cuda describes it): every one of standard's entries has an estimate with
+    its source, the one measured here before from the store, the rest from the cost model; the caption adds both
+    (it used to say "at least 3:53 for the 375 whose own settings say a minimum, no estimate for the rest")."""
+    from accelbench.cli.main import main
+    from accelbench.results.record import Result
+    from accelbench.results.store import Store
+    from accelbench.suite.suites import builtin_suite
+    from accelbench.system.profile import collect_profile
+
+    _fake_h100(monkeypatch)
+    suite = builtin_suite("standard").on("accelerator")
+    llm = next(e for e in suite.entries if e.benchmark == "train/llm")
+    db = tmp_path / "store.db"
+    with Store(db) as store:  # the training slice ran here before, 95 s
+        profile = collect_profile()
+        system = {"fingerprint": profile["fingerprint"], "profile": profile}
+        stored = Result(llm.benchmark, llm.params, status="skipped", reason="stored for the test", system=system)
+        stored.started_at, stored.ended_at = "2026-01-01T10:00:00+00:00", "2026-01-01T10:01:35+00:00"
+        stored.run_id, stored.spec_key = "run-before", llm.key
+        store.add(stored)
+
+    assert main(["run", "standard", "--dry-run", "--device", "cuda", "--db", str(db), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(suite.entries) == 391
+    assert all(r["estimate"] and r["estimate"]["seconds"] >= 0 for r in rows)
+    by_source: dict[str, list[dict]] = {}
+    for r in rows:
+        by_source.setdefault(r["estimate"]["source"], []).append(r)
+    (measured,) = by_source["measured here before"]
+    assert measured["benchmark"] == "train/llm" and measured["estimate"]["seconds"] == 95.0
+    assert len(by_source["model"]) == 390
+    models = {r["benchmark"]: r["estimate"] for r in by_source["model"]}
+    assert "steps of" in models["train/throughput"]["how"] and "probe" in models["infer/llm"]["how"]
+    assert "timing" in models["kernels/gemm"]["how"]
+    assert not any("could not be modelled" in r["estimate"]["how"] for r in rows)
+
+    assert main(["run", "standard", "--dry-run", "--device", "cuda", "--db", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "391 benchmark(s), about" in out and "measured here before (1, plus start-up)" in out
+    assert "from the cost model (390)" in out and "no estimate" not in out
+
+
+def _fake_h100(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One NVIDIA H100 as ``torch.cuda`` describes it (no GPU here): what the plan reads of a device."""
+    import torch
+
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: (9, 0))
+    props = SimpleNamespace(
+        name="NVIDIA H100 80GB HBM3", total_memory=85 * 10**9, multi_processor_count=132, major=9, minor=0
+    )
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d=None: props)
 
 
 def test_the_plan_numbers_each_entrys_worker_process() -> None:
@@ -153,4 +251,4 @@ def test_a_dry_run_creates_no_store(tmp_path: Path, cli_env) -> None:
     db = tmp_path / "not" / "yet" / "x.db"
     plan = run_cli(["kernels", "gemm", "--db", str(db), "--dry-run"], cli_env, tmp_path)
     assert plan.returncode == 0, plan.stderr
-    assert "none run on this system before" in plan.stdout and not (tmp_path / "not").exists()
+    assert "from the cost model" in plan.stdout and not (tmp_path / "not").exists()

@@ -14,7 +14,15 @@ from rich.markup import escape
 from accelbench import config, registry
 from accelbench.cli import args as a
 from accelbench.cli.kernel_args import add_param_flags, add_set_flags, entries_from_args
-from accelbench.cli.render import ProgressObserver, console, err_console, plan_table, results_table, shown
+from accelbench.cli.render import (
+    ProgressObserver,
+    console,
+    err_console,
+    plan_table,
+    results_table,
+    sample_table,
+    shown,
+)
 from accelbench.cli.render_trends import scaling_table
 from accelbench.devices import resolve_device
 from accelbench.errors import UsageError
@@ -22,7 +30,7 @@ from accelbench.kernels.sets import all_sets
 from accelbench.registry import BENCHMARKS, describe_params, get, sharing_command
 from accelbench.results import format as fmt
 from accelbench.results.store import Store, default_store_path
-from accelbench.suite.suites import BUILTIN, Suite, builtin_suite, resolve_targets
+from accelbench.suite.suites import BUILTIN, DEFAULT_ACCELERATOR, DEFAULT_CPU, Suite, builtin_suite, resolve_targets
 
 #: Exit statuses of a run: a failed benchmark, or (none failed) a result its own verdict calls INVALID.
 EXIT_FAILED, EXIT_INVALID = 1, 3
@@ -31,19 +39,32 @@ EXIT_FAILED, EXIT_INVALID = 1, 3
 def register(sub: Any) -> None:
     run = sub.add_parser(
         "run",
-        help="run a suite (default: quick on a CPU-only machine, standard with a GPU)",
+        help="run a suite (default: quick on a CPU-only machine, headline with a GPU; standard is the long one)",
         description=(
             "Run benchmarks, each in its own process with a timeout; a crash, OOM or hang is recorded as "
             "failed and the suite goes on. Every record is stored the moment it is measured.\n\n"
             "Exit status: 0 all ok; 1 a benchmark failed; 3 none failed but a result is INVALID by its own "
             "verdict (LoadGen's, an accuracy gate); 2 bad input; 130 interrupted (resume with --resume).\n\n"
             f"TARGET is a built-in suite ({', '.join(BUILTIN)}), a suite file (.toml), or benchmark names "
-            "(see 'accelbench list'); several may be given."
+            "(see 'accelbench list'); several may be given. Without one: quick on a machine without an accelerator, "
+            "headline (a few minutes of what a buyer asks first) with one; standard, every DeepBench set and model, "
+            "is the long suite.\n\n"
+            "--sample N runs N entries drawn across the suite's kinds (kernels, train, infer, tta...) and prints "
+            "each one's estimate beside the time it took: the plan's error, measured."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
-        "targets", nargs="*", metavar="TARGET", help="suite, suite file or benchmark (default: quick/standard)"
+        "targets", nargs="*", metavar="TARGET", help="suite, suite file or benchmark (default: quick/headline)"
+    )
+    run.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="run N entries drawn across the suite's kinds, then each one's estimate beside its time and the error",
+    )
+    run.add_argument(
+        "--seed", type=int, metavar="S", help="with --sample, the draw's seed (default 0): same seed, same entries"
     )
     run.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run: skip what already finished")
     run.add_argument("--retry-failed", action="store_true", help="with --resume, also re-run benchmarks that failed")
@@ -194,22 +215,32 @@ def _execute(
     if ns.device is not None:
         resolve_device(ns.device)  # a device this machine lacks is bad input, not a failed benchmark
     if suite is None and resume is None:
-        suite = builtin_suite("standard" if profile["accelerators"] else "quick")
+        suite = builtin_suite(DEFAULT_ACCELERATOR if profile["accelerators"] else DEFAULT_CPU)
     if suite is not None:  # the entries for what it runs on: --device's kind, else an accelerator where there is one
         on_cpu = ns.device == "cpu" or (ns.device in (None, "auto") and not profile["accelerators"])
-        suite = suite.on("cpu" if on_cpu else "accelerator").repeated(ns.repeat)
-    estimates = _plan(ns, suite, store, profile["fingerprint"])
-    if estimates is None:
+        suite = suite.on("cpu" if on_cpu else "accelerator")
+        if getattr(ns, "sample", None) is not None:  # drawn from what runs here, before any repeat
+            suite = sampled(suite, ns.sample, ns.seed or 0)
+        suite = suite.repeated(ns.repeat)
+    planned = _plan(ns, suite, store, profile["fingerprint"])
+    if planned is None:
         return 0
+    estimates = {p.entry.key: p.last_seconds for p in planned}
     with ProgressObserver(estimates, quiet=ns.json) as observer:
         summary = run_suite(suite or Suite("resume", []), store, options, observer, resume=resume, profile=profile)
+    checked = _checked(planned, observer.finished) if getattr(ns, "sample", None) is not None else []
     counts = {s: sum(r.status == s for r in summary.results) for s in ("ok", "failed", "skipped")}
     if ns.json:
-        sys.stdout.write(json.dumps(summary_dict(summary, store.path, counts), indent=2) + "\n")
+        out = summary_dict(summary, store.path, counts)
+        if checked:
+            out["sample"] = [_checked_dict(c) for c in checked]
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
     elif summary.results:
         console.print(results_table(summary.results, title=f"run {summary.run_id}"))
         if after is not None:
             after(summary)
+    if checked and not ns.json:
+        console.print(sample_table(checked))
     invalid = sum(r.status == "ok" and r.valid is False for r in summary.results)
     ok = f"{counts['ok']} ok" + (f" ([red]{invalid} INVALID[/])" if invalid else "")
     (err_console if ns.json else console).print(
@@ -243,15 +274,57 @@ def _refuse_what_its_timeout_kills(suite: Suite, timeout: float | None) -> None:
             )
 
 
-def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: str) -> dict[str, float | None] | None:
+def sampled(suite: Suite, n: int, seed: int) -> Suite:
+    """``n`` entries of ``suite`` drawn across its kinds (the family before the ``/``: kernels, train, infer,
+    tta...), the same for the same seed: each kind's entries shuffled by the seed, then one of each kind in turn
+    (the kinds in an order the seed shuffles too) until ``n``; run in the suite's order. A sample of a suite's
+    many kernels alone would check the model of one family only; a kind drawn in turn puts every kind in a sample
+    of as many."""
+    import random
+
+    entries = suite.entries
+    if n < 1 or n > len(entries):
+        raise UsageError(f"--sample takes 1 to {len(entries)} (the entries of {suite.name} that run here), not {n}")
+    rng = random.Random(seed)
+    kinds: dict[str, list[int]] = {}
+    for i, e in enumerate(entries):
+        kinds.setdefault(e.benchmark.split("/")[0], []).append(i)
+    for indices in kinds.values():
+        rng.shuffle(indices)
+    order = list(kinds.values())
+    rng.shuffle(order)  # a sample smaller than the kinds leaves out different kinds for different seeds
+    chosen: list[int] = []
+    while len(chosen) < n:
+        for indices in order:
+            if indices and len(chosen) < n:
+                chosen.append(indices.pop())
+    picked = [entries[i] for i in sorted(chosen)]
+    meta = dict(suite.meta, sample=n, seed=seed)
+    return Suite(suite.name, picked, suite.description, suite.source, meta)
+
+
+def _checked(planned: list[Any], finished: list[tuple[Any, float]]) -> list[Any]:
+    """Each finished entry's plan estimate beside the wall time it took (in the order they ran)."""
+    from accelbench.cli.render import Checked
+
+    by_key = {p.entry.key: p.estimate for p in planned}
+    return [Checked(e, by_key[e.key], s) for e, s in finished if by_key.get(e.key) is not None]
+
+
+def _checked_dict(c: Any) -> dict[str, Any]:
+    return {"label": c.entry.label, "estimate": c.estimate.to_dict(), "seconds": c.seconds, "error_pct": c.error_pct}
+
+
+def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: str) -> list[Any] | None:
     """Warn about what cannot finish in its timeout; with --dry-run print the plan and return None."""
+    from accelbench.suite.estimate import Target
     from accelbench.suite.plan import plan
 
     if suite is None:  # a resume: its plan is the stored suite's, already partly done
         if ns.dry_run:
             raise UsageError("--dry-run lists a new run; it does not apply to --resume")
-        return {}
-    planned = plan(suite, store, fingerprint, ns.timeout)
+        return []
+    planned = plan(suite, store, fingerprint, ns.timeout, Target.of(ns.device))
     left = suite.meta.get("left_out")
     other = "an accelerator" if suite.meta.get("target") == "cpu" else "a CPU"
     note = f"{left} entries of {suite.name} are for runs on {other}: left out of this one" if left else ""
@@ -268,7 +341,12 @@ def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: 
     for p in planned:
         if p.warning:
             err_console.print(f"[yellow]warning[/]: {escape(p.entry.label)} {escape(p.warning)}")
-    return {p.entry.key: p.last_seconds for p in planned}
+    if suite.meta.get("sample") and not ns.json:
+        console.print(
+            f"a sample of {len(suite.entries)} entries of {suite.name} (seed {suite.meta['seed']}), drawn across its "
+            "kinds; each estimate is set beside its time at the end"
+        )
+    return planned
 
 
 def summary_dict(summary: Any, store_path: Any, counts: dict[str, int]) -> dict[str, Any]:
@@ -303,6 +381,10 @@ def _check_environment(suite: Suite, device: str | None) -> None:
 def cmd_run(ns: argparse.Namespace) -> int:
     if ns.retry_failed and not ns.resume:
         raise UsageError("--retry-failed only applies with --resume RUN_ID")
+    if ns.seed is not None and ns.sample is None:
+        raise UsageError("--seed applies to --sample N")
+    if ns.sample is not None and ns.resume:
+        raise UsageError("--sample draws a new run; a resumed run keeps its entries")
     if ns.resume:
         if ns.targets:
             raise UsageError("give either targets or --resume RUN_ID, not both")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,6 +17,7 @@ from accelbench.families import family_of, metric_texts
 from accelbench.registry import describe_params
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
+from accelbench.suite.estimate import MEASURED
 from accelbench.suite.suites import Entry
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "skipped": "yellow"}
@@ -71,6 +73,8 @@ class ProgressObserver:
         self.t0 = self.entry_t0 = self.clock()
         #: the entry's own estimate of its seconds left, and when it said so
         self.entry_left: tuple[float, float] | None = None
+        #: each finished entry and its wall time as the runner counted it (its process's start included)
+        self.finished: list[tuple[Entry, float]] = []
 
     def __enter__(self) -> "ProgressObserver":
         self.progress.start()
@@ -124,6 +128,7 @@ class ProgressObserver:
             self._line(f"    {escape(message)}" + (f" ({eta})" if eta else ""))
 
     def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None:
+        self.finished.append((entry, seconds))
         out = self.progress.console if not self.plain else self.out
         if not results:  # another invocation records it (a multi-node job's other node): say so
             out.print(f"[dim]{' ' * 8}{entry.label}: {escape(self.last_message)}[/]")
@@ -160,55 +165,97 @@ def _span(seconds: float) -> str:
 
 
 def plan_table(planned: list[Any]) -> Table:
-    """What a run will do: each entry, its timeout and how long it took on this system last time."""
-    from accelbench.suite.plan import estimate
-
+    """What a run will do: each entry, its timeout, and its estimate with where it came from (its last time here,
+    or the cost model of :mod:`accelbench.suite.estimate`); the caption adds them up, measured and modelled apart."""
     table = Table(title_justify="left", caption_justify="left")
     for col, kw in (
         ("#", {"justify": "right"}),
         ("benchmark", {}),
         ("timeout", {"justify": "right"}),
-        ("last time here", {"justify": "right"}),
+        ("estimate", {"justify": "right"}),
+        ("from", {}),
         ("process", {"justify": "right"}),
         ("", {"style": "yellow"}),
     ):
         table.add_column(col, **kw)
     for i, p in enumerate(planned, 1):
-        last = f"{p.last_seconds:.1f} s" if p.last_seconds is not None else "never run"
-        table.add_row(str(i), escape(p.entry.label), _span(p.timeout), last, str(p.process), escape(p.warning or ""))
-    known, unknown = estimate(planned)
-    ran, n = len(planned) - unknown, len(planned)
-    new = [p for p in planned if p.last_seconds is None]
-    floors = [p.floor_seconds for p in new if p.floor_seconds is not None]
-    least = (
-        f"at least {_clock(sum(floors))} for the {len(floors)} whose own settings say a minimum (a kernel's timing "
-        "budget, LoadGen's duration), no estimate for the rest"
-        if floors and len(floors) < len(new)
-        else f"at least {_clock(sum(floors))}, the minimums their own settings ask for (a kernel's timing budget, "
-        "LoadGen's duration)"
-        if floors
-        else "no estimate"
-    )
-    if not ran:
-        said = [f"{n} benchmark(s), none run on this system before: {least}"]
-    elif not unknown:
-        said = [f"{n} benchmark(s); they took {_clock(known)} here last time (plus start-up)"]
-    else:
-        said = [
-            f"{n} benchmark(s); the {ran} run here before took {_clock(known)} last time (plus start-up)",
-            f"{unknown} never ran on this system: {least}"
-            if floors
-            else f"{unknown} never ran on this system: no estimate for those",
-        ]
-    processes = len({p.process for p in planned})
-    if all(p.process for p in planned) and processes < n:
-        plural = "es" if processes > 1 else ""
-        said.append(f"in {processes} worker process{plural} (consecutive kernels of one benchmark share one)")
-    table.caption = "; ".join(said)
+        est = p.estimate
+        shown_est = f"{est.seconds:.1f} s" if est is not None else "-"
+        source = ("here before" if est.source == MEASURED else "model") if est is not None else "none"
+        warn = escape(p.warning or "")
+        table.add_row(str(i), escape(p.entry.label), _span(p.timeout), shown_est, source, str(p.process), warn)
+    table.caption = "; ".join(plan_caption(planned))
     if any(_span(p.timeout).endswith("days") for p in planned):
         table.caption += (
             "\na timeout in days is a time-to-accuracy run's: at full scale it can train that long; --timeout S "
             "lowers it (a run that reaches it is recorded as failed)"
+        )
+    return table
+
+
+def plan_caption(planned: list[Any]) -> list[str]:
+    """The plan's length: its total, how much of it was measured here before and how much the cost model says,
+    each with its count of entries; then its worker processes."""
+    from accelbench.suite.plan import estimate
+
+    total, n = estimate(planned), len(planned)
+    parts = []
+    if total.measured_entries:
+        parts.append(f"{_clock(total.measured)} measured here before ({total.measured_entries}, plus start-up)")
+    if total.modelled_entries:
+        parts.append(f"{_clock(total.modelled)} from the cost model ({total.modelled_entries})")
+    if total.unknown:
+        parts.append(f"{total.unknown} with no estimate")
+    known = total.measured_entries + total.modelled_entries
+    said = [
+        f"{n} benchmark(s), about {_clock(total.seconds)}: " + ", ".join(parts)
+        if known
+        else f"{n} benchmark(s): no estimate"
+    ]
+    processes = len({p.process for p in planned})
+    if all(p.process for p in planned) and processes < n:
+        plural = "es" if processes > 1 else ""
+        said.append(f"in {processes} worker process{plural} (consecutive kernels of one benchmark share one)")
+    return said
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One sampled entry: its estimate before the run and the wall time it took."""
+
+    entry: Entry
+    estimate: Any  # accelbench.suite.estimate.Estimate
+    seconds: float
+
+    @property
+    def error_pct(self) -> float:
+        """The estimate's error against the time taken, in % of that time (positive: the estimate was long)."""
+        return (self.estimate.seconds - self.seconds) / max(self.seconds, 1e-9) * 100
+
+
+def sample_table(checked: list[Checked]) -> Table:
+    """Each sampled entry's estimate beside the time it took, and the estimate's error over the sample: the
+    plan's own measure (median and worst absolute % error)."""
+    import statistics
+
+    table = Table(title="the plan's estimates against the run", title_justify="left", caption_justify="left")
+    for col, kw in (
+        ("benchmark", {}),
+        ("estimate", {"justify": "right"}),
+        ("from", {}),
+        ("took", {"justify": "right"}),
+        ("error", {"justify": "right"}),
+    ):
+        table.add_column(col, **kw)
+    for c in checked:
+        source = "here before" if c.estimate.source == MEASURED else "model"
+        row = (escape(c.entry.label), f"{c.estimate.seconds:.1f} s", source, f"{c.seconds:.1f} s")
+        table.add_row(*row, f"{c.error_pct:+.0f}%")
+    errors = [abs(c.error_pct) for c in checked]
+    if errors:
+        table.caption = (
+            f"estimate's error over {len(errors)} entries: median {statistics.median(errors):.0f}%, "
+            f"worst {max(errors):.0f}% (absolute, of the time taken)"
         )
     return table
 

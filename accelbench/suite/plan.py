@@ -1,9 +1,10 @@
-"""What a run will do before it does it: each entry, its timeout, and how long it took here last time.
+"""What a run will do before it does it: each entry, its timeout, and how long it should take.
 
-An estimate is only as honest as its source, so it is never guessed from parameters: it is the duration
-of the same entry (same benchmark and parameters) on this system in the store's latest run of it, and
-"unknown" otherwise. Where the parameters themselves ask for a minimum time (LoadGen's --duration), that
-floor is checked against the timeout, so a request that cannot finish is said before it starts.
+An estimate is only as honest as its source, so each says which it has: the duration of the same entry (same
+benchmark and parameters) on this system in the store's latest run of it, else the stated cost model of
+:mod:`accelbench.suite.estimate` (never a figure without its origin). Where the parameters themselves ask for a
+minimum time (LoadGen's --duration), that floor is checked against the timeout, so a request that cannot finish
+is said before it starts.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Sequence
 
 from accelbench import registry
 from accelbench.results.store import Store
+from accelbench.suite.estimate import MEASURED, MODEL, Estimate, Target, modelled
 from accelbench.suite.suites import Entry, Suite
 
 
@@ -27,6 +29,15 @@ class Planned:
     floor_seconds: float | None = None
     #: the worker process it runs in, numbered in the run (consecutive kernels of one benchmark share one)
     process: int = 0
+    #: the cost model's seconds where the store has none (:mod:`accelbench.suite.estimate`)
+    model: Estimate | None = None
+
+    @property
+    def estimate(self) -> Estimate | None:
+        """Its last time here where there is one (:data:`MEASURED`), else the cost model's (:data:`MODEL`)."""
+        if self.last_seconds is not None:
+            return Estimate(self.last_seconds, MEASURED, f"run {self.last_run}" if self.last_run else "stored")
+        return self.model
 
     @property
     def warning(self) -> str | None:
@@ -51,6 +62,7 @@ class Planned:
             "floor_seconds": self.floor_seconds,
             "warning": self.warning,
             "process": self.process,
+            "estimate": self.estimate.to_dict() if self.estimate else None,
         }
 
 
@@ -82,7 +94,11 @@ def _seconds(start: str, end: str) -> float:
     return (dt.datetime.fromisoformat(end) - dt.datetime.fromisoformat(start)).total_seconds()
 
 
-def plan(suite: Suite, store: Store | None, fingerprint: str, timeout: float | None = None) -> list[Planned]:
+def plan(
+    suite: Suite, store: Store | None, fingerprint: str, timeout: float | None = None, target: Target | None = None
+) -> list[Planned]:
+    """Each entry with its timeout, worker process and estimate on ``target`` (None: the device ``auto`` picks)."""
+    target = target or Target.of(None)
     last: dict[str, tuple[str, float]] = {}
     if store is not None:
         spans: dict[tuple[str, str], tuple[str, str]] = {}
@@ -97,16 +113,36 @@ def plan(suite: Suite, store: Store | None, fingerprint: str, timeout: float | N
     out = []
     process, left = 0, 0
     for i, entry in enumerate(suite.entries):
-        if left == 0:
+        first = left == 0
+        if first:
             process, left = process + 1, sharing(suite.entries[i:])
         left -= 1
         floor = registry.get(entry.benchmark).make_params(entry.params).planned_seconds()
         run, secs = last.get(entry.key, (None, None))
-        out.append(Planned(entry, timeout_of(entry, timeout), secs, run, floor, process))
+        model = None if secs is not None else modelled(entry, target, starts_process=first)
+        out.append(Planned(entry, timeout_of(entry, timeout), secs, run, floor, process, model))
     return out
 
 
-def estimate(planned: list[Planned]) -> tuple[float, int]:
-    """Seconds of the entries with an earlier duration, and how many have none."""
-    known = [p.last_seconds for p in planned if p.last_seconds is not None]
-    return sum(known), len(planned) - len(known)
+@dataclass(frozen=True)
+class Total:
+    """A plan's length, split by where its entries' estimates came from."""
+
+    measured: float
+    measured_entries: int
+    modelled: float
+    modelled_entries: int
+    #: entries with no estimate at all (a plan built by hand, without the model)
+    unknown: int
+
+    @property
+    def seconds(self) -> float:
+        return self.measured + self.modelled
+
+
+def estimate(planned: list[Planned]) -> Total:
+    """Seconds of the entries measured here before and of those the cost model estimates, each counted."""
+    measured = [e.seconds for p in planned if (e := p.estimate) is not None and e.source == MEASURED]
+    model = [e.seconds for p in planned if (e := p.estimate) is not None and e.source == MODEL]
+    unknown = len(planned) - len(measured) - len(model)
+    return Total(sum(measured), len(measured), sum(model), len(model), unknown)

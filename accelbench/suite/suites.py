@@ -21,7 +21,9 @@ A suite file is a plain TOML document, the same format as the built-in suites
     params = { precision = "fp16" }
 
 A list value expands into one entry per element (several lists: their product),
-which is how a file describes a sweep.
+which is how a file describes a sweep. ``include = "quick"`` (a built-in suite's name, or a list of them) puts
+that suite's entries first, so a suite that extends another does not copy it (``headline`` is ``quick`` and
+more).
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-BUILTIN = ("quick", "standard", "tpu-vs-gpu")
+BUILTIN = ("quick", "headline", "standard", "tpu-vs-gpu")
+#: what ``accelbench run`` runs without a target: on a machine without an accelerator, ``quick`` (about a minute on
+#: 2 cores); with one, ``headline`` (a buyer's first figures, within 8 minutes on one H100); ``standard``, every
+#: DeepBench set and model (391 entries), is the long suite, run when asked for
+DEFAULT_CPU, DEFAULT_ACCELERATOR = "quick", "headline"
 #: where an entry runs, when a suite file says (``on = "..."``): a suite measures what the machine it runs on is
 #: for, so a GPU's quick run does not time the tiny models a 2-core CPU finishes in a minute
 TARGETS = ("cpu", "accelerator")
@@ -160,17 +166,18 @@ def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
 
 def parse_suite(doc: dict[str, Any], source: str) -> Suite:
     where = f"suite {source}"
-    allowed = {"name", "description", "defaults", "benchmark"}
+    allowed = {"name", "description", "defaults", "benchmark", "include"}
     extra = sorted(set(doc) - allowed)
     if extra:
         raise UsageError(f"{where}: unknown top-level key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}")
-    benches = doc.get("benchmark")
-    if not isinstance(benches, list) or not benches:
+    included = _included(doc.get("include"), where)
+    benches = doc.get("benchmark", [] if included else None)
+    if not isinstance(benches, list) or not (benches or included):
         raise UsageError(f"{where}: needs at least one [[benchmark]] table")
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
         raise UsageError(f"{where}: [defaults] must be a table of parameters")
-    entries: list[Entry] = []
+    entries: list[Entry] = list(included)
     for i, b in enumerate(benches, 1):
         if not isinstance(b, dict) or not isinstance(b.get("name"), str):
             example = next(iter(registry.BENCHMARKS), "")
@@ -205,6 +212,16 @@ def parse_suite(doc: dict[str, Any], source: str) -> Suite:
         entries=entries,
         source=source,
     )
+
+
+def _included(names: Any, where: str) -> list[Entry]:
+    """The entries of the built-in suites ``include`` names, in order (none where it is absent)."""
+    if names is None:
+        return []
+    listed = names if isinstance(names, list) else [names]
+    if not listed or not all(isinstance(n, str) and n in BUILTIN for n in listed):
+        raise UsageError(f"{where}: include names built-in suites ({', '.join(BUILTIN)}), not {names!r}")
+    return [e for name in listed for e in builtin_suite(name).entries]
 
 
 def _set_rows(b: dict[str, Any]) -> list[dict[str, Any]]:
