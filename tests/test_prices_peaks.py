@@ -207,14 +207,16 @@ def test_the_peak_of_a_zen4_names_its_rule(monkeypatch) -> None:
     import torch
 
     from accelbench.system import specs
+    from accelbench.system.clock import TimedClock
 
     monkeypatch.setattr("accelbench.devices.host.cpuinfo", lambda: ZEN4)
     monkeypatch.setattr(cpu, "cpu_clock_ghz", lambda: 2.5)
-    monkeypatch.setattr("accelbench.system.clock.timed_clock_ghz", lambda: None)
+    monkeypatch.setattr("accelbench.system.clock.timed_clock", lambda: TimedClock(None, "not timed (test)"))
     peak = specs.peak_for(torch.device("cpu"), "fp32", threads=2)
     assert peak is not None and peak.estimated
     assert peak.tflops == pytest.approx(2 * 2.5e9 * 32 / 1e12)
     assert "x 32 FLOP/cycle (Zen 4" in peak.source and "57647" in peak.source
+    assert "2.50 GHz reported (not timed (test))" in peak.source  # the clock behind the peak, and how it was found
     assert specs.peak_for(torch.device("cpu"), "fp16", threads=2) is None
 
 

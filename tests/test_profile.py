@@ -75,21 +75,24 @@ def test_nvml_throttle_bits_decode_to_slowdowns_only():
 
 
 def test_the_cpu_peak_rests_on_a_clock_that_holds() -> None:
-    """A core's clock timed by a dependent-add chain: the peak is not beaten by a boosting core."""
+    """A core's clock timed by two dependent chains (register adds, imuls) that agree: the peak is not beaten by
+    a boosting core. The chains are timed interleaved, the fastest run of each kept, so a busy host slows some
+    runs of both and spoils neither figure."""
     import platform
 
-    from accelbench.system.clock import timed_clock_ghz
+    from accelbench.system.clock import measure_clock, timed_clock
     from accelbench.system.cpu import cpu_clock_ghz, estimated_peak_tflops
 
-    timed = timed_clock_ghz()
+    timed = measure_clock()
     if platform.machine() == "x86_64" and platform.system() == "Linux":
-        assert timed is not None and 0.4 <= timed <= 7.0
+        assert timed.ghz is not None and 0.4 <= timed.ghz <= 7.0, timed.how
+        assert "register-add chain" in timed.how and "imul chain" in timed.how and "agree" in timed.how
         reported = cpu_clock_ghz()
         if reported:
-            assert timed > 0.5 * reported  # the same order as the OS's own figure
+            assert timed.ghz > 0.5 * reported  # the same order as the OS's own figure
     peak = estimated_peak_tflops("fp32", 2)
     assert peak is not None
     tflops, how = peak
-    assert ("timed (dependent-add chain" in how) or ("reported" in how)
-    if timed:
-        assert tflops >= 2 * timed * 1e9 * 8 / 1e12 * 0.999  # never below what the timed clock allows
+    assert timed_clock().how in how  # the record says how the clock behind the peak was found
+    if timed.ghz:
+        assert tflops >= 2 * timed.ghz * 1e9 * 8 / 1e12 * 0.9  # never far below what the timed clock allows

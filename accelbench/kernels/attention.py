@@ -6,14 +6,15 @@ the score matrix, so it counts half. The backward pass counts 2.5x the forward
 (five S x S x D products: recomputing the scores, and the gradients of Q, K, V
 and P), so ``fwd_bwd`` is 3.5x forward: the convention of FlashAttention's
 published benchmarks, which makes figures comparable with theirs.
-PyTorch picks the kernel (FlashAttention, memory-efficient, or math); the one it
-could use is recorded with the result.
+PyTorch picks the kernel (FlashAttention, memory-efficient, cuDNN, or math, by its priority order and
+each one's constraints); the record names the one that ran, seen by running the call once and watching which
+operator it dispatched to (:func:`backend_that_ran`), not what a constraint check says could run.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterator, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, cast
 
 from accelbench.devices import device_label, resolve_device
 from accelbench.devices.kind import kind_of
@@ -22,6 +23,7 @@ from accelbench.kernels.common import KernelCase, max_relative_error, native_pre
 from accelbench.kernels.specs import AttentionParams
 from accelbench.kit.context import RunContext
 from accelbench.results.record import Result
+from accelbench.system.specs import check_against_peak
 
 if TYPE_CHECKING:
     import torch
@@ -47,9 +49,80 @@ def attention_bytes(p: AttentionParams, element_size: int) -> int:
 REF_BATCH, REF_HEADS = 1, 2
 
 
+#: the operator each SDPA backend dispatches to, and the name the record gives it
+SDPA_OPS = {
+    "_scaled_dot_product_cudnn_attention": "cudnn",
+    "_scaled_dot_product_flash_attention": "flash",
+    "_scaled_dot_product_flash_attention_for_cpu": "flash-cpu",
+    "_scaled_dot_product_efficient_attention": "memory-efficient",
+    "_scaled_dot_product_fused_attention_overrideable": "overrideable",
+    "_scaled_dot_product_attention_math_for_mps": "math-mps",
+    "_scaled_dot_product_attention_math": "math",
+}
+#: what the record's names mean, for a reader
+SDPA_MEANING = {
+    "cudnn": "cuDNN's fused attention (SDPBackend.CUDNN_ATTENTION)",
+    "flash": "FlashAttention (SDPBackend.FLASH_ATTENTION)",
+    "flash-cpu": "PyTorch's CPU flash-attention kernel (SDPBackend.FLASH_ATTENTION on the CPU)",
+    "memory-efficient": "the memory-efficient kernel (SDPBackend.EFFICIENT_ATTENTION)",
+    "overrideable": "the device's own fused kernel (SDPBackend.OVERRIDEABLE)",
+    "math-mps": "the MPS math kernel (SDPBackend.MATH)",
+    "math": "the unfused math path, matmuls and a softmax (SDPBackend.MATH)",
+}
+
+
+def _seen_ops(call: Callable[[], object]) -> list[str]:
+    """The ATen operators ``call`` dispatched to, in order, below autograd (a dispatch mode sees every one)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: list[str] = []
+
+    class _Watch(TorchDispatchMode):
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+        ) -> Any:
+            seen.append(str(getattr(func, "__name__", func)).split(".")[0])
+            return func(*args, **(kwargs or {}))
+
+    with _Watch():  # type: ignore[no-untyped-call]  # TorchDispatchMode.__init__ carries no annotations
+        call()
+    return seen
+
+
+def backend_that_ran(call: Callable[[], object]) -> tuple[str, str]:
+    """(backend, the operator seen) of one SDPA ``call``, run once.
+
+    The dispatcher's choice depends on the inputs, the enabled backends, their priority order (cuDNN's
+    among them) and each backend's constraints, of which a prediction checks only some; the operator the
+    call reached says which ran. The math path has no operator of its own on most devices (it decomposes into matmuls
+    and a softmax), so a call that reached none of the fused ones but did a matrix product ran it.
+    """
+    ops = _seen_ops(call)
+    for op in ops:
+        if op in SDPA_OPS:
+            return SDPA_OPS[op], f"aten::{op}"
+    if any(op in ("bmm", "matmul", "baddbmm") for op in ops):
+        return "math", "aten::bmm (no fused attention operator)"
+    return "unknown", "no attention operator seen"
+
+
 def _backend(q: "torch.Tensor", causal: bool) -> str:
-    """The fused kernel PyTorch can use for these inputs, as the device's kind can tell, or 'math'."""
+    """The fused kernel the device's kind says PyTorch can use for these inputs, or 'math': a prediction, the
+    record's answer only where the call could not be watched."""
     return kind_of(q.device).attention_backend(q, causal)
+
+
+def _backend_details(call: Callable[[], object], q: "torch.Tensor", causal: bool) -> dict[str, str]:
+    """The record's ``sdpa_backend`` (the backend that ran) and ``sdpa_backend_seen`` (the evidence)."""
+    try:
+        backend, op = backend_that_ran(call)
+    except (RuntimeError, TypeError, NotImplementedError) as exc:  # a device whose tensors refuse a dispatch mode
+        why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        return {"sdpa_backend": _backend(q, causal), "sdpa_backend_seen": f"not seen ({why}): the kind's prediction"}
+    if backend == "unknown":
+        return {"sdpa_backend": _backend(q, causal), "sdpa_backend_seen": f"not seen ({op}): the kind's prediction"}
+    meaning = SDPA_MEANING.get(backend)
+    return {"sdpa_backend": backend, "sdpa_backend_seen": op + (f": {meaning}" if meaning else "")}
 
 
 def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
@@ -79,6 +152,14 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
     def fn() -> tuple["torch.Tensor", ...]:
         return step(q, k, v, grad)
 
+    def forward() -> object:
+        """The timed call's forward with grad on or off as there, which steers the choice (a backend must
+        support backward when grads are needed). torch.no_grad, not inference mode: under inference mode a
+        dispatch watcher sees only the composite operator, never the kernel below it; both turn grads off,
+        which is all the choice reads of them."""
+        with torch.set_grad_enabled(train):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=p.causal)
+
     def error() -> float:
         # Heads and batch items are independent, so a slice checks the kernel: the fp64 reference of the
         # whole problem materialises B*H*S^2 scores (tens of GB at 8k tokens) and would not fit beside it.
@@ -93,11 +174,14 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
         flops=attention_flops(p),
         bytes_moved=attention_bytes(p, q.element_size()),
         error=error,
-        details={"device_name": device_label(device), "head_dim": p.dim, "sdpa_backend": _backend(q, p.causal)},
+        details={"device_name": device_label(device), "head_dim": p.dim} | _backend_details(forward, q, p.causal),
     )
 
 
 def run(params: AttentionParams, ctx: RunContext) -> Iterator[Result]:
+    device = resolve_device(params.device)
     if params.precision == "auto":  # the record keeps the precision that ran, never "auto"
-        params = replace(params, precision=native_precision(resolve_device(params.device)))
-    return run_kernel(params, ctx, build_case, SUPPORTED, record_extra={"head_dim": params.dim})
+        params = replace(params, precision=native_precision(device))
+    for result in run_kernel(params, ctx, build_case, SUPPORTED, record_extra={"head_dim": params.dim}):
+        check_against_peak(result, device)
+        yield result

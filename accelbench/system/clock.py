@@ -1,12 +1,23 @@
 """The clock a CPU core actually runs at, timed, for a peak that holds.
 
-A peak from the reported base clock is beaten by any core that boosts (this development host reports
-2.45 GHz and its GEMMs reach 117% of the peak computed from it), and a figure above 100% of a peak tells
-the reader only that the denominator is wrong. Where the kernel exposes no maximum frequency (virtual
-machines usually do not), the clock is timed: a chain of dependent integer adds, each waiting for the one
-before, retires one add per cycle on every x86-64 core since the first, so adds per second is cycles per
-second. The chain is a few hundred bytes of machine code run through ctypes (no compiler needed); where
-executable memory is refused, or on another architecture, there is no timed clock and the caller says so.
+A peak from the reported base clock is beaten by any core that boosts (a VM's ``/proc/cpuinfo`` gives the
+base clock, and GEMMs run above 100% of a peak computed from it), and a figure above 100% of a peak tells the
+reader only that the denominator is wrong. Where the kernel exposes no maximum frequency (virtual machines
+usually do not), the clock is timed by two chains of dependent instructions, each waiting for the one before,
+so instructions per second times cycles per instruction is cycles per second:
+
+- register-register adds (``add rax, rdx``): one cycle each. Not ``add rax, 1``: recent Intel cores (Golden
+  Cove and later, the AMX Xeons) fold small-immediate adds at register rename, so such a chain retires about
+  five a cycle and times no clock at all;
+- ``imul rax, rdx``: three cycles each on every Intel core since Nehalem and every AMD core since Zen, executed
+  in the multiplier, which no renamer can shorten.
+
+Two chains on different units that agree are a clock; where they disagree the core did something neither
+assumes and there is no timed clock (the caller falls back to the reported one and says so). The two are run
+interleaved, many short runs each, the fastest of each kept: a neighbour that takes the core stretches some
+runs, never shortens one, and hits both chains alike. The chains are a few hundred bytes of machine code run
+through ctypes (no compiler needed); where executable memory is refused, or on another architecture, there is
+no timed clock and the caller says so.
 """
 
 from __future__ import annotations
@@ -17,57 +28,134 @@ import mmap
 import platform
 import struct
 import time
+from dataclasses import dataclass
+from typing import Callable
 
-#: adds per loop iteration; the loop's own dec/jnz run beside the chain, not in it
+#: instructions per loop iteration; the loop's own dec/jnz run beside the chain, not in it
 _UNROLL = 100
-_ITERATIONS = 400_000  # 40M adds: about 15 ms a run at 3 GHz
-#: a timed clock outside this range means the chain did not measure what it should: discarded
-_PLAUSIBLE_GHZ = (0.4, 7.0)
+_ADD_ITERATIONS = 50_000  # 5M adds: about 1.3 ms a run at 4 GHz, short enough to fit between preemptions
+_IMUL_ITERATIONS = 17_000  # 1.7M imuls x 3 cycles: about the same time
+#: cycles one instruction of each chain waits for the one before
+ADD_CYCLES = 1
+IMUL_CYCLES = 3
+_IMUL_FACTOR = 3  # rdx of the imul chain: an odd factor keeps every product non-zero, so the result checks the run
+_REPEATS = 25  # runs of each chain a round, interleaved
+_ROUNDS = 3  # rounds before the chains are called disagreeing (a busy host may spoil one)
+#: how far the two chains' clocks may differ and still be called one clock
+AGREEMENT = 0.10
+#: a timed clock outside this range means the chains did not measure what they should: discarded
+PLAUSIBLE_GHZ = (0.4, 7.0)
 
 
-def _x86_64_chain() -> bytes:
-    """``uint64 f(uint64 n)``: n iterations of 100 dependent ``add rax, 1``; returns rax (System V ABI)."""
-    head = bytes.fromhex("4889f9") + bytes.fromhex("31c0")  # mov rcx, rdi; xor eax, eax
-    body = bytes.fromhex("4883c001") * _UNROLL  # add rax, 1
+@dataclass(frozen=True)
+class TimedClock:
+    """A core's clock in GHz (None where none holds here) and how it was found, or why there is none."""
+
+    ghz: float | None
+    how: str
+
+
+@dataclass(frozen=True)
+class _Chain:
+    name: str
+    code: bytes
+    iterations: int
+    cycles: int  # per instruction of the chain
+
+    def expected(self) -> int:
+        """What the function returns after running all its iterations (checks that it ran them)."""
+        done = self.iterations * _UNROLL
+        return done if self.name == "add" else pow(_IMUL_FACTOR, done, 2**64)
+
+
+def _loop(setup: bytes, instruction: bytes) -> bytes:
+    """``uint64 f(uint64 n)`` (System V ABI): ``setup``, then n iterations of 100 ``instruction``; returns rax."""
+    head = bytes.fromhex("4889f9") + setup  # mov rcx, rdi
+    body = instruction * _UNROLL
     tail = bytes.fromhex("48ffc9")  # dec rcx
     jnz_end = len(head) + len(body) + len(tail) + 6
-    jnz = b"\x0f\x85" + struct.pack("<i", len(head) - jnz_end)  # jnz back to the first add
+    jnz = b"\x0f\x85" + struct.pack("<i", len(head) - jnz_end)  # jnz back to the first instruction
     return head + body + tail + jnz + b"\xc3"  # ret
 
 
-def _run_chain(code: bytes, iterations: int, repeats: int) -> float | None:
-    """The fastest of ``repeats`` runs, in adds per second, or None where the code could not run."""
+def add_chain() -> _Chain:
+    """Dependent ``add rax, rdx`` with rdx = 1: the renamer knows no register's value, so none is folded."""
+    setup = bytes.fromhex("31c0") + bytes.fromhex("ba01000000")  # xor eax, eax; mov edx, 1
+    return _Chain("add", _loop(setup, bytes.fromhex("4801d0")), _ADD_ITERATIONS, ADD_CYCLES)  # add rax, rdx
+
+
+def imul_chain() -> _Chain:
+    """Dependent ``imul rax, rdx`` with rax = 1, rdx = 3: 3 cycles each, in the multiplier."""
+    setup = bytes.fromhex("b801000000") + bytes([0xBA, _IMUL_FACTOR, 0, 0, 0])  # mov eax, 1; mov edx, 3
+    return _Chain("imul", _loop(setup, bytes.fromhex("480fafc2")), _IMUL_ITERATIONS, IMUL_CYCLES)  # imul rax, rdx
+
+
+def run_chains(chains: list[_Chain], repeats: int) -> list[float] | None:
+    """Each chain's fastest run of ``repeats``, run interleaved, in GHz (instructions x cycles each / second),
+    or None where the code could not run here or returned a wrong result."""
     try:
         buf = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
     except (OSError, AttributeError, ValueError):  # W^X policies, or no mmap protections on this OS
         return None
-    chain = None
+    functions: list[Callable[[int], int]] = []
     try:
-        buf.write(code)
-        address = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-        chain = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64)(address)
-        chain(1000)  # warm: page in, branch predictor trained
-        best = float("inf")
+        offset = 0
+        base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+        for chain in chains:
+            buf.seek(offset)
+            buf.write(chain.code)
+            functions.append(ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64)(base + offset))
+            offset += (len(chain.code) + 63) // 64 * 64
+        for chain, fn in zip(chains, functions, strict=True):  # warm: page in, branch predictor trained, clock up
+            fn(chain.iterations)
+        best = [float("inf")] * len(chains)
         for _ in range(repeats):
-            t0 = time.perf_counter()
-            done = chain(iterations)
-            best = min(best, time.perf_counter() - t0)
-        if done != iterations * _UNROLL:
-            return None
-        return iterations * _UNROLL / best
+            for i, (chain, fn) in enumerate(zip(chains, functions, strict=True)):
+                t0 = time.perf_counter()
+                done = fn(chain.iterations)
+                best[i] = min(best[i], time.perf_counter() - t0)
+                if done != chain.expected():
+                    return None
+        return [c.iterations * _UNROLL * c.cycles / t / 1e9 for c, t in zip(chains, best, strict=True)]
     finally:
-        del chain
+        functions.clear()
         buf.close()
 
 
-@functools.lru_cache(maxsize=1)
-def timed_clock_ghz() -> float | None:
-    """One core's running clock in GHz from a dependent-add chain, or None where it cannot be timed here."""
+def judge(add_ghz: float, imul_ghz: float) -> TimedClock:
+    """One clock from the two chains' figures, or None with why: they must agree within :data:`AGREEMENT` and
+    lie in :data:`PLAUSIBLE_GHZ`. The higher is kept: a peak must not fall below what the core can do."""
+    lo, hi = PLAUSIBLE_GHZ
+    figures = f"register-add chain {add_ghz:.2f} GHz, imul chain {imul_ghz:.2f} GHz"
+    if abs(add_ghz - imul_ghz) > AGREEMENT * min(add_ghz, imul_ghz):
+        return TimedClock(None, f"not timed: the chains disagree ({figures})")
+    ghz = max(add_ghz, imul_ghz)
+    if not lo <= ghz <= hi:
+        return TimedClock(None, f"not timed: {ghz:.2f} GHz is outside {lo}-{hi} GHz ({figures})")
+    return TimedClock(ghz, f"timed: {figures}, agree")
+
+
+def measure_clock(rounds: int = _ROUNDS, repeats: int = _REPEATS) -> TimedClock:
+    """Time the clock now (uncached): up to ``rounds`` rounds until the two chains agree."""
     if platform.machine().lower() not in ("x86_64", "amd64") or platform.system() != "Linux":
-        return None
-    rate = _run_chain(_x86_64_chain(), _ITERATIONS, repeats=7)
-    if rate is None:
-        return None
-    ghz = rate / 1e9
-    lo, hi = _PLAUSIBLE_GHZ
-    return ghz if lo <= ghz <= hi else None
+        return TimedClock(None, f"not timed: the chains are x86-64 Linux code ({platform.machine()} here)")
+    verdict = TimedClock(None, "not timed")
+    for _ in range(rounds):
+        found = run_chains([add_chain(), imul_chain()], repeats)
+        if found is None:
+            return TimedClock(None, "not timed: executable memory refused, or the chains returned a wrong result")
+        verdict = judge(*found)
+        if verdict.ghz is not None:
+            return verdict
+    return verdict
+
+
+@functools.lru_cache(maxsize=1)
+def timed_clock() -> TimedClock:
+    """One core's running clock, timed once a process (:func:`measure_clock`)."""
+    return measure_clock()
+
+
+def timed_clock_ghz() -> float | None:
+    """One core's running clock in GHz, or None where no timed clock holds here."""
+    return timed_clock().ghz

@@ -182,20 +182,21 @@ def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | Non
     """(peak TFLOPS, how it was estimated) for ``cores`` cores, or None without a clock.
 
     The clock is the higher of the reported one and one core's timed clock (``system.clock``): a boosting
-    core runs above the base clock a VM reports, and a peak below what kernels reach says nothing.
+    core runs above the base clock a VM reports, and a peak below what kernels reach says nothing. The words
+    say which clock the peak rests on and how it was found, so a reader can check it.
     """
-    reported, timed = cpu_clock_ghz(), clock.timed_clock_ghz()
-    if not reported and not timed:
+    reported, timed = cpu_clock_ghz(), clock.timed_clock()
+    if not reported and not timed.ghz:
         return None
     found = flops_per_cycle(precision, host.cpu_flags(), cpu_identity())
     if found is None:
         return None
-    if timed and (not reported or timed > reported):
-        ghz = timed
-        how = f"{ghz:.2f} GHz timed (dependent-add chain" + (f"; {reported:.2f} reported)" if reported else ")")
+    if timed.ghz and (not reported or timed.ghz > reported):
+        ghz = timed.ghz
+        how = f"{ghz:.2f} GHz ({timed.how}" + (f"; {reported:.2f} GHz reported)" if reported else ")")
     else:
         ghz = reported or 0.0
-        how = f"{ghz:.2f} GHz reported" + (f" (timed {timed:.2f})" if timed else "")
+        how = f"{ghz:.2f} GHz reported ({timed.how})"
     per_cycle, unit = found
     tflops = cores * ghz * 1e9 * per_cycle / 1e12
     return tflops, f"estimate: {cores} cores x {how} x {per_cycle} FLOP/cycle ({unit})"
