@@ -85,6 +85,9 @@ class BenchmarkInfo:
     #: timed calls on tensors it frees, so a process (a device context, a warm allocator) of its own buys nothing but
     #: its start-up; a model's entry keeps its own (its weights, compile caches and memory peak are the figure's)
     shares_process: bool = False
+    #: its cost model for a plan ("module:function" taking its parameters and the target, returning the seconds
+    #: and how they were found): "" gives the least its own settings ask for (:mod:`accelbench.suite.estimate`)
+    estimate: str = ""
 
     @property
     def family(self) -> Family:
@@ -125,6 +128,7 @@ for _info in (
         "dense matrix multiply C = A @ B (batched with --batch): seconds, TFLOPS, % of peak",
         GemmParams,
         "accelbench.kernels.gemm:run",
+        estimate="accelbench.suite.estimate:gemm",
         shares_process=True,
         timeout=600,
         primary_metric="tflops",
@@ -134,6 +138,7 @@ for _info in (
         "2-D convolution, forward / backward-data / backward-filter, NCHW or NHWC: seconds, TFLOPS, % of peak",
         ConvParams,
         "accelbench.kernels.conv:run",
+        estimate="accelbench.suite.estimate:conv",
         shares_process=True,
         primary_metric="tflops",
     ),
@@ -142,6 +147,7 @@ for _info in (
         "one vanilla RNN, LSTM or GRU layer over a sequence, inference or training: seconds, TFLOPS",
         RnnParams,
         "accelbench.kernels.rnn:run",
+        estimate="accelbench.suite.estimate:rnn",
         shares_process=True,
         primary_metric="tflops",
     ),
@@ -150,6 +156,7 @@ for _info in (
         "scaled dot-product attention, forward or forward+backward, causal or not: seconds, TFLOPS",
         AttentionParams,
         "accelbench.kernels.attention:run",
+        estimate="accelbench.suite.estimate:attention",
         shares_process=True,
         primary_metric="tflops",
     ),
@@ -158,6 +165,7 @@ for _info in (
         "sparse x dense GEMM at a density (CSR), or 2:4 semi-structured on Ampere+: seconds, TFLOPS",
         SparseParams,
         "accelbench.kernels.sparse:run",
+        estimate="accelbench.suite.estimate:sparse",
         shares_process=True,
         primary_metric="tflops",
     ),
@@ -166,6 +174,7 @@ for _info in (
         "device memory bandwidth, STREAM copy or triad: seconds, GB/s, % of peak",
         MembwParams,
         "accelbench.kernels.membw:run",
+        estimate="accelbench.suite.estimate:membw",
         shares_process=True,
         primary_metric="gbps",
     ),
@@ -174,6 +183,7 @@ for _info in (
         "all-reduce over N processes under torchrun (NCCL on GPUs, gloo on CPUs): algorithm and bus GB/s",
         AllreduceParams,
         "accelbench.kernels.allreduce:run",
+        estimate="accelbench.suite.estimate:allreduce",
         timeout=1800,
         primary_metric="busbw_gbps",
     ),
@@ -182,6 +192,7 @@ for _info in (
         "training samples/s of a model on synthetic data (per-device batch), any precision: tf_cnn_benchmarks",
         TrainParams,
         "accelbench.train.run:run",
+        estimate="accelbench.suite.estimate:train",
         timeout=3600,
         primary_metric="throughput",
         efficiency_of=("throughput",),
@@ -208,6 +219,7 @@ for _info in (
         "torchtitan's convention",
         LLMTrainParams,
         "accelbench.train.llm.run:run",
+        estimate="accelbench.suite.estimate:train_llm",
         timeout=3600,
         primary_metric="throughput",
         efficiency_of=("throughput",),
@@ -232,6 +244,7 @@ for _info in (
         "inference under the MLPerf LoadGen: Offline, Server, SingleStream or MultiStream, VALID or why not",
         InferParams,
         "accelbench.infer.run:run",
+        estimate="accelbench.suite.estimate:loadgen",
         timeout=1800,
         primary_metric=None,
         efficiency_of=("throughput", "queries_per_second", "tokens_per_second"),
@@ -260,6 +273,7 @@ for _info in (
         "a language model served token by token under the MLPerf LoadGen: TTFT, TPOT, tokens/s, VALID or why not",
         LLMServeParams,
         "accelbench.infer.tokens.run:run",
+        estimate="accelbench.suite.estimate:llm_serve",
         timeout=1800,
         primary_metric=None,
         efficiency_of=("tokens_per_second",),
@@ -280,6 +294,7 @@ for _info in (
         "time (and cost) to a quality target on real data over seeds, olympic mean, MLPerf logs: MLPerf Training",
         TtaParams,
         "accelbench.tta.run:run",
+        estimate="accelbench.suite.estimate:tta",
         timeout=7 * 24 * 3600,
         primary_metric="time_to_target_seconds",
         efficiency_of=("time_to_target_seconds",),

@@ -23,7 +23,6 @@ from accelbench.kernels.common import KernelCase, max_relative_error, native_pre
 from accelbench.kernels.specs import AttentionParams
 from accelbench.kit.context import RunContext
 from accelbench.results.record import Result
-from accelbench.system.specs import check_against_peak
 
 if TYPE_CHECKING:
     import torch
@@ -182,6 +181,4 @@ def run(params: AttentionParams, ctx: RunContext) -> Iterator[Result]:
     device = resolve_device(params.device)
     if params.precision == "auto":  # the record keeps the precision that ran, never "auto"
         params = replace(params, precision=native_precision(device))
-    for result in run_kernel(params, ctx, build_case, SUPPORTED, record_extra={"head_dim": params.dim}):
-        check_against_peak(result, device)
-        yield result
+    yield from run_kernel(params, ctx, build_case, SUPPORTED, record_extra={"head_dim": params.dim})

@@ -24,7 +24,7 @@ from accelbench.measure.stats import Measurement
 from accelbench.measure.timer import Timer, calls_per_sample
 from accelbench.params import TimingParams
 from accelbench.results.record import Metric, Result
-from accelbench.system.specs import bandwidth_peak_for, peak_for
+from accelbench.system.specs import bandwidth_peak_for, check_against_peak, peak_for
 
 if TYPE_CHECKING:
     import torch
@@ -208,7 +208,7 @@ def kernel_result(
         details["flops_per_call"] = case.flops
     details["bytes_per_call"] = case.bytes_moved
     concerns = fig.concerns_of(measurement, conditions)
-    return Result(
+    result = Result(
         benchmark=benchmark,
         params=params,
         metrics=metrics,
@@ -218,6 +218,8 @@ def kernel_result(
         samples=list(measurement.samples),
         details=details,
     )
+    check_against_peak(result, device)
+    return result
 
 
 def _add_graph_metrics(result: Result, case: KernelCase, device: "torch.device", params: TimingParams) -> None:

@@ -34,6 +34,9 @@ class GemmParams(KernelParams):
     a_t: bool = opt(False, "store A transposed (DeepBench's a_t)", sweep=False)
     b_t: bool = opt(False, "store B transposed (DeepBench's b_t)", sweep=False)
     precision: str = opt("fp32", "operand precision", choices=MATMUL_PRECISIONS)
+    fast_accum: bool = opt(
+        False, "fp8 only: torch._scaled_mm's use_fast_accum (Tensor Core accumulation, no FP32 promotion)", sweep=False
+    )
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
@@ -41,12 +44,14 @@ class GemmParams(KernelParams):
         if p.get("batch", 1) > 1:
             words.append(f"batch={p['batch']}")
         words += [t for t in ("a_t", "b_t") if p.get(t)]
-        return " ".join([*words, str(p.get("precision", ""))])
+        return " ".join([*words, str(p.get("precision", ""))] + (["fast-accum"] if p.get("fast_accum") else []))
 
     def validate(self) -> None:
         super().validate()
         for name in ("m", "n", "k", "batch"):
             positive(f"--{name}", getattr(self, name))
+        if self.fast_accum and self.precision != "fp8":
+            raise UsageError(f"--fast-accum applies to --precision fp8 only (not {self.precision})")
 
 
 CONV_PHASES = ("fwd", "bwd_data", "bwd_filter", "fwd_bwd")

@@ -29,6 +29,7 @@ entry's estimate beside its time and the error over the sample.
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -196,12 +197,21 @@ class Target:
         return precision_reason(self.device, precision)
 
 
+def _model_of(target: str) -> Callable[[Any, Target], tuple[float, str]]:
+    """The cost model a registry entry names ("module:function"), or the generic one."""
+    if not target:
+        return _generic
+    module, _, name = target.partition(":")
+    model: Callable[[Any, Target], tuple[float, str]] = getattr(importlib.import_module(module), name)
+    return model
+
+
 def modelled(entry: "Entry", target: Target, starts_process: bool = True) -> Estimate:
     """The cost model's seconds for ``entry`` on ``target``; ``starts_process``: it is the first in its worker
     process (a shared kernel process starts once)."""
-    params = registry.get(entry.benchmark).make_params(entry.params)
-    family = entry.benchmark.split("/")[0]
-    model = MODELS.get(entry.benchmark) or MODELS.get(family + "/*") or _generic
+    info = registry.get(entry.benchmark)
+    params = info.make_params(entry.params)
+    model = _model_of(info.estimate)
     start = target.costs.process_start if starts_process else 0.0
     try:
         why = _skipped(params, target)
@@ -528,18 +538,16 @@ def _generic(p: Any, target: Target) -> tuple[float, str]:
     return (floor or 0.0), (f"its own minimum {_short(floor)}" if floor else "no model of its work: start-up only")
 
 
-#: the cost model of each benchmark (``family/*``: every benchmark of the family without its own)
-MODELS: dict[str, Callable[[Any, Target], tuple[float, str]]] = {
-    "kernels/gemm": _kernel(_gemm),
-    "kernels/conv": _kernel(_conv),
-    "kernels/rnn": _kernel(_rnn),
-    "kernels/attention": _kernel(_attention),
-    "kernels/sparse": _kernel(_sparse),
-    "kernels/membw": _kernel(_membw, "bytes"),
-    "kernels/allreduce": _allreduce,
-    "train/throughput": _train,
-    "train/llm": _train_llm,
-    "tta/time_to_target": _tta,
-    "infer/loadgen": _loadgen,
-    "infer/llm": _llm_serve,
-}
+# each benchmark's cost model, named by its registry entry (``BenchmarkInfo.estimate``)
+gemm = _kernel(_gemm)
+conv = _kernel(_conv)
+rnn = _kernel(_rnn)
+attention = _kernel(_attention)
+sparse = _kernel(_sparse)
+membw = _kernel(_membw, "bytes")
+allreduce = _allreduce
+train = _train
+train_llm = _train_llm
+tta = _tta
+loadgen = _loadgen
+llm_serve = _llm_serve
