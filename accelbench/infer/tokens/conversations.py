@@ -24,7 +24,6 @@ already began with them. The template's markers around a later turn (a few token
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from accelbench.infer.tokens.prompts import (
     NO_ANSWER,
     NO_HUMAN,
     NO_TURNS,
+    Skips,
     _prompt_ids,
     _stats,
     _text,
@@ -93,7 +93,10 @@ def read_conversations(
     ``output_tokens``: generated for a turn whose gpt answer tokenizes to nothing (an empty answer still keeps the
     conversation going); any answer is capped at ``max_output_tokens``. ``max_turns``: the first K turns of each
     conversation. ``chat_template``: None applies the tokenizer's template when it has one. ``limit``: stop after
-    this many usable conversations. A conversation without a single answered human turn is skipped and counted.
+    this many usable conversations. A conversation without a single answered human turn is skipped and counted,
+    and where the first of each reason is (``skipped_first``); one ended early by a human turn without text, turns
+    after it, is kept to that turn and counted apart (``cut_short``): both are the file's broken rows, which a run
+    says and refuses past a share (:func:`.prompts.check_broken`).
     """
     for name, value in (("output tokens", output_tokens), ("the most output tokens", max_output_tokens)):
         if value is not None and value < 1:
@@ -104,7 +107,9 @@ def read_conversations(
         raise UsageError(f"the number of conversations must be at least 1, not {limit}")
     use_template = template_choice(tokenizer, chat_template, "conversations")
     file = Path(path).expanduser()
-    container, records, digest = json_records(file, "auto", "conversation file", "give a ShareGPT JSON or JSONL file")
+    container, records, digest, places = json_records(
+        file, "auto", "conversation file", "give a ShareGPT JSON or JSONL file"
+    )
     if not records:
         raise UsageError(f"conversation file {file} is empty: give a ShareGPT JSON list, or one conversation a line")
     if not any(isinstance(r, dict) and isinstance(r.get("conversations"), list) for r in records):
@@ -115,16 +120,18 @@ def read_conversations(
             f"give ShareGPT records; its keys: {found}"
         )
     conversations: list[Conversation] = []
-    skipped: Counter[str] = Counter()
+    skips, cut = Skips(), Skips()
     read = 0
-    for record in records:
+    for record, place in zip(records, places, strict=True):
         if limit is not None and len(conversations) >= limit:
             break
         read += 1
         pairs = _pairs(record)
         if isinstance(pairs, str):
-            skipped[pairs] += 1
+            skips.add(pairs, place)
             continue
+        if _cut_at_empty_question(record, len(pairs)):
+            cut.add(EMPTY_PROMPT, place)
         if max_turns is not None:
             pairs = pairs[:max_turns]
         turns = []
@@ -139,7 +146,7 @@ def read_conversations(
             turns.append(Turn(user, min(out, cap) if cap else out, answer if answer_ids else None))
         conversations.append(Conversation(turns))
     if not conversations:
-        why = ", ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "none usable"
+        why = ", ".join(f"{n} {reason}" for reason, n in skips.counts.most_common()) or "none usable"
         raise UsageError(
             f"conversation file {file} has no conversation with a human turn answered by a gpt turn "
             f"({read} read: {why})"
@@ -158,7 +165,10 @@ def read_conversations(
         "container": container,
         "chat_template": use_template,
         "read": read,
-        "skipped": dict(skipped.most_common()),
+        "skipped": dict(skips.counts.most_common()),
+        "skipped_first": dict(skips.first),
+        "cut_short": dict(cut.counts),
+        "cut_short_first": dict(cut.first),
         **summary,
     }
     return ConversationSet(conversations, summary)
@@ -227,6 +237,17 @@ def _pairs(record: Any) -> list[tuple[str, str | None]] | str:
     if _text(turns[first].get("value")) is None:
         return EMPTY_PROMPT
     return NO_ANSWER
+
+
+def _cut_at_empty_question(record: dict[str, Any], kept: int) -> bool:
+    """Whether the conversation ended after ``kept`` answered turns at a human turn without text: a broken row
+    whose later turns are lost, where one ending at an unanswered question or a turn out of order is ShareGPT as
+    published (:func:`_pairs`)."""
+    turns = record["conversations"]
+    roles = [t.get("from") if isinstance(t, dict) else None for t in turns]
+    first = next(i for i, r in enumerate(roles) if r in HUMAN_ROLES)
+    at = first + 2 * kept  # the turn the conversation ended at; turns followed it
+    return at + 1 < len(turns) and roles[at] in HUMAN_ROLES and _text(turns[at].get("value")) is None
 
 
 def _summary(conversations: list[Conversation], settings: dict[str, Any]) -> dict[str, Any]:

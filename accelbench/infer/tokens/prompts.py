@@ -47,6 +47,15 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt
 #: the skip reasons a summary counts (a prompt over the limit is counted as "prompt over N tokens")
 NO_PROMPT, EMPTY_PROMPT = "no prompt field", "empty prompt"
 NO_TURNS, NO_HUMAN, NO_ANSWER = "no conversations list", "no human turn", "no gpt answer after the first human turn"
+#: the skip reasons that are a broken row: a record that is not of the format, or a question without its text. The
+#: others are rows a reader passes over by design: ShareGPT as published holds conversations no human opens (its
+#: split conversations) and questions never answered, which vLLM's benchmark drops too, and a prompt over the
+#: asked length is the run's own filter
+BROKEN = (NO_PROMPT, EMPTY_PROMPT, NO_TURNS)
+#: the most of a file's records a run passes over as broken (:func:`check_broken`): the lengths served stand for the
+#: file's only while few of its rows are missing from them, and a file a tenth of whose rows are broken is more
+#: likely a wrong or damaged export (a converter that dropped the values) than a data set with a few bad rows
+MOST_BROKEN = 0.1
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,8 @@ class PromptSummary:
     output_tokens: dict[str, float]
     with_reference: int
     settings: dict[str, Any] = field(default_factory=dict)  # the caller's output_tokens, caps and limit
+    #: where the first record skipped for each reason is ("line 7" of JSONL, "item 7" of a JSON list)
+    skipped_first: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +97,7 @@ class PromptSummary:
             "read": self.read,
             "samples": self.samples,
             "skipped": dict(self.skipped),
+            "skipped_first": dict(self.skipped_first),
             "with_reference": self.with_reference,
             "prompt_tokens": dict(self.prompt_tokens),
             "reference_tokens": dict(self.reference_tokens) if self.reference_tokens else None,
@@ -108,6 +120,72 @@ class PromptSet:
     @property
     def output_tokens(self) -> list[int]:
         return [s.output_tokens for s in self.samples]
+
+
+@dataclass
+class Skips:
+    """The records a reader passed over: how many for each reason, and where the first of each is."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    first: dict[str, str] = field(default_factory=dict)
+
+    def add(self, reason: str, where: str) -> None:
+        self.counts[reason] += 1
+        self.first.setdefault(reason, where)
+
+
+def skipped_line(summary: dict[str, Any], noun: str) -> str | None:
+    """What a run says of the records its file's reader passed over, from the summary a record keeps
+    (``skipped 1 of 38 conversations: empty prompt (line 7)``), or None where none was; ``noun``: what a record
+    of the file is (prompts, conversations). Conversations cut short at a broken turn are said after."""
+    parts = _counted(summary.get("skipped") or {}, summary.get("skipped_first") or {})
+    cut = _counted(summary.get("cut_short") or {}, summary.get("cut_short_first") or {})
+    if not parts and not cut:
+        return None
+    said = []
+    if parts:
+        said.append(f"skipped {sum((summary.get('skipped') or {}).values())} of {summary['read']} {noun}: {parts}")
+    if cut:
+        total = sum((summary.get("cut_short") or {}).values())
+        said.append(f"{total} of {summary['read']} {noun} cut short at a later turn: {cut}")
+    return "; ".join(said)
+
+
+def check_broken(summary: dict[str, Any], noun: str, what: str) -> None:
+    """One line (a UsageError) where more than :data:`MOST_BROKEN` of the records read are broken (:data:`BROKEN`,
+    and conversations cut short at a broken turn), naming the file and the first broken row; ``what``: the file's
+    kind in the message (prompt file, conversation file)."""
+    skipped, first = summary.get("skipped") or {}, dict(summary.get("skipped_first") or {})
+    broken = {reason: n for reason, n in skipped.items() if reason in BROKEN}
+    cut, cut_first = summary.get("cut_short") or {}, summary.get("cut_short_first") or {}
+    count, read = sum(broken.values()) + sum(cut.values()), int(summary["read"])
+    if count <= MOST_BROKEN * read:
+        return
+    places = [first[r] for r in first if r in broken] + [cut_first[r] for r in cut_first]
+    earliest = min(places, key=_place_number)
+    kinds = [f"{n} {r}" for r, n in broken.items()] + [f"{n} cut short ({r} in a later turn)" for r, n in cut.items()]
+    why = ", ".join(kinds)
+    raise UsageError(
+        f"{what} {summary['file']}: {count} of {read} {noun} are broken ({why}; the first at {earliest}), more than "
+        f"the {MOST_BROKEN:.0%} a run passes over: fix or remove those rows"
+    )
+
+
+def _counted(counts: dict[str, int], first: dict[str, str]) -> str:
+    """``empty prompt (line 7)`` for one record, ``2 empty prompt (first at line 7)`` for more, joined."""
+    parts = []
+    for reason, n in counts.items():
+        where = first.get(reason)
+        if n == 1 and len(counts) == 1:
+            parts.append(f"{reason} ({where})" if where else reason)
+        else:
+            parts.append(f"{n} {reason}" + (f" ({'first at ' * (n > 1)}{where})" if where else ""))
+    return ", ".join(parts)
+
+
+def _place_number(where: str) -> int:
+    """The number of a record's place ("line 7", "item 7"): places of one file compare by it."""
+    return int(where.rsplit(" ", 1)[-1])
 
 
 def load_tokenizer(checkpoint: str | Path) -> Any:
@@ -165,7 +243,7 @@ def read_prompts(
         raise UsageError(f"prompt file format {fmt!r} is not one of {', '.join(FORMATS)}")
     use_template = template_choice(tokenizer, chat_template, "prompts")
     file = Path(path).expanduser()
-    container, records, digest = json_records(file, fmt)
+    container, records, digest, places = json_records(file, fmt)
     if not records:
         raise UsageError(f"prompt file {file} is empty: give one JSON object a line, or a ShareGPT JSON list")
     kind = "sharegpt" if fmt == "sharegpt" or (fmt == "auto" and _is_conversation(records)) else "records"
@@ -173,20 +251,20 @@ def read_prompts(
         _check_prompt_field(file, records)
     cap = max_output_tokens
     samples: list[PromptSample] = []
-    skipped: Counter[str] = Counter()
+    skips = Skips()
     read = 0
-    for record in records:
+    for record, place in zip(records, places, strict=True):
         if limit is not None and len(samples) >= limit:
             break
         read += 1
         pair = _conversation_pair(record) if kind == "sharegpt" else _record_pair(record)
         if isinstance(pair, str):
-            skipped[pair] += 1
+            skips.add(pair, place)
             continue
         prompt_text, reference = pair
         prompt = _prompt_ids(tokenizer, prompt_text, use_template)
         if max_prompt_tokens is not None and len(prompt) > max_prompt_tokens:
-            skipped[f"prompt over {max_prompt_tokens} tokens"] += 1
+            skips.add(f"prompt over {max_prompt_tokens} tokens", place)
             continue
         ref_tokens = len(tokenizer(reference, add_special_tokens=False)["input_ids"]) if reference else 0
         if not ref_tokens:  # absent, or only whitespace a tokenizer drops: nothing to count or score against
@@ -194,7 +272,7 @@ def read_prompts(
         out = ref_tokens or output_tokens
         samples.append(PromptSample(prompt, reference, ref_tokens or None, min(out, cap) if cap else out))
     if not samples:
-        why = ", ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "no records"
+        why = ", ".join(f"{n} {reason}" for reason, n in skips.counts.most_common()) or "no records"
         raise UsageError(f"prompt file {file} has no usable samples ({why})")
     name = "sharegpt" if kind == "sharegpt" else container
     settings = {
@@ -203,7 +281,8 @@ def read_prompts(
         "max_prompt_tokens": max_prompt_tokens,
         "limit": limit,
     }
-    return PromptSet(samples, _summary(file, digest, name, use_template, read, samples, skipped, settings))
+    summary = _summary(file, digest, name, use_template, read, samples, skips.counts, settings, skips.first)
+    return PromptSet(samples, summary)
 
 
 def template_choice(tokenizer: Any, asked: bool | None, what: str) -> bool:
@@ -217,9 +296,11 @@ def template_choice(tokenizer: Any, asked: bool | None, what: str) -> bool:
 
 def json_records(
     file: Path, fmt: str, noun: str = "prompt file", give: str = "give a JSONL or ShareGPT JSON file"
-) -> tuple[str, list[Any], str]:
-    """The file's JSON objects, whether a list (``json``) or lines (``jsonl``), and its sha256; ``noun`` and
-    ``give`` say what the file is and what to give instead in a message (a conversation file reads the same way)."""
+) -> tuple[str, list[Any], str, list[str]]:
+    """The file's JSON objects, whether a list (``json``) or lines (``jsonl``), its sha256, and where each object
+    is (``line 7`` of JSONL, blank lines counted as an editor counts them; ``item 7`` of a list), so a row skipped
+    can be found; ``noun`` and ``give`` say what the file is and what to give instead in a message (a conversation
+    file reads the same way)."""
     if not file.is_file():
         raise UsageError(f"{noun} {file} does not exist: {give}")
     data = file.read_bytes()
@@ -237,7 +318,7 @@ def json_records(
         if not isinstance(value, list):
             raise UsageError(f"{noun} {file} is JSON but not a list: give a list of objects, or JSONL")
         _check_objects(file, value, lambda i: f"item {i + 1}", noun)
-        return "json", value, digest
+        return "json", value, digest, [f"item {i + 1}" for i in range(len(value))]
     records, lines = [], []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -250,7 +331,7 @@ def json_records(
             ) from e
         lines.append(number)
     _check_objects(file, records, lambda i: f"line {lines[i]}", noun)
-    return "jsonl", records, digest
+    return "jsonl", records, digest, [f"line {n}" for n in lines]
 
 
 def _check_objects(file: Path, records: list[Any], where: Any, noun: str = "prompt file") -> None:
@@ -331,6 +412,7 @@ def _summary(
     samples: list[PromptSample],
     skipped: Counter[str],
     settings: dict[str, Any],
+    skipped_first: dict[str, str] | None = None,
 ) -> PromptSummary:
     refs = [s.reference_tokens for s in samples if s.reference_tokens]
     return PromptSummary(
@@ -346,6 +428,7 @@ def _summary(
         output_tokens=_stats([s.output_tokens for s in samples]),
         with_reference=len(refs),
         settings=settings,
+        skipped_first=dict(skipped_first or {}),
     )
 
 
@@ -353,11 +436,12 @@ def from_params(params: Any, options: Any, output_tokens: int, limit: int) -> tu
     """``--prompts`` read as a run reads it (``--tokenizer``'s or ``--checkpoint``'s tokenizer, ``--output-tokens``
     as the cap and ``--input-tokens`` as the longest prompt when given, ``--chat-template``; ``options``: the file
     source's settings): the same call validates the file before any model is built (a bad file is one line, exit 2)
-    and feeds the run. The tokenizer, and the set."""
+    and feeds the run; a file with too many broken rows is refused (:func:`check_broken`). The tokenizer, and the
+    set."""
     if not params.tokenizer_dir:
         raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
     tokenizer = load_tokenizer(params.tokenizer_dir)
-    return tokenizer, read_prompts(
+    read = read_prompts(
         options.prompts,
         tokenizer,
         output_tokens=output_tokens,
@@ -366,3 +450,10 @@ def from_params(params: Any, options: Any, output_tokens: int, limit: int) -> tu
         chat_template=options.template,
         limit=limit,
     )
+    check_broken(read.summary.to_dict(), record_noun(read.summary.format), "prompt file")
+    return tokenizer, read
+
+
+def record_noun(fmt: str) -> str:
+    """What one record of a prompt file of format ``fmt`` is, in a line that counts them."""
+    return "conversations" if fmt == "sharegpt" else "prompts"

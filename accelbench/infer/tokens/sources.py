@@ -21,6 +21,7 @@ puts a shared prefix before the random or file prompts (:mod:`.prefix`).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -291,10 +292,12 @@ class FileSource(Source):
             what = "is a folder" if file.is_dir() else "does not exist"
             raise UsageError(f"prompt file {options.prompts} {what}: give a JSONL or ShareGPT JSON file")
         from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
-        from accelbench.infer.tokens.prompts import from_params
+        from accelbench.infer.tokens.prompts import from_params, record_noun
 
         default_out = DEFAULT_LENGTHS["tiny" if params.scale == "tiny" else "full"][1]
-        from_params(params, options, params.output_tokens or default_out, _library(params))  # a bad file: one line
+        # a bad file: one line; one with rows skipped says how many and where, once, before anything runs
+        read = from_params(params, options, params.output_tokens or default_out, _library(params))[1]
+        tell_skipped(read.summary.to_dict(), record_noun(read.summary.format))
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.infer.tokens.prompts import from_params
@@ -417,7 +420,8 @@ class ConversationSource(Source):
                 raise UsageError(f"conversation file {options.conversations} does not exist: give a ShareGPT file")
             if not params.tokenizer_dir:
                 raise UsageError("--conversations needs --checkpoint DIR: its tokenizer turns the turns into tokens")
-            cls(options).work(params, 0, _library(params), _lengths(params))  # read as the run will: one line
+            work = cls(options).work(params, 0, _library(params), _lengths(params))  # read as the run will: one line
+            tell_skipped(work.summary or {}, "conversations")
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.infer.tokens import conversations as conv
@@ -432,6 +436,9 @@ class ConversationSource(Source):
                 Path(o.conversations).expanduser(), tokenizer, output_tokens=lengths[1],
                 max_output_tokens=params.output_tokens, max_turns=o.turns, chat_template=o.template, limit=total,
             )  # fmt: skip
+            from accelbench.infer.tokens.prompts import check_broken
+
+            check_broken(read.summary, "conversations", "conversation file")
         else:
             read = conv.synthetic_conversations(total, o.turns, lengths[0], lengths[1], max(vocab, 2))
         firsts = [c.turns[0] for c in read.conversations]
@@ -445,6 +452,27 @@ class ConversationSource(Source):
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:
         name = Path(str(settings.get("conversations") or "")).name
         return [f"conversations {name}" if name else f"conversations of {settings.get('turns', 4)} turns"]
+
+
+#: the skip lines said in this process: a run's parameters are checked several times before it starts (its entry,
+#: its plan, its estimate), and each check reads the file again
+_TOLD: set[str] = set()
+
+
+def tell_skipped(summary: dict[str, Any], noun: str) -> None:
+    """Say on the console (standard error) the rows a file's reader passed over and where, once a process: the
+    parameters' check reads the file before anything runs, so the line comes before the run's progress, and a
+    worker's check writes it to the entry's log. The record keeps the counts (``details.prompts.skipped``)."""
+    from accelbench.infer.tokens.prompts import skipped_line
+
+    line = skipped_line(summary, noun)
+    if line is None:
+        return
+    line = f"accelbench: {summary.get('file')}: {line}"
+    if line not in _TOLD:
+        _TOLD.add(line)
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def _library(params: RunSettings) -> int:

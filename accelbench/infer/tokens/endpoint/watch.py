@@ -1,10 +1,20 @@
 """The client measured while it measures a server: did the client, not the server, limit the run?
 
-Three signs, each of which a reference client would also suffer from: the client's thread busy nearly all the
+Four signs, each of which a reference client would also suffer from: the client's thread busy nearly all the
 time (its CPU saturated: chunks are parsed late, so TTFT and ITL include the client's queue), its event loop
-running late (a timer due every ``TICK`` seconds fires late by the time other callbacks held the loop), and
-requests waiting for one of the ``--batch-size`` connections (in Server, LoadGen's arrivals then wait here, not
-at the server).
+running late (a timer due every ``TICK`` seconds fires late by the time other callbacks held the loop), requests
+reaching the loop late after they were issued (by LoadGen or the replay driver: dispatch), and requests waiting
+for one of the ``--batch-size`` connections (queue).
+
+The last two are delays between a request's arrival and its send, so they are judged only where a run has
+arrivals of its own (:func:`limited_by`): LoadGen's Server, a trace's timestamps, a conversation's next turn. There
+each request's TTFT and latency start at its arrival, and a delay the client adds lands in them. Offline hands its
+whole query over at once to be served ``connections`` at a time: each request then waits seconds for a connection
+by design, and the loop reaches the last of thousands of new requests a few milliseconds after the first, while
+every connection is still busy with an earlier one; neither delays a send nor moves the run's throughput, so
+neither says the client limited it. A saturated thread and a late loop are judged in every run: they read chunks
+late, so the ITL and TPOT every run reports carry their lateness, and they hold each answer's end unread, and with
+it the next request on that connection, whatever the load.
 """
 
 from __future__ import annotations
@@ -22,6 +32,11 @@ LATE_MS = 5.0
 #: a request that waited longer than this (ms) for a connection was queued here; more than ``QUEUED_SHARE`` of
 #: the requests queued (in Server) and the client held back LoadGen's arrivals
 QUEUED_MS, QUEUED_SHARE = 1.0, 0.01
+#: what a record of a run without arrivals says of its dispatch and queue figures (:func:`limited_by`)
+NOT_JUDGED = (
+    "dispatch and queue: the whole query was handed over at once, so requests wait for a connection by design; "
+    "only the client's thread and loop are judged"
+)
 
 
 class ClientWatch:
@@ -61,11 +76,8 @@ class ClientWatch:
             due = now + TICK
 
     def report(self, connections: int, arrivals: bool) -> dict[str, Any]:
-        """Figures since the last report, and ``limited_by``: why the client limited the run, or absent.
-
-        ``arrivals``: requests arrive on their own schedule (Server): one waiting for a connection is then
-        delayed by the client. Offline hands every request over at once to be served ``connections`` at a
-        time, so waiting there is the fixed concurrency asked for."""
+        """Figures since the last report, and ``limited_by``: why the client limited the run, or absent
+        (judged by :func:`limited_by`; ``arrivals``: the run's requests came on a schedule of their own)."""
         import numpy as np
 
         cpu_share = self._cpu / self._wall if self._wall > 0 else 0.0
@@ -86,21 +98,37 @@ class ClientWatch:
             f"{TICK * 1e3:g} ms timer on its event loop; time from LoadGen's issue to the loop (dispatch), then to a "
             "free connection (queue)",
         }
-        why = []
-        if cpu_share >= BUSY:
-            why.append(f"the client's thread was busy {cpu_share:.0%} of the time (its CPU saturated)")
-        if out["loop_lag_p99_ms"] > LATE_MS:
-            why.append(f"its event loop ran {out['loop_lag_p99_ms']:.3g} ms late at p99")
-        if out["dispatch_p99_ms"] > LATE_MS:
-            why.append(f"requests reached its loop {out['dispatch_p99_ms']:.3g} ms after LoadGen issued them (p99)")
-        if arrivals and queued > QUEUED_SHARE * len(self.waits):
-            why.append(
-                f"{queued} of {len(self.waits)} requests waited for one of the {connections} connections "
-                f"(p99 {out['queue_wait_p99_ms']:.3g} ms; raise --batch-size, the connections at most)"
-            )
+        if not arrivals:
+            out["not_judged"] = NOT_JUDGED
+        why = limited_by(out, arrivals)
         if why:
-            out["limited_by"] = "; ".join(why)
+            out["limited_by"] = why
         self.lags, self.waits, self.dispatches, self.retried = [], [], [], 0
         self._cpu0, self._wall0 = self._cpu0 + self._cpu, self._wall0 + self._wall
         self._cpu = self._wall = 0.0
         return out
+
+
+def limited_by(figures: dict[str, Any], arrivals: bool) -> str | None:
+    """Why the client limited a run, from its recorded figures (a :meth:`ClientWatch.report`), or None.
+
+    ``arrivals``: each request has an arrival of its own (LoadGen's Server, a replayed trace, a conversation's
+    turns), from which its TTFT and latency are timed: a request that reached the loop late, or waited there for a
+    connection, was delayed by the client, and the delay is in the figures. Without arrivals (Offline: the whole
+    query at once, served a connection at a time) those waits are the queue the scenario asks for, so only the
+    client's own thread is judged: saturated, or its loop late."""
+    why = []
+    cpu_share = float(figures["client_cpu_share"])
+    if cpu_share >= BUSY:
+        why.append(f"the client's thread was busy {cpu_share:.0%} of the time (its CPU saturated)")
+    if figures["loop_lag_p99_ms"] > LATE_MS:
+        why.append(f"its event loop ran {figures['loop_lag_p99_ms']:.3g} ms late at p99")
+    if arrivals and figures["dispatch_p99_ms"] > LATE_MS:
+        why.append(f"requests reached its loop {figures['dispatch_p99_ms']:.3g} ms after they were issued (p99)")
+    queued, requests = figures["queued_requests"], figures["requests"]
+    if arrivals and queued > QUEUED_SHARE * requests:
+        why.append(
+            f"{queued} of {requests} requests waited for one of the {figures['connections']} connections "
+            f"(p99 {figures['queue_wait_p99_ms']:.3g} ms; raise --batch-size, the connections at most)"
+        )
+    return "; ".join(why) or None
