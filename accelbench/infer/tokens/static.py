@@ -4,11 +4,18 @@ Requests wait in a queue; the scheduler takes up to ``max_batch`` of them, left-
 them together to the longest one's length. A streamer sees each step's tokens, so each request's first token
 and its own completion (at its own ``max_new_tokens``, mid-batch when it is shorter) reach LoadGen when they
 happen: no request is held until its batch ends.
+
+Each batch gets its own static cache, sized to that batch (compiled: rounded up to a power of two). transformers,
+left to size it, keeps the longest length any earlier call on the model needed, so after one long conversation
+turn every later batch would allocate, and attend over, that length.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.tokens.engines import CompileOptions, EngineSettings, QueuedEngine, Sink, TokenRequest
@@ -20,12 +27,49 @@ if TYPE_CHECKING:
 #: compiled: prompt widths and output lengths are rounded up to a multiple of these many tokens (the static
 #: cache holds both, so either changes the compiled shapes)
 BUCKET, OUTPUT_BUCKET = 64, 16
+#: compiled: a batch's static cache is a power of two of tokens or 1.5 times one, at least this many: each new length
+#: is another compile of the decode step, and attention reads the whole cache, so two lengths an octave: at most half
+#: again what the batch needs (a power of two alone: up to twice), and Dynamo's recompile limit (8 by default)
+#: covers a twelvefold range of lengths (128 to 1536); past it the record says compile did not hold
+MIN_COMPILED_CACHE = 128
+#: Inductor's kernels without CUDA graph trees: the engine generates from its scheduler thread, and graph trees are
+#: not safe off the thread that imported inductor (pytorch#123177). transformers' own default is "reduce-overhead"
+#: (graph trees): a bare comparison must name this mode too (:func:`compile_config`)
+COMPILE_MODE = "default"
+#: the text of Dynamo's count of a frame that hit its recompile limit (it then runs that frame's new shapes eager,
+#: saying so once, in a log line)
+RECOMPILE_LIMIT_HIT = "Dynamo recompile limit exceeded"
 
 
 def no_eos(config: Any) -> int:
     """An end-of-sequence id no token has (one past the vocabulary): ``generate`` then runs to ``max_new_tokens``
     with no logit masked and, unlike a negative id, no warning on every call."""
     return int(config.vocab_size)
+
+
+def compile_config() -> Any:
+    """The ``transformers.CompileConfig`` the compiled engine generates with: Inductor, mode :data:`COMPILE_MODE`,
+    static shapes, on every device (``generate`` compiles on its own list of accelerators only unless told). One
+    function, so a bare ``generate`` compared with the engine compiles the same way."""
+    from transformers import CompileConfig
+
+    config = CompileConfig(fullgraph=False, dynamic=False, mode=COMPILE_MODE)
+    config._compile_all_devices = True  # type: ignore[assignment]  # transformers declares it None
+    return config
+
+
+def cache_length(width: int, new_tokens: int, compiled: bool) -> int:
+    """Tokens of one batch's static cache: what ``generate`` writes (the prompt and every new token but the last),
+    or, compiling, that rounded up to the next power of two or 1.5 times one (:data:`MIN_COMPILED_CACHE`), so the
+    compiled step sees a few cache lengths, each compiled once, whatever the lengths of the batches (a
+    conversation's turns grow)."""
+    need = max(width + new_tokens - 1, 1)
+    if not compiled:
+        return need
+    if need <= MIN_COMPILED_CACHE:
+        return MIN_COMPILED_CACHE
+    power = 1 << (need - 1).bit_length()  # the power of two at or above
+    return power * 3 // 4 if need <= power * 3 // 4 else power
 
 
 class StaticBatch(QueuedEngine):
@@ -42,25 +86,30 @@ class StaticBatch(QueuedEngine):
             # ignore_eos as vLLM's: generation goes on past an end of sequence, whose logit is left alone (None
             # would take the model's EOS and min_new_tokens would then mask it, changing the greedy tokens)
             eos_token_id=no_eos(model.config) if settings.ignore_eos else model.config.eos_token_id,
-            cache_implementation="static",
+            # each batch's own static cache is passed to generate (serve): none is made from this config
+            cache_implementation=None,
             # transformers compiles a static-cache generate by itself on some accelerators (CUDA graphs on
             # cuda): the record says whether the step was compiled, so it is compiled when asked, everywhere
             disable_compile=not self.options.engine_compile,
         )
         if self.options.engine_compile:
-            from transformers import CompileConfig
-
-            # Inductor's kernels without CUDA graph trees: the engine generates from its scheduler thread, and
-            # graph trees are not safe off the thread that imported inductor (pytorch#123177)
-            compile_config = CompileConfig(fullgraph=False, dynamic=False, mode="default")
-            # generate compiles on its own accelerators only unless told to (a CPU is a device like any other here)
-            compile_config._compile_all_devices = True  # type: ignore[assignment]  # transformers declares it None
-            self.generation.compile_config = compile_config
+            self.generation.compile_config = compile_config()
+        self.compiles = CompileWatch() if self.options.engine_compile else None
+        self.cache_lengths: set[int] = set()
         self.facts = {
             "engine": self.name,
             "max_batch": settings.max_batch,
             "max_wait_ms": settings.max_wait * 1000,
             "cache": "static",
+            "cache_sizing": "one a batch: its prompt width and new tokens"
+            + (
+                f", up to a power of two or 1.5x one (at least {MIN_COMPILED_CACHE})"
+                if self.options.engine_compile
+                else ""
+            ),
+            "cache_lengths": [],  # each distinct length a batch's cache had
+            "kv_allocated_tokens": 0,  # the largest one batch's cache held: its rows x its length
+            **(self.compiles.facts() if self.compiles is not None else {}),
             "kv_capacity_tokens": settings.max_batch * settings.longest,  # a full batch of the longest requests
             "compile": self.options.engine_compile,
             **({"compile_mode": self.generation.compile_config.mode} if self.options.engine_compile else {}),
@@ -75,6 +124,7 @@ class StaticBatch(QueuedEngine):
 
     def serve(self, batch: list[TokenRequest]) -> None:
         import torch
+        from transformers import StaticCache
 
         rows, width, longest = shape(batch, self.settings, self.options.engine_compile)
         ids = torch.zeros((rows, width), dtype=torch.long)
@@ -85,15 +135,82 @@ class StaticBatch(QueuedEngine):
             mask[i, width - len(r.prompt) :] = 1
         generation = copy.copy(self.generation)  # this batch's lengths, on a copy: one config object, not two
         generation.max_new_tokens = longest
+        length = cache_length(width, longest, self.options.engine_compile)
         streamer = _Streamer(batch, self.sink)
         with torch.inference_mode():
-            self.model.generate(
-                input_ids=ids.to(self.device),
-                attention_mask=mask.to(self.device),
-                generation_config=generation,
-                streamer=streamer,
-            )
+            cache = StaticCache(config=self.model.config, max_cache_len=length)
+            watched = self.compiles.batch(length) if self.compiles is not None else contextlib.nullcontext()
+            with watched:
+                self.model.generate(
+                    input_ids=ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    generation_config=generation,
+                    streamer=streamer,
+                    cache=cache,
+                )
+        self.cache_lengths.add(length)
+        self.facts["cache_lengths"] = sorted(self.cache_lengths)
+        self.facts["kv_allocated_tokens"] = max(self.facts["kv_allocated_tokens"], rows * length)
+        if self.compiles is not None:
+            self.facts |= self.compiles.facts()
         streamer.end()
+
+
+class CompileWatch:
+    """What Dynamo did in each compiled batch, for the record: the graphs it compiled, and whether a batch ran
+    eager. Past its recompile limit Dynamo does not fail: it counts the hit once and from then on runs every new
+    shape of that frame uncompiled, silently, so a batch of a cache length not compiled before the hit ran eager."""
+
+    def __init__(self) -> None:
+        self.graphs = 0
+        self.compiled: set[int] = set()  # cache lengths whose decode step ran compiled
+        self.hit_at: int | None = None  # the cache length at which a limit was hit
+        self.limit = ""  # which limit, and its value
+        self.eager_batches = 0
+
+    @contextlib.contextmanager
+    def batch(self, length: int) -> Iterator[None]:
+        """Around one ``generate`` call whose static cache holds ``length`` tokens (on the thread that generates:
+        Dynamo's settings, its limits among them, are the thread's own)."""
+        from torch._dynamo.utils import counters
+
+        graphs, hits = counters["stats"]["unique_graphs"], _limit_hits()
+        yield
+        self.graphs += counters["stats"]["unique_graphs"] - graphs
+        new = {what for what, n in _limit_hits().items() if n > hits.get(what, 0)}
+        if new and self.hit_at is None:
+            import torch._dynamo
+
+            self.hit_at = length
+            kind = next((m.group(1) for what in new if (m := re.search(r"Limit type: (\w+)", what))), "recompile_limit")
+            self.limit = f"{kind} {getattr(torch._dynamo.config, kind, '?')}"
+        if length in self.compiled:
+            return
+        if self.hit_at is None:
+            self.compiled.add(length)
+        else:
+            self.eager_batches += 1
+
+    def facts(self) -> dict[str, Any]:
+        """The record's words: graphs compiled, whether compile held, and if not where it stopped."""
+        facts: dict[str, Any] = {
+            "compile_graphs": self.graphs,
+            "compile_held": self.hit_at is None,
+            "compiled_cache_lengths": sorted(self.compiled),
+        }
+        if self.hit_at is not None:
+            facts["compile_fallback"] = (
+                f"Dynamo's limit ({self.limit}) was hit at a cache of {self.hit_at} tokens: {self.eager_batches} "
+                "batch(es) of a cache length not compiled before ran eager"
+            )
+        return facts
+
+
+def _limit_hits() -> dict[str, int]:
+    """Dynamo's counts of frames refused for a recompile limit, by message (which names the limit)."""
+    from torch._dynamo.utils import counters
+
+    return {what: n for what, n in counters["unimplemented"].items() if what.startswith(RECOMPILE_LIMIT_HIT)}
 
 
 def shape(batch: list[TokenRequest], settings: EngineSettings, compiled: bool) -> tuple[int, int, int]:

@@ -1,0 +1,199 @@
+"""Issue 54, the engines' side: the static engine's cache sized per batch and its compile watched, the compiled
+comparison of ``bench/serve_vs_bare.py`` like with like, and that script run end to end for each engine.
+
+A tiny llama3.1-8b on the CPU: the engine's code paths are the ones a GPU runs (transformers' ``generate``, its
+static cache, Dynamo's counters), only the sizes are small.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+MODEL = "llama3.1-8b"
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "bench" / "serve_vs_bare.py"
+
+
+def served(engine: Any, batches: list[tuple[int, int]], watch: bool = False) -> tuple[dict[str, Any], list[set[int]]]:
+    """``engine`` started on a tiny model, each (prompt tokens, new tokens) served as its own batch in turn: the
+    engine's facts after, and (``watch``) the static cache lengths each batch's forward calls were given."""
+    import torch
+
+    from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest
+    from accelbench.workloads import workload_class
+
+    model = workload_class(MODEL)().build("tiny").eval()
+    seen: list[set[int]] = []
+
+    def given(module: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        cache = kwargs.get("cache")
+        if cache is not None:
+            seen[-1].add(cache.layers[0].max_cache_len)
+
+    if watch:  # eager only: a hook inside a compiled step would be traced into it
+        model.register_forward_pre_hook(given, with_kwargs=True)
+    timeline = Timeline()
+    longest = max(n + out for n, out in batches)
+    engine.start(model, torch.device("cpu"), timeline, EngineSettings(max_batch=2, longest=longest))
+    try:
+        for i, (n, out) in enumerate(batches):
+            seen.append(set())
+            timeline.expected, done = len(timeline.dones) + 1, timeline.finished
+            done.clear()
+            engine.submit([TokenRequest(i, i, [1] * n, out)])
+            assert done.wait(300), f"batch {i} not answered"
+            assert timeline.error is None, timeline.error
+            assert timeline.dones[i][1] == out  # every token asked for came
+    finally:
+        engine.stop()
+    return dict(engine.facts), seen
+
+
+def test_each_static_batch_has_a_cache_of_its_own_length_not_the_longest_seen():
+    """A long batch, then short ones: each short batch's forward attends over a cache of its own length (prompt +
+    new tokens - 1, what generate writes), not the long batch's, which transformers keeps for every later call on
+    the model; the record lists the lengths."""
+    from accelbench.infer.tokens.static import StaticBatch
+
+    facts, seen = served(StaticBatch(), [(200, 40), (5, 4), (70, 8)], watch=True)
+    assert seen == [{239}, {8}, {77}]
+    assert facts["cache_lengths"] == [8, 77, 239]
+    assert facts["kv_allocated_tokens"] == 239  # one row of the longest batch's cache, the most one batch held
+    assert facts["compile"] is False and "compile_held" not in facts
+
+
+def test_a_compiled_cache_length_is_a_bucket_so_lengths_share_a_compiled_shape():
+    """Compiling, a cache length is rounded up to a power of two or 1.5 times one (at least MIN_COMPILED_CACHE): a
+    conversation's growing turns reuse a few compiled shapes, two an octave, and no batch attends over more than
+    half again its need (a power of two alone would be up to twice)."""
+    from accelbench.infer.tokens.static import MIN_COMPILED_CACHE, cache_length
+
+    assert cache_length(64, 16, True) == MIN_COMPILED_CACHE == 128  # 79 tokens
+    assert cache_length(256, 48, True) == 384 and cache_length(128, 129, True) == 256  # 303, and exactly 256
+    assert cache_length(128, 130, True) == 384 and cache_length(512, 128, True) == 768  # 257; 639 (512 in, 128 out)
+    assert cache_length(5, 4, False) == 8  # eager: the batch's own length
+    assert max(cache_length(n, 1, True) / n for n in range(129, 16385)) <= 1.5
+    assert len({cache_length(w, 16, True) for w in range(64, 16384, 64)}) == 15  # 128 ... 16k: two an octave
+
+
+def limited_to_one_compile() -> Any:
+    """A compiled static engine whose thread allows Dynamo one compile of a frame (Dynamo's settings are per
+    thread: the limit must be set on the engine's own)."""
+    import torch._dynamo
+
+    from accelbench.infer.tokens.static import StaticBatch
+
+    class Limited(StaticBatch):
+        def serve(self, batch: Any) -> None:
+            torch._dynamo.config.recompile_limit = 1
+            super().serve(batch)
+
+    return Limited(StaticBatch.Options(engine_compile=True))
+
+
+def test_a_compiled_engine_says_when_dynamo_fell_back_to_eager():
+    """Past Dynamo's recompile limit a new cache length runs eager, silently (one log line, once): the engine's
+    facts say compile did not hold, where, and how many batches ran eager; a length compiled before still ran
+    compiled. (Long, then short twice, then long again: the short ones are the eager ones.)"""
+    facts, _ = served(limited_to_one_compile(), [(200, 40), (5, 4), (5, 4), (200, 40)])
+    assert facts["compile"] is True and facts["compile_mode"] == "default"
+    assert facts["cache_lengths"] == [128, 384] and facts["compiled_cache_lengths"] == [384]
+    assert facts["compile_graphs"] == 1
+    assert facts["compile_held"] is False
+    assert (
+        "recompile_limit 1" in facts["compile_fallback"]
+        and "at a cache of 128 tokens: 2 batch(es)" in (facts["compile_fallback"])
+    )
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("serve_vs_bare", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_bare_side_compiles_as_the_engine_does(monkeypatch):
+    """The bare generate of the compiled comparison compiles with the engine's compile config: the same Inductor
+    mode (no CUDA graph trees, not transformers' default reduce-overhead), static shapes, and on any device (a
+    CPU included, where generate would otherwise not compile at all). What generate asks to compile with is
+    caught (and the uncompiled call run, so no compile is waited for)."""
+    import argparse
+
+    import torch
+
+    from accelbench.infer.tokens.engines import EngineSettings, Timeline
+    from accelbench.infer.tokens.static import StaticBatch
+    from accelbench.workloads import workload_class
+
+    bench = load_script()
+    model = workload_class(MODEL)().build("tiny").eval()
+    engine = StaticBatch(StaticBatch.Options(engine_compile=True))
+    engine.start(model, torch.device("cpu"), Timeline(), EngineSettings(max_batch=2, longest=8))
+    engine.stop()
+    asked: list[Any] = []
+
+    def compiled_call(config: Any) -> Any:
+        asked.append(config)
+        return model.__call__
+
+    monkeypatch.setattr(model, "get_compiled_call", compiled_call)
+    args = argparse.Namespace(batch=2, input_tokens=4, output_tokens=3)
+    bench.bare_static(model, args, torch.device("cpu"), 2, True)
+    assert asked and all(c is not None for c in asked), "the bare side's generate did not compile"
+    assert {c.mode for c in asked} == {engine.facts["compile_mode"]} == {"default"}
+    assert all(c.to_dict() == engine.generation.compile_config.to_dict() for c in asked)
+    asked.clear()
+    bench.bare_static(model, args, torch.device("cpu"), 2, False)
+    assert asked == []  # uncompiled stays uncompiled
+
+
+def run_script(tmp_path: Path, engines: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ) | {"ACCELBENCH_HOME": str(tmp_path / "home")}
+    args = ["--device", "cpu", "--scale", "tiny", "--precision", "fp32", "--batch", "2", "--input-tokens", "16"]
+    args += ["--output-tokens", "4", "--duration", "0.5", "--engines", engines, *extra]
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+#: the script's line for an engine: both sides' figures and request counts, and the ratio
+RATIO = (
+    r"^ *{engine}: accelbench [\d,]+ output tokens/s \((VALID|INVALID), (\d+) requests\), "
+    r"bare [\d,]+ \((\d+) requests\): [\d.]+x"
+)
+
+
+def test_serve_vs_bare_prints_a_ratio_for_each_engine(tmp_path):
+    """The bench script end to end on the CPU, tiny shapes: a line with the ratio for the static and the
+    transformers engines, each with the requests counted on both sides."""
+    p = run_script(tmp_path, "static,transformers")
+    assert p.returncode == 0, p.stderr[-3000:]
+    for engine in ("static", "transformers"):
+        found = re.search(RATIO.format(engine=engine), p.stdout, re.M)
+        assert found, (engine, p.stdout)
+        assert int(found.group(2)) > 0 and int(found.group(3)) > 0
+
+
+@pytest.mark.slow
+def test_serve_vs_bare_compiled_states_its_mode_and_its_compile_apart(tmp_path):
+    """static-compiled (two compiles of the tiny model, one on each side): the line names the compile mode of both
+    sides, the same, and each side's compile seconds, outside the timed window."""
+    p = run_script(tmp_path, "static-compiled")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert re.search(RATIO.format(engine="static-compiled"), p.stdout, re.M), p.stdout
+    said = re.search(r"compile mode: accelbench ([\w-]+), bare ([\w-]+)", p.stdout)
+    assert said and said.group(1) == said.group(2) == "default", p.stdout
+    apart = r"compile and warm-up apart from the timed window: accelbench [\d.]+ s \(the probe's first batch\), "
+    apart += r"bare [\d.]+ s \(its first call\)"
+    assert re.search(apart, p.stdout), p.stdout
