@@ -5,8 +5,9 @@ Two questions (issue 28), each answered by ratios measured in this run, on this 
 1. Offline output tokens/s of ``accelbench infer MODEL --scenario offline --engine E`` (its own process, as the
    suite runs it) against the same engine called directly in this process: same preset and scale, the same
    prompt lengths and output tokens, the same batch and cache settings, the same number of requests the
-   LoadGen run served. Alternating rounds; the median of the per-round ratios. Goal: >= 0.95 for
-   ``transformers`` and ``static``.
+   LoadGen run served (whole batches: both counts are printed, and a count that is not whole batches stops the
+   script). Alternating rounds; the median of the per-round ratios. Goal: >= 0.97 for ``transformers`` and
+   ``static``.
 2. The harness alone: the null engine (every request answered at once with its tokens) under LoadGen Server
    at ``--target-qps`` (default 1000): VALID, and the completed requests/s. Goal: VALID at >= 1,000 requests/s
    on 2 cores.
@@ -49,11 +50,13 @@ def accelbench_run(args: argparse.Namespace, engine: str, scenario: str, tmp: Pa
         sys.exit(f"accelbench failed: {out.stderr.strip().splitlines()[-1:]}")
 
 
-def direct_rate(args: argparse.Namespace, engine_name: str, requests: int, input_tokens: int) -> float:
-    """The engine alone: the same model, prompts and settings, ``requests`` submitted at once, timed to the last."""
+def direct_rate(args: argparse.Namespace, engine_name: str, requests: int, input_tokens: int) -> tuple[float, int]:
+    """The engine alone: the same model, prompts and settings, ``requests`` submitted at once, timed to the last;
+    its output tokens/s and the requests it served. ``requests`` is what LoadGen issued to accelbench's engine: whole
+    batches (``settings_for`` plans so), as this side serves them, so neither side times a last partial batch."""
+    from accelbench.infer.loadgen_params import QSL_SAMPLES
     from accelbench.infer.tokens.engines import Timeline, TokenRequest, engine_class
-    from accelbench.infer.tokens.limits import draw_prompts
-    from accelbench.infer.tokens.run import build_model, engine_settings
+    from accelbench.infer.tokens.run import build_model, engine_settings, workload
     from accelbench.infer.tokens.specs import LLMServeParams
 
     params = LLMServeParams(
@@ -66,7 +69,8 @@ def direct_rate(args: argparse.Namespace, engine_name: str, requests: int, input
     )
     device = torch.device("cpu")
     model, config = build_model(params, device)
-    prompts = draw_prompts(64, input_tokens, params.input_jitter, config.vocab_size)
+    # the prompts accelbench's run drew (its source, seeded), as many as its sample library holds
+    prompts = workload(params, config.vocab_size, QSL_SAMPLES[params.profile], input_tokens, args.output_tokens).prompts
     engine = engine_class(engine_name)(params.engine_opts)
     warm = Timeline(expected=args.batch)
     engine.start(model, device, warm, engine_settings(params, input_tokens + args.output_tokens))
@@ -76,12 +80,12 @@ def direct_rate(args: argparse.Namespace, engine_name: str, requests: int, input
         timed = Timeline(expected=requests)
         engine.sink = timed  # the queued engines read their sink per call; the continuous one through self.sink
         start = time.perf_counter()
-        engine.submit([TokenRequest(i, i, prompts[i % 64], args.output_tokens) for i in range(requests)])
+        engine.submit([TokenRequest(i, i, prompts[i % len(prompts)], args.output_tokens) for i in range(requests)])
         timed.finished.wait()
         seconds = time.perf_counter() - start
     finally:
         engine.stop()
-    return sum(n for _, n in timed.dones.values()) / seconds
+    return sum(n for _, n in timed.dones.values()) / seconds, len(timed.dones)
 
 
 def main() -> None:
@@ -98,18 +102,23 @@ def main() -> None:
     print(f"host: {torch.get_num_threads()} threads, bf16 flags: {flags or 'none'}")
     with tempfile.TemporaryDirectory() as tmp:
         for engine in args.engines.split(","):
-            ours, bare, ratios = [], [], []
+            ours, bare, ratios, counts = [], [], [], []
             for _ in range(args.rounds):
                 r = accelbench_run(args, engine, "offline", Path(tmp))
                 a = r["metrics"]["tokens_per_second"]["value"]
-                d = direct_rate(args, engine, r["details"]["requests"], r["params"]["input_tokens"])
+                issued = r["details"]["requests"]
+                if issued % args.batch:
+                    sys.exit(f"accelbench issued {issued} requests, not whole batches of {args.batch}")
+                d, served = direct_rate(args, engine, issued, r["params"]["input_tokens"])
                 ours.append(a)
                 bare.append(d)
                 ratios.append(a / d)
+                counts.append(f"{issued}/{served}")
             rounds = ", ".join(f"{x:.2f}" for x in ratios)
             print(
                 f"{engine:>12}: accelbench {statistics.median(ours):,.0f} tokens/s, direct "
-                f"{statistics.median(bare):,.0f} tokens/s, ratio {statistics.median(ratios):.2f}x (rounds {rounds})"
+                f"{statistics.median(bare):,.0f} tokens/s, ratio {statistics.median(ratios):.2f}x (rounds {rounds}); "
+                f"requests accelbench/direct {', '.join(counts)} (batch {args.batch})"
             )
         r = accelbench_run(args, "null", "server", Path(tmp), "--target-qps", str(args.target_qps))
         done = r["metrics"].get("completed_requests_per_second", {}).get("value", 0.0)

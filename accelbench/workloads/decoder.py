@@ -249,6 +249,33 @@ def load_checkpoint(
     )
 
 
+def to_served(model: "torch.nn.Module", device: "torch.device | str", dtype: "torch.dtype") -> list[str]:
+    """``model`` on ``device`` with its parameters in ``dtype``; its floating buffers keep the element type
+    transformers gave them, and the names of those left in another type than ``dtype`` are returned.
+
+    transformers keeps RoPE's ``inv_freq`` in FP32 when it builds a model in bf16: rounded to bf16, a frequency is
+    off by up to 2**-9 of itself, and the rotation angle (position x frequency) by as much times the position
+    (llama3.1-8b's frequencies: at most 0.92 rad at position 512, 1.83 at 1024), an error the FP32 reference,
+    vLLM and a bare model do not have. ``Module.to(dtype=...)`` would cast those buffers with the parameters."""
+    kept = {
+        name: buf for name, buf in model.named_buffers(remove_duplicate=False)
+        if buf.is_floating_point() and buf.dtype != dtype
+    }  # fmt: skip
+    model.to(device=device, dtype=dtype)
+    for name, buf in kept.items():
+        owner, _, leaf = name.rpartition(".")
+        setattr(model.get_submodule(owner), leaf, buf.to(device))
+    return sorted(kept)
+
+
+def fp32_buffers(model: "torch.nn.Module") -> list[str]:
+    """The buffers of ``model`` held in FP32, for the record of a model served at a rounding precision (RoPE's
+    frequencies, as :func:`to_served` keeps them)."""
+    import torch
+
+    return sorted(name for name, buf in model.named_buffers(remove_duplicate=False) if buf.dtype == torch.float32)
+
+
 class Decoder(Workload):
     """A decoder-only language model: served token by token (``infer``), trained on next-token prediction."""
 

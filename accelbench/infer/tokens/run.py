@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.devices.kind import kind_of
@@ -48,7 +49,7 @@ from accelbench.infer.tokens.specs import SOURCE_PARTS, LLMServeParams
 from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
 from accelbench.results.record import Result
-from accelbench.workloads.decoder import Decoder, config_of, figures
+from accelbench.workloads.decoder import Decoder, config_of, figures, fp32_buffers
 
 if TYPE_CHECKING:
     import torch
@@ -73,12 +74,11 @@ def build_model(params: LLMServeParams, device: "torch.device", precision: str =
     import torch
 
     from accelbench.workloads import workload_class
+    from accelbench.workloads.decoder import to_served
 
     dtype = torch_dtype(precision or params.effective_precision)
     drawn = torch.float32 if params.mode == "accuracy" else dtype
     if params.checkpoint:
-        from pathlib import Path
-
         from accelbench.workloads.decoder import load_checkpoint
 
         model = load_checkpoint(Path(params.checkpoint).expanduser(), device, dtype).eval()
@@ -86,44 +86,147 @@ def build_model(params: LLMServeParams, device: "torch.device", precision: str =
         decoder = workload_class(params.model)()
         assert isinstance(decoder, Decoder)  # a language model's preset
         model = decoder.build(params.scale, device, drawn).eval()
-    return model.to(device=device, dtype=dtype), model.config
+    to_served(model, device, dtype)  # the parameters rounded; RoPE's frequencies stay FP32, as transformers keeps them
+    return model, model.config
 
 
-def too_big(params: LLMServeParams, model: "Figures", device: "torch.device") -> str | None:
-    """Why the preset cannot be served where it would be built, or None: its weights and a full batch's KV cache
-    against the device's memory (the host's free memory for a CPU). An 8B model in fp32 is 32 GB, and building it
-    on a 24 GiB machine would swap or be killed rather than say so; a 70B or 405B model needs several GPUs, and
+#: device memory a run leaves unplanned beside what it counts (weights, KV cache, activations): the kernel modules
+#: CUDA loads lazily as each library first runs (cuBLAS, cuDNN, the attention kernels), cuBLAS workspaces (32 MiB a
+#: handle and stream on Hopper, torch's CublasHandlePool) and the caching allocator's rounding to its blocks. An
+#: allowance, not a measurement; the free memory it is taken from is read after the device's context exists, so the
+#: context itself is already out of it.
+HEADROOM_BYTES = 2**30
+#: vLLM's default share of a GPU's memory (``--gpu-memory-utilization 0.9``): what each device of a tensor-parallel
+#: group offers the weights and the KV cache
+VLLM_MEMORY_SHARE = 0.9
+
+
+@dataclass(frozen=True)
+class MemoryNeed:
+    """What a token run holds on its device at once, phase by phase (bytes): serving (the weights at the served
+    precision, a full batch's KV cache and the batch's prefill activations), and in accuracy mode FP32's reference
+    before it (made and dropped before the served copy is built: :func:`_run`)."""
+
+    weights: int
+    cache: int
+    prefill: int
+    reference: int = 0  # the FP32 reference's phase: two FP32 copies (the reference and its rounded twin), its batch
+
+    @property
+    def serving(self) -> int:
+        return self.weights + self.cache + self.prefill
+
+    @property
+    def peak(self) -> int:
+        return max(self.serving, self.reference)
+
+
+def forward_bytes(config: Any, tokens: int, element: int) -> int:
+    """The widest live tensors of one decoder layer's forward over ``tokens`` tokens: the residual stream, its
+    normed copy, the queries and the attention's output (4 x hidden), and the MLP's gate, up projection and their
+    product (3 x intermediate). Inference keeps no layer's activations for the next, so one layer's is the peak."""
+    width: int = 4 * config.hidden_size + 3 * config.intermediate_size
+    return tokens * width * element
+
+
+def memory_need(params: LLMServeParams, model: "Figures", config: Any) -> MemoryNeed:
+    """The bytes :func:`too_big` counts. The static and transformers engines prefill a whole batch in one forward
+    (the continuous engine less) and keep one position's logits (upcast to FP32 by ``generate``); the FP32
+    reference (``accuracy.reference``) generates ``accuracy.greedy``'s batch of prompts with an FP32 KV cache, then
+    scores one whole sequence at a time (every position's logits) beside a deep copy of itself rounded."""
+    element = torch_dtype(params.effective_precision).itemsize
+    prompt_len, out = lengths(params)
+    context = prompt_len + out
+    weights = model.params * element
+    cache = params.batch_size * context * model.kv_bytes_per_token  # counted at the served element
+    logits = params.batch_size * config.vocab_size * (element + 4)
+    prefill = forward_bytes(config, params.batch_size * prompt_len, element) + logits
+    reference = 0
+    if params.mode == "accuracy":
+        import inspect
+
+        at_once = int(inspect.signature(accuracy.greedy).parameters["batch"].default)  # the prompts it generates
+        fp32_cache = model.kv_bytes_per_token * 4 // model.element_bytes
+        greedy = at_once * context * fp32_cache + forward_bytes(config, at_once * prompt_len, 4)
+        scored = forward_bytes(config, context, 4) + context * config.vocab_size * 4
+        reference = 2 * model.params * 4 + max(greedy, scored)
+    return MemoryNeed(weights, cache, prefill, reference)
+
+
+def free_memory(kind: Any, device: "torch.device") -> int | None:
+    """The device's free memory in bytes, where its kind can read it (``free_memory``: CUDA's
+    ``mem_get_info``), else None. Free, not total: another process, or this one's own allocations, hold part."""
+    read = getattr(kind, "free_memory", None)
+    free = read(device) if callable(read) else None
+    return free if isinstance(free, int) else None
+
+
+def tensor_parallel_size(devices: int, heads: int, kv_heads: int) -> int | None:
+    """The smallest tensor-parallel size of at least ``devices`` that vLLM accepts for the model: one that divides
+    its attention heads, and its KV heads, or is a multiple of them (vLLM then replicates each KV head); None where
+    no size up to the heads does."""
+    for size in range(max(devices, 1), heads + 1):
+        if heads % size == 0 and (kv_heads % size == 0 if size < kv_heads else size % kv_heads == 0):
+            return size
+    return None
+
+
+def too_big(params: LLMServeParams, model: "Figures", device: "torch.device", config: Any = None) -> str | None:
+    """Why the preset cannot be served where it would be built, or None: the bytes it holds at its peak
+    (:func:`memory_need`) and ``HEADROOM_BYTES`` against the device's free memory (its total where its kind cannot
+    read the free; the host's available memory for a CPU). An 8B model in fp32 is 32 GB, and building it on a
+    24 GiB machine would swap or be killed rather than say so; a 70B or 405B model needs several GPUs, and
     accelbench serves a language model on one device, so the line says how many and the route across them."""
     import psutil
 
-    element = torch_dtype(params.effective_precision).itemsize
-    weights = model.params * element
-    if params.mode == "accuracy":  # the FP32 reference and its rounded twin beside the served weights
-        weights += 2 * model.params * 4
-    prompt_len, out = lengths(params)
-    cache = params.batch_size * (prompt_len + out) * model.kv_bytes_per_token  # counted at the served element
+    config = config if config is not None else config_of(preset_of(params.model), params.scale)
+    need = memory_need(params, model, config)
     kind = kind_of(device)
-    have = kind.total_memory(device) if kind.accelerator else psutil.virtual_memory().available
-    if have is None or weights + cache <= have:
+    total = kind.total_memory(device) if kind.accelerator else None
+    free = free_memory(kind, device) if kind.accelerator else psutil.virtual_memory().available
+    have = free if free is not None else total
+    headroom = HEADROOM_BYTES if kind.accelerator else 0
+    if have is None or need.peak + headroom <= have:
         return None
+    gib = 2**30
     where = kind.record_name(device)
-    accuracy = ", and two FP32 copies for accuracy" if params.mode == "accuracy" else ""
-    need = (
-        f"{params.model} ({params.scale}) needs {weights / 2**30:.1f} GiB of weights ({params.effective_precision}"
-        f"{accuracy}) and {cache / 2**30:.1f} GiB of KV cache for {params.batch_size} requests of "
-        f"{prompt_len + out} tokens"
+    prompt_len, out = lengths(params)
+    what = (
+        f"{params.model} ({params.scale}) needs {(need.peak + headroom) / gib:.1f} GiB at its peak: "
+        f"{need.weights / gib:.1f} GiB of weights ({params.effective_precision}), {need.cache / gib:.1f} GiB of KV "
+        f"cache for {params.batch_size} requests of {prompt_len + out} tokens, {need.prefill / gib:.1f} GiB of "
+        "prefill activations"
     )
-    if kind.accelerator and weights > have:
-        devices = math.ceil((weights + cache) / (0.9 * have))
-        return (
-            f"{need}; {where} holds {have / 2**30:.1f} GiB: it needs {devices} such devices, and accelbench serves "
-            "a language model on one; serve it across them (vLLM: --tensor-parallel-size "
-            f"{devices}) and measure it with --engine endpoint --url URL, or use --scale tiny or a smaller preset"
+    if need.reference:
+        what += f"; before serving, {need.reference / gib:.1f} GiB for accuracy's FP32 reference and its rounded twin"
+    if headroom:
+        what += f"; and {headroom / gib:.1f} GiB of headroom (CUDA's lazily loaded kernels, workspaces, the allocator)"
+    if not kind.accelerator:
+        smaller = "" if params.effective_precision in ("bf16", "fp16") else " or --precision bf16"
+        return f"{what}; {where} has {have / gib:.1f} GiB free; use --scale tiny, a smaller preset{smaller}"
+    held = f"{where} has {free / gib:.1f} GiB free of {(total or free) / gib:.1f} GiB" if free is not None else (
+        f"{where} holds {have / gib:.1f} GiB (its free memory unread)"
+    )  # fmt: skip
+    if total is not None and need.weights + headroom > total:
+        devices = math.ceil((need.weights + need.cache) / (VLLM_MEMORY_SHARE * total))
+        heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+        size = tensor_parallel_size(devices, heads, kv_heads)
+        route = (
+            f"vLLM: --tensor-parallel-size {size}, which divides its {heads} attention heads and {kv_heads} KV heads"
+            if size is not None
+            else f"no tensor-parallel size divides its {heads} attention heads: add --pipeline-parallel-size"
         )
-    if kind.accelerator:
-        return f"{need}; {where} holds {have / 2**30:.1f} GiB: lower --batch-size or the token lengths"
-    smaller = "" if params.effective_precision in ("bf16", "fp16") else " or --precision bf16"
-    return f"{need}; {where} has {have / 2**30:.1f} GiB free; use --scale tiny, a smaller preset{smaller}"
+        return (
+            f"{what}; {held}: it needs {size or devices} such devices, and accelbench serves a language model on "
+            f"one; serve it across them ({route}) and measure it with --engine endpoint --url URL, or use "
+            "--scale tiny or a smaller preset"
+        )
+    if total is not None and free is not None and need.peak + headroom <= total:
+        busy = (total - free) / 2**30
+        return f"{what}; {held} ({busy:.1f} GiB in use): free the device, or lower --batch-size or the token lengths"
+    if need.reference > need.serving:
+        return f"{what}; {held}: accuracy's FP32 reference is the peak; use --scale tiny or a smaller preset"
+    return f"{what}; {held}: lower --batch-size or the token lengths"
 
 
 def leave_a_core(prep: Prepared) -> Prepared:
@@ -164,8 +267,11 @@ def settings_for(params: LLMServeParams, limits: Limits, preset_benchmark: str, 
     if params.profile == "official":
         s.performance_sample_count_override = total  # the prompts this run holds, not the data set's size
     elif params.scenario == "offline":
-        s.min_query_count = lgset.loadgen_offline_size(s.offline_expected_qps, s.min_duration_ms, 1) + 1
-        s.min_query_count = max(s.min_query_count, engine_class(params.engine).min_requests(params))
+        # whole batches: a last partial batch costs nearly a full one's time (see ``offline_samples``)
+        floor = max(s.min_query_count, engine_class(params.engine).min_requests(params))
+        s.min_query_count = lgset.offline_samples(
+            s.offline_expected_qps, s.min_duration_ms, floor, params.batch_size, 1
+        )
     elif params.scenario != "singlestream" and params.mode != "find-peak":  # a search sizes its own trials
         # Server, interactive: as many requests as the quick minute holds
         s.min_query_count = quick_requests(s.server_target_qps, s.min_query_count)
@@ -199,17 +305,22 @@ def _run(params: LLMServeParams, ctx: RunContext, engine: Engine) -> Iterator[Re
     prompt_len, out = lengths(params)
     element = torch_dtype(params.effective_precision).itemsize
     # what one token costs, counted once (a checkpoint's from its own config once built); no model, no figures
-    planned = figures(config_of(preset, params.scale), element) if engine.runs_model and not params.checkpoint else None
+    shaped = config_of(preset, params.scale) if engine.runs_model and not params.checkpoint else None
+    planned = figures(shaped, element) if shaped is not None else None
     if planned is not None:
-        skip_if(too_big(params, planned, device))
-    model, config = _model_for(engine, params, preset, device, ctx)
+        skip_if(too_big(params, planned, device, shaped))
+    # accuracy at a rounding precision: FP32's reference (two FP32 copies at its peak) is made and dropped before
+    # the served copy is built, so the three are never on the device at once (``memory_need`` counts so)
+    judged = params.mode == "accuracy" and not engine.remote
+    reference_first = judged and params.effective_precision != "fp32"
+    model, config = _model_for(engine, params, preset, device, ctx, build=not reference_first)
     counted = planned or (figures(config, element) if config is not None else None)
     vocab = config.vocab_size if config is not None else (engine.vocab_size or 32000)
     total = accuracy.SAMPLES if params.mode == "accuracy" and not params.prompts else QSL_SAMPLES[params.profile]
     work = workload(params, vocab, total, prompt_len, out)
-    reference = (
-        _reference(params, model, device, work, ctx) if params.mode == "accuracy" and not engine.remote else None
-    )
+    reference = _reference(params, model, device, work, ctx) if judged else None
+    if reference_first and model is None and engine.runs_model:
+        model, config = _model_for(engine, params, preset, device, ctx)
     roof = None
     if engine.runs_model and not engine.remote and counted is not None and params.mode != "accuracy":
         roof = roof_for(device, params.effective_precision, prep.threads)
@@ -305,6 +416,9 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
         outcome, reruns, client, found = runs
         result = _loadgen_result(params, ctx, s, record, outcome, reruns, probed)
     result.details["weights"] = weights if not engine.remote else "the server's"
+    if engine.runs_model and not engine.loads_weights and params.effective_precision != "fp32":
+        # the floating buffers served in FP32 beside the rounded weights: RoPE's frequencies, as transformers keeps
+        result.details["fp32_buffers"] = fp32_buffers(s.model)
     if not params.threads and engine.runs_model and not engine.remote and not kind_of(device).accelerator:
         result.details["threads_method"] = "no --threads: every usable core but one, left to LoadGen and the SUT"
     if params.mode != "accuracy":  # the server's count of its cache leaves the client's figures
@@ -520,26 +634,36 @@ def _measure(
 def _reference(params: LLMServeParams, served: Any, device: "torch.device", work: Work, ctx: RunContext) -> Any:
     """FP32's greedy tokens on the served weights (the served model itself when it is FP32), built and dropped
     before the engine starts."""
-    reuse = params.effective_precision == "fp32" and not isinstance(served, ModelSource)
+    import gc
+
+    reuse = params.effective_precision == "fp32" and served is not None and not isinstance(served, ModelSource)
     model = served if reuse else build_model(params, device, "fp32")[0]
     try:
         eos = model.config.eos_token_id if params.allow_eos else None
         return accuracy.reference(model, work.prompts, work.outs, params.effective_precision, device, ctx.progress, eos)
     finally:
         del model
+        if not reuse:  # its memory back to the device before the served copy is built, or a server starts
+            gc.collect()
+            kind_of(device).release_memory(device)
 
 
-def _model_for(engine: Engine, params: LLMServeParams, preset: Any, device: "torch.device", ctx: RunContext) -> Any:
-    """The built model and its config; for an engine that loads its own weights, where to load them from."""
+def _model_for(
+    engine: Engine, params: LLMServeParams, preset: Any, device: "torch.device", ctx: RunContext, build: bool = True
+) -> Any:
+    """The built model and its config; for an engine that loads its own weights, where to load them from;
+    ``build=False``: the config alone (None for the model) where the model would be built here."""
     if not engine.runs_model:
         return None, None
-    if engine.loads_weights:
+    if engine.loads_weights or not build:
         if params.checkpoint:
             from transformers import AutoConfig
 
-            config = AutoConfig.from_pretrained(params.checkpoint, local_files_only=True)
+            config = AutoConfig.from_pretrained(Path(params.checkpoint).expanduser(), local_files_only=True)
         else:
             config = config_of(preset, params.scale)
+        if not engine.loads_weights:
+            return None, config
         return ModelSource(config, params.checkpoint or None, params.effective_precision), config
     what = f"checkpoint {params.checkpoint}" if params.checkpoint else f"{params.model} ({params.scale})"
     ctx.progress(f"building {what} on {kind_of(device).record_name(device)}")
