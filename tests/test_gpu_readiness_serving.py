@@ -123,7 +123,7 @@ def _gpu(monkeypatch: Any, total: int, free: int | None) -> None:
             return "cuda:0"
 
     if free is not None:
-        Gpu.free_memory = lambda self, device: free  # type: ignore[attr-defined]
+        Gpu.free_memory = lambda self, device: free  # type: ignore[method-assign]
     monkeypatch.setattr(tokens_run, "kind_of", lambda device: Gpu())
 
 
@@ -234,3 +234,15 @@ def test_a_bf16_offline_record_served_whole_batches_and_names_its_fp32_buffers(c
     (result,) = json.loads(p.stdout)["results"]
     assert result["details"]["requests"] % 4 == 0, result["details"]["requests"]
     assert result["details"]["fp32_buffers"] == ["model.rotary_emb.inv_freq", "model.rotary_emb.original_inv_freq"]
+
+
+def test_a_cuda_kind_reads_free_memory_not_total(monkeypatch: Any) -> None:
+    """The memory check reads what is free now (CUDA's mem_get_info), where the device's total would overstate it."""
+    import torch
+
+    from accelbench.devices.base import DeviceKind
+    from accelbench.devices.cuda import CudaKind
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (30 * 2**30, 80 * 2**30))
+    assert CudaKind().free_memory(torch.device("cuda", 0)) == 30 * 2**30
+    assert DeviceKind().free_memory(torch.device("cpu")) is None

@@ -84,6 +84,11 @@ class DeviceKind:
         """The device's own memory in bytes, where it reports one (the host's is the machine's)."""
         return None
 
+    def free_memory(self, device: "torch.device") -> int | None:
+        """The device memory free now in bytes, where the kind can read it: what a model about to be built can
+        have, less what other processes and this one's own allocations hold."""
+        return None
+
     def properties(self, device: "torch.device") -> dict[str, Any]:
         """What the system profile records of one device (its name and memory; a kind adds its own facts)."""
         return {"name": self.label(device), "memory_bytes": self.total_memory(device)}

@@ -177,6 +177,11 @@ class CudaKind(DeviceKind):
 
         return int(torch.cuda.get_device_properties(device).total_memory)
 
+    def free_memory(self, device: "torch.device") -> int | None:
+        import torch
+
+        return int(torch.cuda.mem_get_info(device)[0])
+
     def properties(self, device: "torch.device") -> dict[str, Any]:
         import torch
 

@@ -54,6 +54,7 @@ from accelbench.workloads.decoder import Decoder, config_of, figures, fp32_buffe
 if TYPE_CHECKING:
     import torch
 
+    from accelbench.devices.base import DeviceKind
     from accelbench.workloads.decoder import Figures
 
 #: Server (and interactive) without --target-qps: this fraction of the probed requests/s
@@ -153,12 +154,10 @@ def memory_need(params: LLMServeParams, model: "Figures", config: Any) -> Memory
     return MemoryNeed(weights, cache, prefill, reference)
 
 
-def free_memory(kind: Any, device: "torch.device") -> int | None:
-    """The device's free memory in bytes, where its kind can read it (``free_memory``: CUDA's
-    ``mem_get_info``), else None. Free, not total: another process, or this one's own allocations, hold part."""
-    read = getattr(kind, "free_memory", None)
-    free = read(device) if callable(read) else None
-    return free if isinstance(free, int) else None
+def free_memory(kind: "DeviceKind", device: "torch.device") -> int | None:
+    """The device's free memory in bytes, where its kind can read it (CUDA's ``mem_get_info``), else None. Free,
+    not total: another process, or this one's own allocations, hold part."""
+    return kind.free_memory(device)
 
 
 def tensor_parallel_size(devices: int, heads: int, kv_heads: int) -> int | None:
