@@ -197,3 +197,15 @@ def test_serve_vs_bare_compiled_states_its_mode_and_its_compile_apart(tmp_path):
     apart = r"compile and warm-up apart from the timed window: accelbench [\d.]+ s \(the probe's first batch\), "
     apart += r"bare [\d.]+ s \(its first call\)"
     assert re.search(apart, p.stdout), p.stdout
+
+
+def test_a_record_whose_compile_fell_back_carries_a_concern() -> None:
+    from accelbench.infer.tokens.results import flag_compile_fallback
+    from accelbench.results.record import KINDS, Result
+
+    held = Result(benchmark="infer/llm", params={}, metrics={})
+    flag_compile_fallback(held, {"compile_held": True})
+    fell = Result(benchmark="infer/llm", params={}, metrics={})
+    flag_compile_fallback(fell, {"compile_held": False, "compile_fallback": "Dynamo's limit was hit at 128 tokens"})
+    assert held.concerns == [] and [c.kind for c in fell.concerns] == ["compile-fallback"]
+    assert "128 tokens" in fell.warnings[0] and "compile-fallback" in KINDS

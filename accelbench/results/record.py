@@ -90,6 +90,7 @@ KINDS: dict[str, str] = {
     "stopped-early": "the measurement was cut short (Ctrl-C, a timeout) and is partial",
     "cache-resident": "a memory bandwidth figure partly measures the cache",
     "above-peak": "a figure above 100% of the peak it is divided by: that peak is wrong for this machine (data: pct)",
+    "compile-fallback": "a compiled engine hit Dynamo's recompile limit: later shapes ran eager (data: none)",
     "graph-failed": "the CUDA graph replay could not be captured; the eager figures stand",
     "not-converged": "a seed did not reach the target and was dropped as the slowest",
     "no-interval": "the judge's own: a figure with no 95% interval where a test needs one (never stored)",

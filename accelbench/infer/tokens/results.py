@@ -268,7 +268,15 @@ def token_result(
     result = loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
     if reruns:
         result.concern("rerun", rerun_warning(reruns), first=True, runs=len(reruns) + 1)
+    flag_compile_fallback(result, engine)
     return result
+
+
+def flag_compile_fallback(result: Result, engine: dict[str, Any]) -> None:
+    """A compiled engine whose later batches ran eager (Dynamo's recompile limit) is labelled compiled all the same:
+    the concern says which of its figures are not the compiled engine's."""
+    if engine.get("compile_held") is False:
+        result.concern("compile-fallback", f"compile fell back to eager: {engine.get('compile_fallback', '')}")
 
 
 def token_accuracy_result(
