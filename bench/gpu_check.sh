@@ -11,6 +11,8 @@
 #   gemm    bench/gemm_vs_bare.py, 8192^3 bf16: accelbench beside a bare loop, sustained and burst, with clocks
 #   shared  bench/shared_process.py: kernel entries each in its own process vs sharing one, figures and time
 #   bench   bench/serve_vs_bare.py: full-size llama3.1-8b bf16 served by accelbench against transformers called bare
+#           (ENGINES, default static,transformers; static-compiled compiles the 8B model on both sides, outside
+#           the timed windows but inside the step: a run of its own, ENGINES=static-compiled STEPS=bench)
 #   tests   pytest -m cuda, the language-model serving cases
 #   serve   a full-size llama3.1-8b (random weights) bf16 served by the static engine, Offline, 64 x 512/128
 #   quick   accelbench run quick --device cuda
@@ -93,7 +95,7 @@ if [[ -d $WHL ]]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$WHL"/*.whl \
     >> "$SUMMARY" 2>&1 || { say "installing $WHL failed (see above)"; exit 1; }
 fi
-export PYTHONPATH=$SITE:$PWD ACCELBENCH_HOME DEVICE WORK ENGINES=${ENGINES:-static,static-compiled,transformers}
+export PYTHONPATH=$SITE:$PWD ACCELBENCH_HOME DEVICE WORK ENGINES=${ENGINES:-static,transformers}
 
 NO_CUDA=""
 if [[ $DEVICE == cuda ]]; then
