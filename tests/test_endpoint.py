@@ -111,8 +111,11 @@ def test_the_client_watch_blames_itself_only_on_its_own_signs() -> None:
         watch.waited(0.0001, wait)
     assert "limited_by" not in watch.report(connections=8, arrivals=False)
     for _ in range(100):
-        watch.waited(0.02, 0.0)  # requests reached the loop 20 ms after LoadGen issued them
-    assert "after LoadGen issued them" in watch.report(connections=8, arrivals=False)["limited_by"]
+        watch.waited(0.02, 0.0)  # requests reached the loop 20 ms after they were issued
+    assert "limited_by" not in watch.report(connections=8, arrivals=False)  # Offline: the query's own queue
+    for _ in range(100):
+        watch.waited(0.02, 0.0)
+    assert "after they were issued" in watch.report(connections=8, arrivals=True)["limited_by"]
 
 
 # --- each misbehaviour of a server is a clear per-query outcome
@@ -351,16 +354,24 @@ def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
 ) -> None:
     from conftest import run_cli, stored
 
+    from accelbench.cli.commands_measure import EXIT_INVALID
+
     cache = tmp_path / "hf"
     cache.mkdir()
-    db = tmp_path / "r.db"
     with transformers_serve(checkpoint, cache) as url:
+        server = _own_server(url)
         # limits a 2-core machine holds whatever else runs on it (the server, LoadGen and the client share its
-        # cores): the test is of the path, MLPerf's own limits held here too when it was quiet
-        args = endpoint_args(url, checkpoint, "--served-model", str(checkpoint), "--scenario", "server",
-                             "--server-devices", "2", "--db", str(db), "--ttft-ms", "20000", "--tpot-ms", "2000",
-                             "--output-tokens", "16")  # fmt: skip
-        p = run_cli(args, cli_env, tmp_path)
+        # cores): the test is of the path, MLPerf's own limits held here too when it was quiet. A run INVALID by
+        # its latency is run once more (seen once beside other load at a load average of 10): the verdict is
+        # LoadGen's on this host's moment, the path is what is tested
+        for attempt in range(2):
+            db = tmp_path / f"r{attempt}.db"
+            args = endpoint_args(url, checkpoint, "--served-model", str(checkpoint), "--scenario", "server",
+                                 "--server-devices", "2", "--db", str(db), "--ttft-ms", "20000", "--tpot-ms", "2000",
+                                 "--output-tokens", "16")  # fmt: skip
+            p = run_cli(args, cli_env, tmp_path)
+            if p.returncode != EXIT_INVALID:
+                break
     assert p.returncode == 0, p.stdout + p.stderr
     (record,) = stored(db)
     assert record.status == "ok" and record.valid, record.details
@@ -379,8 +390,26 @@ def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
     assert client["queued_requests"] == 0 and client["loop_lag_p99_ms"] >= 0 and "dispatch_p99_ms" in client
     # the server is this machine's own process: its CPU is the work, not contention
     assert record.conditions["sut_cpu_seconds"] > 0
-    # (other work on the host may still be named: the test checks what is counted, never that the host is idle)
-    assert not any("transformers" in p["name"] for p in record.conditions.get("other_processes", []))
+    # this test's server (by pid: another `transformers serve` on a busy host is other load, rightly named) is never
+    # among the other processes; the test checks what is counted, never that the host is idle
+    others = record.conditions.get("other_processes", [])
+    assert not [p for p in others if p["pid"] in server], (server, others)
+
+
+def _own_server(url: str) -> set[int]:
+    """The pids of the server this test started at ``url`` (its process, a child of this one, and what it started)."""
+    import psutil
+
+    port = url.split(":")[2].split("/")[0]
+    found: set[int] = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if port in child.cmdline():
+                found |= {child.pid} | {p.pid for p in child.children(recursive=True)}
+        except psutil.Error:  # a child that ended meanwhile (a compiler of an earlier test's)
+            continue
+    assert found, f"no child of this process serves {url}"
+    return found
 
 
 # --- sweep: one Offline run per concurrency, stored, and the curve in the report

@@ -23,12 +23,21 @@ def test_a_starved_loader_shows_as_input_bound(tmp_path: Path) -> None:
     """Large JPEGs decoded in the training process hold every step; small ones barely: the share says which."""
     small = image_folders(tmp_path / "small", size=(32, 32))
     large = image_folders(tmp_path / "large", size=(1600, 1200))
-    base = {**QUICK, "data": "real", "batch_size": "4"}
-    [fed] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(small), "workers": 0}))
-    [starved] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(large), "workers": 0}))
-    assert fed.status == starved.status == "ok", (fed.error, starved.error)
-    fed_share, starved_share = fed.metrics["input_wait_share"].value, starved.metrics["input_wait_share"].value
-    assert starved_share > 3 * fed_share and starved_share > 5, (fed_share, starved_share)
+    # one thread: a team of two on cores that other work shares stalls at random, in either run
+    base = {**QUICK, "data": "real", "batch_size": "4", "workers": 0, "threads": 1}
+    # the two runs side by side, a pair at a time until one pair holds: other work on the host can stall either run
+    # (a busy host's stall in the fed run reads as waiting for input); it never makes the small JPEGs the slow ones
+    seen = []
+    for _ in range(3):
+        [fed] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(small)}))
+        [starved] = run_inline(make_entry("train/throughput", {**base, "data_dir": str(large)}))
+        assert fed.status == starved.status == "ok", (fed.error, starved.error)
+        fed_share, starved_share = fed.metrics["input_wait_share"].value, starved.metrics["input_wait_share"].value
+        seen.append((fed_share, starved_share))
+        if starved_share > 3 * fed_share and starved_share > 5:
+            break
+    else:
+        raise AssertionError(f"no pair of runs told the starved loader apart (fed, starved shares in %): {seen}")
 
 
 def test_data_only_times_the_pipeline_alone(tmp_path: Path) -> None:

@@ -84,6 +84,11 @@ class DeviceKind:
         """The device's own memory in bytes, where it reports one (the host's is the machine's)."""
         return None
 
+    def lost_context(self, text: str) -> str | None:
+        """The line of an error's ``text`` that says this kind's device context is lost for good (every later call
+        in the process fails with it), or None: a host device has no such error."""
+        return None
+
     def free_memory(self, device: "torch.device") -> int | None:
         """The device memory free now in bytes, where the kind can read it: what a model about to be built can
         have, less what other processes and this one's own allocations hold."""

@@ -120,6 +120,23 @@ def time_graph_replay(
     return [t / calls for t in time_with_events(graph.replay, device, reps, flush)]
 
 
+#: CUDA's own words for the errors after which, its documentation says, the process must be terminated and relaunched
+#: (the context is corrupt: every later call fails with the same error). torch raises these and harmless errors alike
+#: as ``torch.AcceleratorError``, so the words, not the type, decide.
+CONTEXT_LOST = (
+    "an illegal memory access was encountered",
+    "the launch timed out and was terminated",
+    "device-side assert triggered",
+    "hardware stack error",
+    "an illegal instruction was encountered",
+    "misaligned address",
+    "operation not supported on global/shared address space",
+    "invalid program counter",
+    "unspecified launch failure",
+    "uncorrectable ecc error encountered",
+)
+
+
 class CudaKind(DeviceKind):
     """NVIDIA GPUs through ``torch.cuda``: CUDA events, NCCL, CUDA graphs, compute-capability precisions, NVML."""
 
@@ -176,6 +193,9 @@ class CudaKind(DeviceKind):
         import torch
 
         return int(torch.cuda.get_device_properties(device).total_memory)
+
+    def lost_context(self, text: str) -> str | None:
+        return next((ln.strip() for ln in text.splitlines() if any(w in ln.lower() for w in CONTEXT_LOST)), None)
 
     def free_memory(self, device: "torch.device") -> int | None:
         import torch

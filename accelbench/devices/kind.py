@@ -22,7 +22,17 @@ from accelbench.errors import UsageError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DeviceKind", "by_name", "kind_of", "kinds", "reader_for", "register", "unregister"]
+__all__ = [
+    "DeviceKind",
+    "by_name",
+    "context_lost",
+    "kind_of",
+    "kinds",
+    "lost_in",
+    "reader_for",
+    "register",
+    "unregister",
+]
 
 
 #: every kind, the most recently registered first (a specialisation shadows the kind it refines)
@@ -43,6 +53,24 @@ def unregister(name: str) -> None:
 def kinds() -> list[DeviceKind]:
     _builtin()
     return list(_KINDS)
+
+
+def lost_in(text: str) -> str | None:
+    """The line of an error's ``text`` that some kind reads as its device context lost for good, or None."""
+    return next((line for kind in kinds() if (line := kind.lost_context(text)) is not None), None)
+
+
+def context_lost(exc: BaseException | None) -> str | None:
+    """The line of ``exc`` (or of an exception it was raised from or while handling) that says a device context is
+    lost, or None: a benchmark that words a device error its own way still carries the device's words in its chain."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        line = lost_in(str(exc))
+        if line is not None:
+            return line
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def accelerators() -> list[tuple[DeviceKind, int, "torch.device"]]:

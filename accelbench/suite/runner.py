@@ -8,7 +8,9 @@ and ``--resume RUN_ID`` runs what is left.
 
 Consecutive kernel entries of one benchmark share a worker process (a device context and a warm allocator, started
 once: on a GPU that start-up is seconds an entry, more than a kernel's measurement); each still has its own
-timeout and log, and the entries after one that crashes or overruns run in a fresh process.
+timeout and log, its own thread count and the memory the entry before it handed back, and the entries after one
+that crashes, overruns or loses the device context (an illegal address, a device-side assert: every later call in
+that process would fail with it) run in a fresh process.
 """
 
 from __future__ import annotations
@@ -166,6 +168,9 @@ class SuiteRunner:
         self.observer = observer or _Silent()
         #: whether the entry in progress listens for a stop (it said so through worker._stop_poll)
         self._stoppable = False
+        #: why the worker of the entry just finished cannot run another (its ``done`` said the device context is
+        #: lost), or None
+        self._lost: str | None = None
 
     def run(self, suite: Suite, resume: str | None = None) -> RunSummary:
         run_id, suite, folder, done = self._start(suite, resume)
@@ -310,7 +315,9 @@ class SuiteRunner:
                 committed, finished = self._follow(proc, session, key, entry, outs[j], logs[j], results)
                 if place is not None:
                     self.observer.entry_finished(entry, committed, time.perf_counter() - t0)
-                if not finished:  # the process crashed or was stopped: the entries after it need a fresh one
+                if not finished or self._lost:  # crashed, stopped or its context lost: the next need a fresh one
+                    if finished:  # the worker leaves by itself once it has said so
+                        proc.join(timeout=STOP_GRACE_SECONDS)
                     return j + 1
             proc.join(timeout=STOP_GRACE_SECONDS)
             return len(jobs)
@@ -331,6 +338,7 @@ class SuiteRunner:
         tail = Tail(out)
         finished = False
         self._stoppable = False  # until the worker says its benchmark listens for a stop (worker._stop_poll)
+        self._lost = None
         started = now_iso()
         deadline = time.monotonic() + timeout
         timed_out = False
@@ -398,6 +406,7 @@ class SuiteRunner:
                 committed.append(self._commit(result, run_id, folder, key))
             elif kind == "done":
                 finished = True
+                self._lost = msg.get("context_lost") or None
             elif kind == "stoppable":
                 self._stoppable = True
         return finished

@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 from accelbench import registry
 from accelbench.cache import exports_dir
+from accelbench.devices import resolve_device
+from accelbench.devices.kind import context_lost, kind_of, lost_in
 from accelbench.errors import BenchmarkFailed, BenchmarkSkipped, RecordedElsewhere, StoppedEarly, UsageError
 from accelbench.kit.context import RunContext
 from accelbench.measure.conditions import mark_root
@@ -82,14 +84,43 @@ def _describe(exc: BaseException) -> str:
     return f"{name}: {first}" + (" (more in the log)" if rest.strip() else "")
 
 
-def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
+def _tidy(params: Any) -> str | None:
+    """Hand back what the finished entry left on its device (its tensors, the allocator's cache), so that the next
+    entry in this process starts from the memory a process of its own would have, and find out whether the device
+    still answers: an error a benchmark caught and went on from (a CUDA graph's capture, a probe) can have lost the
+    context all the same. Why this process must not run another entry, or None."""
+    import gc
+
+    gc.collect()
+    try:
+        device = resolve_device(str(getattr(params, "device", "auto")))
+    except Exception:  # the entry's device is not this machine's (its record says so): nothing was made on it
+        return None
+    kind = kind_of(device)
+    try:
+        kind.release_memory(device)
+        kind.synchronize(device)
+    except Exception as exc:
+        traceback.print_exc()
+        return context_lost(exc) or f"the device failed after the entry ({_describe(exc)})"
+    return None
+
+
+def execute(entry: Entry, log_dir: Path, emit: Emit, tidy: bool = False) -> str | None:
     """Run ``entry``'s benchmark, emitting progress and result messages; never raises.
 
     Messages may come from a thread beside the benchmark's (LoadGen's progress while its test holds the main
     thread): one at a time, so no two lines of the message file interleave.
+
+    Returns why this process must run no other entry (the device context is lost: every later call would fail with
+    this entry's error), or None; ``done`` carries it as ``context_lost``, so the runner starts a fresh process for
+    the entries after this one. ``tidy``: another entry follows in this process; free what this one left first.
     """
     started = now_iso()
     count = 0
+    caught: BaseException | None = None
+    recorded: str | None = None  # the lost context in a failed record the benchmark made of the error itself
+    params: Any = None
     unlocked, lock = emit, threading.Lock()
 
     def send(msg: dict[str, Any]) -> None:
@@ -97,7 +128,9 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
             unlocked(msg)
 
     def emit_result(result: Result) -> None:
-        nonlocal count, started
+        nonlocal count, started, recorded
+        if result.status == "failed":
+            recorded = recorded or lost_in(result.error or "")
         result.started_at, result.ended_at = started, now_iso()
         started = result.ended_at
         send({"type": "result", "record": result.to_dict()})
@@ -123,6 +156,7 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
                 result.primary_metric = info.primary_metric
             emit_result(result)
     except BenchmarkSkipped as exc:  # the one skip path of every family
+        caught = exc  # a probe's error turned into a skip can have lost the context all the same
         record = exc.record if exc.record is not None else entry.params
         emit_result(Result(benchmark=entry.benchmark, params=record, status="skipped", reason=str(exc)))
     except RecordedElsewhere as exc:  # a multi-node job's other node: say where, record nothing
@@ -130,10 +164,12 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
     except StoppedEarly as exc:  # asked to stop before anything could be kept: the runner says why
         send({"type": "progress", "message": str(exc)})
     except BenchmarkFailed as exc:  # the one failure path of every family: a measurement that could not be made
+        caught = exc
         emit_result(_failure(entry, str(exc), started, exc.record, details=dict(exc.details)))
     except UsageError as exc:
         emit_result(_failure(entry, str(exc), started))
     except Exception as exc:  # a failing benchmark is recorded, never fatal to the suite
+        caught = exc
         traceback.print_exc()
         emit_result(_failure(entry, _describe(exc), started))
     else:
@@ -141,7 +177,14 @@ def execute(entry: Entry, log_dir: Path, emit: Emit) -> None:
             emit_result(_failure(entry, "the benchmark produced no result", started))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    send({"type": "done"})
+    lost = context_lost(caught) or recorded
+    if lost is None and tidy:
+        lost = _tidy(params)
+    if lost is not None:
+        why = f"this process's device context is unusable ({lost}): the next entries run in a fresh process"
+        send({"type": "progress", "message": why})
+    send({"type": "done"} | ({"context_lost": lost} if lost is not None else {}))
+    return lost
 
 
 def run_inline(
@@ -179,7 +222,10 @@ def child_main(jobs: list[tuple[dict[str, Any], str, str]], log_dir: str, runner
     mark_root(runner_pid)  # the runner tops accelbench's tree: it, its worker server, this worker and what it starts
     _watch_runner(runner_pid)
     _listen_for_stop()
-    for entry, out, log_path in jobs:
+    import torch
+
+    threads = torch.get_num_threads()  # this process's default: an entry that names none runs on it
+    for n, (entry, out, log_path) in enumerate(jobs, 1):
         sys.stdout.flush()
         sys.stderr.flush()
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -188,7 +234,13 @@ def child_main(jobs: list[tuple[dict[str, Any], str, str]], log_dir: str, runner
         os.close(fd)
         faulthandler.enable(file=sys.stderr)
         sys.stderr.write(f"[accelbench] {entry['benchmark']} in worker process {os.getpid()}\n")
-        main([json.dumps(entry), out, log_dir])
+        torch.set_num_threads(threads)  # what the entry before asked (--threads 1) is not this one's
+        if run_job(entry, Path(out), Path(log_dir), tidy=n < len(jobs)) is not None:
+            # the runner runs what is left in a fresh process; leave without the exit handlers, which would call
+            # into the lost context (and can hang there)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
     sys.stdout.flush()
     sys.stderr.flush()
 
@@ -217,9 +269,15 @@ def _watch_runner(runner_pid: int, interval: float = 0.5) -> None:
 
 
 def main(argv: list[str]) -> int:
-    entry = Entry(**json.loads(argv[0]))
-    out = Path(argv[1])
-    log_dir = Path(argv[2])
+    """``python -m accelbench.suite.worker ENTRY_JSON OUT LOG_DIR``: one entry, its messages appended to OUT."""
+    run_job(json.loads(argv[0]), Path(argv[1]), Path(argv[2]))
+    return 0
+
+
+def run_job(entry_dict: dict[str, Any], out: Path, log_dir: Path, tidy: bool = False) -> str | None:
+    """One entry of a worker, its messages appended to ``out`` as JSON lines (see :func:`execute` for ``tidy`` and
+    what it returns)."""
+    entry = Entry(**entry_dict)
     with out.open("a", encoding="utf-8") as f:
 
         def emit(msg: dict[str, Any]) -> None:
@@ -231,8 +289,7 @@ def main(argv: list[str]) -> int:
                 sys.stderr.write(f"[accelbench {stamp}] {msg.get('message', '')}\n")
                 sys.stderr.flush()
 
-        execute(entry, log_dir, emit)
-    return 0
+        return execute(entry, log_dir, emit, tidy)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ class LLMTrainParams(TrainingParams):
         "GPUs that have fp8)",
         choices=TRAIN_PRECISIONS,
     )
-    seq_len: int = opt(0, "tokens per sequence (0: 8192, MLPerf's and torchtitan's; 128 tiny)", metavar="TOKENS")
+    seq_len: int | None = opt(
+        None, "tokens per sequence; none: 8192, MLPerf's and torchtitan's (128 at --scale tiny)", metavar="TOKENS"
+    )
     grad_accum: int = opt(1, "micro-batches accumulated into one optimizer step", sweep=False, metavar="N")
     global_batch: int = opt(
         0,
@@ -129,8 +131,12 @@ class LLMTrainParams(TrainingParams):
     def _validate_batch(self) -> None:
         """The sequence, the accumulation and the global batch against the devices; the strategy against them."""
         positive("--grad-accum", self.grad_accum)
-        for flag, value in (("--seq-len", self.seq_len), ("--global-batch", self.global_batch), ("--lora", self.lora),
-                            ("--layers", self.layers)):  # fmt: skip
+        if self.seq_len is not None and self.seq_len < 1:  # a sequence of no tokens trains nothing
+            raise UsageError(
+                f"--seq-len must be at least 1 token, got {self.seq_len} (leave it out for the scale's default, "
+                f"{DEFAULT_SEQ_LEN['full']}; {DEFAULT_SEQ_LEN['tiny']} at --scale tiny)"
+            )
+        for flag, value in (("--global-batch", self.global_batch), ("--lora", self.lora), ("--layers", self.layers)):
             if value < 0:
                 raise UsageError(f"{flag} must not be negative, got {value}")
         world = self.world_size
