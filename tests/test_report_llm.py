@@ -25,7 +25,7 @@ from accelbench.report import charts_tokens
 from accelbench.report.build import build
 from accelbench.report.common import MAX_CHARTS, ReportInput, systems
 from accelbench.report.model import Chart, Section
-from accelbench.report.tokens import LATENCY_ROWS, latency, pareto
+from accelbench.report.tokens import LATENCY_ROWS, latency, pareto, system_tags
 from accelbench.results.record import Metric, Result, new_id
 from accelbench.results.store import RunInfo, Store
 
@@ -179,9 +179,9 @@ def test_ttft_and_tpot_percentiles_are_drawn_against_each_runs_own_limits(report
     for limits in ("2,000 / 100 ms (mlperf.conf llama3_1-8b Server)", "750 / 40 ms (--ttft-ms and --tpot-ms)",
                    "500 / 30 ms (mlperf.conf llama3_1-8b-interactive Server)", "- / 80 ms (--tpot-ms)"):  # fmt: skip
         assert limits in caption, limits
-    assert {"TTFT (time to first token)", "TPOT (time per output token)", "p50", "p90", "p99", "p99 limit"} <= set(
-        drawn
-    )
+    # short panel titles (two long ones meet over narrow panels), spelled out in the caption
+    assert {"TTFT", "TPOT", "p50", "p90", "p99", "p99 limit"} <= set(drawn)
+    assert "TTFT (time to first token) and TPOT (time per output token)" in caption
     # each run's limit drawn with its figure: three TTFT limits (one run has none), four TPOT limits
     assert {"2,000", "750", "500", "100", "40", "30", "80"} <= set(drawn)
     assert "interactive" in drawn and sum(t.startswith("server (2026-12-01 ") for t in drawn) == 3  # a row per run
@@ -191,7 +191,7 @@ def test_offline_tpot_by_the_suts_clock_has_its_own_chart_without_a_limit(report
     caption, drawn = _figure(report_html, "tokens-latency-offline-llama3.1-8b")
     assert "TPOT percentiles against their limits, Offline runs" in caption and "TTFT" not in caption
     assert f"percentiles by {SUT_CLOCK}" in caption and "no run here was held to a limit" in caption
-    assert "TPOT (time per output token)" in drawn and "TTFT (time to first token)" not in drawn
+    assert "TPOT" in drawn and "TTFT" not in drawn
     assert "of 1 run(s)" in caption  # the sweeps' points are on their own chart
     assert "p99 limit" not in drawn  # no limit, no line
 
@@ -201,7 +201,7 @@ def test_the_latency_chart_carries_the_recorded_percentiles_and_limits() -> None
     labels, panels = chart.draw.keywords["labels"], dict(chart.draw.keywords["panels"])  # type: ignore[attr-defined]
     # the Server runs newest first, then the interactive one; alike but for when they ran
     assert labels == [f"server (2026-12-01 00:0{i})" for i in (4, 2, 1)] + ["interactive"]
-    ttft, tpot = panels["TTFT (time to first token)"], panels["TPOT (time per output token)"]
+    ttft, tpot = panels["TTFT"], panels["TPOT"]
     assert ttft[2] == charts_tokens.Spread(300.0, 1200.0, 1900.0, 2000)
     assert [s.limit for s in ttft] == [None, 750.0, 2000, 500]  # the run held to a TPOT limit alone: no TTFT line
     assert [s.limit for s in tpot] == [80.0, 40.0, 100, 30] and tpot[3] == charts_tokens.Spread(12.0, 20.0, 29.0, 30)
@@ -220,8 +220,11 @@ def test_latency_charts_are_bounded() -> None:
 
 def test_two_endpoints_swept_alike_are_two_labelled_series_on_one_chart(report_html: str) -> None:
     caption, drawn = _figure(report_html, "tokens-pareto")
-    names = [f"{MODEL} endpoint offline 128/8 tokens {SERVED} at {url}" for url in URLS]
+    # each named by what sets it apart (its server's host and port), what both share said once
+    names = [f"at {url.split('/')[2]}" for url in URLS]
     assert "2 sweep(s)" in caption and all(n in caption for n in names), caption
+    assert f"Every sweep here: {MODEL} endpoint offline 128/8 tokens {SERVED}." in caption
+    assert all(f"{url.split('/')[2]} is {url}" in caption for url in URLS)
     assert set(names) <= set(drawn)  # the legend: one entry per sweep
     assert "tokens-pareto-rate" not in report_html
     assert "for 8 runs of 2 series" in _figure(report_html, "tokens-tradeoff")[0]  # the servers apart there too
@@ -236,12 +239,15 @@ def test_two_engines_and_two_machines_swept_alike_are_told_apart() -> None:
     names = [s[0] for s in chart.draw.keywords["series"]]  # type: ignore[attr-defined]
     here, there = labels[recs[0].fingerprint], labels["b0b0b0b0b0b0b0b0"]
     assert here != there and len(names) == len(set(names)) == 4
-    setup = "fp32 offline 128/8 tokens"  # the precision, scenario and lengths: each its own series
-    assert f"{MODEL} transformers {setup} on {here}" in names and f"{MODEL} static {setup} on {there}" in names
+    tags = system_tags(labels)
+    here, there = tags[recs[0].fingerprint], tags["b0b0b0b0b0b0b0b0"]
+    # what sets each apart: the engine and the machine (its tag), what all share said once in the caption
+    assert f"transformers on {here}" in names and f"static on {there}" in names
+    assert f"Every sweep here: {MODEL} fp32 offline 128/8 tokens." in chart.alt
     # the same engine swept twice on one machine: told apart by its run
-    assert sorted(n for n in names if n.startswith(f"{MODEL} static {setup} on {here}")) == [
-        f"{MODEL} static {setup} on {here} (run {recs[0].run_id})",
-        f"{MODEL} static {setup} on {here} (run {recs[-1].run_id})",
+    assert sorted(n for n in names if n.startswith(f"static on {here}")) == [
+        f"static on {here} (run {recs[0].run_id})",
+        f"static on {here} (run {recs[-1].run_id})",
     ]
     assert all(n in chart.alt for n in names)
 

@@ -26,6 +26,7 @@ from accelbench.report.build import build
 from accelbench.report.charts_tokens import Turn
 from accelbench.report.common import ReportInput
 from accelbench.report.model import Section, Table
+from accelbench.report.tokens import shorten
 from accelbench.results.record import Metric, Result, new_id
 from accelbench.results.store import RunInfo, Store
 
@@ -148,11 +149,20 @@ def name(r: Result) -> str:
     return describe_params(r.benchmark, r.params)
 
 
+def label(r: Result) -> str:
+    """``r``'s workload as the report's tables and charts name it beside the other two sources' runs: what sets it
+    apart (the words all three share said once, in the caption)."""
+    names = [name(x) for x in (conversation(), shared_prefix(), trace())]
+    return shorten(names)[1][names.index(name(r))]
+
+
 def test_a_conversation_run_has_its_ttft_drawn_turn_by_turn_with_the_growth_it_records(html: str) -> None:
     caption, drawn = figure(html, "tokens-turns-0")
-    assert caption.startswith(f"TTFT turn by turn: {name(conversation())}")
+    assert caption.startswith(f"TTFT turn by turn: {label(conversation())}") and name(conversation()) in caption
     assert "of each of the 4 turns" in caption and "256 requests answered; 4 users, 0 ms think time" in caption
-    assert f"TTFT grows {GROWTH} ms a turn as the history grows from 64 to 280 tokens" in caption
+    # the slope over the turns after the first (the record's own, over every turn, is GROWTH)
+    assert "Over turns 2 to 4 the median TTFT grows 3.10 ms a turn" in caption
+    assert "as the history grows from 136 to 280 tokens" in caption and "prefix cache" in caption
     assert {"TTFT p50", "TTFT p99", "TTFT (ms)"} <= set(drawn)
     assert [t for t in drawn if t in {str(p50) for _, _, p50, _ in TURNS}] == ["8.2", "11.4", "14.9", "17.6"]
     # each turn's number, and under it its mean prompt tokens (a tick label's lines are drawn one by one)
@@ -163,14 +173,14 @@ def test_a_conversation_run_has_its_ttft_drawn_turn_by_turn_with_the_growth_it_r
 
 def test_the_prefix_cache_table_shows_the_hit_rate_sent_and_the_one_the_server_reported(html: str) -> None:
     rows = {row["workload"]: row for row in table(html, "hit rate sent")}
-    assert set(rows) == {name(conversation()), name(shared_prefix()), name(trace())}
-    talk = rows[name(conversation())]
+    assert set(rows) == {label(conversation()), label(shared_prefix()), label(trace())}
+    talk = rows[label(conversation())]
     assert talk["source"] == "conversations" and talk["hit rate sent"] == "62.1%"
     assert talk["hit rate the server reported"] == "60.5%" and talk["reported - sent (points)"] == "-1.6"
-    silent = rows[name(shared_prefix())]
+    silent = rows[label(shared_prefix())]
     assert silent["source"] == "random" and silent["hit rate sent"] == "44.0%"
     assert silent["hit rate the server reported"] == "not reported" and silent["reported - sent (points)"] == ""
-    assert rows[name(trace())]["hit rate sent"] == "0.0%"
+    assert rows[label(trace())]["hit rate sent"] == "0.0%"
     caption = re.search(r"<caption>([^<]*)</caption><thead><tr><th>workload</th><th>source</th>", html)
     assert caption is not None
     words = unescape(caption[1])
@@ -180,7 +190,7 @@ def test_the_prefix_cache_table_shows_the_hit_rate_sent_and_the_one_the_server_r
 
 def test_a_trace_run_shows_the_load_it_offered_and_how_late_the_driver_sent_it(html: str) -> None:
     [row] = table(html, "offered requests/s")
-    assert row["workload"] == name(trace()) and "trace arrivals.jsonl" in row["workload"]
+    assert row["workload"] == label(trace()) and "trace arrivals.jsonl" in row["workload"]
     assert row["offered requests/s"] == "29.81" and row["served requests/s"] == "28.64"
     assert row["issue late p99"] == "11.9 ms" and row["issue late max"] == "13.2 ms"
     assert row["late requests"] == "2 of 60"
@@ -193,7 +203,9 @@ def test_the_sources_have_a_sub_section_of_their_own_beside_the_token_runs_one_t
     doc = build(ReportInput(recs, describe=describe_params))
     [inference] = [s for s in doc.sections if s.id == "inference"]
     [tokens] = [b for b in inference.blocks if isinstance(b, Section) and b.id == "inference-tokens"]
-    assert len([b for b in tokens.blocks if isinstance(b, Table)]) == 1
+    own_tables = [b for b in tokens.blocks if isinstance(b, Table)]  # the runs' headline and figures
+    assert own_tables[0].columns[:2] == ["workload", "verdict"]
+    assert not {"hit rate sent", "offered requests/s"} & {c for t in own_tables for c in t.columns}
     [own] = [b for b in tokens.blocks if isinstance(b, Section) and b.id == "inference-tokens-sources"]
     assert [len(t.rows) for t in own.blocks if isinstance(t, Table)] == [3, 1]  # the prefix cache's, the trace's
     [chart] = own.charts()
@@ -211,4 +223,4 @@ def test_records_without_turns_or_a_prefix_cache_hit_add_neither(tmp_path: Path)
     assert 'id="inference-tokens-sources"' not in page
     assert "tokens-turns" not in page and "TTFT turn by turn" not in page
     assert "hit rate sent" not in page and "offered requests/s" not in page
-    assert "<th>TTFT p99</th>" in page  # the token runs' own table is there
+    assert "<th>TTFT p99 / limit</th>" in page  # the token runs' own table is there

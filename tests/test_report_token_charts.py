@@ -25,7 +25,7 @@ from accelbench.report import charts
 from accelbench.report.common import ReportInput, systems
 from accelbench.report.model import Bullets, Chart
 from accelbench.report.overview import summary
-from accelbench.report.tokens import latency, pareto, series_name, tradeoff
+from accelbench.report.tokens import latency, pareto, series_name, system_tags, tradeoff
 from accelbench.results.record import Concern, Metric, Result
 
 CONTENDED = "contended: other processes used 64% of the CPUs (pip[19776] 36%, python3.11[20726] 3%)"
@@ -110,17 +110,20 @@ def test_each_engine_precision_scenario_length_and_machine_is_its_own_series() -
     chart = tradeoff(recs, labels)
     assert chart is not None
     series = dict(chart.draw.keywords["series"])  # type: ignore[attr-defined]
+    here, there = system_tags(labels)[recs[0].fingerprint], system_tags(labels)[other["fingerprint"]]
+    # what every series shares said once (the caption), each named by what sets it apart, its machine by its tag
     assert sorted(series) == sorted(
         [
-            f"llama3.1-8b static fp32 offline 128/8 tokens on {here}",
-            f"llama3.1-8b static fp32 server 128/8 tokens on {here}",
-            f"llama3.1-8b static fp32 interactive 128/8 tokens on {here}",
-            f"llama3.1-8b static bf16 server 128/8 tokens on {here}",
-            f"llama3.1-8b static fp32 server 1024/128 tokens on {here}",
-            f"llama3.1-8b static fp32 server 128/8 tokens on {there}",
+            f"fp32 offline 128/8 tokens on {here}",
+            f"fp32 server 128/8 tokens on {here}",
+            f"fp32 interactive 128/8 tokens on {here}",
+            f"bf16 server 128/8 tokens on {here}",
+            f"fp32 server 1024/128 tokens on {here}",
+            f"fp32 server 128/8 tokens on {there}",
         ]
     )
-    assert len(series[f"llama3.1-8b static fp32 server 128/8 tokens on {here}"]) == 2
+    assert "Every series here: llama3.1-8b static." in chart.alt
+    assert len(series[f"fp32 server 128/8 tokens on {here}"]) == 2
     assert "for 7 runs of 6 series" in chart.alt and "scenario, prompt/output lengths" in chart.alt
     fig = drawn(chart)
     assert set(series) <= set(legend_texts(fig))  # the legend names each series
@@ -186,8 +189,8 @@ def test_the_latency_chart_marks_invalid_and_contended_rows_and_spans_the_clean_
     recs.append(contended(served((25000.0, 30000.0, 40000.0), 4)))
     [chart] = latency(recs, systems(recs), lambda r: describe_params(r.benchmark, r.params))
     labels = chart.draw.keywords["labels"]  # type: ignore[attr-defined]
-    assert sum(label.endswith(" (INVALID)") for label in labels) == 1
-    assert sum(label.endswith(" (contended)") for label in labels) == 1
+    assert sum(label.endswith("\n(INVALID)") for label in labels) == 1  # on a line of its own
+    assert sum(label.endswith("\n(contended)") for label in labels) == 1
     fig = drawn(chart)
     ttft = fig.axes[0]
     lo, hi = ttft.get_xlim()

@@ -22,7 +22,7 @@ from accelbench.registry import describe_params
 from accelbench.report.build import build
 from accelbench.report.common import ReportInput
 from accelbench.report.markdown import render
-from accelbench.report.model import Section, Table
+from accelbench.report.model import Bullets, Section, Table
 from accelbench.report.tokens import headline, is_token_run, limits
 from accelbench.results.record import Result
 from accelbench.results.store import RunInfo, Store
@@ -65,6 +65,11 @@ def _rows(section: Section) -> list[list[str]]:
     return [[str(getattr(c, "text", c)) for c in row] for b in section.blocks if isinstance(b, Table) for row in b.rows]
 
 
+def _table(t: Table) -> list[dict[str, str]]:
+    """Each row of ``t`` by its columns' names."""
+    return [dict(zip(t.columns, row, strict=True)) for row in _rows(Section("", "", [t]))]
+
+
 def _find(sections: list, sid: str) -> Section:
     for s in sections:
         if isinstance(s, Section):
@@ -80,32 +85,44 @@ def test_token_runs_have_their_own_table_with_what_an_llm_serving_reader_weighs(
     recs = token_records()
     doc = build(ReportInput([*recs.values(), samples_record()], describe=describe_params))
     tokens = _find(doc.sections, "inference-tokens")
-    [table] = [b for b in tokens.blocks if isinstance(b, Table)]
-    wanted = ["output tokens/s", "requests/s", "TTFT p99", "TPOT p99", "tokens/s per user", "verdict"]
-    wanted += ["limits (p99 TTFT / TPOT)", "USD per 1M output tokens", "USD per 1M input tokens", "J per output token"]
-    wanted += ["ITL p99", "goodput tokens/s"]
-    assert set(wanted) <= set(table.columns), set(wanted) - set(table.columns)
-    assert "output tokens/s per device" not in table.columns  # one device each: the same figure, not repeated
-    rows = [dict(zip(table.columns, row, strict=True)) for row in _rows(tokens)]
+    head, serving, machine = [b for b in tokens.blocks if isinstance(b, Table)]
+    # at a glance: the rate, the p99 latencies against their limits, the verdict; each run's notes numbered under it
+    assert head.columns == ["workload", "verdict", "output tokens/s", "TTFT p99 / limit", "TPOT p99 / limit", "note"]
+    assert serving.columns == ["workload", "requests/s", "tokens/s per user", "ITL p99", "goodput tokens/s"]
+    assert machine.columns == ["workload", "USD per 1M output tokens", "USD per 1M input tokens", "J per output token"]
+    rows = _table(head)
     assert len(rows) == len(recs)  # every token run, the skipped one too, and nothing else
     server = recs["server"]
-    row = next(v for v in rows if "server" in v["workload"] and v["TTFT p99"] == "11.5 s")
-    assert row["verdict"] == "INVALID" and row["limits (p99 TTFT / TPOT)"] == "2,000 / 100 ms"
-    assert row["output tokens/s"] == "117.3" and row["TPOT p99"] == "368 ms" and row["tokens/s per user"] == "35.87"
-    assert row["ITL p99"] == "381 ms" and row["goodput tokens/s"] == "47.32"
-    assert row["notes"].startswith("TTFT constraint not met (LoadGen)")  # LoadGen's verdict in its words
+    at = next(i for i, v in enumerate(rows) if v["TTFT p99 / limit"] == "11.5 s / 2,000 ms")
+    row = rows[at]
+    assert (
+        row["verdict"] == "INVALID"
+        and row["output tokens/s"] == "117.3"
+        and row["TPOT p99 / limit"] == "368 ms / 100 ms"
+    )
+    assert [c.mark for c in head.rows[at][3:5]] == ["bad", "bad"]  # over its limits: marked so
+    notes = next(b for b in tokens.blocks if isinstance(b, Bullets)).items
+    first = int(row["note"].split()[0].strip("[]"))
+    assert notes[first - 1].startswith(f"[{first}] TTFT constraint not met (LoadGen)")  # LoadGen's verdict in its words
+    label = row["workload"]  # the figures' tables name the run as the headline table does
+    figures = next(v for v in _table(serving) if v["workload"] == label)
+    assert figures["tokens/s per user"] == "35.87" and figures["ITL p99"] == "381 ms"
+    assert figures["goodput tokens/s"] == "47.32" and figures["requests/s"] == "19.60"
+    costs = next(v for v in _table(machine) if v["workload"] == label)
     tps = server.metrics["tokens_per_second"].value
-    assert row["USD per 1M output tokens"] == f"${2.5 / 3600 / tps * 1e6:.3g}"
+    assert costs["USD per 1M output tokens"] == f"${2.5 / 3600 / tps * 1e6:.3g}"
     inputs = tps * server.details["input_tokens"] / server.details["output_tokens"]
-    assert row["USD per 1M input tokens"] == f"${2.5 / 3600 / inputs * 1e6:.3g}"
-    assert row["J per output token"] == f"{WATTS / tps:.3g} at 40.0 W"
-    tight = next(v for v in rows if v["limits (p99 TTFT / TPOT)"] == "5 / 0.5 ms")
-    assert tight["TTFT p99"] == "46.7 ms" and tight["verdict"] == "INVALID"
+    assert costs["USD per 1M input tokens"] == f"${2.5 / 3600 / inputs * 1e6:.3g}"
+    assert costs["J per output token"] == f"{WATTS / tps:.3g} at 40.0 W"
+    tight = next(v for v in rows if v["TTFT p99 / limit"] == "46.7 ms / 5 ms")
+    assert tight["TPOT p99 / limit"] == "4.08 ms / 0.5 ms" and tight["verdict"] == "INVALID"
     skipped = next(v for v in rows if "405b" in v["workload"])
-    assert skipped["status"] == "skipped" and "needs 1511.9 GiB" in skipped["output tokens/s"]
-    caption = next(b.caption for b in tokens.blocks if isinstance(b, Table))
-    assert "2,000 / 100 ms (mlperf.conf llama3_1-8b Server)" in caption and "--ttft-ms and --tpot-ms" in caption
-    assert "Priced at $2.5/h (--price-per-hour 2.5)" in caption and "not wall power" in caption
+    assert skipped["verdict"] == "skipped" and skipped["output tokens/s"] == ""
+    assert any("needs 1511.9 GiB" in n for n in notes)  # why it was skipped: its note
+    assert (
+        "2,000 / 100 ms (mlperf.conf llama3_1-8b Server)" in head.caption and "--ttft-ms and --tpot-ms" in head.caption
+    )
+    assert "Priced at $2.5/h (--price-per-hour 2.5)" in machine.caption and "not wall power" in machine.caption
     # the samples/s tables hold the samples record only
     offline = _find(doc.sections, "inference-offline")
     assert [r[0] for r in _rows(offline)] == [describe_params("infer/loadgen", samples_record().params)]
@@ -168,9 +185,9 @@ def test_the_html_report_shows_the_token_table_and_its_chart_in_a_browser(token_
         )
         assert browser.errors() == []
         assert [u for u in browser.requests() if not u.startswith(("file:", "data:"))] == []
-    assert head[:5] == ["workload", "status", "verdict", "output tokens/s", "requests/s"]
-    assert {"TTFT p99", "TPOT p99", "tokens/s per user", "limits (p99 TTFT / TPOT)", "J per output token"} <= set(head)
-    assert "11.5 s" in cells and "500 / 30 ms" in cells and "INVALID" in cells
+    assert head[:6] == ["workload", "verdict", "output tokens/s", "TTFT p99 / limit", "TPOT p99 / limit", "note"]
+    assert {"requests/s", "tokens/s per user", "J per output token", "USD per 1M input tokens"} <= set(head)
+    assert "11.5 s / 2,000 ms" in cells and "178 ms / 30 ms" in cells and "INVALID" in cells
     assert compared[:3] == ["workload", "metric", "box=a"] and "TTFT p99 (box=a -> box=b)" in compared
     assert images and all(done and natural > 0 and width > 0 for done, natural, width in images)
 
@@ -178,11 +195,11 @@ def test_the_html_report_shows_the_token_table_and_its_chart_in_a_browser(token_
 def test_the_markdown_report_has_the_token_table(token_report: Path) -> None:
     md = (token_report / "report.md").read_text()
     assert "### Language models" in md
-    start = "| workload | status | verdict | output tokens/s"
+    start = "| workload | verdict | output tokens/s"
     header = next(line for line in md.splitlines() if line.startswith(start))
-    assert "| TTFT p99 | TPOT p99 | tokens/s per user | limits (p99 TTFT / TPOT) |" in header
+    assert "| TTFT p99 / limit | TPOT p99 / limit | note |" in header
     tokens_part = md[md.index("### Language models") :]
-    assert re.search(r"\| 2,000 / 100 ms \|", tokens_part) and "| USD per 1M input tokens |" in tokens_part
+    assert re.search(r"\| \*\*11\.5 s / 2,000 ms\*\* \|", tokens_part) and "| USD per 1M input tokens |" in tokens_part
     compared = md[md.index("## Comparisons") :]
     assert "| 11.5 s -&gt; 11.1 s |" in compared and "| 368 ms -&gt; 278 ms |" in compared  # TTFT, TPOT beside
     assert "not judged: unlike loads; baseline INVALID" in compared  # each Server run chose its own load

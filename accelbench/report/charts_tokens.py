@@ -82,10 +82,10 @@ def draw_pareto(
 ) -> None:
     """Sweeps: left, tokens/s per device (y) against tokens/s per user (x), every point, the Pareto front's
     joined (a clean point off the front pale; an INVALID or set-aside one marked as such, :func:`point_mark`);
-    right, TTFT p90 against the sweep's ``axis`` (requests in flight, log 2; or the request rate of a rate sweep,
-    log), a line per sweep through its clean points, in the colour of its curve, the others marked; the axes span
-    the clean points (one far off is drawn at the edge); the legend under both panels."""
-    left, right = fig.subplots(1, 2)
+    right (where some point timed a first token), TTFT p90 against the sweep's ``axis`` (requests in flight, log 2;
+    or the request rate of a rate sweep, log), a line per sweep through its clean points, in the colour of its
+    curve, the others marked; the axes span the clean points (one far off is drawn at the edge); the legend under
+    the panels."""
     usable = [
         [p for p in points if p.get("tokens_per_second_per_user") and p.get("tokens_per_second_per_device")]
         for _, points, _ in series
@@ -95,6 +95,8 @@ def draw_pareto(
     yspan = clean_limits((p["tokens_per_second_per_device"] for p in clean), zero=True)
     timed = [[p for p in points if p.get("ttft_p90_ms") is not None and point(p)] for _, points, _ in series]
     tspan = clean_limits((p["ttft_p90_ms"] for ps in timed for p in ps if not point_mark(p)), zero=True)
+    # no point timed a first token (an Offline sweep by LoadGen's clock): no empty panel claiming an axis
+    left, right = fig.subplots(1, 2) if any(timed) else (fig.add_subplot(), None)
     off, pale = False, False
     for i, ((label, _, front), mine, times) in enumerate(zip(series, usable, timed, strict=True)):
         color = PALETTE[i % 8]
@@ -112,6 +114,8 @@ def draw_pareto(
             color=color,
             label=label,
         )
+        if right is None:
+            continue
         kept = [p for p in times if not point_mark(p)]  # the line joins the clean points; the others are marks
         right.plot([point(p) for p in kept], [p["ttft_p90_ms"] for p in kept], marker="o", color=color)
         for p in times:
@@ -121,6 +125,9 @@ def draw_pareto(
         left.scatter([], [], s=30, color=NEUTRAL, alpha=0.35, label="VALID, off the front (pale)")
     mark_legend(left, (point_mark(p) for ps in usable + timed for p in ps), off)
     tradeoff_axes(left, xspan, yspan)
+    if right is None:
+        legend_below(fig, left)
+        return
     right.set_xscale("log", base=10 if axis == "rate" else 2)
     plain_log(right, ("x", ""))  # 1, 2, 4, 8: not 2^0, 2^1
     right.set_xlabel("request rate (queries/s, log scale)" if axis == "rate" else "requests in flight (concurrency)")
@@ -253,4 +260,4 @@ def draw_turns(fig: "Figure", turns: Sequence[Turn]) -> None:
     ax.set_ylim(0, None)
     ax.grid(axis="x", visible=False)
     if drawn:
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="best")  # wherever it hides no turn's point

@@ -29,6 +29,10 @@ td.warn { color: var(--warn); } td:first-child { min-width: 12em; } td.long { mi
 figure { margin: .8rem 0 1.2rem; break-inside: avoid; } figure img { max-width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: .9em; }
 pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: .85em; }
+#inference-tokens th { white-space: normal; vertical-align: bottom; min-width: 4.5em; }
+#inference-tokens td:first-child { min-width: 8em; } #inference-tokens td.long { min-width: 16em; }
+#inference-tokens td[title] { text-decoration: underline dotted var(--muted); cursor: help; }
+#inference-tokens ul.note { color: var(--muted); font-size: .88em; margin: -.6rem 0 1rem; padding-left: 1.2rem; }
 footer { margin-top: 2.5rem; color: var(--muted); font-size: .85em; }
 @media print { body { max-width: none; padding: 0; font-size: 11px; } nav { display: none; }
   h2 { break-after: avoid; } table, figure { break-inside: avoid; } }
@@ -42,11 +46,14 @@ LONG_CELL = 60
 
 
 def _cell(c: str | Cell, numeric: bool) -> str:
+    """A cell; one that shows a short label carries the whole as its tooltip (a ``title`` of its own)."""
     text, mark = (c.text, c.mark) if isinstance(c, Cell) else (c, "")
     numeric = numeric and text[:1] in _NUMERIC_START  # a reason in a figure's column reads as text
     long = not numeric and len(text) > LONG_CELL
     cls = " ".join(x for x in (mark, "num" if numeric else "", "long" if long else "") if x)
-    return f'<td class="{cls}">{escape(text)}</td>' if cls else f"<td>{escape(text)}</td>"
+    title = str(getattr(c, "title", "") or "") if isinstance(c, Cell) else ""
+    attrs = (f' class="{cls}"' if cls else "") + (f' title="{escape(title)}"' if title and title != text else "")
+    return f"<td{attrs}>{escape(text)}</td>"
 
 
 def _table(t: Table) -> str:

@@ -9,13 +9,18 @@ still listed, with "n/a" and the reason in place of the ratio; what else differs
 from __future__ import annotations
 
 from functools import partial
+from typing import cast
 
 import accelbench.report.charts as charts
 from accelbench.reference.match import Match, closest, matches
 from accelbench.report.common import MAX_CHARTS, ReportInput, caveat, figure, newest_first, systems
 from accelbench.report.model import Chart, Section, Table, Text
+from accelbench.report.tokens import short_word, shorten
+from accelbench.results.details import engine_of
 from accelbench.results.record import Result
 
+#: the engine whose model runs behind a server of its own (``--engine endpoint``)
+ENDPOINT = "endpoint"
 #: reference rows shown per result: the closest setups (like rows first, then the fewest differences)
 CLOSEST = 8
 
@@ -51,7 +56,10 @@ def published(inp: ReportInput) -> Section | None:
         if key in seen:  # the first record of a workload on a system (above) stands for the others
             continue
         seen.add(key)
-        sub = Section(f"published-{n}", f"{inp.name(r)} on {labels[r.fingerprint]}")
+        server = serving_system(r)
+        named = shorten([inp.name(r)])[1][0] if server else inp.name(r)
+        where = f"served by {server}, client on {labels[r.fingerprint]}" if server else f"on {labels[r.fingerprint]}"
+        sub = Section(f"published-{n}", f"{named} {where}")
         price = r.system.get("price") or {}
         if price:
             sub.blocks.append(Text(f"Priced at ${price['usd_per_hour']:,.4g}/h: {price.get('source', '')}.", "note"))
@@ -68,6 +76,30 @@ def published(inp: ReportInput) -> Section | None:
     return section
 
 
+def serving_system(r: Result) -> str:
+    """What served an endpoint run, named as the system measured: 'transformers serve at 127.0.0.1:8000' where the
+    record names the server (its engine facts' ``server``), else 'the server at 127.0.0.1:8000'; '' for a run whose
+    model accelbench ran itself. An endpoint's figures are its server's, whatever framework this side runs."""
+    facts = engine_of(r)
+    if (r.params.get("engine") or facts.get("engine")) != ENDPOINT:
+        return ""
+    url = short_word(str(r.params.get("url") or facts.get("url") or "")) or "an unrecorded URL"
+    server = str(cast("dict[str, object]", facts).get("server") or "the server")
+    return f"{server} at {url}"
+
+
+def differs(m: Match) -> str:
+    """What else differs, in the reader's words: for an endpoint run the published framework is set beside the
+    server that served it (:func:`serving_system`), not beside this side's harness."""
+    server = serving_system(m.result)
+    said = list(m.differences)
+    vs = f"{m.reference.framework} vs "
+    if server and said and said[0].startswith(vs):
+        said[0] = vs + server
+        return "; ".join(said)
+    return m.comparable
+
+
 def _table(r: Result, ms: list[Match]) -> Table:
     """The rows, each source numbered and its full reference in the caption: a long unbreakable reference
     in a cell would take the width that 'what differs' needs and fold that sentence one word per line. A
@@ -81,7 +113,7 @@ def _table(r: Result, ms: list[Match]) -> Table:
         ("this / published", [m.ratio_text for m in ms], all(m.like for m in ms)),
         ("per device", [m.per_device_text for m in ms], True),
         ("per USD/h: this vs published", [m.per_dollar for m in ms], True),
-        ("what differs", [m.comparable for m in ms], False),
+        ("what differs", [differs(m) for m in ms], False),
         ("source", [f"[{refs.index(m.reference.source_ref) + 1}]" for m in ms], False),
     ]
     columns = [c for c in columns if any(cell and cell != "n/a" for cell in c[1])]
@@ -109,7 +141,7 @@ def _chart(like: list[Match], n: int) -> Chart | None:
     names = [f"{x.accelerator} x{x.count} ({x.precision})" for x in refs]
     # two rows of one accelerator (Lambda's and an article's, synthetic and real data) must not share a label
     names = charts.distinct(names, [f"{x.source}, {x.data}" for x in refs])
-    bars = [charts.Bar("this machine", m.value / devices)]
+    bars = [charts.Bar("this server" if serving_system(own) else "this machine", m.value / devices)]
     bars += [charts.Bar(name, x.per_device or 0.0) for name, x in zip(names, refs, strict=True)]
     unit = f"{m.unit} per device"
     return Chart(

@@ -20,11 +20,16 @@ marked as such (:func:`mark`) and sets no axis: the clean runs' span does, and o
 from __future__ import annotations
 
 import re
+import textwrap
+from dataclasses import dataclass
 from functools import partial
-from typing import Callable
+from pathlib import PurePosixPath
+from typing import Callable, Sequence
+from urllib.parse import urlsplit
 
 import accelbench.report.charts as charts
 import accelbench.report.charts_tokens as charts_tokens
+from accelbench.reference import tokens as reference_tokens
 from accelbench.report import tokens_sources
 from accelbench.report.common import (
     MAX_CHARTS,
@@ -35,7 +40,7 @@ from accelbench.report.common import (
     system_cells,
     verdict,
 )
-from accelbench.report.model import Cell, Chart, Section, Table, Text
+from accelbench.report.model import Bullets, Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results.details import (
     Sweep,
@@ -118,20 +123,6 @@ def _kv(r: Result) -> str:
     return f"{words[0]} ({words[1]})" if all(words) else "".join(words)
 
 
-def _roof(r: Result) -> str:
-    """'41.2% (19,400)': the share of the device's memory bandwidth the decode steps used, and the tokens/s the
-    run's batch would reach at that peak."""
-    share, limit = r.metrics.get("decode_bandwidth_utilization"), r.metrics.get("decode_limit_tokens_per_second")
-    if share is None:
-        return ""
-    prefill = r.metrics.get("prefill_flops_utilization")
-    return (
-        f"{fmt.number(share.value, 3)}%"
-        + (f" ({limit.value:,.0f})" if limit else "")
-        + (f"; prefill {fmt.number(prefill.value, 3)}% of peak FLOPS" if prefill else "")
-    )
-
-
 def _joules(r: Result) -> str:
     """'0.205 at 40.0 W': J per output token and the average power of the window it was metered over."""
     m, watts = r.metrics.get("joules_per_output_token"), r.metrics.get("average_watts")
@@ -167,57 +158,251 @@ def _order(r: Result) -> tuple[int, str]:
     return (ORDER.index(scenario) if scenario in ORDER else len(ORDER), str(r.params.get("model", "")))
 
 
+#: a workload's words that tell a reader nothing: an endpoint's precision is its server's own, not stated
+NOISE = frozenset({"unstated"})
+#: the words of a workload's or series' name that read only together, each phrase taken out of a label whole or
+#: not at all: the machine a series ran on (its last words), a conversation's turns, the lengths, a setting and its
+#: value (a served model, a prompt file, a trace, a checkpoint, a shared prefix, a server's URL)
+PHRASE = re.compile(
+    r" on .+$|conversations of \d+ turns|\d+/\d+ tokens|(?:serving|prompts|trace|checkpoint|prefix|at) \S+|\S+"
+)
+#: a prompt/output length pair ('128/8'): a word with a slash that is not a path
+_PAIR = re.compile(r"\d+/\d+")
+
+
+def short_word(word: str) -> str:
+    """A path as its last part ('/home/me/models/tiny-llama': 'tiny-llama'), a URL as its host and port; any other
+    word as it is. A full local path is most of a label's width and tells runs apart by its last part alone."""
+    if "://" in word:
+        return urlsplit(word).netloc or word
+    if "/" in word and not _PAIR.fullmatch(word) and (word.startswith(("/", "~", ".")) or word.count("/") > 1):
+        return PurePosixPath(word).name or word
+    return word
+
+
+def shorten(names: Sequence[str]) -> tuple[str, list[str], dict[str, str]]:
+    """What every name shares (for a caption to say once), each name's own words, and each path or URL shortened
+    (short: whole, for the caption). A phrase (:data:`PHRASE`) is one word here, so that '3 turns' never loses its
+    'turns' to a name of 6; words are shortened (:func:`short_word`) and :data:`NOISE` dropped; with one
+    name, or where taking the shared words away would make two names read alike, each keeps all its words; a
+    name with no word of its own keeps all of them."""
+    whole: dict[str, str] = {}
+    words: list[list[str]] = []
+    for n in names:
+        kept = []
+        for phrase in (m.group().strip() for m in PHRASE.finditer(n)):
+            if phrase in NOISE:
+                continue
+            parts = []
+            for w in phrase.split(" "):
+                short = short_word(w)
+                if short != w:
+                    whole[short] = w
+                parts.append(short)
+            kept.append(" ".join(parts))
+        words.append(kept)
+    full = [" ".join(w) for w in words]
+    if len(set(full)) < 2:
+        return "", full, whole
+    shared = set(words[0]).intersection(*words[1:])
+    own = [" ".join(w for w in ws if w not in shared) or f for ws, f in zip(words, full, strict=True)]
+    if len(set(zip(full, own, strict=True))) != len(set(own)):  # two names would read alike without the shared words
+        return "", full, whole
+    return " ".join(w for w in words[0] if w in shared), own, whole
+
+
+def system_tags(labels: dict[str, str]) -> dict[str, str]:
+    """Each system's shortest label a chart can tell it apart by: the part before its parenthesis where those
+    differ ('4x NVIDIA H100'), else the parenthesis ('vm 1a6a60' of 'AMD EPYC, 2 cores (vm 1a6a60)': the
+    report adds it where two machines' labels collide), else the whole label."""
+    heads = {fp: label.split(" (")[0] for fp, label in labels.items()}
+    tails = {fp: label[label.find("(") + 1 : -1] if label.endswith(")") else label for fp, label in labels.items()}
+    for tags in (heads, tails):
+        if len(set(tags.values())) == len(labels):
+            return tags
+    return dict(labels)
+
+
+def tagged(names: Sequence[str], recs: Sequence[Result], labels: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """``names`` (each ending ' on SYSTEM' where the report covers several systems) with each system's label
+    replaced by its tag (:func:`system_tags`), and each tag that stands for a longer label (tag: label)."""
+    if len(labels) < 2:
+        return list(names), {}
+    tags = system_tags(labels)
+    out = [
+        n.replace(f" on {labels[r.fingerprint]}", f" on {tags[r.fingerprint]}")
+        for n, r in zip(names, recs, strict=True)
+    ]
+    return out, {
+        tags[r.fingerprint]: labels[r.fingerprint] for r in recs if tags[r.fingerprint] != labels[r.fingerprint]
+    }
+
+
+def shared_words(shared: str, whole: dict[str, str], what: str = "run") -> str:
+    """' Every run here: llama3.1-8b quick tiny; tiny-llama is /home/me/models/tiny-llama.': a caption's words
+    for what :func:`shorten` took out of the labels."""
+    words = f" Every {what} here: {shared}." if shared else ""
+    if whole:
+        words += " " + "; ".join(f"{short} is {full}" for short, full in whole.items()) + "."
+    return words
+
+
+@dataclass(frozen=True)
+class Labelled(Cell):
+    """A table cell whose whole text is a tooltip (the HTML's title attribute) over the short one it shows."""
+
+    title: str = ""
+
+
+def _against(r: Result, name: str, limit: float | None) -> str | Cell:
+    """'11.5 s / 2,000 ms': a p99 beside the limit it was held to, marked bad where it is over it."""
+    shown, m = _ms(r, name), r.metrics.get(name)
+    if m is None or limit is None:
+        return shown
+    words = f"{shown} / {limit:,.4g} ms"
+    return Cell(words, "bad") if m.value > limit else words
+
+
+def devices_of(r: Result) -> int:
+    """The devices a run's per-device figure divides by (an endpoint's server devices, or ``--nproc``)."""
+    return reference_tokens.devices(r)
+
+
 def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Section:
-    """The token runs' sub-section: the table, the sources of the limits and prices, and the trade-off chart."""
+    """The token runs' sub-section: a compact table a reader takes in at a glance (the rate, per device where runs
+    used several, the p99 TTFT and TPOT against their limits, the verdict; what else each run says a numbered
+    note under it), a second table of the figures behind them (requests, per user, ITL, goodput, cache, roofline,
+    cost, energy), the limits' and prices' sources, and the charts. Workloads are named by what sets each apart,
+    what every run shares said once, the whole name a tooltip: at 1,280 px every figure shows without scrolling."""
     multi = len(labels) > 1
     recs = sorted(newest_first(recs), key=_order)
-    optional: list[tuple[str, Callable[[Result], str]]] = []
-    if any(int(r.params.get("nproc") or 1) > 1 for r in recs):
-        optional.append(("output tokens/s per device", lambda r: _rate(r, "tokens_per_second_per_device")))
-    if any("itl_p99_ms" in r.metrics for r in recs):
-        optional.append(("ITL p99", lambda r: _ms(r, "itl_p99_ms")))
-    if any(k in r.metrics for r in recs for k in ("kv_cache_peak_occupancy", "kv_cache_peak_gib")):
-        optional.append(("KV cache at peak", _kv))
-    if any("decode_bandwidth_utilization" in r.metrics for r in recs):
-        optional.append(("decode: % of peak bandwidth (limit tokens/s); prefill FLOPs", _roof))
-    if any("goodput_tokens_per_second" in r.metrics for r in recs):
-        optional.append(("goodput tokens/s", lambda r: _rate(r, "goodput_tokens_per_second")))
-    if any("usd_per_million" in r.metrics for r in recs):
-        optional.append(("USD per 1M output tokens", lambda r: _usd(r, "usd_per_million")))
-    if any("usd_per_million_input_tokens" in r.metrics for r in recs):
-        optional.append(("USD per 1M input tokens", lambda r: _usd(r, "usd_per_million_input_tokens")))
-    if any("joules_per_output_token" in r.metrics for r in recs):
-        optional.append(("J per output token", _joules))
+    names = [inp.name(r) for r in recs]
+    shared, own, whole = shorten(names)
+    own = charts.distinct(own, [r.started_at[:16].replace("T", " ") for r in recs])
+    per_device = any(devices_of(r) > 1 for r in recs)
     rows: list[list[str | Cell]] = []
     sources: dict[str, str] = {}
-    for r in recs:
+    notes: dict[str, int] = {}
+    for r, name, label in zip(recs, names, own, strict=True):
         ok = r.status == "ok"
         bound, source = limits(r)
         if bound:
             sources.setdefault(f"{bound} ({source})", "")
-        why = "; ".join(invalid_reasons(r))
+        pair = held_to(r) or (None, None)
+        said = [r.error or r.reason or ""] if not ok else []
+        said += invalid_reasons(r) or [c.text for c in r.concerns if c.kind != "invalid"]
+        note = " ".join(f"[{notes.setdefault(why, len(notes) + 1)}]" for why in dict.fromkeys(said) if why)
         rows.append(
             system_cells(labels, r, multi)
             + [
-                inp.name(r),
-                status_cell(r),
-                verdict(r.valid),
-                _rate(r, "tokens_per_second") if ok else (r.error or r.reason or ""),
-                _rate(r, "requests_per_second"),
-                _ms(r, "ttft_p99_ms"),
-                _ms(r, "tpot_p99_ms"),
-                _rate(r, "tokens_per_second_per_user"),
-                bound,
+                Labelled(label, title=name),
+                verdict(r.valid) if ok else status_cell(r),
+                _rate(r, "tokens_per_second"),
             ]
-            + [cell(r) if ok else "" for _, cell in optional]
-            + [why or "; ".join(c.text for c in r.concerns if c.kind != "invalid")]
+            + ([_rate(r, "tokens_per_second_per_device")] if per_device else [])
+            + [_against(r, "ttft_p99_ms", pair[0]), _against(r, "tpot_p99_ms", pair[1]), note]
         )
-    head = ["output tokens/s", "requests/s", "TTFT p99", "TPOT p99", "tokens/s per user", "limits (p99 TTFT / TPOT)"]
-    cols = (["system"] if multi else []) + ["workload", "status", "verdict"] + head + [n for n, _ in optional]
-    cols.append("notes")
+    head = ["output tokens/s"] + (["per device"] if per_device else []) + ["TTFT p99 / limit", "TPOT p99 / limit"]
+    cols = (["system"] if multi else []) + ["workload", "verdict"] + head + ["note"]
     first = cols.index("output tokens/s")
-    numeric = frozenset(range(first, first + len(head) - 1)) | {cols.index(n) for n, _ in optional}
     caption = "Limits: " + "; ".join(sources) + "." if sources else "No run here was held to latency limits."
+    caption += shared_words(shared, whole)
+    sub = Section("inference-tokens", "Language models", [Text(NOTE, "note")])
+    sub.blocks.append(Table(cols, rows, caption=caption, numeric=frozenset(range(first, first + len(head)))))
+    if notes:
+        sub.blocks.append(Bullets([f"[{n}] {why}" for why, n in notes.items()], "note"))
+    for group in FIGURES:
+        more = figures_table(recs, labels, own, names, group)
+        sub.blocks += [more] if more is not None else []
+    tradeoff_chart = tradeoff(recs, labels)
+    sub.blocks += [tradeoff_chart] if tradeoff_chart is not None else []
+    sub.blocks += pareto(recs, labels)
+    sub.blocks += latency(recs, labels, inp.name)
+    shown = {id(r): Labelled(label, title=name) for r, label, name in zip(recs, own, names, strict=True)}
+    added = tokens_sources.section(recs, labels, lambda r: shown[id(r)])
+    sub.blocks += [added] if added is not None else []
+    return sub
+
+
+def _usd_column(name: str) -> Callable[[Result], str]:
+    return lambda r: _usd(r, name)
+
+
+def _rate_column(name: str) -> Callable[[Result], str]:
+    return lambda r: _rate(r, name)
+
+
+def _ms_column(name: str) -> Callable[[Result], str]:
+    return lambda r: _ms(r, name)
+
+
+#: the figures behind the headline table's, in two tables (one would scroll sideways at 1,280 px), each figure a
+#: column where some run has it: (column, metric, cell). Serving: how the rate and latencies came about; the
+#: machine: how much of the hardware's limits the run used, and what a token cost in money and energy.
+FIGURES: tuple[tuple[tuple[str, str, Callable[[Result], str]], ...], ...] = (
+    (
+        ("requests/s", "requests_per_second", _rate_column("requests_per_second")),
+        ("tokens/s per user", "tokens_per_second_per_user", _rate_column("tokens_per_second_per_user")),
+        ("ITL p99", "itl_p99_ms", _ms_column("itl_p99_ms")),
+        ("goodput tokens/s", "goodput_tokens_per_second", _rate_column("goodput_tokens_per_second")),
+        ("KV cache at peak", "kv_cache_peak_occupancy", lambda r: _kv(r)),
+        ("KV cache at peak", "kv_cache_peak_gib", lambda r: _kv(r)),
+    ),
+    (
+        (
+            "decode: % of peak bandwidth",
+            "decode_bandwidth_utilization",
+            lambda r: _pct(r, "decode_bandwidth_utilization"),
+        ),
+        ("decode limit tokens/s", "decode_limit_tokens_per_second", _rate_column("decode_limit_tokens_per_second")),
+        ("prefill: % of peak FLOPs", "prefill_flops_utilization", lambda r: _pct(r, "prefill_flops_utilization")),
+        ("USD per 1M output tokens", "usd_per_million", _usd_column("usd_per_million")),
+        ("USD per 1M input tokens", "usd_per_million_input_tokens", _usd_column("usd_per_million_input_tokens")),
+        ("J per output token", "joules_per_output_token", lambda r: _joules(r)),
+    ),
+)
+
+
+def _pct(r: Result, name: str) -> str:
+    m = r.metrics.get(name)
+    return f"{fmt.number(m.value, 3)}%" if m is not None else ""
+
+
+def figures_table(
+    recs: list[Result],
+    labels: dict[str, str],
+    own: list[str],
+    names: list[str],
+    group: Sequence[tuple[str, str, Callable[[Result], str]]],
+) -> Table | None:
+    """The figures behind the headline table's, one row per run that has any (its label the headline table's,
+    the whole name its tooltip), a column per figure some run has; the caption says how each was worked out.
+    None where no run has one."""
+    multi = len(labels) > 1
+    columns: dict[str, Callable[[Result], str]] = {}
+    for col, metric, cell in group:
+        if any(metric in r.metrics for r in recs):
+            columns.setdefault(col, cell)
+    rows: list[list[str | Cell]] = []
+    tags = system_tags(labels)  # the table above names each system whole: its tag here, the whole a tooltip
+    for r, label, name in zip(recs, own, names, strict=True):
+        cells = [cell(r) for cell in columns.values()] if r.status == "ok" else []
+        if any(cells):
+            machine: list[str | Cell] = [Labelled(tags[r.fingerprint], title=labels[r.fingerprint])] if multi else []
+            rows.append(machine + [Labelled(label, title=name)] + list(cells))
+    if not rows:
+        return None
+    cols = (["system"] if multi else []) + ["workload"] + list(columns)
+    first = cols.index("workload") + 1
+    numeric = frozenset(range(first, len(cols)))
+    if group is FIGURES[0]:
+        caption = (
+            "The figures behind each run's rate and latencies (workloads named as in the table above): "
+            "requests answered a second, tokens/s per user, the p99 inter-token latency, goodput and the share of "
+            "the KV cache held at peak, where the runs record them."
+        )
+        return Table(cols, rows, caption=caption, numeric=numeric)
+    caption = "How much of the machine's limits each run used, and what its tokens cost, where the runs record it."
     priced = prices(recs)
     if priced:
         caption += " Priced at " + "; ".join(priced) + ": the machine's hour over the rate."
@@ -238,15 +423,7 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
             " J per output token: the average power of the metered window (board/package counters, not wall "
             "power) over the rate."
         )
-    sub = Section("inference-tokens", "Language models", [Text(NOTE, "note")])
-    sub.blocks.append(Table(cols, rows, caption=caption, numeric=numeric))
-    tradeoff_chart = tradeoff(recs, labels)
-    sub.blocks += [tradeoff_chart] if tradeoff_chart is not None else []
-    sub.blocks += pareto(recs, labels)
-    sub.blocks += latency(recs, labels, inp.name)
-    added = tokens_sources.section(recs, labels, inp.name)
-    sub.blocks += [added] if added is not None else []
-    return sub
+    return Table(cols, rows, caption=caption, numeric=numeric)
 
 
 def lengths(r: Result) -> str:
@@ -310,6 +487,9 @@ def pareto(recs: list[Result], labels: dict[str, str]) -> list[Chart]:
         if max(len(swept[id(r)]["points"]) for r in drawn) < 2:
             continue
         names = charts.distinct([series_name(r, labels) for r in drawn], [f"run {r.run_id}" for r in drawn])
+        names, machines = tagged(names, drawn, labels)
+        shared, names, whole = shorten(names)
+        whole |= machines
         curves = [(n, swept[id(r)]["points"], swept[id(r)]["pareto"]) for n, r in zip(names, drawn, strict=True)]
         series = sorted(curves, key=lambda s: s[0])
         rated = axis == "rate"
@@ -323,7 +503,7 @@ def pareto(recs: list[Result], labels: dict[str, str]) -> list[Chart]:
                 f"{len(drawn)} sweep(s) of {each}: output tokens/s per device against tokens/s per user, the "
                 f"Pareto front joined (VALID, uncontended points; a clean point off it pale), and the TTFT p90 at "
                 f"each {'request rate' if rated else 'concurrency'}; {MARKS}; series: "
-                f"{'; '.join(n for n, _, _ in series)}{left}",
+                f"{'; '.join(n for n, _, _ in series)}{left}.{shared_words(shared, whole, 'sweep')}",
                 partial(charts_tokens.draw_pareto, series=series, axis=axis),
                 size=(7.0, 3.6 + 0.15 * len(series)),  # the legend's lines under the panels
             )
@@ -336,23 +516,30 @@ def tradeoff(recs: list[Result], labels: dict[str, str]) -> Chart | None:
     model, engine, precision, scenario, lengths, server, machine), each run marked by what it is worth
     (:func:`mark`), the axes set by the clean runs; None where fewer than two runs have both figures."""
     series: dict[str, list[tuple[float, float, str]]] = {}
+    first: dict[str, Result] = {}  # each series' first run: its machine
     for r in recs:
         per_user = r.metrics.get("tokens_per_second_per_user")
         rate = r.metrics.get("tokens_per_second_per_device") or r.metrics.get("tokens_per_second")
         if r.status != "ok" or per_user is None or rate is None:
             continue
         series.setdefault(series_name(r, labels), []).append((per_user.value, rate.value, mark(r)))
+        first.setdefault(series_name(r, labels), r)
     points = sum(len(v) for v in series.values())
     if points < 2:
         return None
     drawn = sorted(series.items())[:MAX_CHARTS]
     rest = sorted(series.items())[MAX_CHARTS:]
     left = f"; {len(rest)} series not drawn ({sum(len(v) for _, v in rest)} runs)" if rest else ""
+    names, machines = tagged([n for n, _ in drawn], [first[n] for n, _ in drawn], labels)
+    shared, short, whole = shorten(names)
+    whole |= machines
+    drawn = [(name, points) for name, (_, points) in zip(short, drawn, strict=True)]
     return Chart(
         "tokens-tradeoff",
         "Throughput against interactivity",
         f"Output tokens/s per device against tokens/s per user for {points} runs of {len(series)} series (one per "
-        f"model, engine, precision, scenario, prompt/output lengths, server and machine); {MARKS}{left}",
+        f"model, engine, precision, scenario, prompt/output lengths, server and machine); {MARKS}{left}."
+        + shared_words(shared, whole, "series"),
         partial(charts.draw_tradeoff, series=drawn),
         size=(7.0, 3.6 + 0.15 * (len(drawn) + 3)),  # the legend's lines under the axes, the marks' included
     )
@@ -361,7 +548,12 @@ def tradeoff(recs: list[Result], labels: dict[str, str]) -> Chart | None:
 #: the runs one latency chart draws at most (the newest of its group; the others are in the table)
 LATENCY_ROWS = 12
 #: the latencies a token run records percentiles of, each in its own panel: (title, metric prefix)
-LATENCIES = (("TTFT (time to first token)", "ttft"), ("TPOT (time per output token)", "tpot"))
+LATENCIES = (("TTFT", "ttft"), ("TPOT", "tpot"))
+#: what each latency's short name stands for, as a caption says it
+LATENCY_WORDS = {"ttft": "TTFT (time to first token)", "tpot": "TPOT (time per output token)"}
+#: a latency chart's row label is wrapped to lines of at most this many characters (what makes the run unfit on a
+#: line of its own): one long line would squeeze the panels until their titles meet
+ROW_LABEL = 36
 
 
 def _clock(r: Result) -> str:
@@ -387,24 +579,30 @@ def _spread(r: Result, kind: str) -> charts_tokens.Spread:
     return charts_tokens.Spread(p50, p90, p99, limit=limit, mark=", ".join(flags(r)))
 
 
-def _rows_named(runs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> tuple[str, list[str]]:
+def _rows_named(
+    runs: list[Result], labels: dict[str, str], name: Callable[[Result], str]
+) -> tuple[str, list[str], dict[str, str]]:
     """The words every run's workload shares ('llama3.1-8b static 128/8 tokens ...': the chart's caption says them
     once) and each run's row label: its scenario and the words it does not share (engine, lengths, precision where
-    the rows differ in them), its system where the report has several, then the request rate asked for and the
-    time it started where two rows would read alike, and last what makes it unfit ('(INVALID, contended)')."""
-    words = [name(r).split() for r in runs]
-    shared = set(words[0]).intersection(*words[1:])
+    the rows differ in them; a path by its last part, :func:`shorten`), its system where the rows ran on several,
+    then the request rate asked for and the time it started where two rows would read alike, and last what makes
+    it unfit ('(INVALID, contended)'); a label wraps to a second line rather than crowd the panels."""
+    several = len({r.fingerprint for r in runs}) > 1
+    full, machines = tagged([name(r) + (f" on {labels[r.fingerprint]}" if several else "") for r in runs], runs, labels)
+    common, own, whole = shorten(full)
+    whole |= machines if several else {}
     rows = []
-    for r, own in zip(runs, words, strict=True):
+    for r, words in zip(runs, own, strict=True):
         scenario = str(r.params.get("scenario") or "")
-        rest = [w for w in own if w not in shared and w != scenario]
-        where = [f"on {labels[r.fingerprint]}"] if len(labels) > 1 else []
-        rows.append(" ".join([scenario, *rest, *where]).strip() or name(r))
+        rest = [w for w in words.split() if w != scenario]
+        rows.append(" ".join([scenario, *rest]).strip() or words)
     rate = [f"{qps:,.4g} queries/s" if (qps := target_qps(r)) else "" for r in runs]
     started = [r.started_at[:16].replace("T", " ") for r in runs]
     rows = charts.distinct(rows, rate, started)
-    marked = [f"{row} ({', '.join(flags(r))})" if flags(r) else row for row, r in zip(rows, runs, strict=True)]
-    return " ".join(w for w in words[0] if w in shared), marked
+    wrapped = [textwrap.fill(row, ROW_LABEL) for row in rows]
+    marked = [f"{row}\n({', '.join(flags(r))})" if flags(r) else row for row, r in zip(wrapped, runs, strict=True)]
+    shared = common + ("" if several or len(labels) < 2 else f" on {labels[runs[0].fingerprint]}")
+    return shared.strip(), marked, whole
 
 
 def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> list[Chart]:
@@ -421,7 +619,7 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
     for (clock, model), runs in sorted(groups.items(), key=lambda g: (g[0][0] != "served", g[0][1]))[:MAX_CHARTS]:
         drawn = sorted(newest_first(runs)[:LATENCY_ROWS], key=_order)
         panels = [(title, kind) for title, kind in LATENCIES if any(_recorded(r, kind) for r in drawn)]
-        common, rows = _rows_named(drawn, labels, name)
+        common, rows, whole = _rows_named(drawn, labels, name)
         bounds = {f"{b} ({source})": None for b, source in map(limits, drawn) if b}
         held = (
             "each run's p99 limit a red bar across its row: " + "; ".join(bounds)
@@ -430,6 +628,7 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
         )
         by = "LoadGen" if clock == "served" else str(drawn[0].details.get("tpot_method") or "the SUT's clock")
         what = " and ".join(kind.upper() for _, kind in panels)
+        spelled = " and ".join(LATENCY_WORDS[kind] for _, kind in panels)
         left = f"; {len(runs) - len(drawn)} older run(s) not drawn" if len(runs) > len(drawn) else ""
         slug = re.sub(r"[^a-z0-9.]+", "-", model.lower()).strip("-") or "model"
         out.append(
@@ -437,16 +636,16 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
                 f"tokens-latency-{clock}-{slug}",
                 f"{model}: {what} percentiles against their limits, "
                 + ("Server and interactive runs" if clock == "served" else "Offline runs"),
-                f"The p50, p90 and p99 {what} of {len(drawn)} run(s) of {common} as recorded (percentiles by {by}; "
+                f"The p50, p90 and p99 {spelled} of {len(drawn)} run(s) of {common} as recorded (percentiles by {by}; "
                 f"a record keeps no distribution), log axis spanning the VALID, uncontended runs; an INVALID or "
                 f"contended run's marks hollow (its row says which), a figure beyond the axis a triangle at its "
-                f"edge; {held}{left}",
+                f"edge; {held}{left}." + shared_words("", whole),
                 partial(
                     charts_tokens.draw_latency,
                     labels=rows,
                     panels=[(t, [_spread(r, k) for r in drawn]) for t, k in panels],
                 ),
-                size=(7.0, 1.6 + 0.34 * len(drawn)),
+                size=(7.0, 1.7 + 0.3 * len(rows) + 0.13 * sum(row.count("\n") for row in rows)),
             )
         )
     return out

@@ -62,18 +62,63 @@ def _tokens(value: float | None) -> str:
     return f"{value:,.0f}" if value is not None else "?"
 
 
+#: the fewest turns after the first a slope is fitted over: through two points any line fits, and says nothing
+SLOPE_TURNS = 3
+#: Student's t two-sided 95% quantiles by degrees of freedom (1-10); 2.0 beyond: the slope's interval
+T95 = (12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23)
+
+
+def later_slope(turns: list[charts_tokens.Turn]) -> tuple[float, float, int] | None:
+    """The least-squares slope of the median TTFT over the turns after the first (ms a turn), the half-width of
+    its 95% interval, and the turns it was fitted over; None under :data:`SLOPE_TURNS` turns. The first turn is
+    left out: its requests include every user's first, sent at once, so its TTFT is the burst's, not the
+    history's."""
+    pts = [(float(t.turn), t.p50) for t in turns[1:] if t.p50 is not None]
+    if len(pts) < SLOPE_TURNS:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if not sxx:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    dof = len(pts) - 2
+    residual = sum((y - my - slope * (x - mx)) ** 2 for x, y in pts) / dof
+    t = T95[dof - 1] if dof <= len(T95) else 2.0
+    return slope, t * math.sqrt(residual / sxx), len(pts)
+
+
 def growth(r: Result, turns: list[charts_tokens.Turn]) -> str:
-    """'TTFT grows 3.1 ms a turn as the history grows from 64 to 280 tokens': the record's
-    ``ttft_growth_ms_per_turn`` (the least-squares slope of the median TTFT over the turn number) and the first
-    and last turns' mean prompt tokens; what the record lacks is said, never worked out here."""
-    m = r.metrics.get("ttft_growth_ms_per_turn")
-    if m is None:
-        return "no TTFT growth recorded (it takes two turns or more)"
-    verb = "grows" if m.value >= 0 else "falls"
-    words = f"TTFT {verb} {fmt.number(abs(m.value), 3)} ms a turn"
-    if turns and (turns[0].prompt_tokens is not None or turns[-1].prompt_tokens is not None):
-        words += f" as the history grows from {_tokens(turns[0].prompt_tokens)} to {_tokens(turns[-1].prompt_tokens)}"
-        words += " tokens"
+    """What the turns say of TTFT against the history, and only what they support: the slope of the median over
+    the turns after the first (:func:`later_slope`), 'grows' or 'falls' only where its 95% interval leaves out
+    zero (the prefix cache named only where it grows: the resent history's prefill is what a cache would save),
+    else that the turns show no trend; with too few turns, no trend is stated at all."""
+    driver = r.details.get("driver")
+    users = _number(driver.get("users")) if isinstance(driver, dict) else None
+    first = turns[0].p50 if turns else None
+    burst = (
+        f"the {users:,.0f} users' first requests are sent at once"
+        if users is not None
+        else "every user's first request is sent at once"
+    )
+    head = f"Turn 1 (median {first:,.3g} ms) is left out of the trend: {burst}. " if first is not None else ""
+    fit = later_slope(turns)
+    if fit is None:
+        after = sum(t.p50 is not None for t in turns[1:])
+        return f"{head}No trend is stated: {after} turn(s) after the first, and a slope takes {SLOPE_TURNS}"
+    slope, half, n = fit
+    later = [t for t in turns[1:] if t.p50 is not None]
+    span = f"turns {later[0].turn} to {later[-1].turn}"
+    fitted = f"{fmt.number(slope, 3)} ± {fmt.number(half, 2)} ms a turn, least squares over {n} turns, 95%"
+    if abs(slope) <= half:
+        return f"{head}Over {span} the median TTFT shows no trend ({fitted}: the interval holds zero)"
+    verb = "grows" if slope > 0 else "falls"
+    words = f"{head}Over {span} the median TTFT {verb} {fmt.number(abs(slope), 3)} ms a turn ({fitted})"
+    tokens = [t.prompt_tokens for t in later if t.prompt_tokens is not None]
+    if len(tokens) > 1:
+        words += f" as the history grows from {_tokens(tokens[0])} to {_tokens(tokens[-1])} tokens"
+    if slope > 0:
+        words += ": the resent history's prefill, which a prefix cache that holds the history would save"
     return words
 
 
@@ -88,7 +133,13 @@ def _driver(r: Result) -> str:
     return ", ".join(w for w in words if w)
 
 
-def turn_charts(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> list[Block]:
+def _words(label: str | Cell) -> tuple[str, str]:
+    """A workload's label as shown and whole: a cell that shows a short label carries the whole as its title."""
+    text = label.text if isinstance(label, Cell) else label
+    return text, str(getattr(label, "title", "") or text)
+
+
+def turn_charts(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str | Cell]) -> list[Block]:
     """One chart per conversation run (the newest :data:`MAX_CHARTS`; a note counts the rest): its median and p99
     TTFT at each turn, each turn's mean prompt tokens under it, and the growth the record states in the caption.
     A chart each rather than a line per run: each run's turns carry their own prompt lengths on the x axis."""
@@ -100,15 +151,16 @@ def turn_charts(recs: list[Result], labels: dict[str, str], name: Callable[[Resu
         worth = f" ({', '.join(flags(r))})" if flags(r) else ""
         held = _driver(r)
         answered = sum(t.requests for t in turns)
+        shown, whole = _words(name(r))
+        of = f" ({whole})" if whole != shown else ""
         out.append(
             Chart(
                 f"tokens-turns-{i}",
-                f"TTFT turn by turn: {name(r)}{where}{worth}",
-                f"The median and p99 time to first token of each of the {len(turns)} turns of this conversation run "
-                f"({answered:,} requests answered{'; ' + held if held else ''}), by accelbench's replay driver's "
-                f"clock; under each turn its requests' mean prompt tokens, the history so far plus the new message. "
-                f"{growth(r, turns)} (the least-squares slope of the median over the turns): a prefix cache that "
-                "holds the history keeps it flat",
+                f"TTFT turn by turn: {shown}{where}{worth}",
+                f"The median and p99 time to first token of each of the {len(turns)} turns of this conversation "
+                f"run{of} ({answered:,} requests answered{'; ' + held if held else ''}), by accelbench's replay "
+                f"driver's clock; under each turn its requests' mean prompt tokens, the history so far plus the new "
+                f"message. {growth(r, turns)}.",
                 partial(charts_tokens.draw_turns, turns=turns),
                 size=(7.0, 3.2),
             )
@@ -129,7 +181,7 @@ def _why(words: str) -> str:
     return rest[1:-1] if rest.startswith("(") and rest.endswith(")") else rest or words
 
 
-def prefix_table(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> Table | None:
+def prefix_table(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str | Cell]) -> Table | None:
     """One row per run whose record has ``details["prefix_cache"]``: the share of its prompt tokens an ideal prefix
     cache would have served of what was sent, the share the server's usage said it served ('not reported' where
     the engine or server says none), and the difference in points. None where no run sent anything a cache could
@@ -193,7 +245,7 @@ def _ms(r: Result, key: str) -> str:
     return fmt.seconds(m.value / 1e3) if m is not None else ""
 
 
-def trace_table(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> Table | None:
+def trace_table(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str | Cell]) -> Table | None:
     """The trace runs' load: the requests/s the trace offered beside those answered, and how late the driver sent
     requests after their timestamps (p99, worst, and how many over its threshold): a driver that fell behind
     offered a load of its own, not the trace's. None where no trace run has figures."""
@@ -233,7 +285,7 @@ def trace_table(recs: list[Result], labels: dict[str, str], name: Callable[[Resu
     return Table(cols, rows, caption=caption, numeric=frozenset(range(first, len(cols))))
 
 
-def section(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str]) -> Section | None:
+def section(recs: list[Result], labels: dict[str, str], name: Callable[[Result], str | Cell]) -> Section | None:
     """What the sources add under the token runs' table, in a sub-section of its own (the token runs' table stays
     the one table of theirs): the prefix-cache table, the trace runs' load, and the conversation runs'
     turn-by-turn charts, each only where some record carries its figures; None where none does."""
