@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -126,12 +127,16 @@ def test_a_full_scale_record_is_paired_per_device_with_what_differs_said() -> No
     assert h200.ratio == pytest.approx(3000.0 / 29228.22)
     assert h200.ratio_per_device == pytest.approx(3000.0 / (29228.22 / 8))
     said = h200.comparable
-    assert "TensorRT 10.2.0, CUDA 12.4 vs accelbench's torch backend (PyTorch 2.5.1)" in said
+    assert "TensorRT 10.2.0, CUDA 12.4 vs vLLM in process (PyTorch 2.5.1)" in said
     assert "quick LoadGen profile" in said
     assert "OpenOrca, 24,576 samples, 291 output tokens per sample published" in said
     assert "random prompts, 1000 in / 1024 out tokens per request here" in said
     assert "MLPerf's llama2-70b-99 accuracy target met there" in said
     assert "8 vs 1 device(s): compare per device" in said
+    static = closest(matches(replace(record, params=record.params | {"engine": "static"})))[0].comparable
+    assert "vs accelbench's static engine (PyTorch 2.5.1)" in static
+    served = record.params | {"engine": "endpoint", "url": "http://127.0.0.1:8000/v1"}
+    assert "vs the server at 127.0.0.1:8000" in closest(matches(replace(record, params=served)))[0].comparable
     # a row whose precision its sources do not give (v4.1's preview B200) has no ratio, and says why
     b200 = next(m for m in found if m.reference.precision == "not stated")
     assert b200.ratio is None and b200.unlike == ("published precision not stated (here fp8)",)

@@ -10,6 +10,7 @@ a new metric of it gets its words in the results table: one line per metric (see
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from accelbench.families import serving
 from accelbench.families.base import Family, LabelSpec, Published
@@ -117,6 +118,16 @@ INFER_METRICS: dict[str, LabelSpec] = {
 
 
 def _serving_framework(r: Result, torch: str) -> str:
+    """What served the run, set beside a published system's framework: an endpoint's server (its figures are the
+    server's, whatever this side runs), a language model's engine, or an image model's backend."""
+    engine = r.params.get("engine")
+    if engine == "endpoint":
+        url = str(r.params.get("url") or (r.details.get("engine") or {}).get("url") or "")
+        return f"the server at {urlsplit(url).netloc or url or 'an unrecorded URL'}"
+    if engine == "vllm":  # the engine in process is vLLM's own
+        return f"vLLM in process (PyTorch {torch})"
+    if engine:
+        return f"accelbench's {engine} engine (PyTorch {torch})"
     return f"accelbench's {r.params.get('backend', 'torch')} backend (PyTorch {torch})"
 
 
