@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 import torch
 
+from accelbench.kernels.common import ABOVE_PEAK, check_against_peak
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Result
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
 from accelbench.system import clock
-from accelbench.system.specs import ABOVE_PEAK, check_against_peak, find_spec, load_specs, no_peak_reason, peak_for
+from accelbench.system.specs import find_spec, load_specs, no_peak_reason, peak_for
 
 FAST = {"min_time": 0.05, "max_time": 1.0, "min_reps": 6, "warmup_time": 0.01, "threads": 2, "device": "cpu"}
 

@@ -24,7 +24,7 @@ from accelbench.measure.stats import Measurement
 from accelbench.measure.timer import Timer, calls_per_sample
 from accelbench.params import TimingParams
 from accelbench.results.record import Metric, Result
-from accelbench.system.specs import bandwidth_peak_for, check_against_peak, peak_for
+from accelbench.system.specs import bandwidth_peak_for, no_peak_reason, peak_for
 
 if TYPE_CHECKING:
     import torch
@@ -234,3 +234,36 @@ def _add_graph_metrics(result: Result, case: KernelCase, device: "torch.device",
     measurement = Measurement(tuple(samples), calls_per_sample=calls, clock="cuda_graph", meta={"cache": cfg.cache})
     result.metrics.update(_throughput_metrics("graph_", case, measurement))
     result.details["graph"] = {"calls_per_replay": calls, "replays": reps, "cache": cfg.cache}
+
+
+#: the concern kind of a record whose figure exceeds the peak it is divided by
+ABOVE_PEAK = "above-peak"
+
+
+def check_against_peak(result: "Result", device: "torch.device") -> None:
+    """Flag a figure above 100% of its peak, and say why a record has no peak.
+
+    A peak is a ceiling: a figure above it says the peak is wrong (a clock above the one it rests on, a
+    datasheet row for another part), so the record carries an ``above-peak`` concern naming the peak's source
+    instead of printing a share above 100% as if it were one. A throughput record with no peak says why, so
+    "no % of peak" is never read as "not measured".
+    """
+    pct = result.metrics.get("pct_of_peak")
+    peak = result.details.get("peak")
+    if pct is not None and pct.value > 100.0 and isinstance(peak, dict):
+        peak["below_measured"] = True
+        result.concern(
+            ABOVE_PEAK,
+            f"above the peak: {pct.value:.1f}% of {peak.get('value', 0):.3g} {peak.get('unit', '')} "
+            f"({peak.get('source', 'no source')}); that peak is below what ran, so read % of peak as relative",
+            pct=pct.value,
+        )
+    elif pct is None and result.status == "ok" and "tflops" in result.metrics:
+        precision = str(result.params.get("precision", "fp32"))
+        kind = kind_of(device)
+        reason = (
+            no_peak_reason(kind.label(device), precision)
+            if kind.accelerator
+            else f"no peak known: accelbench estimates no {precision} peak for this CPU (no unit for it, or no clock)"
+        )
+        result.details.setdefault("peak_unknown", reason)
