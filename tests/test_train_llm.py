@@ -186,6 +186,7 @@ def test_a_decoder_record_reads_as_before_and_states_its_optimizer():
     from accelbench.registry import describe_params
 
     p = {"model": "llama3.1-8b", "batch_size": 8, "nproc": 2, "seq_len": 128, "sharding": "fsdp", "scale": "tiny"}
+    p["device"] = "cuda:0"  # ranks of an accelerator each have a device; on a CPU they share one (test_serving_labels)
     assert describe_params("train/llm", p) == "llama3.1-8b bs=8/device fp32 x2 devices seq=128 fsdp tiny"
     p = {"model": "llama3.1-8b", "batch_size": 8, "precision": "amp_bf16", "seq_len": 128, "grad_accum": 2}
     p |= {"activation_checkpointing": "selective", "lora": 8, "scale": "tiny", "compile": True}

@@ -76,6 +76,8 @@ KINDS: dict[str, str] = {
     "contended": "other processes or the hypervisor took CPU in the measured window (data: share or steal)",
     "client-limited": "a served endpoint's figures describe its client, not the server",
     "late-issue": "a replay's driver sent requests later than they were due (data: late, max_ms)",
+    "lengths-differ": "the requests sent other lengths than asked (data: asked_in, asked_out, mean_in, mean_out, "
+    "ignore_eos)",
     "repeated-prompts": "prompts sent repeat: a server's prefix cache served part of the figure (data: hit_rate)",
     "recompiled": "graphs were compiled inside the measured windows (data: graphs, seconds)",
     "noisy": "the samples scatter beyond the noise threshold (data: spread, n)",

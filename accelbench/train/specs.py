@@ -35,6 +35,26 @@ TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16", "fp8
 DEFAULT_OPTIMIZER = "sgd"
 
 
+def ranks_words(p: dict[str, Any]) -> str | None:
+    """How a record's ranks sit on devices, for its label: "x2 devices" only where each rank has a device of its
+    own (an accelerator kind: more ranks than its devices are refused), "x2 ranks on 1 device" where the ranks
+    share a node's host device (one CPU a node, as the record's ``devices`` detail counts it), and plain "x2
+    ranks" where the record names no kind (``auto`` before a run): a device count said there would be a guess.
+    None for a single rank."""
+    from accelbench.devices.kind import by_name
+
+    nodes = max(int(p.get("nnodes", 1) or 1), 1)
+    world = int(p.get("nproc", 1) or 1) * nodes
+    if world <= 1:
+        return None
+    kind = by_name(str(p.get("device", "auto")).partition(":")[0])
+    if kind is None:
+        return f"x{world} ranks"
+    if kind.accelerator:
+        return f"x{world} devices"
+    return f"x{world} ranks on {nodes} device{'s' if nodes > 1 else ''}"
+
+
 @dataclass(frozen=True)
 class TrainingParams(EmulatedParams, ScaleParams, NodesParams, CommonParams):
     """What every training benchmark takes (``train/throughput``, ``train/llm``): the step's compilation, the
@@ -221,8 +241,8 @@ class TrainParams(TrainingParams):
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
         words = [p["model"], f"bs={p['batch_size']}/device", p["precision"]]
-        if p.get("nproc", 1) * p.get("nnodes", 1) > 1:
-            words.append(f"x{p['nproc'] * p.get('nnodes', 1)} devices")
+        if ranks := ranks_words(p):
+            words.append(ranks)
         words += [w for w in ("compile", "channels_last") if p.get(w)]
         if p.get("compile_mode", "default") != "default":
             words.append(p["compile_mode"])

@@ -15,7 +15,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.params import opt, positive
-from accelbench.train.specs import TRAIN_PRECISIONS, TrainingParams
+from accelbench.train.specs import TRAIN_PRECISIONS, TrainingParams, ranks_words
 from accelbench.workloads import is_decoder
 
 SHARDINGS = ("auto", "fsdp", "ddp", "none")
@@ -165,11 +165,11 @@ class LLMTrainParams(TrainingParams):
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
-        """As training's other records read (model, micro-batch, precision, devices), then the decoder's own
+        """As training's other records read (model, micro-batch, precision, ranks on devices), then the decoder's own
         settings where they are not the default."""
         words = [p["model"], f"bs={p['batch_size']}/device", p["precision"]]
-        if p.get("nproc", 1) * p.get("nnodes", 1) > 1:
-            words.append(f"x{p['nproc'] * p.get('nnodes', 1)} devices")
+        if ranks := ranks_words(p):
+            words.append(ranks)
         if p.get("compile"):
             words.append("compile")
         if p.get("compile_mode", "default") != "default":

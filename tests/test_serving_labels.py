@@ -1,0 +1,136 @@
+"""A record's label and concerns say what ran: ranks apart from devices in a training label, and the lengths a
+serving run sent where they are not those its label (the run's identity) asks for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from accelbench.infer.driver import Outcome
+from accelbench.infer.tokens.limits import Limits, draw_prompts
+from accelbench.infer.tokens.results import jittered_prompts, token_result
+from accelbench.infer.tokens.specs import LLMServeParams
+from accelbench.infer.tokens.sut import TokenSUT
+from accelbench.kit.context import Prepared
+from accelbench.registry import describe_params
+from accelbench.results.record import KINDS, Result
+from accelbench.train.llm.specs import LLMTrainParams
+from accelbench.train.specs import TrainParams
+
+# -- item 6: ranks on devices ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_accelerator() -> Iterator[None]:
+    """tests/fake_kind.py's accelerator, registered for one test (it claims every CPU device while it is)."""
+    from fake_kind import KIND
+
+    from accelbench.devices.kind import register, unregister
+
+    register(KIND)
+    try:
+        yield
+    finally:
+        unregister(KIND.name)
+
+
+def _recorded(params: Any, device: str) -> dict[str, Any]:
+    """The params a run records (the device as the run resolved it), as the console labels them."""
+    return Prepared(torch.device(device), 1).record(params)
+
+
+def test_two_ranks_on_one_cpu_are_not_two_devices() -> None:
+    params = LLMTrainParams(model="llama3.1-8b", scale="tiny", nproc=2, device="cpu")
+    record = _recorded(params, "cpu")
+    label = describe_params("train/llm", record)
+    assert "devices" not in label and "x2 ranks on 1 device" in label, label
+    # two nodes of one CPU each: four ranks on two devices, as the record's ``devices`` detail counts them
+    label = describe_params("train/llm", record | {"nnodes": 2})
+    assert "x4 ranks on 2 devices" in label, label
+    resnet = _recorded(TrainParams(model="resnet18", scale="tiny", nproc=2, device="cpu"), "cpu")
+    label = describe_params("train/throughput", resnet)
+    assert "devices" not in label and "x2 ranks on 1 device" in label, label
+
+
+def test_a_label_that_cannot_know_the_device_says_ranks() -> None:
+    """Before a run (``device = auto``) nothing says whether each rank has a device of its own."""
+    p = {"model": "llama3.1-8b", "batch_size": 8, "nproc": 2, "seq_len": 128, "scale": "tiny"}
+    assert describe_params("train/llm", p) == "llama3.1-8b bs=8/device fp32 x2 ranks seq=128 tiny"
+    assert "x1" not in describe_params("train/llm", p | {"nproc": 1})
+
+
+def test_ranks_of_an_accelerator_kind_are_devices(fake_accelerator: None) -> None:
+    params = LLMTrainParams(model="llama3.1-8b", scale="tiny", nproc=2, device="fakeaccel")
+    record = _recorded(params, "cpu")
+    assert record["device"] == "fakeaccel"
+    assert "x2 devices" in describe_params("train/llm", record)
+    resnet = _recorded(TrainParams(model="resnet18", scale="tiny", nproc=2, device="fakeaccel"), "cpu")
+    assert "x2 devices" in describe_params("train/throughput", resnet)
+    assert "x2 devices" in describe_params("train/llm", {"model": "llama3.1-8b", "nproc": 2, "device": "cuda:0"})
+
+
+# -- item 4: the lengths sent ---------------------------------------------------------------------------------
+
+
+def _served(sut_figures: tuple[int, int, int], engine: dict[str, Any], tmp_path: Path, **settings: Any) -> Result:
+    """The record of a Server run whose SUT counted ``sut_figures`` (requests, prompt tokens, output tokens), as
+    token_result assembles it from LoadGen's detail log (its figures are not what is judged here)."""
+    params = LLMServeParams(model="llama3.1-8b", scale="tiny", **settings)
+    record = params.to_dict() | {"precision": "unstated", "device": "cpu", "threads": 1}
+    record |= {"input_tokens": params.input_tokens or 128, "output_tokens": params.output_tokens or 32}
+    sut = TokenSUT(engine=None, qsl=None, max_new_tokens=None)  # type: ignore[arg-type]
+    sut.samples, sut.input_tokens, sut.tokens = sut_figures
+    detail = {"result_validity": "VALID", "result_completed_tokens_per_second": 200.0}
+    outcome = Outcome(detail, {}, tmp_path, sut)
+    return token_result(params, record, outcome, {}, Limits(None, None, "none"), engine, None)
+
+
+def test_answers_short_of_asked_where_eos_was_not_ignored_are_a_concern(tmp_path: Path) -> None:
+    """The figures of a run against ``transformers serve`` (it refuses ignore_eos): 429 requests answered with
+    30.2 tokens on average of the 32 asked, prompts of 113 drawn with the default jitter of 0.8."""
+    requests = 429
+    result = _served((requests, 113 * requests, round(30.2 * requests)), {"ignore_eos_sent": False}, tmp_path)
+    found = [c for c in result.concerns if c.kind == "lengths-differ"]
+    assert len(found) == 1 and "lengths-differ" in KINDS
+    c = found[0]
+    assert "32" in c.text and "30.2" in c.text and "ignore_eos" in c.text, c.text
+    assert c.data["asked_out"] == 32 and c.data["mean_out"] == pytest.approx(30.2, abs=0.01)
+    assert c.data["ignore_eos"] is False and c.text in result.warnings
+    # 113 is within chance of the 115 that 102..128 averages: the jitter asked for it, so prompts are not flagged
+    assert "prompts" not in c.text and c.data["expected_in"] == 115
+    assert result.params["input_tokens"] == 128 and result.params["output_tokens"] == 32  # the identity stays
+
+
+def test_exact_lengths_have_no_concern(tmp_path: Path) -> None:
+    requests = 64
+    drawn = draw_prompts(64, 128, 0.8, 1000)  # the random source's own prompts, each sent once
+    sent_in = sum(map(len, drawn))
+    result = _served((requests, sent_in, 32 * requests), {"ignore_eos_sent": True}, tmp_path)
+    assert not any(c.kind == "lengths-differ" for c in result.concerns), result.warnings
+    exact = _served((requests, 128 * requests, 32 * requests), {}, tmp_path, source_options={"input_jitter": 1.0})
+    assert not any(c.kind == "lengths-differ" for c in exact.concerns), exact.warnings
+
+
+def test_prompts_off_the_jitters_mean_are_a_concern(tmp_path: Path) -> None:
+    """Prompts of 100 tokens when 102..128 was drawn (a server's tokenizer counting otherwise), and a prompt of
+    127 where every one was asked 128 long: both said, with what was expected."""
+    requests = 429
+    result = _served((requests, 100 * requests, 32 * requests), {}, tmp_path)
+    (c,) = [c for c in result.concerns if c.kind == "lengths-differ"]
+    assert "prompts of 100.0 tokens" in c.text and "115 expected" in c.text and "answers" not in c.text, c.text
+    exact = _served((requests, 127 * requests, 32 * requests), {}, tmp_path, source_options={"input_jitter": 1.0})
+    (c,) = [c for c in exact.concerns if c.kind == "lengths-differ"]
+    assert "prompts of 127.0 tokens" in c.text and "128 expected" in c.text, c.text
+
+
+def test_the_jitters_expected_mean_is_what_the_source_draws() -> None:
+    low, mean, sd = jittered_prompts(128, 0.8)
+    drawn = [len(p) for p in draw_prompts(20000, 128, 0.8, 50)]
+    assert low == min(drawn) and max(drawn) == 128
+    assert mean == pytest.approx(sum(drawn) / len(drawn), abs=0.2)
+    assert sd == pytest.approx(float(torch.tensor(drawn, dtype=torch.float64).std()), rel=0.02)
+    assert jittered_prompts(128, 1.0) == (128, 128.0, 0.0)
