@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterable, Mapping
 from accelbench.errors import UsageError
 from accelbench.families import Family, family_of, name_params
 from accelbench.infer.specs import InferParams
-from accelbench.infer.tokens.specs import LLMServeParams
 from accelbench.kernels.sets import ShapeSet, load_set
 from accelbench.kernels.specs import (
     AllreduceParams,
@@ -31,6 +30,7 @@ from accelbench.kit.context import RunContext
 from accelbench.params import CommonParams, build_params
 from accelbench.results.describe import plain
 from accelbench.selftest import CrashParams, HangParams, OkParams, RaiseParams
+from accelbench.serve.specs import LLMServeParams
 from accelbench.train.llm.specs import LLMTrainParams
 from accelbench.train.specs import TrainParams
 from accelbench.tta.specs import TtaParams
@@ -272,7 +272,7 @@ for _info in (
         "infer/llm",
         "a language model served token by token under the MLPerf LoadGen: TTFT, TPOT, tokens/s, VALID or why not",
         LLMServeParams,
-        "accelbench.infer.tokens.run:run",
+        "accelbench.serve.run:run",
         estimate="accelbench.suite.estimate:llm_serve",
         timeout=1800,
         primary_metric=None,

@@ -238,9 +238,9 @@ def accelbench_side(args: argparse.Namespace, url: str, ckpt: Path, tmp: Path, r
 
 
 def direct_side(args: argparse.Namespace, url: str, ckpt: Path, n: int, clock: ServerClock) -> dict[str, Any]:
-    from accelbench.infer.tokens.endpoint.engine import EndpointEngine
-    from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.engines.base import EngineSettings, Timeline, TokenRequest
+    from accelbench.serve.engines.endpoint.engine import EndpointEngine
+    from accelbench.serve.specs import LLMServeParams
 
     class Stamped(EndpointEngine):
         """The engine, each request's POST start stamped (AIPerf's TTFT starts there)."""

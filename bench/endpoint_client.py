@@ -1,7 +1,7 @@
 """How many streaming requests a second can ``--engine endpoint``'s client itself sustain?
 
 The client alone: ``EndpointEngine`` driven directly (no LoadGen; a ``Timeline`` sink as tests/test_endpoint.py's
-``drive``) against the stub OpenAI server (``python -m accelbench.infer.tokens.endpoint.stub``, no model: each
+``drive``) against the stub OpenAI server (``python -m accelbench.serve.engines.endpoint.stub``, no model: each
 answer is ``max_tokens`` one-word chunks at once, then its usage) in a process of its own, started here and killed
 at the end. ``--connections`` requests in flight (Offline's fixed concurrency; the engine's pool), ``--requests``
 of them each round, ``--tokens`` chunks each; one warm-up batch first opens the connections. Printed per round and
@@ -61,7 +61,7 @@ def stub(cpus: set[int] | None, log: Path) -> Iterator[tuple[str, int]]:
     """The stub server in a process of its own (on ``cpus``): its API base and PID, killed at the end."""
     port = free_port()
     base = f"http://127.0.0.1:{port}/v1"
-    command = [sys.executable, "-m", "accelbench.infer.tokens.endpoint.stub", "--port", str(port)]
+    command = [sys.executable, "-m", "accelbench.serve.engines.endpoint.stub", "--port", str(port)]
     with started(command, f"{base}/models", log, cpus=cpus, timeout=60) as proc:
         yield base, proc.pid
 
@@ -74,7 +74,7 @@ def cpu_seconds(p: psutil.Process) -> float:
 def one_round(
     engine: Any, stub_proc: psutil.Process, prompts: list[list[int]], requests: int, tokens: int, first: int
 ) -> dict[str, float]:
-    from accelbench.infer.tokens.engines import Timeline, TokenRequest
+    from accelbench.serve.engines.base import Timeline, TokenRequest
 
     timeline = Timeline(expected=requests)
     engine.sink = timeline
@@ -113,10 +113,10 @@ def main() -> None:
     ap.add_argument("--prompt-tokens", type=int, default=128, help="each prompt's tokens (64 prompts, a quick QSL)")
     ap.add_argument("--pin", action="store_true", help="the stub on the first CPU, this process on the others")
     args = ap.parse_args()
-    from accelbench.infer.tokens.endpoint.engine import EndpointEngine
-    from accelbench.infer.tokens.endpoint.stub import MODEL
-    from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.engines.base import EngineSettings, Timeline, TokenRequest
+    from accelbench.serve.engines.endpoint.engine import EndpointEngine
+    from accelbench.serve.engines.endpoint.stub import MODEL
+    from accelbench.serve.specs import LLMServeParams
 
     cpus = sorted(os.sched_getaffinity(0))
     pinned = args.pin and len(cpus) > 1

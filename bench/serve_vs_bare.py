@@ -60,8 +60,8 @@ def build_times(args: argparse.Namespace, device: torch.device) -> tuple[Any, fl
     from transformers import AutoModelForCausalLM
 
     from accelbench.devices.precision import torch_dtype
-    from accelbench.infer.tokens.run import build_model
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.run import build_model
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads import workload_class
     from accelbench.workloads.decoder import config_of
 
@@ -105,7 +105,7 @@ def bare_generation(model: Any, new_tokens: int, compiled: bool) -> Any:
     own compile config (the same Inductor mode, static shapes, every device), never transformers' default."""
     from transformers import GenerationConfig
 
-    from accelbench.infer.tokens.static import compile_config
+    from accelbench.serve.engines.static import compile_config
 
     config = GenerationConfig(
         do_sample=False, pad_token_id=0, eos_token_id=model.config.vocab_size, cache_implementation="static",
@@ -146,8 +146,8 @@ def bare_continuous(
     from transformers import ContinuousBatchingConfig, GenerationConfig
 
     from accelbench.devices.kind import kind_of
-    from accelbench.infer.tokens.continuous import cache_plan
-    from accelbench.infer.tokens.engines import EngineSettings, PagedOptions
+    from accelbench.serve.engines.base import EngineSettings, PagedOptions
+    from accelbench.serve.engines.continuous import cache_plan
 
     paged = PagedOptions()  # the engine's defaults: accelbench_run gives it no paged settings
     settings = EngineSettings(max_batch=args.batch, longest=args.input_tokens + args.output_tokens)

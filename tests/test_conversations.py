@@ -14,14 +14,14 @@ import pytest
 from test_llm_prompts import TEMPLATE, save_tokenizer
 
 from accelbench.errors import UsageError
-from accelbench.infer.tokens.conversations import (
+from accelbench.serve.sources.conversations import (
     Conversation,
     ConversationSet,
     Turn,
     read_conversations,
     synthetic_conversations,
 )
-from accelbench.infer.tokens.prompts import load_tokenizer
+from accelbench.serve.sources.prompts import load_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,12 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
 
 from accelbench.errors import BenchmarkFailed, UsageError  # noqa: E402
-from accelbench.infer.tokens.endpoint.client import Answer, Failure, Target, error_words  # noqa: E402
-from accelbench.infer.tokens.endpoint.engine import EndpointEngine, listening  # noqa: E402
-from accelbench.infer.tokens.endpoint.preflight import load_tokenizer
-from accelbench.infer.tokens.endpoint.stub import MODEL, Behaviour, serving  # noqa: E402
-from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest  # noqa: E402
-from accelbench.infer.tokens.specs import LLMServeParams  # noqa: E402
+from accelbench.serve.engines.base import EngineSettings, Timeline, TokenRequest  # noqa: E402
+from accelbench.serve.engines.endpoint.client import Answer, Failure, Target, error_words  # noqa: E402
+from accelbench.serve.engines.endpoint.engine import EndpointEngine, listening  # noqa: E402
+from accelbench.serve.engines.endpoint.preflight import load_tokenizer
+from accelbench.serve.engines.endpoint.stub import MODEL, Behaviour, serving  # noqa: E402
+from accelbench.serve.specs import LLMServeParams  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from llm_server import make_checkpoint, serving_command, transformers_serve  # noqa: E402
@@ -96,7 +96,7 @@ def test_a_stream_that_breaks_says_how() -> None:
 
 
 def test_the_client_watch_blames_itself_only_on_its_own_signs() -> None:
-    from accelbench.infer.tokens.endpoint.watch import ClientWatch
+    from accelbench.serve.engines.endpoint.watch import ClientWatch
 
     watch = ClientWatch()
     for _ in range(100):
@@ -161,7 +161,7 @@ def test_a_reasoning_models_thinking_is_counted_apart_from_its_answer(checkpoint
 
 
 def test_an_answer_is_read_apart_from_its_reasoning() -> None:
-    from accelbench.infer.tokens.endpoint.client import Answer
+    from accelbench.serve.engines.endpoint.client import Answer
 
     answer, contents, answers = Answer(), [], []
     events = [
@@ -281,8 +281,8 @@ def test_the_cli_refuses_an_unreachable_server_with_exit_2(checkpoint: Path, tmp
 
 
 def test_a_run_with_failed_queries_is_a_failed_record_that_counts_them(checkpoint: Path, tmp_path: Path) -> None:
-    from accelbench.infer.tokens import run as token_run
     from accelbench.kit.context import RunContext
+    from accelbench.serve import run as token_run
 
     with serving(Behaviour(fail_every=5)) as url:
         p = params(url, checkpoint, served_model=MODEL, scenario="offline", output_tokens=4, duration=0.5)
@@ -310,8 +310,8 @@ def _answers(path: Path, answer: str, count: int = 6) -> Path:
 def test_an_endpoint_s_accuracy_is_rouge_on_the_file_s_answers(
     checkpoint: Path, tmp_path: Path, reference: str, target: str, valid: bool | None
 ) -> None:
-    from accelbench.infer.tokens import run as token_run
     from accelbench.kit.context import RunContext
+    from accelbench.serve import run as token_run
 
     prompts = _answers(tmp_path / "qa.jsonl", reference)
     with serving(Behaviour(word="ba")) as url:
@@ -340,7 +340,7 @@ def test_an_endpoint_s_accuracy_flags_are_checked(checkpoint: Path, tmp_path: Pa
             params(url, checkpoint, **kw).validate()
     mlperf = params(url, checkpoint, mode="accuracy", prompts=str(prompts), accuracy_target="mlperf")
     mlperf.validate()  # llama3.1-8b has MLPerf's published target
-    from accelbench.infer.tokens.quality import target
+    from accelbench.serve.quality import target
 
     assert target("mlperf", "llama3.1-8b").values["rouge1"] == pytest.approx(38.7792)
 

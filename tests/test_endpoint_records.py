@@ -14,11 +14,11 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
 
-from accelbench.infer.tokens.endpoint.engine import OFFLINE_MIN_WAVES, EndpointEngine  # noqa: E402
-from accelbench.infer.tokens.endpoint.stub import MODEL, Behaviour, serving  # noqa: E402
-from accelbench.infer.tokens.specs import LLMServeParams  # noqa: E402
 from accelbench.registry import describe_params  # noqa: E402
 from accelbench.results.record import Result  # noqa: E402
+from accelbench.serve.engines.endpoint.engine import OFFLINE_MIN_WAVES, EndpointEngine  # noqa: E402
+from accelbench.serve.engines.endpoint.stub import MODEL, Behaviour, serving  # noqa: E402
+from accelbench.serve.specs import LLMServeParams  # noqa: E402
 from accelbench.suite.suites import make_entry  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from accelbench.errors import UsageError
-from accelbench.infer.tokens.continuous import ContinuousBatching
-from accelbench.infer.tokens.engines import NullEngine, TokenRequest
-from accelbench.infer.tokens.specs import LLMServeParams
-from accelbench.infer.tokens.static import StaticBatch
 from accelbench.params import NoOptions, build_params, opt
 from accelbench.results.compare import workload_key
 from accelbench.results.record import SCHEMA_VERSION, Result
+from accelbench.serve.engines.base import NullEngine, TokenRequest
+from accelbench.serve.engines.continuous import ContinuousBatching
+from accelbench.serve.engines.static import StaticBatch
+from accelbench.serve.specs import LLMServeParams
 from accelbench.tune.candidate import Candidate
 from accelbench.tune.serve import serve_default, shapes
 

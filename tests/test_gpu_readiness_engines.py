@@ -28,7 +28,7 @@ def served(engine: Any, batches: list[tuple[int, int]], watch: bool = False) -> 
     engine's facts after, and (``watch``) the static cache lengths each batch's forward calls were given."""
     import torch
 
-    from accelbench.infer.tokens.engines import EngineSettings, Timeline, TokenRequest
+    from accelbench.serve.engines.base import EngineSettings, Timeline, TokenRequest
     from accelbench.workloads import workload_class
 
     model = workload_class(MODEL)().build("tiny").eval()
@@ -62,7 +62,7 @@ def test_each_static_batch_has_a_cache_of_its_own_length_not_the_longest_seen():
     """A long batch, then short ones: each short batch's forward attends over a cache of its own length (prompt +
     new tokens - 1, what generate writes), not the long batch's, which transformers keeps for every later call on
     the model; the record lists the lengths."""
-    from accelbench.infer.tokens.static import StaticBatch
+    from accelbench.serve.engines.static import StaticBatch
 
     facts, seen = served(StaticBatch(), [(200, 40), (5, 4), (70, 8)], watch=True)
     assert seen == [{239}, {8}, {77}]
@@ -75,7 +75,7 @@ def test_a_compiled_cache_length_is_a_bucket_so_lengths_share_a_compiled_shape()
     """Compiling, a cache length is rounded up to a power of two or 1.5 times one (at least MIN_COMPILED_CACHE): a
     conversation's growing turns reuse a few compiled shapes, two an octave, and no batch attends over more than
     half again its need (a power of two alone would be up to twice)."""
-    from accelbench.infer.tokens.static import MIN_COMPILED_CACHE, cache_length
+    from accelbench.serve.engines.static import MIN_COMPILED_CACHE, cache_length
 
     assert cache_length(64, 16, True) == MIN_COMPILED_CACHE == 128  # 79 tokens
     assert cache_length(256, 48, True) == 384 and cache_length(128, 129, True) == 256  # 303, and exactly 256
@@ -90,7 +90,7 @@ def limited_to_one_compile() -> Any:
     thread: the limit must be set on the engine's own)."""
     import torch._dynamo
 
-    from accelbench.infer.tokens.static import StaticBatch
+    from accelbench.serve.engines.static import StaticBatch
 
     class Limited(StaticBatch):
         def serve(self, batch: Any) -> None:
@@ -132,8 +132,8 @@ def test_the_bare_side_compiles_as_the_engine_does(monkeypatch):
 
     import torch
 
-    from accelbench.infer.tokens.engines import EngineSettings, Timeline
-    from accelbench.infer.tokens.static import StaticBatch
+    from accelbench.serve.engines.base import EngineSettings, Timeline
+    from accelbench.serve.engines.static import StaticBatch
     from accelbench.workloads import workload_class
 
     bench = load_script()
@@ -200,8 +200,8 @@ def test_serve_vs_bare_compiled_states_its_mode_and_its_compile_apart(tmp_path):
 
 
 def test_a_record_whose_compile_fell_back_carries_a_concern() -> None:
-    from accelbench.infer.tokens.results import flag_compile_fallback
     from accelbench.results.record import KINDS, Result
+    from accelbench.serve.results import flag_compile_fallback
 
     held = Result(benchmark="infer/llm", params={}, metrics={})
     flag_compile_fallback(held, {"compile_held": True})

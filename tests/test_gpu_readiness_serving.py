@@ -21,10 +21,10 @@ def test_an_offline_token_run_plans_whole_batches(engine, batch, probed):
     """A last partial batch costs nearly a full one's time: the planned query is the fewest whole batches that cover
     LoadGen's own plan (and the engine's floor), never 229 requests at batch 8."""
     from accelbench.infer import settings as lgset
-    from accelbench.infer.tokens.engines import engine_class
-    from accelbench.infer.tokens.limits import limits_for
-    from accelbench.infer.tokens.run import settings_for
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.engines.base import engine_class
+    from accelbench.serve.limits import limits_for
+    from accelbench.serve.run import settings_for
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS
 
     extra: dict[str, Any] = {"url": "http://127.0.0.1:1"} if engine == "endpoint" else {}
@@ -49,8 +49,8 @@ def _served(tmp_path: Any, how: str) -> Any:
     mode), or read from a checkpoint folder."""
     import torch
 
-    from accelbench.infer.tokens.run import build_model
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.run import build_model
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads import workload_class
 
     cpu = torch.device("cpu")
@@ -86,8 +86,8 @@ def test_the_served_bf16_logits_are_those_of_transformers_own_bf16_model_far_int
     same weights built in bf16 by transformers compute (its RoPE in FP32)."""
     import torch
 
-    from accelbench.infer.tokens.run import build_model
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.run import build_model
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads import workload_class
 
     served = build_model(LLMServeParams.of(model=MODEL, scale="tiny", precision="bf16"), torch.device("cpu"))[0]
@@ -111,7 +111,7 @@ def _gpu(monkeypatch: Any, total: int, free: int | None) -> None:
     """The run's device kind, answered as a GPU of ``total`` bytes with ``free`` bytes free (None: a kind that cannot
     read its free memory)."""
     from accelbench.devices.base import DeviceKind
-    from accelbench.infer.tokens import run as tokens_run
+    from accelbench.serve import run as tokens_run
 
     class Gpu(DeviceKind):
         accelerator = True
@@ -130,8 +130,8 @@ def _gpu(monkeypatch: Any, total: int, free: int | None) -> None:
 def _refusal(model: str, **given: Any) -> str | None:
     import torch
 
-    from accelbench.infer.tokens.run import too_big
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.run import too_big
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     config = config_of(PRESETS[model], "full")
@@ -148,8 +148,8 @@ def test_llama3_1_8b_accuracy_at_batch_64_is_accepted_on_an_80_gib_gpu(monkeypat
 
 def test_accuracy_mode_counts_its_fp32_reference_phase():
     """The reference phase is two FP32 copies of the weights and its own batch, and it is the peak at batch 64."""
-    from accelbench.infer.tokens.run import memory_need
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.run import memory_need
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     config = config_of(PRESETS["llama3.1-8b"], "full")
@@ -174,8 +174,8 @@ def test_a_gpu_whose_memory_others_hold_is_refused_though_its_total_would_do(mon
 
 def test_the_headroom_is_counted_against_what_is_free(monkeypatch):
     """A need that fits the free memory only without the headroom is refused."""
-    from accelbench.infer.tokens.run import HEADROOM_BYTES, memory_need
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.run import HEADROOM_BYTES, memory_need
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     config = config_of(PRESETS["llama3.1-8b"], "full")
@@ -197,8 +197,8 @@ def test_multi_gpu_advice_names_a_tensor_parallel_size_vllm_accepts(monkeypatch,
     advised is the smallest such size that holds the weights and cache in vLLM's 90% of each 80 GiB device."""
     import math
 
-    from accelbench.infer.tokens.run import VLLM_MEMORY_SHARE, memory_need
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.run import VLLM_MEMORY_SHARE, memory_need
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     _gpu(monkeypatch, 80 * GIB, free)

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from accelbench.infer.tokens.accuracy import Reference, judge
+from accelbench.serve.accuracy import Reference, judge
 
 #: a broken engine: the static engine serving a copy rounded 4 bits coarser than bf16 (4 significant bits)
 BROKEN = """
 from accelbench.infer.fidelity import rounded_copy
-from accelbench.infer.tokens.static import StaticBatch
+from accelbench.serve.engines.static import StaticBatch
 
 
 class Coarse(StaticBatch):
@@ -53,7 +53,7 @@ def tiny_checkpoint(folder: Path) -> Path:
     from test_llm_prompts import TEMPLATE, save_tokenizer
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from accelbench.infer.tokens.prompts import load_tokenizer
+    from accelbench.serve.sources.prompts import load_tokenizer
 
     save_tokenizer(folder, TEMPLATE)
     vocab = len(load_tokenizer(folder))

@@ -10,9 +10,9 @@ import pytest
 
 from accelbench.errors import BenchmarkFailed, UsageError
 from accelbench.infer.driver import Outcome
-from accelbench.infer.tokens import peak
-from accelbench.infer.tokens.limits import Limits
-from accelbench.infer.tokens.specs import LLMServeParams
+from accelbench.serve import peak
+from accelbench.serve.limits import Limits
+from accelbench.serve.specs import LLMServeParams
 
 LIMITS = Limits(2000.0, 100.0, "test")
 

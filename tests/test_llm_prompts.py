@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from accelbench.errors import BenchmarkSkipped, UsageError
-from accelbench.infer.tokens import quality
-from accelbench.infer.tokens.prompts import load_tokenizer, read_prompts
-from accelbench.infer.tokens.quality import MLPERF_REFERENCE, Scores, gate, score
+from accelbench.serve import quality
+from accelbench.serve.quality import MLPERF_REFERENCE, Scores, gate, score
+from accelbench.serve.sources.prompts import load_tokenizer, read_prompts
 
 WORDS = "the cat sat on a mat what is two plus four dog ran user assistant system be brief hello"
 TEMPLATE = (

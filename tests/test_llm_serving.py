@@ -158,7 +158,7 @@ def test_mlperf_limits_are_what_loadgen_loads_from_its_mlperf_conf(tmp_path):
     """Each (benchmark, scenario) is read in a fresh interpreter: LoadGen reads its embedded mlperf.conf at the first
     ``FromConfig`` of a process only (a second call, for another benchmark, silently returns the defaults:
     100 ms / 100 ms and no token latencies; LoadGen 6.0.17)."""
-    from accelbench.infer.tokens.limits import MLPERF_LIMITS, mlperf_name
+    from accelbench.serve.limits import MLPERF_LIMITS, mlperf_name
     from accelbench.workloads.decoder import PRESETS
 
     user_conf = tmp_path / "user.conf"
@@ -268,7 +268,7 @@ def test_an_impossible_limit_is_invalid_with_exit_3_and_named(served):
 
 
 def test_an_offline_run_held_to_a_tpot_limit_is_judged_on_its_p99() -> None:
-    from accelbench.infer.tokens.limits import limits_for, offline_tpot_reason
+    from accelbench.serve.limits import limits_for, offline_tpot_reason
 
     held = limits_for(MODEL, "llama3_1-8b", True, "offline", 0.0, 50.0)
     assert (held.ttft_ms, held.tpot_ms) == (None, 50.0) and "fixed concurrency" in held.source
@@ -371,8 +371,8 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
     """A full llama2-70b (138 GB in fp32) is refused before it is built; its tiny scale fits anywhere."""
     import torch
 
-    from accelbench.infer.tokens.run import too_big
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.run import too_big
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     cpu, preset = torch.device("cpu"), PRESETS["llama2-70b"]
@@ -385,7 +385,7 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
 PACED = """
 import time
 
-from accelbench.infer.tokens.engines import NullEngine
+from accelbench.serve.engines.base import NullEngine
 
 
 class Paced(NullEngine):
@@ -425,8 +425,8 @@ def test_a_token_run_that_disagrees_with_its_plan_is_rerun_from_what_it_measured
 def test_a_compiled_static_engine_sees_few_shapes():
     """Compiling, every batch is filled to --batch-size rows and its prompt width and output length rounded up to
     a bucket: jittered prompts give one compiled shape, not one per batch (each a compile of seconds)."""
-    from accelbench.infer.tokens.engines import EngineSettings, TokenRequest
-    from accelbench.infer.tokens.static import BUCKET, OUTPUT_BUCKET, shape
+    from accelbench.serve.engines.base import EngineSettings, TokenRequest
+    from accelbench.serve.engines.static import BUCKET, OUTPUT_BUCKET, shape
 
     sizes = (([3], 5), ([40, 9], 16))
     batches = [[TokenRequest(i, i, [1] * n, out) for i, n in enumerate(lens)] for lens, out in sizes]
@@ -441,9 +441,9 @@ def test_a_checkpoint_run_is_its_folders_model_by_its_label_its_path_and_its_siz
     sizes apart by their counted parameters."""
     from llm_server import make_checkpoint
 
-    from accelbench.infer.tokens.specs import LLMServeParams
     from accelbench.results.judge import unlike
     from accelbench.results.record import Result
+    from accelbench.serve.specs import LLMServeParams
 
     make_checkpoint(tmp_path / "ck")
     (tmp_path / "folder").mkdir()
@@ -497,8 +497,8 @@ def test_the_static_engine_compiles_only_when_asked():
     --engine-compile is given, and the record says which."""
     import torch
 
-    from accelbench.infer.tokens.engines import EngineSettings, Timeline
-    from accelbench.infer.tokens.static import StaticBatch
+    from accelbench.serve.engines.base import EngineSettings, Timeline
+    from accelbench.serve.engines.static import StaticBatch
     from accelbench.workloads import workload_class
 
     model = workload_class(MODEL)().build("tiny").eval()
@@ -515,9 +515,9 @@ def test_a_quick_server_run_is_sized_to_about_a_minute_of_its_planned_rate(probe
     """A slow server's long answers (0.34 requests/s probed, half of it planned) are 16 requests, not LoadGen's
     662 for an early-stopping p99 (an hour); a fast one keeps the 662; the official profile keeps mlperf.conf's."""
     from accelbench.infer import settings as lgset
-    from accelbench.infer.tokens.limits import limits_for
-    from accelbench.infer.tokens.run import settings_for
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.limits import limits_for
+    from accelbench.serve.run import settings_for
+    from accelbench.serve.specs import LLMServeParams
 
     params = LLMServeParams.of(model=MODEL, scenario="server", engine="endpoint", url="http://127.0.0.1:1")
     from accelbench.workloads.decoder import PRESETS
@@ -539,8 +539,8 @@ def test_a_preset_that_needs_several_gpus_is_refused_with_how_many_and_the_route
     import torch
 
     from accelbench.devices.base import DeviceKind
-    from accelbench.infer.tokens import run as tokens_run
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve import run as tokens_run
+    from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     class Gpu80(DeviceKind):
@@ -570,7 +570,7 @@ def test_a_preset_that_needs_several_gpus_is_refused_with_how_many_and_the_route
 def test_a_server_run_that_fell_behind_shows_what_it_completed_and_names_the_scheduled_rate():
     """LoadGen scheduled 22.0 requests/s and the engine completed 14.6: the record's requests/s is the completed
     rate, the scheduled one stands beside it under its own name, and each figure names its LoadGen field."""
-    from accelbench.infer.tokens.results import figure_sources, token_metrics
+    from accelbench.serve.results import figure_sources, token_metrics
 
     detail = {
         "result_scheduled_samples_per_sec": 22.03,
@@ -602,7 +602,7 @@ def test_an_offline_run_far_under_its_probe_is_rerun_from_what_it_measured(tmp_p
 def test_an_offline_run_still_far_under_its_probe_after_the_reruns_is_invalid_with_the_cause():
     from accelbench.infer import replan
     from accelbench.infer.settings import Probe
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.specs import LLMServeParams
 
     params = LLMServeParams(model=MODEL, scale="tiny", scenario="offline", engine="null")
     detail = {"result_validity": "VALID", "result_samples_per_second": 14.0}

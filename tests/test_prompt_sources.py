@@ -17,9 +17,9 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
 
 from accelbench.errors import UsageError  # noqa: E402
-from accelbench.infer.tokens.endpoint.stub import Behaviour, serving  # noqa: E402
-from accelbench.infer.tokens.prefix import Ledger, Salt, block_chain, with_prefix  # noqa: E402
-from accelbench.infer.tokens.specs import LLMServeParams  # noqa: E402
+from accelbench.serve.engines.endpoint.stub import Behaviour, serving  # noqa: E402
+from accelbench.serve.sources.prefix import Ledger, Salt, block_chain, with_prefix  # noqa: E402
+from accelbench.serve.specs import LLMServeParams  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from llm_server import make_checkpoint  # noqa: E402
@@ -235,7 +235,7 @@ def test_a_mooncake_traces_shared_blocks_reach_the_servers_cache(
 ) -> None:
     """Mooncake's hash ids stand for blocks of 512 tokens: rows that share one share that block of their synthesized
     prompt, so the reuse sent is the trace's own (shared_fraction) and the server's cache serves it."""
-    from accelbench.infer.tokens.traces import read_trace, shared_fraction
+    from accelbench.serve.sources.traces import read_trace, shared_fraction
 
     rows = []
     for i in range(30):  # every row opens with block 1; the even rows share block 2 too; the rest is their own
@@ -310,10 +310,10 @@ def test_a_replay_answers_in_time_order_and_one_that_stalls_fails_saying_so() ->
     before and its answer); an engine that stops answering fails the replay once nothing came back for the
     timeout, not after a fixed time from the start."""
     from accelbench.errors import BenchmarkFailed
-    from accelbench.infer.tokens.conversations import synthetic_conversations
-    from accelbench.infer.tokens.engines import EngineSettings, NullEngine
-    from accelbench.infer.tokens.replay import Driver
-    from accelbench.infer.tokens.sources import Work
+    from accelbench.serve.engines.base import EngineSettings, NullEngine
+    from accelbench.serve.replay import Driver
+    from accelbench.serve.sources.base import Work
+    from accelbench.serve.sources.conversations import synthetic_conversations
 
     convs = synthetic_conversations(6, 3, 10, 4, 100)
     work = Work([c.turns[0].user for c in convs.conversations], [4] * 6, conversations=convs)

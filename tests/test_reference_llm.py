@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from accelbench.cli.main import main
-from accelbench.infer.tokens.limits import MLPERF_LIMITS
 from accelbench.reference.match import beside, closest, matches
 from accelbench.reference.table import Reference, references, select
 from accelbench.results.record import Metric, Result
 from accelbench.results.store import RunInfo, Store
+from accelbench.serve.limits import MLPERF_LIMITS
 
 SYSTEM = {"fingerprint": "f00d", "profile": {"torch": {"version": "2.5.1+cu124"}}}
 #: a row's source: the official results repository at a commit, and the LoadGen summary in it

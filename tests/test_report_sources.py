@@ -3,7 +3,7 @@ the growth the record states in its caption), the prefix cache's hit rate sent b
 ('not reported' for an engine that counts none), a trace's offered load; and none of it for records without them.
 
 The records are the llm_server fixture's real record (tests/data/records) with the details and metrics a
-conversation, a prefix-sharing and a trace run carry, as the runner writes them (accelbench.infer.tokens.run and
+conversation, a prefix-sharing and a trace run carry, as the runner writes them (accelbench.serve.run and
 replay); the report is rendered through ``accelbench report`` on a store and its HTML read, as
 tests/test_report_llm.py reads it.
 """
@@ -34,7 +34,7 @@ BASE = json.loads((Path(__file__).parent / "data" / "records" / "llm_server.json
 URL = "http://10.0.0.1:8000/v1"
 #: (turn, mean prompt tokens, TTFT p50 ms, TTFT p99 ms): the history grows by 8 answer and 64 new tokens a turn
 TURNS = ((1, 64.0, 8.2, 15.0), (2, 136.0, 11.4, 19.5), (3, 208.0, 14.9, 24.1), (4, 280.0, 17.6, 30.2))
-#: the least-squares slope of the medians over the turns, as accelbench.infer.tokens.replay.ttft_growth gives it
+#: the least-squares slope of the medians over the turns, as accelbench.serve.replay.ttft_growth gives it
 GROWTH = 3.17
 METHOD = "prompt tokens in whole blocks of 16 that an earlier request sent after the same beginning"
 SERVED = "the server's usage.prompt_tokens_details.cached_tokens"
@@ -58,7 +58,7 @@ def record(when: int, params: dict[str, Any], details: dict[str, Any], metrics: 
 
 
 def sent(hit_rate: float) -> dict[str, Any]:
-    """The prefix ledger's report (accelbench.infer.tokens.prefix) of 1,000 prompt tokens sent."""
+    """The prefix ledger's report (accelbench.serve.sources.prefix) of 1,000 prompt tokens sent."""
     return {"hit_rate": hit_rate, "cached_tokens": round(1000 * hit_rate), "prompt_tokens": 1000, "requests": 64,
             "block_tokens": 16, "method": METHOD}  # fmt: skip
 

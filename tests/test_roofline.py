@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from accelbench.infer.tokens.roofline import Roof, utilization, weight_bytes_per_step
+from accelbench.serve.roofline import Roof, utilization, weight_bytes_per_step
 from accelbench.workloads.decoder import Figures
 
 DENSE = Figures(

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from accelbench.errors import UsageError
-from accelbench.infer.tokens.endpoint.watch import LATE_MS, ClientWatch, limited_by
-from accelbench.infer.tokens.prompts import MOST_BROKEN, check_broken, skipped_line
+from accelbench.serve.engines.endpoint.watch import LATE_MS, ClientWatch, limited_by
+from accelbench.serve.sources.prompts import MOST_BROKEN, check_broken, skipped_line
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -94,7 +94,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tokenizer(checkpoint: Path) -> Any:
-    from accelbench.infer.tokens.prompts import load_tokenizer
+    from accelbench.serve.sources.prompts import load_tokenizer
 
     return load_tokenizer(checkpoint)
 
@@ -105,7 +105,7 @@ def test_one_broken_conversation_of_38_is_said_and_the_run_goes_on(
     pytest.importorskip("aiohttp")
     from conftest import run_cli, stored
 
-    from accelbench.infer.tokens.endpoint.stub import Behaviour, serving
+    from accelbench.serve.engines.endpoint.stub import Behaviour, serving
 
     rows = [chat(i, value=i != 6) for i in range(38)]  # the 7th line's human turn has no value
     file = jsonl(tmp_path / "chats.jsonl", rows)
@@ -168,7 +168,7 @@ def test_a_prompt_file_read_by_the_same_reader_is_said_and_refused_alike(
 def test_sharegpt_rows_passed_over_by_design_are_said_but_not_refused(tmp_path: Path, tokenizer: Any) -> None:
     """A conversation no human opens or whose question is never answered is ShareGPT as published (vLLM drops
     them too), and a prompt over the asked length the run's own filter: said, never counted as broken."""
-    from accelbench.infer.tokens.conversations import read_conversations
+    from accelbench.serve.sources.conversations import read_conversations
 
     rows = [chat(i) for i in range(30)]
     for i in range(0, 30, 3):  # ten unanswered questions, a third of the file
@@ -187,7 +187,7 @@ def test_sharegpt_rows_passed_over_by_design_are_said_but_not_refused(tmp_path: 
 def test_a_conversation_cut_short_at_an_empty_question_is_counted(tmp_path: Path, tokenizer: Any) -> None:
     """A later human turn without text ends the conversation there, its later turns lost: a broken row, counted
     apart from the skipped ones (the conversation's earlier turns are still served)."""
-    from accelbench.infer.tokens.conversations import read_conversations
+    from accelbench.serve.sources.conversations import read_conversations
 
     rows = [chat(i) for i in range(12)]
     answered = chat(40)["conversations"]

@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from accelbench.infer.driver import Outcome
-from accelbench.infer.tokens.limits import Limits, draw_prompts
-from accelbench.infer.tokens.results import jittered_prompts, token_result
-from accelbench.infer.tokens.specs import LLMServeParams
-from accelbench.infer.tokens.sut import TokenSUT
 from accelbench.kit.context import Prepared
 from accelbench.registry import describe_params
 from accelbench.results.record import KINDS, Result
+from accelbench.serve.limits import Limits, draw_prompts
+from accelbench.serve.results import jittered_prompts, token_result
+from accelbench.serve.specs import LLMServeParams
+from accelbench.serve.sut import TokenSUT
 from accelbench.train.llm.specs import LLMTrainParams
 from accelbench.train.specs import TrainParams
 

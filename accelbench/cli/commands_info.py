@@ -106,7 +106,7 @@ def _decoder_table() -> Any:
     """The language-model presets with what a token costs, counted on the model transformers builds."""
     from rich.table import Table
 
-    from accelbench.infer.tokens.limits import MLPERF_LIMITS
+    from accelbench.serve.limits import MLPERF_LIMITS
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
     table = Table(

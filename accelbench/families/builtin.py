@@ -77,7 +77,7 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "latency_p50_seconds": "p50 {metric}",
     "latency_p99_seconds": "p99 {metric}",
     "latency_*": None,  # the full set is in the record; the table shows the median and the tail
-    # language models (infer/tokens): LoadGen's token figures
+    # language models (serve/): LoadGen's token figures
     "requests_per_second": "{value:sig3} requests/s",
     "ttft_p99_ms": "TTFT p99 {value:sig3} ms",
     "tpot_p99_ms": "TPOT p99 {value:sig3} ms",

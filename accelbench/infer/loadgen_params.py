@@ -2,7 +2,7 @@
 
 Two benchmarks serve under LoadGen: ``infer/loadgen`` (a model answers a batch of samples at once:
 :class:`accelbench.infer.specs.InferParams`) and ``infer/llm`` (a language model streams tokens from an engine:
-:class:`accelbench.infer.tokens.specs.LLMServeParams`). They share the LoadGen driver (settings, the run, its
+:class:`accelbench.serve.specs.LLMServeParams`). They share the LoadGen driver (settings, the run, its
 log, the record), which reads only what this base declares; each benchmark declares its own choices of scenario
 and mode and the settings only it takes.
 """

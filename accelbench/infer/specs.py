@@ -1,7 +1,7 @@
 """Parameters of ``infer/loadgen``: a model served to LoadGen a batch at a time through a backend (torch-free).
 
 Language models, served token by token through an engine, are ``infer/llm``
-(:mod:`accelbench.infer.tokens.specs`); both share :class:`~accelbench.infer.loadgen_params.LoadGenParams`.
+(:mod:`accelbench.serve.specs`); both share :class:`~accelbench.infer.loadgen_params.LoadGenParams`.
 """
 
 from __future__ import annotations

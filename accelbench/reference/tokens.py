@@ -47,7 +47,7 @@ def _engine(r: Result) -> Any:
     """The record's engine class, or None for a user's own (``package.module:Class``: not imported to ask) or
     one this version does not know."""
     name = str(r.params.get("engine") or "")
-    from accelbench.infer.tokens.engines import ENGINES, engine_class
+    from accelbench.serve.engines.base import ENGINES, engine_class
 
     return engine_class(name) if name in ENGINES else None
 

@@ -491,10 +491,10 @@ def _decoder(model: str, scale: str, element: int) -> Any:
 
 def _llm_serve(p: Any, target: Target) -> tuple[float, str]:
     from accelbench.infer import settings as lg
-    from accelbench.infer.tokens import probe as token_probe
-    from accelbench.infer.tokens import run as token_run
-    from accelbench.infer.tokens.engines import engine_class
-    from accelbench.infer.tokens.limits import lengths
+    from accelbench.serve import probe as token_probe
+    from accelbench.serve import run as token_run
+    from accelbench.serve.engines.base import engine_class
+    from accelbench.serve.limits import lengths
 
     costs = target.costs
     element = 4 if p.effective_precision == "fp32" else 2

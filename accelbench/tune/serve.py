@@ -6,7 +6,7 @@ a precision this device computes natively, compilation (torch.compile; vLLM's CU
 shape: requests in flight (``--batch-size``, the engine's concurrent sequences) and, for continuous batching,
 the batch-token budget of one forward step. Each trial is an Offline run at that fixed concurrency held to the
 TPOT limit (``--tpot-ms``, default the preset's MLPerf Server limit): a run over it is INVALID (its p99 TPOT by
-the SUT's clock, :mod:`accelbench.infer.tokens.limits`), so more requests in flight win only while each user
+the SUT's clock, :mod:`accelbench.serve.limits`), so more requests in flight win only while each user
 still reads tokens at the stated pace. That is a point of MLPerf Endpoints' Pareto curve; the search finds the
 highest point under the interactivity line.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelbench.infer.tokens.specs import LLMServeParams
+from accelbench.serve.specs import LLMServeParams
 from accelbench.tune.candidate import Candidate, Space, split_list
 from accelbench.tune.specs import SERVE_PRECISIONS, TuneParams, local_engines
 
@@ -42,7 +42,7 @@ def runtimes(params: "TuneParams", device: Any) -> "Space":
     """Every local engine x precision x compilation at the default concurrency: what is not installed or not
     native here is left out with the reason its run would give."""
     from accelbench.devices.precision import precision_reason
-    from accelbench.infer.tokens.engines import engine_class
+    from accelbench.serve.engines.base import engine_class
 
     wanted = split_list(params.precisions)
     space = Space([], [])
@@ -64,7 +64,7 @@ def runtimes(params: "TuneParams", device: Any) -> "Space":
 def shapes(params: "TuneParams", best: list["Candidate"], batch_class: str) -> list["Candidate"]:
     """Requests in flight around the best runtimes, and what each engine's own declaration searches at the best
     one's concurrency (continuous batching: its batch-token budget)."""
-    from accelbench.infer.tokens.engines import engine_class
+    from accelbench.serve.engines.base import engine_class
 
     given = [int(b) for b in split_list(params.batch_sizes)]
     out: list[Candidate] = []

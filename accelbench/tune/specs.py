@@ -173,7 +173,7 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
 
             return TrainParams(**(common | settings))
         if self.task == "serve":
-            from accelbench.infer.tokens.specs import LLMServeParams
+            from accelbench.serve.specs import LLMServeParams
 
             return LLMServeParams.of(**(common | serve_trial_settings(self) | settings))
         from accelbench.infer.specs import InferParams
@@ -201,7 +201,7 @@ class TuneParams(EmulatedParams, ScaleParams, CommonParams):
 
 def check_serve(params: TuneParams) -> None:
     """What a serving search needs: a language model, local engines, the serve-only flags where they apply."""
-    from accelbench.infer.tokens.engines import ENGINES, engine_class
+    from accelbench.serve.engines.base import ENGINES, engine_class
     from accelbench.workloads import model_info
 
     if model_info(params.model).serving != "tokens":
@@ -231,14 +231,14 @@ def check_serve(params: TuneParams) -> None:
 
 def local_engines() -> list[str]:
     """Engines that run the model in this process, whose settings a search can change."""
-    from accelbench.infer.tokens.engines import ENGINES, engine_class
+    from accelbench.serve.engines.base import ENGINES, engine_class
 
     return [n for n in ENGINES if engine_class(n).runs_model and not engine_class(n).remote]
 
 
 def tpot_limit(params: TuneParams) -> tuple[float, str]:
     """The interactivity every trial is held to, and where it comes from."""
-    from accelbench.infer.tokens.limits import limits_for, preset_of
+    from accelbench.serve.limits import limits_for, preset_of
 
     if params.tpot_ms:
         return params.tpot_ms, "--tpot-ms"

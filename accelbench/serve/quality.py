@@ -76,7 +76,7 @@ MLPERF_REFERENCE: dict[str, Reference] = {
 def target(text: str, model: str) -> Reference:
     """``--accuracy-target``: ``mlperf`` (the preset's published target) or ``rouge1=R,...`` figures given."""
     if text == "mlperf":
-        from accelbench.infer.tokens.limits import preset_of
+        from accelbench.serve.limits import preset_of
 
         benchmark = preset_of(model).mlperf
         if benchmark not in MLPERF_REFERENCE:

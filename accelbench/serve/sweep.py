@@ -25,7 +25,7 @@ MIN_POINTS = 7
 
 
 class Swept(Protocol):
-    """What the sweep reads of a run's parameters (:class:`~accelbench.infer.tokens.specs.LLMServeParams`)."""
+    """What the sweep reads of a run's parameters (:class:`~accelbench.serve.specs.LLMServeParams`)."""
 
     # read-only: the parameters are a frozen dataclass
     @property
@@ -42,7 +42,7 @@ class Swept(Protocol):
 
 @dataclass(frozen=True)
 class SweepParams:
-    """The flags of ``--mode sweep`` (a mixin of :class:`~accelbench.infer.tokens.specs.LLMServeParams`)."""
+    """The flags of ``--mode sweep`` (a mixin of :class:`~accelbench.serve.specs.LLMServeParams`)."""
 
     concurrency: str = opt(
         "",

@@ -24,18 +24,19 @@ from accelbench.infer import settings as lgset
 from accelbench.infer.driver import Outcome, start_test
 from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.infer.sut import SampleLibrary
-from accelbench.infer.tokens import accuracy, quality
-from accelbench.infer.tokens.engines import Engine, EngineSettings, ModelSource, engine_class
-from accelbench.infer.tokens.limits import (
+from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
+from accelbench.results.record import Result
+from accelbench.serve import accuracy, quality
+from accelbench.serve.engines.base import Engine, EngineSettings, ModelSource, engine_class
+from accelbench.serve.limits import (
     Limits,
     lengths,
     limits_for,
     mlperf_name,
     preset_of,
 )
-from accelbench.infer.tokens.prefix import Ledger
-from accelbench.infer.tokens.probe import Relay, TokenProbe, probe
-from accelbench.infer.tokens.results import (
+from accelbench.serve.probe import Relay, TokenProbe, probe
+from accelbench.serve.results import (
     endpoint_accuracy_result,
     prefix_cache,
     reasoning_figures,
@@ -43,12 +44,11 @@ from accelbench.infer.tokens.results import (
     token_accuracy_result,
     token_result,
 )
-from accelbench.infer.tokens.roofline import Roof, roof_for
-from accelbench.infer.tokens.sources import Work, source_class
-from accelbench.infer.tokens.specs import SOURCE_PARTS, LLMServeParams
-from accelbench.infer.tokens.sut import TokenSUT
-from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
-from accelbench.results.record import Result
+from accelbench.serve.roofline import Roof, roof_for
+from accelbench.serve.sources.base import Work, source_class
+from accelbench.serve.sources.prefix import Ledger
+from accelbench.serve.specs import SOURCE_PARTS, LLMServeParams
+from accelbench.serve.sut import TokenSUT
 from accelbench.workloads.decoder import Decoder, config_of, figures, fp32_buffers
 
 if TYPE_CHECKING:
@@ -329,7 +329,7 @@ def _run(params: LLMServeParams, ctx: RunContext, engine: Engine) -> Iterator[Re
         return
     import uuid
 
-    from accelbench.infer.tokens import sweep
+    from accelbench.serve import sweep
 
     results: list[Result] = []
     concurrencies, sweep_id = sweep.points(params), uuid.uuid4().hex[:12]
@@ -526,9 +526,9 @@ def _replay(
 ) -> tuple[Any, dict[str, Any]]:
     """The source's sessions sent by accelbench's driver, under the conditions monitor; the requests and the
     conditions."""
-    from accelbench.infer.tokens.replay import Driver
     from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
     from accelbench.measure.heap import frozen_heap
+    from accelbench.serve.replay import Driver
 
     think = float((work.summary or {}).get("think_ms", 0.0)) / 1e3
     driver = Driver(engine, work, params.batch_size, think, shape)
@@ -581,7 +581,7 @@ def _measure(
 ) -> tuple[Outcome, list[dict[str, Any]], dict[str, Any], dict[str, Any] | None]:
     """LoadGen's test, repeated (at most ``replan.MAX_RERUNS`` times) while a performance run disagrees with its
     plan; the last run is the one reported, the earlier ones are listed with why. In find-peak, the search's
-    trials instead (:mod:`accelbench.infer.tokens.peak`), and the search for the record."""
+    trials instead (:mod:`accelbench.serve.peak`), and the search for the record."""
     total = len(prompts)
     qsl = SampleLibrary(lambda i: prompts[i], total)
     scenario = "server" if params.scenario == "interactive" else params.scenario
@@ -598,7 +598,7 @@ def _measure(
         return Outcome(*test, sut)
 
     if params.mode == "find-peak":
-        from accelbench.infer.tokens import peak
+        from accelbench.serve import peak
 
         def run_at(rate: float, size: tuple[int, int] | None) -> Outcome:
             settings = settings_for(replace(params, target_qps=rate), limits, benchmark, plan, total)

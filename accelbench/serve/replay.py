@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from accelbench.errors import BenchmarkFailed
-from accelbench.infer.tokens.engines import Engine, TokenRequest
+from accelbench.serve.engines.base import Engine, TokenRequest
 
 if TYPE_CHECKING:
-    from accelbench.infer.tokens.conversations import Conversation
-    from accelbench.infer.tokens.limits import Limits
-    from accelbench.infer.tokens.sources import Work
+    from accelbench.serve.limits import Limits
+    from accelbench.serve.sources.base import Work
+    from accelbench.serve.sources.conversations import Conversation
 
 #: a request sent later than this after its due time is late (the driver, not the server, set its arrival)
 LATE_MS = 10.0

@@ -15,22 +15,22 @@ from accelbench.families import benchmark_of
 from accelbench.infer import logs
 from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
-from accelbench.infer.tokens.limits import offline_tpot_reason
-from accelbench.infer.tokens.roofline import utilization
-from accelbench.infer.tokens.specs import LLMServeParams
 from accelbench.kit import metrics as fig
 from accelbench.results.record import Concern, Metric, Result
+from accelbench.serve.limits import offline_tpot_reason
+from accelbench.serve.roofline import utilization
+from accelbench.serve.specs import LLMServeParams
 
 if TYPE_CHECKING:
     from accelbench.infer.driver import Outcome
-    from accelbench.infer.tokens.accuracy import TokenAgreement
-    from accelbench.infer.tokens.engines import Engine
-    from accelbench.infer.tokens.limits import Limits
-    from accelbench.infer.tokens.prefix import Ledger
-    from accelbench.infer.tokens.replay import Replayed
-    from accelbench.infer.tokens.roofline import Roof
-    from accelbench.infer.tokens.sources import Work
-    from accelbench.infer.tokens.sut import TokenSUT
+    from accelbench.serve.accuracy import TokenAgreement
+    from accelbench.serve.engines.base import Engine
+    from accelbench.serve.limits import Limits
+    from accelbench.serve.replay import Replayed
+    from accelbench.serve.roofline import Roof
+    from accelbench.serve.sources.base import Work
+    from accelbench.serve.sources.prefix import Ledger
+    from accelbench.serve.sut import TokenSUT
     from accelbench.workloads.decoder import Figures
 
 POINTS = ("50.00", "90.00", "99.00")
@@ -282,7 +282,7 @@ ROUNDING_TOKENS = 0.5
 
 def jittered_prompts(length: int, jitter: float) -> tuple[int, float, float]:
     """The random source's prompt lengths for ``--input-tokens length --input-jitter jitter``: the shortest,
-    the expected mean and one draw's standard deviation. :func:`accelbench.infer.tokens.limits.draw_prompts`
+    the expected mean and one draw's standard deviation. :func:`accelbench.serve.limits.draw_prompts`
     draws each length uniformly from the integers ``round(length * jitter)..length``, so the mean a user asked
     for is their midpoint (115 for 128 at 0.8), not ``length``, and n equally likely values spread by
     sqrt((n^2 - 1) / 12)."""
@@ -307,7 +307,7 @@ def flag_lengths(result: Result, params: LLMServeParams, sut: "TokenSUT", engine
     (``--allow-eos``, or a server that refuses ``ignore_eos``: it stops where the model says so). Only the random
     source's prompt lengths are judged: a file's or a data set's record states its prompts' own mean already."""
     from accelbench.infer.loadgen_params import QSL_SAMPLES
-    from accelbench.infer.tokens.sources import RandomOptions
+    from accelbench.serve.sources.base import RandomOptions
 
     if not sut.samples:
         return
@@ -350,7 +350,7 @@ def token_accuracy_result(
 ) -> Result:
     """Accuracy mode's record: the decided tokens kept, the plain agreement figures and, where the prompt file has
     reference answers, ROUGE gated at 99%/99.9% of FP32's (what the gate then judges first)."""
-    from accelbench.infer.tokens.accuracy import details_of
+    from accelbench.serve.accuracy import details_of
 
     d, conditions, outdir = outcome.detail, outcome.conditions, outcome.outdir
 
@@ -510,7 +510,7 @@ def replay_result(
 ) -> Result:
     """The record of a replayed source (a trace, conversations): the driver's figures by its own clock, judged
     against the limits, the requests' mean lengths as the run sent them, how late the driver was."""
-    from accelbench.infer.tokens import replay
+    from accelbench.serve import replay
 
     values, details, reasons = replay.figures(run, limits)
     units = {

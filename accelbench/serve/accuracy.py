@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from accelbench.infer.fidelity import AGREEMENT, COARSER_BITS, HEADROOM, MIN_DECIDED, rounded_copy
-from accelbench.infer.tokens.static import no_eos
+from accelbench.serve.engines.static import no_eos
 
 if TYPE_CHECKING:
     import torch
@@ -264,7 +264,7 @@ def rouge(work: Any, served: list[list[int]], ref: Reference, progress: Callable
     """ROUGE of the served answers and of FP32's against the prompt file's reference answers (the samples that
     have one), and MLPerf's gates of the first against the second: 99% and 99.9% of each score, and the tokens
     per sample within 0.9-1.1 of FP32's."""
-    from accelbench.infer.tokens import quality
+    from accelbench.serve import quality
 
     keep = [i for i, r in enumerate(work.references) if r]
     progress(f"ROUGE of {len(keep)} answers against the file's references")
@@ -283,9 +283,9 @@ def served_rouge(
     work: Any, served: list[list[int]], target: Any | None, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     """ROUGE of a server's answers against the prompt file's references, gated against ``target`` (a
-    :class:`~accelbench.infer.tokens.quality.Reference`: MLPerf's or the user's), or scored only where none is
+    :class:`~accelbench.serve.quality.Reference`: MLPerf's or the user's), or scored only where none is
     given: the weights are the server's, so no FP32 run of them is at hand to set the bar."""
-    from accelbench.infer.tokens import quality
+    from accelbench.serve import quality
 
     keep = [i for i, r in enumerate(work.references) if r]
     if not keep:

@@ -30,8 +30,8 @@ from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt, positive
 
 if TYPE_CHECKING:
-    from accelbench.infer.tokens.conversations import ConversationSet
-    from accelbench.infer.tokens.prefix import Salt
+    from accelbench.serve.sources.conversations import ConversationSet
+    from accelbench.serve.sources.prefix import Salt
 
 
 class RunSettings(Protocol):
@@ -237,7 +237,7 @@ class RandomSource(Source):
     @classmethod
     def check_run(cls, params: RunSettings, options: RandomOptions) -> None:
         _check_prefix(params, options)
-        from accelbench.infer.tokens.limits import lengths
+        from accelbench.serve.limits import lengths
 
         prompt_len = lengths(params)[0]
         if options.prefix_tokens >= prompt_len:
@@ -247,8 +247,8 @@ class RandomSource(Source):
             )
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
-        from accelbench.infer.tokens.limits import draw_prompts
-        from accelbench.infer.tokens.prefix import Salt, with_prefix
+        from accelbench.serve.limits import draw_prompts
+        from accelbench.serve.sources.prefix import Salt, with_prefix
 
         o: RandomOptions = self.options
         prompt_len, out = lengths
@@ -291,8 +291,8 @@ class FileSource(Source):
         if not file.is_file():
             what = "is a folder" if file.is_dir() else "does not exist"
             raise UsageError(f"prompt file {options.prompts} {what}: give a JSONL or ShareGPT JSON file")
-        from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
-        from accelbench.infer.tokens.prompts import from_params, record_noun
+        from accelbench.serve.limits import DEFAULT_LENGTHS
+        from accelbench.serve.sources.prompts import from_params, record_noun
 
         default_out = DEFAULT_LENGTHS["tiny" if params.scale == "tiny" else "full"][1]
         # a bad file: one line; one with rows skipped says how many and where, once, before anything runs
@@ -300,7 +300,7 @@ class FileSource(Source):
         tell_skipped(read.summary.to_dict(), record_noun(read.summary.format))
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
-        from accelbench.infer.tokens.prompts import from_params
+        from accelbench.serve.sources.prompts import from_params
 
         o: FileOptions = self.options
         tokenizer, read = from_params(params, o, lengths[1], total)
@@ -309,7 +309,7 @@ class FileSource(Source):
         outs = [max(s.output_tokens, 2) for s in samples]  # a second token: TPOT needs one
         summary: dict[str, Any] = {"source": self.name, **read.summary.to_dict()}
         if o.prefix_tokens:
-            from accelbench.infer.tokens.prefix import with_prefix
+            from accelbench.serve.sources.prefix import with_prefix
 
             made = with_prefix(
                 prompts, o.prefix_tokens, o.prefix_share, o.prefix_groups, vocab, keep=tokenizer.bos_token_id,
@@ -331,8 +331,8 @@ class MlperfSource(Source):
     def check_run(cls, params: RunSettings, options: MlperfOptions) -> None:
         if not options.mlperf_data:
             raise UsageError("--source mlperf reads --mlperf-data DIR: give the folder of MLPerf's processed data set")
-        from accelbench.infer.tokens.limits import preset_of
-        from accelbench.infer.tokens.mlperf_data import find, needs
+        from accelbench.serve.limits import preset_of
+        from accelbench.serve.sources.mlperf_data import find, needs
 
         preset = preset_of(params.model)
         needs(preset.mlperf)  # a benchmark whose data set accelbench does not read: one line naming those it does
@@ -344,10 +344,10 @@ class MlperfSource(Source):
         find(options.mlperf_data, preset.mlperf)  # a folder without the benchmark's file: one line naming it
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
-        from accelbench.infer.tokens.limits import preset_of
-        from accelbench.infer.tokens.mlperf_data import read_mlperf
-        from accelbench.infer.tokens.prompts import load_tokenizer
-        from accelbench.infer.tokens.quality import MLPERF_REFERENCE
+        from accelbench.serve.limits import preset_of
+        from accelbench.serve.quality import MLPERF_REFERENCE
+        from accelbench.serve.sources.mlperf_data import read_mlperf
+        from accelbench.serve.sources.prompts import load_tokenizer
 
         o: MlperfOptions = self.options
         tokenizer = load_tokenizer(params.tokenizer_dir) if params.tokenizer_dir else None
@@ -386,12 +386,12 @@ class TraceSource(Source):
     def check_run(cls, params: RunSettings, options: TraceOptions) -> None:
         if not options.trace:
             raise UsageError("--source trace replays --trace FILE: give the file")
-        from accelbench.infer.tokens.traces import read_trace
+        from accelbench.serve.sources.traces import read_trace
 
         read_trace(Path(options.trace).expanduser(), speed=options.trace_speed)  # a bad trace: one line, before load
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
-        from accelbench.infer.tokens.traces import read_trace, shared_fraction, synthesize
+        from accelbench.serve.sources.traces import read_trace, shared_fraction, synthesize
 
         o: TraceOptions = self.options
         trace = read_trace(Path(o.trace).expanduser(), speed=o.trace_speed)
@@ -424,19 +424,19 @@ class ConversationSource(Source):
             tell_skipped(work.summary or {}, "conversations")
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
-        from accelbench.infer.tokens import conversations as conv
+        from accelbench.serve.sources import conversations as conv
 
         o: ConversationOptions = self.options
         tokenizer = None
         if o.conversations:
-            from accelbench.infer.tokens.prompts import load_tokenizer
+            from accelbench.serve.sources.prompts import load_tokenizer
 
             tokenizer = load_tokenizer(params.tokenizer_dir)
             read = conv.read_conversations(
                 Path(o.conversations).expanduser(), tokenizer, output_tokens=lengths[1],
                 max_output_tokens=params.output_tokens, max_turns=o.turns, chat_template=o.template, limit=total,
             )  # fmt: skip
-            from accelbench.infer.tokens.prompts import check_broken
+            from accelbench.serve.sources.prompts import check_broken
 
             check_broken(read.summary, "conversations", "conversation file")
         else:
@@ -463,7 +463,7 @@ def tell_skipped(summary: dict[str, Any], noun: str) -> None:
     """Say on the console (standard error) the rows a file's reader passed over and where, once a process: the
     parameters' check reads the file before anything runs, so the line comes before the run's progress, and a
     worker's check writes it to the entry's log. The record keeps the counts (``details.prompts.skipped``)."""
-    from accelbench.infer.tokens.prompts import skipped_line
+    from accelbench.serve.sources.prompts import skipped_line
 
     line = skipped_line(summary, noun)
     if line is None:
@@ -482,7 +482,7 @@ def _library(params: RunSettings) -> int:
 
 
 def _lengths(params: RunSettings) -> tuple[int, int]:
-    from accelbench.infer.tokens.limits import lengths
+    from accelbench.serve.limits import lengths
 
     return lengths(params)
 

@@ -52,7 +52,7 @@ from types import ModuleType
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.tokens.prompts import PromptSample, PromptSet, _prompt_ids, _summary
+from accelbench.serve.sources.prompts import PromptSample, PromptSet, _prompt_ids, _summary
 
 REPO = "mlcommons/inference"
 #: why a row is skipped (counted in the summary)

@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.tokens.endpoint import params as options_of
-from accelbench.infer.tokens.endpoint.client import Answer, Failure, error_words
-from accelbench.infer.tokens.endpoint.params import EndpointOptions, server_device
-from accelbench.infer.tokens.endpoint.watch import ClientWatch
-from accelbench.infer.tokens.engines import Engine, EngineSettings, Sink, TokenRequest
+from accelbench.serve.engines.base import Engine, EngineSettings, Sink, TokenRequest
+from accelbench.serve.engines.endpoint import params as options_of
+from accelbench.serve.engines.endpoint.client import Answer, Failure, error_words
+from accelbench.serve.engines.endpoint.params import EndpointOptions, server_device
+from accelbench.serve.engines.endpoint.watch import ClientWatch
 
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.infer.tokens.specs import LLMServeParams
+    from accelbench.serve.specs import LLMServeParams
 
 
 #: Server and interactive: connections at least (each arrival is sent at once, as a reader's request would be;
@@ -132,7 +132,7 @@ class EndpointEngine(Engine):
         if options.accuracy_target and params.mode != "accuracy":
             raise UsageError("--accuracy-target gates --mode accuracy; add --mode accuracy or drop it")
         if options.accuracy_target:
-            from accelbench.infer.tokens.quality import target
+            from accelbench.serve.quality import target
 
             target(options.accuracy_target, params.model)
 
@@ -169,13 +169,13 @@ class EndpointEngine(Engine):
 
     def check(self, params: "LLMServeParams") -> None:
         """The server answers, speaks OpenAI's API and serves the model: else one line (UsageError), before load."""
-        from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
+        from accelbench.serve.engines.endpoint.preflight import load_tokenizer, preflight
 
         preflight(self.options)
         load_tokenizer(self.options, params.checkpoint)  # a folder without a tokenizer: one line, not a failed record
 
     def configure(self, params: "LLMServeParams") -> None:
-        from accelbench.infer.tokens.endpoint.preflight import load_tokenizer, preflight
+        from accelbench.serve.engines.endpoint.preflight import load_tokenizer, preflight
 
         self.target = preflight(self.options)
         self.tokenizer = load_tokenizer(self.options, params.checkpoint)

@@ -1,6 +1,6 @@
 """The endpoint engine's settings (torch-free): where the server is, what it serves, how to reach it.
 
-They are the engine's own ``Options`` (:class:`accelbench.infer.tokens.endpoint.engine.EndpointEngine`), so they are
+They are the engine's own ``Options`` (:class:`accelbench.serve.engines.endpoint.engine.EndpointEngine`), so they are
 flags of ``accelbench infer`` for language models, validated, recorded and part of a record's key like every other
 setting, and refused with any other engine rather than ignored.
 """

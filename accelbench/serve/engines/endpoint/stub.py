@@ -3,7 +3,7 @@ way a server can misbehave (errors, streams closed early, slow answers, not Open
 
 No model runs: every answer is ``max_tokens`` chunks of one word, with the usage OpenAI's servers report. Used by
 ``bench/endpoint_client.py`` (the client's own ceiling, the stub in a process of its own) and by the endpoint
-engine's tests. ``python -m accelbench.infer.tokens.endpoint.stub --port P`` serves until killed (``--prefix-block
+engine's tests. ``python -m accelbench.serve.engines.endpoint.stub --port P`` serves until killed (``--prefix-block
 16 --tokenizer DIR``: with a prefix cache; ``--reasoning N``: a reasoning model's chat answers).
 """
 
@@ -65,7 +65,7 @@ def app(behaviour: Behaviour) -> Any:
         ids = tokenize(text)
         if not behaviour.prefix_block:
             return len(ids), behaviour.cached_tokens
-        from accelbench.infer.tokens.prefix import block_chain
+        from accelbench.serve.sources.prefix import block_chain
 
         chain = block_chain(ids, behaviour.prefix_block)
         hits = next((i for i, h in enumerate(chain) if h not in seen), len(chain))

@@ -16,10 +16,10 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.tokens.endpoint.client import Answer, Failure, Target, error_words
+from accelbench.serve.engines.endpoint.client import Answer, Failure, Target, error_words
 
 if TYPE_CHECKING:
-    from accelbench.infer.tokens.endpoint.params import EndpointOptions
+    from accelbench.serve.engines.endpoint.params import EndpointOptions
 
 #: seconds each preflight call may take
 PREFLIGHT_TIMEOUT = 30.0
@@ -112,6 +112,6 @@ def preflight(params: "EndpointOptions") -> Target:
 
 def load_tokenizer(options: "EndpointOptions", checkpoint: str) -> Any:
     """The served model's tokenizer (``--tokenizer``, else ``--checkpoint``'s), read offline."""
-    from accelbench.infer.tokens.prompts import load_tokenizer as read
+    from accelbench.serve.sources.prompts import load_tokenizer as read
 
     return read(options.tokenizer or checkpoint)

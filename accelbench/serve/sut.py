@@ -18,7 +18,7 @@ import numpy as np
 
 from accelbench.errors import BenchmarkFailed
 from accelbench.infer.sut import SampleLibrary
-from accelbench.infer.tokens.engines import Engine, TokenRequest
+from accelbench.serve.engines.base import Engine, TokenRequest
 
 
 class TokenSUT:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.tokens.prompts import (
+from accelbench.serve.sources.prompts import (
     EMPTY_PROMPT,
     GPT_ROLES,
     HUMAN_ROLES,

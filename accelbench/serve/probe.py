@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from accelbench.errors import BenchmarkFailed
-from accelbench.infer.tokens.engines import Engine, Sink, Timeline, TokenRequest
+from accelbench.serve.engines.base import Engine, Sink, Timeline, TokenRequest
 
 #: seconds the probe waits for its batch before calling the engine stuck
 PROBE_TIMEOUT = 600.0

@@ -36,7 +36,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 from accelbench.errors import BenchmarkSkipped
-from accelbench.infer.tokens.engines import (
+from accelbench.serve.engines.base import (
     Engine,
     EngineSettings,
     ModelSource,

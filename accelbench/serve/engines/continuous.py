@@ -16,7 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.kind import kind_of
-from accelbench.infer.tokens.engines import (
+from accelbench.serve.engines.base import (
     Engine,
     EngineSettings,
     PagedCompileOptions,
@@ -24,7 +24,7 @@ from accelbench.infer.tokens.engines import (
     Sink,
     TokenRequest,
 )
-from accelbench.infer.tokens.static import no_eos
+from accelbench.serve.engines.static import no_eos
 
 if TYPE_CHECKING:
     import torch

@@ -1,6 +1,6 @@
 """Parameters of language-model serving under LoadGen, ``infer/llm`` (torch-free).
 
-A decoder is served token by token by an engine (:mod:`accelbench.infer.tokens.engines`): LoadGen's token
+A decoder is served token by token by an engine (:mod:`accelbench.serve.engines.base`): LoadGen's token
 mode times the first token and each one after it, against MLPerf's TTFT/TPOT limits. What it shares with
 serving a batch at a time (the scenario, the profile, LoadGen's hints) is :class:`LoadGenParams`; the rest is
 its own: the engine, the prompt and output lengths, the KV cache, the prompt file, the sweep's points and the
@@ -16,11 +16,11 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.infer.loadgen_params import LoadGenParams
-from accelbench.infer.tokens.engines import ENGINES, engine_class
-from accelbench.infer.tokens.sources import SOURCES, source_class
-from accelbench.infer.tokens.sweep import SweepParams
 from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.results.details import source_named
+from accelbench.serve.engines.base import ENGINES, engine_class
+from accelbench.serve.sources.base import SOURCES, source_class
+from accelbench.serve.sweep import SweepParams
 from accelbench.workloads import is_decoder
 
 SCENARIOS = ("offline", "server", "singlestream", "interactive")
@@ -160,7 +160,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
         if self.scenario == "multistream":  # said before the generic list of choices, with the reason
             raise UsageError("language models are served in offline, server, interactive and singlestream")
         super().validate()
-        from accelbench.infer.tokens.sweep import check
+        from accelbench.serve.sweep import check
 
         if not is_decoder(self.model):
             raise UsageError(f"{self.model} is not a language model (accelbench list --models): serve it with infer")
@@ -190,7 +190,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
                 f"--input-tokens must be at least 1, got {self.input_tokens} (leave it out for the scale's default)"
             )
         not_negative(self, "ttft_ms", "tpot_ms")
-        from accelbench.infer.tokens.limits import limits_for, preset_of
+        from accelbench.serve.limits import limits_for, preset_of
 
         preset = preset_of(self.model)
         limits_for(self.model, preset.mlperf, preset.mlperf_own, self.scenario, self.ttft_ms, self.tpot_ms)
@@ -227,7 +227,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
 
     @classmethod
     def describe(cls, p: dict[str, Any]) -> str:
-        from accelbench.infer.tokens.limits import DEFAULT_LENGTHS
+        from accelbench.serve.limits import DEFAULT_LENGTHS
 
         words = [p["model"], p["scenario"]]
         if p.get("mode", "performance") != "performance":

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from accelbench.infer.tokens.engines import CompileOptions, EngineSettings, QueuedEngine, Sink, TokenRequest
+from accelbench.serve.engines.base import CompileOptions, EngineSettings, QueuedEngine, Sink, TokenRequest
 
 if TYPE_CHECKING:
     import torch

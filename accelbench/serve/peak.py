@@ -17,7 +17,7 @@ from typing import Any, Callable
 from accelbench.errors import BenchmarkFailed
 from accelbench.infer import peak
 from accelbench.infer.driver import Outcome
-from accelbench.infer.tokens.limits import Limits
+from accelbench.serve.limits import Limits
 
 #: a screen: about this many milliseconds of requests, and at least this many requests (p99 of a handful is
 #: their worst; a screen is a filter, the confirmation is the verdict), and at least ``SCREEN_TTFTS`` TTFT limits

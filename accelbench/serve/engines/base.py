@@ -281,11 +281,11 @@ class NullEngine(QueuedEngine):
 
 
 ENGINES: dict[str, str] = {
-    "transformers": "accelbench.infer.tokens.continuous:ContinuousBatching",
-    "static": "accelbench.infer.tokens.static:StaticBatch",
-    "vllm": "accelbench.infer.tokens.vllm:Vllm",
-    "endpoint": "accelbench.infer.tokens.endpoint.engine:EndpointEngine",
-    "null": "accelbench.infer.tokens.engines:NullEngine",
+    "transformers": "accelbench.serve.engines.continuous:ContinuousBatching",
+    "static": "accelbench.serve.engines.static:StaticBatch",
+    "vllm": "accelbench.serve.engines.vllm:Vllm",
+    "endpoint": "accelbench.serve.engines.endpoint.engine:EndpointEngine",
+    "null": "accelbench.serve.engines.base:NullEngine",
 }
 
 
