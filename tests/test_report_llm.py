@@ -70,7 +70,7 @@ def token_run(
             metrics[f"{kind}_p{q}_ms"] = _metric(v)
     run = f"20261201-{when:06d}-{new_id()[:4]}"
     return Result(
-        benchmark="infer/loadgen",
+        benchmark="infer/llm",
         params=FIXTURE["params"] | {"model": MODEL, "scenario": scenario, "mode": "performance"} | params,
         metrics=metrics,
         primary_metric="tokens_per_second",

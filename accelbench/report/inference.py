@@ -60,8 +60,8 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
     if opened is None:
         return None
     recs, labels, section = opened
-    tokens = [r for r in recs if is_token_run(r, inp.name(r))]
-    recs = [r for r in recs if not is_token_run(r, inp.name(r))]
+    tokens = [r for r in recs if is_token_run(r)]
+    recs = [r for r in recs if not is_token_run(r)]
     multi = len(labels) > 1
     drawn = 0
     seen: set[tuple[str, str]] = set()

@@ -57,8 +57,8 @@ from accelbench.results.record import Result
 
 #: the unit of a token run's headline rate: what makes a record a token run's where it has figures
 OUTPUT_TOKENS = "output tokens"
-#: how a token workload's name states its lengths ('... static 128/8 tokens bs<=8 ...')
-_LENGTHS = re.compile(r"(^| )\d+/\d+ tokens( |$)")
+#: the benchmark that serves a language model token by token
+LLM_SERVING = "infer/llm"
 #: the scenarios in the order their rows are listed (any other after them)
 ORDER = ("offline", "server", "interactive", "singlestream")
 
@@ -73,21 +73,11 @@ NOTE = (
 )
 
 
-def is_token_run(r: Result, name: str = "") -> bool:
-    """Whether ``r`` served a model token by token: its rate is in output tokens, or (failed, skipped: no figures)
-    its settings are those only a language model takes (a token limit, a prompt or output length, interactive),
-    or its workload's ``name`` (the describe function's) states the prompt/output lengths it was to serve.
-    An accuracy run's figure is a quality, not a rate: it stays in its scenario's table, beside the others."""
-    if r.params.get("mode", "performance") not in ("performance", "sweep"):
-        return False
-    if any(m.unit.startswith(OUTPUT_TOKENS) for m in r.metrics.values()):
-        return True
-    if limits_of(r) is not None:
-        return True
-    p = r.params
-    if p.get("scenario") == "interactive" or any(p.get(k) for k in ("input_tokens", "output_tokens", "ttft_ms")):
-        return True
-    return r.status != "ok" and _LENGTHS.search(name) is not None
+def is_token_run(r: Result) -> bool:
+    """Whether ``r`` is a language model's serving run (``infer/llm``, records before that name are upgraded to
+    it on read) with a rate to read. An accuracy run's figure is a quality, not a rate: it stays in its scenario's
+    table, beside the others."""
+    return r.benchmark == LLM_SERVING and r.params.get("mode", "performance") in ("performance", "sweep")
 
 
 def _ms(r: Result, name: str) -> str:
