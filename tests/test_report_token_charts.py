@@ -244,19 +244,19 @@ def test_read_with_care_says_each_reason_and_its_advice_once() -> None:
     care = [i for b in summary(ReportInput(recs, describe=describe_params)).blocks if isinstance(b, Bullets)
             for i in b.items]  # fmt: skip
     [busy] = [i for i in care if i.startswith("Contended")]
-    assert busy.startswith("Contended (3 runs: infer/loadgen c-1b server ")  # the newest first
+    assert busy.startswith("Contended (3 runs: infer/llm c-1b server ")  # the newest first
     for m, share in (("a-1b", "64%"), ("b-1b", "50%"), ("c-1b", "40%")):  # each run, and its own figure
-        assert re.search(rf"infer/loadgen {m} server [^;]* \(other processes used {share} of the CPUs\)", busy)
+        assert re.search(rf"infer/llm {m} server [^;]* \(other processes used {share} of the CPUs\)", busy)
     assert busy.endswith("CPUs)): rerun on a quiet machine: other work shared it, and the figures measure that too")
     assert busy.count("rerun on a quiet machine") == 1 and busy.count("other processes used") == 3
     assert "pip[19776]" not in busy  # each run's itemisation is in its table's notes
     [missed] = [i for i in care if i.startswith("INVALID")]
-    assert missed.startswith("INVALID: TTFT constraint not met (LoadGen) (2 runs: infer/loadgen e-1b server")
+    assert missed.startswith("INVALID: TTFT constraint not met (LoadGen) (2 runs: infer/llm e-1b server")
     assert "(p99 TTFT 3156 ms over the 2000 ms limit)" in missed and "(p99 TTFT 11510 ms" in missed
     assert missed.endswith(f"): {TTFT_ADVICE}") and missed.count(TTFT_ADVICE) == 1
     # a reason one run alone has: as before, the run named first
     [noisy] = [i for i in care if i.startswith("Noisy")]
-    assert noisy.startswith("Noisy: infer/loadgen f-1b server ") and noisy.endswith(
+    assert noisy.startswith("Noisy: infer/llm f-1b server ") and noisy.endswith(
         ": the middle half spans 20%; rerun on a quieter machine, or measure longer (--min-time)"
     )
     assert sum("measure longer" in i for i in care) == 1

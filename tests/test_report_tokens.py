@@ -203,3 +203,33 @@ def test_the_markdown_report_has_the_token_table(token_report: Path) -> None:
     assert "not judged: unlike loads; baseline INVALID" in compared  # each Server run chose its own load
     images = re.findall(r"!\[[^\]]*\]\(([^)]+tokens-tradeoff[^)]*)\)", md)
     assert images and (token_report / images[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _sent_short(r: Result) -> Result:
+    """``r`` again, as a run that sent shorter prompts and answers than it asked (its lengths-differ concern)."""
+    short = Result.from_dict(r.to_dict())
+    short.id, short.run_id = r.id + "x", r.run_id + "x"
+    asked_in, asked_out = r.params["input_tokens"], r.params["output_tokens"]
+    short.concern(
+        "lengths-differ",
+        f"lengths differ: asked {asked_in}/{asked_out} tokens, sent answers of 30.2 tokens on average",
+        asked_in=asked_in, asked_out=asked_out, mean_in=113.4, mean_out=30.2, ignore_eos=False,
+    )
+    return short
+
+
+def test_a_run_that_sent_other_lengths_stands_apart_in_the_summary_and_the_charts() -> None:
+    """Two VALID runs of one label, one of which sent shorter prompts and answers than asked: the summary states
+    both, the short one saying what it sent, and the trade-off chart draws two such runs as two series."""
+    from accelbench.report.inference import headlines
+    from accelbench.report.tokens import tradeoff
+
+    exact = token_records()["offline"]
+    short = _sent_short(exact)
+    lines = headlines(ReportInput([exact, short], describe=describe_params), [exact, short])
+    assert len(lines) == 2, lines  # pooled, they would be one line "of 2 runs"
+    assert sum("(sent 113/30.2 tokens a request)" in line for line in lines) == 1
+    assert not any("of 2 runs" in line for line in lines)
+    server = token_records()["server"]
+    chart = tradeoff([server, _sent_short(server)], {})
+    assert chart is not None and "2 runs of 2 series" in chart.alt, chart and chart.alt

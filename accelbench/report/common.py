@@ -159,8 +159,18 @@ def standing(inp: "ReportInput", records: Iterable[Result]) -> list[tuple[Result
     repeat: 45 lines for 15 workloads, contended repeats among them, read as 45 findings."""
     groups: dict[str, list[Result]] = {}
     for r in records:
-        groups.setdefault(f"{r.fingerprint} {r.benchmark} {inp.name(r)}", []).append(r)
+        groups.setdefault(f"{r.fingerprint} {r.benchmark} {inp.name(r)}{sent_lengths(r)}", []).append(r)
     return [(min(newest_first(rs), key=lambda r: bool(caveat(r))), len(rs)) for rs in groups.values()]
+
+
+def sent_lengths(r: Result) -> str:
+    """' (sent 113/30.2 tokens a request)' where a serving run sent other lengths than its label's (its
+    ``lengths-differ`` concern; the label keeps what was asked, the run's identity): such a run did other work a
+    request, so a summary never pools it with the runs that sent what they asked, and says what it sent."""
+    for c in r.concerns:
+        if c.kind == "lengths-differ" and "mean_in" in c.data and "mean_out" in c.data:
+            return f" (sent {c.data['mean_in']:.0f}/{fmt.number(float(c.data['mean_out']), 3)} tokens a request)"
+    return ""
 
 
 def of_runs(n: int) -> str:

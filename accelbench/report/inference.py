@@ -17,6 +17,7 @@ from accelbench.report.common import (
     newest_first,
     of_runs,
     on_system,
+    sent_lengths,
     standing,
     status_cell,
     system_cells,
@@ -41,7 +42,8 @@ def _latency(r: Result, key: str) -> str:
 def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
     """The summary's lines on inference: each VALID result (an INVALID one is under "Read with care")."""
     return [
-        f"Inference, {inp.name(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}{caveat(r)}{of_runs(n)}."
+        f"Inference, {inp.name(r)}{sent_lengths(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}"
+        f"{caveat(r)}{of_runs(n)}."
         for r, n in standing(inp, [r for r in recs if r.valid])
     ]
 

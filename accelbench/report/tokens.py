@@ -36,6 +36,7 @@ from accelbench.report.common import (
     ReportInput,
     flags,
     newest_first,
+    sent_lengths,
     status_cell,
     system_cells,
     verdict,
@@ -417,10 +418,13 @@ def figures_table(
 
 
 def lengths(r: Result) -> str:
-    """'128/8 tokens': the prompt and output lengths a run served ('' where its record states neither): runs of
-    other lengths do other work per request, and never share a series."""
+    """'128/8 tokens': the prompt and output lengths a run was asked to serve ('' where its record states neither),
+    with what it sent where that differs ('128/32 tokens (sent 113/30.2 tokens a request)'): runs of other lengths
+    do other work per request, and never share a series."""
     p = r.params
-    return f"{p['input_tokens']}/{p['output_tokens']} tokens" if p.get("input_tokens") or p.get("output_tokens") else ""
+    stated = p.get("input_tokens") or p.get("output_tokens")
+    asked = f"{p['input_tokens']}/{p['output_tokens']} tokens" if stated else ""
+    return f"{asked}{sent_lengths(r)}".strip()
 
 
 def series_name(r: Result, labels: dict[str, str]) -> str:
