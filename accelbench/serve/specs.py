@@ -19,7 +19,7 @@ from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.results.details import source_named
 from accelbench.serve.engines.base import ENGINES, engine_class
-from accelbench.serve.sources.base import SOURCES, source_class
+from accelbench.serve.sources.base import SOURCES, builtin_sources, source_class
 from accelbench.serve.sweep import SweepParams
 from accelbench.workloads import is_decoder
 
@@ -30,7 +30,13 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 ENGINE_PARTS = Parts("engine", "engine_options", "engine", lambda: {n: engine_class(n) for n in ENGINES}, engine_class)
 #: the prompt sources ``--source`` chooses among (or the one whose settings are given), each owning its settings
 SOURCE_PARTS = Parts(
-    "source", "source_options", "prompt source", lambda: dict(SOURCES), source_class, inferred=True, fallback="random"
+    "source",
+    "source_options",
+    "prompt source",
+    lambda: dict(builtin_sources()),
+    source_class,
+    inferred=True,
+    fallback="random",
 )
 
 
@@ -238,7 +244,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
         words.append(name)
         words += impl.describe_words(p) if impl else []
         src = source_named(p)
-        words += SOURCES[src].describe_words(p) if src in SOURCES else [src]
+        words += source_class(src).describe_words(p) if src in SOURCES else [src]
         words.append(f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens")
         precision = (impl.labels(p) if impl else p).get("precision", "fp32")  # an older record's auto, labelled
         words += [f"bs<={p['batch_size']}", precision, p["profile"]]

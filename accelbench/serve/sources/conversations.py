@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.params import opt, positive
+from accelbench.serve.sources.base import RunSettings, Source, Work, asked_lengths, library_size
 from accelbench.serve.sources.prompts import (
     EMPTY_PROMPT,
     GPT_ROLES,
@@ -37,10 +39,14 @@ from accelbench.serve.sources.prompts import (
     NO_HUMAN,
     NO_TURNS,
     Skips,
+    TemplateOptions,
     _prompt_ids,
     _stats,
     _text,
+    check_broken,
     json_records,
+    load_tokenizer,
+    tell_skipped,
     template_choice,
 )
 
@@ -262,3 +268,64 @@ def _summary(conversations: list[Conversation], settings: dict[str, Any]) -> dic
         "with_reference": sum(t.reference is not None for t in turns),
         "settings": settings,
     }
+
+
+@dataclass(frozen=True)
+class ConversationOptions(TemplateOptions):
+    conversations: str = opt(
+        "",
+        "a ShareGPT file whose whole conversations are served turn by turn, each turn after the previous answer "
+        "with its history (empty with --source conversations: synthetic ones of --turns turns)",
+        sweep=False,
+        metavar="FILE",
+    )
+    turns: int = opt(4, "conversations: turns of each synthetic one, the most kept of each file's", sweep=False)
+    think_ms: float = opt(0.0, "conversations: a user's think time between an answer and the next turn", sweep=False)
+
+    def check(self) -> None:
+        super().check()
+        positive("--turns", self.turns)
+        if self.think_ms < 0:
+            raise UsageError(f"--think-ms must not be negative, got {self.think_ms:g}")
+
+
+class ConversationSource(Source):
+    name = "conversations"
+    Options = ConversationOptions
+    replayed = True
+
+    @classmethod
+    def check_run(cls, params: RunSettings, options: ConversationOptions) -> None:
+        if options.conversations:
+            file = Path(options.conversations).expanduser()
+            if not file.is_file():
+                raise UsageError(f"conversation file {options.conversations} does not exist: give a ShareGPT file")
+            if not params.tokenizer_dir:
+                raise UsageError("--conversations needs --checkpoint DIR: its tokenizer turns the turns into tokens")
+            # read as the run will: a bad file is one line before anything loads
+            work = cls(options).work(params, 0, library_size(params), asked_lengths(params))
+            tell_skipped(work.summary or {}, "conversations")
+
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+        o: ConversationOptions = self.options
+        tokenizer = None
+        if o.conversations:
+            tokenizer = load_tokenizer(params.tokenizer_dir)
+            read = read_conversations(
+                Path(o.conversations).expanduser(), tokenizer, output_tokens=lengths[1],
+                max_output_tokens=params.output_tokens, max_turns=o.turns, chat_template=o.template, limit=total,
+            )  # fmt: skip
+            check_broken(read.summary, "conversations", "conversation file")
+        else:
+            read = synthetic_conversations(total, o.turns, lengths[0], lengths[1], max(vocab, 2))
+        firsts = [c.turns[0] for c in read.conversations]
+        summary = {"source": self.name, **read.summary, "think_ms": o.think_ms}
+        return Work(
+            [t.user for t in firsts], [max(t.answer_tokens, 2) for t in firsts], summary, tokenizer,
+            conversations=read,
+        )  # fmt: skip
+
+    @classmethod
+    def describe_words(cls, settings: dict[str, Any]) -> list[str]:
+        name = Path(str(settings.get("conversations") or "")).name
+        return [f"conversations {name}" if name else f"conversations of {settings.get('turns', 4)} turns"]

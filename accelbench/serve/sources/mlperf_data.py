@@ -52,7 +52,9 @@ from types import ModuleType
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.serve.sources.prompts import PromptSample, PromptSet, _prompt_ids, _summary
+from accelbench.params import NoOptions, opt
+from accelbench.serve.sources.base import RunSettings, Source, Work
+from accelbench.serve.sources.prompts import PromptSample, PromptSet, _prompt_ids, _summary, load_tokenizer
 
 REPO = "mlcommons/inference"
 #: why a row is skipped (counted in the summary)
@@ -388,3 +390,65 @@ def _vocab_size(tokenizer: Any) -> int:
         return len(tokenizer)
     except TypeError:
         return 0
+
+
+@dataclass(frozen=True)
+class MlperfOptions(NoOptions):
+    mlperf_data: str = opt(
+        "",
+        "a folder holding MLPerf Inference's processed data set for the model's benchmark (llama3.1-8b: "
+        "cnn_eval.json): its prompts, its output lengths and, served whole, its accuracy targets",
+        sweep=False,
+        metavar="DIR",
+    )
+
+
+class MlperfSource(Source):
+    name = "mlperf"
+    Options = MlperfOptions
+
+    @classmethod
+    def check_run(cls, params: RunSettings, options: MlperfOptions) -> None:
+        if not options.mlperf_data:
+            raise UsageError("--source mlperf reads --mlperf-data DIR: give the folder of MLPerf's processed data set")
+        from accelbench.serve.limits import preset_of
+
+        preset = preset_of(params.model)
+        needs(preset.mlperf)  # a benchmark whose data set accelbench does not read: one line naming those it does
+        if not preset.mlperf_own:
+            raise UsageError(
+                f"{params.model} has no MLPerf benchmark of its own ({preset.mlperf}'s data set is tokenized for "
+                f"another model): serve {preset.mlperf}'s model, or its prompts as text with --prompts"
+            )
+        find(options.mlperf_data, preset.mlperf)  # a folder without the benchmark's file: one line naming it
+
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+        from accelbench.serve.limits import preset_of
+        from accelbench.serve.quality import MLPERF_REFERENCE
+
+        o: MlperfOptions = self.options
+        tokenizer = load_tokenizer(params.tokenizer_dir) if params.tokenizer_dir else None
+        benchmark = preset_of(params.model).mlperf
+        limit = None if params.profile == "official" else total
+        read = read_mlperf(o.mlperf_data, benchmark, tokenizer, limit=limit, max_output_tokens=params.output_tokens)
+        samples = read.samples
+        top = max(max(s.prompt) for s in samples)
+        if top >= vocab:
+            raise UsageError(
+                f"the data set's token ids reach {top}, past the served model's vocabulary of {vocab}: serve the "
+                "model at full scale (its real tokenizer's vocabulary)"
+            )
+        outs = [max(s.output_tokens, 2) for s in samples]
+        summary: dict[str, Any] = {"source": self.name, **read.summary.to_dict()}
+        reference = MLPERF_REFERENCE.get(benchmark)
+        if reference is not None:  # MLPerf's accuracy target: for the whole set only (--accuracy-target mlperf)
+            summary["mlperf_accuracy_target"] = {
+                "values": dict(reference.values),
+                "source": reference.source,
+                "applies": bool(summary.get("served_whole")),
+            }
+        return Work([s.prompt for s in samples], outs, summary, tokenizer, [s.reference for s in samples])
+
+    @classmethod
+    def describe_words(cls, settings: dict[str, Any]) -> list[str]:
+        return ["mlperf data"]

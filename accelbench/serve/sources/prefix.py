@@ -19,7 +19,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from accelbench.errors import UsageError
+from accelbench.params import NoOptions, opt, positive
+
+if TYPE_CHECKING:
+    from accelbench.serve.sources.base import RunSettings
 
 #: the tokens a cache block holds: vLLM's default KV block (``--block-size 16``), the unit its prefix cache reuses
 BLOCK_TOKENS = 16
@@ -206,3 +212,39 @@ class Salt:
             return prompt
         salt = [1 + n % self.span, 1 + (n // self.span) % self.span][: len(prompt) - at]
         return prompt[:at] + salt + prompt[at + len(salt) :]
+
+
+@dataclass(frozen=True)
+class PrefixOptions(NoOptions):
+    prefix_tokens: int = opt(
+        0,
+        "random and file prompts: a shared prefix of this many tokens (a system prompt) begins the prompts of "
+        "--prefix-share of the requests (0: none); a random prompt keeps its length, a file's gets it in front",
+        sweep=False,
+    )
+    prefix_share: float = opt(1.0, "the fraction of requests whose prompt begins with a shared prefix", sweep=False)
+    prefix_groups: int = opt(1, "distinct shared prefixes, the requests that share split among them", sweep=False)
+
+    def check(self) -> None:
+        if self.prefix_tokens < 0:
+            raise UsageError(f"--prefix-tokens must not be negative, got {self.prefix_tokens}")
+        if not 0 <= self.prefix_share <= 1:
+            raise UsageError(f"--prefix-share is a fraction of the requests, in [0, 1], got {self.prefix_share:g}")
+        positive("--prefix-groups", self.prefix_groups)
+        if not self.prefix_tokens and (self.prefix_share != 1.0 or self.prefix_groups != 1):
+            raise UsageError("--prefix-share and --prefix-groups shape a shared prefix: give --prefix-tokens N")
+
+
+def check_prefix(params: "RunSettings", options: PrefixOptions) -> None:
+    """A shared prefix changes the prompts an accuracy run judges: refused there."""
+    if options.prefix_tokens and params.mode == "accuracy":
+        raise UsageError("--prefix-tokens changes the prompts the answers are judged on: leave it out of accuracy runs")
+
+
+def prefix_words(settings: dict[str, Any]) -> list[str]:
+    """A shared prefix as a description names it ("prefix 64x0.75"; none without one)."""
+    tokens = int(settings.get("prefix_tokens") or 0)
+    if not tokens:
+        return []
+    share, groups = float(settings.get("prefix_share", 1.0)), int(settings.get("prefix_groups", 1))
+    return [f"prefix {tokens}x{share:g}" + (f" in {groups}" if groups > 1 else "")]

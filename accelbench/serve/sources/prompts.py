@@ -26,12 +26,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.params import NoOptions, opt
+from accelbench.serve.sources.base import RunSettings, Source, Work, library_size
+from accelbench.serve.sources.prefix import PrefixOptions, check_prefix, prefix_words, with_prefix
 
 #: where a JSONL object's prompt is, first match wins (``input`` before ``question``: MLPerf's processed OpenOrca
 #: keeps the full formatted prompt in ``input`` and the bare question in ``question``)
@@ -457,3 +461,95 @@ def from_params(params: Any, options: Any, output_tokens: int, limit: int) -> tu
 def record_noun(fmt: str) -> str:
     """What one record of a prompt file of format ``fmt`` is, in a line that counts them."""
     return "conversations" if fmt == "sharegpt" else "prompts"
+
+
+@dataclass(frozen=True)
+class TemplateOptions(NoOptions):
+    chat_template: str = opt(
+        "auto", "prompts read from a file: wrap each in the tokenizer's chat template: auto, on, off", sweep=False
+    )
+
+    def check(self) -> None:
+        if self.chat_template not in ("auto", "on", "off"):
+            raise UsageError(f"--chat-template is auto, on or off, not {self.chat_template!r}")
+
+    @property
+    def template(self) -> bool | None:
+        return {"auto": None, "on": True, "off": False}[self.chat_template]
+
+
+@dataclass(frozen=True)
+class FileOptions(PrefixOptions, TemplateOptions):
+    prompts: str = opt(
+        "",
+        'a JSONL ({"prompt": ..., "output": ...} a line) or ShareGPT file, tokenized by --checkpoint\'s tokenizer; '
+        "a sample with a reference answer generates its length",
+        sweep=False,
+        metavar="FILE",
+    )
+
+    def check(self) -> None:
+        PrefixOptions.check(self)
+        TemplateOptions.check(self)
+
+
+class FileSource(Source):
+    name = "file"
+    Options = FileOptions
+
+    @classmethod
+    def check_run(cls, params: RunSettings, options: FileOptions) -> None:
+        check_prefix(params, options)
+        if not options.prompts:
+            raise UsageError("--source file reads --prompts FILE: give the file")
+        if not params.tokenizer_dir:
+            raise UsageError("--prompts needs --checkpoint DIR: its tokenizer turns the prompts into tokens")
+        file = Path(options.prompts).expanduser()
+        if not file.is_file():
+            what = "is a folder" if file.is_dir() else "does not exist"
+            raise UsageError(f"prompt file {options.prompts} {what}: give a JSONL or ShareGPT JSON file")
+        from accelbench.serve.limits import DEFAULT_LENGTHS
+
+        default_out = DEFAULT_LENGTHS["tiny" if params.scale == "tiny" else "full"][1]
+        # a bad file: one line; one with rows skipped says how many and where, once, before anything runs
+        read = from_params(params, options, params.output_tokens or default_out, library_size(params))[1]
+        tell_skipped(read.summary.to_dict(), record_noun(read.summary.format))
+
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+
+        o: FileOptions = self.options
+        tokenizer, read = from_params(params, o, lengths[1], total)
+        samples = read.samples
+        prompts = [s.prompt for s in samples]
+        outs = [max(s.output_tokens, 2) for s in samples]  # a second token: TPOT needs one
+        summary: dict[str, Any] = {"source": self.name, **read.summary.to_dict()}
+        if o.prefix_tokens:
+            made = with_prefix(
+                prompts, o.prefix_tokens, o.prefix_share, o.prefix_groups, vocab, keep=tokenizer.bos_token_id,
+                replace=False,
+            )  # fmt: skip
+            prompts, summary["prefix"] = made.prompts, made.summary
+        return Work(prompts, outs, summary, tokenizer, [s.reference for s in samples])
+
+    @classmethod
+    def describe_words(cls, settings: dict[str, Any]) -> list[str]:
+        return [f"prompts {Path(str(settings.get('prompts', ''))).name}", *prefix_words(settings)]
+
+
+#: the skip lines said in this process: a run's parameters are checked several times before it starts (its entry,
+#: its plan, its estimate), and each check reads the file again
+_TOLD: set[str] = set()
+
+
+def tell_skipped(summary: dict[str, Any], noun: str) -> None:
+    """Say on the console (standard error) the rows a file's reader passed over and where, once a process: the
+    parameters' check reads the file before anything runs, so the line comes before the run's progress, and a
+    worker's check writes it to the entry's log. The record keeps the counts (``details.prompts.skipped``)."""
+    line = skipped_line(summary, noun)
+    if line is None:
+        return
+    line = f"accelbench: {summary.get('file')}: {line}"
+    if line not in _TOLD:
+        _TOLD.add(line)
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()

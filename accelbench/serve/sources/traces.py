@@ -45,6 +45,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from accelbench.errors import UsageError
+from accelbench.params import NoOptions, opt
+from accelbench.serve.sources.base import RunSettings, Source, Work
 
 FORMATS = ("auto", "accelbench", "mooncake", "azure")
 #: Mooncake's block: the tokens one of its ``hash_ids`` stands for (kvcache-ai/Mooncake FAST25-release/README.md)
@@ -436,3 +438,45 @@ __all__ = [
     "shared_fraction",
     "synthesize",
 ]
+
+
+@dataclass(frozen=True)
+class TraceOptions(NoOptions):
+    trace: str = opt(
+        "",
+        "a timed trace replayed at its timestamps: JSONL of timestamp (s), input_tokens, output_tokens a line, a "
+        "Mooncake trace (shared hash_ids become shared prompt blocks) or an Azure LLM inference trace CSV",
+        sweep=False,
+        metavar="FILE",
+    )
+    trace_speed: float = opt(1.0, "--trace: replay this many times faster than recorded", sweep=False)
+
+    def check(self) -> None:
+        if self.trace_speed <= 0:
+            raise UsageError(f"--trace-speed must be above 0, got {self.trace_speed:g}")
+
+
+class TraceSource(Source):
+    name = "trace"
+    Options = TraceOptions
+    replayed = True
+
+    @classmethod
+    def check_run(cls, params: RunSettings, options: TraceOptions) -> None:
+        if not options.trace:
+            raise UsageError("--source trace replays --trace FILE: give the file")
+        read_trace(Path(options.trace).expanduser(), speed=options.trace_speed)  # a bad trace: one line, before load
+
+    def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+        o: TraceOptions = self.options
+        trace = read_trace(Path(o.trace).expanduser(), speed=o.trace_speed)
+        prompts = synthesize(trace, vocab)
+        outs = [max(r.output_tokens, 2) for r in trace.rows]
+        summary = {"source": self.name, **trace.to_dict(), "speed": o.trace_speed}
+        summary["shared_fraction"] = shared_fraction(trace)
+        return Work(prompts, outs, summary, arrivals=[r.at for r in trace.rows])
+
+    @classmethod
+    def describe_words(cls, settings: dict[str, Any]) -> list[str]:
+        speed = float(settings.get("trace_speed", 1.0))
+        return [f"trace {Path(str(settings.get('trace', ''))).name}" + (f" x{speed:g}" if speed != 1 else "")]
