@@ -20,7 +20,9 @@ import pytest
 from rich.console import Console
 
 from accelbench.cli.render_trends import scaling_table
+from accelbench.families import family_of
 from accelbench.families import unlike as family_rules
+from accelbench.families.builtin import SERVE
 from accelbench.reference import tokens as ref_tokens
 from accelbench.reference.match import matches
 from accelbench.registry import describe_params
@@ -344,7 +346,7 @@ def test_the_report_reads_the_typed_details_of_every_real_record() -> None:
     assert tokens is not None
     head, *figures = [b for b in tokens.blocks if isinstance(b, Table)]
     rows = [dict(zip(head.columns, [str(getattr(c, "text", c)) for c in row], strict=True)) for row in head.rows]
-    token_runs = [r for r in recs if is_token_run(r)]
+    token_runs = [r for r in recs if family_of(r.benchmark) is SERVE and is_token_run(r)]
     assert len(rows) == len(token_runs) == 9  # server, tight, offline, the sweep's two points, prompts, prefix, trace,
     # conversations
     held = {

@@ -201,7 +201,7 @@ def test_the_sources_have_a_sub_section_of_their_own_beside_the_token_runs_one_t
     """The token runs' table stays the one table of their section (what the sources add is under it, apart)."""
     recs = [conversation(), shared_prefix(), trace()]
     doc = build(ReportInput(recs, describe=describe_params))
-    [inference] = [s for s in doc.sections if s.id == "inference"]
+    [inference] = [s for s in doc.sections if s.id == "serving"]
     [tokens] = [b for b in inference.blocks if isinstance(b, Section) and b.id == "inference-tokens"]
     own_tables = [b for b in tokens.blocks if isinstance(b, Table)]  # the runs' headline and figures
     assert own_tables[0].columns[:2] == ["workload", "verdict"]

@@ -133,10 +133,16 @@ def test_token_runs_have_their_own_table_with_what_an_llm_serving_reader_weighs(
     assert "output tokens/s, VALID (contended: read with care)." in summary
 
 
-def test_a_token_run_is_told_by_its_benchmark() -> None:
+def test_a_token_run_is_told_by_its_family_and_mode() -> None:
+    """A language model's serving runs are the serving family's, whatever their figures (the skipped one has none)
+    and however old (an infer/loadgen record of a decoder is upgraded to infer/llm on read); an image model's are
+    inference's. Of the family's, those with a rate to read are the token table's."""
+    from accelbench.families import family_of
+    from accelbench.families.builtin import INFER, SERVE
+
     recs = token_records()
-    assert all(is_token_run(r) for r in recs.values())  # the skipped one too: no figures, its benchmark says
-    assert not is_token_run(samples_record())
+    assert all(family_of(r.benchmark) is SERVE and is_token_run(r) for r in recs.values())
+    assert family_of(samples_record().benchmark) is INFER
     accuracy = recs["offline"]
     accuracy.params = accuracy.params | {"mode": "accuracy"}  # a quality, not a rate: in its scenario's table
     assert not is_token_run(accuracy)

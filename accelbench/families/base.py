@@ -106,10 +106,10 @@ class Family:
     #: why two of its records do not measure the same thing although their settings pair (a serving rate held to
     #: other latency limits): the one judge asks it, beside the model's identity; None: nothing of its own
     unlike: Callable[[Result, Result], list[str]] | None = None
-
-    def owns(self, benchmark: str) -> bool:
-        """Whether ``benchmark`` (a record's or a registry's name) is one of this family's."""
-        return benchmark.partition("/")[0] == self.name
+    #: benchmarks it owns by their whole name, though named under another family's word (``infer/llm``: a
+    #: language model served by ``accelbench infer`` beside the image models, read as a family of its own); they
+    #: are its, not that family's (:func:`accelbench.families.family_of`)
+    benchmarks: tuple[str, ...] = ()
 
     def short(self, benchmark: str) -> str:
         """The benchmark's name within its family (``gemm`` for ``kernels/gemm``)."""

@@ -67,17 +67,25 @@ TTA = Family(
     published=Published(tasks=("time_to_accuracy",), task="time_to_accuracy", data="real"),
 )
 
-#: inference's metrics in a results table, one line each (the scenario's own figure is the primary one and
+#: what LoadGen reports of any served model, in a results table (the scenario's own figure is the primary one and
 #: is shown as the result); a name ending in * is a prefix, exact names win over it
-INFER_METRICS: dict[str, LabelSpec] = {
-    "quality_ratio": "{value:.2%} of FP32",
-    "fp32_agreement": "FP32's answer on {value:.2%} of samples",  # beside a fidelity figure
-    "reference_*": "FP32 reference {value:sig4}",
+LOADGEN_METRICS: dict[str, LabelSpec] = {
     "query_latency_*": "{stem} per query {metric}",
     "latency_p50_seconds": "p50 {metric}",
     "latency_p99_seconds": "p99 {metric}",
     "latency_*": None,  # the full set is in the record; the table shows the median and the tail
-    # language models (serve/): LoadGen's token figures
+}
+
+#: image models' inference: LoadGen's figures and the served model's quality against FP32's
+INFER_METRICS: dict[str, LabelSpec] = {
+    "quality_ratio": "{value:.2%} of FP32",
+    "fp32_agreement": "FP32's answer on {value:.2%} of samples",  # beside a fidelity figure
+    "reference_*": "FP32 reference {value:sig4}",
+    **LOADGEN_METRICS,
+}
+
+#: language-model serving: LoadGen's token figures (or accelbench's driver's), the prefix cache, the roofline
+SERVE_METRICS: dict[str, LabelSpec] = {
     "requests_per_second": "{value:sig3} requests/s",
     "ttft_p99_ms": "TTFT p99 {value:sig3} ms",
     "tpot_p99_ms": "TPOT p99 {value:sig3} ms",
@@ -110,10 +118,12 @@ INFER_METRICS: dict[str, LabelSpec] = {
     "decode_bandwidth_utilization": "decode {value:sig3}% of peak bandwidth",
     "decode_limit_tokens_per_second": "decode limit {value:sig3} tokens/s",
     "prefill_flops_utilization": "prefill FLOPs {value:sig3}% of peak over the run",
-    # language models, accuracy mode: greedy tokens against FP32's
+    # language models, accuracy mode: greedy tokens against FP32's, ROUGE against a reference (whose: its unit)
+    "reference_*": "reference {value:sig4}",
     "decided_token_agreement": "{value:.2%} of decided tokens kept",
     "sequence_agreement": "FP32's exact answer on {value:.0%} of prompts",
     "position_agreement": None,
+    **LOADGEN_METRICS,
 }
 
 
@@ -159,6 +169,19 @@ INFER = Family(
     ),
 )
 
+SERVE = Family(
+    "serve",
+    "language-model serving",
+    longer="--duration",
+    hint="accelbench infer llama3.1-8b",
+    metrics=SERVE_METRICS,
+    report="accelbench.report.inference:serving",
+    headline="accelbench.report.inference:headlines",
+    unlike=serving.unlike,
+    published=INFER.published,
+    benchmarks=("infer/llm",),
+)
+
 SELFTEST = Family(
     "selftest",
     "harness checks",
@@ -168,4 +191,4 @@ SELFTEST = Family(
 
 #: the shipped families, in the report's order: read as they are by :mod:`accelbench.families.known` (nothing
 #: registers them), a family registered under one of their names standing in its place
-BUILTIN: tuple[Family, ...] = (TUNE, KERNELS, TRAIN, TTA, INFER, SELFTEST)
+BUILTIN: tuple[Family, ...] = (TUNE, KERNELS, TRAIN, TTA, INFER, SERVE, SELFTEST)

@@ -38,16 +38,26 @@ def families() -> list[Family]:
 
 
 def family_of(benchmark: str) -> Family | None:
-    """The family a benchmark belongs to; None for a name of no known family (an old or foreign record)."""
+    """The family a benchmark belongs to: the one that names it whole (:attr:`Family.benchmarks`), else the one
+    named by the word before its ``/``; None for a name of no known family (an old or foreign record)."""
+    known = families()
+    claimed = next((f for f in known if benchmark in f.benchmarks), None)
+    if claimed is not None:
+        return claimed
     name = benchmark.partition("/")[0]
-    return _REGISTERED.get(name) or next((f for f in BUILTIN if f.name == name), None)
+    return next((f for f in known if f.name == name), None)
+
+
+def owns(family: Family, benchmark: str) -> bool:
+    """Whether ``benchmark`` (a record's or a registry's name) is one of ``family``'s."""
+    return family_of(benchmark) is family
 
 
 def unlike(b: Result, c: Result) -> list[str]:
     """The records' family's own reasons their figures do not measure the same thing (its ``Family.unlike``), for
     the one judge: what a caller of :func:`accelbench.results.judge.unlike` or ``compare`` hands over as ``rules``."""
     family = family_of(b.benchmark)
-    if family is None or family.unlike is None or not family.owns(c.benchmark):
+    if family is None or family.unlike is None or not owns(family, c.benchmark):
         return []
     return family.unlike(b, c)
 

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from accelbench.families import Family
+from accelbench.families import Family, owns
 from accelbench.report.model import Cell, Section, Text
 from accelbench.results import format as fmt
 from accelbench.results.describe import Describe, plain
@@ -40,7 +40,7 @@ class ReportInput:
 
     def of_family(self, family: Family, ok: bool = False) -> list[Result]:
         """The records of ``family``'s benchmarks (only those measured, with ``ok``)."""
-        return [r for r in self.records if family.owns(r.benchmark) and (r.status == "ok" or not ok)]
+        return [r for r in self.records if owns(family, r.benchmark) and (r.status == "ok" or not ok)]
 
     def name(self, r: Result) -> str:
         return self.describe(r.benchmark, r.params)

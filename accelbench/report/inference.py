@@ -6,7 +6,7 @@ from functools import partial
 
 import accelbench.report.charts as charts
 from accelbench.families import Family
-from accelbench.families.builtin import INFER
+from accelbench.families.builtin import INFER, SERVE
 from accelbench.report.common import (
     MAX_CHARTS,
     ReportInput,
@@ -49,6 +49,7 @@ def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
 
 
 def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
+    """Image models served under LoadGen: one table a scenario, find-peak's trials drawn."""
     opened = family_section(
         inp,
         family,
@@ -56,14 +57,41 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
         "Inference",
         "Served under the MLPerf LoadGen. VALID and INVALID are LoadGen's verdicts (or the accuracy gate's); "
         "the quick profile is shorter than MLPerf's rules, so its results are marked non-compliant. "
-        "Latencies are per sample as LoadGen reports them; language models, served token by token, have their "
-        "own table (tokens/s, time to first token, time per output token).",
+        "Latencies are per sample as LoadGen reports them.",
+    )
+    if opened is None:
+        return None
+    recs, labels, section = opened
+    section.blocks += scenario_tables(inp, recs, labels, "inference")
+    return section
+
+
+def serving(inp: ReportInput, family: Family = SERVE) -> Section | None:
+    """Language models served token by token: the token runs' tables and charts, then any accuracy run in a
+    table of its scenario (its figure is a quality, not a rate)."""
+    opened = family_section(
+        inp,
+        family,
+        "serving",
+        "Language-model serving",
+        "Served token by token under LoadGen's token mode (or accelbench's own driver, for a trace, conversations "
+        "or a closed loop of users). VALID and INVALID are LoadGen's verdicts (or the accuracy gate's); the quick "
+        "profile is shorter than MLPerf's rules, so its results are marked non-compliant.",
     )
     if opened is None:
         return None
     recs, labels, section = opened
     tokens = [r for r in recs if is_token_run(r)]
-    recs = [r for r in recs if not is_token_run(r)]
+    if tokens:
+        section.blocks.append(token_section(inp, tokens, labels))
+    section.blocks += scenario_tables(inp, [r for r in recs if not is_token_run(r)], labels, "serving")
+    return section
+
+
+def scenario_tables(inp: ReportInput, recs: list[Result], labels: dict[str, str], sid: str) -> list[Section]:
+    """A sub-section a scenario (``SID-offline``...): each record's figure, latencies, cost, energy and notes,
+    with find-peak's trials drawn where a run searched."""
+    out: list[Section] = []
     multi = len(labels) > 1
     drawn = 0
     seen: set[tuple[str, str]] = set()
@@ -75,7 +103,7 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
         ]
         if not mine:
             continue
-        sub = Section(f"inference-{scenario}", scenario.capitalize() if scenario != "singlestream" else "SingleStream")
+        sub = Section(f"{sid}-{scenario}", scenario.capitalize() if scenario != "singlestream" else "SingleStream")
         if scenario == "multistream":
             sub.title = "MultiStream"
         rows = []
@@ -112,7 +140,7 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
                 outcome = f"peak {fmt.number(float(held), 4)}" if held is not None else "no peak held"
                 sub.blocks.append(
                     Chart(
-                        f"find-peak-{drawn}",
+                        f"find-peak-{drawn}" if sid == "inference" else f"{sid}-find-peak-{drawn}",
                         f"find-peak: {inp.name(r)}" + (f" on {labels[r.fingerprint]}" if multi else ""),
                         f"{len(trials)} find-peak trials, {xlabel} against 99th-percentile latency; {outcome}",
                         partial(
@@ -131,7 +159,5 @@ def inference(inp: ReportInput, family: Family = INFER) -> Section | None:
         last = len(cols) - 1 - len(extra)  # the latency columns end before cost, energy and notes
         numeric = frozenset(range(last - 3, last)) | {last - 5}
         sub.blocks.insert(0, Table(cols, rows, numeric=numeric))
-        section.blocks.append(sub)
-    if tokens:
-        section.blocks.append(token_section(inp, tokens, labels))
-    return section
+        out.append(sub)
+    return out

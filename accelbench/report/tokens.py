@@ -58,8 +58,6 @@ from accelbench.results.record import Result
 
 #: the unit of a token run's headline rate: what makes a record a token run's where it has figures
 OUTPUT_TOKENS = "output tokens"
-#: the benchmark that serves a language model token by token
-LLM_SERVING = "infer/llm"
 #: the scenarios in the order their rows are listed (any other after them)
 ORDER = ("offline", "server", "interactive", "singlestream")
 
@@ -75,10 +73,9 @@ NOTE = (
 
 
 def is_token_run(r: Result) -> bool:
-    """Whether ``r`` is a language model's serving run (``infer/llm``, records before that name are upgraded to
-    it on read) with a rate to read. An accuracy run's figure is a quality, not a rate: it stays in its scenario's
-    table, beside the others."""
-    return r.benchmark == LLM_SERVING and r.params.get("mode", "performance") in ("performance", "sweep")
+    """Whether a record of the serving family (its family chose it) has a rate to read. An accuracy run's figure
+    is a quality, not a rate: it goes to a table of its scenario."""
+    return r.params.get("mode", "performance") in ("performance", "sweep")
 
 
 def _ms(r: Result, name: str) -> str:
