@@ -60,6 +60,8 @@ WRITTEN_ONLY = {
     ("engine", "served_model"): "the endpoint engine: a served model's name (a server to run against)",
     ("engine", "url"): "the endpoint engine: the server's address",
     ("find_peak", "peak_requests_per_second"): "a language model's find-peak (minutes of screens on a CPU)",
+    ("derived",): "how cost and energy figures were computed: a run given a price or metered power (none recorded)",
+    ("queries",): "a SingleStream or MultiStream run's queries, its energy per query's divisor (no fixture is one)",
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from accelbench.cost.price import Price
 from accelbench.kit import metrics as fig
+from accelbench.results.details import typed
 from accelbench.results.record import Metric, Result
 
 #: the key of ``Result.details`` that says, per derived figure, how it was computed
@@ -63,7 +64,7 @@ def input_rate(result: Result, rate: Metric) -> tuple[Metric, str] | None:
     """
     if rate.unit != OUTPUT_TOKENS:
         return None
-    read, written = result.details.get("input_tokens"), result.details.get("output_tokens")
+    read, written = typed(result).get("input_tokens"), typed(result).get("output_tokens")
     if not isinstance(read, (int, float)) or not isinstance(written, (int, float)) or read <= 0 or written <= 0:
         return None
     how = f"output tokens/s x {read:,.0f} input / {written:,.0f} output tokens (the run's counts)"
@@ -148,7 +149,7 @@ def energy(result: Result, basis: tuple[str, ...]) -> dict[str, Metric]:
             methods[key] = f"average_watts / {said}" + (" x 1e3" if key.startswith("milli") else "")
         break
     else:
-        queries = result.details.get("queries")  # SingleStream, MultiStream: the run's energy over its queries
+        queries = typed(result).get("queries")  # SingleStream, MultiStream: the run's energy over its queries
         if queries:
             out["millijoules_per_query"] = fig.figure(joules / queries * 1e3, "mJ/query", higher_is_better=False)
             methods["millijoules_per_query"] = f"{joules:,.4g} J / {queries} queries (details.queries) x 1e3"
@@ -156,6 +157,6 @@ def energy(result: Result, basis: tuple[str, ...]) -> dict[str, Metric]:
     return out
 
 
-def derived(result: Result) -> dict[str, Any]:
+def derived(result: Result) -> dict[str, str]:
     """How each derived figure of ``result`` was computed (empty for a record made before they said so)."""
-    return dict(result.details.get(DERIVED) or {})
+    return dict(typed(result).get("derived") or {})

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from accelbench.results import format as fmt
+from accelbench.results.details import typed
 from accelbench.results.record import Metric, Result
 
 
@@ -148,7 +149,7 @@ def metric_text(r: Result, name: str, m: Metric, label: Label, stem: str = "") -
     """One metric of ``r`` in words, as ``label`` says."""
     if callable(label.text):
         return label.text(name, m)
-    estimated = bool((r.details.get("peak") or {}).get("estimated"))
+    estimated = bool((typed(r).get("peak") or {}).get("estimated"))
     return label.text.format(
         metric=fmt.metric(m),
         value=_Value(m.value),

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from accelbench.families import serving
 from accelbench.families.base import Family, LabelSpec, Published
+from accelbench.results.details import typed
 from accelbench.results.record import Result
 
 TUNE = Family(
@@ -132,7 +133,7 @@ def _serving_framework(r: Result, torch: str) -> str:
     server's, whatever this side runs), a language model's engine, or an image model's backend."""
     engine = r.params.get("engine")
     if engine == "endpoint":
-        url = str(r.params.get("url") or (r.details.get("engine") or {}).get("url") or "")
+        url = str(r.params.get("url") or (typed(r).get("engine") or {}).get("url") or "")
         return f"the server at {urlsplit(url).netloc or url or 'an unrecorded URL'}"
     if engine == "vllm":  # the engine in process is vLLM's own
         return f"vLLM in process (PyTorch {torch})"
@@ -146,7 +147,7 @@ def _loadgen_caveats(r: Result, ref: Any) -> list[str]:
     out = []
     if r.params.get("profile", "quick") != "official":
         out.append("accelbench's quick LoadGen profile (seconds), not MLPerf's 600 s official run")
-    if ref.latency_bound_ms is not None and not r.details.get("latency_bound_ms"):
+    if ref.latency_bound_ms is not None and not typed(r).get("latency_bound_ms"):
         out.append(f"latency bound not recorded here (published: {ref.latency_bound_ms:g} ms)")
     return out
 

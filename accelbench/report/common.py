@@ -10,6 +10,7 @@ from accelbench.families import Family, owns
 from accelbench.report.model import Cell, Section, Text
 from accelbench.results import format as fmt
 from accelbench.results.describe import Describe, plain
+from accelbench.results.details import typed
 from accelbench.results.record import Metric, Result
 from accelbench.results.store import RunInfo
 
@@ -180,7 +181,7 @@ def of_runs(n: int) -> str:
 
 def device_of(r: Result) -> str:
     """The device a record ran on, as the record names it (its details, else its parameter)."""
-    return str(r.details.get("device_name") or r.params.get("device") or "")
+    return str(typed(r).get("device_name") or r.params.get("device") or "")
 
 
 def hook(target: str) -> Callable[..., Any]:

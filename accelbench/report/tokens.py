@@ -53,6 +53,7 @@ from accelbench.results.details import (
     served_model,
     sweep_of,
     target_qps,
+    typed,
 )
 from accelbench.results.record import Result
 
@@ -550,7 +551,7 @@ ROW_LABEL = 36
 def _clock(r: Result) -> str:
     """'offline' where the run's TPOT was timed by the SUT's clock (LoadGen times no token in Offline), else
     'served' (LoadGen's TTFT and TPOT): the two are drawn apart, never on one axis."""
-    method = str(r.details.get("tpot_method") or "")
+    method = str(typed(r).get("tpot_method") or "")
     sut = method.startswith("the SUT's clock") or (not method and r.params.get("scenario") == "offline")
     return "offline" if sut else "served"
 
@@ -617,7 +618,7 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
             if bounds
             else "no run here was held to a limit, so none is drawn"
         )
-        by = "LoadGen" if clock == "served" else str(drawn[0].details.get("tpot_method") or "the SUT's clock")
+        by = "LoadGen" if clock == "served" else str(typed(drawn[0]).get("tpot_method") or "the SUT's clock")
         what = " and ".join(kind.upper() for _, kind in panels)
         spelled = " and ".join(LATENCY_WORDS[kind] for _, kind in panels)
         left = f"; {len(runs) - len(drawn)} older run(s) not drawn" if len(runs) > len(drawn) else ""

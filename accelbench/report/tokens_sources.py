@@ -21,7 +21,7 @@ import accelbench.report.charts_tokens as charts_tokens
 from accelbench.report.common import MAX_CHARTS, flags, newest_first, system_cells
 from accelbench.report.model import Block, Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
-from accelbench.results.details import source_of
+from accelbench.results.details import source_of, typed
 from accelbench.results.record import Result
 
 #: the words a server's hit rate is shown as where the record says the server (or engine) reported none
@@ -38,7 +38,7 @@ def _number(value: Any) -> float | None:
 def turns_of(r: Result) -> list[charts_tokens.Turn]:
     """A conversation run's turns as its record keeps them (``details["turns"]``), in turn order; [] where it has
     none (another source, or a record made before turns were kept)."""
-    rows = r.details.get("turns")
+    rows = typed(r).get("turns")
     if not isinstance(rows, list):
         return []
     out = []
@@ -93,7 +93,7 @@ def growth(r: Result, turns: list[charts_tokens.Turn]) -> str:
     the turns after the first (:func:`later_slope`), 'grows' or 'falls' only where its 95% interval leaves out
     zero (the prefix cache named only where it grows: the resent history's prefill is what a cache would save),
     else that the turns show no trend; with too few turns, no trend is stated at all."""
-    driver = r.details.get("driver")
+    driver = typed(r).get("driver")
     users = _number(driver.get("users")) if isinstance(driver, dict) else None
     first = turns[0].p50 if turns else None
     burst = (
@@ -124,7 +124,7 @@ def growth(r: Result, turns: list[charts_tokens.Turn]) -> str:
 
 def _driver(r: Result) -> str:
     """'4 users, 0 ms think time': how the replay driver held the conversations, where the record says."""
-    driver = r.details.get("driver")
+    driver = typed(r).get("driver")
     if not isinstance(driver, dict):
         return ""
     users, think = _number(driver.get("users")), _number(driver.get("think_ms"))
@@ -188,7 +188,7 @@ def prefix_table(recs: list[Result], labels: dict[str, str], name: Callable[[Res
     serve and no server reported a count: a table of 0% and 'not reported' rows says nothing."""
     found = []
     for r in recs:
-        cache = r.details.get("prefix_cache")
+        cache = typed(r).get("prefix_cache")
         if isinstance(cache, dict) and isinstance(cache.get("sent"), dict):
             found.append((r, cache["sent"], cache.get("served")))
     if not any((_number(sent.get("hit_rate")) or 0) > 0 or isinstance(served, dict) for _, sent, served in found):
@@ -231,7 +231,7 @@ def prefix_table(recs: list[Result], labels: dict[str, str], name: Callable[[Res
 
 def is_trace(r: Result) -> bool:
     """Whether a run replayed a trace's arrivals (its source parameter, or its prompts' summary, says so)."""
-    prompts = r.details.get("prompts")
+    prompts = typed(r).get("prompts")
     return source_of(r) == "trace" or (isinstance(prompts, dict) and prompts.get("source") == "trace")
 
 
@@ -256,9 +256,9 @@ def trace_table(recs: list[Result], labels: dict[str, str], name: Callable[[Resu
     rows: list[list[str | Cell]] = []
     thresholds: dict[str, None] = {}
     for r in runs:
-        driver = r.details.get("driver")
+        driver = typed(r).get("driver")
         driver = driver if isinstance(driver, dict) else {}
-        late, sent = _number(driver.get("late_requests")), _number(r.details.get("requests"))
+        late, sent = _number(driver.get("late_requests")), _number(typed(r).get("requests"))
         if _number(driver.get("late_ms")) is not None:
             thresholds[f"{driver['late_ms']:g} ms"] = None
         late_words = "" if late is None else f"{late:,.0f}" + (f" of {sent:,.0f}" if sent is not None else "")

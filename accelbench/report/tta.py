@@ -24,7 +24,7 @@ from accelbench.report.common import (
 )
 from accelbench.report.model import Chart, Section, Table
 from accelbench.results import format as fmt
-from accelbench.results.details import score_of
+from accelbench.results.details import score_of, typed
 from accelbench.results.record import Result
 
 
@@ -59,8 +59,8 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
     seen: set[tuple[str, str]] = set()
     for r in newest_first(recs):
         score = score_of(r)
-        seeds = r.details.get("seeds") or []
-        target = r.details.get("target", r.params.get("target"))
+        seeds = typed(r).get("seeds") or []
+        target = typed(r).get("target", r.params.get("target"))
         spread = r.metrics.get("time_to_target_spread")
         ep = r.metrics.get("epochs_to_target")
         rows.append(
@@ -79,8 +79,8 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
             ]
         )
         # one chart per metric the run had to reach (Mask R-CNN: box AP, then mask AP), each with its target
-        goals = [(str(r.details.get("metric", "quality")), "quality", target)]
-        goals += [(name, name, t) for name, t in (r.details.get("more_targets") or {}).items()]
+        goals = [(str(typed(r).get("metric", "quality")), "quality", target)]
+        goals += [(name, name, t) for name, t in (typed(r).get("more_targets") or {}).items()]
         charted = [(metric, goal, _curves(seeds, key)) for metric, key, goal in goals]
         charted = [c for c in charted if c[2]]
         if not charted or drawn >= MAX_CHARTS or (r.fingerprint, inp.name(r)) in seen:

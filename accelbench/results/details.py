@@ -210,6 +210,10 @@ class Details(TypedDict, total=False):
     output_tokens: int
     target_qps: float | None
     tpot_method: str
+    #: SingleStream, MultiStream: the queries LoadGen issued (energy and cost per query divide by them)
+    queries: int
+    #: how each derived figure (cost, energy per unit) was computed, by figure name
+    derived: dict[str, str]
     engine: EngineFacts
     prompts: Prompts
     #: prefix reuse sent and served; a replayed source's driver, and a conversation run's turns
