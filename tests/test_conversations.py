@@ -14,13 +14,8 @@ import pytest
 from test_llm_prompts import TEMPLATE, save_tokenizer
 
 from accelbench.errors import UsageError
-from accelbench.serve.sources.conversations import (
-    Conversation,
-    ConversationSet,
-    Turn,
-    read_conversations,
-    synthetic_conversations,
-)
+from accelbench.serve.sources.base import Conversation, ConversationSet, Turn
+from accelbench.serve.sources.conversations import read_conversations, synthetic_conversations
 from accelbench.serve.sources.prompts import load_tokenizer
 
 

@@ -28,8 +28,7 @@ from accelbench.serve.engines.base import Engine, TokenRequest
 
 if TYPE_CHECKING:
     from accelbench.serve.limits import Limits
-    from accelbench.serve.sources.base import Work
-    from accelbench.serve.sources.conversations import Conversation
+    from accelbench.serve.sources.base import Conversation, Work
 
 #: a request sent later than this after its due time is late (the driver, not the server, set its arrival)
 LATE_MS = 10.0

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from accelbench.params import NoOptions
 
 if TYPE_CHECKING:
-    from accelbench.serve.sources.conversations import ConversationSet
     from accelbench.serve.sources.prefix import Salt
 
 
@@ -52,6 +51,36 @@ class RunSettings(Protocol):
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One exchange: the user's new tokens (the whole prompt only on the first turn), the tokens to generate, and
+    the answer the file gave (None when it has none: a synthetic turn, or an empty answer)."""
+
+    user: list[int]
+    answer_tokens: int
+    reference: str | None
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation's turns, in the order they are sent."""
+
+    turns: list[Turn]
+
+
+@dataclass(frozen=True)
+class ConversationSet:
+    """The conversations to replay, in file order, and the summary a record keeps."""
+
+    conversations: list[Conversation]
+    summary: dict[str, Any]
+
+    @property
+    def turns(self) -> int:
+        """The turns of all the conversations: the requests a replay sends."""
+        return sum(len(c.turns) for c in self.conversations)
+
+
+@dataclass(frozen=True)
 class Work:
     """What a token run serves: the prompts' tokens, each one's output tokens, and where they came from."""
 
@@ -65,7 +94,7 @@ class Work:
     #: seconds from the run's start at which each prompt is sent (a trace); None: LoadGen's schedule
     arrivals: list[float] | None = None
     #: conversations whose turns are sent after their answers (the prompts are their first turns)
-    conversations: "ConversationSet | None" = None
+    conversations: ConversationSet | None = None
 
     @property
     def longest(self) -> int:

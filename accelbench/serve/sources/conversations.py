@@ -30,7 +30,16 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.params import opt, positive
-from accelbench.serve.sources.base import RunSettings, Source, Work, asked_lengths, library_size
+from accelbench.serve.sources.base import (
+    Conversation,
+    ConversationSet,
+    RunSettings,
+    Source,
+    Turn,
+    Work,
+    asked_lengths,
+    library_size,
+)
 from accelbench.serve.sources.prompts import (
     EMPTY_PROMPT,
     GPT_ROLES,
@@ -52,36 +61,6 @@ from accelbench.serve.sources.prompts import (
 
 #: the roles of a turn before the conversation's first question, left out
 SYSTEM_ROLES = ("system",)
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One exchange: the user's new tokens (the whole prompt only on the first turn), the tokens to generate, and
-    the answer the file gave (None when it has none: a synthetic turn, or an empty answer)."""
-
-    user: list[int]
-    answer_tokens: int
-    reference: str | None
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """A conversation's turns, in the order they are sent."""
-
-    turns: list[Turn]
-
-
-@dataclass(frozen=True)
-class ConversationSet:
-    """The conversations to replay, in file order, and the summary a record keeps."""
-
-    conversations: list[Conversation]
-    summary: dict[str, Any]
-
-    @property
-    def turns(self) -> int:
-        """The turns of all the conversations: the requests a replay sends."""
-        return sum(len(c.turns) for c in self.conversations)
 
 
 def read_conversations(

@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt, positive
-
-if TYPE_CHECKING:
-    from accelbench.serve.sources.base import RunSettings
 
 #: the tokens a cache block holds: vLLM's default KV block (``--block-size 16``), the unit its prefix cache reuses
 BLOCK_TOKENS = 16
@@ -235,9 +232,9 @@ class PrefixOptions(NoOptions):
             raise UsageError("--prefix-share and --prefix-groups shape a shared prefix: give --prefix-tokens N")
 
 
-def check_prefix(params: "RunSettings", options: PrefixOptions) -> None:
-    """A shared prefix changes the prompts an accuracy run judges: refused there."""
-    if options.prefix_tokens and params.mode == "accuracy":
+def check_prefix(mode: str, options: PrefixOptions) -> None:
+    """A shared prefix changes the prompts an accuracy run judges: refused in that ``mode``."""
+    if options.prefix_tokens and mode == "accuracy":
         raise UsageError("--prefix-tokens changes the prompts the answers are judged on: leave it out of accuracy runs")
 
 

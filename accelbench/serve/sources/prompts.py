@@ -499,7 +499,7 @@ class FileSource(Source):
 
     @classmethod
     def check_run(cls, params: RunSettings, options: FileOptions) -> None:
-        check_prefix(params, options)
+        check_prefix(params.mode, options)
         if not options.prompts:
             raise UsageError("--source file reads --prompts FILE: give the file")
         if not params.tokenizer_dir:

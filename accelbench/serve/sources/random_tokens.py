@@ -34,7 +34,7 @@ class RandomSource(Source):
 
     @classmethod
     def check_run(cls, params: RunSettings, options: RandomOptions) -> None:
-        check_prefix(params, options)
+        check_prefix(params.mode, options)
         from accelbench.serve.limits import lengths
 
         prompt_len = lengths(params)[0]
