@@ -1,21 +1,71 @@
-"""User extensions named ``package.module:Class`` (a workload, a serving backend), loaded and type-checked."""
+"""Parts of one's own: named ``package.module:Class`` where a part is asked for, or installed by name.
+
+Every kind of part accelbench looks up by name (a model, a serving backend, a generating engine, a prompt source,
+a device kind, a benchmark family) is found the same way: a built-in name, a name an installed package declares,
+or a ``package.module:Class`` given where the name goes. A package declares its parts in one entry-point group,
+:data:`GROUP`, one line a part, the entry's name being ``KIND.NAME`` (the kinds: :data:`KINDS`)::
+
+    [project.entry-points."accelbench.parts"]
+    "engine.echo" = "mypkg.serving:Echo"
+    "source.repeated" = "mypkg.serving:Repeated"
+    "device_kind.npu" = "mypkg.npu:KIND"
+
+An installed engine or source is then a built-in's equal: its name is a choice of ``--engine``/``--source`` and
+its settings are flags of ``accelbench infer``. A built-in's name is never replaced by an installed one. Nothing is
+imported until a part is asked for by name (the entry points are read, their modules are not).
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from accelbench.errors import UsageError
 
 T = TypeVar("T")
 
+#: the entry-point group installed packages declare their parts in
+GROUP = "accelbench.parts"
+#: the kinds of part, as an entry's name begins (``engine.echo``)
+KINDS = ("model", "backend", "engine", "source", "device_kind", "family")
 
-def load_class(path: str, base: type[T], kind: str) -> type[T]:
+
+def installed(kind: str) -> dict[str, str]:
+    """The parts of ``kind`` installed packages declare, name -> ``module:attribute``, in the order found."""
+    if kind not in KINDS:
+        raise ValueError(f"no kind of part {kind!r}: the kinds are {', '.join(KINDS)}")
+    prefix = kind + "."
+    return {name[len(prefix) :]: value for name, value in _declared() if name.startswith(prefix)}
+
+
+@functools.cache
+def _declared() -> tuple[tuple[str, str], ...]:
+    """Every entry of :data:`GROUP`, read once a process (the installed packages do not change under a run; a
+    family's records are looked up by it thousands of times in a report)."""
+    from importlib.metadata import entry_points
+
+    return tuple((ep.name, ep.value) for ep in entry_points(group=GROUP))
+
+
+def with_installed(kind: str, builtin: dict[str, T]) -> dict[str, T | str]:
+    """The built-in parts of ``kind`` and after them the installed ones a built-in name does not shadow."""
+    extra: dict[str, T | str] = {n: v for n, v in installed(kind).items() if n not in builtin}
+    return {**builtin, **extra}
+
+
+def load_object(path: str, what: str) -> Any:
+    """The object ``module:attribute`` names, or one line saying why it cannot be loaded."""
     module, _, name = path.partition(":")
     try:
-        obj = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise UsageError(f"cannot load {kind} {path!r}: {exc}") from None
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise UsageError(f"cannot load {what} {path!r}: {exc}") from None
+
+
+def load_class(path: str, base: type[T], kind: str) -> type[T]:
+    """The class ``package.module:Class`` names, checked to be a ``base`` (one line where it is not)."""
+    obj = load_object(path, kind)
     if not (isinstance(obj, type) and issubclass(obj, base)):
         raise UsageError(f"{path!r} is not a subclass of {base.__module__}.{base.__qualname__}")
     return obj

@@ -110,3 +110,61 @@ def test_a_users_source_setting_is_checked_by_its_own_options(tmp_path: Path, cl
     done = run_cli(["run", str(suite), "--db", str(tmp_path / "b.db")], env, tmp_path, process=True)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--word must not be negative, got -1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_installed_parts_are_chosen_by_name_with_their_settings_as_flags(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """A package that declares its engine and source in the ``accelbench.parts`` entry-point group (an installed
+    distribution's ``entry_points.txt``, found on the path as pip leaves it): ``--engine echo --source repeated``
+    choose them by name, their settings are flags, a bad one is refused by its own check, and ``--help`` lists
+    them beside the built-ins."""
+    (tmp_path / "toy_parts.py").write_text(TOY)
+    info = tmp_path / "toy_parts-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-parts\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[accelbench.parts]\nengine.echo = toy_parts:Echo\nsource.repeated = toy_parts:Repeated\n"
+    )
+    env = cli_env | {"PYTHONPATH": str(tmp_path)}
+    db = tmp_path / "i.db"
+    args = ["infer", "llama3.1-8b", "--scale", "tiny", "--engine", "echo", "--echo-delay-ms", "1", "--source",
+            "repeated", "--word", "11", "--duration", "1", "--db", str(db)]  # fmt: skip
+    done = run_cli(args, env, tmp_path, process=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = stored(db)
+    assert record.status == "ok", record.error
+    assert (record.params["engine"], record.params["source"], record.params["word"]) == ("echo", "repeated", 11)
+    assert record.details["prompts"] == {"source": "repeated", "word": 11}
+    bad = run_cli([*args[:-2], "--word", "-3", "--db", str(db)], env, tmp_path, process=True)
+    assert bad.returncode == 2 and "--word must not be negative, got -3" in bad.stderr, bad.stderr
+    helped = run_cli(["infer", "--help"], env | {"COLUMNS": "200"}, tmp_path, process=True)
+    assert "--echo-delay-ms" in helped.stdout and "--word" in helped.stdout
+
+
+def test_a_device_kind_and_a_family_are_installed_the_same_way(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """The one entry-point group holds every kind of part: a device kind (the suite's fake accelerator) and a
+    family of records, each found by name in a fresh process."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(Path(__file__).parent / "fake_kind.py", tmp_path / "fake_kind.py")
+    (tmp_path / "toy_family.py").write_text(
+        "from accelbench.families import Family\nFAMILY = Family('toy', 'toy figures')\n"
+    )
+    info = tmp_path / "toy_parts-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-parts\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[accelbench.parts]\ndevice_kind.fakeaccel = fake_kind:KIND\nfamily.toy = toy_family:FAMILY\n"
+    )
+    code = (
+        "from accelbench.devices.kind import by_name\nfrom accelbench.families import family_of\n"
+        "print(type(by_name('fakeaccel')).__name__, family_of('toy/x').title)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env | {"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["FakeKind", "toy", "figures"]

@@ -13,8 +13,6 @@ method in words), so a reader of the JSON need not know this module to check a f
 
 from __future__ import annotations
 
-from typing import Any
-
 from accelbench.cost.price import Price
 from accelbench.kit import metrics as fig
 from accelbench.results.details import typed

@@ -143,7 +143,8 @@ def _builtin() -> None:
 
 #: modules (comma-separated) whose ``KIND`` is a device kind to add; inherited by every process accelbench starts
 ENV = "ACCELBENCH_DEVICE_KINDS"
-#: the entry-point group a package declares its device kinds in (``module:KIND`` or a module with ``KIND``)
+#: the entry-point group packages declared their device kinds in before :data:`accelbench.plugins.GROUP` (where a
+#: package now declares ``device_kind.NAME``); still read (``module:KIND`` or a module with ``KIND``)
 ENTRY_POINTS = "accelbench.device_kinds"
 
 
@@ -151,8 +152,10 @@ def _extra_modules() -> list[str]:
     import os
     from importlib.metadata import entry_points
 
+    from accelbench.plugins import installed
+
     named = [m.strip() for m in os.environ.get(ENV, "").split(",") if m.strip()]
-    return named + [ep.value for ep in entry_points(group=ENTRY_POINTS)]
+    return named + [ep.value for ep in entry_points(group=ENTRY_POINTS)] + list(installed("device_kind").values())
 
 
 def _load(spec: str) -> DeviceKind:

@@ -31,10 +31,26 @@ def unregister(name: str) -> None:
 
 def families() -> list[Family]:
     """Every known family, in the order the report shows them: the shipped ones (each replaced by a registered
-    family of its name), then those registered, in the order they were."""
+    family of its name), then those registered, in the order they were, then those installed packages declare
+    (:mod:`accelbench.plugins`: ``family.NAME = module:FAMILY``, a :class:`Family` instance)."""
     shipped = [_REGISTERED.get(f.name, f) for f in BUILTIN]
     names = {f.name for f in BUILTIN}
-    return shipped + [f for name, f in _REGISTERED.items() if name not in names]
+    own = shipped + [f for name, f in _REGISTERED.items() if name not in names]
+    taken = {f.name for f in own}
+    return own + [f for f in _installed() if f.name not in taken]
+
+
+def _installed() -> list[Family]:
+    from accelbench.errors import UsageError
+    from accelbench.plugins import installed, load_object
+
+    out = []
+    for name, path in installed("family").items():
+        family = load_object(path, "family")
+        if not isinstance(family, Family):
+            raise UsageError(f"{path!r} (family.{name}) is not an accelbench.families.Family")
+        out.append(family)
+    return out
 
 
 def family_of(benchmark: str) -> Family | None:

@@ -6,6 +6,7 @@ from accelbench.errors import UsageError
 from accelbench.infer.backends import Backend, Null, Sleep, TorchCompiled, TorchEager
 from accelbench.infer.onnxrt import OnnxRuntime, OnnxRuntimeInt8, TensorRT
 from accelbench.infer.openvino import OpenVino
+from accelbench.plugins import load_class, with_installed
 
 BACKENDS: dict[str, type[Backend]] = {
     b.name: b for b in (TorchEager, TorchCompiled, OnnxRuntime, OnnxRuntimeInt8, TensorRT, OpenVino, Null, Sleep)
@@ -13,14 +14,20 @@ BACKENDS: dict[str, type[Backend]] = {
 
 
 def backend_class(name: str) -> type[Backend]:
-    """A built-in backend by name, or a user's ``package.module:Class`` (a :class:`Backend` subclass)."""
+    """A built-in backend by name, one an installed package declares (:mod:`accelbench.plugins`), or a user's
+    ``package.module:Class`` (a :class:`Backend` subclass)."""
     if ":" in name:
-        from accelbench.plugins import load_class
-
         return load_class(name, Backend, "backend")
-    if name not in BACKENDS:
-        raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}, or package.module:Class")
-    return BACKENDS[name]
+    known = with_installed("backend", BACKENDS)
+    if name not in known:
+        raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(known)}, or package.module:Class")
+    found = known[name]
+    return load_class(found, Backend, "backend") if isinstance(found, str) else found
+
+
+def builtin_backends() -> dict[str, type[Backend]]:
+    """The backends by name, built-in and installed (their options are flags of ``accelbench infer``)."""
+    return {name: backend_class(name) for name in with_installed("backend", BACKENDS)}
 
 
 def backend(name: str) -> Backend:

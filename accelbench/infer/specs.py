@@ -12,7 +12,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.catalog import BACKENDS, backend, backend_class
+from accelbench.infer.catalog import BACKENDS, backend, backend_class, builtin_backends
 from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.workloads import is_decoder
@@ -20,7 +20,7 @@ from accelbench.workloads import is_decoder
 SCENARIOS = ("offline", "server", "singlestream", "multistream")
 MODES = ("performance", "accuracy", "find-peak")
 #: the backends ``--backend`` chooses among, each owning its settings
-BACKEND_PARTS = Parts("backend", "backend_options", "backend", lambda: dict(BACKENDS), backend_class)
+BACKEND_PARTS = Parts("backend", "backend_options", "backend", lambda: dict(builtin_backends()), backend_class)
 INFER_PRECISIONS = ("auto", "fp32", "amp_fp16", "amp_bf16", "bf16", "fp16", "int8")
 
 

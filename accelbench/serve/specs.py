@@ -18,8 +18,8 @@ from accelbench.errors import UsageError
 from accelbench.infer.loadgen_params import LoadGenParams
 from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.results.details import source_named
-from accelbench.serve.engines.base import ENGINES, engine_class
-from accelbench.serve.sources.base import SOURCES, builtin_sources, source_class
+from accelbench.serve.engines.base import engine_class, engine_names
+from accelbench.serve.sources.base import builtin_sources, source_class, source_names
 from accelbench.serve.sweep import SweepParams
 from accelbench.workloads import is_decoder
 
@@ -27,7 +27,9 @@ SCENARIOS = ("offline", "server", "singlestream", "interactive")
 MODES = ("performance", "accuracy", "find-peak", "sweep")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: the engines ``--engine`` chooses among, each owning its settings
-ENGINE_PARTS = Parts("engine", "engine_options", "engine", lambda: {n: engine_class(n) for n in ENGINES}, engine_class)
+ENGINE_PARTS = Parts(
+    "engine", "engine_options", "engine", lambda: {n: engine_class(n) for n in engine_names()}, engine_class
+)
 #: the prompt sources ``--source`` chooses among (or the one whose settings are given), each owning its settings
 SOURCE_PARTS = Parts(
     "source",
@@ -240,11 +242,11 @@ class LLMServeParams(SweepParams, LoadGenParams):
             words.append(p["mode"])
         default = DEFAULT_LENGTHS["tiny" if p.get("scale") == "tiny" else "full"]
         name = str(p.get("engine", cls.__dataclass_fields__["engine"].default))
-        impl = engine_class(name) if name in ENGINES else None
+        impl = engine_class(name) if name in engine_names() else None
         words.append(name)
         words += impl.describe_words(p) if impl else []
         src = source_named(p)
-        words += source_class(src).describe_words(p) if src in SOURCES else [src]
+        words += source_class(src).describe_words(p) if src in source_names() else [src]
         words.append(f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens")
         precision = (impl.labels(p) if impl else p).get("precision", "fp32")  # an older record's auto, labelled
         words += [f"bs<={p['batch_size']}", precision, p["profile"]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 
 from accelbench.errors import UsageError
-from accelbench.plugins import load_class
+from accelbench.plugins import load_class, with_installed
 from accelbench.workloads.base import ModelInfo, Workload
 
 #: decoder presets (accelbench.workloads.decoder), named here without importing transformers
@@ -55,14 +55,16 @@ def _load(path: str) -> type[Workload]:
 
 
 def workload_class(name: str) -> type[Workload]:
-    """A built-in model by name, or a user's ``package.module:Class``."""
+    """A built-in model by name, one an installed package declares (:mod:`accelbench.plugins`), or a user's
+    ``package.module:Class``."""
     if ":" in name:
         return _load(name)
-    if name not in MODELS:
-        close = difflib.get_close_matches(name, list(MODELS), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; models: {', '.join(MODELS)}"
+    known = with_installed("model", MODELS)
+    if name not in known:
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; models: {', '.join(known)}"
         raise UsageError(f"unknown model {name!r}{hint}")
-    return _load(MODELS[name])
+    return _load(str(known[name]))
 
 
 def model_info(name: str) -> ModelInfo:

@@ -290,14 +290,23 @@ ENGINES: dict[str, str] = {
 
 
 def engine_class(name: str) -> type[Engine]:
-    """A built-in engine by name, or a user's ``package.module:Class`` (an :class:`Engine` subclass)."""
-    from accelbench.plugins import load_class
+    """A built-in engine by name, one an installed package declares (:mod:`accelbench.plugins`), or a user's
+    ``package.module:Class`` (an :class:`Engine` subclass)."""
+    from accelbench.plugins import load_class, with_installed
 
     if ":" in name:
         return load_class(name, Engine, "engine")
-    if name not in ENGINES:
-        raise UsageError(f"unknown engine {name!r}: choose one of {', '.join(ENGINES)}, or package.module:Class")
-    return load_class(ENGINES[name], Engine, "engine")
+    known = with_installed("engine", ENGINES)
+    if name not in known:
+        raise UsageError(f"unknown engine {name!r}: choose one of {', '.join(known)}, or package.module:Class")
+    return load_class(str(known[name]), Engine, "engine")
+
+
+def engine_names() -> list[str]:
+    """The engines by name, built-in and installed (their options are flags of ``accelbench infer``)."""
+    from accelbench.plugins import with_installed
+
+    return list(with_installed("engine", ENGINES))
 
 
 @dataclass

@@ -167,15 +167,24 @@ SOURCES: dict[str, str] = {
 
 
 def source_class(name: str) -> type[Source]:
-    """A built-in source by name, or a user's ``package.module:Class`` (a :class:`Source` subclass)."""
+    """A built-in source by name, one an installed package declares (:mod:`accelbench.plugins`), or a user's
+    ``package.module:Class`` (a :class:`Source` subclass)."""
     from accelbench.params import check_choice
-    from accelbench.plugins import load_class
+    from accelbench.plugins import load_class, with_installed
 
     if ":" in name:
         return load_class(name, Source, "source")
-    return load_class(SOURCES[check_choice("source", name, tuple(SOURCES))], Source, "source")
+    known = with_installed("source", SOURCES)
+    return load_class(str(known[check_choice("source", name, tuple(known))]), Source, "source")
+
+
+def source_names() -> list[str]:
+    """The sources by name, built-in and installed."""
+    from accelbench.plugins import with_installed
+
+    return list(with_installed("source", SOURCES))
 
 
 def builtin_sources() -> dict[str, type[Source]]:
-    """The built-in sources' classes, by name (their options are flags of ``accelbench infer``)."""
-    return {name: source_class(name) for name in SOURCES}
+    """The sources by name, built-in and installed (their options are flags of ``accelbench infer``)."""
+    return {name: source_class(name) for name in source_names()}
