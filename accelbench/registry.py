@@ -97,9 +97,18 @@ class BenchmarkInfo:
             raise LookupError(f"{self.name!r} names no known family: register its Family first")
         return family
 
+    @property
+    def offered_as(self) -> Command:
+        """The command that offers it, for the code that builds or runs one (a kernel's benchmark and a search
+        have none of their own)."""
+        if self.command is None:
+            raise LookupError(f"{self.name!r} is offered by no command of its own")
+        return self.command
+
     def load(self) -> Callable[[Any, RunContext], Iterable[Any]]:
         module, _, func = self.target.partition(":")
-        return getattr(importlib.import_module(module), func)
+        run: Callable[[Any, RunContext], Iterable[Any]] = getattr(importlib.import_module(module), func)
+        return run
 
     def make_params(self, values: dict[str, Any]) -> CommonParams:
         return build_params(self.params, values, self.name)

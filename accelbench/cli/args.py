@@ -14,6 +14,9 @@ from accelbench.errors import UsageError
 
 _TAG_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
+#: what flags are added to: a parser or one of its argument groups (argparse's common base of the two)
+Flags = argparse._ActionsContainer
+
 
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage dump) that says where to look."""
@@ -71,7 +74,8 @@ def int_range(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"bad range {text!r}: write START:STOP:xFACTOR or START:STOP:+STEP") from None
     if start < 1 or stop < start or step < (2 if geometric else 1):
         raise argparse.ArgumentTypeError(f"bad range {text!r}: need 1 <= START <= STOP and a step that grows")
-    values, v = [], start
+    values: list[int] = []
+    v = start
     while v <= stop and len(values) < 1000:
         values.append(v)
         v = v * step if geometric else v + step
@@ -85,7 +89,7 @@ def device_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_pairs(p: Any, flag: str, help: str) -> None:
+def add_pairs(p: Flags, flag: str, help: str) -> None:
     """A repeatable ``KEY=VALUE`` flag (tags, parameter filters): a list of (key, value) pairs."""
     p.add_argument(flag, type=tag, action="append", default=[], metavar="KEY=VALUE", help=help)
 
@@ -97,7 +101,7 @@ def tag(text: str) -> tuple[str, str]:
     return key, value
 
 
-def add_store_option(p: argparse.ArgumentParser) -> None:
+def add_store_option(p: Flags) -> None:
     p.add_argument(
         "--db",
         type=Path,
@@ -116,7 +120,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
         help=f"auto (default: an accelerator if one is found, else cpu), or a kind with an optional index (cuda:1): "
         f"{', '.join(sorted(BUILTIN))}; a kind of one's own through ${ENV}",
     )
-    add_store_option(g)  # type: ignore[arg-type]
+    add_store_option(g)
     g.add_argument(
         "--out",
         type=Path,

@@ -7,7 +7,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.markup import escape
 
@@ -15,6 +15,7 @@ from accelbench import config, registry
 from accelbench.cli import args as a
 from accelbench.cli.kernel_args import add_param_flags, add_set_flags, entries_from_args
 from accelbench.cli.render import (
+    Checked,
     ProgressObserver,
     console,
     err_console,
@@ -27,10 +28,24 @@ from accelbench.cli.render_trends import scaling_table
 from accelbench.devices import resolve_device
 from accelbench.errors import UsageError
 from accelbench.kernels.sets import all_sets
-from accelbench.registry import BENCHMARKS, describe_params, get, sharing_command
+from accelbench.registry import BENCHMARKS, BenchmarkInfo, Command, describe_params, get, sharing_command
 from accelbench.results import format as fmt
+from accelbench.results.record import Result
 from accelbench.results.store import Store, default_store_path
-from accelbench.suite.suites import BUILTIN, DEFAULT_ACCELERATOR, DEFAULT_CPU, Suite, builtin_suite, resolve_targets
+from accelbench.suite.suites import (
+    BUILTIN,
+    DEFAULT_ACCELERATOR,
+    DEFAULT_CPU,
+    Entry,
+    Suite,
+    builtin_suite,
+    resolve_targets,
+)
+
+if TYPE_CHECKING:
+    from accelbench.cost.price import Price
+    from accelbench.suite.plan import Planned
+    from accelbench.suite.runner import RunOptions, RunSummary
 
 #: Exit statuses of a run: a failed benchmark, or (none failed) a result its own verdict calls INVALID.
 EXIT_FAILED, EXIT_INVALID = 1, 3
@@ -100,15 +115,15 @@ def register(sub: Any) -> None:
         kp.set_defaults(handler=cmd_kernel, benchmark=info.name)
 
 
-def _register_family(sub: Any, infos: list[Any]) -> None:
+def _register_family(sub: Any, infos: list[BenchmarkInfo]) -> None:
     """``accelbench train|infer|tta ...``: the positional field, one flag per other field of each benchmark the
     command offers (the first's, then the others' own in groups named by what they measure), the common options."""
     from dataclasses import fields
 
     first = infos[0]
-    cmd = first.command
+    cmd = first.offered_as
     field = next(f for f in fields(first.params) if f.name == cmd.positional)
-    description = " ".join([cmd.description, *(o.command.description for o in infos[1:])])
+    description = " ".join([cmd.description, *(o.offered_as.description for o in infos[1:])])
     p = sub.add_parser(cmd.name, help=cmd.help.replace("%", "%%"), description=description)
     p.add_argument(
         cmd.positional,
@@ -136,7 +151,7 @@ def _register_family(sub: Any, infos: list[Any]) -> None:
     p.set_defaults(handler=cmd_family, benchmark=first.name)
 
 
-def _options(ns: argparse.Namespace) -> Any:
+def _options(ns: argparse.Namespace) -> RunOptions:
     from accelbench.suite.runner import RunOptions
 
     return RunOptions(
@@ -151,7 +166,7 @@ def _options(ns: argparse.Namespace) -> Any:
     )
 
 
-def _price(ns: argparse.Namespace) -> Any:
+def _price(ns: argparse.Namespace) -> Price | None:
     """The run's price, checked against the hardware it measures, and said once where a file or a drop hides it.
 
     A named instance whose accelerators differ from the measured device is refused (``--price-mismatch-ok``
@@ -191,7 +206,11 @@ def _price(ns: argparse.Namespace) -> Any:
 
 
 def _execute(
-    ns: argparse.Namespace, suite: Suite | None, resume: str | None = None, after: Any = None, note: str = ""
+    ns: argparse.Namespace,
+    suite: Suite | None,
+    resume: str | None = None,
+    after: Callable[[RunSummary], None] | None = None,
+    note: str = "",
 ) -> int:
     """Open the store (failing before anything runs), run with progress, print the summary."""
     from accelbench.suite.runner import run_suite
@@ -223,7 +242,7 @@ def _execute(
             suite = sampled(suite, ns.sample, ns.seed or 0)
         suite = suite.repeated(ns.repeat)
     planned = _plan(ns, suite, store, profile["fingerprint"])
-    if planned is None:
+    if planned is None or store is None:  # --dry-run (the one run with no store open): the plan printed, no run
         return 0
     estimates = {p.entry.key: p.last_seconds for p in planned}
     with ProgressObserver(estimates, quiet=ns.json) as observer:
@@ -303,19 +322,17 @@ def sampled(suite: Suite, n: int, seed: int) -> Suite:
     return Suite(suite.name, picked, suite.description, suite.source, meta)
 
 
-def _checked(planned: list[Any], finished: list[tuple[Any, float]]) -> list[Any]:
+def _checked(planned: list[Planned], finished: list[tuple[Entry, float]]) -> list[Checked]:
     """Each finished entry's plan estimate beside the wall time it took (in the order they ran)."""
-    from accelbench.cli.render import Checked
-
     by_key = {p.entry.key: p.estimate for p in planned}
-    return [Checked(e, by_key[e.key], s) for e, s in finished if by_key.get(e.key) is not None]
+    return [Checked(e, estimate, s) for e, s in finished if (estimate := by_key.get(e.key)) is not None]
 
 
-def _checked_dict(c: Any) -> dict[str, Any]:
+def _checked_dict(c: Checked) -> dict[str, Any]:
     return {"label": c.entry.label, "estimate": c.estimate.to_dict(), "seconds": c.seconds, "error_pct": c.error_pct}
 
 
-def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: str) -> list[Any] | None:
+def _plan(ns: argparse.Namespace, suite: Suite | None, store: Store | None, fingerprint: str) -> list[Planned] | None:
     """Warn about what cannot finish in its timeout; with --dry-run print the plan and return None."""
     from accelbench.suite.estimate import Target
     from accelbench.suite.plan import plan
@@ -349,7 +366,7 @@ def _plan(ns: argparse.Namespace, suite: Suite | None, store: Any, fingerprint: 
     return planned
 
 
-def summary_dict(summary: Any, store_path: Any, counts: dict[str, int]) -> dict[str, Any]:
+def summary_dict(summary: RunSummary, store_path: Path | str, counts: dict[str, int]) -> dict[str, Any]:
     """A run for scripts: where it is, what it counted, every record in full."""
     return {
         "run_id": summary.run_id,
@@ -404,35 +421,36 @@ def cmd_kernel(ns: argparse.Namespace) -> int:
 
 def cmd_family(ns: argparse.Namespace) -> int:
     info = registry.get(ns.benchmark)
+    command = info.offered_as
     ns.sweep = False  # the positional is a list: it sweeps like any other flag
     entries = []
     for name, values in _routed(ns, info).items():
         chosen = registry.get(name)
-        for given, field, value in chosen.command.implies:  # a data directory given means real data, never ignored
+        for given, field, value in chosen.offered_as.implies:  # a data directory given means real data, not ignored
             if getattr(ns, given, None) and getattr(ns, field, None) is None:
                 setattr(ns, field, value)
         entries += _family_entries(ns, chosen, values)
-    suite = Suite(info.command.name, entries, source="command line")
+    suite = Suite(command.name, entries, source="command line")
     _check_environment(suite, ns.device)
-    return _execute(ns, suite, after=lambda summary: _print_scaling(summary, info.command), note=info.command.note)
+    return _execute(ns, suite, after=lambda summary: _print_scaling(summary, command), note=command.note)
 
 
-def _routed(ns: argparse.Namespace, info: Any) -> dict[str, list[str]]:
+def _routed(ns: argparse.Namespace, info: BenchmarkInfo) -> dict[str, list[str]]:
     """The positional's values (models) by the benchmark that measures each (:func:`accelbench.registry.route`)."""
-    positional = info.command.positional
+    positional = info.offered_as.positional
     out: dict[str, list[str]] = {}
     for value in getattr(ns, positional):
         out.setdefault(registry.route(info.name, {positional: value}), []).append(value)
     return out
 
 
-def _family_entries(ns: argparse.Namespace, info: Any, values: list[str]) -> list[Any]:
+def _family_entries(ns: argparse.Namespace, info: BenchmarkInfo, values: list[str]) -> list[Entry]:
     """The entries of ``info`` for its share of the positional's values; a flag given that only another benchmark
     of the command takes is refused, naming what it applies to (never silently dropped)."""
 
-    positional = info.command.positional
+    positional = info.offered_as.positional
     own = {f.name for f, _ in info.params.flags()}
-    for other in registry.sharing_command(info.command.name):
+    for other in registry.sharing_command(info.offered_as.name):
         for f, _ in other.params.flags():
             if f.name not in own and getattr(ns, f.name, None) is not None:
                 flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
@@ -442,7 +460,7 @@ def _family_entries(ns: argparse.Namespace, info: Any, values: list[str]) -> lis
     return entries_from_args(local, info.name, info.params)
 
 
-def _print_scaling(summary: Any, cmd: Any) -> None:
+def _print_scaling(summary: RunSummary, cmd: Command) -> None:
     from accelbench.results.scaling import scaling_rows
 
     if cmd.data_table:
@@ -454,7 +472,7 @@ def _print_scaling(summary: Any, cmd: Any) -> None:
         console.print(scaling_table(rows, figure=cmd.scaling_figure))
 
 
-def _print_data(results: list[Any]) -> None:
+def _print_data(results: list[Result]) -> None:
     """The TPUv2 vs V100 study's comparison: synthetic, real, their ratio and the input-bound share, per device
     count."""
     from rich.table import Table

@@ -8,10 +8,11 @@ flags, ``--set``/``--limit`` and ``--sweep`` into suite entries.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
@@ -25,17 +26,20 @@ BASE_FIELDS = frozenset(f.name for f in fields(CommonParams))
 MEASUREMENT_FIELDS = frozenset(f.name for f in fields(KernelParams)) - BASE_FIELDS
 
 
-def _flag(f: Any) -> str:
-    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+def _flag(f: dataclasses.Field[Any]) -> str:
+    flag: str = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+    return flag
 
 
-def _element_parser(f: Any, hint: Any, choices: Any = None) -> Any:
-    choices = choices or f.metadata.get("choices")
-    if choices:
+def _element_parser(
+    f: dataclasses.Field[Any], hint: Any, choices: tuple[str, ...] | None = None
+) -> Callable[[str], Any]:
+    allowed: tuple[str, ...] | None = choices or f.metadata.get("choices")
+    if allowed:
 
         def choice(text: str) -> str:
             try:
-                return check_choice(f.name, text, choices)
+                return check_choice(f.name, text, allowed)
             except UsageError as exc:
                 raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -77,7 +81,7 @@ def _float(text: str) -> float:
 
 def add_param_flags(
     parser: argparse.ArgumentParser,
-    params_cls: type,
+    params_cls: type[CommonParams],
     title: str,
     skip: frozenset[str] = frozenset(),
     sweeps: bool = True,
@@ -91,7 +95,7 @@ def add_param_flags(
     one command offers several benchmarks (each benchmark checks its own when its parameters are built), and
     ``more_help`` adds what a shared field means to the others.
     """
-    flags = params_cls.flags()  # type: ignore[attr-defined]  # a CommonParams subclass
+    flags = params_cls.flags()
     hints = {f.name: hint for f, hint in flags}
     groups = {False: parser.add_argument_group(title), True: parser.add_argument_group("measurement")}
     own = params_cls.__dict__.get("__annotations__", {})
@@ -109,7 +113,7 @@ def add_param_flags(
             continue
         default = f.default if f.default not in (MISSING, "", None) else "none"
         help_text = f"{meta.get('help', '')} (default {default})".replace("%", "%%")
-        allowed = (choices or {}).get(f.name) or meta.get("choices")
+        allowed: tuple[str, ...] | None = (choices or {}).get(f.name) or meta.get("choices")
         parse = _element_parser(f, hints[f.name], allowed)
         metavar = meta.get("metavar") or ("|".join(allowed) if allowed else f.name.upper())
         if sweeps and meta.get("sweep", True):
@@ -123,8 +127,17 @@ def add_param_flags(
             )
         else:
             group.add_argument(
-                _flag(f), dest=f.name, type=lambda t, p=parse: [p(t)], default=None, metavar=metavar, help=help_text
+                _flag(f), dest=f.name, type=_single(parse), default=None, metavar=metavar, help=help_text
             )
+
+
+def _single(parse: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    """A value parsed as a list of one, the shape every flag's value has (a field that does not sweep)."""
+
+    def one(text: str) -> list[Any]:
+        return [parse(text)]
+
+    return one
 
 
 def add_set_flags(parser: argparse.ArgumentParser, kernel: str) -> None:
@@ -140,11 +153,12 @@ def add_set_flags(parser: argparse.ArgumentParser, kernel: str) -> None:
     )
 
 
-def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type) -> list[Entry]:
+def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type[CommonParams]) -> list[Entry]:
     """Every (shape, option) combination the flags ask for, validated."""
-    flags = params_cls.flags()  # type: ignore[attr-defined]  # a CommonParams subclass
-    given = {f.name: getattr(ns, f.name, None) for f, _ in flags if f.name not in BASE_FIELDS}
-    given = {k: v for k, v in given.items() if v is not None}
+    flags = params_cls.flags()
+    given: dict[str, list[Any]] = {
+        f.name: v for f, _ in flags if f.name not in BASE_FIELDS and (v := getattr(ns, f.name, None)) is not None
+    }
     rows: list[dict[str, Any]] = [{}]
     set_name = getattr(ns, "set", None)
     if set_name:

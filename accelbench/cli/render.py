@@ -6,7 +6,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,8 +17,11 @@ from accelbench.families import family_of, metric_texts
 from accelbench.registry import describe_params
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
-from accelbench.suite.estimate import MEASURED
+from accelbench.suite.estimate import MEASURED, Estimate
 from accelbench.suite.suites import Entry
+
+if TYPE_CHECKING:
+    from accelbench.suite.plan import Planned
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "skipped": "yellow"}
 
@@ -40,7 +43,8 @@ err_console = _console(stderr=True)
 class ProgressObserver:
     """One progress bar for the suite on a terminal, plain lines on stderr otherwise; a line per finished entry.
 
-    ``estimates`` (seconds per entry key, from the plan) give an ETA when every entry left has one.
+    ``estimates`` (seconds per entry key, from the plan) give an ETA when every entry left has one; ``eta``
+    replaces that ETA with the caller's own words for the time left (a search counts down its budget).
     """
 
     def __init__(
@@ -48,9 +52,11 @@ class ProgressObserver:
         estimates: dict[str, float | None] | None = None,
         quiet: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        eta: Callable[[], str] | None = None,
     ) -> None:
         #: seconds, for the ETA and the plain lines' elapsed time (a test hands in its own)
         self.clock = clock
+        self.eta = eta
         self.plain = quiet or not console.is_terminal
         #: finished entries go to stdout (a table follows them) unless stdout is for JSON
         self.out = err_console if quiet else console
@@ -86,6 +92,8 @@ class ProgressObserver:
     def _eta(self) -> str:
         """Time left: the entry in progress by its own estimate (else its last time here, less what has passed),
         then the entries after it by their last time here; only this entry's when one of those never ran here."""
+        if self.eta is not None:
+            return self.eta()
         now = self.clock()
         if self.entry_left is not None:
             current: float | None = max(0.0, self.entry_left[0] - (now - self.entry_left[1]))
@@ -164,20 +172,17 @@ def _span(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def plan_table(planned: list[Any]) -> Table:
+def plan_table(planned: list[Planned]) -> Table:
     """What a run will do: each entry, its timeout, and its estimate with where it came from (its last time here,
     or the cost model of :mod:`accelbench.suite.estimate`); the caption adds them up, measured and modelled apart."""
     table = Table(title_justify="left", caption_justify="left")
-    for col, kw in (
-        ("#", {"justify": "right"}),
-        ("benchmark", {}),
-        ("timeout", {"justify": "right"}),
-        ("estimate", {"justify": "right"}),
-        ("from", {}),
-        ("process", {"justify": "right"}),
-        ("", {"style": "yellow"}),
-    ):
-        table.add_column(col, **kw)
+    table.add_column("#", justify="right")
+    table.add_column("benchmark")
+    table.add_column("timeout", justify="right")
+    table.add_column("estimate", justify="right")
+    table.add_column("from")
+    table.add_column("process", justify="right")
+    table.add_column("", style="yellow")
     for i, p in enumerate(planned, 1):
         est = p.estimate
         shown_est = f"{est.seconds:.1f} s" if est is not None else "-"
@@ -193,7 +198,7 @@ def plan_table(planned: list[Any]) -> Table:
     return table
 
 
-def plan_caption(planned: list[Any]) -> list[str]:
+def plan_caption(planned: list[Planned]) -> list[str]:
     """The plan's length: its total, how much of it was measured here before and how much the cost model says,
     each with its count of entries; then its worker processes."""
     from accelbench.suite.plan import estimate
@@ -224,7 +229,7 @@ class Checked:
     """One sampled entry: its estimate before the run and the wall time it took."""
 
     entry: Entry
-    estimate: Any  # accelbench.suite.estimate.Estimate
+    estimate: Estimate
     seconds: float
 
     @property
@@ -239,14 +244,11 @@ def sample_table(checked: list[Checked]) -> Table:
     import statistics
 
     table = Table(title="the plan's estimates against the run", title_justify="left", caption_justify="left")
-    for col, kw in (
-        ("benchmark", {}),
-        ("estimate", {"justify": "right"}),
-        ("from", {}),
-        ("took", {"justify": "right"}),
-        ("error", {"justify": "right"}),
-    ):
-        table.add_column(col, **kw)
+    table.add_column("benchmark")
+    table.add_column("estimate", justify="right")
+    table.add_column("from")
+    table.add_column("took", justify="right")
+    table.add_column("error", justify="right")
     for c in checked:
         source = "here before" if c.estimate.source == MEASURED else "model"
         row = (escape(c.entry.label), f"{c.estimate.seconds:.1f} s", source, f"{c.seconds:.1f} s")

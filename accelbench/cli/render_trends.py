@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -12,6 +13,7 @@ from accelbench.results import format as fmt
 from accelbench.results.compare import BESIDE, Comparison
 from accelbench.results.history import Series
 from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
+from accelbench.results.scaling import ScalingRow
 
 
 def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Table:
@@ -19,7 +21,7 @@ def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Tabl
     and, below, what had no partner or was measured more than once."""
     rows = comparison.rows
     table = Table(title=f"{escape(candidate)} vs {escape(baseline)}", title_justify="left", caption_justify="left")
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("benchmark", "left"),
         ("workload", "left"),
         ("metric", "left"),
@@ -27,8 +29,9 @@ def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Tabl
         ("candidate", "right"),
         ("speedup", "right"),
         ("verdict", "left"),
-    ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    )
+    for col, just in columns:
+        table.add_column(col, justify=just)
     colour = {"faster": "green", "better": "green", "slower": "red", "worse": "red"}
 
     def side(m: Any, valid: bool | None, runs: int) -> str:
@@ -108,10 +111,16 @@ def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Tabl
     return table
 
 
-def scaling_table(rows: list[Any], figure: str = "throughput") -> Table:
+def scaling_table(rows: list[ScalingRow], figure: str = "throughput") -> Table:
     table = Table(title="scaling over devices (batch per device fixed)", title_justify="left")
-    for col, just in (("workload", "left"), ("devices", "right"), (figure, "right"), ("speedup", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("workload", "left"),
+        ("devices", "right"),
+        (figure, "right"),
+        ("speedup", "right"),
+    )
+    for col, just in columns:
+        table.add_column(col, justify=just)
     table.add_column("efficiency", justify="right")
     notes = any(r.note for r in rows)
     if notes:
@@ -135,14 +144,15 @@ def history_table(series: Series) -> Table:
     name = escape(f"{series.benchmark} {series.workload}: {series.metric}")
     title = f"{name} on system {escape(series.fingerprint[:12])}"
     table = Table(title=title, title_justify="left", caption_justify="left")
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("run", "left"),
         ("started", "left"),
         (series.metric, "right"),
         ("change", "right"),
         ("", "left"),
-    ):
-        table.add_column(escape(col), justify=just)  # type: ignore[arg-type]
+    )
+    for col, just in columns:
+        table.add_column(escape(col), justify=just)
     flagged = {c.index: c for c in series.changes}
     for i, p in enumerate(series.points):
         c = flagged.get(i)

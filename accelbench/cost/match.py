@@ -83,9 +83,9 @@ def mismatch(row: Instance, run: Measured) -> str | None:
     return None
 
 
-def checked(price: Price | None, run: Measured, ok: bool = False) -> Price | None:
+def checked(price: Price, run: Measured, ok: bool = False) -> Price:
     """``price`` where it fits ``run``; a mismatched instance is refused, or (``ok``) kept and labelled."""
-    if price is None or not price.instance:
+    if not price.instance:
         return price
     row = instance_row(price.instance)
     why = mismatch(row, run) if row is not None else None

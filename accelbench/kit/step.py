@@ -9,7 +9,7 @@ in a throughput figure and in a time to accuracy.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import autocast_dtype
@@ -28,7 +28,13 @@ def autocast(device: "torch.device", precision: str) -> Any:
     return contextlib.nullcontext()
 
 
-def fused_kwargs(device: "torch.device") -> dict[str, bool]:
+class Fused(TypedDict, total=False):
+    """The optimizer's keyword for its fused kernel, absent where the device's kind has none."""
+
+    fused: bool
+
+
+def fused_kwargs(device: "torch.device") -> Fused:
     """Fused optimizers where the device's kind has them: one kernel per step, and GradScaler hands them its inf
     check on the device instead of reading it back to the host (no synchronisation inside a step)."""
     return {"fused": True} if kind_of(device).fused_optimizer else {}

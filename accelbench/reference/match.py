@@ -186,8 +186,9 @@ def differences(r: Result, ref: Reference) -> tuple[str, ...]:
     pub = _published(r)
     if tokens.is_tokens(ref) or llm_train.is_llm_train(ref):
         caveats = pub.caveats(r, ref) if pub is not None and pub.caveats is not None else []
-        module = tokens if tokens.is_tokens(ref) else llm_train
-        return module.differences(r, ref, _framework(r), caveats)
+        if tokens.is_tokens(ref):
+            return tokens.differences(r, ref, _framework(r), caveats)
+        return llm_train.differences(r, ref, _framework(r), caveats)
     out: list[str] = []
     if not ref.framework.startswith("PyTorch") or (pub is not None and pub.own_harness):
         out.append(f"{ref.framework} vs {_framework(r)}")

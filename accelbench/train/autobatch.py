@@ -105,6 +105,7 @@ def find_batch(
             ctx.progress(f"auto batch: {batch} would need about {predicted / 2**30:.1f} GiB, over the cap")
             return False
         peak = None
+        trainer: loop.Trainer | None = None
         with loop.freed(device):
             try:
                 trainer = loop.make_trainer(workload, model, params, device, batch)

@@ -28,6 +28,7 @@ from accelbench.train.decode import DeviceAugment, collate, encoded_folder, reso
 
 if TYPE_CHECKING:
     import torch
+    from torch.utils.data.distributed import DistributedSampler
 
 
 #: at most this many loader workers by default: more rarely help one device and cost memory
@@ -57,9 +58,9 @@ class Pipeline:
     def _next(self) -> Any:
         while True:
             if self._it is None:
-                sampler = getattr(self.loader, "sampler", None)
-                if hasattr(sampler, "set_epoch"):
-                    sampler.set_epoch(self.epoch)  # each epoch its own shuffle, the same on every rank
+                set_epoch = getattr(getattr(self.loader, "sampler", None), "set_epoch", None)
+                if set_epoch is not None:
+                    set_epoch(self.epoch)  # each epoch its own shuffle, the same on every rank
                 self._it = iter(self.loader)
             try:
                 return next(self._it)
@@ -120,7 +121,9 @@ def open_pipeline(
     return pipeline
 
 
-def _encoded_folder(data_dir: str, size: int, classes: int, device: "torch.device") -> tuple[Any, dict, Any]:
+def _encoded_folder(
+    data_dir: str, size: int, classes: int, device: "torch.device"
+) -> tuple[Any, dict[str, Any], DeviceAugment]:
     """The files' bytes from the workers, decoded (nvJPEG on NVIDIA) and augmented on ``device`` by the step's
     feeder."""
     data, names = encoded_folder(image_root(data_dir), classes, lambda p: p.lower().endswith(IMAGE_SUFFIXES))
@@ -176,7 +179,7 @@ def _loader(
     shard per rank."""
     import torch
 
-    sampler = None
+    sampler: DistributedSampler[Any] | None = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler
 
@@ -204,7 +207,7 @@ def _loader(
     return Pipeline(loader, setup)
 
 
-def measure_pipeline(pipeline: Pipeline, device: "torch.device", warmup: int, windows: int, window: int) -> Any:
+def measure_pipeline(pipeline: Pipeline, device: "torch.device", warmup: int, windows: int, window: int) -> Measurement:
     """The pipeline alone (``--data-only``): seconds per batch delivered to the device, per window of batches.
 
     The ceiling the input puts on training: a step can take no less than this, whatever the accelerator.

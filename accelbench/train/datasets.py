@@ -116,7 +116,7 @@ class Interactions:
         return user % self.model_users, item % self.model_items, 1.0 if j == 0 else 0.0
 
 
-def dataset(fmt: str, data_dir: str, workload: Any, scale: str) -> tuple[Any, dict[str, Any]]:
+def dataset(fmt: str, data_dir: str, workload: Any, scale: str) -> tuple[TensorImages | Interactions, dict[str, Any]]:
     """The Dataset of ``fmt`` for ``workload``, and what the record should say about it."""
     from accelbench.datasets import training as formats
 
@@ -124,12 +124,12 @@ def dataset(fmt: str, data_dir: str, workload: Any, scale: str) -> tuple[Any, di
     if fmt == "movielens":
         ratings = formats.movielens(root)
         cfg = workload.cfg(scale)
-        data = Interactions(
+        interactions = Interactions(
             ratings.train_users, ratings.train_items, ratings.users, ratings.items, cfg.users, cfg.items
         )
         setup = {
             "format": "MovieLens ratings.csv",
-            "samples": len(data),
+            "samples": len(interactions),
             "users": ratings.users,
             "items": ratings.items,
             "decode": "none (ratings staged in memory)",
@@ -137,14 +137,14 @@ def dataset(fmt: str, data_dir: str, workload: Any, scale: str) -> tuple[Any, di
         }
         if ratings.users > cfg.users or ratings.items > cfg.items:
             setup["ids"] = f"folded modulo the model's {cfg.users} users and {cfg.items} items"
-        return data, setup
+        return interactions, setup
     size, classes = workload.size(scale), workload.classes(scale)
     train, _ = formats.cifar10(root) if fmt == "cifar10" else formats.mnist(root)
-    data = TensorImages(train.x, train.y, size, classes)
+    images = TensorImages(train.x, train.y, size, classes)
     setup = {
         "format": "CIFAR-10 python batches" if fmt == "cifar10" else "MNIST IDX",
-        "images": len(data),
+        "images": len(images),
         "decode": "none (raw pixels staged in memory)",
         "augmentation": f"RandomResizedCrop({size}), RandomHorizontalFlip, Normalize(ImageNet mean/std)",
     }
-    return data, setup
+    return images, setup

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from accelbench.devices import synchronize
 from accelbench.devices.kind import kind_of
@@ -33,6 +33,22 @@ if TYPE_CHECKING:
 
 #: The precision whose peak a training run is compared with (the precision table's peak key).
 PEAK_PRECISION = {name: p.peak for name, p in PRECISIONS.items()}
+
+
+class Steps(Protocol):
+    """What :func:`run_windows` times: a model's :class:`Trainer` and a decoder's
+    (:class:`accelbench.train.llm.body.LLMTrainer`) alike."""
+
+    #: why the measurement ended early, set by :func:`run_windows` (None: it did not)
+    stopped: str | None
+
+    @property
+    def device(self) -> "torch.device": ...
+    @property
+    def pipeline(self) -> "Pipeline | None": ...  # real data's input pipeline (None: synthetic batches)
+    @property
+    def window_waits(self) -> list[float]: ...  # each window's wait for its batches, appended to per window
+    def step(self) -> "torch.Tensor": ...
 
 
 @dataclass
@@ -130,7 +146,7 @@ class _Stop(Exception):
 
 
 def run_windows(
-    trainer: Trainer,
+    trainer: Steps,
     params: "TrainParams",
     report: Callable[[int, float], None],
     stop: Callable[[], str | None] = lambda: None,

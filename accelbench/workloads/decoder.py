@@ -332,3 +332,15 @@ def _workload(preset: Preset) -> type[Decoder]:
 
 WORKLOADS: dict[str, type[Decoder]] = {name: _workload(p) for name, p in PRESETS.items()}
 globals().update({cls.__name__: cls for cls in WORKLOADS.values()})  # "accelbench.workloads.decoder:llama3_1_8b"
+
+
+def preset_of(model: str) -> Preset:
+    """The preset of the decoder ``model`` names (a built-in one, an installed package's or a user's
+    ``package.module:Class``): :func:`accelbench.workloads.workload_class` promises a Workload, a decoder's class
+    carries its preset."""
+    from accelbench.workloads import workload_class
+
+    decoder = workload_class(model)
+    if not issubclass(decoder, Decoder):
+        raise UsageError(f"{model!r} is not a decoder (a language model): see 'accelbench list --models'")
+    return decoder.preset

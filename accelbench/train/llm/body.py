@@ -10,6 +10,7 @@ window); over several ranks each window's time is the slowest rank's.
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -38,9 +39,12 @@ class LLMTrainer:
     stopped: str | None = None
 
     def step(self) -> "torch.Tensor":
-        return self.train_step.accumulate(
-            [lambda b=b: self.model(input_ids=b, labels=b).loss for b in self.micro], self.sync
-        )
+        return self.train_step.accumulate([functools.partial(self.loss, b) for b in self.micro], self.sync)
+
+    def loss(self, tokens: "torch.Tensor") -> "torch.Tensor":
+        """One micro-batch's loss: each token of its sequences predicted from the ones before it."""
+        loss: torch.Tensor = self.model(input_ids=tokens, labels=tokens).loss
+        return loss
 
 
 def gradient_sync(model: Any, strategy: str) -> Callable[[bool], Any]:
@@ -58,7 +62,9 @@ def gradient_sync(model: Any, strategy: str) -> Callable[[bool], Any]:
     return lambda last: contextlib.nullcontext()
 
 
-def make_trainer(params: Any, config: Any, device: "torch.device", rank: int, world: int) -> tuple[LLMTrainer, dict]:
+def make_trainer(
+    params: Any, config: Any, device: "torch.device", rank: int, world: int
+) -> tuple[LLMTrainer, dict[str, Any]]:
     """Build, shard and initialise the model on this rank, its optimizer and its synthetic micro-batches."""
     import torch
 

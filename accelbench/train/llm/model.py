@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.precision import autocast_dtype, model_dtype
 from accelbench.train.llm.specs import sharding_of
-from accelbench.workloads import workload_class
-from accelbench.workloads.decoder import config_of
+from accelbench.workloads.decoder import config_of, preset_of
 
 if TYPE_CHECKING:
     import torch
@@ -42,7 +41,7 @@ def step_precision(precision: str) -> str:
 
 def config_for(params: Any) -> Any:
     """The preset's config at ``--scale``, cut to ``--layers`` decoder layers where asked."""
-    config = config_of(workload_class(params.model).preset, params.scale)
+    config = config_of(preset_of(params.model), params.scale)
     if params.layers:
         config.num_hidden_layers = params.layers
         if getattr(config, "layer_types", None):
@@ -59,12 +58,12 @@ def decoder_layers(model: Any) -> Any:
 def build(params: Any, config: Any) -> "torch.nn.Module":
     """The model on the meta device, its dtype the precision's (pure bf16/fp16) or fp32 (master weights)."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, PreTrainedModel
 
     dtype = model_dtype(params.precision) if params.precision != "fp8" else None
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(
-            config, attn_implementation=workload_class(params.model).preset.attention, dtype=dtype or torch.float32
+        model: PreTrainedModel = AutoModelForCausalLM.from_config(
+            config, attn_implementation=preset_of(params.model).attention, dtype=dtype or torch.float32
         )
     model.config.use_cache = False
     return model

@@ -29,7 +29,7 @@ from accelbench.train.llm import model as llm_model
 from accelbench.train.llm.body import train
 from accelbench.train.llm.model import config_for, step_precision
 from accelbench.train.llm.specs import OPTIMIZER, LLMTrainParams, micro_batch, seq_len_of, sharding_of, window_of
-from accelbench.workloads import workload_class
+from accelbench.workloads.decoder import preset_of
 
 if TYPE_CHECKING:
     import torch
@@ -153,7 +153,7 @@ def devices_of(params: LLMTrainParams, device: "torch.device") -> int:
 
 
 def config_source(params: LLMTrainParams) -> str:
-    return workload_class(params.model).preset.source
+    return preset_of(params.model).source
 
 
 def _in_process(

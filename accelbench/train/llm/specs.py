@@ -123,10 +123,9 @@ class LLMTrainParams(TrainingParams):
         if self.lora and self.precision == "fp8":
             raise UsageError("--lora with --precision fp8 is not measured: LoRA's frozen base is held in bf16")
         if importlib.util.find_spec("transformers") is not None:  # else the run is skipped, saying what to install
-            from accelbench.workloads import workload_class
-            from accelbench.workloads.decoder import config_of
+            from accelbench.workloads.decoder import config_of, preset_of
 
-            validate_shape(self, config_of(workload_class(self.model).preset, self.scale), info.name)
+            validate_shape(self, config_of(preset_of(self.model), self.scale), info.name)
 
     def _validate_batch(self) -> None:
         """The sequence, the accumulation and the global batch against the devices; the strategy against them."""
@@ -191,7 +190,7 @@ class LLMTrainParams(TrainingParams):
         return " ".join(words)
 
 
-def window_of(p: Any) -> int:
+def window_of(p: LLMTrainParams) -> int:
     """Steps per measurement window: an explicit --display-every as given, else as many steps (up to
     ``MAX_WINDOW``) as leave enough windows for the tokens/s interval: a decoder step is long, so a short run
     (--num-batches 12) with a window of 10 would measure a single window, and one sample has no interval."""
@@ -202,25 +201,25 @@ def window_of(p: Any) -> int:
     return max(1, min(MAX_WINDOW, p.num_batches // MIN_CI_SAMPLES))
 
 
-def seq_len_of(p: Any) -> int:
+def seq_len_of(p: LLMTrainParams) -> int:
     return p.seq_len or DEFAULT_SEQ_LEN[p.scale]
 
 
-def sharding_of(p: Any) -> str:
+def sharding_of(p: LLMTrainParams) -> str:
     """The strategy a run uses: auto is FSDP2 over several ranks and none on one."""
     if p.sharding != "auto":
         return str(p.sharding)
     return "fsdp" if p.world_size > 1 else "none"
 
 
-def micro_batch(p: Any) -> int:
+def micro_batch(p: LLMTrainParams) -> int:
     """Sequences per device per forward pass (from --global-batch where it is given)."""
     if p.global_batch:
         return int(p.global_batch // (p.world_size * p.grad_accum))
     return DEFAULT_MICRO_BATCH[p.scale] if p.batch_size == "default" else int(p.batch_size)
 
 
-def validate_shape(p: Any, config: Any, name: str) -> None:
+def validate_shape(p: LLMTrainParams, config: Any, name: str) -> None:
     """Checks against the preset's architecture: the sequence within its positions, the layers within its depth."""
     seq = seq_len_of(p)
     positions = int(getattr(config, "max_position_embeddings", 0) or 0)
