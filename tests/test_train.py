@@ -140,7 +140,8 @@ def test_two_process_gloo_ddp_yields_one_aggregated_record(tmp_path):
     assert r.params["nproc"] == 2 and r.params["global_batch_size"] == 128 and r.details["world_size"] == 2
     tp, per_device = r.metrics["throughput"], r.metrics["throughput_per_device"]
     assert tp.value == pytest.approx(128 / r.metrics["step_seconds"].value)
-    assert per_device.value == pytest.approx(tp.value / 2)
+    # two ranks on one CPU are one device: the per-device figure is the whole, not half of it
+    assert r.details["devices"] == 1 and per_device.value == pytest.approx(tp.value)
     assert r.details["backend"] == "gloo"
     assert r.details["pipeline"]["sampler"].startswith("DistributedSampler") and r.params["data"] == "real"
     assert len(r.details["input_wait_seconds_per_window"]) == 2 and "input_wait_share" in r.metrics

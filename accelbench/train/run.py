@@ -22,7 +22,7 @@ from accelbench.system.specs import peak_for
 from accelbench.train import loop
 from accelbench.train.autobatch import find_batch
 from accelbench.train.data import default_workers, measure_pipeline, open_pipeline
-from accelbench.train.specs import UNUSED_PIPELINE, TrainParams
+from accelbench.train.specs import UNUSED_PIPELINE, TrainParams, devices_used
 from accelbench.workloads import workload_class
 
 if TYPE_CHECKING:
@@ -80,6 +80,8 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     m = Measurement(tuple(data["samples"]), calls_per_sample=params.window, clock=data["clock"])
     details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     details |= {"world_size": data["world_size"], "backend": data["backend"], "final_loss": data["loss"]}
+    devices = devices_used(params.nproc, params.nnodes, device)
+    details["devices"] = devices
     if data.get("pipeline"):
         details |= {"pipeline": data["pipeline"], "input_wait_seconds_per_window": data["input_waits"]}
     record["threads"] = data["threads"]
@@ -99,6 +101,7 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         details,
         monitor.conditions.to_dict(),
         world=data["world_size"],
+        devices=devices,
     )
 
 
@@ -247,13 +250,15 @@ def _result(
     details: dict[str, Any],
     conditions: dict[str, Any],
     world: int = 1,
+    devices: int = 1,
 ) -> Result:
-    """The record: system throughput (median over windows, with CI), per device, step time, memory, FLOPs."""
+    """The record: system throughput (median over windows, with CI), per device, step time, memory, FLOPs. Per
+    device and against the peak of the ``devices`` the ``world`` ranks ran on: ranks sharing one CPU share it."""
     global_batch = batch * world
     throughput = fig.rate(global_batch, m, f"{unit}/s")
     metrics = {
         "throughput": throughput,
-        "throughput_per_device": fig.scaled(throughput, 1 / world),
+        "throughput_per_device": fig.scaled(throughput, 1 / devices),
         "step_seconds": fig.seconds(m),
         "peak_memory_bytes": fig.figure(peak_memory, "B", higher_is_better=False),
     }
@@ -264,9 +269,11 @@ def _result(
     if flops:
         tflops = fig.scaled(throughput, flops / 1e12, "TFLOPS")
         metrics["tflops"] = tflops
-        peak = peak_for(device, precision, threads)
+        # the threads the peak is counted on: every rank's on a CPU the ranks share, else one rank's
+        shared = world // devices if not kind_of(device).accelerator else 1
+        peak = peak_for(device, precision, threads * shared)
         if peak is not None:
-            metrics["pct_of_peak"] = fig.pct_of_peak(tflops, peak.tflops * world)
+            metrics["pct_of_peak"] = fig.pct_of_peak(tflops, peak.tflops * devices)
             details["peak"] = fig.peak_details(peak.tflops, "TFLOPS", peak.source, peak.estimated)
         details["flops_per_sample"] = flops
     return _measured(record, m, metrics, details, conditions)

@@ -35,6 +35,19 @@ TRAIN_PRECISIONS = ("fp32", "tf32", "amp_fp16", "amp_bf16", "bf16", "fp16", "fp8
 DEFAULT_OPTIMIZER = "sgd"
 
 
+def devices_used(nproc: int, nnodes: int, device: Any) -> int:
+    """The distinct devices ``nproc`` ranks a node on ``nnodes`` nodes ran on: one CPU a node (its ranks share it
+    and its peak), or each node's accelerators (ranks beyond their count share them). What a per-device figure
+    divides by and a peak multiplies by."""
+    from accelbench.devices.kind import kind_of
+
+    nodes = max(int(nnodes or 1), 1)
+    kind = kind_of(device)
+    if not kind.accelerator:
+        return nodes
+    return nodes * max(1, min(nproc, kind.count() or nproc))
+
+
 def ranks_words(p: dict[str, Any]) -> str | None:
     """How a record's ranks sit on devices, for its label: "x2 devices" only where each rank has a device of its
     own (an accelerator kind: more ranks than its devices are refused), "x2 ranks on 1 device" where the ranks

@@ -29,6 +29,7 @@ from accelbench.train.llm import model as llm_model
 from accelbench.train.llm.body import train
 from accelbench.train.llm.model import config_for, step_precision
 from accelbench.train.llm.specs import OPTIMIZER, LLMTrainParams, micro_batch, seq_len_of, sharding_of, window_of
+from accelbench.train.specs import devices_used
 from accelbench.workloads.decoder import preset_of
 
 if TYPE_CHECKING:
@@ -135,21 +136,11 @@ def run(params: LLMTrainParams, ctx: RunContext) -> Iterator[Result]:
         yield Result.failed(_benchmark(), record, f"the loss is not finite ({report['loss']})", details=details)
         return
     record["threads"] = report.get("threads", prep.threads)
-    devices = devices_of(params, device)
+    devices = devices_used(params.nproc, getattr(params, "nnodes", 1), device)
     # the threads the peak is counted on: every rank's on a CPU the ranks share, else one rank's
     threads = record["threads"] * (world // devices if not kind_of(device).accelerator else 1)
     details |= {"world_size": world, "devices": devices}
     yield _result(record, report, flops, device, peak_precision, threads, details, conditions, devices)
-
-
-def devices_of(params: LLMTrainParams, device: "torch.device") -> int:
-    """The distinct devices the ranks ran on: one CPU a node (its ranks share it and its peak), or each node's
-    accelerators (ranks beyond their count share them)."""
-    nodes = max(int(getattr(params, "nnodes", 1) or 1), 1)
-    kind = kind_of(device)
-    if not kind.accelerator:
-        return nodes
-    return nodes * max(1, min(params.nproc, kind.count() or params.nproc))
 
 
 def config_source(params: LLMTrainParams) -> str:
