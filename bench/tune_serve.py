@@ -54,7 +54,7 @@ def main() -> int:
     a = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="tune-serve-"))
     db = str(home / "r.db")
-    tune = ["tune", a.model, "--task", "serve", "--scale", "tiny", "--tpot-ms", a.tpot_ms, "--budget", a.budget]
+    tune = ["tune", a.model, "--scale", "tiny", "--tpot-ms", a.tpot_ms, "--budget", a.budget]
     tune += ["--no-compile", "--db", db, "--json", *a.extra]
     print("$ accelbench " + shlex.join(tune), flush=True)
     done = accelbench(tune, home)

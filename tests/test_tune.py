@@ -22,7 +22,7 @@ from accelbench.tune.specs import TuneParams
 @pytest.fixture(autouse=True)
 def _two_openvino_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     """OpenVINO's optimal requests follow the host's cores: fixed here, so the tables below hold on any host."""
-    monkeypatch.setattr("accelbench.tune.space._openvino_requests", lambda: 2)
+    monkeypatch.setattr("accelbench.tune.loadgen._openvino_requests", lambda: 2)
 
 
 def tune_params(**values: Any) -> TuneParams:
@@ -195,7 +195,7 @@ def test_bad_input_is_refused_before_anything_runs() -> None:
     for bad, words in (
         ({"budget": "5s"}, "too short"),
         ({"budget": "ten"}, "bad duration"),
-        ({"task": "train", "backends": "torch"}, "--backends applies to --task infer"),
+        ({"task": "train", "backends": "torch"}, "--backends applies to the infer/loadgen benchmark, not train/"),
         ({"backends": "null"}, "unknown backend"),
         ({"backends": "compile"}, "--no-compile"),
         ({"batch_sizes": "8,x"}, "whole numbers"),
@@ -265,10 +265,10 @@ def test_a_real_search_stores_every_trial_beside_its_summary(tmp_path: Path, cli
 def test_many_cores_also_try_leaving_cores_to_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a 16-core CPU the best threaded runtime is screened with 15 and 14 threads too; the winner's command
     keeps the count; on 2 cores, or with --threads given, no thread counts are tried."""
-    from accelbench.tune import space
+    from accelbench.tune import loadgen
 
     figures = {("torch", True, 8, 1): 150.0}
-    monkeypatch.setattr(space, "_cores", lambda: 16)
+    monkeypatch.setattr(loadgen, "_cores", lambda: 16)
     fake = FakeTrials(figures)
     original = fake.__call__
 
@@ -284,11 +284,11 @@ def test_many_cores_also_try_leaving_cores_to_the_harness(monkeypatch: pytest.Mo
     winner = ranking(search)[0]
     assert winner.candidate.settings["threads"] == 15 and "15 threads" in winner.candidate.label()
     assert reproduce(search, winner.candidate).endswith("--threads 15")
-    monkeypatch.setattr(space, "_cores", lambda: 2)
+    monkeypatch.setattr(loadgen, "_cores", lambda: 2)
     fake2 = FakeTrials(figures)
     Tuner(tune_params(backends="torch", precisions="fp32"), fake2, clock=fake2.clock).run()
     assert {e.params.get("threads") for e in fake2.entries} == {None}
-    monkeypatch.setattr(space, "_cores", lambda: 16)
+    monkeypatch.setattr(loadgen, "_cores", lambda: 16)
     fake3 = FakeTrials(figures)
     Tuner(tune_params(backends="torch", precisions="fp32", threads=4), fake3, clock=fake3.clock).run()
     assert {e.params.get("threads") for e in fake3.entries} == {4}

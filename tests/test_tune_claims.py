@@ -33,7 +33,7 @@ OPENVINO = ("openvino", False, 8, 2)
 @pytest.fixture(autouse=True)
 def _two_openvino_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     """OpenVINO's optimal requests follow the host's cores: fixed here, so the candidates hold on any host."""
-    monkeypatch.setattr("accelbench.tune.space._openvino_requests", lambda: 2)
+    monkeypatch.setattr("accelbench.tune.loadgen._openvino_requests", lambda: 2)
 
 
 def tune_params(**values: Any) -> TuneParams:

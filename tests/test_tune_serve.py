@@ -1,4 +1,4 @@
-"""accelbench tune --task serve: a language model's engine settings searched for the most tokens/s within a TPOT
+"""accelbench tune for a language model (infer/llm): its's engine settings searched for the most tokens/s within a TPOT
 limit, with trials faked where the logic is ours and one real trial through the CLI."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ MODEL = "llama3.1-8b"
 
 
 def serve_params(**values: Any) -> TuneParams:
-    base = {"model": MODEL, "scale": "tiny", "task": "serve", "compile": False, "budget": "10m",
+    base = {"model": MODEL, "scale": "tiny", "compile": False, "budget": "10m",
             "precisions": "fp32,bf16", "engines": "transformers,static", "emulated": True}  # fmt: skip
     return build_params(TuneParams, base | values, "tune")
 
@@ -119,21 +119,23 @@ def test_continuous_batching_is_also_tried_with_other_batch_token_budgets() -> N
 
 
 def test_the_tpot_limit_defaults_to_the_preset_s_mlperf_server_limit() -> None:
-    from accelbench.tune.specs import tpot_limit
+    from accelbench.tune.serve import ServeTask
 
-    assert tpot_limit(serve_params()) == (100.0, "mlperf.conf llama3_1-8b Server")
-    assert tpot_limit(serve_params(tpot_ms=25.0)) == (25.0, "--tpot-ms")
+    task, given = serve_params().tuned(), serve_params(tpot_ms=25.0).tuned()
+    assert isinstance(task, ServeTask) and isinstance(given, ServeTask)
+    assert task.tpot_limit() == (100.0, "mlperf.conf llama3_1-8b Server")
+    assert given.tpot_limit() == (25.0, "--tpot-ms")
     assert serve_params().trial_params().tpot_ms == 100.0
 
 
 @pytest.mark.parametrize(
     "values, words",
     [
-        ({"model": "resnet50"}, "resnet50 is not one: use --task infer"),
+        ({"model": "resnet50"}, "--engines applies to the infer/llm benchmark, not infer/loadgen"),
         ({"engines": "endpoint"}, "only local ones"),
         ({"engines": "tgi"}, "unknown engine 'tgi'"),
-        ({"backends": "onnxruntime"}, "--backends applies to --task infer"),
-        ({"scenario": "server"}, "drop --scenario"),
+        ({"backends": "onnxruntime"}, "--backends applies to the infer/loadgen benchmark, not infer/llm"),
+        ({"scenario": "server"}, "--scenario applies to the infer/loadgen benchmark, not infer/llm"),
         ({"precisions": "int8"}, "unknown precision 'int8'"),
         ({"prompts": "qa.jsonl"}, "--prompts needs --checkpoint DIR"),
         ({"task": "infer", "model": "resnet18", "engines": "", "precisions": "", "tpot_ms": 20.0}, "--tpot-ms applies"),
@@ -147,7 +149,7 @@ def test_bad_serving_searches_are_refused_before_any_trial(values: dict[str, Any
 def test_a_real_serving_trial_through_the_cli(tmp_path: Path, cli_env: dict[str, str]) -> None:
     """One candidate (the static engine at 8 in flight) screened for real: an Offline record held to the TPOT
     limit; with nothing to compare it against the search says "no search" and claims nothing."""
-    args = ["tune", MODEL, "--task", "serve", "--scale", "tiny", "--engines", "static", "--precisions", "fp32",
+    args = ["tune", MODEL, "--scale", "tiny", "--engines", "static", "--precisions", "fp32",
             "--no-compile", "--batch-sizes", "8", "--tpot-ms", "500", "--budget", "60s", "--json"]  # fmt: skip
     out = run_cli(args, cli_env, tmp_path, timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]

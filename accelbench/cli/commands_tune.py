@@ -7,6 +7,7 @@ import dataclasses
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
@@ -18,6 +19,7 @@ from accelbench.cli.render import ProgressObserver, console, err_console, shown
 from accelbench.devices import resolve_device
 from accelbench.params import build_params
 from accelbench.results import format as fmt
+from accelbench.results.record import Result
 from accelbench.results.store import Store
 from accelbench.suite.suites import Entry, Suite
 from accelbench.tune.specs import TuneParams
@@ -40,7 +42,7 @@ DESCRIPTION = (
     " search that screened one candidate says 'no search' and names no best. Prints the ranking (settings, figure, "
     "spread of confirmations, accuracy, validity) and the command that reproduces the winner. A candidate that "
     "crashes, runs out of memory or fails to compile is recorded as failed, with its reason, and the search goes on."
-    " --task serve searches how a language model is served: engine (every local one installed), precision and "
+    " A language model's search is how it is served: engine (every local one installed), precision and "
     "compilation, then requests in flight and continuous batching's batch-token budget; each trial is an Offline "
     "run at its concurrency held to --tpot-ms (default the model's MLPerf Server limit), a run over it INVALID and "
     "never ranked, so the winner is the most tokens/s per device at that interactivity; every finalist passes the "
@@ -59,9 +61,7 @@ def register(sub: Any) -> None:
 
 
 def _params(ns: argparse.Namespace) -> Any:
-    from dataclasses import fields
-
-    given = {f.name: getattr(ns, f.name, None) for f in fields(TuneParams)}
+    given = {f.name: getattr(ns, f.name, None) for f, _ in TuneParams.flags()}  # the searched benchmark's too
     values = {k: v[0] for k, v in given.items() if isinstance(v, list)}  # each flag parses as a one-element list
     values |= {"model": ns.model, "device": ns.device or "auto", "threads": ns.threads}
     return build_params(TuneParams, values, "tune")
@@ -179,8 +179,8 @@ def _print_outcome(record: Any, search: Any) -> None:
 def _outcome_lines(record: Any, model: str) -> list[str]:
     """What the search found, in the words its evidence allows: a best only where it separated, a speed-up
     only against a default that was measured, no best at all where nothing was compared."""
+    from accelbench.tune.candidate import Candidate
     from accelbench.tune.outcome import NO_CLAIM
-    from accelbench.tune.space import Candidate
 
     d = record.details
     outcome = d.get("outcome")
@@ -212,9 +212,8 @@ class _TuneObserver:
     shown is the time the search itself will respect."""
 
     def __init__(self, budget: float, quiet: bool, started: float | None = None) -> None:
-        self.inner = ProgressObserver(quiet=quiet)
-        self.inner._eta = self._eta  # type: ignore[method-assign]
         self.budget, self.t0 = budget, time.monotonic() if started is None else started
+        self.inner = ProgressObserver(quiet=quiet, eta=self._eta)
         self.message = "starting"
 
     def _eta(self) -> str:
@@ -231,14 +230,14 @@ class _TuneObserver:
     def phase(self, message: str, left: float) -> None:
         self.message = message
 
-    def suite_started(self, run_id: str, run_dir: Any, todo: list[Any], already_done: int) -> None:
+    def suite_started(self, run_id: str, run_dir: Path, todo: list[Entry], already_done: int) -> None:
         inner = self.inner
         inner.out.print(
             f"run [bold]{run_id}[/]: a search of {self.budget:.0f} s ({self._eta()}); folder {escape(shown(run_dir))}"
         )
         inner.task = inner.progress.add_task("starting", total=None, status=self._eta())
 
-    def entry_started(self, index: int, total: int, entry: Any) -> None:
+    def entry_started(self, index: int, total: int, entry: Entry) -> None:
         inner = self.inner
         inner.entry_t0, inner.entry_left = time.monotonic(), None
         inner.progress.update(inner.task, description=self.message, status=self._eta())
@@ -248,5 +247,5 @@ class _TuneObserver:
     def entry_progress(self, message: str, left: float | None = None) -> None:
         self.inner.entry_progress(message, None)
 
-    def entry_finished(self, entry: Any, results: list[Any], seconds: float) -> None:
+    def entry_finished(self, entry: Entry, results: list[Result], seconds: float) -> None:
         self.inner.entry_finished(entry, results, seconds)

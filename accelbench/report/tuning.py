@@ -64,7 +64,7 @@ def _headline(r: Result) -> str:
 def _search(r: Result, n: int) -> list[Block]:
     d = r.details
     p = r.params
-    title = f"{p.get('model')} {p.get('task')}" + (f" {p.get('scenario')}" if p.get("task") == "infer" else "")
+    title = f"{p.get('model')} {p.get('task')}" + (f" {p['scenario']}" if p.get("scenario") else "")
     blocks: list[Block] = [
         Text(f"{title} (budget {p.get('budget')}, {d.get('elapsed_seconds', 0):.0f} s): {_headline(r)}")
     ]

@@ -27,6 +27,10 @@ source (``source``: ``file`` where it read ``--prompts``, else ``random``) and k
 (:func:`own_source_options`); LoadGen's trace log, ``trace``, is ``loadgen_trace`` in ``infer/llm`` and
 ``infer/loadgen`` records (``--trace`` is a timed trace to replay).
 
+Tune's tasks (accelbench 0.4, within version 3, keyed on the content): a ``tune/search`` record keeps only the
+searched benchmark's own settings (:func:`own_tune_options`), and a language model's search, ``--task serve``, is
+``--task infer`` (the model chooses the benchmark searched).
+
 Concerns (accelbench 0.4, within version 3, so keyed on the field's absence, not the version): a record's warnings
 became typed :class:`~accelbench.results.record.Concern` objects, which code decides by. A record without them gets
 them here, once, from its warnings' words (:func:`concerns_from_warnings`), and so do its conditions: the one place
@@ -142,6 +146,32 @@ def own_source_options(benchmark: str, params: dict[str, Any]) -> dict[str, Any]
     return {k: v for k, v in params.items() if k not in _ALL_SOURCE_OPTIONS or k in takes} | {"source": source}
 
 
+#: ``tune``'s settings of one searched benchmark, as each task declared them when the tasks came to own them (tune's
+#: task objects); before, every ``tune/search`` record carried all of them, and a language model was ``--task serve``
+_TUNE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "infer": ("scenario", "backends", "checkpoint", "dataset"),
+    "serve": ("engines", "tpot_ms", "prompts", "checkpoint"),
+    "train": (),
+}
+_ALL_TUNE_OPTIONS = frozenset(k for names in _TUNE_OPTIONS.values() for k in names)
+#: ``--task`` words renamed then (the model chooses the benchmark searched): old -> new
+_TUNE_TASKS = {"serve": "infer"}
+
+
+def own_tune_options(benchmark: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A ``tune/search`` record's parameters with only its searched benchmark's own settings, and ``--task serve``
+    as ``infer`` (tune's task objects, accelbench 0.4, within version 3: keyed on the content)."""
+    task = str(params.get("task", "infer"))
+    language = task == "serve" or (task == "infer" and params.get("model") in DECODERS)
+    takes = _TUNE_OPTIONS.get("serve" if language else task)
+    if benchmark != "tune/search" or takes is None:
+        return params
+    others = [k for k in params if k in _ALL_TUNE_OPTIONS and k not in takes]
+    if not others and task not in _TUNE_TASKS:
+        return params
+    return {k: v for k, v in params.items() if k not in others} | {"task": _TUNE_TASKS.get(task, task)}
+
+
 def split_entry(benchmark: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A benchmark and its parameters as v3 names them: a decoder's ``infer/loadgen`` or ``train/throughput`` is
     its own benchmark, each keeps only its own parameters. Also what a stored run's suite entries go through (a
@@ -240,7 +270,7 @@ def _renamed_values(record: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(params, dict):
         return record
     benchmark = str(record.get("benchmark"))
-    own = own_source_options(benchmark, own_engine_options(benchmark, params))
+    own = own_tune_options(benchmark, own_source_options(benchmark, own_engine_options(benchmark, params)))
     if own is not params:
         record, params = {**record, "params": own}, own
     renamed = {

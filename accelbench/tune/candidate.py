@@ -1,7 +1,7 @@
 """What a search is made of: one candidate (its settings, key and label) and a stage's candidates (torch-free).
 
-Below both the generic stages (:mod:`accelbench.tune.space`) and a task's own (:mod:`accelbench.tune.serve`), so
-neither imports the other for them.
+Below the task seam (:mod:`accelbench.tune.task`), the tasks' own spaces and the generic stages
+(:mod:`accelbench.tune.space`), so none imports another for them.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Candidate:
     def label(self) -> str:
         """The settings in a few words, only what differs from the family's defaults beside the runtime."""
         s = self.settings
-        if "engine" in s:  # a language model's serving (tune --task serve)
+        if "engine" in s:  # a language model's serving (infer/llm)
             words = [s["engine"], s["precision"]] + (["compiled"] if s.get("engine_compile") else [])
             words.append(f"{s['batch_size']} in flight")
             words += [f"{s['max_batch_tokens']} tokens a step"] if s.get("max_batch_tokens") else []

@@ -55,8 +55,8 @@ class Row:
 
 
 def _accuracy(search: Search, c: Candidate) -> str:
-    if search.params.task == "train":
-        return "not gated (training throughput)"
+    if not search.task.gated:
+        return search.task.ungated_words()
     if search.is_reference(c):
         return "the FP32 reference"
     gate = search.gate_of(c)
@@ -133,15 +133,12 @@ def _valid(trials: list[Trial]) -> bool | None:
 
 def reproduce(search: Search, c: Candidate) -> str:
     """The one ordinary command that measures the winner at its family's full length."""
-    p = search.params
-    if p.task == "infer":
-        extra = {"scenario": p.scenario} | ({"mode": "find-peak"} if p.scenario == "server" else {})
-        trial = p.trial_params(**c.settings, **extra)
-    else:
-        trial = p.trial_params(**c.settings)
-    words = ["accelbench", "infer" if p.task == "serve" else p.task, p.model]
+    task = search.task
+    trial = task.trial(**task.reproduce_settings(dict(c.settings)))
+    keeps = task.keeps()
+    words = ["accelbench", task.command, search.params.model]
     common = ("device", "threads")  # the common options last, as a person writes them
-    plain = type(trial)(model=trial.model)  # the defaults as the model resolves them (train's optimizer: auto)
+    plain = type(trial).of(model=search.params.model)  # the defaults as the model resolves them (optimizer: auto)
     values, defaults = trial.to_dict(), plain.to_dict()  # a backend's own settings among the run's
     own = list(type(trial).__dict__.get("__annotations__", {}))  # its own flags in the order it declares them
 
@@ -149,7 +146,7 @@ def reproduce(search: Search, c: Candidate) -> str:
         return f.name in common, f.name in own, own.index(f.name) if f.name in own else 0
 
     for f in sorted((f for f, _ in type(trial).flags()), key=order):
-        if f.name == "model" or (f.name in TRIAL_LENGTH and not (f.name == "mode" and p.scenario == "server")):
+        if f.name == "model" or (f.name in TRIAL_LENGTH and f.name not in keeps):
             continue
         value, default = values.get(f.name), defaults.get(f.name, f.default)
         if value == default or value is None:
@@ -191,8 +188,8 @@ def summary(search: Search) -> Result:
         "stopped": search.stopped,
         "budget_seconds": search.params.budget_seconds,
         "elapsed_seconds": search.elapsed,
-        "gate": _gate_words(search),
-        "accuracy": accuracy_words(search.params),
+        "gate": search.task.gate_words(),
+        "accuracy": search.task.accuracy_words(),
     }
     params = search.params.to_dict()
     bench = benchmark_of(search.params)  # the registry's name of a search
@@ -303,37 +300,6 @@ def _speedup(search: Search, winner: Candidate, best: float, higher: bool) -> tu
         return None, f"no speed-up: the winner and the default are not separated ({verdict.evidence})"
     base = statistics.median(values)
     return (best / base if higher else base / best), verdict.evidence
-
-
-def _gate_words(search: Search) -> str:
-    p = search.params
-    if p.task == "serve":
-        from accelbench.tune.serve import gate_words
-
-        return gate_words(p)
-    if p.task == "train":
-        return "none: training throughput has no accuracy gate"
-    weights = f"checkpoint {p.checkpoint}" if p.checkpoint else "random weights"
-    if p.dataset:
-        return f"MLPerf's 99% of the FP32 reference's quality on the labels of {p.dataset}, {weights}"
-    return (
-        f"fidelity to FP32 on {weights} and synthetic samples: a bf16, fp16 or INT8 path's outputs within twice "
-        "what rounding the FP32 model to that precision moves them; an FP32 candidate's answers 99% the same"
-    )
-
-
-def accuracy_words(p: Any) -> str | None:
-    """Whether the recommendation's accuracy was verified, for its headline (None: training, no gate)."""
-    if p.task == "serve":
-        from accelbench.tune.serve import accuracy_words as serving
-
-        return serving(p)
-    if p.task == "train":
-        return None
-    if p.dataset:
-        return f"accuracy verified on the labels of {p.dataset}"
-    weights = f"checkpoint {p.checkpoint}" if p.checkpoint else "random weights"
-    return f"accuracy not verified: fidelity to FP32 on {weights} (--dataset DIR verifies it)"
 
 
 def _trial_dict(t: Trial) -> dict[str, Any]:

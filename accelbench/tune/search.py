@@ -23,7 +23,7 @@ import math
 import statistics
 import time
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Callable
 
 from accelbench.tune.budget import Budget
 from accelbench.tune.candidate import Candidate
@@ -34,17 +34,10 @@ from accelbench.tune.verdict import MIN_RUNS_RANGES, MIN_RUNS_SAMPLES, decide
 
 #: share of the budget by the end of each phase
 SCREEN_SHARE, GATE_SHARE = 0.55, 0.70
-#: a first gate's start-up, model load and LoadGen runs, in screenings (a 2-core VM: a gate 69 s, a screening 24 s)
-GATE_SCREENS = 3.0
 #: confirmation rounds at most (or --repeats, if more): candidates still not separated then are equivalent
 MAX_ROUNDS = 8
 #: runtimes of the first stage whose batch and requests the second stage varies
 SHAPE_BEST = 2
-#: LoadGen seconds of a screening and of a confirmation trial (quick profile, non-compliant)
-SCREEN_SECONDS, CONFIRM_SECONDS = 2.0, 6.0
-#: training steps (warm-up, measured, per window) of a screening and of a confirmation trial
-TRAIN_SCREEN = {"warmup": 2, "num_batches": 6, "display_every": 2}
-TRAIN_CONFIRM = {"warmup": 3, "num_batches": 18, "display_every": 2}
 
 
 class Tuner:
@@ -71,6 +64,7 @@ class Tuner:
         #: seconds before a trial is killed and recorded as failed (a hang must not eat the whole budget)
         self.timeout = timeout or max(120.0, self.budget / 2)
         self.search = Search(params)
+        self.task = self.search.task
         self.started = started
         self.t0 = 0.0
         self.time = Budget(self.budget, clock, 0.0)
@@ -198,27 +192,9 @@ class Tuner:
         return [c for c in active if c.key in kept]
 
     def _expected(self, phase: str) -> float | None:
-        """A next trial's seconds in ``phase``. Before the phase's first: a LoadGen confirmation pays a screening's
-        start, load and probe and measures 4 s longer (half as much again for LoadGen's margin); a gate pays
-        ``GATE_SCREENS`` screenings and runs the FP32 reference and the candidate over the gate's samples, and
-        the FP32 model rounded twice (fidelity's twins) over a quarter of them, at about the reference's
-        screened rate; a training confirmation runs three
-        times the steps; Server's find-peak is a search of several runs, four at least."""
-        first: tuple[float, float] | None = None
-        if phase == "confirm":
-            if self.params.task == "train":
-                first = (2.0, 0.0)
-            else:
-                first = (4.0, 0.0) if self._server() else (1.0, 1.5 * (CONFIRM_SECONDS - SCREEN_SECONDS))
-        elif phase == "gate" and self.params.task == "serve":
-            first = (GATE_SCREENS, 0.0)  # the FP32 reference generates the gate's prompts one at a time, briefly
-        elif phase == "gate" and not self.params.dataset:
-            from accelbench.infer.accuracy import ROUNDING_SAMPLES
-            from accelbench.infer.run import SYNTHETIC_ACCURACY_SAMPLES
-
-            per_sample = self._reference_seconds_per_sample()
-            samples = 2 * SYNTHETIC_ACCURACY_SAMPLES + 2 * ROUNDING_SAMPLES  # + the rounded twins, for fidelity
-            first = (GATE_SCREENS, samples * per_sample) if per_sample else None
+        """A next trial's seconds in ``phase``: the median of the phase's trials so far; before its first, the
+        screenings' scaled as the task says its phase measures longer (:meth:`TuneTask.first_expected`)."""
+        first = self.task.first_expected(phase, self._reference_seconds_per_sample)
         return self.time.expected(phase, self.search.trials, first)
 
     def _reference_seconds_per_sample(self) -> float | None:
@@ -254,7 +230,7 @@ class Tuner:
         """Screening stops at its share of the budget, and early enough that one gate still ends inside the
         gates' phase: on a small budget the best screened must be gated and confirmed, or nothing is claimed (a
         4-minute search screened 14 runtimes, then had 90 s left and no gate fitting before the gates' end)."""
-        gate = (self._expected("gate") or 0.0) if self.params.task != "train" else 0.0
+        gate = (self._expected("gate") or 0.0) if self.task.gated else 0.0
         return min(self.time.at(SCREEN_SHARE), self.budget - gate - self._claim_seconds())
 
     def _gate_end(self) -> float:
@@ -273,7 +249,7 @@ class Tuner:
         only = ok[0].candidate.label() if ok else "no candidate"
         if self.search.not_tried:
             s = self.time.expected("screen", self.search.trials) or 0.0
-            g = (self._expected("gate") or 0.0) if self.params.task != "train" else 0.0
+            g = (self._expected("gate") or 0.0) if self.task.gated else 0.0
             least = 2 * s + g + self._claim_seconds()
             suggest = f"{math.ceil(least / 60)}m"
             return (
@@ -303,37 +279,17 @@ class Tuner:
 
     def entry(self, phase: str, c: Candidate) -> TrialEntry:
         """The benchmark entry of a trial: the candidate's settings, at the phase's length."""
-        p = self.params
-        if p.task == "train":
-            steps = TRAIN_CONFIRM if phase == "confirm" else TRAIN_SCREEN
-            return trial_entry(p.trial_params(**c.settings, **steps), self.timeout)
-        settings = dict(c.settings)
-        if p.task == "serve":  # Offline at the candidate's concurrency, held to the TPOT limit (the trial's params)
-            mode = {"mode": "accuracy"} if phase == "gate" else {}
-            length = {} if phase == "gate" else {"duration": CONFIRM_SECONDS if phase == "confirm" else SCREEN_SECONDS}
-            return trial_entry(p.trial_params(**settings, **mode, **length), self.timeout)
-        if phase == "gate":
-            extra: dict[str, Any] = {"mode": "accuracy", "scenario": "offline", "dataset": p.dataset}
-        elif phase == "confirm" and self._server():
-            extra = {"mode": "find-peak", "scenario": "server", "duration": SCREEN_SECONDS}
-        else:  # Server is screened on Offline throughput: a find-peak per candidate would spend the budget
-            scenario = "offline" if self._server() else p.scenario
-            seconds = CONFIRM_SECONDS if phase == "confirm" else SCREEN_SECONDS
-            extra = {"scenario": scenario, "duration": seconds}
-        return trial_entry(p.trial_params(**settings, **extra), self.timeout)
-
-    def _server(self) -> bool:
-        return self.params.task == "infer" and self.params.scenario == "server"
+        return trial_entry(self.task.trial_of(phase, dict(c.settings)), self.timeout)
 
     # -- ordering ------------------------------------------------------------------------------------
 
     def _screened(self) -> list[Trial]:
-        """Screenings with a figure; in a serving search only those within the TPOT limit (an INVALID one served
-        more tokens/s by making each user wait longer than asked)."""
-        within = self.params.task != "serve"
+        """Screenings with a figure; where the task holds its trials to a limit, only those within it (a served
+        language model's INVALID screening served more tokens/s by making each user wait longer than asked)."""
+        held = self.task.held_to_limit
         return [
             t for t in self.search.trials
-            if t.phase == "screen" and t.ok and (within or (t.result is not None and t.result.valid is not False))
+            if t.phase == "screen" and t.ok and (not held or (t.result is not None and t.result.valid is not False))
         ]  # fmt: skip
 
     def _ranked(self, trials: list[Trial]) -> list[Candidate]:

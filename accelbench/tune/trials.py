@@ -9,8 +9,8 @@ from accelbench.families import benchmark_of
 from accelbench.params import build_params
 from accelbench.results.record import Result
 from accelbench.tune.candidate import Candidate
-from accelbench.tune.space import INFER_DEFAULT, TRAIN_DEFAULT
 from accelbench.tune.specs import TuneParams
+from accelbench.tune.task import TuneTask
 
 
 @dataclass(frozen=True)
@@ -72,13 +72,13 @@ class Search:
     #: why the search compared nothing (fewer than two candidates screened with a figure), else None
     no_search: str | None = None
 
+    def __post_init__(self) -> None:
+        #: the searched benchmark's side of the search (its space, its trials, its gate)
+        self.task: TuneTask = self.params.tuned()
+
     @property
     def default(self) -> Candidate:
-        if self.params.task == "serve":
-            from accelbench.tune.serve import serve_default
-
-            return Candidate(serve_default())
-        return Candidate(dict(INFER_DEFAULT if self.params.task == "infer" else TRAIN_DEFAULT))
+        return self.task.default()
 
     def of(self, candidate: Candidate, phase: str) -> list[Trial]:
         return [t for t in self.trials if t.phase == phase and t.candidate.key == candidate.key]
@@ -89,14 +89,13 @@ class Search:
         return next((t for t in self.trials if t.phase == "gate" and _runtime_key(t.candidate) == runtime), None)
 
     def is_reference(self, candidate: Candidate) -> bool:
-        """The FP32 eager model in its default layout is the gate's reference: it needs no gate. A served language
-        model has none among the candidates (its reference is FP32 ``generate`` one prompt at a time)."""
-        s = candidate.settings
-        return s.get("backend") == "torch" and s.get("precision") == "fp32" and not s.get("channels_last")
+        """Whether the candidate is the gate's reference, which needs no gate (the FP32 eager image model; a served
+        language model has none among the candidates: its reference is FP32 ``generate`` one prompt at a time)."""
+        return self.task.is_reference(candidate)
 
     def passed_gate(self, candidate: Candidate) -> bool | None:
-        """True (passed, or the reference, or training: no gate), False (failed), None (not gated yet)."""
-        if self.params.task == "train" or self.is_reference(candidate):
+        """True (passed, or the reference, or a task with no gate), False (failed), None (not gated yet)."""
+        if not self.task.gated or self.is_reference(candidate):
             return True
         gate = self.gate_of(candidate)
         if gate is None:
