@@ -21,6 +21,17 @@ compute thread (``OMP_NUM_THREADS=1 python bench/llm_serving.py --rounds 5 --eng
 and a higher figure on both sides (4,838 and 4,933 tokens/s): with every core in the OpenMP team, LoadGen's
 threads and the SUT's callbacks stall it (the sink itself is 1.6% of the engine thread's samples by py-spy).
 
+Measure at one thread: at two, OpenMP's thread team stalls whenever LoadGen's or the SUT's threads take a core, and
+the ratio says nothing about the harness. What was left at one thread (static 0.95x, 0.93x over 5 rounds) was not
+the harness: the engine's thread freed a few MB at the top of its malloc arena after each batch, and glibc, in some
+processes and not others (its thresholds move with what a process freed before), gave it back to the kernel and
+faulted it in again the next batch: about 1,000 page faults a batch and 9% slower, on either side, by the luck of
+the process (counted with ``getrusage(RUSAGE_THREAD)`` around each batch, seen as one 4 MB ``madvise`` a batch by
+strace). The engine now fixes glibc's thresholds on a CPU (``steady_heap``; the record's ``host_heap``). In one
+process, the same engine thread with the real SUT under LoadGen against the bare sink (10 alternations of 800
+requests): the engine thread's CPU time +4.0% (+2.2% with LoadGen's calls stubbed: the SUT's per-token
+bookkeeping; the rest LoadGen's calls), which is what the harness costs on this model (1 ms a decode step).
+
     python bench/llm_serving.py [--model llama3.1-8b] [--scale tiny] [--rounds 3] [--output-tokens 32]
         [--engines transformers,static] [--target-qps 1000]
 """

@@ -18,7 +18,14 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from accelbench.serve.engines.base import CompileOptions, EngineSettings, QueuedEngine, Sink, TokenRequest
+from accelbench.serve.engines.base import (
+    CompileOptions,
+    EngineSettings,
+    QueuedEngine,
+    Sink,
+    TokenRequest,
+    steady_heap,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -119,6 +126,7 @@ class StaticBatch(QueuedEngine):
                 if self.options.engine_compile
                 else "left, to the batch's longest prompt"
             ),
+            **steady_heap(device),
         }
         super().start(model, device, sink, settings)
 
