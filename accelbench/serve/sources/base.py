@@ -95,6 +95,9 @@ class Work:
     arrivals: list[float] | None = None
     #: conversations whose turns are sent after their answers (the prompts are their first turns)
     conversations: ConversationSet | None = None
+    #: the source made prompts begin alike on purpose (a shared prefix asked for, a trace's shared blocks), so a
+    #: server's prefix cache is meant to serve them
+    shared_prefix: bool = False
 
     @property
     def longest(self) -> int:
@@ -108,9 +111,9 @@ class Work:
 
     @property
     def shares_prefixes(self) -> bool:
-        """The requests share prefixes on purpose: a shared prefix, a trace's shared blocks, conversations."""
-        summary = self.summary or {}
-        return bool(summary.get("prefix") or summary.get("shared_fraction") or self.conversations is not None)
+        """The requests share prefixes on purpose: a shared prefix, a trace's shared blocks, or conversations (each
+        turn's prompt holds the history before it). The engine is told (``EngineSettings.shared_prefixes``)."""
+        return self.shared_prefix or self.conversations is not None
 
     @property
     def replayed(self) -> bool:

@@ -516,7 +516,6 @@ class FileSource(Source):
         tell_skipped(read.summary.to_dict(), record_noun(read.summary.format))
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
-
         o: FileOptions = self.options
         tokenizer, read = from_params(params, o, lengths[1], total)
         samples = read.samples
@@ -529,7 +528,8 @@ class FileSource(Source):
                 replace=False,
             )  # fmt: skip
             prompts, summary["prefix"] = made.prompts, made.summary
-        return Work(prompts, outs, summary, tokenizer, [s.reference for s in samples])
+        references = [s.reference for s in samples]
+        return Work(prompts, outs, summary, tokenizer, references, shared_prefix=bool(o.prefix_tokens))
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:

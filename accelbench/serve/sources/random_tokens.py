@@ -46,6 +46,7 @@ class RandomSource(Source):
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         from accelbench.serve.limits import draw_prompts
+
         o: RandomOptions = self.options
         prompt_len, out = lengths
         prompts = draw_prompts(total, prompt_len, o.input_jitter, vocab)
@@ -56,7 +57,7 @@ class RandomSource(Source):
             prompts, starts = made.prompts, made.starts
             summary = {"source": self.name, "prefix": made.summary}
         salt = Salt(starts, vocab) if params.mode != "accuracy" else None  # accuracy compares the same prompts
-        return Work(prompts, [out] * total, summary, salt=salt)
+        return Work(prompts, [out] * total, summary, salt=salt, shared_prefix=bool(o.prefix_tokens))
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:

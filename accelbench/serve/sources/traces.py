@@ -473,8 +473,8 @@ class TraceSource(Source):
         prompts = synthesize(trace, vocab)
         outs = [max(r.output_tokens, 2) for r in trace.rows]
         summary = {"source": self.name, **trace.to_dict(), "speed": o.trace_speed}
-        summary["shared_fraction"] = shared_fraction(trace)
-        return Work(prompts, outs, summary, arrivals=[r.at for r in trace.rows])
+        summary["shared_fraction"] = shared = shared_fraction(trace)
+        return Work(prompts, outs, summary, arrivals=[r.at for r in trace.rows], shared_prefix=bool(shared))
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:
