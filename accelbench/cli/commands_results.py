@@ -1,4 +1,4 @@
-"""Commands that read results: ``results list|show|runs|export|import`` and ``compare``."""
+"""Commands that read results: ``results list|show|runs|export|import|requests`` and ``compare``."""
 
 from __future__ import annotations
 
@@ -55,6 +55,28 @@ def register(sub: Any) -> None:
     exp.add_argument("--format", choices=("json", "csv", "md"), default="json", help="output format (default json)")
     exp.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     exp.set_defaults(handler=cmd_export)
+
+    req = rsub.add_parser(
+        "requests",
+        help="a language-model serving run's requests, one row each",
+        description=(
+            "Print the requests of a language-model serving record (infer/llm): when each was due and sent, its "
+            "first token, TTFT and TPOT, its prompt and output tokens, and its status; under the table, the "
+            "throughput and TTFT/TPOT/ITL percentiles computed again from the rows. Times are seconds from the "
+            "run's start. RUN is a run id (or its unique prefix) or a run folder; a run of several such records "
+            "needs --entry N."
+        ),
+    )
+    req.add_argument("run", metavar="RUN", help="run id, its unique prefix, or a run folder")
+    req.add_argument(
+        "--entry", type=a.positive_int, metavar="N", help="the run's N-th language-model serving record (from 1)"
+    )
+    req.add_argument("--limit", type=a.positive_int, metavar="N", help="only the first N requests in the table")
+    shape = req.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help="print the meta, the recomputed figures and every row")
+    shape.add_argument("--csv", action="store_true", help="print one CSV line a request (its gaps space-separated)")
+    a.add_store_option(req)
+    req.set_defaults(handler=cmd_requests)
 
     imp = rsub.add_parser(
         "import",
@@ -222,6 +244,100 @@ def cmd_import(ns: argparse.Namespace) -> int:
     for note in notes:
         print(note)
     print(f"imported {new} new result(s), {present} already present, into {store.path}")
+    return 0
+
+
+def _run_records(ns: argparse.Namespace) -> tuple[str, list[Any], Path | None]:
+    """The run ``ns.run`` names (a run folder, else a stored run id): its name, its records, its folder."""
+    from accelbench.results.record import Result
+
+    folder = Path(ns.run).expanduser()
+    if (folder / "results.jsonl").is_file():
+        try:
+            lines = (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()
+            records = [Result.from_json(line) for line in lines if line.strip()]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"cannot read {folder / 'results.jsonl'}: {exc}") from None
+        return str(folder), records, folder
+    if folder.is_dir():
+        raise UsageError(f"{folder} is not a run folder (it has no results.jsonl)")
+    store = _store(ns)
+    run_id = store.resolve_run_id(ns.run)
+    if run_id is None:
+        raise UsageError(f"unknown run {ns.run!r}: give a run id (see 'accelbench results runs') or a run folder")
+    info = store.get_run(run_id)
+    run_dir = Path(info.run_dir) if info is not None and info.run_dir else None
+    return run_id, store.query(run_id=run_id), run_dir
+
+
+def cmd_requests(ns: argparse.Namespace) -> int:
+    import csv
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from accelbench.serve import requests as rq
+
+    name, records, run_dir = _run_records(ns)
+    from accelbench.families import family_of
+    from accelbench.families.builtin import SERVE
+
+    served = [r for r in records if family_of(r.benchmark) is SERVE or "request_log" in r.details]
+    if not served:
+        raise UsageError(f"run {name} has no language-model serving record: no requests to show")
+    if ns.entry is None and len(served) > 1:
+        listed = ", ".join(f"--entry {n} ({describe_params(r.benchmark, r.params)})" for n, r in enumerate(served, 1))
+        raise UsageError(f"run {name} has {len(served)} language-model serving records: {listed}")
+    if ns.entry is not None and ns.entry > len(served):
+        raise UsageError(f"run {name} has {len(served)} language-model serving record(s); --entry {ns.entry} is none")
+    record = served[(ns.entry or 1) - 1]
+    path = rq.located(record.details.get("request_log"), run_dir)
+    if path is None:
+        why = f"its failure came before any request ({record.error})" if record.status == "failed" else (
+            "it was recorded before accelbench kept requests"
+        )  # fmt: skip
+        raise UsageError(f"the record {record.id[:8]} of run {name} keeps no requests: {why}")
+    log = rq.read(path)
+    limits = record.details.get("limits") if isinstance(record.details.get("limits"), dict) else {}
+    ttft_ms, tpot_ms = limits.get("ttft_p99_ms"), limits.get("tpot_p99_ms")
+    if ns.json:
+        out = {
+            "record": record.id,
+            "request_log": record.details.get("request_log"),
+            "meta": log.meta,
+            "figures": rq.recompute(log, ttft_ms, tpot_ms),
+            "rows": [asdict(r) for r in log.rows],
+        }
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    flat = rq.table_rows(log)
+    if ns.csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(flat[0]) if flat else ["id"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(flat)
+        return 0
+    talks = any(r.session is not None for r in log.rows)
+    due = any(r.scheduled is not None for r in log.rows)
+    table = Table(title=f"{describe_params(record.benchmark, record.params)}: requests ({path.name})")
+    for col in ("id", "sample", *(("session", "turn") if talks else ()), *(("due s",) if due else ()), "sent s",
+                "TTFT ms", "TPOT ms", "prompt", "output", "chunks", "status"):  # fmt: skip
+        table.add_column(col, justify="left" if col == "status" else "right", no_wrap=col != "status")
+
+    def num(value: Any, digits: int = 4) -> str:
+        return "" if value is None else f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+    for row in flat[: ns.limit] if ns.limit else flat:
+        cells = [num(row["id"]), num(row["sample"])]
+        cells += [num(row["session"]), num(row["turn"])] if talks else []
+        cells += [f"{row['scheduled_s']:.3f}" if row["scheduled_s"] is not None else ""] if due else []
+        cells += [f"{row['sent_s']:.3f}", num(row["ttft_ms"]), num(row["tpot_ms"]), num(row["prompt_tokens"])]
+        cells += [num(row["output_tokens"]), num(row["chunks"])]
+        cells.append(row["status"] + (f": {escape(row['error'])}" if row["error"] else ""))
+        table.add_row(*cells)
+    console.print(table)
+    if ns.limit and ns.limit < len(flat):
+        console.print(f"the first {ns.limit} of {len(flat)} requests shown")
+    console.print(escape(rq.summary_line(log, ttft_ms, tpot_ms)))
     return 0
 
 

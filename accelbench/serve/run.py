@@ -26,7 +26,7 @@ from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.infer.sut import SampleLibrary
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
 from accelbench.results.record import Result
-from accelbench.serve import accuracy, quality
+from accelbench.serve import accuracy, quality, requests
 from accelbench.serve.engines.base import Engine, EngineSettings, ModelSource, engine_class
 from accelbench.serve.limits import (
     Limits,
@@ -411,9 +411,11 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
             params, record, sent, conditions, limits, dict(engine.facts), probed.to_dict(), s.counted
         )
         client = engine.measured(arrivals=True)  # the client's, or an in-process engine's own prefix-cache count
+        requests.note(result, sent)
     else:
         outcome, reruns, client, found = runs
         result = _loadgen_result(params, ctx, s, record, outcome, reruns, probed)
+        requests.note(result, outcome.sut)
     result.details["weights"] = weights if not engine.remote else "the server's"
     if engine.runs_model and not engine.loads_weights and params.effective_precision != "fp32":
         # the floating buffers served in FP32 beside the rounded weights: RoPE's frequencies, as transformers keeps
@@ -555,7 +557,7 @@ def _replay(
         frozen_heap(),
         ConditionsMonitor(threads, gpus=cuda_indices([device]), sut_pids=engine.local_processes()) as monitor,
     ):
-        replayed = driver.run()
+        replayed = requests.drive(driver, ctx.log_dir)  # driver.run(), its requests kept in the logs
     return replayed, monitor.conditions.to_dict()
 
 
@@ -589,7 +591,7 @@ def _measure(
     clients: list[dict[str, Any]] = []
 
     def once(settings: Any, what: str) -> Outcome:
-        sut = TokenSUT(engine, qsl, outs.__getitem__, shape)
+        sut = TokenSUT(engine, qsl, outs.__getitem__, shape, log_dir=ctx.log_dir)  # its requests kept in the logs
         relay.target = sut
         ctx.progress(what, left=lgset.planned_seconds(settings, scenario, plan.rate))
         engine.measured(arrivals=False)  # what came before (the probe, a trial) is not this run's

@@ -5,19 +5,25 @@ engine calls back :meth:`TokenSUT.first` at each request's first token, which re
 ``FirstTokenComplete`` (its time to first token), and :meth:`TokenSUT.done` at its completion, which reaches it
 as ``QuerySamplesComplete`` with the number of tokens (its time per output token, and tokens/s). The token ids
 are the response's data, so accuracy mode's log holds the generated text.
+
+Each request's times are kept as the callbacks see them (:class:`accelbench.serve.requests.Kept`, compact for a
+long run) and written to the run's logs when LoadGen's test ends, one row a request (:mod:`accelbench.serve.requests`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from array import array
 from collections import Counter
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from accelbench.errors import BenchmarkFailed
 from accelbench.infer.sut import SampleLibrary
+from accelbench.serve import requests as reqlog
 from accelbench.serve.engines.base import Engine, TokenRequest
 
 
@@ -28,8 +34,17 @@ class TokenSUT:
         qsl: SampleLibrary[list[int]],
         max_new_tokens: Any,
         shape: Callable[[int, list[int]], list[int]] | None = None,
+        log_dir: Path | None = None,
     ) -> None:
+        """``log_dir``: where the requests are written when LoadGen's test ends (None: nowhere)."""
         self.engine = engine
+        self.log_dir = log_dir
+        #: every request seen through, kept until the test ends and written then (not on the engine's threads)
+        self.kept: list[reqlog.Kept] = []
+        #: the written file's entry for the record's ``details.request_log`` (None until written)
+        self.request_log: dict[str, Any] | None = None
+        self._request_gaps: dict[int, array[float]] = {}
+        self._answers: dict[int, float] = {}
         #: what is done to a sample's prompt as it is sent (made distinct, counted for the prefix cache)
         self.shape = shape
         self.qsl = qsl
@@ -51,7 +66,7 @@ class TokenSUT:
         self._firsts: dict[int, float] = {}
         self._last_token: dict[int, float] = {}
         #: seconds between consecutive tokens of a request (a step of k tokens: k gaps of a k-th of the wait)
-        self.gaps: list[float] = []
+        self.gaps: array[float] = array("d")
         self.keep_outputs = False
         #: tokens held in the KV cache by the requests between their first token and their completion (prompt and
         #: tokens so far): the peak, and the integral over time for the mean
@@ -92,8 +107,16 @@ class TokenSUT:
         pass
 
     def stop(self) -> None:
-        """LoadGen's test ended (every request answered); the engine stays warm for a rerun: the run stops it."""
+        """LoadGen's test ended (every request answered); the engine stays warm for a rerun: the run stops it. The
+        requests are written now, so a run that fails (its error raised after this) keeps them too, and says where."""
         self.stopped = True
+        if self.log_dir is None or self.request_log is not None:
+            return
+        with self._lock:
+            kept, self.kept = self.kept, []
+        self.request_log = reqlog.keep_loadgen(self, self.log_dir, self.engine, kept, self.first_issue)
+        if isinstance(self.error, BenchmarkFailed):
+            self.error.details["request_log"] = self.request_log
 
     def _hold(self, request: TokenRequest, tokens: int, now: float, flight: int = 0) -> None:
         """``tokens`` more (or, negative, fewer) held in the KV cache by ``request`` from ``now``; ``flight``: it
@@ -125,11 +148,21 @@ class TokenSUT:
         data = np.array([token], dtype=np.int32)
         lg.FirstTokenComplete([lg.QuerySampleResponse(request.id, data.ctypes.data, data.nbytes, 1)])
 
+    def answering(self, request: TokenRequest) -> None:
+        """The first token of ``request``'s answer after a reasoning model's thinking arrived (an engine that tells
+        them apart calls this; its row's ``first_answer``)."""
+        self._answers.setdefault(request.id, time.perf_counter())
+
     def step(self, request: TokenRequest, count: int) -> None:
         now = time.perf_counter()
         last = self._last_token.get(request.id)
         if last is not None:
-            self.gaps.extend([(now - last) / count] * count)
+            gaps = [(now - last) / count] * count
+            self.gaps.extend(gaps)
+            mine = self._request_gaps.get(request.id)
+            if mine is None:
+                mine = self._request_gaps[request.id] = array("d")
+            mine.extend(gaps)
         self._last_token[request.id] = now
         self._hold(request, count, now)
 
@@ -149,6 +182,12 @@ class TokenSUT:
             issued, first = self._issued.pop(request.id, now), self._firsts.pop(request.id, now)
             self._last_token.pop(request.id, None)
             self.per_request.append((first - issued, (now - first) / max(len(tokens) - 1, 1), len(tokens)))
+            self.kept.append(
+                reqlog.Kept(
+                    request.id, request.index, issued, first, now, len(request.prompt), len(tokens),
+                    self._request_gaps.pop(request.id, None), None, self._answers.pop(request.id, None),
+                )
+            )  # fmt: skip
             if self.keep_outputs:
                 self.outputs[request.index] = list(tokens)
         # LoadGen copies the answer during the call (accuracy mode); the array lives until it returns
@@ -158,9 +197,19 @@ class TokenSUT:
         """Answer LoadGen anyway (it would wait forever); the run is reported failed afterwards."""
         import mlperf_loadgen as lg
 
+        now = time.perf_counter()
         with self._lock:
             plain = getattr(error, "plain", False)  # its message says it all (a server's words)
-            self.failures[str(error) if plain else f"{type(error).__name__}: {error}"] += 1
+            words = str(error) if plain else f"{type(error).__name__}: {error}"
+            self.failures[words] += 1
+            issued, first = self._issued.pop(request.id, now), self._firsts.pop(request.id, None)
+            self._last_token.pop(request.id, None)
+            self.kept.append(
+                reqlog.Kept(
+                    request.id, request.index, issued, first, now, len(request.prompt), 0,
+                    self._request_gaps.pop(request.id, None), words, self._answers.pop(request.id, None),
+                )
+            )  # fmt: skip
             top = "; ".join(f"{why} (x{n})" for why, n in self.failures.most_common(3))
             total = sum(self.failures.values())
             self.error = BenchmarkFailed(f"{total} request{'s' * (total > 1)} failed: {top}")
