@@ -347,3 +347,15 @@ def test_a_record_without_requests_says_why(loadgen_run: tuple[Path, Path, list[
     (folder / "results.jsonl").write_text(json.dumps(old) + "\n")
     p = run_cli(["results", "requests", str(folder)], env_in(tmp_path), tmp_path)
     assert p.returncode == 2 and "keeps no requests: it was recorded before accelbench kept requests" in p.stderr
+
+
+def test_a_reasoning_answers_first_token_is_on_its_row(checkpoint: Path, tmp_path: Path) -> None:
+    """Chat answers whose first 3 of 6 chunks are reasoning: each row's first answer token comes after its first
+    token (the reasoning's), both from the same send, so a reader can take the thinking's time per request."""
+    db = tmp_path / "r.db"
+    with serving(Behaviour(reasoning=3, delay=DELAY)) as url:
+        args = infer(url, checkpoint, db, "--api", "chat", "--output-tokens", "6", "--duration", "1")
+        (record,) = ran(args, env_in(tmp_path), tmp_path, db)
+    rows = log_of(record).rows
+    assert rows and all(r.first_answer is not None and r.first is not None for r in rows)
+    assert all(r.sent <= r.first < r.first_answer <= r.done for r in rows if r.first_answer and r.first and r.done)

@@ -43,6 +43,9 @@ class Sink(Protocol):
 
     def failed(self, request: TokenRequest, error: BaseException) -> None: ...
 
+    # a sink may also have ``answering(request)``: the first token of the answer after a reasoning model's thinking
+    # (an engine that tells them apart calls it where the sink has it; the per-request record's ``first_answer``)
+
 
 @dataclass(frozen=True)
 class ModelSource:

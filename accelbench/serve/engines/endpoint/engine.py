@@ -342,6 +342,9 @@ class EndpointEngine(Engine):
         def answering() -> None:  # the first chunk of the answer itself, after any reasoning
             if answer.first_answer is None:
                 answer.first_answer = time.perf_counter() - sent
+                told = getattr(self.sink, "answering", None)  # a sink that keeps each request's answer time
+                if told is not None:
+                    told(request)
 
         import aiohttp
 
