@@ -359,3 +359,35 @@ def test_a_reasoning_answers_first_token_is_on_its_row(checkpoint: Path, tmp_pat
     rows = log_of(record).rows
     assert rows and all(r.first_answer is not None and r.first is not None for r in rows)
     assert all(r.sent <= r.first < r.first_answer <= r.done for r in rows if r.first_answer and r.first and r.done)
+
+
+def test_one_token_answers_are_counted_named_and_explained(checkpoint: Path, tmp_path: Path) -> None:
+    """A server that refuses ignore_eos and min_tokens and ends every 5th answer after one token (its end of
+    sequence): LoadGen logs an error for each (no time per output token) and the run's lengths-differ concern
+    counts them, matching the requests file's rows of one token."""
+    db = tmp_path / "r.db"
+    with serving(Behaviour(delay=DELAY, eos_every=5)) as url:
+        args = infer(url, checkpoint, db, "--scenario", "server", "--output-tokens", "6", "--duration", "2")
+        done = run_cli(args, env_in(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = stored(db)
+    assert record.status == "ok"
+    rows = rq.read(Path(record.details["request_log"]["path"])).rows
+    short = [r for r in rows if r.output_tokens == 1]
+    assert short and len(short) == pytest.approx(len(rows) / 5, abs=2)
+    (differ,) = [c for c in record.concerns if c.kind == "lengths-differ"]
+    assert differ.data["one_token"] == len(short) and not differ.data["ignore_eos"]
+    assert f"{len(short)} of {len(rows)} answered in one token" in differ.text
+
+
+def test_an_invalid_runs_reasons_say_what_loadgen_left_bare() -> None:
+    """A quick Server run on a slow server that also had one-token answers: early stopping's reason comes first,
+    with the requests answered and what the p99 needs; LoadGen's bare error about one-token answers is replaced
+    by what they were and what to do."""
+    from accelbench.serve.results import ONE_TOKEN_ERROR, token_reasons
+
+    detail = {"early_stopping_met": False, "_errors": [f"error_runtime: {ONE_TOKEN_ERROR}", "error_runtime: other"]}
+    said = [words for _, words in token_reasons(detail, "server", 429, "3 of 429 requests answered in one token")]
+    assert said[0].startswith("too few requests for the p99 TTFT/TPOT (429 answered, LoadGen's early stopping needs")
+    assert "run longer" in said[0]
+    assert said[1:] == ["3 of 429 requests answered in one token", "LoadGen error: error_runtime: other"]

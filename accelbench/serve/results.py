@@ -172,8 +172,16 @@ def kv_cache(sut: "TokenSUT", engine: dict[str, Any], model: "Figures | None") -
     return out
 
 
-def token_reasons(d: dict[str, Any], scenario: str) -> list[tuple[str, str]]:
-    """Why LoadGen called a token run INVALID, each as (the rule broken, the words with the fix)."""
+#: LoadGen's words for a request answered in one token in token mode (it has no time per output token)
+ONE_TOKEN_ERROR = "Number of tokens need to be greater than 1"
+
+
+def token_reasons(
+    d: dict[str, Any], scenario: str, answered: int = 0, one_token: str | None = None
+) -> list[tuple[str, str]]:
+    """Why LoadGen called a token run INVALID, each as (the rule broken, the words with the fix). ``answered``: the
+    requests the SUT answered (what early stopping judged); ``one_token``: what the run's one-token answers were and
+    what to do, said in place of LoadGen's own error about them."""
     reasons: list[tuple[str, str]] = []
     if d.get("result_perf_constraints_met") is False:
         for what, key, limit in (
@@ -198,13 +206,39 @@ def token_reasons(d: dict[str, Any], scenario: str) -> list[tuple[str, str]]:
         words = "min queries not met: LoadGen issued fewer queries than required; run longer"
         reasons.append((logs.MIN_QUERIES, words))
     if d.get("early_stopping_met") is False:
+        from accelbench.infer.tail import min_queries
+
+        counted = f"{answered} answered, " if answered else ""
         words = (
-            "early stopping criterion not met: too few requests for the p99 TTFT/TPOT; run longer (--duration S, "
-            "or --profile official)"
+            f"too few requests for the p99 TTFT/TPOT ({counted}LoadGen's early stopping needs {min_queries(0.99)} "
+            "at the least, none late): run longer (--duration S, or --profile official)"
         )
         reasons.append((logs.EARLY_STOPPING, words))
-    reasons += [(logs.LOADGEN_ERROR, f"LoadGen error: {e}") for e in d.get("_errors", [])]
+    for e in d.get("_errors", []):
+        if one_token is not None and ONE_TOKEN_ERROR in e:
+            reasons.append((logs.LOADGEN_ERROR, one_token))
+        else:
+            reasons.append((logs.LOADGEN_ERROR, f"LoadGen error: {e}"))
     return reasons or [(logs.UNSAID, "LoadGen reported INVALID (see mlperf_log_detail.txt)")]
+
+
+def one_token_words(sut: "TokenSUT", params: LLMServeParams, engine: dict[str, Any]) -> str | None:
+    """What a run's one-token answers were and what to do (None where it had none): the server (or the model)
+    ended them at its end of sequence after the first token, so they have no time per output token, which LoadGen's
+    token mode refuses. The per-request file's rows with one output token are they."""
+    if not sut.one_token:
+        return None
+    if params.allow_eos:
+        why, fix = "--allow-eos lets an answer end at the end of sequence", "leave --allow-eos out"
+    elif not engine.get("ignore_eos_sent", True):
+        why = "the server refused ignore_eos and min_tokens, so the model's end of sequence ends an answer"
+        fix = "serve where the server takes min_tokens (vLLM, SGLang), or a model that answers longer"
+    else:
+        why, fix = "the engine stopped them at one token", "check the engine's answers (the requests file)"
+    return (
+        f"{sut.one_token} of {sut.samples} requests answered in one token ({why}): no time per output token, "
+        f"which LoadGen's token mode refuses (its error: {ONE_TOKEN_ERROR}); {fix}"
+    )
 
 
 def token_result(
@@ -261,7 +295,8 @@ def token_result(
         details["roofline"] = limit
     if reruns:
         details["reruns"] = reruns
-    reasons = [] if valid else true_cause(token_reasons(d, params.scenario), reruns or [], conditions)
+    said = token_reasons(d, params.scenario, sut.samples, one_token_words(sut, params, engine))
+    reasons = [] if valid else true_cause(said, reruns or [], conditions)
     if over:  # LoadGen's VALID is of its own rules; the interactivity asked for is another
         reasons, valid = [*reasons, over], False
     if outcome.disturbed:  # VALID by LoadGen's rules, far under its own probe in every rerun
@@ -328,6 +363,12 @@ def flag_lengths(result: Result, params: LLMServeParams, sut: "TokenSUT", engine
     if not ignore_eos and mean_out < asked_out - ROUNDING_TOKENS:
         why = "--allow-eos" if params.allow_eos else "the server refused ignore_eos"
         said.append(f"answers of {mean_out:.1f} tokens on average: the end of sequence was not ignored ({why})")
+    if sut.one_token:  # no time per output token: LoadGen logs an error for each and a TPOT without them
+        data["one_token"] = sut.one_token
+        said.append(
+            f"{sut.one_token} of {sut.samples} answered in one token, with no time per output token (the requests "
+            "file's rows of one output token)"
+        )
     if said:
         text = f"lengths differ: asked {asked_in}/{asked_out} tokens, sent " + "; ".join(said)
         result.concern("lengths-differ", text, **data, ignore_eos=ignore_eos)

@@ -56,6 +56,9 @@ class TokenSUT:
         self.stopped = False
         self.samples = 0
         self.tokens = 0
+        #: requests answered in fewer than two tokens (a server that stopped at its end of sequence): they have no
+        #: time per output token, and LoadGen's token mode calls a run with one INVALID
+        self.one_token = 0
         self.first_issue: float | None = None
         self.last_answer = 0.0
         self.outputs: dict[int, list[int]] = {}  # sample index -> tokens (kept for accuracy mode)
@@ -157,12 +160,17 @@ class TokenSUT:
         now = time.perf_counter()
         last = self._last_token.get(request.id)
         if last is not None:
-            gaps = [(now - last) / count] * count
-            self.gaps.extend(gaps)
             mine = self._request_gaps.get(request.id)
             if mine is None:
                 mine = self._request_gaps[request.id] = array("d")
-            mine.extend(gaps)
+            if count == 1:  # a token a call, as in-process engines step: no list on the engine's thread
+                gap = now - last
+                self.gaps.append(gap)
+                mine.append(gap)
+            else:
+                gaps = [(now - last) / count] * count
+                self.gaps.extend(gaps)
+                mine.extend(gaps)
         self._last_token[request.id] = now
         self._hold(request, count, now)
 
@@ -177,6 +185,7 @@ class TokenSUT:
             self._held.pop(request.id, None)
             self.samples += 1
             self.tokens += len(tokens)
+            self.one_token += len(tokens) < 2
             self.input_tokens += len(request.prompt)
             self.last_answer = now
             issued, first = self._issued.pop(request.id, now), self._firsts.pop(request.id, now)

@@ -46,6 +46,10 @@ class Behaviour:
     #: the first ``reasoning`` chunks of a chat answer are a reasoning model's thinking (``reasoning_content``),
     #: counted in ``completion_tokens_details.reasoning_tokens``
     reasoning: int = 0
+    #: every ``eos_every``-th answer ends at its end of sequence after its first token, whatever ``max_tokens`` asks
+    #: (a model that says little), and ``ignore_eos``/``min_tokens`` are refused as unknown fields, as ``transformers
+    #: serve`` refuses them (0: answers are always ``max_tokens`` long and the extensions taken)
+    eos_every: int = 0
 
 
 def app(behaviour: Behaviour) -> Any:
@@ -83,6 +87,9 @@ def app(behaviour: Behaviour) -> Any:
         body = await request.json()
         if body.get("model") != MODEL:
             return web.json_response({"error": {"message": f"model {body.get('model')!r} not found"}}, status=404)
+        if behaviour.eos_every and ({"ignore_eos", "min_tokens"} & set(body)):
+            unknown = sorted({"ignore_eos", "min_tokens"} & set(body))
+            return web.json_response({"detail": f"Unexpected fields in the request: {unknown}"}, status=422)
         n = next(counter)
         if behaviour.fail_every and n % behaviour.fail_every == 0:
             return web.json_response({"error": {"message": "stub: induced failure"}}, status=500)
@@ -91,6 +98,8 @@ def app(behaviour: Behaviour) -> Any:
         chat = request.path.endswith("chat/completions")
         prompt_tokens, cached = prompt_usage(body, chat)
         tokens = int(body.get("max_tokens") or 16)
+        stopped = bool(behaviour.eos_every) and n % behaviour.eos_every == 0
+        tokens = 1 if stopped else tokens
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         for i in range(tokens):
@@ -103,7 +112,7 @@ def app(behaviour: Behaviour) -> Any:
             thinking = chat and i < behaviour.reasoning
             piece = {"delta": {"reasoning_content" if thinking else "content": text}} if chat else {"text": text}
             last = i == tokens - 1
-            choice = piece | {"index": 0, "finish_reason": "length" if last else None}
+            choice = piece | {"index": 0, "finish_reason": ("stop" if stopped else "length") if last else None}
             event: dict[str, Any] = {"id": str(n), "choices": [choice]}
             if last:
                 usage: dict[str, Any] = {
@@ -183,12 +192,18 @@ def main() -> None:
     parser.add_argument("--tokenizer", default="", help="the served model's tokenizer folder, to count prompt tokens")
     parser.add_argument("--reasoning", type=int, default=0, help="the first N chunks of a chat answer are reasoning")
     parser.add_argument("--exit-after", type=float, default=0.0, help="stop serving after this many seconds (0: never)")
+    parser.add_argument(
+        "--eos-every", type=int, default=0, help="end every Nth answer after one token; refuse ignore_eos, min_tokens"
+    )
     ns = parser.parse_args()
     if ns.exit_after > 0:  # a stub started in the background ends by itself
         import os
 
         threading.Timer(ns.exit_after, os._exit, args=(0,)).start()
-    behaviour = Behaviour(delay=ns.delay, prefix_block=ns.prefix_block, tokenizer=ns.tokenizer, reasoning=ns.reasoning)
+    behaviour = Behaviour(
+        delay=ns.delay, prefix_block=ns.prefix_block, tokenizer=ns.tokenizer, reasoning=ns.reasoning,
+        eos_every=ns.eos_every,
+    )  # fmt: skip
     web.run_app(app(behaviour), host="127.0.0.1", port=ns.port, access_log=None, print=None)
 
 
