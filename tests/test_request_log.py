@@ -158,9 +158,9 @@ def test_a_replayed_traces_rows_give_every_figure_of_its_record_exactly(checkpoi
     assert timed == {k: record.metrics[k].value for k in timed}  # each equal to the last bit
     assert set(record.metrics) - set(figures) == {"tokens_per_second_per_device"}  # the one divided by devices
     # how late each request was sent: its send less its due time, both from the start (the record adds the due time
-    # to the start first: apart by a rounding)
+    # to the start first: apart by a rounding, under a nanosecond)
     for name in ("issue_late_p50_ms", "issue_late_p99_ms", "issue_late_max_ms"):
-        assert figures[name] == pytest.approx(record.metrics[name].value, rel=1e-9, abs=1e-9)
+        assert figures[name] == pytest.approx(record.metrics[name].value, rel=1e-9, abs=1e-6)  # a nanosecond
 
 
 def test_conversations_rows_give_each_turn_and_every_figure_exactly(checkpoint: Path, tmp_path: Path) -> None:
