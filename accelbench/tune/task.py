@@ -12,14 +12,36 @@ another task is refused in one line, as a setting of an engine not chosen is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
 from accelbench.errors import UsageError
 from accelbench.params import CommonParams, NoOptions, check_choice
 from accelbench.tune.candidate import Candidate, Space
 
-if TYPE_CHECKING:
-    from accelbench.tune.specs import TuneParams
+
+class SearchSettings(Protocol):
+    """What a task reads of the search's settings (``tune``'s parameters), so tasks know nothing else of them."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def scale(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def threads(self) -> int | None: ...
+    @property
+    def precisions(self) -> str: ...
+    @property
+    def batch_sizes(self) -> str: ...
+    @property
+    def compile(self) -> bool: ...
+    @property
+    def emulated(self) -> bool: ...
+    @property
+    def task_options(self) -> dict[str, Any]: ...
 
 #: LoadGen seconds of a screening and of a confirmation trial (quick profile, non-compliant)
 SCREEN_SECONDS, CONFIRM_SECONDS = 2.0, 6.0
@@ -48,7 +70,7 @@ class TuneTask:
     #: (a served language model's TPOT) bought its figure by breaking it
     held_to_limit: ClassVar[bool] = False
 
-    def __init__(self, tune: TuneParams, options: NoOptions | None = None) -> None:
+    def __init__(self, tune: SearchSettings, options: NoOptions | None = None) -> None:
         self.tune = tune
         self.options: Any = options if options is not None else self.Options(**tune.task_options)
 
@@ -127,14 +149,21 @@ class TuneTask:
         return []
 
 
-def builtin_tasks() -> tuple[type[TuneTask], ...]:
-    """The benchmarks ``accelbench tune`` searches, in the order their commands list them (the first of a command
-    is its default where a model is taken by several)."""
-    from accelbench.tune.loadgen import LoadGenTask
-    from accelbench.tune.serve import ServeTask
-    from accelbench.tune.train import LLMTrainTask, TrainTask
+#: the tasks ``accelbench tune`` runs, one module each, imported when asked for: in the order their commands list
+#: them (the first of a command is its default where a model is taken by several)
+TASKS = (
+    "accelbench.tune.loadgen:LoadGenTask",
+    "accelbench.tune.serve:ServeTask",
+    "accelbench.tune.train:TrainTask",
+    "accelbench.tune.train:LLMTrainTask",
+)
 
-    return (LoadGenTask, ServeTask, TrainTask, LLMTrainTask)
+
+def builtin_tasks() -> tuple[type[TuneTask], ...]:
+    """The benchmarks ``accelbench tune`` searches (:data:`TASKS`)."""
+    from accelbench.plugins import load_class
+
+    return tuple(load_class(path, TuneTask, "tune task") for path in TASKS)
 
 
 def task_names() -> dict[str, type[TuneTask]]:
@@ -169,7 +198,7 @@ def route(command: str, model: str) -> type[TuneTask]:
     return next((t for t in offered if t.params.takes_model(model)), offered[0])
 
 
-def device_of(tune: TuneParams) -> Any:
+def device_of(tune: SearchSettings) -> Any:
     """The search's device (a torch device)."""
     from accelbench.devices import resolve_device
 
