@@ -227,13 +227,16 @@ def _sent_short(r: Result) -> Result:
 def test_a_run_that_sent_other_lengths_stands_apart_in_the_summary_and_the_charts() -> None:
     """Two VALID runs of one label, one of which sent shorter prompts and answers than asked: the summary states
     both, the short one saying what it sent, and the trade-off chart draws two such runs as two series."""
-    from accelbench.report.inference import headlines
+    from accelbench.families.builtin import SERVE
+    from accelbench.report.common import hook
     from accelbench.report.tokens import tradeoff
 
     exact = token_records()["offline"]
     short = _sent_short(exact)
-    lines = headlines(ReportInput([exact, short], describe=describe_params), [exact, short])
+    assert SERVE.headline is not None
+    lines = hook(SERVE.headline)(ReportInput([exact, short], describe=describe_params), [exact, short])
     assert len(lines) == 2, lines  # pooled, they would be one line "of 2 runs"
+    assert all(line.startswith("Language-model serving, ") for line in lines)  # the family's own words
     assert sum("(sent 113/30.2 tokens a request)" in line for line in lines) == 1
     assert not any("of 2 runs" in line for line in lines)
     server = token_records()["server"]

@@ -431,3 +431,19 @@ def test_a_best_with_no_runner_up_says_the_others_were_only_screened():
     said = _alone([row("winner"), row("screened"), row("screened"), row("invalid")])
     assert said.endswith("; 2 other candidate(s) screened lower and were never confirmed, so it is best of what was "
                          "screened, not separated from them")  # fmt: skip
+
+
+def test_a_cut_confirmation_round_keeps_as_many_candidates_as_it_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room for 3 of 4 candidates: the best, the default and the next one are kept (the best and the default
+    are kept first, each once), and the line says 3 of 4."""
+    from accelbench.tune.search import Tuner
+
+    tuner = Tuner(tune_params(), lambda *a, **k: None, clock=lambda: 0.0)  # type: ignore[arg-type,return-value]
+    default = tuner.search.default
+    best, third, fourth = (default.with_(batch_size=b) for b in (64, 32, 16))
+    monkeypatch.setattr(tuner, "_expected", lambda phase: 10.0)
+    monkeypatch.setattr(tuner, "_runs_needed", lambda: 1)
+    monkeypatch.setattr(tuner.time, "left", lambda: 35.0)
+    kept = tuner._fit_round([best, default, third, fourth], 2)
+    assert [c.key for c in kept] == [best.key, default.key, third.key]
+    assert tuner.search.stopped[-1].startswith("confirmation round 2 holds 3 of 4 candidates")

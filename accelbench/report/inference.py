@@ -39,13 +39,18 @@ def _latency(r: Result, key: str) -> str:
     return fmt.seconds(m.value) if m else ""
 
 
-def headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
+def headlines(inp: ReportInput, recs: list[Result], what: str = "Inference") -> list[str]:
     """The summary's lines on inference: each VALID result (an INVALID one is under "Read with care")."""
     return [
-        f"Inference, {inp.name(r)}{sent_lengths(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}"
+        f"{what}, {inp.name(r)}{sent_lengths(r)}: {figure(r.primary)}, VALID{headline(r)}{on_system(inp, r)}"
         f"{caveat(r)}{of_runs(n)}."
         for r, n in standing(inp, [r for r in recs if r.valid])
     ]
+
+
+def serving_headlines(inp: ReportInput, recs: list[Result]) -> list[str]:
+    """The summary's lines on language-model serving, said as such."""
+    return headlines(inp, recs, "Language-model serving")
 
 
 def inference(inp: ReportInput, family: Family = INFER) -> Section | None:

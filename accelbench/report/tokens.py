@@ -623,12 +623,13 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
         spelled = " and ".join(LATENCY_WORDS[kind] for _, kind in panels)
         left = f"; {len(runs) - len(drawn)} older run(s) not drawn" if len(runs) > len(drawn) else ""
         slug = re.sub(r"[^a-z0-9.]+", "-", model.lower()).strip("-") or "model"
+        of_common = f" of {common}" if common else ""
         out.append(
             Chart(
                 f"tokens-latency-{clock}-{slug}",
                 f"{model}: {what} percentiles against their limits, "
                 + ("Server and interactive runs" if clock == "served" else "Offline runs"),
-                f"The p50, p90 and p99 {spelled} of {len(drawn)} run(s) of {common} as recorded (percentiles by {by}; "
+                f"The p50, p90 and p99 {spelled} of {len(drawn)} run(s){of_common} as recorded (percentiles by {by}; "
                 f"a record keeps no distribution), log axis spanning the VALID, uncontended runs; an INVALID or "
                 f"contended run's marks hollow (its row says which), a figure beyond the axis a triangle at its "
                 f"edge; {held}{left}." + shared_words("", whole),

@@ -184,7 +184,8 @@ class Tuner:
             return []
         default = self.search.default.key
         first = active[:1] + [c for c in active[1:] if c.key == default]
-        kept = {c.key for c in (first + active)[:fit]}
+        ordered = list({c.key: c for c in first + active}.values())  # the best and the default once each, first
+        kept = {c.key for c in ordered[:fit]}
         out = ", ".join(c.label() for c in active if c.key not in kept)
         self.search.stopped.append(
             f"confirmation round {r} holds {fit} of {len(active)} candidates: budget (not confirmed: {out})"

@@ -79,10 +79,10 @@ class ServeOptions(NoOptions):
     def check(self) -> None:
         """Local engines only (a search changes an engine's settings), a TPOT limit not negative, a prompt file
         with the checkpoint whose tokenizer reads it."""
-        from accelbench.serve.engines.base import ENGINES, engine_class
+        from accelbench.serve.engines.base import engine_class, engine_names
 
         for name in split_list(self.engines):
-            if name not in ENGINES:
+            if name not in engine_names():
                 raise UsageError(f"unknown engine {name!r} in --engines: choose among {', '.join(local_engines())}")
             if name not in local_engines():
                 raise UsageError(f"--engines {name}: a search changes an engine's settings, so only local ones: "
@@ -220,9 +220,9 @@ def serve_default() -> dict[str, Any]:
 
 def local_engines() -> list[str]:
     """Engines that run the model in this process, whose settings a search can change."""
-    from accelbench.serve.engines.base import ENGINES, engine_class
+    from accelbench.serve.engines.base import engine_class, engine_names
 
-    return [n for n in ENGINES if engine_class(n).runs_model and not engine_class(n).remote]
+    return [n for n in engine_names() if engine_class(n).runs_model and not engine_class(n).remote]
 
 
 class _Sizes(Protocol):
