@@ -349,8 +349,8 @@ def test_the_report_reads_the_typed_details_of_every_real_record() -> None:
     head, *figures = [b for b in tokens.blocks if isinstance(b, Table)]
     rows = [dict(zip(head.columns, [str(getattr(c, "text", c)) for c in row], strict=True)) for row in head.rows]
     token_runs = [r for r in recs if family_of(r.benchmark) is SERVE and is_token_run(r)]
-    assert len(rows) == len(token_runs) == 9  # server, tight, offline, the sweep's two points, prompts, prefix, trace,
-    # conversations
+    assert len(rows) == len(token_runs) == 10  # server, tight, offline, the sweep's two points, the closed loop,
+    # prompts, prefix, trace, conversations
     held = {
         row["TTFT p99 / limit"].partition(" / ")[2] + " / " + row["TPOT p99 / limit"].partition(" / ")[2]
         for row in rows

@@ -498,7 +498,7 @@ def test_find_peak_through_an_endpoint_confirms_a_rate(
 def test_sweep_flags_are_checked() -> None:
     for kw, words in (
         (dict(model="resnet50", mode="sweep"), "resnet50 is not a language model"),
-        (dict(mode="sweep", scenario="server"), "give --scenario offline"),
+        (dict(mode="sweep", scenario="server"), "drop --scenario server"),
         (dict(mode="sweep", concurrency="1,x"), "whole numbers"),
         (dict(mode="sweep", concurrency="0,2"), "at least 1"),
         (dict(concurrency="1,2"), "add --mode sweep"),

@@ -60,7 +60,7 @@ from accelbench.results.record import Result
 #: the unit of a token run's headline rate: what makes a record a token run's where it has figures
 OUTPUT_TOKENS = "output tokens"
 #: the scenarios in the order their rows are listed (any other after them)
-ORDER = ("offline", "server", "interactive", "singlestream")
+ORDER = ("offline", "server", "interactive", "singlestream", "concurrency")
 
 NOTE = (
     "Language models served token by token under LoadGen's token mode. Output tokens/s is LoadGen's (Offline: "
@@ -485,7 +485,7 @@ def pareto(recs: list[Result], labels: dict[str, str]) -> list[Chart]:
         curves = [(n, swept[id(r)]["points"], swept[id(r)]["pareto"]) for n, r in zip(names, drawn, strict=True)]
         series = sorted(curves, key=lambda s: s[0])
         rated = axis == "rate"
-        each = "Server runs at fixed request rates" if rated else "fixed-concurrency Offline runs"
+        each = "Server runs at fixed request rates" if rated else concurrency_points(drawn)
         left = f"; {len(sweeps) - len(drawn)} older sweep(s) not drawn" if len(sweeps) > len(drawn) else ""
         out.append(
             Chart(
@@ -548,9 +548,31 @@ LATENCY_WORDS = {"ttft": "TTFT (time to first token)", "tpot": "TPOT (time per o
 ROW_LABEL = 36
 
 
+def concurrency_points(sweeps: list[Result]) -> str:
+    """What a concurrency sweep's points are: closed loops, or (a sweep recorded before the closed loop) Offline
+    runs."""
+    closed = {r.params.get("scenario") == "concurrency" for r in sweeps}
+    if closed == {True}:
+        return "closed loops at fixed concurrencies"
+    if closed == {False}:
+        return "Offline runs at fixed concurrencies"
+    return "closed loops (and older sweeps' Offline runs) at fixed concurrencies"
+
+
+#: the runs each clock's latency chart draws, as its title names them
+CLOCK_RUNS = {
+    "served": "Server and interactive runs",
+    "driver": "closed loops and replays (accelbench's driver)",
+    "offline": "Offline runs",
+}
+
+
 def _clock(r: Result) -> str:
-    """'offline' where the run's TPOT was timed by the SUT's clock (LoadGen times no token in Offline), else
-    'served' (LoadGen's TTFT and TPOT): the two are drawn apart, never on one axis."""
+    """'driver' where accelbench's own driver sent the requests and timed them (a closed loop, a trace, a
+    conversation), 'offline' where the run's TPOT was timed by the SUT's clock (LoadGen times no token in Offline),
+    else 'served' (LoadGen's TTFT and TPOT): the three are drawn apart, never on one axis."""
+    if typed(r).get("driver"):
+        return "driver"
     method = str(typed(r).get("tpot_method") or "")
     sut = method.startswith("the SUT's clock") or (not method and r.params.get("scenario") == "offline")
     return "offline" if sut else "served"
@@ -608,7 +630,8 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
         if r.status == "ok" and "sweep" not in r.details and any(_recorded(r, kind) for _, kind in LATENCIES):
             groups.setdefault((_clock(r), str(r.params.get("model", ""))), []).append(r)
     out = []
-    for (clock, model), runs in sorted(groups.items(), key=lambda g: (g[0][0] != "served", g[0][1]))[:MAX_CHARTS]:
+    clocks = ("served", "driver", "offline")
+    for (clock, model), runs in sorted(groups.items(), key=lambda g: (clocks.index(g[0][0]), g[0][1]))[:MAX_CHARTS]:
         drawn = sorted(newest_first(runs)[:LATENCY_ROWS], key=_order)
         panels = [(title, kind) for title, kind in LATENCIES if any(_recorded(r, kind) for r in drawn)]
         common, rows, whole = _rows_named(drawn, labels, name)
@@ -618,7 +641,9 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
             if bounds
             else "no run here was held to a limit, so none is drawn"
         )
-        by = "LoadGen" if clock == "served" else str(typed(drawn[0]).get("tpot_method") or "the SUT's clock")
+        by = {"served": "LoadGen", "driver": "accelbench's driver, each from its request's send"}.get(clock) or str(
+            typed(drawn[0]).get("tpot_method") or "the SUT's clock"
+        )
         what = " and ".join(kind.upper() for _, kind in panels)
         spelled = " and ".join(LATENCY_WORDS[kind] for _, kind in panels)
         left = f"; {len(runs) - len(drawn)} older run(s) not drawn" if len(runs) > len(drawn) else ""
@@ -627,8 +652,7 @@ def latency(recs: list[Result], labels: dict[str, str], name: Callable[[Result],
         out.append(
             Chart(
                 f"tokens-latency-{clock}-{slug}",
-                f"{model}: {what} percentiles against their limits, "
-                + ("Server and interactive runs" if clock == "served" else "Offline runs"),
+                f"{model}: {what} percentiles against their limits, " + CLOCK_RUNS[clock],
                 f"The p50, p90 and p99 {spelled} of {len(drawn)} run(s){of_common} as recorded (percentiles by {by}; "
                 f"a record keeps no distribution), log axis spanning the VALID, uncontended runs; an INVALID or "
                 f"contended run's marks hollow (its row says which), a figure beyond the axis a triangle at its "

@@ -32,6 +32,8 @@ class Limits(TypedDict, total=False):
     ttft_p99_ms: float | None
     tpot_p99_ms: float | None
     source: str
+    #: False where the limits only count goodput and judge nothing (a closed loop given no limit); absent: judged
+    judged: bool
 
 
 class ModelIdentity(TypedDict, total=False):
@@ -132,9 +134,23 @@ class TurnRow(TypedDict, total=False):
     ttft_p99_ms: float
 
 
+class SteadyWindow(TypedDict, total=False):
+    """The part of a closed loop its figures are of (``method`` says how it is found), in seconds from the run's
+    start: the warm-up requests before it, the requests answered inside it, the sent ones left out."""
+
+    method: str
+    warmup_requests: int
+    start_s: float
+    end_s: float
+    seconds: float
+    requests: int
+    left_out: int
+
+
 class ReplayDriver(TypedDict, total=False):
-    """A replayed source's driver (accelbench's, not LoadGen): why, its clock, how many requests it sent over
-    ``late_ms`` after they were due, and for conversations the users in flight and their think time."""
+    """accelbench's own driver (not LoadGen) of a replayed source or a closed loop: why, its clock, how many
+    requests it sent over ``late_ms`` after they were due; for conversations and closed loops the users in flight
+    and their think time; a closed loop's most requests in flight at once and its steady window."""
 
     name: str
     why: str
@@ -143,6 +159,8 @@ class ReplayDriver(TypedDict, total=False):
     late_requests: int
     users: int | None
     think_ms: float
+    most_in_flight: int
+    steady: SteadyWindow
 
 
 class Sweep(TypedDict, total=False):
@@ -210,6 +228,10 @@ class Details(TypedDict, total=False):
     output_tokens: int
     target_qps: float | None
     tpot_method: str
+    #: a closed loop: the requests its figures count (those answered in its steady window; ``requests`` were sent)
+    #: and how its figures were taken
+    measured: int
+    figure_method: str
     #: SingleStream, MultiStream: the queries LoadGen issued (energy and cost per query divide by them)
     queries: int
     #: how each derived figure (cost, energy per unit) was computed, by figure name

@@ -45,9 +45,12 @@ class Limits:
     ttft_ms: float | None
     tpot_ms: float | None
     source: str
+    #: a run over a limit is INVALID; False: the limits count goodput only (a closed loop given no limit)
+    judged: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ttft_p99_ms": self.ttft_ms, "tpot_p99_ms": self.tpot_ms, "source": self.source}
+        d = {"ttft_p99_ms": self.ttft_ms, "tpot_p99_ms": self.tpot_ms, "source": self.source}
+        return d if self.judged else d | {"judged": False}
 
 
 #: the source of an Offline run's TPOT limit
@@ -89,7 +92,12 @@ def limits_for(model: str, benchmark: str, own: bool, scenario: str, ttft_ms: fl
     of a Pareto curve is read and as ``tune --task serve`` ranks settings. accelbench judges its p99 TPOT
     (:func:`offline_tpot_reason`); TTFT is not judged there, since Offline issues every query at once and a
     request's TTFT then includes its wait for one of the ``--batch-size`` places.
+
+    A closed loop (``concurrency``) is held to the limits given (the other one MLPerf's Server limit); given none,
+    MLPerf's Server limits count its goodput and judge nothing (:func:`closed_loop_limits`).
     """
+    if scenario == "concurrency":
+        return closed_loop_limits(model, benchmark, own, ttft_ms, tpot_ms)
     if scenario not in ("server", "interactive"):
         if ttft_ms or (tpot_ms and scenario != "offline"):
             flags = "--ttft-ms and --tpot-ms apply" if ttft_ms else "--tpot-ms applies"
@@ -110,6 +118,31 @@ def limits_for(model: str, benchmark: str, own: bool, scenario: str, ttft_ms: fl
     if ttft_ms or tpot_ms:
         source += "; " + ("--ttft-ms" if ttft_ms else "--tpot-ms") + " given"
     return Limits(ttft, tpot, source)
+
+
+def closed_loop_limits(model: str, benchmark: str, own: bool, ttft_ms: float, tpot_ms: float) -> Limits:
+    """A closed loop's limits. Its TTFT is timed from each request's own send, so MLPerf's Server limits read as
+    they do for a Server run; but a closed loop is a point of a curve, not a claim of a rate within limits, so it is
+    judged (INVALID over a limit) only against limits the user gave, and otherwise counts goodput against MLPerf's."""
+    published = MLPERF_LIMITS.get(benchmark, {}).get("server")
+    borrowed = "" if own else f" (borrowed: {model} has no MLPerf benchmark of its own)"
+    if ttft_ms or tpot_ms:
+        given = " and ".join(f for f, v in (("--ttft-ms", ttft_ms), ("--tpot-ms", tpot_ms)) if v)
+        rest = "" if ttft_ms and tpot_ms else (
+            f"; the other mlperf.conf's {benchmark} Server limit{borrowed}" if published else "; the other none"
+        )  # fmt: skip
+        ttft = ttft_ms or (published[0] if published else None)
+        tpot = tpot_ms or (published[1] if published else None)
+        return Limits(ttft, tpot, f"{given}: the closed loop's p99, judged by accelbench{rest}")
+    if published is None:
+        return Limits(None, None, "none: no limit given and mlperf.conf has no Server limits for the model")
+    return Limits(
+        published[0],
+        published[1],
+        f"mlperf.conf {benchmark} Server{borrowed}: goodput counted against them, nothing judged (give --ttft-ms "
+        "or --tpot-ms to judge the closed loop)",
+        judged=False,
+    )
 
 
 def draw_prompts(count: int, length: int, jitter: float, vocab: int, seed: int = 0) -> list[list[int]]:

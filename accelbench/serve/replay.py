@@ -1,13 +1,21 @@
-"""accelbench's own request driver, for the arrivals LoadGen cannot schedule: a trace's timestamps, and the turns of
-a conversation, each sent after the answer before it.
+"""accelbench's own request driver, for the arrivals LoadGen cannot schedule: a trace's timestamps, the turns of
+a conversation, each sent after the answer before it, and a closed loop of N users, each sending its next request
+when its last one was answered.
 
 LoadGen issues samples of its library on its own schedule (all at once, or Poisson arrivals at a target rate),
 each independent of the others. A production trace has its own arrival times, and a conversation's next turn does
 not exist until the previous answer does (its prompt holds that answer). Here each request is a turn of a
 session: a trace row is a session of one turn due at its timestamp; a conversation is a session whose first turn
 is due when one of ``--batch-size`` users is free and whose later turns are due at the previous answer plus the
-think time. One thread sends each turn when it is due, straight to the engine (as LoadGen's issue callback would),
-and the engine's callbacks time its tokens, as the LoadGen SUT's do.
+think time; a closed loop (``--concurrency N``, the load of vLLM's ``bench serve --max-concurrency`` and AIPerf's
+``--concurrency``) is N users, each a run of single-turn sessions drawn from the run's prompts in turn, the next one
+due when the user's last request was answered (plus the think time). One thread sends each turn when it is due,
+straight to the engine (as LoadGen's issue callback would), and the engine's callbacks time its tokens, as the
+LoadGen SUT's do.
+
+A closed loop's figures are of its steady state (:func:`steady_window`): each user's first request is its warm-up
+(the N first requests leave together, a burst no later request sees), and the load ends at the last send (from
+then users run out of work one by one and fewer than N requests are in flight).
 
 The record says what the driver did as well as what the server did: how late each request was sent against its
 due time (``issue_late_*``; a driver that falls behind measures itself, and says so), the load offered (a trace's
@@ -52,6 +60,27 @@ class Sent:
     error: str | None = None
     gaps: list[float] = field(default_factory=list)
     last: float | None = None
+    user: int | None = None  # a closed loop's user (0 to N-1) who sent it
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """A closed loop's load: ``users`` users, each sending its next request when its last one was answered, until
+    at least ``requests`` requests past the warm-up were sent and ``seconds`` have passed."""
+
+    users: int
+    requests: int
+    seconds: float
+
+    @property
+    def warmup(self) -> int:
+        """The requests left out as warm-up: each user's first (:data:`WARMUP_PER_USER`)."""
+        return WARMUP_PER_USER * self.users
+
+
+#: each closed-loop user's first requests, left out of the figures: the N first requests leave at once, a burst of
+#: prefills no later request meets, and find the engine as the probe left it
+WARMUP_PER_USER = 1
 
 
 @dataclass(frozen=True)
@@ -61,9 +90,10 @@ class Replayed:
     sent: list[Sent]
     start: float
     end: float
-    kind: str  # "trace" or "conversations"
-    users: int | None  # conversations: users in flight at most
+    kind: str  # "trace", "conversations" or "closed"
+    users: int | None  # conversations: users in flight at most; closed: the loop's users
     think_seconds: float
+    most_in_flight: int = 0  # the most requests the driver had in flight at once (sent, not yet answered)
 
 
 class Driver:
@@ -76,12 +106,14 @@ class Driver:
         users: int,
         think_seconds: float = 0.0,
         shape: Callable[[int, list[int]], list[int]] | None = None,
+        closed: ClosedLoop | None = None,
     ) -> None:
         """``shape``: what is done to each prompt as it is sent (counted for the prefix cache, made distinct where
-        the source asks)."""
+        the source asks); ``closed``: a closed loop of the work's prompts (its users replace ``users``)."""
         self.engine = engine
         self.work = work
-        self.users = users
+        self.closed = closed
+        self.users = closed.users if closed is not None else users
         self.think = think_seconds
         self.shape = shape
         self.sent: list[Sent] = []
@@ -95,7 +127,17 @@ class Driver:
         self._next_session = 0
         self.start = 0.0
         self._last_event = 0.0  # the last send or answer (perf_counter): a replay quiet for the timeout stalled
+        self._user_of: dict[int, int] = {}  # a closed loop's session -> the user who sends it
+        self._in_flight = 0
+        self.most_in_flight = 0
         self.progress: Callable[[int], None] | None = None
+
+    @property
+    def kind(self) -> str:
+        """What is replayed: "closed" (a closed loop), "conversations" or "trace"."""
+        if self.closed is not None:
+            return "closed"
+        return "conversations" if self.work.conversations is not None else "trace"
 
     @property
     def _conversations(self) -> list["Conversation"] | None:
@@ -108,7 +150,11 @@ class Driver:
         sessions = len(convs) if convs is not None else len(self.work.prompts)
         self._open = sessions
         with self._wake:
-            if convs is None:
+            if self.closed is not None:  # every user's first request at once; the next ones as users are freed
+                self._open = 0
+                for user in range(self.closed.users):
+                    self._start_closed(0.0, user)
+            elif convs is None:
                 arrivals = self.work.arrivals or [0.0] * sessions
                 for i, at in enumerate(arrivals):
                     heapq.heappush(self._due, (at, next(self._order), i, 0))
@@ -141,9 +187,22 @@ class Driver:
                 f"the replay stalled: {answered} of {len(self.sent)} requests answered, {self._open} sessions open, "
                 f"nothing answered in {timeout:g} s"
             )
-        kind = "conversations" if convs is not None else "trace"
-        users = self.users if convs is not None else None
-        return Replayed(self.sent, self.start, end, kind, users, self.think)
+        users = self.users if self.kind != "trace" else None
+        return Replayed(self.sent, self.start, end, self.kind, users, self.think, self.most_in_flight)
+
+    def _start_closed(self, due: float, user: int) -> None:
+        """``user``'s next request, due at ``due`` (called holding the lock), while the loop wants more: fewer
+        sessions than its requests and warm-up, or less time than its seconds since the start."""
+        loop = self.closed
+        assert loop is not None
+        elapsed = time.perf_counter() - self.start if self.start else 0.0
+        if self._next_session >= loop.requests + loop.warmup and elapsed >= loop.seconds:
+            return
+        session = self._next_session
+        self._next_session += 1
+        self._open += 1
+        self._user_of[session] = user
+        heapq.heappush(self._due, (due, next(self._order), session, 0))
 
     def _start_session(self, due: float) -> None:
         """The next conversation's first turn, due at ``due`` (called holding the lock)."""
@@ -155,8 +214,9 @@ class Driver:
 
     def _prompt(self, session: int, turn: int) -> tuple[list[int], int]:
         convs = self._conversations
-        if convs is None:
-            return self.work.prompts[session], self.work.outs[session]
+        if convs is None:  # a closed loop draws the prompts in turn, again from the first once all were sent
+            sample = session % len(self.work.prompts)
+            return self.work.prompts[sample], self.work.outs[sample]
         t = convs[session].turns[turn]
         prompt = self._history.get(session, []) + list(t.user)
         return prompt, max(t.answer_tokens, 2)
@@ -164,15 +224,18 @@ class Driver:
     def _send(self, session: int, turn: int, due: float) -> None:
         prompt, out = self._prompt(session, turn)
         request_id = next(self._ids)
-        if self.shape is not None:  # a trace row is its library's sample; a turn is a prompt of its own
-            prompt = self.shape(session if self._conversations is None else -1 - request_id, prompt)
-        sent = Sent(session, turn, due, len(prompt), out)
+        if self.shape is not None:  # a trace row (a closed loop's prompt) is its library's sample; a turn is its own
+            sample = session % len(self.work.prompts)
+            prompt = self.shape(sample if self._conversations is None else -1 - request_id, prompt)
+        sent = Sent(session, turn, due, len(prompt), out, user=self._user_of.get(session))
         request = TokenRequest(request_id, request_id, prompt, out)
         with self._wake:
             self._by_id[request_id] = sent
             self.sent.append(sent)
             if self._conversations is not None:
                 self._history[session] = prompt
+            self._in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self._in_flight)
         sent.issued = self._last_event = time.perf_counter()
         self.engine.submit([request])
         if self.progress is not None:
@@ -210,6 +273,13 @@ class Driver:
         convs = self._conversations
         with self._wake:
             self._last_event = time.perf_counter()
+            self._in_flight -= 1
+            if self.closed is not None:  # the user is free: its next request after the think time, if any is left
+                self._open -= 1
+                user = self._user_of.pop(s.session)
+                self._start_closed((s.done or self._last_event) - self.start + self.think, user)
+                self._wake.notify()
+                return
             more = convs is not None and tokens is not None and s.turn + 1 < len(convs[s.session].turns)
             if more:
                 self._history[s.session] = self._history[s.session] + list(tokens or [])
@@ -228,9 +298,50 @@ def _pct(values: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(values), p))
 
 
+@dataclass(frozen=True)
+class Window:
+    """A closed loop's steady state, in ``perf_counter`` seconds: from the moment every user had sent its first
+    request past the warm-up to the last send of the run."""
+
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+#: how a closed loop's figures are taken, as the record says it
+STEADY_METHOD = (
+    "the steady state only: each user's first request is its warm-up (the N first requests leave together); the "
+    "window runs from the moment every user had sent its first request past the warm-up to the run's last send "
+    "(from then users run out of work one by one: the cool-down). The requests answered inside the window give "
+    "every figure: their count and output tokens over the window's length (requests/s, tokens/s), their TTFT, "
+    "TPOT, inter-token gaps and latency, each timed from the request's own send"
+)
+
+
+def steady_window(r: Replayed, warmup_per_user: int = WARMUP_PER_USER) -> Window | None:
+    """The closed loop's steady window (:data:`STEADY_METHOD`), or None where the run was too short to have one
+    (a user that never sent past its warm-up, or no time between the window's ends).
+
+    Both ends are sends, not answers: with answers of one length a loop's users move in step, their answers
+    arriving together, and a window ending on an answer would cut such a wave in two. Between two sends, every
+    user's cycles that began inside the window are answered inside it, save the last wave's."""
+    by_user: dict[int | None, list[Sent]] = {}
+    for s in sorted(r.sent, key=lambda s: s.issued):
+        by_user.setdefault(s.user, []).append(s)
+    if len(by_user) < (r.users or 1) or any(len(v) <= warmup_per_user for v in by_user.values()):
+        return None
+    start = max(v[warmup_per_user].issued for v in by_user.values())
+    end = max(s.issued for s in r.sent)
+    return Window(start, end) if end > start else None
+
+
 def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, Any], list[str]]:
     """The replay's figures (name -> value, milliseconds and per second), what the record keeps beside them, and
-    why it is INVALID (over a limit), from each request's times by the driver's clock."""
+    why it is INVALID (over a limit), from each request's times by the driver's clock; a closed loop's from its
+    steady window (:func:`steady_window`)."""
     ok = [s for s in r.sent if s.error is None and s.done is not None and s.first is not None]
     if not ok:
         errors = sorted({s.error for s in r.sent if s.error})
@@ -238,6 +349,29 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
     first_issue = min(s.issued for s in r.sent)
     last_answer = max(s.done for s in ok if s.done is not None)
     span = max(last_answer - first_issue, 1e-9)
+    steady: dict[str, Any] | None = None
+    if r.kind == "closed":
+        window = steady_window(r)
+        inside = [s for s in ok if s.done is not None and window.start < s.done <= window.end] if window else []
+        if window is not None and inside:
+            ok, span = inside, window.seconds
+            steady = {
+                "method": STEADY_METHOD,
+                "warmup_requests": WARMUP_PER_USER * (r.users or 1),
+                "start_s": window.start - r.start,
+                "end_s": window.end - r.start,
+                "seconds": window.seconds,
+                "requests": len(inside),
+                "left_out": len(r.sent) - len(inside),
+            }
+        else:
+            steady = {
+                "method": "every answered request, from the first send to the last answer: the run was too short "
+                "for a steady window (a user sent nothing past its warm-up request)",
+                "warmup_requests": 0,
+                "requests": len(ok),
+                "left_out": len(r.sent) - len(ok),
+            }
     tokens = sum(s.tokens for s in ok)
     ttft = [1e3 * (s.first - s.issued) for s in ok if s.first is not None]
     tpot = [1e3 * (s.done - s.first) / (s.tokens - 1) for s in ok if s.tokens > 1 and s.done and s.first]
@@ -259,6 +393,10 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
     if gaps:
         for p in (50, 90, 99):
             out[f"itl_p{p}_ms"] = _pct(gaps, p)
+    if r.kind == "closed":  # a user's wait for the whole answer: what sets the loop's pace
+        latency = [1e3 * (s.done - s.issued) for s in ok if s.done is not None]
+        for p in (50, 90, 99):
+            out[f"latency_p{p}_ms"] = _pct(latency, p)
     dues = [s.due for s in r.sent]
     offered_span = max(dues) - min(dues)
     if r.kind == "trace" and offered_span > 0:
@@ -267,23 +405,36 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
         good = [s for s, t in zip(ok, ttft, strict=True) if t <= limits.ttft_ms and _tpot(s) * 1e3 <= limits.tpot_ms]
         out["goodput_requests_per_second"] = len(good) / span
         out["goodput_tokens_per_second"] = sum(s.tokens for s in good) / span
+    why = {
+        "trace": "a trace's timestamps",
+        "conversations": "a conversation's turns after their answers",
+        "closed": "a closed loop's requests, each after its user's last answer,",
+    }[r.kind]
     details: dict[str, Any] = {
         "driver": {
-            "name": "accelbench replay",
+            "name": "accelbench closed loop" if r.kind == "closed" else "accelbench replay",
             "why": "LoadGen schedules its own arrivals and issues samples independently; "
-            + ("a trace's timestamps" if r.kind == "trace" else "a conversation's turns after their answers")
+            + why
             + " are sent by accelbench's driver instead",
             "clock": "time.perf_counter in this process, from the send to the engine's callbacks",
             "late_ms": LATE_MS,
             "late_requests": sum(1 for x in late if x > LATE_MS),
         },
         "requests": len(r.sent),
-        "answered": len(ok),
-        "failed": len(r.sent) - len(ok),
+        "answered": sum(1 for s in r.sent if s.error is None and s.done is not None and s.first is not None),
+        "failed": sum(1 for s in r.sent if s.error is not None or s.done is None or s.first is None),
         "output_tokens": tokens,
         "input_tokens": sum(s.prompt_tokens for s in ok),
         "span_seconds": span,
     }
+    if steady is not None:
+        details["driver"] |= {
+            "users": r.users,
+            "think_ms": r.think_seconds * 1e3,
+            "most_in_flight": r.most_in_flight,
+            "steady": steady,
+        }
+        details["measured"] = len(ok)
     if r.kind == "conversations":
         details["turns"] = per_turn(ok)
         details["driver"] |= {"users": r.users, "think_ms": r.think_seconds * 1e3}
@@ -294,15 +445,14 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
     if errors:
         details["errors"] = sorted(set(errors))[:5]
     reasons = []
-    if limits.ttft_ms is not None and out["ttft_p99_ms"] > limits.ttft_ms:
+    what = "accelbench's closed loop" if r.kind == "closed" else "accelbench's replay"
+    if limits.judged and limits.ttft_ms is not None and out["ttft_p99_ms"] > limits.ttft_ms:
         reasons.append(
-            f"TTFT over the limit (accelbench's replay): p99 TTFT {out['ttft_p99_ms']:.4g} ms over the "
-            f"{limits.ttft_ms:g} ms limit"
+            f"TTFT over the limit ({what}): p99 TTFT {out['ttft_p99_ms']:.4g} ms over the {limits.ttft_ms:g} ms limit"
         )
-    if limits.tpot_ms is not None and out.get("tpot_p99_ms", 0.0) > limits.tpot_ms:
+    if limits.judged and limits.tpot_ms is not None and out.get("tpot_p99_ms", 0.0) > limits.tpot_ms:
         reasons.append(
-            f"TPOT over the limit (accelbench's replay): p99 TPOT {out['tpot_p99_ms']:.4g} ms over the "
-            f"{limits.tpot_ms:g} ms limit"
+            f"TPOT over the limit ({what}): p99 TPOT {out['tpot_p99_ms']:.4g} ms over the {limits.tpot_ms:g} ms limit"
         )
     if errors:
         reasons.append(f"{len(errors)} of {len(r.sent)} requests failed: {errors[0]}")

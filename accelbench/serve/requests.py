@@ -278,13 +278,19 @@ def keep_loadgen(owner: Any, folder: Path, engine: Any, kept: list[Kept], start:
 
 
 def replay_meta(kind: str, users: int | None) -> dict[str, Any]:
-    return {
+    closed = kind == "closed"
+    meta = {
         "driver": "accelbench",
         "kind": kind,
         "users": users,
         "clock": CLOCK,
         "start": "the driver's start (time 0 of the trace's timestamps)",
-        "scheduled": "when the request was due: the trace's timestamp, or a turn's previous answer plus the think time",
+        "scheduled": "when the request was due: its user's last answer plus the think time (a user's first: 0)"
+        if closed
+        else "when the request was due: the trace's timestamp, or a turn's previous answer plus the think time",
+        "sample": "the loop's request number (its prompt: this modulo the prompts drawn)"
+        if closed
+        else "the prompt library's sample, a trace's row or a conversation's number",
         "sent": "when the driver handed the request to the engine",
         "first_answer": "the first token of the answer after a reasoning model's thinking, where the driver is "
         "told; else null",
@@ -292,6 +298,12 @@ def replay_meta(kind: str, users: int | None) -> dict[str, Any]:
         "output_tokens": "the engine's count: the server's usage where it gave one (details.engine.output_token_count)",
         "figures": "accelbench computes every figure of the record from these requests",
     }
+    if closed:
+        meta["window"] = (
+            "the figures are of the steady window: from the moment every user had sent its first request past its "
+            "warm-up (each user's first) to the run's last send; the requests answered inside it"
+        )
+    return meta
 
 
 def replay_rows(sent: Iterable["Sent"], start: float, conversations: bool) -> Iterator[Row]:
@@ -332,8 +344,8 @@ def drive(driver: "Driver", folder: Path, *args: Any, **kwargs: Any) -> "Replaye
     try:
         replayed = driver.run(*args, **kwargs)
     except BenchmarkFailed as exc:
-        talks = driver.work.conversations is not None
-        kind, users = ("conversations", driver.users) if talks else ("trace", None)
+        kind = driver.kind
+        users = driver.users if kind != "trace" else None
         exc.details["request_log"] = keep_replayed(driver, folder, list(driver.sent), driver.start, kind, users)
         raise
     keep_replayed(replayed, folder, replayed.sent, replayed.start, replayed.kind, replayed.users)
@@ -399,7 +411,9 @@ def recompute(log: RequestLog, ttft_ms: float | None = None, tpot_ms: float | No
     :func:`loadgen_figures`)."""
     if log.loadgen:
         return loadgen_figures(log.rows, ttft_ms, tpot_ms)
-    return replay_figures(log.rows, str(log.meta.get("kind") or "trace"), ttft_ms, tpot_ms)
+    users = log.meta.get("users")
+    kind = str(log.meta.get("kind") or "trace")
+    return replay_figures(log.rows, kind, ttft_ms, tpot_ms, users if isinstance(users, int) else None)
 
 
 def loadgen_figures(rows: list[Row], ttft_ms: float | None, tpot_ms: float | None) -> dict[str, float]:
@@ -444,8 +458,25 @@ SUT_FIGURES = ("goodput_requests_per_second", "goodput_tokens_per_second", "itl_
 SUT_OFFLINE_FIGURES = ("tpot_p50_ms", "tpot_p90_ms", "tpot_p99_ms", "tokens_per_second_per_user")
 
 
-def replay_figures(rows: list[Row], kind: str, ttft_ms: float | None, tpot_ms: float | None) -> dict[str, float]:
-    """The driver's figures (:func:`accelbench.serve.replay.figures`), by its arithmetic, from the rows."""
+def steady(rows: list[Row], users: int | None, warmup_per_user: int = 1) -> tuple[float, float] | None:
+    """A closed loop's steady window from its rows (seconds from the run's start): from the moment every user had
+    sent its first request past its warm-up to the run's last send; None where a user sent nothing past it."""
+    by_user: dict[int | None, list[float]] = {}
+    for r in rows:
+        by_user.setdefault(r.user, []).append(r.sent)
+    if len(by_user) < (users or 1) or any(len(v) <= warmup_per_user for v in by_user.values()):
+        return None
+    start = max(sorted(v)[warmup_per_user] for v in by_user.values())
+    end = max(r.sent for r in rows)
+    return (start, end) if end > start else None
+
+
+def replay_figures(
+    rows: list[Row], kind: str, ttft_ms: float | None, tpot_ms: float | None, users: int | None = None
+) -> dict[str, float]:
+    """The driver's figures (:func:`accelbench.serve.replay.figures`), by its arithmetic, from the rows; a closed
+    loop's (``kind`` "closed", ``users`` its users) from the requests answered inside its steady window
+    (:func:`steady`)."""
     ok = [r for r in rows if r.status == "ok" and r.first is not None and r.done is not None]
     out: dict[str, float] = {}
     if not ok:
@@ -453,6 +484,11 @@ def replay_figures(rows: list[Row], kind: str, ttft_ms: float | None, tpot_ms: f
     first_issue = min(r.sent for r in rows)
     last_answer = max(r.done for r in ok if r.done is not None)
     span = max(last_answer - first_issue, 1e-9)
+    window = steady(rows, users) if kind == "closed" else None
+    if window is not None:
+        inside = [r for r in ok if r.done is not None and window[0] < r.done <= window[1]]
+        if inside:
+            ok, span = inside, window[1] - window[0]
     tokens = sum(r.output_tokens for r in ok)
     ttft = [1e3 * (r.first - r.sent) for r in ok if r.first is not None]
     tpot = [1e3 * (r.done - r.first) / (r.output_tokens - 1) for r in ok
@@ -475,6 +511,10 @@ def replay_figures(rows: list[Row], kind: str, ttft_ms: float | None, tpot_ms: f
     if gaps:
         for p in POINTS:
             out[f"itl_p{p}_ms"] = _pct(gaps, p)
+    if kind == "closed":
+        latency = [1e3 * (r.done - r.sent) for r in ok if r.done is not None]
+        for p in POINTS:
+            out[f"latency_p{p}_ms"] = _pct(latency, p)
     dues = [r.scheduled or 0.0 for r in rows]
     if kind == "trace" and max(dues) - min(dues) > 0:
         out["offered_requests_per_second"] = (len(dues) - 1) / (max(dues) - min(dues))

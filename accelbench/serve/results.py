@@ -1,5 +1,6 @@
 """The record of a token run: LoadGen's tokens/s and TTFT/TPOT percentiles, its verdict in plain words, goodput;
-a replayed source's figures by accelbench's driver; the prefix cache's reuse and a reasoning model's figures.
+a replayed source's and a closed loop's figures by accelbench's driver; the prefix cache's reuse and a reasoning
+model's figures.
 
 Every latency and throughput figure is LoadGen's own (its detail log); goodput and tokens/s per user are
 derived, and say how. Goodput counts the requests that met both limits by the SUT's clock (from LoadGen's issue
@@ -549,8 +550,9 @@ def replay_result(
     probe: dict[str, Any],
     model: "Figures | None",
 ) -> Result:
-    """The record of a replayed source (a trace, conversations): the driver's figures by its own clock, judged
-    against the limits, the requests' mean lengths as the run sent them, how late the driver was."""
+    """The record of a replayed source (a trace, conversations) or a closed loop: the driver's figures by its own
+    clock (a closed loop's of its steady window), judged against the limits, the requests' mean lengths as the run
+    sent them, how late the driver was."""
     from accelbench.serve import replay
 
     values, details, reasons = replay.figures(run, limits)
@@ -562,16 +564,21 @@ def replay_result(
         "goodput_requests_per_second": ("requests/s within limits", True),
         "goodput_tokens_per_second": ("output tokens/s within limits", True),
         "ttft_growth_ms_per_turn": ("ms of median TTFT a turn", False),
+        **{f"latency_p{q}_ms": ("ms from send to last token", False) for q in (50, 90, 99)},
     }
     metrics = {k: _m(v, *units.get(k, ("ms", False))) for k, v in values.items()}
     per_device = values["tokens_per_second"] / params.devices_serving
     metrics["tokens_per_second_per_device"] = _m(per_device, "output tokens/s per device", True)
-    answered = max(details["answered"], 1)
+    answered = max(details.get("measured", details["answered"]), 1)  # the requests the lengths were summed over
     record = record | {
         "input_tokens": round(details["input_tokens"] / answered),
         "output_tokens": round(details["output_tokens"] / answered),
     }
     details |= {"limits": limits.to_dict(), "engine": engine, "probe": probe, "compliant": False}
+    if run.kind == "closed":
+        details["figure_method"] = (
+            f"accelbench's closed loop of {run.users} users by its own clock, {details['driver']['steady']['method']}"
+        )
     if model is not None:
         details["model"] = model.to_dict()
     concerns = fig.concerns_of(None, conditions)

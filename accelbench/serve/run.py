@@ -26,7 +26,7 @@ from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.infer.sut import SampleLibrary
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
 from accelbench.results.record import Result
-from accelbench.serve import accuracy, quality, requests
+from accelbench.serve import accuracy, quality, requests, sweep
 from accelbench.serve.engines.base import Engine, EngineSettings, ModelSource, engine_class
 from accelbench.serve.limits import (
     Limits,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import torch
 
     from accelbench.devices.base import DeviceKind
+    from accelbench.serve.replay import ClosedLoop
     from accelbench.workloads.decoder import Figures
 
 #: Server (and interactive) without --target-qps: this fraction of the probed requests/s
@@ -278,6 +279,19 @@ def settings_for(params: LLMServeParams, limits: Limits, preset_benchmark: str, 
     return s
 
 
+def closed_plan(params: LLMServeParams, benchmark: str, rate: float) -> "ClosedLoop":
+    """How long a closed loop runs: as a Server run of the profile would (LoadGen's settings for the preset's
+    benchmark: its minimum duration and requests; the quick profile's requests as :func:`quick_requests` sizes them
+    at the probe's rate), past each user's warm-up request."""
+    from accelbench.serve.replay import ClosedLoop
+
+    s = lgset.base(replace(params, scenario="server"), params.mode, mlperf_name=mlperf_name(benchmark, "server"))
+    requests = int(s.min_query_count)
+    if params.profile != "official":
+        requests = quick_requests(min(rate, MAX_PLANNED_REQUESTS), requests)
+    return ClosedLoop(int(params.concurrency), requests, s.min_duration_ms / 1000)
+
+
 def run(params: LLMServeParams, ctx: RunContext) -> Iterator[Result]:
     engine = engine_class(params.engine)(params.engine_opts)
     skip_if(engine.unavailable())
@@ -339,7 +353,7 @@ def _run(params: LLMServeParams, ctx: RunContext, engine: Engine) -> Iterator[Re
             point = replace(params, target_qps=c, mode="performance")
         else:
             ctx.progress(f"sweep point {i} of {len(concurrencies)}: concurrency {c}")
-            point = replace(params, batch_size=c, mode="performance")
+            point = replace(params, concurrency=str(c), batch_size=c, mode="performance")  # a closed loop of c users
         result = _serve(point, ctx, served, record_mode="sweep")
         results.append(result)
         result.details["sweep"] = sweep.curve(results, len(concurrencies), sweep_id)
@@ -383,8 +397,9 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
             probed = probe(relay, engine, prompts, outs, params.batch_size, shape)
         skip_if(unreachable_tpot(limits, probed))
         ledger.reset()  # the probe's prompts stay known, as the server's cache keeps them
-        if work.replayed:
-            replayed = _replay(params, ctx, engine, relay, work, shape, s.threads, device)
+        loop = closed_plan(params, s.benchmark, probed.requests_per_second) if sweep.users(params) else None
+        if work.replayed or loop is not None:
+            replayed = _replay(params, ctx, engine, relay, work, shape, s.threads, device, loop)
         else:
             runs = _measure(
                 params, ctx, engine, relay, prompts, outs, limits, s.benchmark, probed, s.threads, device, shape
@@ -405,7 +420,7 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     if engine.loads_weights:  # the engine made its own (vLLM: its dummy initialisation), and says so
         weights = engine.facts.get("weights", weights)
     found: dict[str, Any] | None = None
-    if work.replayed:
+    if work.replayed or loop is not None:
         sent, conditions = replayed
         result = replay_result(
             params, record, sent, conditions, limits, dict(engine.facts), probed.to_dict(), s.counted
@@ -525,21 +540,30 @@ def _replay(
     shape: Callable[[int, list[int]], list[int]],
     threads: int,
     device: "torch.device",
+    loop: "ClosedLoop | None" = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """The source's sessions sent by accelbench's driver, under the conditions monitor; the requests and the
-    conditions."""
+    """The source's sessions sent by accelbench's driver (``loop``: a closed loop of the source's prompts), under
+    the conditions monitor; the requests and the conditions."""
     from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
     from accelbench.measure.heap import frozen_heap
     from accelbench.serve.replay import Driver
 
-    think = float((work.summary or {}).get("think_ms", 0.0)) / 1e3
-    driver = Driver(engine, work, params.batch_size, think, shape)
+    think = float((work.summary or {}).get("think_ms", 0.0)) / 1e3 if loop is None else params.user_think_ms / 1e3
+    driver = Driver(engine, work, params.batch_size, think, shape, closed=loop)
     relay.target = driver
     total = len(work.arrivals) if work.arrivals is not None else sum(
         len(c.turns) for c in (work.conversations.conversations if work.conversations else [])
     )  # fmt: skip
     left = work.arrivals[-1] if work.arrivals else None
-    ctx.progress(f"replaying {total} requests ({work.summary and work.summary.get('source')})", left=left)
+    if loop is not None:  # at least its requests past the warm-up, for at least its seconds
+        total, left = loop.requests + loop.warmup, loop.seconds
+        ctx.progress(
+            f"closed loop: {loop.users} users, at least {total} requests ({loop.warmup} of them warm-up) and "
+            f"{loop.seconds:g} s",
+            left=left,
+        )
+    else:
+        ctx.progress(f"replaying {total} requests ({work.summary and work.summary.get('source')})", left=left)
     began, said = time.monotonic(), [time.monotonic()]
 
     def sent(n: int) -> None:  # on the driver's thread at each send: a line every PROGRESS_EVERY seconds at most
@@ -549,7 +573,10 @@ def _replay(
         said[0], elapsed = now, now - began
         # a trace's end is known; conversations' is what the requests sent so far took, scaled to the rest
         rest = work.arrivals[-1] - elapsed if work.arrivals else elapsed * (total - n) / max(n, 1)
-        ctx.progress(f"replay: {n} of {total} requests sent", left=max(rest, 0.0))
+        if loop is not None:  # a closed loop ends at its requests and its seconds, whichever comes later
+            rest = max(rest, loop.seconds - elapsed)
+        what = "closed loop" if loop is not None else "replay"
+        ctx.progress(f"{what}: {n} of {'at least ' if loop else ''}{total} requests sent", left=max(rest, 0.0))
 
     driver.progress = sent
     engine.measured(arrivals=False)

@@ -23,7 +23,7 @@ from accelbench.serve.sources.base import builtin_sources, source_class, source_
 from accelbench.serve.sweep import SweepParams
 from accelbench.workloads import is_decoder
 
-SCENARIOS = ("offline", "server", "singlestream", "interactive")
+SCENARIOS = ("offline", "server", "singlestream", "interactive", "concurrency")
 MODES = ("performance", "accuracy", "find-peak", "sweep")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 #: the engines ``--engine`` chooses among, each owning its settings
@@ -48,13 +48,16 @@ class LLMServeParams(SweepParams, LoadGenParams):
 
     model: str = opt("llama3.1-8b", "model name (accelbench list --models)", sweep=False)
     scenario: str = opt(
-        "offline", "LoadGen scenario (interactive: MLPerf's tighter TTFT/TPOT limits)", choices=SCENARIOS
+        "offline",
+        "LoadGen scenario (interactive: MLPerf's tighter TTFT/TPOT limits), or concurrency: a closed loop of "
+        "--concurrency N users by accelbench's own driver (what --concurrency N alone gives)",
+        choices=SCENARIOS,
     )
     mode: str = opt(
         "performance",
         "performance (LoadGen's figures), accuracy (greedy tokens against FP32's; --engine endpoint: ROUGE on "
         "--prompts' answers), find-peak (the highest Server request rate within the TTFT/TPOT limits), sweep (one "
-        "Offline run per --concurrency point, or one Server run per --rates point: the curve of tokens/s per device "
+        "closed loop per --concurrency point, or one Server run per --rates point: the curve of tokens/s per device "
         "against tokens/s per user)",
         choices=MODES,
     )
@@ -67,7 +70,8 @@ class LLMServeParams(SweepParams, LoadGenParams):
     batch_size: int = opt(
         8,
         "requests decoded together at most; --engine endpoint: requests in flight at most (Offline, SingleStream: "
-        "a fixed concurrency; Server: at least 1024 connections, arrivals sent at once)",
+        "a fixed concurrency; Server: at least 1024 connections, arrivals sent at once); --concurrency N: N unless "
+        "given",
     )
     checkpoint: str = opt(
         "",
@@ -123,6 +127,9 @@ class LLMServeParams(SweepParams, LoadGenParams):
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
+        from accelbench.serve.sweep import closed_loop
+
+        values = closed_loop(values)  # --concurrency N: a closed loop's scenario, and its batch
         gathered = ENGINE_PARTS.gather(values, cls.engine)  # a dataclass's class attribute: the field's default
         return SOURCE_PARTS.gather(gathered, SOURCE_PARTS.fallback)
 
@@ -174,7 +181,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
             raise UsageError(f"{self.model} is not a language model (accelbench list --models): serve it with infer")
         positive("--batch-size", self.batch_size)
         not_negative(self, "target_qps", "expected_qps", "duration", "max_wait_ms")
-        check(self)  # the sweep's flags, only with --mode sweep
+        check(self)  # a closed loop's flags (--concurrency N), and the sweep's (--mode sweep)
         impl = engine_class(self.engine)
         options = self.engine_opts
         options.check()
@@ -216,6 +223,11 @@ class LLMServeParams(SweepParams, LoadGenParams):
         source = source_class(self.source or SOURCE_PARTS.fallback)
         options = self.source_opts
         options.check()
+        if source.replayed and self.scenario == "concurrency":
+            raise UsageError(
+                f"the {source.name} source sends requests on its own schedule; a closed loop (--concurrency) sends "
+                "the prompts of random, file or mlperf as its users are freed: drop one"
+            )
         if source.replayed:
             if self.scenario not in ("server", "interactive"):
                 raise UsageError(
@@ -237,7 +249,9 @@ class LLMServeParams(SweepParams, LoadGenParams):
     def describe(cls, p: dict[str, Any]) -> str:
         from accelbench.serve.limits import DEFAULT_LENGTHS
 
-        words = [p["model"], p["scenario"]]
+        closed = p["scenario"] == "concurrency"  # a closed loop: its users say its load, not a batch
+        users = p.get("concurrency") or "1,2,...,64"  # a sweep's failure record: the default points
+        words = [p["model"], f"concurrency {users}" if closed else p["scenario"]]
         if p.get("mode", "performance") != "performance":
             words.append(p["mode"])
         default = DEFAULT_LENGTHS["tiny" if p.get("scale") == "tiny" else "full"]
@@ -249,7 +263,10 @@ class LLMServeParams(SweepParams, LoadGenParams):
         words += source_class(src).describe_words(p) if src in source_names() else [src]
         words.append(f"{p.get('input_tokens') or default[0]}/{p.get('output_tokens') or default[1]} tokens")
         precision = (impl.labels(p) if impl else p).get("precision", "fp32")  # an older record's auto, labelled
-        words += [f"bs<={p['batch_size']}", precision, p["profile"]]
+        if closed and str(p.get("batch_size")) != str(p.get("concurrency")):
+            words.append(f"bs<={p['batch_size']}")  # an engine batch other than the loop's users
+        words += [] if closed else [f"bs<={p['batch_size']}"]
+        words += [precision, p["profile"]]
         if p.get("checkpoint"):  # the weights served: a language model's folder is also its architecture
             words.append(f"checkpoint {PurePath(p['checkpoint']).name}")
         elif p.get("scale", "full") != "full":

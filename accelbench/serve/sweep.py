@@ -1,9 +1,15 @@
-"""``--mode sweep``: one Offline run per concurrency (or one Server run per request rate, ``--rates``), and the curve
-they draw (MLPerf Endpoints' Pareto curve).
+"""``--concurrency``: a closed loop of N users (outside ``--mode sweep``), and ``--mode sweep``: one closed loop per
+concurrency (or one Server run per request rate, ``--rates``), and the curve they draw (MLPerf Endpoints' Pareto
+curve).
 
-Each point serves the same prompts with at most C requests in flight (a fixed concurrency: ``--batch-size C`` for
-that run), so it gives the system's tokens/s per device at the interactivity C allows (tokens/s per user, 1000 /
-the median TPOT). Each point is stored as its own record; every record carries the curve so far, the last one the
+A closed loop is N users, each sending its next request when its last one was answered
+(:class:`accelbench.serve.replay.ClosedLoop`): the load vLLM's ``bench serve --max-concurrency`` and AIPerf's
+``--concurrency`` put on a server, TTFT timed from each request's own send. Each point of a concurrency sweep is one
+such loop at C users (the engine's batch C), so it gives the system's tokens/s per device at the interactivity C
+allows (tokens/s per user, 1000 / the median TPOT). A record of a sweep made before the closed loop holds Offline
+points (LoadGen's one query of every request; their TTFT is the queue's), read as they were.
+
+Each point is stored as its own record; every record carries the curve so far, the last one the
 whole curve and which points are on its Pareto front (no other point has both more tokens/s per device and more
 tokens/s per user).
 """
@@ -38,6 +44,39 @@ class Swept(Protocol):
     def scenario(self) -> str: ...
     @property
     def target_qps(self) -> float: ...
+    @property
+    def expected_qps(self) -> float: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def user_think_ms(self) -> float: ...
+
+
+#: the scenario of a closed loop (``--concurrency N``): its records name it, and label it ``concurrency N``
+CLOSED_LOOP = "concurrency"
+
+
+def closed_loop(values: dict[str, Any]) -> dict[str, Any]:
+    """The settings as given (by flag name), with what ``--concurrency`` implies said: a closed loop's scenario (in
+    place of the default, Offline) and, outside a sweep, the engine's batch at the concurrency where none was given.
+    A sweep with no ``--rates`` is a sweep of closed loops too."""
+    concurrency = str(values.get("concurrency") or "")
+    sweeping = values.get("mode") == "sweep"
+    if not (concurrency or (sweeping and not values.get("rates"))):
+        return values
+    out = dict(values)
+    if out.get("scenario", "offline") == "offline":
+        out["scenario"] = CLOSED_LOOP
+    if not sweeping and "batch_size" not in out and concurrency.strip().isdigit() and int(concurrency) >= 1:
+        out["batch_size"] = int(concurrency)
+    return out
+
+
+def users(params: Swept) -> int | None:
+    """The users of a closed loop outside a sweep (``--concurrency N``), else None."""
+    if params.mode == "sweep" or params.scenario != CLOSED_LOOP:
+        return None
+    return int(params.concurrency)
 
 
 @dataclass(frozen=True)
@@ -46,7 +85,16 @@ class SweepParams:
 
     concurrency: str = opt(
         "",
-        "--mode sweep: requests in flight at each point, e.g. 1,4,16 (empty: 1,2,4,... up to 64, 7 points)",
+        "a closed loop of N users, each sending its next request when its last one was answered (TTFT from each "
+        "send; vLLM's --max-concurrency, AIPerf's --concurrency); --mode sweep: the points, e.g. 1,4,16 (empty: "
+        "1,2,4,... up to 64, 7 points)",
+        sweep=False,
+        metavar="N",
+    )
+    user_think_ms: float = opt(
+        0.0,
+        "--concurrency: a user's think time, ms from an answer to its next request (0: at once, as vLLM and AIPerf "
+        "send)",
         sweep=False,
     )
     rates: str = opt(
@@ -88,15 +136,21 @@ def points(params: Swept) -> list[Any]:
 
 
 def check(params: Swept) -> None:
-    """What a sweep needs: a language model, Offline (each point a fixed concurrency) or Server with ``--rates``,
-    valid points; the sweep flags only with ``--mode sweep``."""
+    """What a closed loop and a sweep need: one whole number of users outside a sweep, nothing that contradicts a
+    closed loop (another scenario, a request rate); a sweep's valid points, a closed loop's at each or Server at
+    ``--rates``; ``--rates`` only with ``--mode sweep``."""
+    if params.user_think_ms < 0:
+        raise UsageError(f"--user-think-ms must not be negative, got {params.user_think_ms:g}")
+    if params.user_think_ms and params.scenario != CLOSED_LOOP:
+        raise UsageError("--user-think-ms is a closed loop's think time: add --concurrency N")
     if params.mode != "sweep":
-        for flag, value in (("--concurrency", params.concurrency), ("--rates", params.rates)):
-            if value:
-                raise UsageError(f"{flag} lists the points of --mode sweep; add --mode sweep")
+        if params.rates:
+            raise UsageError("--rates lists the points of --mode sweep; add --mode sweep")
+        if params.scenario == CLOSED_LOOP or params.concurrency:
+            _check_closed(params)
         return
     if params.rates and params.concurrency:
-        raise UsageError("a sweep's points are --concurrency (Offline) or --rates (Server), not both")
+        raise UsageError("a sweep's points are --concurrency (closed loops) or --rates (Server), not both")
     if params.rates:
         if params.scenario not in ("server", "interactive"):
             raise UsageError("--rates sweeps Server request rates: give --scenario server (or interactive)")
@@ -104,12 +158,43 @@ def check(params: Swept) -> None:
             raise UsageError("--rates sets each point's --target-qps: drop --target-qps")
         rates(params)
         return
-    if params.scenario != "offline":
+    if params.scenario != CLOSED_LOOP:
         raise UsageError(
-            "--mode sweep runs each point in Offline at a fixed concurrency: give --scenario offline "
-            "(for the highest request rate within the TTFT/TPOT limits use --mode find-peak --scenario server)"
+            f"--mode sweep runs each point as a closed loop of --concurrency users: drop --scenario {params.scenario} "
+            "(for the highest request rate within the TTFT/TPOT limits use --mode find-peak --scenario server; for "
+            "Server runs at request rates, --rates)"
         )
     points(params)
+
+
+def _check_closed(params: Swept) -> None:
+    """A closed loop's flags: ``--concurrency N`` (one whole number), in performance mode, no request rate."""
+    if not params.concurrency:
+        raise UsageError("--scenario concurrency is a closed loop of N users: give --concurrency N")
+    if params.scenario != CLOSED_LOOP:
+        raise UsageError(
+            f"--concurrency N is a closed loop of N users, its own load: drop --scenario {params.scenario} (Server "
+            "sends at a request rate, --target-qps)"
+        )
+    try:
+        n = int(params.concurrency)
+    except ValueError:
+        words = "a list of points needs --mode sweep: add --mode sweep" if "," in params.concurrency else (
+            f"not {params.concurrency!r}"
+        )  # fmt: skip
+        raise UsageError(f"--concurrency takes one whole number of users outside --mode sweep; {words}") from None
+    if n < 1:
+        raise UsageError(f"--concurrency must be at least 1 user, got {n}")
+    if params.mode != "performance":
+        raise UsageError(f"--concurrency N is a closed loop measured in performance mode, not --mode {params.mode}")
+    for flag, value in (("--target-qps", params.target_qps), ("--expected-qps", params.expected_qps)):
+        if value:
+            raise UsageError(f"{flag} is LoadGen's request rate; a closed loop's rate is its users': drop {flag}")
+    if params.batch_size < n:
+        raise UsageError(
+            f"--batch-size {params.batch_size} is under --concurrency {n}: the engine would hold back users' "
+            "requests; drop --batch-size (the closed loop's is its concurrency) or raise it"
+        )
 
 
 def _figure(r: "Result", name: str) -> float | None:
@@ -117,20 +202,28 @@ def _figure(r: "Result", name: str) -> float | None:
     return None if m is None else m.value
 
 
+def _users(r: "Result") -> int:
+    """A concurrency point's users: its ``concurrency`` (a closed loop's), else its ``batch_size`` (an Offline
+    point's, in a sweep made before the closed loop)."""
+    given = str(r.params.get("concurrency") or "")
+    return int(given) if given.isdigit() else int(r.params["batch_size"])
+
+
 def curve(results: list["Result"], planned: int, sweep_id: str) -> dict[str, Any]:
     """The points measured so far, and the Pareto front among the ones that can stand (ok and VALID)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     rated = bool(results) and bool(results[0].params.get("rates"))
     for r in results:
         rows.append(
             {
-                "point": r.params["target_qps"] if rated else r.params["batch_size"],
-                "concurrency": None if rated else r.params["batch_size"],
+                "point": r.params["target_qps"] if rated else _users(r),
+                "concurrency": None if rated else _users(r),
                 "rate": r.params["target_qps"] if rated else None,
                 "tokens_per_second_per_device": _figure(r, "tokens_per_second_per_device"),
                 "tokens_per_second_per_user": _figure(r, "tokens_per_second_per_user"),
                 "ttft_p90_ms": _figure(r, "ttft_p90_ms"),
                 "tpot_p50_ms": _figure(r, "tpot_p50_ms"),
+                "requests_per_second": _figure(r, "requests_per_second"),
                 "valid": r.valid,
                 "set_aside": [c.text for c in r.of_kind("contended", "client-limited")],
             }
@@ -155,7 +248,8 @@ def curve(results: list["Result"], planned: int, sweep_id: str) -> dict[str, Any
     each = (
         "one Server LoadGen run per request rate (--target-qps), held to the TTFT/TPOT limits"
         if rated
-        else "one Offline LoadGen run per concurrency (requests in flight at most)"
+        else "one closed loop per concurrency (N users, each sending its next request when its last one was "
+        "answered; its steady state, TTFT from each send)"
     )
     return {
         "id": sweep_id,

@@ -23,6 +23,9 @@ The commands are :data:`COMMANDS` (``accelbench`` is ``python -m accelbench``); 
   reports no cache of its own); llm_trace replays a 40-row trace written here (timestamps 50 ms apart, lengths that
   vary); llm_conversations sends synthetic 3-turn
   conversations, each turn after its answer (accelbench's replay driver, not LoadGen).
+- llm_closed is a closed loop of 4 users (accelbench's driver: each user's next request when its last was
+  answered; its steady window); llm_sweep's points are closed loops too (a sweep made before them held Offline
+  runs: tests/test_closed_loop.py reads one).
 - find_peak_sleep is the harness's find-peak on the sleep backend (a system of known capacity): a real model's
   search takes minutes on this machine.
 - train_scaling is the device-scaling pair (1 and 2 processes). The machine is shared, and a contended or noisy
@@ -55,6 +58,7 @@ COMMANDS: dict[str, str] = {
     "llm_offline": f"{LLM} --scenario offline",
     "llm_accuracy": f"{LLM} --mode accuracy",
     "llm_sweep": f"{LLM} --mode sweep --concurrency 1,4",
+    "llm_closed": f"{LLM} --concurrency 4",
     "llm_prompts": "infer llama3.1-8b --checkpoint {scratch}/ckpt --prompts {scratch}/qa.jsonl --engine static "
     "--scenario offline --output-tokens 8",
     "llm_prefix": f"{LLM} --scenario offline --prefix-tokens 64 --prefix-share 0.75",
