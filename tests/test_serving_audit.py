@@ -8,8 +8,10 @@ same waits; the files go through the real CLI, against the stub server where a r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,32 @@ def test_an_offline_runs_dispatch_delay_is_its_queue_not_a_limited_client() -> N
     # without arrivals, a saturated thread or a late loop still holds answers unread, and so the next requests
     offline = limited_by(OFFLINE | {"client_cpu_share": 0.95, "loop_lag_p99_ms": 12.0}, arrivals=False)
     assert offline is not None and "busy 95%" in offline and "12 ms late" in offline and "issued" not in offline
+
+
+def test_a_late_loop_in_a_process_that_wanted_little_cpu_is_the_hosts_not_the_clients() -> None:
+    """A closed loop on a shared host: the loop ran 9 ms late at p99 and requests reached it 8 ms late, while the
+    whole client process used 0.12 of a core: it waited for a core other processes held (the run's contended
+    concern says so), so the client is not called the limit; a busy process's late loop still is."""
+    late = OFFLINE | {"loop_lag_p99_ms": 9.0, "dispatch_p99_ms": 8.0, "queued_requests": 0}
+    assert limited_by(late | {"process_cores": 0.12}, arrivals=True) is None
+    busy = limited_by(late | {"process_cores": 0.7}, arrivals=True)
+    assert busy is not None and "9 ms late at p99" in busy and "8 ms after they were issued" in busy
+    assert limited_by(late, arrivals=True) is not None  # a record of before: judged as it was
+
+
+def test_the_watch_counts_its_process_cores_once_started() -> None:
+    async def spin() -> dict[str, Any]:
+        watch = ClientWatch()
+        watch.start(asyncio.get_running_loop())
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:  # the loop's own thread busy: the process used about a core
+            await asyncio.sleep(0)
+        watch.stop()
+        return watch.report(connections=1, arrivals=True)
+
+    figures = asyncio.run(spin())
+    assert 0.0 < figures["process_cores"] and "time.process_time" in figures["method"]
+    assert figures["process_cores"] >= figures["client_cpu_share"] - 0.01  # the loop's thread is in the process
 
 
 def test_the_watch_leaves_an_offline_runs_waits_unjudged_and_says_so() -> None:

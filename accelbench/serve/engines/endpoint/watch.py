@@ -29,6 +29,11 @@ TICK = 0.01
 BUSY = 0.9
 #: p99 loop lag (ms) over which the client is called late
 LATE_MS = 5.0
+#: the cores the client's whole process used under which a late loop is the host's doing, not the client's: a
+#: thread that wants so little CPU and still runs late waited to be scheduled (other processes had the cores; the
+#: run's ``contended`` concern says so), where a busy process would have held it up on its own (its other threads,
+#: the GIL)
+PROCESS_BUSY = 0.5
 #: a request that waited longer than this (ms) for a connection was queued here; more than ``QUEUED_SHARE`` of
 #: the requests queued (in Server) and the client held back LoadGen's arrivals
 QUEUED_MS, QUEUED_SHARE = 1.0, 0.01
@@ -47,12 +52,12 @@ class ClientWatch:
         #: requests sent again because the kept-alive connection they went out on had been closed by the server
         self.retried = 0
         self._task: asyncio.Task[None] | None = None
-        self._cpu0 = self._wall0 = 0.0
-        self._cpu = self._wall = 0.0
+        self._cpu0 = self._wall0 = self._proc0 = 0.0
+        self._cpu = self._wall = self._proc = 0.0
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """On the loop's thread: the ticker and the CPU clock start."""
-        self._cpu0, self._wall0 = time.thread_time(), time.perf_counter()
+        self._cpu0, self._wall0, self._proc0 = time.thread_time(), time.perf_counter(), time.process_time()
         self._task = loop.create_task(self._tick())
 
     def stop(self) -> None:
@@ -73,6 +78,7 @@ class ClientWatch:
             self.lags.append(now - due)
             # the loop thread's CPU, read on that thread (thread_time is per thread)
             self._cpu, self._wall = time.thread_time() - self._cpu0, now - self._wall0
+            self._proc = time.process_time() - self._proc0  # every thread of the process: its cores
             due = now + TICK
 
     def report(self, connections: int, arrivals: bool) -> dict[str, Any]:
@@ -94,18 +100,25 @@ class ClientWatch:
             "resent_on_closed_connection": self.retried,
             "queued_requests": queued,
             "queue_wait_p99_ms": round(float(np.percentile(waits, 99)), 3),
-            "method": "the client thread's CPU time over wall time (time.thread_time); lateness of a "
+            "method": "the client thread's CPU time over wall time (time.thread_time), its process's (all threads: "
+            "time.process_time) in cores; lateness of a "
             f"{TICK * 1e3:g} ms timer on its event loop; time from LoadGen's issue to the loop (dispatch), then to a "
             "free connection (queue)",
         }
+        if self._wall > 0:  # the process's cores over the same wall time (a watch never started: none)
+            out["process_cores"] = round(self._proc / self._wall, 3)
         if not arrivals:
             out["not_judged"] = NOT_JUDGED
         why = limited_by(out, arrivals)
         if why:
             out["limited_by"] = why
         self.lags, self.waits, self.dispatches, self.retried = [], [], [], 0
-        self._cpu0, self._wall0 = self._cpu0 + self._cpu, self._wall0 + self._wall
-        self._cpu = self._wall = 0.0
+        self._cpu0, self._wall0, self._proc0 = (
+            self._cpu0 + self._cpu,
+            self._wall0 + self._wall,
+            self._proc0 + self._proc,
+        )
+        self._cpu = self._wall = self._proc = 0.0
         return out
 
 
@@ -116,14 +129,19 @@ def limited_by(figures: dict[str, Any], arrivals: bool) -> str | None:
     turns), from which its TTFT and latency are timed: a request that reached the loop late, or waited there for a
     connection, was delayed by the client, and the delay is in the figures. Without arrivals (Offline: the whole
     query at once, served a connection at a time) those waits are the queue the scenario asks for, so only the
-    client's own thread is judged: saturated, or its loop late."""
+    client's own thread is judged: saturated, or its loop late.
+
+    A late loop or dispatch is the client's only where its process was busy (:data:`PROCESS_BUSY` cores or more):
+    a process that used less and still ran late waited for a core other processes held, which the run's
+    ``contended`` concern says, so the client is not blamed for it."""
     why = []
     cpu_share = float(figures["client_cpu_share"])
     if cpu_share >= BUSY:
         why.append(f"the client's thread was busy {cpu_share:.0%} of the time (its CPU saturated)")
-    if figures["loop_lag_p99_ms"] > LATE_MS:
+    busy = float(figures.get("process_cores", PROCESS_BUSY)) >= PROCESS_BUSY  # a record without it: as before
+    if busy and figures["loop_lag_p99_ms"] > LATE_MS:
         why.append(f"its event loop ran {figures['loop_lag_p99_ms']:.3g} ms late at p99")
-    if arrivals and figures["dispatch_p99_ms"] > LATE_MS:
+    if busy and arrivals and figures["dispatch_p99_ms"] > LATE_MS:
         why.append(f"requests reached its loop {figures['dispatch_p99_ms']:.3g} ms after they were issued (p99)")
     queued, requests = figures["queued_requests"], figures["requests"]
     if arrivals and queued > QUEUED_SHARE * requests:
