@@ -7,11 +7,13 @@ place, recorded with the result, and part of the key that ``--resume`` and
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import types
 import typing
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, Iterator, TypeVar
 
 from accelbench.devices import check_device_name
 from accelbench.errors import UsageError
@@ -304,6 +306,24 @@ class HasOptions(typing.Protocol):
     Options: typing.ClassVar[type[NoOptions]]
 
 
+#: whether the settings being gathered are the ones a person typed (:func:`typed_by_person`)
+_TYPED: contextvars.ContextVar[bool] = contextvars.ContextVar("accelbench_typed_by_person", default=False)
+
+
+@contextlib.contextmanager
+def typed_by_person() -> Iterator[None]:
+    """Settings built inside are the ones a person typed on the command line, each flag given on purpose: a setting
+    of a part not chosen is refused at any value, its default too (``--engine endpoint --kv-blocks 256`` asks for
+    something the endpoint does not do, whatever the number). Elsewhere settings are a program's (a search's
+    candidate, a suite's ``[defaults]`` shared by entries of several parts, a stored entry), which may hold another
+    part's setting at its neutral value, and that is left out."""
+    token = _TYPED.set(True)
+    try:
+        yield
+    finally:
+        _TYPED.reset(token)
+
+
 @dataclass(frozen=True)
 class Parts:
     """The parts one setting chooses among (``--backend``'s, ``--engine``'s) and where the chosen part's settings
@@ -336,8 +356,8 @@ class Parts:
 
     def gather(self, values: dict[str, Any], default: str) -> dict[str, Any]:
         """``values`` with the chosen part's settings moved into :attr:`holder`, complete with its defaults and
-        checked against its choices; a setting of another part is refused where it is not at its neutral value
-        (never silently dropped), and left out where it is."""
+        checked against its choices; a setting of another part is refused where a person typed it, or where it is
+        not at its neutral value (never silently dropped), and left out where a program holds it at that value."""
         values = dict(values)
         name = str(values.get(self.selector) or (self._inferred(values, default) if self.inferred else default))
         if self.inferred:
@@ -351,7 +371,7 @@ class Parts:
             value = values.pop(key)
             if key in own:
                 given[key] = value
-            elif value != others[key].default:
+            elif value != others[key].default or _TYPED.get():
                 takes = [n for n, c in self.builtin().items() if key in {f.name for f in fields(c.Options)}]
                 flag = "--" + key.replace("_", "-")
                 plural = "s" if len(takes) > 1 else ""

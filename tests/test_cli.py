@@ -96,6 +96,20 @@ BAD = [
     (["infer", "resnet50", "--backend", "int8", "--precision", "amp_fp16"], "runs int8, not amp_fp16"),
     (["tta", "digits", "--nproc", "512"], "--nproc 512"),
     (["tta", "digits", "--target", "1.5"], "outside top1's range"),
+    # a part's flag for a part not chosen is refused at its default value too: it was typed, so it was meant
+    (["infer", "llama3.1-8b", "--engine", "endpoint", "--kv-blocks", "0"], "--kv-blocks applies to the "),
+    (["infer", "llama3.1-8b", "--engine", "endpoint", "--page-size", "16"], "not endpoint"),
+    (["infer", "resnet18", "--backend", "torch", "--ort-optimization", "all"], "not torch"),
+    (["tune", "resnet18", "--tpot-ms", "0", "--dry-run"], "--tpot-ms applies to the infer/llm benchmark"),
+    # an unknown source says how to add one, as an unknown engine does
+    (
+        ["infer", "llama3.1-8b", "--source", "nosuch"],
+        "unknown source 'nosuch': choose one of random, file, mlperf, trace, conversations, or package.module:Class",
+    ),
+    (
+        ["infer", "llama3.1-8b", "--engine", "nosuch"],
+        "unknown engine 'nosuch': choose one of transformers, static, vllm, endpoint, null, or package.module:Class",
+    ),
 ]
 
 
@@ -290,3 +304,14 @@ def test_an_invalid_result_is_counted_apart_and_sets_exit_3(cli_env, tmp_path):
     assert r.primary.value < 0.5 * r.metrics["queries_per_second"].value  # served ~1,600/s, scheduled ~10,000/s
     md = run_cli(["results", "export", "--format", "md", *db], cli_env, tmp_path)
     assert "| verdict |" in md.stdout and "| INVALID |" in md.stdout
+
+
+def test_report_help_names_every_section(cli_env, tmp_path):
+    """The report's sections in --help are the families' own (a search's best settings and language-model serving
+    among them), so none is missing from the list."""
+    from accelbench.families import families
+
+    p = run_cli(["report", "--help"], cli_env, tmp_path)
+    text = " ".join(p.stdout.split())
+    assert p.returncode == 0 and "best settings" in text and "language-model serving" in text
+    assert all(f.title in text for f in families() if f.report is not None)

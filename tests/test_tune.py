@@ -111,8 +111,8 @@ def test_the_fastest_candidate_wins_only_through_the_gate_and_its_confirmations(
     assert record.status == "ok" and record.primary_metric == "throughput"
     assert record.metrics["speedup_over_default"].value == pytest.approx(4.2)
     assert record.details["reproduce"] == (
-        "accelbench infer resnet18 --scale tiny --backend openvino --precision fp32 --streams 2"
-    )
+        "accelbench infer resnet18 --scale tiny --backend openvino --precision fp32 --streams 2 --duration 6.0"
+    )  # the confirmations' length: the command gives the figure ranked
     assert [t["phase"] for t in record.details["trials"]].count("confirm") == 3 * 3  # 2 finalists + default
     full = record.to_dict() | {"run_id": "r", "system": {"fingerprint": "f", "profile": {}}}
     assert schema_errors(json.loads(json.dumps(full))) == []
@@ -130,14 +130,14 @@ def test_a_crashing_candidate_is_failed_with_its_reason_and_the_search_goes_on()
 def test_the_budget_stops_each_phase_and_says_what_was_not_tried() -> None:
     fake = FakeTrials(FIGURES, seconds=10.0)
     # 200 s: screening leaves a gate (36 s expected: three screenings and the gate's samples at the default's 100
-    # samples/s) and 3 rounds of two confirmations (16 s expected each: a screening and 6 s) their time, so it
-    # stops by 68 s (6 trials of 10 s); the first round holds two candidates
+    # samples/s) and 3 rounds of two confirmations (20 s expected each: a screening and 2.5 s a second of LoadGen's
+    # 4 s more) their time, so it stops by 44 s (4 trials of 10 s); the first round holds two candidates
     search = Tuner(
         tune_params(backends="torch,onnxruntime,int8,openvino", budget="200s", repeats=3), fake, clock=fake.clock
     ).run()
     screens = [t for t in search.trials if t.phase == "screen"]
-    assert len(screens) == 6
-    assert any("screening of batch sizes" in s for s in search.stopped)
+    assert len(screens) == 4
+    assert any("screening of runtimes" in s for s in search.stopped)
     assert any("round 1 holds 2 of 4" in s for s in search.stopped)
     assert [why for _, why in search.not_tried] and all("budget" in why for _, why in search.not_tried)
     assert fake.now <= 200 + 10  # at most one trial past the budget
@@ -187,7 +187,10 @@ def test_training_is_searched_over_precision_layout_and_batch() -> None:
     }
     assert record.metrics["speedup_over_default"].value == pytest.approx(3.0)
     assert seen[0]["num_batches"] == 6 and seen[-1]["num_batches"] == 18
-    assert record.details["reproduce"] == "accelbench train resnet18 --scale tiny --batch-size 32 --channels-last"
+    assert record.details["reproduce"] == (
+        "accelbench train resnet18 --scale tiny --batch-size 32 --channels-last --warmup 3 --num-batches 18 "
+        "--display-every 2"
+    )
 
 
 def test_bad_input_is_refused_before_anything_runs() -> None:

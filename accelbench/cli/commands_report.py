@@ -16,13 +16,7 @@ def register(sub: Any) -> None:
     rep = sub.add_parser(
         "report",
         help="an HTML page and a Markdown file with charts, from stored results",
-        description=(
-            "Builds report.html (one self-contained file: charts inlined, no network needed) and report.md "
-            "(charts as PNG files in report_files/) from stored records only. Sections appear when there is "
-            "data for them: summary, machines, kernels (roofline), training throughput and scaling, time to "
-            "accuracy, inference (find-peak trials), comparisons between systems or tag groups, and history. "
-            "Without RUN_ID, --last or --all: the latest run."
-        ),
+        description=description(),
     )
     rep.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to cover (any unique part of the id)")
     a.add_pairs(rep, "--tag", "only records with this tag (repeatable); alone, searches every run")
@@ -41,6 +35,21 @@ def register(sub: Any) -> None:
     rep.add_argument("--title", default="accelbench report", help="the report's heading")
     a.add_store_option(rep)
     rep.set_defaults(handler=cmd_report)
+
+
+def description() -> str:
+    """The report's sections in ``--help``: each known family's with a section (a registered family's too) by its
+    title, in the report's order, so a new family's section is never missing from the list."""
+    from accelbench.families import families
+
+    own = ", ".join(f.title for f in families() if f.report is not None)
+    return (
+        "Builds report.html (one self-contained file: charts inlined, no network needed) and report.md "
+        "(charts as PNG files in report_files/) from stored records only. Sections appear when there is "
+        f"data for them: summary, machines, one for each kind of benchmark ({own}), published systems beside "
+        "yours, comparisons between systems or tag groups, and history. Without RUN_ID, --last or --all: the "
+        "latest run."
+    )
 
 
 def cmd_report(ns: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from accelbench.cli.commands_measure import _options
 from accelbench.cli.kernel_args import add_param_flags
 from accelbench.cli.render import ProgressObserver, console, err_console, shown
 from accelbench.devices import resolve_device
-from accelbench.params import build_params
+from accelbench.params import build_params, typed_by_person
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
 from accelbench.results.store import Store
@@ -39,8 +39,11 @@ DESCRIPTION = (
     "are reported as equivalent, not ranked. Server is screened on Offline throughput and confirmed by find-peak. The"
     " budget holds: no trial starts that is not expected to fit, so a search ends at most one trial late, and what "
     "was cut is said. A speed-up over the defaults is stated only against a default confirmed VALID more than once. A"
-    " search that screened one candidate says 'no search' and names no best. Prints the ranking (settings, figure, "
-    "spread of confirmations, accuracy, validity) and the command that reproduces the winner. A candidate that "
+    " search that screened one candidate says 'no search' and names no best, and one whose finalists all fell out "
+    "(gate failed, crashed, INVALID) says no setting was confirmed better than the defaults. Prints the outcome "
+    "first, in one line (the winner, its speed-up over the defaults and the evidence), then the ranking (settings, "
+    "figure, spread of confirmations, accuracy, validity) and the command that reproduces the winner's "
+    "confirmation (its settings, at the confirmation's length). A candidate that "
     "crashes, runs out of memory or fails to compile is recorded as failed, with its reason, and the search goes on."
     " A language model's search is how it is served: engine (every local one installed), precision and "
     "compilation, then requests in flight and continuous batching's batch-token budget; each trial is an Offline "
@@ -64,7 +67,8 @@ def _params(ns: argparse.Namespace) -> Any:
     given = {f.name: getattr(ns, f.name, None) for f, _ in TuneParams.flags()}  # the searched benchmark's too
     values = {k: v[0] for k, v in given.items() if isinstance(v, list)}  # each flag parses as a one-element list
     values |= {"model": ns.model, "device": ns.device or "auto", "threads": ns.threads}
-    return build_params(TuneParams, values, "tune")
+    with typed_by_person():  # another task's flag is refused even at its default
+        return build_params(TuneParams, values, "tune")
 
 
 def cmd_tune(ns: argparse.Namespace) -> int:
@@ -136,15 +140,19 @@ def _print_left_out(left_out: list[Any]) -> None:
 
 
 def _print_outcome(record: Any, search: Any) -> None:
+    """The headline first (what won, by how much, on what evidence, or why nothing is named), then the ranking that
+    backs it, what was left out or cut, and the commands."""
     from rich.table import Table
 
     from accelbench.tune.outcome import ranking
-    from accelbench.tune.verdict import figure_of
 
-    name, unit, _ = figure_of(search)
-    table = Table(title=f"tune {escape(search.params.describe(search.params.to_dict()))}: ranked by {name}")
-    for col in ("#", "settings", name, "confirmations", "screening", "accuracy", "valid", "status"):
-        table.add_column(col, justify="right" if col in ("#", name, "screening") else "left")
+    d = record.details
+    first, *rest = _outcome_lines(record, search.params.model)
+    console.print(first)
+    words, unit = d.get("figure_words") or d.get("figure", ""), d.get("unit", "")
+    table = Table(title=f"tune {escape(search.params.describe(search.params.to_dict()))}: ranked by {escape(words)}")
+    for col in ("#", "settings", words, "confirmations", "screening", "accuracy", "valid", "status"):
+        table.add_column(escape(col), justify="right" if col in ("#", words, "screening") else "left")
     for i, row in enumerate(ranking(search), 1):
         value = fmt.number(row.figure) + f" {unit}" if row.figure is not None else "-"
         spread = (
@@ -166,42 +174,38 @@ def _print_outcome(record: Any, search: Any) -> None:
             f"[{style}]{escape(row.status)}[/]" if style else escape(row.status),
         )
     console.print(table)
-    d = record.details
     console.print(f"[dim]accuracy gate: {escape(d['gate'])}[/]")
     _print_left_out(search.left_out)
     for line in d["stopped"]:
         console.print(f"[yellow]{escape(line)}[/]")
     console.print(f"[dim]took {d['elapsed_seconds']:.0f} s of a {d['budget_seconds']:.0f} s budget[/]")
-    for line in _outcome_lines(record, search.params.model):
+    for line in rest:
         console.print(line)
 
 
 def _outcome_lines(record: Any, model: str) -> list[str]:
-    """What the search found, in the words its evidence allows: a best only where it separated, a speed-up
-    only against a default that was measured, no best at all where nothing was compared."""
-    from accelbench.tune.candidate import Candidate
-    from accelbench.tune.outcome import NO_CLAIM
+    """What the search found, in the words its evidence allows, its headline first (:func:`headline`): a best only
+    where it separated, a speed-up only against a default that was measured, no best at all where nothing was
+    compared or nothing was confirmed better than the default; then the evidence and the commands."""
+    from accelbench.tune.outcome import NO_CLAIM, headline
 
     d = record.details
     outcome = d.get("outcome")
+    line = escape(d.get("headline") or headline(record))
     accuracy = [f"[dim]{escape(d['accuracy'])}[/]"] if d.get("accuracy") else []
     if outcome in NO_CLAIM:
-        return [f"[yellow]{escape(record.reason or str(outcome))}[/]"]
+        return [f"[yellow]{line}[/]"]
     if outcome == "equivalent":
-        lines = [f"[yellow]{escape(d['verdict'])}:[/]"]
+        lines = [f"[yellow]{line}[/]"]
         for e in d["equivalent"]:
             lines.append(f"  {escape(model)} {escape(e['label'])}: [bold]{escape(e['reproduce'])}[/]")
         return lines + accuracy
     if record.status != "ok":
-        return [f"[red]{escape(record.error or 'no winner')}[/]"]
+        return [f"[red]{line}[/]"]
     speed = record.metrics.get("speedup_over_default")
-    versus = f", {speed.value:.2f}x the default settings (confirmed side by side)" if speed else ""
-    lines = [f"best: [bold]{escape(model)} {escape(Candidate(d['winner']).label())}[/]{versus}", *accuracy]
     evidence = d["verdict"] + (f"; against the default: {d['default']['evidence']}" if speed else "")
-    lines.append(f"[dim]{escape(evidence)}[/]")
-    if d.get("speedup_withheld"):
-        lines.append(f"[yellow]{escape(d['speedup_withheld'])}[/]")
-    lines.append(f"reproduce: [bold]{escape(d['reproduce'])}[/]")
+    lines = [f"[bold green]{line}[/]", *accuracy, f"[dim]{escape(evidence)}[/]"]
+    lines.append(f"reproduce (its settings, at a confirmation's length): [bold]{escape(d['reproduce'])}[/]")
     return lines
 
 

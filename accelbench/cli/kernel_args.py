@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
 from accelbench.kernels.sets import load_set, sets_for
-from accelbench.params import CommonParams, KernelParams, check_choice
+from accelbench.params import CommonParams, KernelParams, check_choice, typed_by_person
 from accelbench.suite.suites import Entry, expand, make_entry
 
 #: Fields whose flags come from the common options (--device, --threads).
@@ -170,7 +170,8 @@ def entries_from_args(ns: argparse.Namespace, benchmark: str, params_cls: type[C
     elif getattr(ns, "limit", None):
         raise UsageError("--limit only applies with --set NAME")
     combos = _zip(given) if ns.sweep else expand(given)
-    return [make_entry(benchmark, {**row, **combo}) for row in rows for combo in combos]
+    with typed_by_person():  # every flag here was typed: one for a part not chosen is refused at any value
+        return [make_entry(benchmark, {**row, **combo}) for row in rows for combo in combos]
 
 
 def _zip(given: dict[str, list[Any]]) -> list[dict[str, Any]]:

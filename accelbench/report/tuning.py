@@ -52,6 +52,8 @@ def _headline(r: Result) -> str:
     if r.status != "ok":
         return f"no winner ({r.error})"
     accuracy = f"; {d['accuracy']}" if d.get("accuracy") else ""
+    if d.get("headline"):  # the search's own line (accelbench.tune.outcome.headline)
+        return f"{d['headline']}{accuracy}"
     if d.get("outcome") == "equivalent":
         return f"{d['verdict']}: " + "; ".join(e["label"] for e in d.get("equivalent", [])) + accuracy
     speed = r.metrics.get("speedup_over_default")
@@ -82,7 +84,8 @@ def _search(r: Result, n: int) -> list[Block]:
             Chart(
                 f"tune-{n}",
                 f"{title}: each candidate's figure",
-                f"{d.get('figure')} per candidate ({len(bars)}), the winner first: confirmed medians, else screening",
+                f"{d.get('figure_words') or d.get('figure')} per candidate ({len(bars)}), the winner first: confirmed "
+                "medians, else screening",
                 partial(charts.draw_bar_panels, panels=[("", unit, bars)], highlight_first="winner" in d),
                 size=(7.0, 1.2 + 0.3 * len(bars)),
             )
@@ -113,7 +116,8 @@ def _search(r: Result, n: int) -> list[Block]:
         caption += f" Left out ({len(left)}): " + "; ".join(reasons) + "."
     blocks.append(
         Table(
-            ["#", "settings", str(d.get("figure", "")), "confirmations", "screening", "accuracy", "valid", "status"],
+            ["#", "settings", str(d.get("figure_words") or d.get("figure", "")), "confirmations", "screening",
+             "accuracy", "valid", "status"],  # fmt: skip
             table_rows,
             caption=caption,
             numeric=frozenset({0, 2, 4}),

@@ -1,13 +1,15 @@
 """The search's time: what is spent, what a trial of each phase is expected to take, whether one more fits.
 
 ``--budget`` is a budget, not a hint: no trial starts unless it is expected to end inside its phase's
-limit (the first screening of the default excepted: without it there is nothing to search from), and no
-trial may run long past the end (its timeout is the time left, with a floor for a slow start). So the
-search overruns by at most the part of one trial that its estimate missed. The estimate of a phase is the
-median time of its trials so far; before its first, the screenings' time scaled and extended by how much
-longer the phase measures (the search says how: a LoadGen confirmation pays the same start, model load and
-probe as a screening and measures 4 s longer; a gate runs the FP32 reference and the candidate over the
-samples; a training confirmation triples the steps).
+limit (the first screening of the default excepted: without it there is nothing to search from; and the
+second of a confirmation round's pair, the best and the default, which runs while any budget is left: the
+round was planned to hold both, and one of them alone compares nothing), no trial starts once the budget is
+spent, and no trial may run long past the end (its timeout is the time left, with a floor for a slow start).
+So the search overruns by at most the part of one trial that its estimate missed. The estimate of a phase is
+the median time of its trials so far; before its first, the screenings' time scaled and extended by how much
+longer the phase measures (the search's task says how: a LoadGen confirmation pays the same start, model load
+and probe as a screening, and its 4 s more of LoadGen take longer than 4 s; a gate runs the FP32 reference and
+the candidate over the samples; a training confirmation triples the steps).
 """
 
 from __future__ import annotations

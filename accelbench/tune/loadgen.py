@@ -37,6 +37,12 @@ INFER_BATCHES = {"cpu": (16, 32), "gpu": (32, 128, 256)}
 THREADED_BACKENDS = ("torch", "compile", "onnxruntime", "int8")
 #: from this many cores, a CPU search also tries leaving one or two to the harness (see LoadGenTask.shapes)
 MANY_CORES = 8
+#: wall seconds a second more of LoadGen's minimum duration costs a trial: its samples are issued for the probe's
+#: rate, which a longer run does not hold, and a run the plan disagrees with is probed and run again. Measured, a
+#: screening (2 s) and a confirmation (6 s) of the same candidates, tiny ResNet-18 Offline on 2 cores: 7.4 s and
+#: 16.4 s, 5.2 s and 12.1 s (a Zen 5, docs/tune.md's search: 2.25 and 1.7 s a second); 13.6 s (the screenings'
+#: median) and 20.2 s (the confirmations') on a shared host (1.65); 1.5 left a first round planned to fit short
+LOADGEN_PACE = 2.5
 
 
 @dataclass(frozen=True)
@@ -188,13 +194,13 @@ class LoadGenTask(TuneTask):
         return self.trial(**settings, **extra)
 
     def first_expected(self, phase: str, per_sample: Callable[[], float | None]) -> tuple[float, float] | None:
-        """A LoadGen confirmation pays a screening's start, load and probe and measures 4 s longer (half as much
-        again for LoadGen's margin); Server's find-peak is a search of several runs, four at least. A gate pays
-        ``GATE_SCREENS`` screenings and runs the FP32 reference and the candidate over the gate's samples, and the
-        FP32 model rounded twice (fidelity's twins) over a quarter of them, at about the reference's screened
-        rate."""
+        """A LoadGen confirmation pays a screening's start, load and probe, and its 4 s more of LoadGen take
+        ``LOADGEN_PACE`` times as long (:data:`LOADGEN_PACE` says what was measured); Server's find-peak is a search
+        of several runs, four at least. A gate pays ``GATE_SCREENS`` screenings and runs the FP32 reference and the
+        candidate over the gate's samples, and the FP32 model rounded twice (fidelity's twins) over a quarter of
+        them, at about the reference's screened rate."""
         if phase == "confirm":
-            return (4.0, 0.0) if self._server else (1.0, 1.5 * (CONFIRM_SECONDS - SCREEN_SECONDS))
+            return (4.0, 0.0) if self._server else (1.0, LOADGEN_PACE * (CONFIRM_SECONDS - SCREEN_SECONDS))
         if phase == "gate" and not self.options.dataset:
             from accelbench.infer.accuracy import ROUNDING_SAMPLES
             from accelbench.infer.run import SYNTHETIC_ACCURACY_SAMPLES
@@ -205,13 +211,6 @@ class LoadGenTask(TuneTask):
         return None
 
     # -- the outcome --------------------------------------------------------------------------------------------
-
-    def keeps(self) -> frozenset[str]:
-        """Server's winner is measured by find-peak: its command keeps ``--mode find-peak``."""
-        return frozenset({"mode"}) if self._server else frozenset()
-
-    def reproduce_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
-        return settings | {"scenario": self.options.scenario} | ({"mode": "find-peak"} if self._server else {})
 
     def _weights(self) -> str:
         return f"checkpoint {self.options.checkpoint}" if self.options.checkpoint else "random weights"

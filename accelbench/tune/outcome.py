@@ -10,6 +10,7 @@ stored runs.
 
 from __future__ import annotations
 
+import re
 import shlex
 import statistics
 from dataclasses import dataclass
@@ -18,15 +19,18 @@ from typing import Any
 from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.measure.stats import Measurement
+from accelbench.results import format as fmt
 from accelbench.results.record import Metric, Result
 from accelbench.tune.candidate import Candidate
 from accelbench.tune.trials import Search, Trial
-from accelbench.tune.verdict import apart, decide, figure_of, median_of
+from accelbench.tune.verdict import Decision, apart, decide, figure_of, median_of
 
 #: outcomes that name no best and are no failure either (exit 0, a skipped record whose reason says what to do)
-NO_CLAIM = ("no search", "not confirmed")
-#: measurement-length fields of a trial: the reproduced run takes its family's own, longer, defaults
-TRIAL_LENGTH = frozenset({"duration", "profile", "warmup", "num_batches", "display_every", "mode", "dataset"})
+NO_CLAIM = ("no search", "not confirmed", "no better")
+#: why no speed-up is stated where the default settings won
+_DEFAULT_BEST = "the default settings are the best"
+#: measurement-length fields of a trial: the reproduced command keeps the confirmation's, after the settings
+TRIAL_LENGTH = frozenset({"duration", "profile", "warmup", "num_batches", "display_every"})
 
 
 @dataclass
@@ -110,12 +114,19 @@ def ranking(search: Search) -> list[Row]:
         rows.append(Row(c, figure, values, screen, _accuracy(search, c), valid, status))
     order = {"confirmed": 0, "screened": 1, "invalid": 2, "gate failed": 3}
     rows.sort(key=lambda r: (order.get(r.status, 4), _sort_value(r.figure, higher)))
-    if search.no_search is None and decision.top is not None:
+    if search.no_search is None and decision.top is not None and not _default_alone(search, decision):
         best = {c.key for c in decision.equivalent}
         for r in rows:
             if r.candidate.key in best:
                 r.status = "winner" if len(best) == 1 else "equivalent"
     return rows
+
+
+def _default_alone(search: Search, decision: Decision) -> bool:
+    """Whether the default settings are the only contender: confirmed as the baseline, beside nothing that came
+    through (every finalist failed its gate, crashed or ran INVALID, or none fitted). Nothing was beaten, so it is
+    no winner: no setting was confirmed better than it."""
+    return len(decision.ranked) == 1 and decision.ranked[0].key == search.default.key
 
 
 def _sort_value(value: float | None, higher: bool) -> float:
@@ -132,21 +143,23 @@ def _valid(trials: list[Trial]) -> bool | None:
 
 
 def reproduce(search: Search, c: Candidate) -> str:
-    """The one ordinary command that measures the winner at its family's full length."""
+    """The one ordinary command that measures ``c`` as its confirmations did: its settings and the confirmation
+    trial's length (``--duration 6``, ``--num-batches 18``, Server's ``--mode find-peak``), so the command gives the
+    figure the search ranked; a longer run is the command without its length flags."""
     task = search.task
-    trial = task.trial(**task.reproduce_settings(dict(c.settings)))
-    keeps = task.keeps()
+    trial = task.trial_of("confirm", dict(c.settings))
     words = ["accelbench", task.command, search.params.model]
     common = ("device", "threads")  # the common options last, as a person writes them
     plain = type(trial).of(model=search.params.model)  # the defaults as the model resolves them (optimizer: auto)
     values, defaults = trial.to_dict(), plain.to_dict()  # a backend's own settings among the run's
     own = list(type(trial).__dict__.get("__annotations__", {}))  # its own flags in the order it declares them
 
-    def order(f: Any) -> tuple[bool, bool, int]:
-        return f.name in common, f.name in own, own.index(f.name) if f.name in own else 0
+    def order(f: Any) -> tuple[bool, bool, bool, int]:
+        length = f.name in TRIAL_LENGTH  # the length after the settings: what a longer run drops
+        return f.name in common, length, f.name in own, own.index(f.name) if f.name in own else 0
 
     for f in sorted((f for f, _ in type(trial).flags()), key=order):
-        if f.name == "model" or (f.name in TRIAL_LENGTH and f.name not in keeps):
+        if f.name == "model":
             continue
         value, default = values.get(f.name), defaults.get(f.name, f.default)
         if value == default or value is None:
@@ -166,14 +179,22 @@ def _confirmed_metric(values: list[float], unit: str, higher: bool) -> Metric:
 
 
 def summary(search: Search) -> Result:
-    """The search as one record: its outcome, every trial, the ranking, the command(s).
+    """The search as one record: its outcome, every trial, the ranking, the command(s), and its one-line
+    ``headline`` (:func:`headline`), which a reader sees first.
 
     ``details["outcome"]`` is ``winner`` (one best, separated from every other contender), ``equivalent``
     (the top few not separated: all listed, none named best), ``no search`` (fewer than two candidates
-    screened: a skipped record, no best) or ``no winner`` (nothing confirmed VALID: failed). A speed-up over
-    the default is stated only against a default confirmed VALID more than once and separated from the
-    winner; otherwise ``speedup_withheld`` says why.
+    screened: a skipped record, no best), ``not confirmed`` (candidates that screened better were never
+    confirmed), ``no better`` (the default confirmed alone: nothing was confirmed better than it) or
+    ``no winner`` (nothing confirmed VALID: failed). A speed-up over the default is stated only against a
+    default confirmed VALID more than once and separated from the winner; otherwise ``speedup_withheld`` says why.
     """
+    record = _summary(search)
+    record.details["headline"] = headline(record)
+    return record
+
+
+def _summary(search: Search) -> Result:
     name, unit, higher = figure_of(search)
     rows = ranking(search)
     decision = decide(search)
@@ -188,6 +209,7 @@ def summary(search: Search) -> Result:
         "stopped": search.stopped,
         "budget_seconds": search.params.budget_seconds,
         "elapsed_seconds": search.elapsed,
+        "figure_words": metric_words(search.task.name, name, unit),
         "gate": search.task.gate_words(),
         "accuracy": search.task.accuracy_words(),
     }
@@ -228,6 +250,11 @@ def summary(search: Search) -> Result:
                 f"search took {search.elapsed:.0f} s of {search.params.budget_seconds:.0f} s)"
             )
             return Result(bench, params, status="skipped", reason=why, details=details)
+        if _default_alone(search, decision):
+            details["outcome"] = "no better"
+            others = _none_better(rows, top)
+            why = f"no setting was confirmed better than the default settings ({top.label()}): {others}"
+            return Result(bench, params, status="skipped", reason=why, details=details)
     details["outcome"] = "winner"
     details["winner"] = top.settings
     details["reproduce"] = reproduce(search, top)
@@ -246,6 +273,54 @@ def summary(search: Search) -> Result:
     return Result(bench, params, metrics=metrics, primary_metric=name, valid=row.valid, details=details)
 
 
+def headline(record: Result) -> str:
+    """The search's outcome in one line, the first a reader sees: what won, by how much over the default settings
+    and on what evidence; or that the best few are equivalent; or why nothing is named (nothing was confirmed
+    better than the default, nothing was compared, what screened better was never confirmed)."""
+    d = record.details
+    outcome = d.get("outcome")
+    if outcome in NO_CLAIM:
+        return record.reason or str(outcome)
+    if record.status != "ok" or record.primary is None:
+        return record.error or "no winner"
+    model = str(record.params.get("model", ""))
+    if outcome == "equivalent":
+        return f"{d['verdict']}: " + "; ".join(f"{model} {e['label']}" for e in d.get("equivalent", []))
+    m = record.primary
+    figure = f"{fmt.number(m.value)} {m.unit}".strip()
+    label = Candidate(d["winner"]).label()
+    speed = record.metrics.get("speedup_over_default")
+    if speed is not None:
+        base = d["default"]["figure"]
+        against = f" against {fmt.number(base)}" if isinstance(base, (int, float)) else ""
+        return (
+            f"best: {model} {label}, {speed.value:.2f}x the default settings ({figure}{against}; "
+            f"{d['default']['evidence']})"
+        )
+    if d.get("speedup_withheld") == _DEFAULT_BEST:
+        return f"the default settings are the best: {model} {label}, {figure}; {d['verdict']}"
+    return f"best: {model} {label}, {figure}; {d.get('speedup_withheld') or d['verdict']}"
+
+
+def metric_words(benchmark: str, name: str, unit: str) -> str:
+    """How the ranked figure reads in a title: its label in its family's metric table (the label's figure read as
+    its unit), else its unit where that says what is counted (``output tokens/s``, ``samples/s``), else its name in
+    words with its unit (``latency p90 (s)``): never the record's key."""
+    from accelbench.families import Label, family_of
+
+    family = family_of(benchmark)
+    spec = family.metrics.get(name) if family is not None else None
+    text = spec.text if isinstance(spec, Label) else spec
+    if isinstance(text, str):
+        words = re.sub(r"\{value[^}]*\}", "", text.replace("{metric}", unit).replace("{est}", "").replace("{stem}", ""))
+        if words.strip():
+            return " ".join(words.split())
+    if "/" in unit:
+        return unit
+    words = name.removesuffix("_seconds").replace("_", " ")
+    return f"{words} ({unit})" if unit else words
+
+
 def _alone(rows: list[Row]) -> str:
     """The verdict of a best with no runner-up confirmed beside it: what the others were, so "best" is not read
     as beating candidates that were only screened (each on one short run)."""
@@ -257,6 +332,29 @@ def _alone(rows: list[Row]) -> str:
         else ""
     )
     return f"the only candidate confirmed VALID (and through the gate) in its round{rest}"
+
+
+def _none_better(rows: list[Row], default: Candidate) -> str:
+    """What became of the other candidates, where the default was confirmed alone: each kind once, a few named."""
+    kinds = (
+        ("failed the accuracy gate", "gate failed"),
+        ("ran INVALID", "invalid"),
+        ("failed", "failed"),  # "failed: why", "failed in confirmation: why"
+        ("screened only, lower than the default or cut by the budget", "screened"),
+    )
+    others = [r for r in rows if r.candidate.key != default.key]
+    said = []
+    for words, status in kinds:
+        some = [r.candidate.label() for r in others if _kind(r.status) == status]
+        if some:
+            named = ", ".join(some[:3]) + (f" and {len(some) - 3} more" if len(some) > 3 else "")
+            said.append(f"{len(some)} {words} ({named})")
+    return "; ".join(said) or "no other candidate was tried"
+
+
+def _kind(status: str) -> str:
+    """A ranking row's status without its reason ("failed: killed ..." and "failed in confirmation: ..." fail)."""
+    return status.split(":")[0].removesuffix(" in confirmation")
 
 
 def _screened_better(rows: list[Row], winner: Row, higher: bool) -> list[Row]:
@@ -280,7 +378,7 @@ def _speedup(search: Search, winner: Candidate, best: float, higher: bool) -> tu
     says nothing of the variation between runs) and separated from the winner (else the ratio is noise)."""
     default = search.default
     if winner.key == default.key:
-        return None, "the default settings are the best"
+        return None, _DEFAULT_BEST
     confirms = search.of(default, "confirm")
     if not confirms:
         return None, "no speed-up: the default settings were not confirmed beside the winner"

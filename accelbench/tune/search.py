@@ -13,7 +13,8 @@ that could screen only one candidate has compared nothing: it says "no search" a
 
 Confirmations run in interleaved rounds (A B C, A B C...) so that a slow minute of a shared machine lands on
 every finalist, and the default settings are confirmed beside them: the speed-up is measured side by side,
-never against an older figure. After ``--repeats`` rounds the rounds go on, with only the candidates the
+never against an older figure. The best and the default run first in each round, so a round the budget cuts
+still compares them. After ``--repeats`` rounds the rounds go on, with only the candidates the
 best is not yet separated from, until it separates from all of them, ``MAX_ROUNDS`` pass or the budget ends.
 """
 
@@ -101,14 +102,16 @@ class Tuner:
             self._trial("screen", c, f"screening {what} {i + 1}/{len(candidates)}")
 
     def _gate(self, ranked: list[Candidate]) -> list[Candidate]:
-        """The best candidates that pass the accuracy gate, ``finalists`` of them, best first.
+        """The best candidates that pass the accuracy gate, ``finalists`` of them besides the default (confirmed in
+        any case: where it screened best, a round of it alone would compare nothing), best first.
 
         A gate that does not fit is not run: its candidate cannot be a finalist, and one that needs no gate
         (the FP32 reference, or a runtime already gated) is taken in its place."""
         finalists: list[Candidate] = []
         cut: list[str] = []
+        default = self.search.default.key
         for c in ranked:
-            if len(finalists) >= self.params.finalists:
+            if sum(f.key != default for f in finalists) >= self.params.finalists:
                 break
             if self.search.passed_gate(c) is None:
                 if not self.time.fits(self._expected("gate"), self._gate_end()):
@@ -151,10 +154,13 @@ class Tuner:
             active = self._fit_round(active, r)
             if not active:
                 return
-            for c in active:
-                if not self.time.fits(self._expected("confirm")):
+            for i, c in enumerate(active):
+                # the round's first two (the best and the default) are its comparison: the round was planned to hold
+                # them, so the second runs while any budget is left, even where the first ran longer than expected
+                if not (self.time.left() > 0 if i < 2 else self.time.fits(self._expected("confirm"))):
                     self.search.stopped.append(
-                        f"confirmations stopped in round {r}: budget ({self.time.left():.0f} s left)"
+                        f"confirmations stopped in round {r} after {i} of {len(active)}: budget "
+                        f"({self.time.left():.0f} s left)"
                     )
                     return
                 self._trial("confirm", c, f"confirming {c.label()} (round {r}, {len(active)} side by side)")
@@ -167,13 +173,17 @@ class Tuner:
         return all(t.ok and t.result is not None and t.result.valid is not False for t in confirms)
 
     def _fit_round(self, active: list[Candidate], r: int) -> list[Candidate]:
-        """The candidates of round ``r`` that the budget allows, with the rounds any claim still needs: the best and
-        the default kept first (the speed-up is the claim a search is run for). None where not even two fit."""
+        """The candidates of round ``r`` that the budget allows, with the rounds any claim still needs, in the order
+        they run: the best and the default first (the speed-up is the claim a search is run for), so a round cut
+        short still compares them. None where not even two fit."""
+        default = self.search.default.key
+        first = active[:1] + [c for c in active[1:] if c.key == default]
+        ordered = list({c.key: c for c in first + active}.values())  # the best and the default once each, first
         per = self._expected("confirm") or 0.0
         rounds = max(1, self._runs_needed() - (r - 1))
         fit = math.floor(self.time.left() / (per * rounds)) if per > 0 else len(active)
         if fit >= len(active):
-            return active
+            return ordered
         least = min(2, len(active))
         if fit < least:
             self.search.stopped.append(
@@ -182,15 +192,12 @@ class Tuner:
                 + (": raise --budget" if r == 1 else "")
             )
             return []
-        default = self.search.default.key
-        first = active[:1] + [c for c in active[1:] if c.key == default]
-        ordered = list({c.key: c for c in first + active}.values())  # the best and the default once each, first
-        kept = {c.key for c in ordered[:fit]}
-        out = ", ".join(c.label() for c in active if c.key not in kept)
+        kept = ordered[:fit]
+        out = ", ".join(c.label() for c in ordered[fit:])
         self.search.stopped.append(
             f"confirmation round {r} holds {fit} of {len(active)} candidates: budget (not confirmed: {out})"
         )
-        return [c for c in active if c.key in kept]
+        return kept
 
     def _expected(self, phase: str) -> float | None:
         """A next trial's seconds in ``phase``: the median of the phase's trials so far; before its first, the

@@ -113,7 +113,8 @@ class TuneTask:
         raise NotImplementedError
 
     def trial_of(self, phase: str, settings: dict[str, Any]) -> CommonParams:
-        """A trial of ``phase`` (screen, gate, confirm): the candidate's settings at the phase's length."""
+        """A trial of ``phase`` (screen, gate, confirm): the candidate's settings at the phase's length. A
+        confirmation's is also the command that reproduces a candidate's figure (:func:`.outcome.reproduce`)."""
         raise NotImplementedError
 
     def first_expected(self, phase: str, per_sample: Callable[[], float | None]) -> tuple[float, float] | None:
@@ -122,14 +123,6 @@ class TuneTask:
         return None
 
     # -- the outcome --------------------------------------------------------------------------------------------
-
-    def keeps(self) -> frozenset[str]:
-        """Measurement-length fields the winner's command keeps (the others take the benchmark's longer defaults)."""
-        return frozenset()
-
-    def reproduce_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
-        """The settings of the command that measures ``settings`` at the benchmark's full length."""
-        return settings
 
     def gate_words(self) -> str:
         """What the accuracy gate judged, for the summary."""

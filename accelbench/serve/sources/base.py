@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from accelbench.errors import UsageError
 from accelbench.params import NoOptions
 
 if TYPE_CHECKING:
@@ -172,13 +173,18 @@ SOURCES: dict[str, str] = {
 def source_class(name: str) -> type[Source]:
     """A built-in source by name, one an installed package declares (:mod:`accelbench.plugins`), or a user's
     ``package.module:Class`` (a :class:`Source` subclass)."""
-    from accelbench.params import check_choice
     from accelbench.plugins import load_class, with_installed
 
     if ":" in name:
         return load_class(name, Source, "source")
     known = with_installed("source", SOURCES)
-    return load_class(str(known[check_choice("source", name, tuple(known))]), Source, "source")
+    if name not in known:  # the way to add one is part of the answer, as for an engine
+        import difflib
+
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"unknown source {name!r}: choose one of {', '.join(known)}, or package.module:Class{hint}")
+    return load_class(str(known[name]), Source, "source")
 
 
 def source_names() -> list[str]:
