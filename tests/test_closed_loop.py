@@ -18,6 +18,7 @@ from conftest import run_cli, stored
 from accelbench.errors import UsageError
 from accelbench.registry import describe_params
 from accelbench.serve import requests
+from accelbench.serve.limits import Limits
 from accelbench.serve.replay import Replayed, Sent, figures, steady_window
 from accelbench.serve.specs import LLMServeParams
 
@@ -148,11 +149,18 @@ def test_a_closed_loop_at_concurrency_4_times_ttft_from_each_send(
     # the requests file gives every figure again, from the same steady window
     log = requests.read(Path(r.details["request_log"]["path"]))
     assert log.meta["kind"] == "closed" and log.meta["users"] == 4 and "window" in log.meta
-    limits = r.details["limits"]
-    again = requests.recompute(log, limits["ttft_p99_ms"], limits["tpot_p99_ms"])
+    limits = Limits.of(r)
+    assert limits is not None
+    again = requests.recompute(log, limits.ttft_p99_ms, limits.tpot_p99_ms)
     for name in ("requests_per_second", "tokens_per_second", "ttft_p50_ms", "ttft_p99_ms", "tpot_p90_ms",
                  "itl_p99_ms", "latency_p50_ms", "latency_p99_ms", "goodput_requests_per_second"):  # fmt: skip
         assert again[name] == pytest.approx(r.metrics[name].value, rel=1e-9), name
+    # and the command that prints them names each request's user and says the figures are the window's
+    p = run_cli(["results", "requests", r.run_id, "--db", str(db), "--limit", "3"], cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    said = " ".join(p.stdout.split())  # the console wraps long lines
+    assert " user " in said and "latency p50" in said
+    assert "the steady window" in said and f"{steady['requests']} requests answered inside it" in said
     assert r.params["output_tokens"] == OUT  # every answer as long as asked (the stub takes ignore_eos)
 
 

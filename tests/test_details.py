@@ -8,6 +8,7 @@ matching) run on them as loaded.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.util
 import json
 import types
@@ -37,6 +38,9 @@ from accelbench.results.judge import concerns, unlike
 from accelbench.results.record import Result, schema_errors
 from accelbench.results.scaling import scaling_rows
 from accelbench.results.store import Store
+from accelbench.serve import requests as rq
+from accelbench.serve.limits import Limits
+from accelbench.serve.sweep import curve
 from accelbench.workloads.decoder import PRESETS
 
 RECORDS = Path(__file__).parent / "data" / "records"
@@ -62,6 +66,8 @@ WRITTEN_ONLY = {
     ("find_peak", "peak_requests_per_second"): "a language model's find-peak (minutes of screens on a CPU)",
     ("derived",): "how cost and energy figures were computed: a run given a price or metered power (none recorded)",
     ("queries",): "a SingleStream or MultiStream run's queries, its energy per query's divisor (no fixture is one)",
+    ("find_peak", "limits"): "a language model's find-peak: the limits its screens were held to",
+    ("find_peak", "method"): "a language model's find-peak: how its screens were judged",
 }
 
 
@@ -164,7 +170,9 @@ def _agree(td: Any, node: dict[str, Any], where: str, schema: dict[str, Any]) ->
         said = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
         assert _json_type(hint) == set(said), (f"{where}.{key}", hint, said)
         inner = typing.get_args(hint)
-        if typing.get_origin(hint) is list:
+        if typing.get_origin(hint) is list and typing.is_typeddict(inner[0]):  # a list of sub-records: each's keys
+            checked += _agree(inner[0], prop["items"], f"{where}.{key}[]", schema)
+        elif typing.get_origin(hint) is list:
             assert _json_type(inner[0]) == {prop["items"]["type"]}, (f"{where}.{key}[]", hint)
         if typing.get_origin(hint) is dict:
             assert _json_type(inner[1]) == {prop["additionalProperties"]["type"]}, (f"{where}.{key}{{}}", hint)
@@ -176,7 +184,55 @@ def test_the_schema_and_the_typeddicts_name_the_same_keys_with_the_same_types() 
     schema = _schema()
     node = schema["properties"]["details"]
     assert node["type"] == "object" and node["additionalProperties"] is True
-    assert _agree(det.Details, node, "details", schema) > 60
+    assert _agree(det.Details, node, "details", schema) > 80
+    # a list of sub-records (a sweep's points, a conversation's turns) is checked key by key, not as any object
+    assert schema["$defs"]["sweep"]["properties"]["points"]["items"] == {"$ref": "#/$defs/sweep_point"}
+    assert node["properties"]["turns"]["items"] == {"$ref": "#/$defs/turn_row"}
+
+
+def test_the_runs_limits_are_the_records_under_one_set_of_names() -> None:
+    """serve.limits.Limits (what a run is held to) writes details.limits and reads it back: its fields are the
+    TypedDict's keys are the schema's, and every fixture's limits read back write the same JSON."""
+    schema = _schema()["$defs"]["limits"]["properties"]
+    fields = [f.name for f in dataclasses.fields(Limits)]
+    assert fields == list(typing.get_type_hints(det.Limits)) and set(fields) == set(schema)
+    run, kept_as = typing.get_type_hints(Limits), typing.get_type_hints(det.Limits)
+    assert all(_json_type(run[f]) == _json_type(kept_as[f]) for f in fields)  # each field's type is the key's
+    kept = 0
+    for r in every():
+        stored = r.details.get("limits")
+        if stored is None:
+            continue
+        held = Limits.of(r)
+        assert held is not None and held == Limits.from_details(stored)
+        assert held.record() == stored, r.tags  # the JSON a run writes is the JSON it would write again
+        kept += 1
+    assert kept >= 9
+    server = Limits.of(one("llm_server"))
+    assert server == Limits(2000, 100, "mlperf.conf llama3_1-8b Server") and server.judged  # older: judged
+    loose = Limits(2000.0, 100.0, "mlperf.conf llama3_1-8b Server: goodput only", judged=False)
+    assert loose.record()["judged"] is False and Limits.from_details(loose.record()) == loose
+    d = raw("llm_server")[0]
+    d["details"]["limits"] = loose.record()
+    assert schema_errors(d) == []
+    offline = Limits.of(one("llm_offline"))
+    assert offline is not None and (offline.ttft_p99_ms, offline.tpot_p99_ms) == (None, None)
+    assert Limits.of(one("gemm")) is None  # not a serving record
+    assert Limits.from_details({"ttft_p99_ms": "2 s", "source": "x"}).ttft_p99_ms is None  # a record built in memory
+
+
+def test_the_sweep_writes_the_curve_its_records_keep() -> None:
+    """serve.sweep.curve, typed (Sweep, SweepPoint), writes from a sweep's records the points and front they
+    keep: the stored JSON is what the typed writer makes."""
+    first, last = records("llm_sweep")
+    kept = last.details["sweep"]
+    again = curve([first, last], kept["planned_points"], kept["id"])
+    assert len(again["points"]) == len(kept["points"]) == 2 and again["pareto"] == kept["pareto"]
+    for written, stored in zip(again["points"], kept["points"], strict=True):  # an older sweep's: fewer keys
+        assert {k: written[k] for k in stored} == stored
+    assert {k: v for k, v in again.items() if k not in ("points", "method")} == {
+        k: v for k, v in kept.items() if k not in ("points", "method")
+    }
 
 
 def test_a_typed_key_of_another_shape_is_refused_and_a_benchmarks_own_key_kept() -> None:
@@ -249,6 +305,29 @@ def test_the_accessors_read_real_records() -> None:
     assert det.score_of(one("tta_digits"))["runs"] == 3
     assert det.roofline_of(server)["bandwidth_source"]
     assert det.typed(server) is server.details  # the same dict, typed
+
+
+def test_the_request_log_entry_a_serving_run_writes_is_typed_and_read_back(tmp_path: Path) -> None:
+    """serve.requests writes the file of a run's requests and its entry (RequestLogEntry); the record holding it
+    validates, the accessor reads it, an entry of another shape is refused and read as none."""
+    rows = [
+        rq.Row(i, i, None, None, None, None, 0.1 * i, 0.1 * i + 0.01, None, 0.1 * i + 0.05, 12, 4, [0.01] * 3, "ok",
+               None)
+        for i in range(3)
+    ]  # fmt: skip
+    entry = rq.write(tmp_path, "trace", rq.replay_meta("trace", None), rows)
+    assert entry["rows"] == 3 and entry["failed"] == 0 and Path(entry["path"]).is_file()
+    d = raw("llm_trace")[0]
+    d["details"]["request_log"] = entry
+    assert schema_errors(d) == []
+    r = Result.from_dict(copy.deepcopy(d))
+    assert det.request_log_of(r) == entry and rq.located(det.request_log_of(r), None) == Path(entry["path"])
+    assert len(rq.read(Path(entry["path"])).rows) == 3
+    d["details"]["request_log"]["rows"] = "three"
+    assert schema_errors(d) == ["details/request_log/rows: 'three' is not of type 'integer'"]
+    assert det.request_log_of(one("gemm")) is None  # not a serving run: no requests
+    r.details["request_log"] = "requests.jsonl"
+    assert det.request_log_of(r) is None
 
 
 def test_an_accessor_gives_none_for_a_key_of_another_shape_never_the_value() -> None:
@@ -355,7 +434,7 @@ def test_the_report_reads_the_typed_details_of_every_real_record() -> None:
         row["TTFT p99 / limit"].partition(" / ")[2] + " / " + row["TPOT p99 / limit"].partition(" / ")[2]
         for row in rows
     }
-    assert {"2,000 ms / 100 ms", "1 ms / 100 ms", " / "} == held
+    assert {"2,000 ms / 100 ms", "1 ms / 100 ms", "(2,000 ms) / (100 ms)", " / "} == held  # the closed loop's: goodput
     tight = next(row for row in rows if row["TTFT p99 / limit"].endswith(" / 1 ms"))
     notes = next(b for b in tokens.blocks if isinstance(b, Bullets)).items
     assert tight["verdict"] == "INVALID"

@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
 
+import accelbench.registry  # noqa: E402, F401  # the benchmarks registered: a record names its benchmark by its params
 from accelbench.errors import BenchmarkFailed, UsageError  # noqa: E402
 from accelbench.serve.engines.base import EngineSettings, Timeline, TokenRequest  # noqa: E402
 from accelbench.serve.engines.endpoint.client import Answer, Failure, Target, error_words  # noqa: E402

@@ -23,7 +23,7 @@ def test_an_offline_token_run_plans_whole_batches(engine, batch, probed):
     from accelbench.infer import settings as lgset
     from accelbench.serve.engines.base import engine_class
     from accelbench.serve.limits import limits_for
-    from accelbench.serve.run import settings_for
+    from accelbench.serve.loadgen import settings_for
     from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS
 

@@ -271,7 +271,7 @@ def test_an_offline_run_held_to_a_tpot_limit_is_judged_on_its_p99() -> None:
     from accelbench.serve.limits import limits_for, offline_tpot_reason
 
     held = limits_for(MODEL, "llama3_1-8b", True, "offline", 0.0, 50.0)
-    assert (held.ttft_ms, held.tpot_ms) == (None, 50.0) and "fixed concurrency" in held.source
+    assert (held.ttft_p99_ms, held.tpot_p99_ms) == (None, 50.0) and "fixed concurrency" in held.source
     assert offline_tpot_reason(held, 49.9) is None
     assert "p99 TPOT 50.1 ms over the 50 ms --tpot-ms" in (offline_tpot_reason(held, 50.1) or "")
     # a Server run's limits are LoadGen's to judge, and an Offline run without --tpot-ms has none
@@ -516,7 +516,7 @@ def test_a_quick_server_run_is_sized_to_about_a_minute_of_its_planned_rate(probe
     662 for an early-stopping p99 (an hour); a fast one keeps the 662; the official profile keeps mlperf.conf's."""
     from accelbench.infer import settings as lgset
     from accelbench.serve.limits import limits_for
-    from accelbench.serve.run import settings_for
+    from accelbench.serve.loadgen import settings_for
     from accelbench.serve.specs import LLMServeParams
 
     params = LLMServeParams.of(model=MODEL, scenario="server", engine="endpoint", url="http://127.0.0.1:1")

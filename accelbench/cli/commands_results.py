@@ -276,7 +276,9 @@ def cmd_requests(ns: argparse.Namespace) -> int:
 
     from rich.table import Table
 
+    from accelbench.results.details import request_log_of
     from accelbench.serve import requests as rq
+    from accelbench.serve.limits import Limits
 
     name, records, run_dir = _run_records(ns)
     from accelbench.families import family_of
@@ -291,19 +293,19 @@ def cmd_requests(ns: argparse.Namespace) -> int:
     if ns.entry is not None and ns.entry > len(served):
         raise UsageError(f"run {name} has {len(served)} language-model serving record(s); --entry {ns.entry} is none")
     record = served[(ns.entry or 1) - 1]
-    path = rq.located(record.details.get("request_log"), run_dir)
+    path = rq.located(request_log_of(record), run_dir)
     if path is None:
         why = f"its failure came before any request ({record.error})" if record.status == "failed" else (
             "it was recorded before accelbench kept requests"
         )  # fmt: skip
         raise UsageError(f"the record {record.id[:8]} of run {name} keeps no requests: {why}")
     log = rq.read(path)
-    limits = record.details.get("limits") if isinstance(record.details.get("limits"), dict) else {}
-    ttft_ms, tpot_ms = limits.get("ttft_p99_ms"), limits.get("tpot_p99_ms")
+    held = Limits.of(record)
+    ttft_ms, tpot_ms = (held.ttft_p99_ms, held.tpot_p99_ms) if held is not None else (None, None)
     if ns.json:
         out = {
             "record": record.id,
-            "request_log": record.details.get("request_log"),
+            "request_log": request_log_of(record),
             "meta": log.meta,
             "figures": rq.recompute(log, ttft_ms, tpot_ms),
             "rows": [asdict(r) for r in log.rows],
@@ -317,17 +319,18 @@ def cmd_requests(ns: argparse.Namespace) -> int:
         writer.writerows(flat)
         return 0
     talks = any(r.session is not None for r in log.rows)
+    users = any(r.user is not None for r in log.rows)  # a closed loop's: who sent each request
     due = any(r.scheduled is not None for r in log.rows)
     table = Table(title=f"{describe_params(record.benchmark, record.params)}: requests ({path.name})")
-    for col in ("id", "sample", *(("session", "turn") if talks else ()), *(("due s",) if due else ()), "sent s",
-                "TTFT ms", "TPOT ms", "prompt", "output", "chunks", "status"):  # fmt: skip
+    who = (("user",) if users else ()) + (("session", "turn") if talks else ()) + (("due s",) if due else ())
+    for col in ("id", "sample", *who, "sent s", "TTFT ms", "TPOT ms", "prompt", "output", "chunks", "status"):
         table.add_column(col, justify="left" if col == "status" else "right", no_wrap=col != "status")
 
     def num(value: Any, digits: int = 4) -> str:
         return "" if value is None else f"{value:.{digits}g}" if isinstance(value, float) else str(value)
 
     for row in flat[: ns.limit] if ns.limit else flat:
-        cells = [num(row["id"]), num(row["sample"])]
+        cells = [num(row["id"]), num(row["sample"])] + ([num(row["user"])] if users else [])
         cells += [num(row["session"]), num(row["turn"])] if talks else []
         cells += [f"{row['scheduled_s']:.3f}" if row["scheduled_s"] is not None else ""] if due else []
         cells += [f"{row['sent_s']:.3f}", num(row["ttft_ms"]), num(row["tpot_ms"]), num(row["prompt_tokens"])]

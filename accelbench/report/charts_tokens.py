@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-PER_USER = "tokens_per_second_per_user"
+    from accelbench.results.details import SweepPoint
+
 #: how each recorded percentile is marked: its name, marker and colour (the p99, the one held to a limit, darkest)
 PERCENTILES = (("p50", "o", PALETTE[4]), ("p90", "s", PALETTE[0]), ("p99", "D", PALETTE[7]))
 
@@ -63,13 +64,13 @@ class Turn:
 TURN_LABELS = 12
 
 
-def point(p: dict[str, Any]) -> Any:
+def point(p: SweepPoint) -> Any:
     """A sweep point's x: its concurrency, or its request rate in a rate sweep (``point``; a record made before
     rate sweeps has only ``concurrency``). The Pareto front lists points by this value."""
     return p["point"] if p.get("point") is not None else p.get("concurrency")
 
 
-def point_mark(p: dict[str, Any]) -> str:
+def point_mark(p: SweepPoint) -> str:
     """A sweep point's mark (:func:`accelbench.report.charts.mark_style`): 'INVALID', else the first reason it was
     set aside ('contended', 'client-limited'), else '' (a record made before points carried these: '')."""
     if p.get("valid") is False:
@@ -77,8 +78,23 @@ def point_mark(p: dict[str, Any]) -> str:
     return str(p["set_aside"][0]).split(":")[0] if p.get("set_aside") else ""
 
 
+def _user(p: SweepPoint) -> float:
+    """A drawn point's tokens/s per user (x): a point is drawn only where it has it."""
+    return float(p.get("tokens_per_second_per_user") or 0.0)
+
+
+def _device(p: SweepPoint) -> float:
+    """A drawn point's tokens/s per device (y): a point is drawn only where it has it."""
+    return float(p.get("tokens_per_second_per_device") or 0.0)
+
+
+def _ttft(p: SweepPoint) -> float:
+    """A drawn point's TTFT p90 (ms): the right panel draws only the points with one."""
+    return float(p.get("ttft_p90_ms") or 0.0)
+
+
 def draw_pareto(
-    fig: "Figure", series: Sequence[tuple[str, Sequence[dict[str, Any]], Sequence[Any]]], axis: str = "concurrency"
+    fig: "Figure", series: Sequence[tuple[str, Sequence[SweepPoint], Sequence[Any]]], axis: str = "concurrency"
 ) -> None:
     """Sweeps: left, tokens/s per device (y) against tokens/s per user (x), every point, the Pareto front's
     joined (a clean point off the front pale; an INVALID or set-aside one marked as such, :func:`point_mark`);
@@ -91,36 +107,36 @@ def draw_pareto(
         for _, points, _ in series
     ]
     clean = [p for ps in usable for p in ps if not point_mark(p)]
-    xspan = clean_limits((p["tokens_per_second_per_user"] for p in clean), zero=True)
-    yspan = clean_limits((p["tokens_per_second_per_device"] for p in clean), zero=True)
+    xspan = clean_limits((_user(p) for p in clean), zero=True)
+    yspan = clean_limits((_device(p) for p in clean), zero=True)
     timed = [[p for p in points if p.get("ttft_p90_ms") is not None and point(p)] for _, points, _ in series]
-    tspan = clean_limits((p["ttft_p90_ms"] for ps in timed for p in ps if not point_mark(p)), zero=True)
+    tspan = clean_limits((_ttft(p) for ps in timed for p in ps if not point_mark(p)), zero=True)
     # no point timed a first token (an Offline sweep by LoadGen's clock): no empty panel claiming an axis
     left, right = fig.subplots(1, 2) if any(timed) else (fig.add_subplot(), None)
     off, pale = False, False
     for i, ((label, _, front), mine, times) in enumerate(zip(series, usable, timed, strict=True)):
         color = PALETTE[i % 8]
         for p in mine:
-            x, y, mark = p["tokens_per_second_per_user"], p["tokens_per_second_per_device"], point_mark(p)
+            x, y, mark = _user(p), _device(p), point_mark(p)
             if not mark and point(p) not in front:  # clean, but another point beats it on both: pale
                 left.scatter(x, y, s=30, zorder=3, color=color, alpha=0.35)
                 pale = True
             else:
                 off |= draw_mark(left, x, y, mark, color, xspan, yspan)
-        on = sorted((p for p in mine if point(p) in front and not point_mark(p)), key=lambda p: p[PER_USER])
+        on = sorted((p for p in mine if point(p) in front and not point_mark(p)), key=_user)
         left.plot(
-            [p["tokens_per_second_per_user"] for p in on],
-            [p["tokens_per_second_per_device"] for p in on],
+            [_user(p) for p in on],
+            [_device(p) for p in on],
             color=color,
             label=label,
         )
         if right is None:
             continue
         kept = [p for p in times if not point_mark(p)]  # the line joins the clean points; the others are marks
-        right.plot([point(p) for p in kept], [p["ttft_p90_ms"] for p in kept], marker="o", color=color)
+        right.plot([point(p) for p in kept], [_ttft(p) for p in kept], marker="o", color=color)
         for p in times:
             if point_mark(p):
-                off |= draw_mark(right, point(p), p["ttft_p90_ms"], point_mark(p), color, None, tspan)
+                off |= draw_mark(right, point(p), _ttft(p), point_mark(p), color, None, tspan)
     if pale:
         left.scatter([], [], s=30, color=NEUTRAL, alpha=0.35, label="VALID, off the front (pale)")
     mark_legend(left, (point_mark(p) for ps in usable + timed for p in ps), off)

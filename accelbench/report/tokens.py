@@ -244,10 +244,13 @@ class Labelled(Cell):
 
 
 def _against(r: Result, name: str, limit: float | None) -> str | Cell:
-    """'11.5 s / 2,000 ms': a p99 beside the limit it was held to, marked bad where it is over it."""
+    """'11.5 s / 2,000 ms': a p99 beside the limit it was held to, marked bad where it is over it; '(2,000 ms)'
+    where the limit only counted goodput and judged nothing (a closed loop given no limit)."""
     shown, m = _ms(r, name), r.metrics.get(name)
     if m is None or limit is None:
         return shown
+    if (limits_of(r) or {}).get("judged") is False:
+        return f"{shown} / ({limit:,.4g} ms)"
     words = f"{shown} / {limit:,.4g} ms"
     return Cell(words, "bad") if m.value > limit else words
 

@@ -27,7 +27,9 @@ class Limits(TypedDict, total=False):
     """The p99 latency limits a language model's serving run was held to, in ms (``None``: none, as in Offline),
     and where they came from (``mlperf.conf llama3_1-8b Server``, ``--ttft-ms and --tpot-ms``). Every token run
     writes all three. A served rate is a figure of its limits: the judge (``unlike limits``), the report's token
-    table and latency charts, and reference matching (other limits than MLPerf's are other work) read them."""
+    table and latency charts, and reference matching (other limits than MLPerf's are other work) read them.
+    :class:`accelbench.serve.limits.Limits` is the run's own, under these names: it writes this (``record()``) and
+    reads it back (``from_details()``)."""
 
     ttft_p99_ms: float | None
     tpot_p99_ms: float | None
@@ -124,6 +126,19 @@ class PrefixCache(TypedDict, total=False):
     served: dict[str, Any] | str
 
 
+class RequestLogEntry(TypedDict, total=False):
+    """The file a serving run kept of its requests, one a line (``accelbench results requests RUN`` reads it and
+    gives every figure again): where it is (``path``; a run folder copied elsewhere: the same name in its logs), its
+    rows and the failed ones among them, whether it is gzip-compressed, its size in bytes and its format in words."""
+
+    path: str
+    rows: int
+    failed: int
+    compressed: bool
+    bytes: int
+    format: str
+
+
 class TurnRow(TypedDict, total=False):
     """One turn of a conversation run: its requests, their mean prompt (the history so far) and their TTFT."""
 
@@ -163,6 +178,24 @@ class ReplayDriver(TypedDict, total=False):
     steady: SteadyWindow
 
 
+class SweepPoint(TypedDict, total=False):
+    """One point of a sweep as its records keep it: its users (``concurrency``) or request rate (``rate``), the
+    other None, and ``point`` the one of the axis; its figures (None where the run gave none: an Offline point has no
+    TTFT); whether it is VALID and what set it aside (a contended or client-limited run's concern). The report's
+    Pareto chart draws them; a sweep recorded before ``point`` was kept names its ``concurrency`` alone."""
+
+    point: float
+    concurrency: int | None
+    rate: float | None
+    tokens_per_second_per_device: float | None
+    tokens_per_second_per_user: float | None
+    ttft_p90_ms: float | None
+    tpot_p50_ms: float | None
+    requests_per_second: float | None
+    valid: bool | None
+    set_aside: list[str]
+
+
 class Sweep(TypedDict, total=False):
     """One point of a ``--mode sweep`` (each point's record carries the sweep so far): the sweep's ``id``, its
     ``axis`` (``concurrency`` or ``rate``), every point's figures and the points on the Pareto front. The report
@@ -170,7 +203,7 @@ class Sweep(TypedDict, total=False):
 
     id: str
     axis: str
-    points: list[dict[str, Any]]
+    points: list[SweepPoint]
     pareto: list[float]
     planned_points: int
     method: str
@@ -180,14 +213,16 @@ class FindPeak(TypedDict, total=False):
     """A ``--mode find-peak`` search: every trial (a served model's: ``value``, the rate or samples per query
     tried, its ``p99_latency_seconds``, ``valid``, ``confirmation``), the peak held (``peak``; a language model's
     ``peak_requests_per_second``; ``None``: none held) and the latency bound; the report draws the trials against
-    the bound."""
+    the bound; a language model's search its ``limits``, and how its screens were judged (``method``)."""
 
     trials: list[dict[str, Any]]
     peak: float | None
     peak_requests_per_second: float | None
     latency_bound_ms: float | None
+    limits: Limits
     precision: float
     search_seconds: float
+    method: str
 
 
 class TtaScore(TypedDict, total=False):
@@ -242,6 +277,8 @@ class Details(TypedDict, total=False):
     prefix_cache: PrefixCache
     driver: ReplayDriver
     turns: list[TurnRow]
+    #: the file of the run's requests (``accelbench results requests``)
+    request_log: RequestLogEntry
     sweep: Sweep
     roofline: Roofline
     #: a served model's latency bound (Server, MultiStream; ``None`` where none): reference matching compares it
@@ -273,8 +310,9 @@ def _dict(value: object) -> dict[str, Any] | None:
     return cast("dict[str, Any]", value) if isinstance(value, dict) else None
 
 
-def _number(value: object) -> float | None:
-    """A JSON number as a float (a bool is none), else None."""
+def number(value: object) -> float | None:
+    """A JSON number as a float (a bool is none), else None: how a reader takes a count, rate or limit from a record
+    it cannot trust (one built in memory is not checked against the schema)."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -288,7 +326,7 @@ def held_to(r: Result) -> tuple[float | None, float | None] | None:
     lim = limits_of(r)
     if lim is None:
         return None
-    pair = (_number(lim.get("ttft_p99_ms")), _number(lim.get("tpot_p99_ms")))
+    pair = (number(lim.get("ttft_p99_ms")), number(lim.get("tpot_p99_ms")))
     return None if pair == (None, None) else pair
 
 
@@ -296,7 +334,7 @@ def token_counts(r: Result) -> tuple[float, float, float] | None:
     """The requests, prompt tokens and output tokens a token run counted (its own counts, not its flags); None
     where it lacks any, or counted no request."""
     d = r.details
-    n, read, written = (_number(d.get(k)) for k in ("requests", "input_tokens", "output_tokens"))
+    n, read, written = (number(d.get(k)) for k in ("requests", "input_tokens", "output_tokens"))
     if n is None or read is None or written is None or n <= 0:
         return None
     return n, read, written
@@ -314,13 +352,13 @@ def mean_lengths(r: Result) -> tuple[float, float] | None:
 
 def target_qps(r: Result) -> float | None:
     """The query rate LoadGen's Server run was sent (``details.target_qps``), where recorded and positive."""
-    rate = _number(r.details.get("target_qps"))
+    rate = number(r.details.get("target_qps"))
     return rate if rate is not None and rate > 0 else None
 
 
 def latency_bound_ms(r: Result) -> float | None:
     """The latency bound (ms) a served model's run was held to (Server, MultiStream), where recorded and positive."""
-    bound = _number(r.details.get("latency_bound_ms"))
+    bound = number(r.details.get("latency_bound_ms"))
     return bound if bound is not None and bound > 0 else None
 
 
@@ -331,7 +369,7 @@ def model_of(r: Result) -> ModelIdentity:
 
 def model_params(r: Result) -> float | None:
     """The parameters counted on the model a language-model record served, where positive."""
-    n = _number(model_of(r).get("params"))
+    n = number(model_of(r).get("params"))
     return n if n is not None and n > 0 else None
 
 
@@ -384,6 +422,11 @@ def sent_hit_rate(r: Result) -> float | None:
     sent = _dict(cache.get("sent")) if cache else None
     rate = sent.get("hit_rate") if sent else None
     return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
+
+
+def request_log_of(r: Result) -> RequestLogEntry | None:
+    """The file of a serving run's requests, where it kept one (a record made before requests were kept: None)."""
+    return cast("RequestLogEntry | None", _dict(r.details.get("request_log")))
 
 
 def prompts_of(r: Result) -> Prompts | None:

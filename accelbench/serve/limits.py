@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from accelbench.errors import UsageError
+from accelbench.results import details
 
 if TYPE_CHECKING:
+    from accelbench.results.record import Result
     from accelbench.workloads.decoder import Decoder, Preset
 
 #: mlperf.conf benchmark -> scenario -> (p99 TTFT ms, p99 TPOT ms)
@@ -42,15 +44,38 @@ def lengths(params: Any) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Limits:
-    ttft_ms: float | None
-    tpot_ms: float | None
+    """The limits a run is held to, under the names its record gives them (:class:`accelbench.results.details.Limits`,
+    ``details.limits``): one set of names from the flags to the judge, the report and reference matching, so mypy
+    checks each key from where it is written (:meth:`record`) to where it is read (:meth:`from_details`)."""
+
+    #: p99 time to first token, ms (None: none, as in Offline)
+    ttft_p99_ms: float | None
+    #: p99 time per output token, ms (None: none)
+    tpot_p99_ms: float | None
+    #: where they came from (``mlperf.conf llama3_1-8b Server``, ``--ttft-ms and --tpot-ms``)
     source: str
     #: a run over a limit is INVALID; False: the limits count goodput only (a closed loop given no limit)
     judged: bool = True
 
-    def to_dict(self) -> dict[str, Any]:
-        d = {"ttft_p99_ms": self.ttft_ms, "tpot_p99_ms": self.tpot_ms, "source": self.source}
-        return d if self.judged else d | {"judged": False}
+    def record(self) -> details.Limits:
+        """The limits as the record keeps them (``judged`` only where False: a record without it was judged)."""
+        out: details.Limits = {"ttft_p99_ms": self.ttft_p99_ms, "tpot_p99_ms": self.tpot_p99_ms, "source": self.source}
+        if not self.judged:
+            out["judged"] = False
+        return out
+
+    @classmethod
+    def from_details(cls, kept: details.Limits) -> Limits:
+        """The limits a record keeps, read back: a limit only where it is a number, a record of an older
+        accelbench (no ``judged``) judged."""
+        ttft, tpot = details.number(kept.get("ttft_p99_ms")), details.number(kept.get("tpot_p99_ms"))
+        return cls(ttft, tpot, str(kept.get("source") or ""), kept.get("judged") is not False)
+
+    @classmethod
+    def of(cls, r: Result) -> Limits | None:
+        """The limits a serving record was held to (None where it keeps none: not a serving run's record)."""
+        kept = details.limits_of(r)
+        return None if kept is None else cls.from_details(kept)
 
 
 #: the source of an Offline run's TPOT limit
@@ -61,12 +86,12 @@ OFFLINE_TPOT = (
 
 def offline_tpot_reason(limits: Limits, tpot_p99_ms: float | None) -> str | None:
     """Why an Offline run held to ``--tpot-ms`` is INVALID (its p99 TPOT over the limit), or None."""
-    if limits.source != OFFLINE_TPOT or limits.tpot_ms is None or tpot_p99_ms is None:
+    if limits.source != OFFLINE_TPOT or limits.tpot_p99_ms is None or tpot_p99_ms is None:
         return None
-    if tpot_p99_ms <= limits.tpot_ms:
+    if tpot_p99_ms <= limits.tpot_p99_ms:
         return None
     return (
-        f"TPOT over the limit (accelbench): p99 TPOT {tpot_p99_ms:.4g} ms over the {limits.tpot_ms:g} ms "
+        f"TPOT over the limit (accelbench): p99 TPOT {tpot_p99_ms:.4g} ms over the {limits.tpot_p99_ms:g} ms "
         "--tpot-ms at this concurrency; lower --batch-size"
     )
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from accelbench.errors import BenchmarkFailed
 from accelbench.infer import peak
 from accelbench.infer.driver import Outcome
+from accelbench.results.details import FindPeak
 from accelbench.serve.limits import Limits
 
 #: a screen: about this many milliseconds of requests, and at least this many requests (p99 of a handful is
@@ -42,16 +43,17 @@ def search(
     start: float,
     limits: Limits,
     progress: Callable[..., None],
-) -> tuple[float | None, Outcome, dict[str, Any]]:
+) -> tuple[float | None, Outcome, FindPeak]:
     """(the confirmed rate or None, the run to report, the search for the record). ``run_at(rate, size)``: one
     LoadGen Server run at ``rate`` requests/s, ``size`` its (minimum ms, minimum queries) for a screen, None for
     the profile's own (a confirmation)."""
-    if limits.ttft_ms is None or limits.tpot_ms is None:
+    ttft_ms = limits.ttft_p99_ms
+    if ttft_ms is None or limits.tpot_p99_ms is None:
         raise BenchmarkFailed("--mode find-peak needs TTFT and TPOT limits: give --ttft-ms and --tpot-ms")
     trials: list[dict[str, Any]] = []
     started = time.monotonic()
 
-    screen_ms = int(min(max(SCREEN_MS, SCREEN_TTFTS * limits.ttft_ms), SCREEN_MAX_MS))
+    screen_ms = int(min(max(SCREEN_MS, SCREEN_TTFTS * ttft_ms), SCREEN_MAX_MS))
 
     def trial(value: float, confirm: bool = False, after: int = 0) -> tuple[bool, Outcome]:
         queries = max(SCREEN_FEWEST, int(value * screen_ms / 1000))
@@ -82,11 +84,11 @@ def search(
         rate, outcome, held = peak._search_server(trial, start, probed_rate, lambda v: 0.0)
     except BenchmarkFailed as exc:
         raise BenchmarkFailed(f"{exc} (or --ttft-ms/--tpot-ms)", None, {"find_peak": {"trials": trials}}) from None
-    found = {
+    found: FindPeak = {
         "peak_requests_per_second": rate if held else None,
         "trials": trials,
         "precision": peak.PRECISION,
-        "limits": limits.to_dict(),
+        "limits": limits.record(),
         "search_seconds": round(time.monotonic() - started, 1),
         "method": f"screens of {screen_ms / 1000:g} s judged by LoadGen's TTFT/TPOT constraints and whether the "
         f"server completed {KEPT_UP:.0%} of the scheduled rate, bisected to 2%, then the profile's run at the peak "

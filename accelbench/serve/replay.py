@@ -29,9 +29,10 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from accelbench.errors import BenchmarkFailed
+from accelbench.results.details import Details, ReplayDriver, SteadyWindow, TurnRow
 from accelbench.serve.engines.base import Engine, TokenRequest
 
 if TYPE_CHECKING:
@@ -338,7 +339,19 @@ def steady_window(r: Replayed, warmup_per_user: int = WARMUP_PER_USER) -> Window
     return Window(start, end) if end > start else None
 
 
-def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, Any], list[str]]:
+class ReplayDetails(Details, total=False):
+    """What :func:`figures` keeps beside the figures: the record's typed keys (the driver, the counts of requests
+    and tokens, a closed loop's ``measured``, a conversation's turns), and the driver's own counts, which
+    :func:`accelbench.serve.results.replay_result` reads (``answered``) and a person reads (``failed``,
+    ``span_seconds``, the first ``errors``)."""
+
+    answered: int
+    failed: int
+    span_seconds: float
+    errors: list[str]
+
+
+def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], ReplayDetails, list[str]]:
     """The replay's figures (name -> value, milliseconds and per second), what the record keeps beside them, and
     why it is INVALID (over a limit), from each request's times by the driver's clock; a closed loop's from its
     steady window (:func:`steady_window`)."""
@@ -349,7 +362,7 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
     first_issue = min(s.issued for s in r.sent)
     last_answer = max(s.done for s in ok if s.done is not None)
     span = max(last_answer - first_issue, 1e-9)
-    steady: dict[str, Any] | None = None
+    steady: SteadyWindow | None = None
     if r.kind == "closed":
         window = steady_window(r)
         inside = [s for s in ok if s.done is not None and window.start < s.done <= window.end] if window else []
@@ -401,8 +414,9 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
     offered_span = max(dues) - min(dues)
     if r.kind == "trace" and offered_span > 0:
         out["offered_requests_per_second"] = (len(dues) - 1) / offered_span
-    if limits.ttft_ms is not None and limits.tpot_ms is not None:
-        good = [s for s, t in zip(ok, ttft, strict=True) if t <= limits.ttft_ms and _tpot(s) * 1e3 <= limits.tpot_ms]
+    ttft_ms, tpot_ms = limits.ttft_p99_ms, limits.tpot_p99_ms
+    if ttft_ms is not None and tpot_ms is not None:
+        good = [s for s, t in zip(ok, ttft, strict=True) if t <= ttft_ms and _tpot(s) * 1e3 <= tpot_ms]
         out["goodput_requests_per_second"] = len(good) / span
         out["goodput_tokens_per_second"] = sum(s.tokens for s in good) / span
     why = {
@@ -410,16 +424,17 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
         "conversations": "a conversation's turns after their answers",
         "closed": "a closed loop's requests, each after its user's last answer,",
     }[r.kind]
-    details: dict[str, Any] = {
-        "driver": {
-            "name": "accelbench closed loop" if r.kind == "closed" else "accelbench replay",
-            "why": "LoadGen schedules its own arrivals and issues samples independently; "
-            + why
-            + " are sent by accelbench's driver instead",
-            "clock": "time.perf_counter in this process, from the send to the engine's callbacks",
-            "late_ms": LATE_MS,
-            "late_requests": sum(1 for x in late if x > LATE_MS),
-        },
+    driver: ReplayDriver = {
+        "name": "accelbench closed loop" if r.kind == "closed" else "accelbench replay",
+        "why": "LoadGen schedules its own arrivals and issues samples independently; "
+        + why
+        + " are sent by accelbench's driver instead",
+        "clock": "time.perf_counter in this process, from the send to the engine's callbacks",
+        "late_ms": LATE_MS,
+        "late_requests": sum(1 for x in late if x > LATE_MS),
+    }
+    details: ReplayDetails = {
+        "driver": driver,
         "requests": len(r.sent),
         "answered": sum(1 for s in r.sent if s.error is None and s.done is not None and s.first is not None),
         "failed": sum(1 for s in r.sent if s.error is not None or s.done is None or s.first is None),
@@ -428,17 +443,13 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
         "span_seconds": span,
     }
     if steady is not None:
-        details["driver"] |= {
-            "users": r.users,
-            "think_ms": r.think_seconds * 1e3,
-            "most_in_flight": r.most_in_flight,
-            "steady": steady,
-        }
+        driver |= {"users": r.users, "think_ms": r.think_seconds * 1e3, "most_in_flight": r.most_in_flight}
+        driver["steady"] = steady
         details["measured"] = len(ok)
     if r.kind == "conversations":
-        details["turns"] = per_turn(ok)
-        details["driver"] |= {"users": r.users, "think_ms": r.think_seconds * 1e3}
-        growth = ttft_growth(details["turns"])
+        turns = details["turns"] = per_turn(ok)
+        driver |= {"users": r.users, "think_ms": r.think_seconds * 1e3}
+        growth = ttft_growth(turns)
         if growth is not None:
             out["ttft_growth_ms_per_turn"] = growth
     errors = [s.error for s in r.sent if s.error]
@@ -446,13 +457,13 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], dict[str, 
         details["errors"] = sorted(set(errors))[:5]
     reasons = []
     what = "accelbench's closed loop" if r.kind == "closed" else "accelbench's replay"
-    if limits.judged and limits.ttft_ms is not None and out["ttft_p99_ms"] > limits.ttft_ms:
+    if limits.judged and ttft_ms is not None and out["ttft_p99_ms"] > ttft_ms:
         reasons.append(
-            f"TTFT over the limit ({what}): p99 TTFT {out['ttft_p99_ms']:.4g} ms over the {limits.ttft_ms:g} ms limit"
+            f"TTFT over the limit ({what}): p99 TTFT {out['ttft_p99_ms']:.4g} ms over the {ttft_ms:g} ms limit"
         )
-    if limits.judged and limits.tpot_ms is not None and out.get("tpot_p99_ms", 0.0) > limits.tpot_ms:
+    if limits.judged and tpot_ms is not None and out.get("tpot_p99_ms", 0.0) > tpot_ms:
         reasons.append(
-            f"TPOT over the limit ({what}): p99 TPOT {out['tpot_p99_ms']:.4g} ms over the {limits.tpot_ms:g} ms limit"
+            f"TPOT over the limit ({what}): p99 TPOT {out['tpot_p99_ms']:.4g} ms over the {tpot_ms:g} ms limit"
         )
     if errors:
         reasons.append(f"{len(errors)} of {len(r.sent)} requests failed: {errors[0]}")
@@ -463,9 +474,9 @@ def _tpot(s: Sent) -> float:
     return (s.done - s.first) / (s.tokens - 1) if s.tokens > 1 and s.done and s.first else 0.0
 
 
-def per_turn(ok: list[Sent]) -> list[dict[str, Any]]:
+def per_turn(ok: list[Sent]) -> list[TurnRow]:
     """Each turn's requests, prompt tokens and TTFT (the history grows turn by turn, and its prefill with it)."""
-    rows = []
+    rows: list[TurnRow] = []
     for turn in sorted({s.turn for s in ok}):
         of = [s for s in ok if s.turn == turn]
         ttft = [1e3 * (s.first - s.issued) for s in of if s.first is not None]
@@ -479,7 +490,7 @@ def per_turn(ok: list[Sent]) -> list[dict[str, Any]]:
     return rows
 
 
-def ttft_growth(turns: list[dict[str, Any]]) -> float | None:
+def ttft_growth(turns: list[TurnRow]) -> float | None:
     """The least-squares slope of the median TTFT over the turn number, in ms a turn (None for one turn)."""
     if len(turns) < 2:
         return None

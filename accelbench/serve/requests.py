@@ -33,8 +33,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
 
 from accelbench.errors import BenchmarkFailed, UsageError
+from accelbench.results.details import RequestLogEntry, typed
 
 if TYPE_CHECKING:
+    from accelbench.results.details import TurnRow
     from accelbench.results.record import Result
     from accelbench.serve.replay import Driver, Replayed, Sent
 
@@ -162,7 +164,7 @@ class Writer:
         self.failed += row.status != "ok"
         self._write((row.to_json() + "\n").encode())
 
-    def close(self) -> dict[str, Any]:
+    def close(self) -> RequestLogEntry:
         """The file written; what the record's ``details.request_log`` says of it."""
         if self._buffer is not None:
             with open(self.path, "wb") as f:
@@ -181,7 +183,7 @@ class Writer:
         }
 
 
-def write(folder: Path, kind: str, meta: dict[str, Any], rows: Iterable[Row]) -> dict[str, Any]:
+def write(folder: Path, kind: str, meta: dict[str, Any], rows: Iterable[Row]) -> RequestLogEntry:
     """Rows written to a new file in ``folder`` (the run's logs); the record's ``details.request_log`` entry."""
     writer = Writer(folder, kind, meta)
     try:
@@ -193,18 +195,18 @@ def write(folder: Path, kind: str, meta: dict[str, Any], rows: Iterable[Row]) ->
 
 
 #: each sink's file, once written (the SUT, a replay): the record built after it reads its entry from here
-_written: dict[int, tuple["weakref.ref[Any]", dict[str, Any]]] = {}
+_written: dict[int, tuple["weakref.ref[Any]", RequestLogEntry]] = {}
 _written_lock = threading.Lock()
 
 
-def _remember(owner: Any, entry: dict[str, Any]) -> None:
+def _remember(owner: Any, entry: RequestLogEntry) -> None:
     with _written_lock:
         for key in [k for k, (ref, _) in _written.items() if ref() is None]:
             del _written[key]
         _written[id(owner)] = (weakref.ref(owner), entry)
 
 
-def written(owner: Any) -> dict[str, Any] | None:
+def written(owner: Any) -> RequestLogEntry | None:
     """The file ``owner`` (a :class:`~accelbench.serve.sut.TokenSUT`, a replay's ``Replayed``) wrote, or None."""
     with _written_lock:
         held = _written.get(id(owner))
@@ -215,7 +217,7 @@ def note(result: "Result", owner: Any) -> None:
     """Say in the record where ``owner``'s requests are (nothing where it wrote none)."""
     entry = written(owner)
     if entry is not None:
-        result.details["request_log"] = entry
+        typed(result)["request_log"] = entry
 
 
 # --- LoadGen's runs: the SUT's requests
@@ -267,7 +269,7 @@ def loadgen_rows(kept: Iterable[Kept], start: float) -> Iterator[Row]:
         )
 
 
-def keep_loadgen(owner: Any, folder: Path, engine: Any, kept: list[Kept], start: float | None) -> dict[str, Any]:
+def keep_loadgen(owner: Any, folder: Path, engine: Any, kept: list[Kept], start: float | None) -> RequestLogEntry:
     """The SUT's requests written (at the end of LoadGen's test); the entry, remembered for :func:`note`."""
     entry = write(folder, "loadgen", loadgen_meta(engine), loadgen_rows(kept, start or 0.0))
     _remember(owner, entry)
@@ -332,7 +334,7 @@ def replay_rows(sent: Iterable["Sent"], start: float, conversations: bool) -> It
 
 def keep_replayed(
     owner: Any, folder: Path, sent: list["Sent"], start: float, kind: str, users: int | None
-) -> dict[str, Any]:
+) -> RequestLogEntry:
     entry = write(folder, kind, replay_meta(kind, users), replay_rows(sent, start, kind == "conversations"))
     _remember(owner, entry)
     return entry
@@ -529,9 +531,9 @@ def replay_figures(
     return out
 
 
-def per_turn(ok: list[Row]) -> list[dict[str, Any]]:
+def per_turn(ok: list[Row]) -> list[TurnRow]:
     """Each turn's requests, mean prompt and TTFT percentiles (the record's ``details.turns``)."""
-    out = []
+    out: list[TurnRow] = []
     for turn in sorted({r.turn for r in ok if r.turn is not None}):
         of = [r for r in ok if r.turn == turn]
         ttft = [1e3 * (r.first - r.sent) for r in of if r.first is not None]
@@ -545,7 +547,7 @@ def per_turn(ok: list[Row]) -> list[dict[str, Any]]:
     return out
 
 
-def ttft_growth(turns: list[dict[str, Any]]) -> float | None:
+def ttft_growth(turns: list[TurnRow]) -> float | None:
     """The least-squares slope of the median TTFT over the turn number (ms a turn), as the record's."""
     if len(turns) < 2:
         return None
@@ -563,12 +565,20 @@ def summary_line(log: RequestLog, ttft_ms: float | None = None, tpot_ms: float |
     words = [f"{rows} requests" + (f" ({failed} failed)" if failed else "")]
     if "requests_per_second" in f:
         words.append(f"{f['requests_per_second']:,.4g} requests/s, {f['tokens_per_second']:,.4g} output tokens/s")
-    for name, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL")):
+    for name, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("latency", "latency")):
         if f"{name}_p50_ms" in f:
             words.append(f"{label} p50 {f[f'{name}_p50_ms']:.4g} ms, p99 {f[f'{name}_p99_ms']:.4g} ms")
     if "goodput_requests_per_second" in f:
         words.append(f"goodput {f['goodput_requests_per_second']:,.4g} requests/s")
     clock = " (the SUT's clock; the record's TTFT, TPOT and throughput are LoadGen's)" if log.loadgen else ""
+    users = log.meta.get("users")
+    window = steady(log.rows, users if isinstance(users, int) else None) if log.meta.get("kind") == "closed" else None
+    if window is not None:  # a closed loop's figures are its steady window's, as the record's
+        inside = sum(1 for r in log.rows if r.status == "ok" and r.done is not None and window[0] < r.done <= window[1])
+        clock = (
+            f" (the steady window {window[0]:.3f}-{window[1]:.3f} s: {inside} requests answered inside it; each "
+            "user's first request and those answered after the last send left out)"
+        )
     return "; ".join(words) + clock
 
 

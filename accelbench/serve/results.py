@@ -17,6 +17,7 @@ from accelbench.infer import logs
 from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.kit import metrics as fig
+from accelbench.results.details import typed
 from accelbench.results.record import Concern, Metric, Result
 from accelbench.serve.limits import offline_tpot_reason
 from accelbench.serve.roofline import utilization
@@ -111,10 +112,11 @@ def figure_sources(scenario: str, d: dict[str, Any]) -> dict[str, str]:
 
 def goodput(sut: "TokenSUT", limits: "Limits") -> dict[str, Metric]:
     """Requests/s and tokens/s of the requests that met both limits (the SUT's clock); empty without limits."""
-    if limits.ttft_ms is None or limits.tpot_ms is None or sut.first_issue is None:
+    ttft_ms, tpot_ms = limits.ttft_p99_ms, limits.tpot_p99_ms
+    if ttft_ms is None or tpot_ms is None or sut.first_issue is None:
         return {}
     span = sut.last_answer - sut.first_issue
-    good = [n for ttft, tpot, n in sut.per_request if ttft * 1e3 <= limits.ttft_ms and tpot * 1e3 <= limits.tpot_ms]
+    good = [n for ttft, tpot, n in sut.per_request if ttft * 1e3 <= ttft_ms and tpot * 1e3 <= tpot_ms]
     if span <= 0:
         return {}
     return {
@@ -274,7 +276,7 @@ def token_result(
         "compliant": params.profile == "official",
         "figure_sources": {k: v for k, v in sources.items() if k in metrics},
         "probe": probe,
-        "limits": limits.to_dict(),
+        "limits": limits.record(),
         "engine": engine,
         "requests": sut.samples,
         "output_tokens": sut.tokens,
@@ -518,7 +520,7 @@ def prefix_cache(result: Result, ledger: Ledger, client: dict[str, Any], engine:
     if served is None:
         shares = " shares cached prefix blocks but" if engine.facts.get("prefix_sharing") else ""
         served = f"not reported: the {engine.name} engine{shares} reports no cached tokens"
-    result.details["prefix_cache"] = {"sent": sent, "served": served}
+    typed(result)["prefix_cache"] = {"sent": sent, "served": served}
     rate = sent["hit_rate"] or 0.0
     if rate > 0:
         result.metrics["prefix_reuse_sent"] = fig.figure(
@@ -555,7 +557,7 @@ def replay_result(
     sent them, how late the driver was."""
     from accelbench.serve import replay
 
-    values, details, reasons = replay.figures(run, limits)
+    values, counted, reasons = replay.figures(run, limits)
     units = {
         "tokens_per_second": ("output tokens/s", True),
         "requests_per_second": ("requests/s answered", True),
@@ -569,16 +571,20 @@ def replay_result(
     metrics = {k: _m(v, *units.get(k, ("ms", False))) for k, v in values.items()}
     per_device = values["tokens_per_second"] / params.devices_serving
     metrics["tokens_per_second_per_device"] = _m(per_device, "output tokens/s per device", True)
-    answered = max(details.get("measured", details["answered"]), 1)  # the requests the lengths were summed over
+    answered = max(counted.get("measured", counted["answered"]), 1)  # the requests the lengths were summed over
     record = record | {
-        "input_tokens": round(details["input_tokens"] / answered),
-        "output_tokens": round(details["output_tokens"] / answered),
+        "input_tokens": round(counted["input_tokens"] / answered),
+        "output_tokens": round(counted["output_tokens"] / answered),
     }
-    details |= {"limits": limits.to_dict(), "engine": engine, "probe": probe, "compliant": False}
+    driver = counted["driver"]
+    counted["limits"] = limits.record()
     if run.kind == "closed":
-        details["figure_method"] = (
-            f"accelbench's closed loop of {run.users} users by its own clock, {details['driver']['steady']['method']}"
+        counted["figure_method"] = (
+            f"accelbench's closed loop of {run.users} users by its own clock, {driver['steady']['method']}"
         )
+    # the serving wing's own keys beside the typed ones (the engine's facts and the model's figures: to be written
+    # as EngineFacts and ModelIdentity by their makers)
+    details: dict[str, Any] = {**counted, "engine": engine, "probe": probe, "compliant": False}
     if model is not None:
         details["model"] = model.to_dict()
     concerns = fig.concerns_of(None, conditions)
@@ -589,12 +595,12 @@ def replay_result(
         benchmark_of(params), record, metrics=metrics, primary_metric="tokens_per_second", valid=not reasons,
         concerns=concerns, conditions=conditions, details=details,
     )  # fmt: skip
-    late = details["driver"]["late_requests"]
+    late = driver["late_requests"]
     if late:
         worst = values["issue_late_max_ms"]
         result.concern(
             "late-issue",
-            f"late: {late} of {details['requests']} requests were sent over {replay.LATE_MS:g} ms after they were "
+            f"late: {late} of {counted['requests']} requests were sent over {replay.LATE_MS:g} ms after they were "
             f"due (the latest {worst:.3g} ms); the arrivals are partly the driver's",
             late=late,
             max_ms=worst,

@@ -1,71 +1,293 @@
-"""``infer MODEL`` for a decoder: an engine streams tokens to LoadGen in token mode; LoadGen's verdict is recorded.
+"""``infer MODEL`` for a decoder: the benchmark's entry, what one call prepares, and which driver measures.
 
-The engine is started once and warmed up; a probe (batches of requests straight to the engine) gives the
-plan LoadGen needs (Offline's expected requests/s, SingleStream's expected latency, a Server target of
-``SERVER_FRACTION`` of the probed rate unless ``--target-qps`` is given); then a LoadGen test runs with
-``use_token_latencies`` and the TTFT/TPOT limits set. A run that disagrees with its plan (Offline out of queries
-before its minimum duration, Server overloaded by the probe's target) is rerun from what it measured, as the
-other models' runs are (:mod:`accelbench.infer.replan`); the engine stays warm between runs.
+:func:`run` starts nothing itself: it asks the engine where its model runs (:class:`~accelbench.serve.stage.Where`),
+prepares what every run shares (:func:`_prepare`: the limits, the model built or located, the prompts, FP32's
+reference in accuracy mode, refusing a preset that does not fit first: :func:`too_big`), then serves one run, or
+one a point of a sweep (:func:`_serve`). A run starts the engine, warms it up and probes it (batches of requests
+straight to the engine, which give the plan), and hands it to the driver its work needs (:func:`_measure`):
+
+- LoadGen in token mode (:mod:`accelbench.serve.loadgen`), for the sources LoadGen schedules: performance,
+  accuracy and find-peak, a run that disagrees with its plan rerun from what it measured;
+- accelbench's own driver (:mod:`accelbench.serve.drive`), for a trace, conversations and a closed loop of users.
+
+The engine stops, and the driver's record gets what every record says of the engine and its prompts
+(:func:`_details`).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason, torch_dtype
 from accelbench.errors import BenchmarkFailed, BenchmarkSkipped
-from accelbench.infer import replan
-from accelbench.infer import settings as lgset
-from accelbench.infer.driver import Outcome, start_test
 from accelbench.infer.loadgen_params import QSL_SAMPLES
-from accelbench.infer.sut import SampleLibrary
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
+from accelbench.results.details import typed
 from accelbench.results.record import Result
-from accelbench.serve import accuracy, quality, requests, sweep
+from accelbench.serve import accuracy, drive, loadgen, sweep
 from accelbench.serve.engines.base import Engine, EngineSettings, ModelSource, engine_class
-from accelbench.serve.limits import (
-    Limits,
-    lengths,
-    limits_for,
-    mlperf_name,
-    preset_of,
-)
-from accelbench.serve.probe import Relay, TokenProbe, probe
-from accelbench.serve.results import (
-    endpoint_accuracy_result,
-    prefix_cache,
-    reasoning_figures,
-    replay_result,
-    token_accuracy_result,
-    token_result,
-)
-from accelbench.serve.roofline import Roof, roof_for
+from accelbench.serve.limits import Limits, lengths, limits_for, preset_of
+from accelbench.serve.probe import TokenProbe, probe
+from accelbench.serve.results import prefix_cache, reasoning_figures
+from accelbench.serve.roofline import roof_for
 from accelbench.serve.sources.base import Work, source_class
-from accelbench.serve.sources.prefix import Ledger
 from accelbench.serve.specs import SOURCE_PARTS, LLMServeParams
-from accelbench.serve.sut import TokenSUT
+from accelbench.serve.stage import Measured, Served, Stage, Where
 from accelbench.workloads.decoder import Decoder, config_of, figures, fp32_buffers
 
 if TYPE_CHECKING:
     import torch
 
     from accelbench.devices.base import DeviceKind
-    from accelbench.serve.replay import ClosedLoop
     from accelbench.workloads.decoder import Figures
 
-#: Server (and interactive) without --target-qps: this fraction of the probed requests/s
-SERVER_FRACTION = 0.5
-#: the most requests/s a run is planned for: the SUT answers each request twice (first token, completion) from
-#: Python (the null engine, which probes as infinitely fast, served Offline at 69,000 requests/s on 2 cores);
-#: planning LoadGen's one Offline query for the probe's millions only makes a run of minutes
-MAX_PLANNED_REQUESTS = 200_000.0
-#: the quick profile's Server run lasts about this long at its planned rate, with at least this many requests
-QUICK_SECONDS, QUICK_MIN_REQUESTS = 60.0, 16
+
+def run(params: LLMServeParams, ctx: RunContext) -> Iterator[Result]:
+    engine = engine_class(params.engine)(params.engine_opts)
+    skip_if(engine.unavailable())
+    engine.configure(params)
+    # what the engine resolved (the model a server says it serves), in the record's label as if it were given
+    named = replace(params, engine_options=params.engine_options | engine.resolved())
+    try:
+        yield from _run(named, ctx, engine)
+    except (BenchmarkFailed, BenchmarkSkipped) as exc:
+        if exc.record is None and named != params:  # a failed run's label is an ok one's
+            exc.record = named.to_dict()
+        raise
+
+
+def _run(params: LLMServeParams, ctx: RunContext, engine: Engine) -> Iterator[Result]:
+    served = _prepare(params, ctx, engine)
+    if params.mode != "sweep":
+        yield _serve(params, ctx, served)
+        return
+    yield from _sweep(params, ctx, served)
+
+
+def _prepare(params: LLMServeParams, ctx: RunContext, engine: Engine) -> Served:
+    """What every run of this call shares, made once: the device and its threads, the limits, the model built (or
+    where an engine that loads its own finds it), the prompts, and FP32's reference in accuracy mode."""
+    where = Where.of(engine)
+    prep = prepare(params, autotune=False)
+    if _leaves_a_core(params, where, prep.device):
+        prep = leave_a_core(prep)
+    device = prep.device
+    if where.model and params.effective_precision != "fp32":
+        skip_if(precision_reason(device, params.effective_precision, params.emulated))
+    preset = preset_of(params.model)
+    limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, params.scenario, params.ttft_ms, params.tpot_ms)
+    prompt_len, out = lengths(params)
+    element = torch_dtype(params.effective_precision).itemsize
+    # what one token costs, counted once (a checkpoint's from its own config once built); no model, no figures
+    shaped = config_of(preset, params.scale) if where.model and not params.checkpoint else None
+    planned = figures(shaped, element) if shaped is not None else None
+    if planned is not None:
+        skip_if(too_big(params, planned, device, shaped))
+    # accuracy at a rounding precision: FP32's reference (two FP32 copies at its peak) is made and dropped before
+    # the served copy is built, so the three are never on the device at once (``memory_need`` counts so)
+    judged = params.mode == "accuracy" and not where.server
+    reference_first = judged and params.effective_precision != "fp32"
+    model, config = _model_for(where, params, preset, device, ctx, build=not reference_first)
+    counted = planned or (figures(config, element) if config is not None else None)
+    vocab = config.vocab_size if config is not None else (engine.vocab_size or 32000)
+    total = accuracy.SAMPLES if params.mode == "accuracy" and not params.prompts else QSL_SAMPLES[params.profile]
+    work = workload(params, vocab, total, prompt_len, out)
+    reference = _reference(params, model, device, work, ctx) if judged else None
+    if reference_first and model is None and where.model:
+        model, config = _model_for(where, params, preset, device, ctx)
+    roof = None
+    if where.local and counted is not None and params.mode != "accuracy":
+        roof = roof_for(device, params.effective_precision, prep.threads)
+    return Served(engine, model, device, prep.threads, work, limits, preset.mlperf, counted, reference, roof)
+
+
+def _sweep(params: LLMServeParams, ctx: RunContext, served: Served) -> Iterator[Result]:
+    """A run at each of the sweep's rates or user counts, each record carrying the curve so far."""
+    import uuid
+
+    results: list[Result] = []
+    concurrencies, sweep_id = sweep.points(params), uuid.uuid4().hex[:12]
+    for i, c in enumerate(concurrencies, 1):
+        if sweep.by_rate(params):
+            ctx.progress(f"sweep point {i} of {len(concurrencies)}: {c:g} requests/s")
+            point = replace(params, target_qps=c, mode="performance")
+        else:
+            ctx.progress(f"sweep point {i} of {len(concurrencies)}: concurrency {c}")
+            point = replace(params, concurrency=str(c), batch_size=c, mode="performance")  # a closed loop of c users
+        result = _serve(point, ctx, served, record_mode="sweep")
+        results.append(result)
+        typed(result)["sweep"] = sweep.curve(results, len(concurrencies), sweep_id)
+        yield result
+
+
+def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str = "") -> Result:
+    """The engine started with ``params``' settings, probed, measured by the driver its work needs, the engine
+    stopped; the record (``record_mode``: the mode the record says, a sweep's)."""
+    engine, work = s.engine, s.work
+    stage = Stage.wired(s)
+    settings = replace(engine_settings(params, work.longest), shared_prefixes=work.shares_prefixes)
+    engine.start(s.model, s.device, stage.relay, settings)
+    try:
+        ctx.progress(f"probing the {engine.name} engine")
+        probed = _probe(params, stage)
+        skip_if(unreachable_tpot(s.limits, probed))
+        stage.ledger.reset()  # the probe's prompts stay known, as the server's cache keeps them
+        measured = _measure(params, ctx, stage, probed)
+    finally:
+        engine.stop()
+    record = _record(params, s, record_mode)
+    weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
+    if s.where.own_weights:  # the engine made its own (vLLM: its dummy initialisation), and says so
+        weights = engine.facts.get("weights", weights)
+    result, client = measured.result(params, ctx, record, probed)
+    _details(params, stage, result, client, weights)
+    if measured.found is not None:
+        loadgen.peak_found(result, measured.found)
+    return result
+
+
+def _probe(params: LLMServeParams, stage: Stage) -> TokenProbe:
+    """The engine warmed up and timed on batches of the run's prompts, sent as the run sends them; a replay's own
+    prompts reach the server only when due, so there the probe warms it on others of the same lengths."""
+    s = stage.served
+    prompts, outs = s.work.prompts, s.work.outs
+    if s.work.replayed:
+        stand = stand_ins(prompts[: params.batch_size], vocab_of(prompts))
+        return probe(stage.relay, s.engine, stand, outs, params.batch_size)
+    return probe(stage.relay, s.engine, prompts, outs, params.batch_size, stage.shape)
+
+
+def _measure(params: LLMServeParams, ctx: RunContext, stage: Stage, probed: TokenProbe) -> Measured:
+    """The driver the run's work needs: accelbench's own for a replayed source or a closed loop of users (sized
+    from the probe's rate), else LoadGen."""
+    s = stage.served
+    loop = drive.closed_plan(params, s.benchmark, probed.requests_per_second) if sweep.users(params) else None
+    if s.work.replayed or loop is not None:
+        return drive.replay(params, ctx, stage, loop)
+    return loadgen.measure(params, ctx, stage, probed)
+
+
+def _record(params: LLMServeParams, s: Served, record_mode: str) -> dict[str, Any]:
+    """The record's settings: the run's, with what was served (the precision a server does not state, the device,
+    the requests' mean lengths where a source chose them)."""
+    engine, device, prompts, outs = s.engine, s.device, s.work.prompts, s.work.outs
+    prompt_len, out = lengths(params)
+    summary = s.work.summary
+    record = params.to_dict() | {
+        "precision": params.effective_precision if not s.where.server or params.precision != "auto" else "unstated",
+        "device": engine.facts.get("device") or kind_of(device).record_name(device),
+        "threads": s.threads,
+        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if summary else prompt_len,
+        "output_tokens": round(sum(outs) / len(outs)) if summary else out,
+    }
+    if record_mode:
+        record["mode"] = record_mode
+    return record
+
+
+def _details(params: LLMServeParams, stage: Stage, result: Result, client: dict[str, Any], weights: str) -> None:
+    """What every record says beside its driver's figures: whose weights, the FP32 buffers served beside rounded
+    ones, how the threads were chosen, the prefix cache, the engine's own side, and where the prompts came from."""
+    s = stage.served
+    engine, work = s.engine, s.work
+    result.details["weights"] = weights if not s.where.server else "the server's"
+    if s.where.built and params.effective_precision != "fp32":
+        # the floating buffers served in FP32 beside the rounded weights: RoPE's frequencies, as transformers keeps
+        result.details["fp32_buffers"] = fp32_buffers(s.model)
+    if _leaves_a_core(params, s.where, s.device):
+        result.details["threads_method"] = "no --threads: every usable core but one, left to LoadGen and the SUT"
+    if params.mode != "accuracy":  # the server's count of its cache leaves the client's figures
+        prefix_cache(result, stage.ledger, client, engine, work)
+    if client:  # the engine's own side, measured: a client that limited the run sets the record aside
+        result.details["client"] = client
+        result.metrics |= reasoning_figures(client.get("reasoning"))
+        if client.get("limited_by"):
+            result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
+    if work.summary:
+        result.details["prompts"] = work.summary
+
+
+def _leaves_a_core(params: LLMServeParams, where: Where, device: "torch.device") -> bool:
+    """No ``--threads`` and the model runs on this host's CPU: the engine gets every core but one
+    (:func:`leave_a_core`), and the record says so."""
+    return not params.threads and where.local and not kind_of(device).accelerator
+
+
+# -- what a run checks, sends and asks of its engine -------------------------------------------------------------------
+
+
+#: a TPOT limit this many times under what one request alone took is out of reach at any rate
+TPOT_OUT_OF_REACH = 2.0
+
+
+def unreachable_tpot(limits: Limits, probed: "TokenProbe") -> str | None:
+    """Why no run can meet the TPOT limit, or None: one request alone, with the engine to itself, took far longer
+    a token (a Server test at any rate would take minutes to say INVALID)."""
+    alone = probed.single_tpot_seconds
+    if limits.tpot_p99_ms is None or alone is None or alone * 1e3 <= TPOT_OUT_OF_REACH * limits.tpot_p99_ms:
+        return None
+    return (
+        f"the TPOT limit ({limits.tpot_p99_ms:g} ms, {limits.source}) is out of reach: one request alone took "
+        f"{alone * 1e3:.3g} ms a token in the probe; raise --tpot-ms"
+    )
+
+
+def workload(params: LLMServeParams, vocab: int, total: int, prompt_len: int, out: int) -> Work:
+    """The requests the run's prompt source makes (random prompts unless another source is chosen)."""
+    source = source_class(params.source or SOURCE_PARTS.fallback)
+    return source(params.source_opts).work(params, vocab, total, (prompt_len, out))
+
+
+def vocab_of(prompts: list[list[int]]) -> int:
+    return max(2, 1 + max((max(p) for p in prompts if p), default=1))
+
+
+def stand_ins(prompts: list[list[int]], vocab: int) -> list[list[int]]:
+    """Prompts of the same lengths, drawn apart from the run's (a probe that sent a trace's own prompts would
+    have the server cache them before they are due)."""
+    import numpy as np
+
+    rng = np.random.default_rng(12345)
+    return [rng.integers(1, vocab, size=len(p)).tolist() for p in prompts]
+
+
+def engine_settings(params: LLMServeParams, longest: int) -> EngineSettings:
+    return EngineSettings(
+        max_batch=params.batch_size,
+        max_wait=params.max_wait_ms / 1000 if params.scenario in ("server", "interactive") else 0.0,
+        longest=longest,
+        ignore_eos=not params.allow_eos,
+        open_loop=params.scenario in ("server", "interactive"),
+    )
+
+
+# -- the model: built here, or located for an engine that loads its own; FP32's reference ------------------------------
+
+
+def _model_for(
+    where: Where, params: LLMServeParams, preset: Any, device: "torch.device", ctx: RunContext, build: bool = True
+) -> Any:
+    """The built model and its config; for an engine that loads its own weights, where to load them from;
+    ``build=False``: the config alone (None for the model) where the model would be built here."""
+    if not where.model:
+        return None, None
+    if where.own_weights or not build:
+        if params.checkpoint:
+            from transformers import AutoConfig
+
+            config = AutoConfig.from_pretrained(Path(params.checkpoint).expanduser(), local_files_only=True)
+        else:
+            config = config_of(preset, params.scale)
+        if not where.own_weights:
+            return None, config
+        return ModelSource(config, params.checkpoint or None, params.effective_precision), config
+    what = f"checkpoint {params.checkpoint}" if params.checkpoint else f"{params.model} ({params.scale})"
+    ctx.progress(f"building {what} on {kind_of(device).record_name(device)}")
+    return build_model(params, device)
 
 
 def build_model(params: LLMServeParams, device: "torch.device", precision: str = "") -> tuple[Any, Any]:
@@ -92,6 +314,40 @@ def build_model(params: LLMServeParams, device: "torch.device", precision: str =
     return model, model.config
 
 
+def _reference(params: LLMServeParams, served: Any, device: "torch.device", work: Work, ctx: RunContext) -> Any:
+    """FP32's greedy tokens on the served weights (the served model itself when it is FP32), built and dropped
+    before the engine starts."""
+    import gc
+
+    reuse = params.effective_precision == "fp32" and served is not None and not isinstance(served, ModelSource)
+    model = served if reuse else build_model(params, device, "fp32")[0]
+    try:
+        eos = model.config.eos_token_id if params.allow_eos else None
+        return accuracy.reference(model, work.prompts, work.outs, params.effective_precision, device, ctx.progress, eos)
+    finally:
+        del model
+        if not reuse:  # its memory back to the device before the served copy is built, or a server starts
+            gc.collect()
+            kind_of(device).release_memory(device)
+
+
+def leave_a_core(prep: Prepared) -> Prepared:
+    """The engine's compute threads when none were asked for on a CPU: every core but one, which LoadGen, the
+    SUT's callbacks and the engine's own Python threads need. Measured on a 2-core host (tiny llama3.1-8b, fp32,
+    Offline, 3 rounds each): with one thread against two, static 8,400-8,652 output tokens/s against 3,050-3,228,
+    transformers 4,661-5,213 against 2,570-2,806."""
+    import torch
+
+    from accelbench.system.cpu import usable_cores
+
+    threads = max(1, min(prep.threads, usable_cores() - 1))
+    torch.set_num_threads(threads)
+    return Prepared(prep.device, threads)
+
+
+# -- whether the preset fits where it would be built -------------------------------------------------------------------
+
+
 #: device memory a run leaves unplanned beside what it counts (weights, KV cache, activations): the kernel modules
 #: CUDA loads lazily as each library first runs (cuBLAS, cuDNN, the attention kernels), cuBLAS workspaces (32 MiB a
 #: handle and stream on Hopper, torch's CublasHandlePool) and the caching allocator's rounding to its blocks. An
@@ -107,7 +363,7 @@ VLLM_MEMORY_SHARE = 0.9
 class MemoryNeed:
     """What a token run holds on its device at once, phase by phase (bytes): serving (the weights at the served
     precision, a full batch's KV cache and the batch's prefill activations), and in accuracy mode FP32's reference
-    before it (made and dropped before the served copy is built: :func:`_run`)."""
+    before it (made and dropped before the served copy is built: :func:`_prepare`)."""
 
     weights: int
     cache: int
@@ -227,482 +483,3 @@ def too_big(params: LLMServeParams, model: "Figures", device: "torch.device", co
     if need.reference > need.serving:
         return f"{what}; {held}: accuracy's FP32 reference is the peak; use --scale tiny or a smaller preset"
     return f"{what}; {held}: lower --batch-size or the token lengths"
-
-
-def leave_a_core(prep: Prepared) -> Prepared:
-    """The engine's compute threads when none were asked for on a CPU: every core but one, which LoadGen, the
-    SUT's callbacks and the engine's own Python threads need. Measured on a 2-core host (tiny llama3.1-8b, fp32,
-    Offline, 3 rounds each): with one thread against two, static 8,400-8,652 output tokens/s against 3,050-3,228,
-    transformers 4,661-5,213 against 2,570-2,806."""
-    import torch
-
-    from accelbench.system.cpu import usable_cores
-
-    threads = max(1, min(prep.threads, usable_cores() - 1))
-    torch.set_num_threads(threads)
-    return Prepared(prep.device, threads)
-
-
-def quick_requests(rate: float, tail: int) -> int:
-    """A quick Server run's requests: what ``QUICK_SECONDS`` at ``rate`` holds, between ``QUICK_MIN_REQUESTS``
-    and ``tail`` (what LoadGen's early stopping needs to bound the p99 with no late request). Long answers from
-    a slow server are a fraction of a request a second: 662 requests of 1024/1024 tokens were an hour."""
-    return max(QUICK_MIN_REQUESTS, min(tail, math.ceil(rate * QUICK_SECONDS)))
-
-
-def settings_for(params: LLMServeParams, limits: Limits, preset_benchmark: str, plan: lgset.Probe, total: int) -> Any:
-    """LoadGen's settings in token mode, planned from the probe (``official``: mlperf.conf's rules)."""
-    import mlperf_loadgen as lg
-
-    s = lgset.base(params, params.mode, mlperf_name=mlperf_name(preset_benchmark, params.scenario))
-    s.use_token_latencies = True
-    s.server_target_latency_ns = 0  # as mlperf.conf sets for LLMs: only TTFT and TPOT are judged
-    if limits.ttft_ms is not None and limits.tpot_ms is not None:
-        s.ttft_latency = int(limits.ttft_ms * 1e6)
-        s.tpot_latency = int(limits.tpot_ms * 1e6)
-    rate = min(plan.rate, MAX_PLANNED_REQUESTS)
-    s.offline_expected_qps = params.expected_qps or rate * lgset.OFFLINE_HEADROOM
-    s.single_stream_expected_latency_ns = int(plan.single * 1e9)
-    s.server_target_qps = params.target_qps or max(rate * SERVER_FRACTION, 0.1)
-    if params.profile == "official":
-        s.performance_sample_count_override = total  # the prompts this run holds, not the data set's size
-    elif params.scenario == "offline":
-        # whole batches: a last partial batch costs nearly a full one's time (see ``offline_samples``)
-        floor = max(s.min_query_count, engine_class(params.engine).min_requests(params))
-        s.min_query_count = lgset.offline_samples(
-            s.offline_expected_qps, s.min_duration_ms, floor, params.batch_size, 1
-        )
-    elif params.scenario != "singlestream" and params.mode != "find-peak":  # a search sizes its own trials
-        # Server, interactive: as many requests as the quick minute holds
-        s.min_query_count = quick_requests(s.server_target_qps, s.min_query_count)
-    s.scenario = getattr(lg.TestScenario, lgset.SCENARIO_NAMES[params.scenario])
-    return s
-
-
-def closed_plan(params: LLMServeParams, benchmark: str, rate: float) -> "ClosedLoop":
-    """How long a closed loop runs: as a Server run of the profile would (LoadGen's settings for the preset's
-    benchmark: its minimum duration and requests; the quick profile's requests as :func:`quick_requests` sizes them
-    at the probe's rate), past each user's warm-up request."""
-    from accelbench.serve.replay import ClosedLoop
-
-    s = lgset.base(replace(params, scenario="server"), params.mode, mlperf_name=mlperf_name(benchmark, "server"))
-    requests = int(s.min_query_count)
-    if params.profile != "official":
-        requests = quick_requests(min(rate, MAX_PLANNED_REQUESTS), requests)
-    return ClosedLoop(int(params.concurrency), requests, s.min_duration_ms / 1000)
-
-
-def run(params: LLMServeParams, ctx: RunContext) -> Iterator[Result]:
-    engine = engine_class(params.engine)(params.engine_opts)
-    skip_if(engine.unavailable())
-    engine.configure(params)
-    # what the engine resolved (the model a server says it serves), in the record's label as if it were given
-    named = replace(params, engine_options=params.engine_options | engine.resolved())
-    try:
-        yield from _run(named, ctx, engine)
-    except (BenchmarkFailed, BenchmarkSkipped) as exc:
-        if exc.record is None and named != params:  # a failed run's label is an ok one's
-            exc.record = named.to_dict()
-        raise
-
-
-def _run(params: LLMServeParams, ctx: RunContext, engine: Engine) -> Iterator[Result]:
-    prep = prepare(params, autotune=False)
-    if not params.threads and engine.runs_model and not engine.remote and not kind_of(prep.device).accelerator:
-        prep = leave_a_core(prep)
-    device = prep.device
-    if engine.runs_model and params.effective_precision != "fp32":
-        skip_if(precision_reason(device, params.effective_precision, params.emulated))
-    preset = preset_of(params.model)
-    limits = limits_for(params.model, preset.mlperf, preset.mlperf_own, params.scenario, params.ttft_ms, params.tpot_ms)
-    prompt_len, out = lengths(params)
-    element = torch_dtype(params.effective_precision).itemsize
-    # what one token costs, counted once (a checkpoint's from its own config once built); no model, no figures
-    shaped = config_of(preset, params.scale) if engine.runs_model and not params.checkpoint else None
-    planned = figures(shaped, element) if shaped is not None else None
-    if planned is not None:
-        skip_if(too_big(params, planned, device, shaped))
-    # accuracy at a rounding precision: FP32's reference (two FP32 copies at its peak) is made and dropped before
-    # the served copy is built, so the three are never on the device at once (``memory_need`` counts so)
-    judged = params.mode == "accuracy" and not engine.remote
-    reference_first = judged and params.effective_precision != "fp32"
-    model, config = _model_for(engine, params, preset, device, ctx, build=not reference_first)
-    counted = planned or (figures(config, element) if config is not None else None)
-    vocab = config.vocab_size if config is not None else (engine.vocab_size or 32000)
-    total = accuracy.SAMPLES if params.mode == "accuracy" and not params.prompts else QSL_SAMPLES[params.profile]
-    work = workload(params, vocab, total, prompt_len, out)
-    reference = _reference(params, model, device, work, ctx) if judged else None
-    if reference_first and model is None and engine.runs_model:
-        model, config = _model_for(engine, params, preset, device, ctx)
-    roof = None
-    if engine.runs_model and not engine.remote and counted is not None and params.mode != "accuracy":
-        roof = roof_for(device, params.effective_precision, prep.threads)
-    served = Served(engine, model, device, prep.threads, work, limits, preset.mlperf, counted, reference, roof)
-    if params.mode != "sweep":
-        yield _serve(params, ctx, served)
-        return
-    import uuid
-
-    from accelbench.serve import sweep
-
-    results: list[Result] = []
-    concurrencies, sweep_id = sweep.points(params), uuid.uuid4().hex[:12]
-    for i, c in enumerate(concurrencies, 1):
-        if sweep.by_rate(params):
-            ctx.progress(f"sweep point {i} of {len(concurrencies)}: {c:g} requests/s")
-            point = replace(params, target_qps=c, mode="performance")
-        else:
-            ctx.progress(f"sweep point {i} of {len(concurrencies)}: concurrency {c}")
-            point = replace(params, concurrency=str(c), batch_size=c, mode="performance")  # a closed loop of c users
-        result = _serve(point, ctx, served, record_mode="sweep")
-        results.append(result)
-        result.details["sweep"] = sweep.curve(results, len(concurrencies), sweep_id)
-        yield result
-
-
-@dataclass(frozen=True)
-class Served:
-    """What every run of one ``infer`` call shares: the engine (started per run), the built model, the prompts."""
-
-    engine: Engine
-    model: Any
-    device: "torch.device"
-    threads: int
-    work: "Work"
-    limits: Limits
-    benchmark: str  # the preset's MLPerf benchmark
-    counted: "Figures | None"
-    reference: Any = None  # accuracy mode: FP32's tokens
-    roof: "Roof | None" = None  # the device's bandwidth and FLOPS, where the model runs here
-
-
-def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str = "") -> Result:
-    """The engine started with ``params``' settings, probed, LoadGen's test (rerun where it disagreed with its
-    plan), the engine stopped; the record (``record_mode``: the mode the record says, a sweep's)."""
-    engine, device, work, limits = s.engine, s.device, s.work, s.limits
-    prompts, outs = work.prompts, work.outs
-    prompt_len, out = lengths(params)
-    relay = Relay()
-    ledger = Ledger(prompts)
-    shape = ledger.shaper(work.salt)
-    settings = replace(engine_settings(params, work.longest), shared_prefixes=work.shares_prefixes)
-    engine.start(s.model, device, relay, settings)
-    try:
-        ctx.progress(f"probing the {engine.name} engine")
-        if work.replayed:  # the replay's own prompts reach the server only when due: the probe warms it on others
-            probed = probe(
-                relay, engine, stand_ins(prompts[: params.batch_size], vocab_of(prompts)), outs, params.batch_size
-            )
-        else:
-            probed = probe(relay, engine, prompts, outs, params.batch_size, shape)
-        skip_if(unreachable_tpot(limits, probed))
-        ledger.reset()  # the probe's prompts stay known, as the server's cache keeps them
-        loop = closed_plan(params, s.benchmark, probed.requests_per_second) if sweep.users(params) else None
-        if work.replayed or loop is not None:
-            replayed = _replay(params, ctx, engine, relay, work, shape, s.threads, device, loop)
-        else:
-            runs = _measure(
-                params, ctx, engine, relay, prompts, outs, limits, s.benchmark, probed, s.threads, device, shape
-            )
-    finally:
-        engine.stop()
-    summary = work.summary
-    record = params.to_dict() | {
-        "precision": params.effective_precision if not engine.remote or params.precision != "auto" else "unstated",
-        "device": engine.facts.get("device") or kind_of(device).record_name(device),
-        "threads": s.threads,
-        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if summary else prompt_len,
-        "output_tokens": round(sum(outs) / len(outs)) if summary else out,
-    }
-    if record_mode:
-        record["mode"] = record_mode
-    weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
-    if engine.loads_weights:  # the engine made its own (vLLM: its dummy initialisation), and says so
-        weights = engine.facts.get("weights", weights)
-    found: dict[str, Any] | None = None
-    if work.replayed or loop is not None:
-        sent, conditions = replayed
-        result = replay_result(
-            params, record, sent, conditions, limits, dict(engine.facts), probed.to_dict(), s.counted
-        )
-        client = engine.measured(arrivals=True)  # the client's, or an in-process engine's own prefix-cache count
-        requests.note(result, sent)
-    else:
-        outcome, reruns, client, found = runs
-        result = _loadgen_result(params, ctx, s, record, outcome, reruns, probed)
-        requests.note(result, outcome.sut)
-    result.details["weights"] = weights if not engine.remote else "the server's"
-    if engine.runs_model and not engine.loads_weights and params.effective_precision != "fp32":
-        # the floating buffers served in FP32 beside the rounded weights: RoPE's frequencies, as transformers keeps
-        result.details["fp32_buffers"] = fp32_buffers(s.model)
-    if not params.threads and engine.runs_model and not engine.remote and not kind_of(device).accelerator:
-        result.details["threads_method"] = "no --threads: every usable core but one, left to LoadGen and the SUT"
-    if params.mode != "accuracy":  # the server's count of its cache leaves the client's figures
-        prefix_cache(result, ledger, client, engine, work)
-    if client:  # the engine's own side, measured: a client that limited the run sets the record aside
-        result.details["client"] = client
-        result.metrics |= reasoning_figures(client.get("reasoning"))
-        if client.get("limited_by"):
-            result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
-    if work.summary:
-        result.details["prompts"] = work.summary
-    if found is not None:
-        peak_found(result, found)
-    return result
-
-
-def _loadgen_result(
-    params: LLMServeParams,
-    ctx: RunContext,
-    s: "Served",
-    record: dict[str, Any],
-    outcome: Outcome,
-    reruns: list[dict[str, Any]],
-    probed: TokenProbe,
-) -> Result:
-    """The record of LoadGen's test: accuracy against the server's answers' references (an endpoint), against
-    FP32's tokens (an engine here), or the performance figures."""
-    engine, work = s.engine, s.work
-    rouge: dict[str, Any] | None  # ROUGE of the answers, where the prompt file has references
-    if params.mode == "accuracy" and engine.remote:  # the server's weights: ROUGE on the file's answers only
-        served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(work.prompts))
-        gate = getattr(engine.options, "accuracy_target", "")  # the remote engine's own: a ROUGE target, or none
-        target = quality.target(gate, params.model) if gate else None
-        rouge = accuracy.served_rouge(work, served, target, ctx.progress)
-        return endpoint_accuracy_result(params, record, outcome, dict(engine.facts), rouge)
-    if s.reference is not None:
-        served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(work.prompts))
-        verdict = accuracy.judge(served, s.reference, params.effective_precision)
-        rouge = accuracy.rouge(work, served, s.reference, ctx.progress) if work.references else None
-        return token_accuracy_result(params, record, outcome, verdict, dict(engine.facts), rouge)
-    facts = dict(engine.facts)
-    return token_result(params, record, outcome, probed.to_dict(), s.limits, facts, s.counted, reruns, s.roof)
-
-
-#: a TPOT limit this many times under what one request alone took is out of reach at any rate
-TPOT_OUT_OF_REACH = 2.0
-
-
-def unreachable_tpot(limits: Limits, probed: "TokenProbe") -> str | None:
-    """Why no run can meet the TPOT limit, or None: one request alone, with the engine to itself, took far longer
-    a token (a Server test at any rate would take minutes to say INVALID)."""
-    alone = probed.single_tpot_seconds
-    if limits.tpot_ms is None or alone is None or alone * 1e3 <= TPOT_OUT_OF_REACH * limits.tpot_ms:
-        return None
-    return (
-        f"the TPOT limit ({limits.tpot_ms:g} ms, {limits.source}) is out of reach: one request alone took "
-        f"{alone * 1e3:.3g} ms a token in the probe; raise --tpot-ms"
-    )
-
-
-def peak_found(result: Result, found: dict[str, Any]) -> None:
-    """A find-peak record: the confirmed rate as a figure beside the run's own, or no peak (INVALID) with why."""
-    from accelbench.kit import metrics as fig
-
-    result.details["find_peak"] = found
-    rate = found["peak_requests_per_second"]
-    if rate is not None:
-        result.metrics["peak_requests_per_second"] = fig.figure(
-            rate, "requests/s within the limits", higher_is_better=True
-        )
-        return
-    tried = [t for t in found["trials"] if t["confirmation"]]
-    rates = ", ".join(f"{t['requests_per_second']:,.2f}" for t in tried)
-    why = f"no peak: {len(tried)} confirmation runs at {rates} requests/s were all INVALID"
-    result.valid = False
-    result.details["invalid_reasons"] = [why, *(result.details.get("invalid_reasons") or [])]
-    result.concern("invalid", f"INVALID: {why}", first=True)
-
-
-def vocab_of(prompts: list[list[int]]) -> int:
-    return max(2, 1 + max((max(p) for p in prompts if p), default=1))
-
-
-def stand_ins(prompts: list[list[int]], vocab: int) -> list[list[int]]:
-    """Prompts of the same lengths, drawn apart from the run's (a probe that sent a trace's own prompts would
-    have the server cache them before they are due)."""
-    import numpy as np
-
-    rng = np.random.default_rng(12345)
-    return [rng.integers(1, vocab, size=len(p)).tolist() for p in prompts]
-
-
-#: seconds between a replay's progress lines
-PROGRESS_EVERY = 2.0
-
-
-def _replay(
-    params: LLMServeParams,
-    ctx: RunContext,
-    engine: Engine,
-    relay: Relay,
-    work: Work,
-    shape: Callable[[int, list[int]], list[int]],
-    threads: int,
-    device: "torch.device",
-    loop: "ClosedLoop | None" = None,
-) -> tuple[Any, dict[str, Any]]:
-    """The source's sessions sent by accelbench's driver (``loop``: a closed loop of the source's prompts), under
-    the conditions monitor; the requests and the conditions."""
-    from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
-    from accelbench.measure.heap import frozen_heap
-    from accelbench.serve.replay import Driver
-
-    think = float((work.summary or {}).get("think_ms", 0.0)) / 1e3 if loop is None else params.user_think_ms / 1e3
-    driver = Driver(engine, work, params.batch_size, think, shape, closed=loop)
-    relay.target = driver
-    total = len(work.arrivals) if work.arrivals is not None else sum(
-        len(c.turns) for c in (work.conversations.conversations if work.conversations else [])
-    )  # fmt: skip
-    left = work.arrivals[-1] if work.arrivals else None
-    if loop is not None:  # at least its requests past the warm-up, for at least its seconds
-        total, left = loop.requests + loop.warmup, loop.seconds
-        ctx.progress(
-            f"closed loop: {loop.users} users, at least {total} requests ({loop.warmup} of them warm-up) and "
-            f"{loop.seconds:g} s",
-            left=left,
-        )
-    else:
-        ctx.progress(f"replaying {total} requests ({work.summary and work.summary.get('source')})", left=left)
-    began, said = time.monotonic(), [time.monotonic()]
-
-    def sent(n: int) -> None:  # on the driver's thread at each send: a line every PROGRESS_EVERY seconds at most
-        now = time.monotonic()
-        if now - said[0] < PROGRESS_EVERY:
-            return
-        said[0], elapsed = now, now - began
-        # a trace's end is known; conversations' is what the requests sent so far took, scaled to the rest
-        rest = work.arrivals[-1] - elapsed if work.arrivals else elapsed * (total - n) / max(n, 1)
-        if loop is not None:  # a closed loop ends at its requests and its seconds, whichever comes later
-            rest = max(rest, loop.seconds - elapsed)
-        what = "closed loop" if loop is not None else "replay"
-        ctx.progress(f"{what}: {n} of {'at least ' if loop else ''}{total} requests sent", left=max(rest, 0.0))
-
-    driver.progress = sent
-    engine.measured(arrivals=False)
-    with (
-        frozen_heap(),
-        ConditionsMonitor(threads, gpus=cuda_indices([device]), sut_pids=engine.local_processes()) as monitor,
-    ):
-        replayed = requests.drive(driver, ctx.log_dir)  # driver.run(), its requests kept in the logs
-    return replayed, monitor.conditions.to_dict()
-
-
-def workload(params: LLMServeParams, vocab: int, total: int, prompt_len: int, out: int) -> Work:
-    """The requests the run's prompt source makes (random prompts unless another source is chosen)."""
-    source = source_class(params.source or SOURCE_PARTS.fallback)
-    return source(params.source_opts).work(params, vocab, total, (prompt_len, out))
-
-
-def _measure(
-    params: LLMServeParams,
-    ctx: RunContext,
-    engine: Engine,
-    relay: Relay,
-    prompts: list[list[int]],
-    outs: list[int],
-    limits: Limits,
-    benchmark: str,
-    probed: TokenProbe,
-    threads: int,
-    device: "torch.device",
-    shape: Callable[[int, list[int]], list[int]] | None = None,
-) -> tuple[Outcome, list[dict[str, Any]], dict[str, Any], dict[str, Any] | None]:
-    """LoadGen's test, repeated (at most ``replan.MAX_RERUNS`` times) while a performance run disagrees with its
-    plan; the last run is the one reported, the earlier ones are listed with why. In find-peak, the search's
-    trials instead (:mod:`accelbench.serve.peak`), and the search for the record."""
-    total = len(prompts)
-    qsl = SampleLibrary(lambda i: prompts[i], total)
-    scenario = "server" if params.scenario == "interactive" else params.scenario
-    plan = lgset.Probe(probed.requests_per_second, probed.single_seconds)
-    clients: list[dict[str, Any]] = []
-
-    def once(settings: Any, what: str) -> Outcome:
-        sut = TokenSUT(engine, qsl, outs.__getitem__, shape, log_dir=ctx.log_dir)  # its requests kept in the logs
-        relay.target = sut
-        ctx.progress(what, left=lgset.planned_seconds(settings, scenario, plan.rate))
-        engine.measured(arrivals=False)  # what came before (the probe, a trial) is not this run's
-        test = start_test(sut, qsl, settings, params, ctx, threads, [device], engine.local_processes())
-        clients.append(engine.measured(arrivals=params.scenario != "offline"))
-        return Outcome(*test, sut)
-
-    if params.mode == "find-peak":
-        from accelbench.serve import peak
-
-        def run_at(rate: float, size: tuple[int, int] | None) -> Outcome:
-            settings = settings_for(replace(params, target_qps=rate), limits, benchmark, plan, total)
-            if size is not None:
-                settings.min_duration_ms, settings.min_query_count = size
-            return once(settings, f"LoadGen {params.scenario} at {rate:,.2f} requests/s")
-
-        start = params.target_qps or plan.rate * SERVER_FRACTION
-        _, outcome, found = peak.search(run_at, plan.rate, start, limits, ctx.progress)
-        return outcome, [], clients[-1], found
-    reruns: list[dict[str, Any]] = []
-    while True:
-        settings = settings_for(params, limits, benchmark, plan, total)
-        again = f" again ({len(reruns)} of at most {replan.MAX_RERUNS} reruns)" if reruns else ""
-        outcome = once(settings, f"LoadGen {params.scenario}{again}, token latencies ({params.profile})")
-        detail, outdir = outcome.detail, outcome.outdir
-        wrong = None
-        if params.mode == "performance":
-            wrong = replan.disagreement(detail, params, plan, outcome.sut.samples)
-            wrong = wrong or replan.below_probe(detail, params, plan)
-        if wrong is None or len(reruns) == replan.MAX_RERUNS:
-            if wrong is not None and replan.below_probe(detail, params, plan) is not None:
-                outcome.disturbed = wrong.why  # its record is INVALID with this cause
-            return outcome, reruns, clients[-1], None
-        ctx.progress(f"the run disagreed with its plan: {wrong.why}; probing again")
-        repeated = probe(relay, engine, prompts, outs, params.batch_size, shape)
-        measured = lgset.Probe(repeated.requests_per_second, repeated.single_seconds)
-        reruns.append(replan.rerun(wrong, plan, measured, outdir, outcome.conditions))
-        plan = replan.replanned(plan, wrong.measured, measured, params.scenario, bool(reruns[-1]["contended"]))
-
-
-def _reference(params: LLMServeParams, served: Any, device: "torch.device", work: Work, ctx: RunContext) -> Any:
-    """FP32's greedy tokens on the served weights (the served model itself when it is FP32), built and dropped
-    before the engine starts."""
-    import gc
-
-    reuse = params.effective_precision == "fp32" and served is not None and not isinstance(served, ModelSource)
-    model = served if reuse else build_model(params, device, "fp32")[0]
-    try:
-        eos = model.config.eos_token_id if params.allow_eos else None
-        return accuracy.reference(model, work.prompts, work.outs, params.effective_precision, device, ctx.progress, eos)
-    finally:
-        del model
-        if not reuse:  # its memory back to the device before the served copy is built, or a server starts
-            gc.collect()
-            kind_of(device).release_memory(device)
-
-
-def _model_for(
-    engine: Engine, params: LLMServeParams, preset: Any, device: "torch.device", ctx: RunContext, build: bool = True
-) -> Any:
-    """The built model and its config; for an engine that loads its own weights, where to load them from;
-    ``build=False``: the config alone (None for the model) where the model would be built here."""
-    if not engine.runs_model:
-        return None, None
-    if engine.loads_weights or not build:
-        if params.checkpoint:
-            from transformers import AutoConfig
-
-            config = AutoConfig.from_pretrained(Path(params.checkpoint).expanduser(), local_files_only=True)
-        else:
-            config = config_of(preset, params.scale)
-        if not engine.loads_weights:
-            return None, config
-        return ModelSource(config, params.checkpoint or None, params.effective_precision), config
-    what = f"checkpoint {params.checkpoint}" if params.checkpoint else f"{params.model} ({params.scale})"
-    ctx.progress(f"building {what} on {kind_of(device).record_name(device)}")
-    return build_model(params, device)
-
-
-def engine_settings(params: LLMServeParams, longest: int) -> EngineSettings:
-    return EngineSettings(
-        max_batch=params.batch_size,
-        max_wait=params.max_wait_ms / 1000 if params.scenario in ("server", "interactive") else 0.0,
-        longest=longest,
-        ignore_eos=not params.allow_eos,
-        open_loop=params.scenario in ("server", "interactive"),
-    )

@@ -23,6 +23,7 @@ import numpy as np
 
 from accelbench.errors import BenchmarkFailed
 from accelbench.infer.sut import SampleLibrary
+from accelbench.results.details import RequestLogEntry
 from accelbench.serve import requests as reqlog
 from accelbench.serve.engines.base import Engine, TokenRequest
 
@@ -42,7 +43,7 @@ class TokenSUT:
         #: every request seen through, kept until the test ends and written then (not on the engine's threads)
         self.kept: list[reqlog.Kept] = []
         #: the written file's entry for the record's ``details.request_log`` (None until written)
-        self.request_log: dict[str, Any] | None = None
+        self.request_log: RequestLogEntry | None = None
         self._request_gaps: dict[int, array[float]] = {}
         self._answers: dict[int, float] = {}
         #: what is done to a sample's prompt as it is sent (made distinct, counted for the prefix cache)

@@ -23,6 +23,7 @@ from accelbench.errors import UsageError
 from accelbench.params import opt
 
 if TYPE_CHECKING:
+    from accelbench.results.details import Sweep, SweepPoint
     from accelbench.results.record import Result
 
 #: the default points: 1, 2, 4, ... up to this (7 points, as MLPerf Endpoints asks for at least)
@@ -209,16 +210,17 @@ def _users(r: "Result") -> int:
     return int(given) if given.isdigit() else int(r.params["batch_size"])
 
 
-def curve(results: list["Result"], planned: int, sweep_id: str) -> dict[str, Any]:
+def curve(results: list["Result"], planned: int, sweep_id: str) -> Sweep:
     """The points measured so far, and the Pareto front among the ones that can stand (ok and VALID)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[SweepPoint] = []
     rated = bool(results) and bool(results[0].params.get("rates"))
     for r in results:
+        point: float = r.params["target_qps"] if rated else _users(r)
         rows.append(
             {
-                "point": r.params["target_qps"] if rated else _users(r),
+                "point": point,
                 "concurrency": None if rated else _users(r),
-                "rate": r.params["target_qps"] if rated else None,
+                "rate": point if rated else None,
                 "tokens_per_second_per_device": _figure(r, "tokens_per_second_per_device"),
                 "tokens_per_second_per_user": _figure(r, "tokens_per_second_per_user"),
                 "ttft_p90_ms": _figure(r, "ttft_p90_ms"),
@@ -228,22 +230,17 @@ def curve(results: list["Result"], planned: int, sweep_id: str) -> dict[str, Any
                 "set_aside": [c.text for c in r.of_kind("contended", "client-limited")],
             }
         )
+    # (point, tokens/s per device, tokens/s per user) of each point that can stand
     usable = [
-        p
+        (p["point"], device, user)
         for p in rows
-        if p["valid"] and not p["set_aside"] and p["tokens_per_second_per_device"] and p["tokens_per_second_per_user"]
-    ]
+        if p["valid"] and not p["set_aside"]
+        and (device := p["tokens_per_second_per_device"]) and (user := p["tokens_per_second_per_user"])
+    ]  # fmt: skip
     front = [
-        p["point"]
-        for p in usable
-        if not any(
-            q is not p
-            and q["tokens_per_second_per_device"] >= p["tokens_per_second_per_device"]
-            and q["tokens_per_second_per_user"] >= p["tokens_per_second_per_user"]
-            and (q["tokens_per_second_per_device"], q["tokens_per_second_per_user"])
-            != (p["tokens_per_second_per_device"], p["tokens_per_second_per_user"])
-            for q in usable
-        )
+        point
+        for point, device, user in usable
+        if not any(d >= device and u >= user and (d, u) != (device, user) for _, d, u in usable)
     ]
     each = (
         "one Server LoadGen run per request rate (--target-qps), held to the TTFT/TPOT limits"

@@ -491,8 +491,8 @@ def _decoder(model: str, scale: str, element: int) -> Any:
 
 def _llm_serve(p: Any, target: Target) -> tuple[float, str]:
     from accelbench.infer import settings as lg
+    from accelbench.serve import loadgen as token_loadgen
     from accelbench.serve import probe as token_probe
-    from accelbench.serve import run as token_run
     from accelbench.serve.engines.base import engine_class
     from accelbench.serve.limits import lengths
 
@@ -525,8 +525,8 @@ def _llm_serve(p: Any, target: Target) -> tuple[float, str]:
     elif p.scenario == "singlestream":
         run, what = max(duration, 64 * single), "singlestream run"
     else:  # server, interactive: the quick minute's requests at half the probed rate, and the last one's answer
-        qps = p.target_qps or max(rate * token_run.SERVER_FRACTION, 0.1)
-        requests = token_run.quick_requests(qps, lg.QUICK_TAIL_QUERIES) if p.profile == "quick" else 0
+        qps = p.target_qps or max(rate * token_loadgen.SERVER_FRACTION, 0.1)
+        requests = token_loadgen.quick_requests(qps, lg.QUICK_TAIL_QUERIES) if p.profile == "quick" else 0
         run, what = max(duration, requests / qps) + single, f"{p.scenario} {requests} requests"
     parts = [("build", costs.llm_build), ("probe", probe), (what, run)]
     return _inferred(sum(s for _, s in parts), parts)

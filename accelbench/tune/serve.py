@@ -186,8 +186,8 @@ class ServeTask(TuneTask):
             limits = limits_for(self.tune.model, preset.mlperf, preset.mlperf_own, "server", 0.0, 0.0)
         except UsageError:
             raise UsageError(f"{self.tune.model} has no MLPerf Server limit to default to: give --tpot-ms") from None
-        assert limits.tpot_ms is not None
-        return limits.tpot_ms, limits.source
+        assert limits.tpot_p99_ms is not None
+        return limits.tpot_p99_ms, limits.source
 
     # -- the outcome --------------------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt, positive
+from accelbench.results.details import PrefixReuse
 
 #: the tokens a cache block holds: vLLM's default KV block (``--block-size 16``), the unit its prefix cache reuses
 BLOCK_TOKENS = 16
@@ -144,7 +145,7 @@ class Ledger:
             chain = self._chains[index] = block_chain(self.prompts[index], self.block)
         return chain
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> PrefixReuse:
         """The hit rate the requests sent offered, and how it is counted."""
         return {
             "requests": self.requests,
