@@ -316,7 +316,7 @@ def test_a_replay_answers_in_time_order_and_one_that_stalls_fails_saying_so() ->
     from accelbench.serve.sources.conversations import synthetic_conversations
 
     convs = synthetic_conversations(6, 3, 10, 4, 100)
-    work = Work([c.turns[0].user for c in convs.conversations], [4] * 6, conversations=convs)
+    work = Work.talks(convs.conversations, convs.summary)
     engine = NullEngine(NullEngine.Options())
     driver = Driver(engine, work, users=2)
     engine.start(None, None, driver, EngineSettings(max_batch=2))  # type: ignore[arg-type]

@@ -271,7 +271,7 @@ def test_a_replay_that_stalls_keeps_its_requests_and_its_failure_says_where(tmp_
         def serve(self, batch: list[Any]) -> None:  # takes the requests, answers none
             pass
 
-    work = Work([[1, 2, 3], [4, 5]], [4, 4], arrivals=[0.0, 0.01])
+    work = Work.single([[1, 2, 3], [4, 5]], [4, 4], at=[0.0, 0.01])
     engine = Silent(Silent.Options())
     driver = Driver(engine, work, users=2)
     engine.start(None, None, driver, EngineSettings(max_batch=2))  # type: ignore[arg-type]

@@ -38,7 +38,7 @@ TOY = textwrap.dedent(
         def work(self, params, vocab, total, lengths):
             prompt_len, out = lengths
             prompts = [[self.options.word % vocab] * prompt_len for _ in range(total)]
-            return Work(prompts, [out] * total, {"source": self.name, "word": self.options.word})
+            return Work.single(prompts, [out] * total, {"source": self.name, "word": self.options.word})
 
 
     @dataclass(frozen=True)

@@ -266,9 +266,10 @@ def rouge(work: Any, served: list[list[int]], ref: Reference, progress: Callable
     per sample within 0.9-1.1 of FP32's."""
     from accelbench.serve import quality
 
-    keep = [i for i, r in enumerate(work.references) if r]
+    references = work.references or []
+    keep = [i for i, r in enumerate(references) if r]
     progress(f"ROUGE of {len(keep)} answers against the file's references")
-    answers = [work.references[i] for i in keep]
+    answers = [references[i] for i in keep]
 
     def scores(tokens: list[list[int]]) -> Any:
         picked = [tokens[i] for i in keep]
@@ -287,13 +288,14 @@ def served_rouge(
     given: the weights are the server's, so no FP32 run of them is at hand to set the bar."""
     from accelbench.serve import quality
 
-    keep = [i for i, r in enumerate(work.references) if r]
+    references = work.references or []
+    keep = [i for i, r in enumerate(references) if r]
     if not keep:
         raise RuntimeError("the prompt file has no reference answers to score the server's answers against")
     progress(f"ROUGE of {len(keep)} answers against the file's references")
     picked = [served[i] for i in keep]
     scores = quality.score(
-        quality.decode(work.tokenizer, picked), [work.references[i] for i in keep], [len(t) for t in picked]
+        quality.decode(work.tokenizer, picked), [references[i] for i in keep], [len(t) for t in picked]
     )
     verdict = quality.gate(scores, target) if target is not None else None
     return {"served": scores.to_dict(), "fp32": None, "verdict": verdict.to_dict() if verdict else None}

@@ -22,7 +22,8 @@ The first three are LoadGen's sample library; the last two are replayed by accel
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions
@@ -51,19 +52,26 @@ class RunSettings(Protocol):
     def tokenizer_dir(self) -> str: ...
 
 
+#: who sends a run's requests: LoadGen on its own schedule (all at once, Poisson arrivals), or accelbench's own
+#: driver (:mod:`accelbench.serve.replay`: a turn at its time, a turn after the answer before it)
+Driver = Literal["loadgen", "accelbench"]
+
+
 @dataclass(frozen=True)
 class Turn:
-    """One exchange: the user's new tokens (the whole prompt only on the first turn), the tokens to generate, and
-    the answer the file gave (None when it has none: a synthetic turn, or an empty answer)."""
+    """One request of a conversation: the user's new tokens (the whole prompt on a first turn), the tokens to
+    generate, the answer the source gave (None when it has none: a synthetic turn, an empty answer) and, for a
+    first turn with a time of its own (a trace's row), the seconds from the run's start at which it is due."""
 
     user: list[int]
     answer_tokens: int
-    reference: str | None
+    reference: str | None = None
+    at: float | None = None
 
 
 @dataclass(frozen=True)
 class Conversation:
-    """A conversation's turns, in the order they are sent."""
+    """A conversation's turns, in the order they are sent; a single request is a conversation of one turn."""
 
     turns: list[Turn]
 
@@ -83,32 +91,89 @@ class ConversationSet:
 
 @dataclass(frozen=True)
 class Work:
-    """What a token run serves: the prompts' tokens, each one's output tokens, and where they came from."""
+    """What a token run serves, in one shape for every source: conversations of turns (a prompt of LoadGen's
+    library and a trace's row are conversations of one turn; a trace's turn carries its time), who sends them
+    (``driver``), what the record keeps of where they came from (``summary``: ``details.prompts``) and what the
+    engine and the run are told (the tokenizer, the salt that keeps prompts distinct, a shared prefix on purpose).
 
-    prompts: list[list[int]]
-    outs: list[int]
+    Build one with :meth:`single` (one turn each: LoadGen's sample library, or a trace's timed rows) or
+    :meth:`talks` (conversations, each turn after its answer)."""
+
+    requests: list[Conversation]
+    driver: Driver = "loadgen"
     summary: dict[str, Any] | None = None  # details.prompts (None: random prompts, nothing more to say)
     tokenizer: Any = None
-    references: list[str | None] | None = None
     #: makes each request's prompt distinct past its shared prefix (None: sent as they are)
     salt: "Salt | None" = None
-    #: seconds from the run's start at which each prompt is sent (a trace); None: LoadGen's schedule
-    arrivals: list[float] | None = None
-    #: conversations whose turns are sent after their answers (the prompts are their first turns)
-    conversations: ConversationSet | None = None
     #: the source made prompts begin alike on purpose (a shared prefix asked for, a trace's shared blocks), so a
     #: server's prefix cache is meant to serve them
     shared_prefix: bool = False
 
+    @classmethod
+    def single(
+        cls,
+        prompts: list[list[int]],
+        outs: list[int],
+        summary: dict[str, Any] | None = None,
+        tokenizer: Any = None,
+        references: list[str | None] | None = None,
+        *,
+        at: list[float] | None = None,
+        salt: "Salt | None" = None,
+        shared_prefix: bool = False,
+    ) -> "Work":
+        """Single requests: LoadGen's sample library, or (``at``: each one's time) a trace accelbench replays."""
+        refs: list[str | None] = list(references) if references is not None else [None] * len(prompts)
+        times: list[float | None] = list(at) if at is not None else [None] * len(prompts)
+        requests = [
+            Conversation([Turn(p, o, r, t)]) for p, o, r, t in zip(prompts, outs, refs, times, strict=True)
+        ]  # fmt: skip
+        driver: Driver = "accelbench" if at is not None else "loadgen"
+        return cls(requests, driver, summary, tokenizer, salt, shared_prefix)
+
+    @classmethod
+    def talks(cls, conversations: list[Conversation], summary: dict[str, Any], tokenizer: Any = None) -> "Work":
+        """Conversations, each turn sent by accelbench's driver after the previous answer, with its history."""
+        return cls(conversations, "accelbench", summary, tokenizer)
+
+    @cached_property
+    def firsts(self) -> list[Turn]:
+        return [c.turns[0] for c in self.requests]
+
+    @cached_property
+    def prompts(self) -> list[list[int]]:
+        """Each conversation's first prompt: LoadGen's library, the probe's prompts."""
+        return [t.user for t in self.firsts]
+
+    @cached_property
+    def outs(self) -> list[int]:
+        """Each first turn's output tokens (at least 2 for a conversation's: TPOT needs two)."""
+        floor = 2 if self.conversations is not None else 0
+        return [max(t.answer_tokens, floor) for t in self.firsts]
+
+    @cached_property
+    def references(self) -> list[str | None] | None:
+        """Each first turn's answer from the source, where any has one (a prompt file's, MLPerf's data)."""
+        refs = [t.reference for t in self.firsts]
+        return refs if any(r is not None for r in refs) and self.driver == "loadgen" else None
+
+    @cached_property
+    def arrivals(self) -> list[float] | None:
+        """Seconds from the run's start at which each request is due (a trace); None: no times of their own."""
+        times = [t.at for t in self.firsts]
+        return [float(t) for t in times if t is not None] if times and all(t is not None for t in times) else None
+
     @property
+    def conversations(self) -> ConversationSet | None:
+        """The conversations whose later turns wait for the answers before them (None: single requests)."""
+        if self.driver != "accelbench" or self.arrivals is not None:
+            return None
+        return ConversationSet(self.requests, self.summary or {})
+
+    @cached_property
     def longest(self) -> int:
         """Prompt and output tokens of the longest request (a conversation's last turn holds its whole history)."""
-        longest = max(len(p) + o for p, o in zip(self.prompts, self.outs, strict=True))
-        if self.conversations is not None:
-            for c in self.conversations.conversations:
-                history = sum(len(t.user) + t.answer_tokens for t in c.turns)
-                longest = max(longest, history)
-        return longest
+        return max(sum(len(t.user) + t.answer_tokens for t in c.turns) for c in self.requests)
 
     @property
     def shares_prefixes(self) -> bool:
@@ -119,7 +184,7 @@ class Work:
     @property
     def replayed(self) -> bool:
         """Sent by accelbench's own driver, not LoadGen (arrivals or turns LoadGen cannot express)."""
-        return self.arrivals is not None or self.conversations is not None
+        return self.driver == "accelbench"
 
 
 class Source:

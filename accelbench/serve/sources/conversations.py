@@ -297,12 +297,8 @@ class ConversationSource(Source):
             check_broken(read.summary, "conversations", "conversation file")
         else:
             read = synthetic_conversations(total, o.turns, lengths[0], lengths[1], max(vocab, 2))
-        firsts = [c.turns[0] for c in read.conversations]
         summary = {"source": self.name, **read.summary, "think_ms": o.think_ms}
-        return Work(
-            [t.user for t in firsts], [max(t.answer_tokens, 2) for t in firsts], summary, tokenizer,
-            conversations=read,
-        )  # fmt: skip
+        return Work.talks(read.conversations, summary, tokenizer)
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:

@@ -447,7 +447,7 @@ class MlperfSource(Source):
                 "source": reference.source,
                 "applies": bool(summary.get("served_whole")),
             }
-        return Work([s.prompt for s in samples], outs, summary, tokenizer, [s.reference for s in samples])
+        return Work.single([s.prompt for s in samples], outs, summary, tokenizer, [s.reference for s in samples])
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:

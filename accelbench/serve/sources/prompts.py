@@ -529,7 +529,7 @@ class FileSource(Source):
             )  # fmt: skip
             prompts, summary["prefix"] = made.prompts, made.summary
         references = [s.reference for s in samples]
-        return Work(prompts, outs, summary, tokenizer, references, shared_prefix=bool(o.prefix_tokens))
+        return Work.single(prompts, outs, summary, tokenizer, references, shared_prefix=bool(o.prefix_tokens))
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:

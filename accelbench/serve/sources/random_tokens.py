@@ -57,7 +57,7 @@ class RandomSource(Source):
             prompts, starts = made.prompts, made.starts
             summary = {"source": self.name, "prefix": made.summary}
         salt = Salt(starts, vocab) if params.mode != "accuracy" else None  # accuracy compares the same prompts
-        return Work(prompts, [out] * total, summary, salt=salt, shared_prefix=bool(o.prefix_tokens))
+        return Work.single(prompts, [out] * total, summary, salt=salt, shared_prefix=bool(o.prefix_tokens))
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:

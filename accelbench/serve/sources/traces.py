@@ -474,7 +474,7 @@ class TraceSource(Source):
         outs = [max(r.output_tokens, 2) for r in trace.rows]
         summary = {"source": self.name, **trace.to_dict(), "speed": o.trace_speed}
         summary["shared_fraction"] = shared = shared_fraction(trace)
-        return Work(prompts, outs, summary, arrivals=[r.at for r in trace.rows], shared_prefix=bool(shared))
+        return Work.single(prompts, outs, summary, at=[r.at for r in trace.rows], shared_prefix=bool(shared))
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:
