@@ -18,7 +18,7 @@ from conftest import run_cli, stored
 from accelbench.errors import UsageError
 from accelbench.registry import describe_params
 from accelbench.serve import requests
-from accelbench.serve.limits import Limits
+from accelbench.serve.limits import Limits, limits_for
 from accelbench.serve.replay import Replayed, Sent, figures, steady_window
 from accelbench.serve.specs import LLMServeParams
 
@@ -260,6 +260,84 @@ def test_a_steady_window_of_users_in_step_counts_whole_waves(think: float) -> No
     assert values["goodput_requests_per_second"] == pytest.approx(4 / (1.0 + think))
 
 
+def test_a_last_round_cut_short_is_left_out_of_the_window_not_counted_in_part() -> None:
+    """A batching server answers a wave's requests a little apart (2 ms here) and the loop stops mid-round, as
+    soon as it has sent enough: only 2 of 4 users send a last time. The window ends at the last round every user
+    began, so it holds whole waves and reads the true rate, N / latency; ending at the run's last send would count
+    the cut round's time and half its answers (3.79 requests/s here). The requests file's rows agree."""
+    from accelbench.serve.limits import Limits
+    from accelbench.serve.replay import Window
+
+    users, latency, step = 4, 1.0, 0.01
+    sent = []
+    for k in range(11):  # ten full rounds, then a round of two users
+        for u in range(users if k < 10 else 2):
+            at = k * latency + u * step  # each user sends the moment its answer came
+            s = Sent(len(sent), 0, at, 16, OUT, user=u)
+            s.issued, s.first, s.done, s.tokens = 100 + at, 100 + at + latency / 2, 100 + at + latency, OUT
+            sent.append(s)
+    run = Replayed(sent, 100.0, 100 + 11 * latency, "closed", users, 0.0, users)
+    assert steady_window(run) == Window(100 + latency + 3 * step, 100 + 9 * latency + 3 * step)
+    values, details, _ = figures(run, Limits(None, None, "none"))
+    assert values["requests_per_second"] == pytest.approx(users / latency)
+    assert details["driver"]["steady"]["requests"] == 8 * users
+    rows = list(requests.replay_rows(sent, 100.0, conversations=False))
+    again = requests.replay_figures(rows, "closed", None, None, users)
+    assert again["requests_per_second"] == pytest.approx(values["requests_per_second"])
+
+
+def test_a_closed_loop_whose_requests_all_fail_stops_sending_and_says_why() -> None:
+    """A server that refuses every request answers at once; its users would resend for the whole planned time.
+    The loop stops after failures in a row (failures_to_stop) and the record's reasons say so."""
+    from accelbench.errors import BenchmarkFailed
+    from accelbench.serve.engines.base import EngineSettings, NullEngine, TokenRequest
+    from accelbench.serve.replay import ClosedLoop, Driver, failures_to_stop
+    from accelbench.serve.sources.base import Work
+
+    class Refusing(NullEngine):
+        def serve(self, batch: list[TokenRequest]) -> None:
+            for r in batch:
+                self.sink.failed(r, ConnectionRefusedError("connection refused"))
+
+    work = Work.single([[1, 2, 3]] * 8, [4] * 8)
+    engine = Refusing(Refusing.Options())
+    driver = Driver(engine, work, users=2, closed=ClosedLoop(2, 100_000, 600.0))
+    engine.start(None, None, driver, EngineSettings(max_batch=2))  # type: ignore[arg-type]
+    try:
+        run = driver.run(timeout=30)
+    finally:
+        engine.stop()
+    assert len(run.sent) < failures_to_stop(2) + 2 and run.stopped and "failed in a row" in run.stopped
+    with pytest.raises(BenchmarkFailed, match="no request of the replay was answered"):
+        figures(run, limits_for("llama3.1-8b", "llama3_1-8b", True, "concurrency", 0.0, 0.0))
+
+
+def test_limits_that_judge_nothing_are_never_out_of_reach() -> None:
+    """A closed loop given no limit counts goodput against MLPerf's; a slow server's single-request TPOT over
+    them must not skip the run (nor tell the user to raise a flag that would judge it)."""
+    from types import SimpleNamespace
+
+    from accelbench.serve.run import unreachable_tpot
+
+    slow = SimpleNamespace(single_tpot_seconds=0.25)  # 250 ms a token, over 2 x MLPerf's 100 ms
+    unjudged = limits_for("llama3.1-8b", "llama3_1-8b", True, "concurrency", 0.0, 0.0)
+    assert not unjudged.judged and unreachable_tpot(unjudged, slow) is None  # type: ignore[arg-type]
+    given = limits_for("llama3.1-8b", "llama3_1-8b", True, "concurrency", 0.0, 100.0)
+    assert given.judged and "out of reach" in (unreachable_tpot(given, slow) or "")  # type: ignore[arg-type]
+    one = limits_for("llama3.1-8b", "llama3_1-8b", True, "concurrency", 5000.0, 0.0)
+    assert one.tpot_p99_ms == 100 and "judged too" in one.source  # the other limit borrowed, and said judged
+
+
+def test_a_closed_loop_plans_rounds_enough_for_a_window_and_its_cool_down() -> None:
+    from accelbench.serve.drive import closed_plan
+
+    params = LLMServeParams(model="llama3.1-8b", scale="tiny", concurrency="64", batch_size=64)
+    slow = closed_plan(params, "llama3_1-8b", rate=0.5)  # the quick profile's minute holds 30 requests
+    assert slow.requests >= 3 * 64 + 64 and slow.expected >= (slow.requests + 64) / 0.5
+    fast = closed_plan(LLMServeParams(model="llama3.1-8b", scale="tiny", concurrency="4"), "llama3_1-8b", 500.0)
+    assert fast.requests == 662 + 4 and fast.expected == fast.seconds  # LoadGen's tail, and its 2 s at least
+
+
 def test_a_run_too_short_for_a_window_says_its_figures_are_of_every_request() -> None:
     from accelbench.serve.limits import Limits
 
@@ -283,6 +361,7 @@ def test_a_run_too_short_for_a_window_says_its_figures_are_of_every_request() ->
         (dict(concurrency="4", user_think_ms=-1.0), "must not be negative"),
         (dict(concurrency="4", source="conversations"), "drop one"),
         (dict(mode="sweep", scenario="server", concurrency="1,2"), "drop --scenario server"),
+        (dict(mode="sweep", concurrency="1,2", target_qps=3.0), "drop --target-qps"),
     ],
 )
 def test_contradictory_closed_loop_flags_are_refused(kw: dict[str, Any], words: str) -> None:

@@ -68,6 +68,7 @@ WRITTEN_ONLY = {
     ("queries",): "a SingleStream or MultiStream run's queries, its energy per query's divisor (no fixture is one)",
     ("find_peak", "limits"): "a language model's find-peak: the limits its screens were held to",
     ("find_peak", "method"): "a language model's find-peak: how its screens were judged",
+    ("driver", "stopped"): "a closed loop whose requests failed in a row (tests/test_closed_loop.py runs one)",
 }
 
 

@@ -470,6 +470,23 @@ def test_a_round_whose_first_confirmation_ran_long_still_confirms_the_default_be
     assert all(start < 200 for _, _, start, _, _ in fake.log) and fake.now <= 200 + 80  # within one trial
 
 
+def test_the_second_of_a_confirmation_pair_is_given_the_time_a_confirmation_takes() -> None:
+    """The default's confirmation may start with seconds of the budget left; killed at the timeout floor (60 s)
+    it would read as the default's failure and withhold the speed-up. It is given what a confirmation takes
+    (PAIR_TIMEOUT_SHARE of the expected), and the search overruns by one confirmation at most."""
+    from accelbench.tune.search import PAIR_TIMEOUT_SHARE
+
+    figures = {DEFAULT: [100.0, 104.0, 98.0], ONNX: [200.0, 190.0, 210.0], OPENVINO: [300.0, 310.0, 290.0]}
+    fake = Fake(figures, seconds={"screen": 10.0, "gate": 10.0, "confirm": 80.0})
+    params = tune_params(backends="torch,onnxruntime,openvino", finalists=2, batch_sizes="8", budget="200s")
+    Tuner(params, fake, clock=fake.clock).run()
+    confirms = [(key, start, timeout) for phase, key, start, _, timeout in fake.log if phase == "confirm"]
+    assert [key for key, _, _ in confirms] == [OPENVINO, DEFAULT]
+    (_, _, first), (_, start, second) = confirms
+    assert start >= 200 - 60 and second is not None and second >= 80.0  # 60 s left, still given a whole one
+    assert second <= PAIR_TIMEOUT_SHARE * 80.0 + 1e-9 or second == first
+
+
 def test_a_cut_round_runs_the_best_and_the_default_first() -> None:
     """The candidates a cut round keeps run in the order kept: the best and the default first."""
     tuner = Tuner(tune_params(), lambda *a, **k: None, clock=lambda: 0.0)  # type: ignore[arg-type,return-value]

@@ -176,6 +176,8 @@ class ReplayDriver(TypedDict, total=False):
     think_ms: float
     most_in_flight: int
     steady: SteadyWindow
+    #: why a closed loop stopped sending before its plan was done (its requests failing in a row)
+    stopped: str
 
 
 class SweepPoint(TypedDict, total=False):

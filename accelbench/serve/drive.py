@@ -34,14 +34,19 @@ PROGRESS_EVERY = 2.0
 def closed_plan(params: LLMServeParams, benchmark: str, rate: float) -> "ClosedLoop":
     """How long a closed loop runs: as a Server run of the profile would (LoadGen's settings for the preset's
     benchmark: its minimum duration and requests; the quick profile's requests as :func:`quick_requests` sizes them
-    at the probe's rate), past each user's warm-up request."""
+    at the probe's rate), past each user's warm-up request; at least three rounds of its users (a steady window
+    needs every user to send past its warm-up), and one round more for the cool-down the window leaves out."""
     from accelbench.serve.replay import ClosedLoop
 
     s = lgset.base(replace(params, scenario="server"), params.mode, mlperf_name=mlperf_name(benchmark, "server"))
+    users = int(params.concurrency)
     least = int(s.min_query_count)
     if params.profile != "official":
         least = quick_requests(min(rate, MAX_PLANNED_REQUESTS), least)
-    return ClosedLoop(int(params.concurrency), least, s.min_duration_ms / 1000)
+    planned = max(least, 3 * users) + users
+    seconds = s.min_duration_ms / 1000
+    expected = max(seconds, (planned + users) / rate) if rate > 0 else 0.0  # the probe's rate: a first ETA
+    return ClosedLoop(users, planned, seconds, expected)
 
 
 def replay(params: LLMServeParams, ctx: RunContext, stage: Stage, loop: "ClosedLoop | None" = None) -> "Driven":
@@ -61,7 +66,7 @@ def replay(params: LLMServeParams, ctx: RunContext, stage: Stage, loop: "ClosedL
     )  # fmt: skip
     left = work.arrivals[-1] if work.arrivals else None
     if loop is not None:  # at least its requests past the warm-up, for at least its seconds
-        total, left = loop.requests + loop.warmup, loop.seconds
+        total, left = loop.requests + loop.warmup, max(loop.seconds, loop.expected)
         ctx.progress(
             f"closed loop: {loop.users} users, at least {total} requests ({loop.warmup} of them warm-up) and "
             f"{loop.seconds:g} s",

@@ -14,8 +14,8 @@ straight to the engine (as LoadGen's issue callback would), and the engine's cal
 LoadGen SUT's do.
 
 A closed loop's figures are of its steady state (:func:`steady_window`): each user's first request is its warm-up
-(the N first requests leave together, a burst no later request sees), and the load ends at the last send (from
-then users run out of work one by one and fewer than N requests are in flight).
+(the N first requests leave together, a burst no later request sees), and the window ends at the last round of
+sends every user began (from then users run out of work one by one and fewer than N requests are in flight).
 
 The record says what the driver did as well as what the server did: how late each request was sent against its
 due time (``issue_late_*``; a driver that falls behind measures itself, and says so), the load offered (a trace's
@@ -72,11 +72,20 @@ class ClosedLoop:
     users: int
     requests: int
     seconds: float
+    #: the seconds it should take at the probe's rate (0: not known): its progress's first ETA
+    expected: float = 0.0
 
     @property
     def warmup(self) -> int:
         """The requests left out as warm-up: each user's first (:data:`WARMUP_PER_USER`)."""
         return WARMUP_PER_USER * self.users
+
+
+def failures_to_stop(users: int) -> int:
+    """Failed requests in a row after which a closed loop stops sending: a server that refuses every request
+    answers at once, and its users would otherwise resend for the whole planned duration (ten minutes in the
+    official profile), filling the request log with one error."""
+    return max(16, 2 * users)
 
 
 #: each closed-loop user's first requests, left out of the figures: the N first requests leave at once, a burst of
@@ -95,6 +104,7 @@ class Replayed:
     users: int | None  # conversations: users in flight at most; closed: the loop's users
     think_seconds: float
     most_in_flight: int = 0  # the most requests the driver had in flight at once (sent, not yet answered)
+    stopped: str | None = None  # why a closed loop stopped sending before its plan was done
 
 
 class Driver:
@@ -131,6 +141,8 @@ class Driver:
         self._user_of: dict[int, int] = {}  # a closed loop's session -> the user who sends it
         self._in_flight = 0
         self.most_in_flight = 0
+        self._failed_in_a_row = 0
+        self.stopped: str | None = None
         self.progress: Callable[[int], None] | None = None
 
     @property
@@ -189,7 +201,7 @@ class Driver:
                 f"nothing answered in {timeout:g} s"
             )
         users = self.users if self.kind != "trace" else None
-        return Replayed(self.sent, self.start, end, self.kind, users, self.think, self.most_in_flight)
+        return Replayed(self.sent, self.start, end, self.kind, users, self.think, self.most_in_flight, self.stopped)
 
     def _start_closed(self, due: float, user: int) -> None:
         """``user``'s next request, due at ``due`` (called holding the lock), while the loop wants more: fewer
@@ -278,7 +290,14 @@ class Driver:
             if self.closed is not None:  # the user is free: its next request after the think time, if any is left
                 self._open -= 1
                 user = self._user_of.pop(s.session)
-                self._start_closed((s.done or self._last_event) - self.start + self.think, user)
+                self._failed_in_a_row = self._failed_in_a_row + 1 if s.error is not None else 0
+                if self._failed_in_a_row >= failures_to_stop(self.closed.users) and self.stopped is None:
+                    self.stopped = (
+                        f"the closed loop stopped sending: {self._failed_in_a_row} requests failed in a row "
+                        f"({s.error})"
+                    )
+                if self.stopped is None:
+                    self._start_closed((s.done or self._last_event) - self.start + self.think, user)
                 self._wake.notify()
                 return
             more = convs is not None and tokens is not None and s.turn + 1 < len(convs[s.session].turns)
@@ -302,7 +321,7 @@ def _pct(values: list[float], p: float) -> float:
 @dataclass(frozen=True)
 class Window:
     """A closed loop's steady state, in ``perf_counter`` seconds: from the moment every user had sent its first
-    request past the warm-up to the last send of the run."""
+    request past the warm-up to the moment every user had sent as many requests as the one that sent fewest."""
 
     start: float
     end: float
@@ -315,8 +334,10 @@ class Window:
 #: how a closed loop's figures are taken, as the record says it
 STEADY_METHOD = (
     "the steady state only: each user's first request is its warm-up (the N first requests leave together); the "
-    "window runs from the moment every user had sent its first request past the warm-up to the run's last send "
-    "(from then users run out of work one by one: the cool-down). The requests answered inside the window give "
+    "window runs from the moment every user had sent its first request past the warm-up to the moment every user "
+    "had sent its last full round (as many requests as the user that sent fewest: users in step answer in waves, "
+    "and a window ending inside a wave would count its length but not all its answers); after it users run out of "
+    "work one by one (the cool-down). The requests answered inside the window give "
     "every figure: their count and output tokens over the window's length (requests/s, tokens/s), their TTFT, "
     "TPOT, inter-token gaps and latency, each timed from the request's own send"
 )
@@ -326,16 +347,19 @@ def steady_window(r: Replayed, warmup_per_user: int = WARMUP_PER_USER) -> Window
     """The closed loop's steady window (:data:`STEADY_METHOD`), or None where the run was too short to have one
     (a user that never sent past its warm-up, or no time between the window's ends).
 
-    Both ends are sends, not answers: with answers of one length a loop's users move in step, their answers
-    arriving together, and a window ending on an answer would cut such a wave in two. Between two sends, every
-    user's cycles that began inside the window are answered inside it, save the last wave's."""
+    Both ends are rounds of sends, not answers: with answers of one length a loop's users move in step, their
+    answers arriving in waves, and each user sends the moment its answer came. A window from the round after the
+    warm-up to the last round every user began holds whole waves: the answers of the rounds between, all of them,
+    over their whole time. Ending at the run's last send instead would cut the last wave (the loop stops as soon as
+    it has sent enough, mid-round), its time counted and part of its answers not, and read the rate low."""
     by_user: dict[int | None, list[Sent]] = {}
     for s in sorted(r.sent, key=lambda s: s.issued):
         by_user.setdefault(s.user, []).append(s)
-    if len(by_user) < (r.users or 1) or any(len(v) <= warmup_per_user for v in by_user.values()):
+    if len(by_user) < (r.users or 1) or any(len(v) <= warmup_per_user + 1 for v in by_user.values()):
         return None
+    last = min(len(v) for v in by_user.values()) - 1  # the last round every user began
     start = max(v[warmup_per_user].issued for v in by_user.values())
-    end = max(s.issued for s in r.sent)
+    end = max(v[last].issued for v in by_user.values())
     return Window(start, end) if end > start else None
 
 
@@ -380,7 +404,8 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], ReplayDeta
         else:
             steady = {
                 "method": "every answered request, from the first send to the last answer: the run was too short "
-                "for a steady window (a user sent nothing past its warm-up request)",
+                "for a steady window (a user sent too few requests past its warm-up, or none was answered "
+                "inside the window)",
                 "warmup_requests": 0,
                 "requests": len(ok),
                 "left_out": len(r.sent) - len(ok),
@@ -465,6 +490,9 @@ def figures(r: Replayed, limits: "Limits") -> tuple[dict[str, float], ReplayDeta
         reasons.append(
             f"TPOT over the limit ({what}): p99 TPOT {out['tpot_p99_ms']:.4g} ms over the {tpot_ms:g} ms limit"
         )
+    if r.stopped:
+        details["driver"]["stopped"] = r.stopped
+        reasons.append(r.stopped)
     if errors:
         reasons.append(f"{len(errors)} of {len(r.sent)} requests failed: {errors[0]}")
     return out, details, reasons

@@ -303,7 +303,8 @@ def replay_meta(kind: str, users: int | None) -> dict[str, Any]:
     if closed:
         meta["window"] = (
             "the figures are of the steady window: from the moment every user had sent its first request past its "
-            "warm-up (each user's first) to the run's last send; the requests answered inside it"
+            "warm-up (each user's first) to the moment every user had sent its last full round; the requests "
+            "answered inside it"
         )
     return meta
 
@@ -462,14 +463,16 @@ SUT_OFFLINE_FIGURES = ("tpot_p50_ms", "tpot_p90_ms", "tpot_p99_ms", "tokens_per_
 
 def steady(rows: list[Row], users: int | None, warmup_per_user: int = 1) -> tuple[float, float] | None:
     """A closed loop's steady window from its rows (seconds from the run's start): from the moment every user had
-    sent its first request past its warm-up to the run's last send; None where a user sent nothing past it."""
+    sent its first request past its warm-up to the moment every user had sent its last full round (as many
+    requests as the user that sent fewest); None where a user sent too few for one."""
     by_user: dict[int | None, list[float]] = {}
     for r in rows:
         by_user.setdefault(r.user, []).append(r.sent)
-    if len(by_user) < (users or 1) or any(len(v) <= warmup_per_user for v in by_user.values()):
+    if len(by_user) < (users or 1) or any(len(v) <= warmup_per_user + 1 for v in by_user.values()):
         return None
+    last = min(len(v) for v in by_user.values()) - 1
     start = max(sorted(v)[warmup_per_user] for v in by_user.values())
-    end = max(r.sent for r in rows)
+    end = max(sorted(v)[last] for v in by_user.values())
     return (start, end) if end > start else None
 
 
@@ -577,7 +580,7 @@ def summary_line(log: RequestLog, ttft_ms: float | None = None, tpot_ms: float |
         inside = sum(1 for r in log.rows if r.status == "ok" and r.done is not None and window[0] < r.done <= window[1])
         clock = (
             f" (the steady window {window[0]:.3f}-{window[1]:.3f} s: {inside} requests answered inside it; each "
-            "user's first request and those answered after the last send left out)"
+            "user's first request and those answered after every user's last full round left out)"
         )
     return "; ".join(words) + clock
 

@@ -226,9 +226,12 @@ TPOT_OUT_OF_REACH = 2.0
 
 def unreachable_tpot(limits: Limits, probed: "TokenProbe") -> str | None:
     """Why no run can meet the TPOT limit, or None: one request alone, with the engine to itself, took far longer
-    a token (a Server test at any rate would take minutes to say INVALID)."""
+    a token (a Server test at any rate would take minutes to say INVALID). Limits that judge nothing (a closed
+    loop's goodput yardstick) are never out of reach."""
     alone = probed.single_tpot_seconds
-    if limits.tpot_p99_ms is None or alone is None or alone * 1e3 <= TPOT_OUT_OF_REACH * limits.tpot_p99_ms:
+    if not limits.judged or limits.tpot_p99_ms is None or alone is None:
+        return None
+    if alone * 1e3 <= TPOT_OUT_OF_REACH * limits.tpot_p99_ms:
         return None
     return (
         f"the TPOT limit ({limits.tpot_p99_ms:g} ms, {limits.source}) is out of reach: one request alone took "

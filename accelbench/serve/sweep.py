@@ -165,6 +165,7 @@ def check(params: Swept) -> None:
             "(for the highest request rate within the TTFT/TPOT limits use --mode find-peak --scenario server; for "
             "Server runs at request rates, --rates)"
         )
+    _no_rate(params)
     points(params)
 
 
@@ -188,14 +189,19 @@ def _check_closed(params: Swept) -> None:
         raise UsageError(f"--concurrency must be at least 1 user, got {n}")
     if params.mode != "performance":
         raise UsageError(f"--concurrency N is a closed loop measured in performance mode, not --mode {params.mode}")
-    for flag, value in (("--target-qps", params.target_qps), ("--expected-qps", params.expected_qps)):
-        if value:
-            raise UsageError(f"{flag} is LoadGen's request rate; a closed loop's rate is its users': drop {flag}")
+    _no_rate(params)
     if params.batch_size < n:
         raise UsageError(
             f"--batch-size {params.batch_size} is under --concurrency {n}: the engine would hold back users' "
             "requests; drop --batch-size (the closed loop's is its concurrency) or raise it"
         )
+
+
+def _no_rate(params: Swept) -> None:
+    """A closed loop sends at the pace of its users' answers: a request rate given beside it is refused."""
+    for flag, value in (("--target-qps", params.target_qps), ("--expected-qps", params.expected_qps)):
+        if value:
+            raise UsageError(f"{flag} is LoadGen's request rate; a closed loop's rate is its users': drop {flag}")
 
 
 def _figure(r: "Result", name: str) -> float | None:

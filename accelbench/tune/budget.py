@@ -24,6 +24,13 @@ if TYPE_CHECKING:
 #: a first gate's and a first confirmation's expected time where the family gives none: (times a
 #: screening's, plus seconds)
 FIRST_OF_PHASE: dict[str, tuple[float, float]] = {"gate": (1.5, 0.0), "confirm": (1.5, 0.0)}
+#: wall seconds a trial costs for each second more of LoadGen's minimum duration (the LoadGen and serving tasks'
+#: Offline trials alike): its samples are issued for the probe's rate, which a longer run does not hold, and a run
+#: the plan disagrees with is probed and run again. Measured, a screening (2 s) and a confirmation (6 s) of the same
+#: candidates, tiny ResNet-18 Offline on 2 cores: 7.4 s and 16.4 s, 5.2 s and 12.1 s (a Zen 5, docs/tune.md's search:
+#: 2.25 and 1.7 s a second); 13.6 s (the screenings' median) and 20.2 s (the confirmations') on a shared host (1.65);
+#: 1.5 left a first round planned to fit short
+LOADGEN_PACE = 2.5
 #: the least time a trial is given before it is killed (a process start and a model load, on a slow host)
 MIN_TRIAL_TIMEOUT = 60.0
 

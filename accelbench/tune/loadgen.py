@@ -15,6 +15,7 @@ from typing import Any, Callable
 from accelbench.errors import UsageError
 from accelbench.infer.specs import InferParams
 from accelbench.params import NoOptions, opt
+from accelbench.tune.budget import LOADGEN_PACE
 from accelbench.tune.candidate import Candidate, Space, split_list
 from accelbench.tune.task import (
     CONFIRM_SECONDS,
@@ -37,12 +38,6 @@ INFER_BATCHES = {"cpu": (16, 32), "gpu": (32, 128, 256)}
 THREADED_BACKENDS = ("torch", "compile", "onnxruntime", "int8")
 #: from this many cores, a CPU search also tries leaving one or two to the harness (see LoadGenTask.shapes)
 MANY_CORES = 8
-#: wall seconds a second more of LoadGen's minimum duration costs a trial: its samples are issued for the probe's
-#: rate, which a longer run does not hold, and a run the plan disagrees with is probed and run again. Measured, a
-#: screening (2 s) and a confirmation (6 s) of the same candidates, tiny ResNet-18 Offline on 2 cores: 7.4 s and
-#: 16.4 s, 5.2 s and 12.1 s (a Zen 5, docs/tune.md's search: 2.25 and 1.7 s a second); 13.6 s (the screenings'
-#: median) and 20.2 s (the confirmations') on a shared host (1.65); 1.5 left a first round planned to fit short
-LOADGEN_PACE = 2.5
 
 
 @dataclass(frozen=True)
@@ -195,7 +190,7 @@ class LoadGenTask(TuneTask):
 
     def first_expected(self, phase: str, per_sample: Callable[[], float | None]) -> tuple[float, float] | None:
         """A LoadGen confirmation pays a screening's start, load and probe, and its 4 s more of LoadGen take
-        ``LOADGEN_PACE`` times as long (:data:`LOADGEN_PACE` says what was measured); Server's find-peak is a search
+        ``LOADGEN_PACE`` times as long (``budget.LOADGEN_PACE`` says what was measured); Server's find-peak is a search
         of several runs, four at least. A gate pays ``GATE_SCREENS`` screenings and runs the FP32 reference and the
         candidate over the gate's samples, and the FP32 model rounded twice (fidelity's twins) over a quarter of
         them, at about the reference's screened rate."""

@@ -11,10 +11,11 @@ default settings to separate them (:mod:`accelbench.tune.verdict`). Every trial 
 (:mod:`accelbench.tune.budget`); what does not is cut, and the cut is recorded with its reason. A search
 that could screen only one candidate has compared nothing: it says "no search" and names no best.
 
-Confirmations run in interleaved rounds (A B C, A B C...) so that a slow minute of a shared machine lands on
-every finalist, and the default settings are confirmed beside them: the speed-up is measured side by side,
-never against an older figure. The best and the default run first in each round, so a round the budget cuts
-still compares them. After ``--repeats`` rounds the rounds go on, with only the candidates the
+Confirmations run in interleaved rounds (A B C, A B C...) so that a slow minute of a shared machine lands on every
+finalist, and the default settings are confirmed beside them: the speed-up is measured side by side, never against
+an older figure. The best and the default run first in each round, so a round the budget cuts still compares them:
+the second of the pair runs while any budget is left, given the time a confirmation takes, so a search may overrun
+its budget by one confirmation at most. After ``--repeats`` rounds the rounds go on, with only the candidates the
 best is not yet separated from, until it separates from all of them, ``MAX_ROUNDS`` pass or the budget ends.
 """
 
@@ -39,6 +40,9 @@ SCREEN_SHARE, GATE_SHARE = 0.55, 0.70
 MAX_ROUNDS = 8
 #: runtimes of the first stage whose batch and requests the second stage varies
 SHAPE_BEST = 2
+#: the time limit of a confirmation pair's second trial, as a share of a confirmation's expected time: the pair
+#: runs while any budget is left, so a search overruns its budget by at most about this much of one trial
+PAIR_TIMEOUT_SHARE = 1.5
 
 
 class Tuner:
@@ -154,16 +158,20 @@ class Tuner:
             active = self._fit_round(active, r)
             if not active:
                 return
+            paired = default.key in {a.key for a in active[:2]}  # _fit_round put the best and the default first
             for i, c in enumerate(active):
-                # the round's first two (the best and the default) are its comparison: the round was planned to hold
-                # them, so the second runs while any budget is left, even where the first ran longer than expected
-                if not (self.time.left() > 0 if i < 2 else self.time.fits(self._expected("confirm"))):
+                # the best and the default are the round's comparison: the round was planned to hold them, so the
+                # second runs while any budget is left, even where the first ran longer than expected, and is given
+                # the time a confirmation takes (killed early, it would read as the candidate's failure)
+                pair = paired and i < 2
+                if not (self.time.left() > 0 if pair else self.time.fits(self._expected("confirm"))):
                     self.search.stopped.append(
                         f"confirmations stopped in round {r} after {i} of {len(active)}: budget "
                         f"({self.time.left():.0f} s left)"
                     )
                     return
-                self._trial("confirm", c, f"confirming {c.label()} (round {r}, {len(active)} side by side)")
+                floor = PAIR_TIMEOUT_SHARE * (self._expected("confirm") or 0.0) if pair else 0.0
+                self._trial("confirm", c, f"confirming {c.label()} (round {r}, {len(active)} side by side)", floor)
         if decide(self.search).open:
             self.search.stopped.append(f"confirmations ended after {last} rounds without separating the best")
 
@@ -273,12 +281,14 @@ class Tuner:
 
     # -- one trial ---------------------------------------------------------------------------------
 
-    def _trial(self, phase: str, c: Candidate, message: str) -> Trial:
+    def _trial(self, phase: str, c: Candidate, message: str, floor: float = 0.0) -> Trial:
+        """One trial, killed at its phase's end (a minutes-long compile, a hang), but not before ``floor`` seconds
+        (the second of a confirmation pair, given what a confirmation takes)."""
         self.progress(message, self.budget - self.time.spent())
         entry = self.entry(phase, c)
-        # a trial may not run far past its phase (a minutes-long compile, a hang): killed at its end
         end = self._screen_end() if phase == "screen" else None
-        entry = replace(entry, timeout=min(entry.timeout or self.timeout, self.time.timeout(end)))
+        limit = min(entry.timeout or self.timeout, max(self.time.timeout(end), floor))
+        entry = replace(entry, timeout=limit)
         t0 = self.clock()
         results = self.run_trial(entry)
         trial = Trial(phase, c, results[-1] if results else None, self.clock() - t0)

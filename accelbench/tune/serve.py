@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt
 from accelbench.serve.specs import LLMServeParams
+from accelbench.tune.budget import LOADGEN_PACE
 from accelbench.tune.candidate import Candidate, Space, split_list
 from accelbench.tune.task import (
     CONFIRM_SECONDS,
@@ -169,10 +170,11 @@ class ServeTask(TuneTask):
         return self.trial(**settings, duration=CONFIRM_SECONDS if phase == "confirm" else SCREEN_SECONDS)
 
     def first_expected(self, phase: str, per_sample: Callable[[], float | None]) -> tuple[float, float] | None:
-        """A confirmation measures 4 s longer than a screening (half as much again for LoadGen's margin); the gate's
-        FP32 reference generates the gate's prompts one at a time, briefly."""
+        """A confirmation measures 4 s longer than a screening, paced as the LoadGen task's (the same LoadGen
+        Offline trials: :data:`accelbench.tune.budget.LOADGEN_PACE`); the gate's FP32 reference generates the
+        gate's prompts one at a time, briefly."""
         if phase == "confirm":
-            return (1.0, 1.5 * (CONFIRM_SECONDS - SCREEN_SECONDS))
+            return (1.0, LOADGEN_PACE * (CONFIRM_SECONDS - SCREEN_SECONDS))
         return (GATE_SCREENS, 0.0) if phase == "gate" else None
 
     def tpot_limit(self) -> tuple[float, str]:
