@@ -31,6 +31,25 @@ class TokenRequest:
     max_new_tokens: int
 
 
+class RunView(Protocol):
+    """What an engine reads of the run's settings (an ``infer/llm`` run's parameters) to check and configure
+    itself, so engines know nothing else of the run, as sources read :class:`~accelbench.serve.sources.base.
+    RunSettings`."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def checkpoint(self) -> str: ...
+    @property
+    def prompts(self) -> str: ...
+
+
 class Sink(Protocol):
     """Where an engine streams to (the LoadGen SUT, or the probe)."""
 
@@ -176,7 +195,7 @@ class Engine:
         return None
 
     @classmethod
-    def check_run(cls, params: Any, options: Any) -> None:
+    def check_run(cls, params: RunView, options: Any) -> None:
         """Raise a UsageError for what the run's parameters cannot do with this engine's settings (no I/O: said
         while the parameters are validated). Nothing by default."""
 
@@ -207,15 +226,15 @@ class Engine:
         language-model search), each a dict of changes; none by default."""
         return []
 
-    def check(self, params: Any) -> None:
+    def check(self, params: RunView) -> None:
         """Before anything runs: raise a UsageError for what the run's parameters cannot do with this engine
         (a server that does not answer, for the endpoint engine). Nothing by default."""
 
-    def configure(self, params: Any) -> None:
+    def configure(self, params: RunView) -> None:
         """Read what the engine needs from the run's parameters, before :meth:`start`. Nothing by default."""
 
     @classmethod
-    def min_requests(cls, params: Any) -> int:
+    def min_requests(cls, params: RunView) -> int:
         """The fewest requests a run of this engine issues (0: LoadGen's plan alone)."""
         return 0
 

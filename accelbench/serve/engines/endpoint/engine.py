@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import UsageError
-from accelbench.serve.engines.base import Engine, EngineSettings, Sink, TokenRequest
+from accelbench.serve.engines.base import Engine, EngineSettings, RunView, Sink, TokenRequest
 from accelbench.serve.engines.endpoint import params as options_of
 from accelbench.serve.engines.endpoint.client import Answer, Failure, error_words
 from accelbench.serve.engines.endpoint.params import EndpointOptions, server_device
@@ -26,8 +26,6 @@ from accelbench.serve.engines.endpoint.watch import ClientWatch
 
 if TYPE_CHECKING:
     import torch
-
-    from accelbench.serve.specs import LLMServeParams
 
 
 #: Server and interactive: connections at least (each arrival is sent at once, as a reader's request would be;
@@ -114,7 +112,7 @@ class EndpointEngine(Engine):
     options: EndpointOptions
 
     @classmethod
-    def check_run(cls, params: "LLMServeParams", options: EndpointOptions) -> None:
+    def check_run(cls, params: RunView, options: EndpointOptions) -> None:
         """The served model's tokenizer named; accuracy scored on a prompt file's answers, gated only in accuracy."""
         where = options.tokenizer or params.checkpoint
         if not where:
@@ -154,7 +152,7 @@ class EndpointEngine(Engine):
         return [f"serving {settings['served_model']}"] if settings.get("served_model") else []
 
     @classmethod
-    def min_requests(cls, params: "LLMServeParams") -> int:
+    def min_requests(cls, params: RunView) -> int:
         """The fewest requests LoadGen's run may issue (its ``min_query_count`` floor; 0: no floor of this engine's):
         in Offline, :data:`OFFLINE_MIN_WAVES` waves of ``--batch-size``, so the figure is never one batch's."""
         return OFFLINE_MIN_WAVES * params.batch_size if params.scenario == "offline" else 0
@@ -167,14 +165,14 @@ class EndpointEngine(Engine):
                 return f"the endpoint engine needs {module} ({why}): pip install 'accelbench[endpoint]'"
         return None
 
-    def check(self, params: "LLMServeParams") -> None:
+    def check(self, params: RunView) -> None:
         """The server answers, speaks OpenAI's API and serves the model: else one line (UsageError), before load."""
         from accelbench.serve.engines.endpoint.preflight import load_tokenizer, preflight
 
         preflight(self.options)
         load_tokenizer(self.options, params.checkpoint)  # a folder without a tokenizer: one line, not a failed record
 
-    def configure(self, params: "LLMServeParams") -> None:
+    def configure(self, params: RunView) -> None:
         from accelbench.serve.engines.endpoint.preflight import load_tokenizer, preflight
 
         self.target = preflight(self.options)
