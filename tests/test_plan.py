@@ -252,3 +252,17 @@ def test_a_dry_run_creates_no_store(tmp_path: Path, cli_env) -> None:
     plan = run_cli(["kernels", "gemm", "--db", str(db), "--dry-run"], cli_env, tmp_path)
     assert plan.returncode == 0, plan.stderr
     assert "from the cost model" in plan.stdout and not (tmp_path / "not").exists()
+
+
+def test_a_closed_loop_and_a_sweep_of_them_are_estimated_as_they_run() -> None:
+    """A closed loop runs rounds of its users at their rate (not a Server run's half rate); a sweep runs one loop
+    a point, so it is estimated as their sum, not as a few probe batches."""
+    from accelbench.suite.estimate import Target, modelled
+    from accelbench.suite.suites import make_entry
+
+    target = Target.of("cpu")
+    base = {"model": "llama3.1-8b", "scale": "tiny", "engine": "static"}
+    loop = modelled(make_entry("infer/llm", base | {"concurrency": "4"}), target)
+    sweep = modelled(make_entry("infer/llm", base | {"mode": "sweep", "concurrency": "1,4,16"}), target)
+    assert "closed loop of 4 users" in loop.how and "3 closed loops" in sweep.how
+    assert sweep.seconds > loop.seconds  # three loops, one of them the four users'

@@ -515,7 +515,18 @@ def _llm_serve(p: Any, target: Target) -> tuple[float, str]:
     warmups = 2  # the probe's batches until two agree (PROBE_WARMUPS at most): assumed the second agrees
     probe = (1 + warmups) * batch_seconds + single
     duration = p.duration or (600.0 if p.profile == "official" else 2.0)
-    if p.mode != "performance":
+
+    def closed(users: int) -> float:  # a closed loop of ``users`` (drive.closed_plan): rounds enough, at their rate
+        at = users / (users * prefill + out * step(users))
+        least = token_loadgen.quick_requests(at, lg.QUICK_TAIL_QUERIES) if p.profile == "quick" else 0
+        return max(duration, (max(least, 3 * users) + 2 * users) / at) + single
+
+    if p.mode == "sweep" and not p.rates:
+        from accelbench.serve.sweep import points
+
+        users = [int(c) for c in points(p)]
+        run, what = sum(closed(c) + (1 + warmups) * batch_seconds for c in users), f"{len(users)} closed loops"
+    elif p.mode != "performance":
         bound = token_probe.PROBE_WARMUPS
         run, what = bound * batch_seconds, f"{p.mode} (a bound of {bound} batches)"
     elif p.scenario == "offline":
@@ -524,6 +535,8 @@ def _llm_serve(p: Any, target: Target) -> tuple[float, str]:
         run, what = math.ceil(requests / batch) * batch_seconds, f"offline {requests} requests"
     elif p.scenario == "singlestream":
         run, what = max(duration, 64 * single), "singlestream run"
+    elif p.scenario == "concurrency":
+        run, what = closed(int(p.concurrency)), f"closed loop of {p.concurrency} users"
     else:  # server, interactive: the quick minute's requests at half the probed rate, and the last one's answer
         qps = p.target_qps or max(rate * token_loadgen.SERVER_FRACTION, 0.1)
         requests = token_loadgen.quick_requests(qps, lg.QUICK_TAIL_QUERIES) if p.profile == "quick" else 0
