@@ -111,7 +111,7 @@ def _gpu(monkeypatch: Any, total: int, free: int | None) -> None:
     """The run's device kind, answered as a GPU of ``total`` bytes with ``free`` bytes free (None: a kind that cannot
     read its free memory)."""
     from accelbench.devices.base import DeviceKind
-    from accelbench.serve import run as tokens_run
+    from accelbench.serve import memory
 
     class Gpu(DeviceKind):
         accelerator = True
@@ -124,13 +124,13 @@ def _gpu(monkeypatch: Any, total: int, free: int | None) -> None:
 
     if free is not None:
         Gpu.free_memory = lambda self, device: free  # type: ignore[method-assign]
-    monkeypatch.setattr(tokens_run, "kind_of", lambda device: Gpu())
+    monkeypatch.setattr(memory, "kind_of", lambda device: Gpu())
 
 
 def _refusal(model: str, **given: Any) -> str | None:
     import torch
 
-    from accelbench.serve.run import too_big
+    from accelbench.serve.memory import too_big
     from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
@@ -148,7 +148,7 @@ def test_llama3_1_8b_accuracy_at_batch_64_is_accepted_on_an_80_gib_gpu(monkeypat
 
 def test_accuracy_mode_counts_its_fp32_reference_phase():
     """The reference phase is two FP32 copies of the weights and its own batch, and it is the peak at batch 64."""
-    from accelbench.serve.run import memory_need
+    from accelbench.serve.memory import memory_need
     from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
@@ -174,7 +174,7 @@ def test_a_gpu_whose_memory_others_hold_is_refused_though_its_total_would_do(mon
 
 def test_the_headroom_is_counted_against_what_is_free(monkeypatch):
     """A need that fits the free memory only without the headroom is refused."""
-    from accelbench.serve.run import HEADROOM_BYTES, memory_need
+    from accelbench.serve.memory import HEADROOM_BYTES, memory_need
     from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
@@ -197,7 +197,7 @@ def test_multi_gpu_advice_names_a_tensor_parallel_size_vllm_accepts(monkeypatch,
     advised is the smallest such size that holds the weights and cache in vLLM's 90% of each 80 GiB device."""
     import math
 
-    from accelbench.serve.run import VLLM_MEMORY_SHARE, memory_need
+    from accelbench.serve.memory import VLLM_MEMORY_SHARE, memory_need
     from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 

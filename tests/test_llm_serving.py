@@ -371,7 +371,7 @@ def test_a_preset_too_big_for_the_machine_is_skipped_with_what_it_needs():
     """A full llama2-70b (138 GB in fp32) is refused before it is built; its tiny scale fits anywhere."""
     import torch
 
-    from accelbench.serve.run import too_big
+    from accelbench.serve.memory import too_big
     from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
@@ -539,7 +539,7 @@ def test_a_preset_that_needs_several_gpus_is_refused_with_how_many_and_the_route
     import torch
 
     from accelbench.devices.base import DeviceKind
-    from accelbench.serve import run as tokens_run
+    from accelbench.serve import memory as mem
     from accelbench.serve.specs import LLMServeParams
     from accelbench.workloads.decoder import PRESETS, config_of, figures
 
@@ -552,18 +552,18 @@ def test_a_preset_that_needs_several_gpus_is_refused_with_how_many_and_the_route
         def record_name(self, device=None):  # type: ignore[no-untyped-def]
             return "cuda:0"
 
-    monkeypatch.setattr(tokens_run, "kind_of", lambda device: Gpu80())
+    monkeypatch.setattr(mem, "kind_of", lambda device: Gpu80())
     big = figures(config_of(PRESETS["llama3.1-405b"], "full"), 2)
-    why = tokens_run.too_big(LLMServeParams(model="llama3.1-405b", precision="bf16"), big, torch.device("cpu"))
+    why = mem.too_big(LLMServeParams(model="llama3.1-405b", precision="bf16"), big, torch.device("cpu"))
     weights = big.params * 2
     assert why is not None and f"{weights / 2**30:.1f} GiB of weights (bf16)" in why
     devices = int(why.split("it needs ")[1].split()[0])
     assert devices >= math.ceil(weights / (80 * 2**30)) and "--engine endpoint --url" in why
     assert f"--tensor-parallel-size {devices}" in why
     small = figures(config_of(PRESETS["llama3.1-8b"], "full"), 2)
-    assert tokens_run.too_big(LLMServeParams(model="llama3.1-8b", precision="bf16"), small, torch.device("cpu")) is None
+    assert mem.too_big(LLMServeParams(model="llama3.1-8b", precision="bf16"), small, torch.device("cpu")) is None
     crowded = LLMServeParams(model="llama3.1-8b", precision="bf16", batch_size=4096, input_tokens=8192)
-    why = tokens_run.too_big(crowded, small, torch.device("cpu"))
+    why = mem.too_big(crowded, small, torch.device("cpu"))
     assert why is not None and "lower --batch-size" in why and "GiB of KV cache for 4096 requests" in why
 
 
