@@ -7,7 +7,10 @@ into ``accelbench: error: ...`` with exit status 2.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from accelbench.results.details import Details
 
 
 class UsageError(Exception):
@@ -36,10 +39,10 @@ class BenchmarkFailed(Exception):
     no failure: the benchmark returns it ``ok`` with ``valid=False`` (exit status 3).
     """
 
-    def __init__(self, error: str, record: dict[str, Any] | None = None, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, error: str, record: dict[str, Any] | None = None, details: Details | None = None) -> None:
         super().__init__(error)
         self.record = record
-        self.details = details or {}
+        self.details: Details = details or {}
 
 
 class RecordedElsewhere(Exception):

@@ -1,6 +1,11 @@
-"""Records built by hand, for tests of the store, export and compare."""
+"""Records built by hand, for tests of the store, export and compare; and a check of a record's details against the
+TypedDict its writer builds."""
 
 from __future__ import annotations
+
+import types
+import typing
+from typing import Any
 
 from accelbench.results.record import Metric, Result
 
@@ -32,3 +37,82 @@ def make_result(
     else:
         r.reason = "not supported"
     return r
+
+
+def _written_types() -> dict[str, Any]:
+    """Each benchmark's family -> the TypedDict its writer builds (``Result.details`` is typed as their base)."""
+    from accelbench.infer.results import ImageDetails
+    from accelbench.kernels.common import KernelDetails
+    from accelbench.serve.results import ServingDetails
+    from accelbench.train.specs import TrainDetails
+    from accelbench.tta.run import TtaDetails
+    from accelbench.tune.outcome import TuneDetails
+
+    return {
+        "infer/llm": ServingDetails,
+        "infer/loadgen": ImageDetails,
+        "kernels": KernelDetails,
+        "train": TrainDetails,
+        "tta": TtaDetails,
+        "tune": TuneDetails,
+    }
+
+
+def _engine_types() -> dict[str, Any]:
+    """Each engine's name -> the TypedDict of its facts."""
+    from accelbench.serve.engines.continuous import ContinuousFacts
+    from accelbench.serve.engines.static import StaticFacts
+    from accelbench.serve.engines.vllm import VllmFacts
+
+    return {"static": StaticFacts, "continuous": ContinuousFacts, "vllm": VllmFacts}
+
+
+def _misfits(value: Any, hint: Any, where: str, closed: bool = False) -> list[str]:
+    """Where ``value`` is not of the annotation ``hint`` (a JSON value against a TypedDict's field): a key no type
+    declares (``closed``: a writer's own TypedDict), a value of another type, at any depth."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return []
+    if origin in (typing.Union, types.UnionType):
+        return [] if any(not _misfits(value, a, where) for a in args) else [f"{where}: {value!r:.60} is not {hint}"]
+    if origin is typing.Literal:
+        return [] if value in args else [f"{where}: {value!r} is none of {args}"]
+    if typing.is_typeddict(hint):
+        if not isinstance(value, dict):
+            return [f"{where}: {type(value).__name__}, not {hint.__name__}"]
+        hints = typing.get_type_hints(hint)
+        out = [f"{where}.{k}: not declared in {hint.__name__}" for k in value if closed and k not in hints]
+        for k, v in value.items():
+            if k in hints:
+                out += _misfits(v, hints[k], f"{where}.{k}", closed and k in ("engine", "model", "roofline"))
+        return out
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{where}: {type(value).__name__}, not a list"]
+        return [m for i, v in enumerate(value) for m in _misfits(v, args[0], f"{where}[{i}]")]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{where}: {type(value).__name__}, not a dict"]
+        return [m for k, v in value.items() for m in _misfits(v, args[1], f"{where}.{k}")]
+    if hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, hint)
+    return [] if ok else [f"{where}: {value!r:.60} is not {getattr(hint, '__name__', hint)}"]
+
+
+def writer_misfits(r: Result) -> list[str]:
+    """Every key of ``r.details`` its writer's TypedDict does not declare, and every value of another type than
+    declared (an engine's facts against its own engine's type)."""
+    kinds = _written_types()
+    td = kinds.get(r.benchmark) or kinds[r.benchmark.split("/")[0]]
+    details = dict(r.details)
+    engine = details.get("engine")
+    out = []
+    if isinstance(engine, dict):  # an engine's facts against its own type
+        own = _engine_types().get(str(engine.get("engine")))
+        if own is not None:
+            out += _misfits(details.pop("engine"), own, f"{r.benchmark}.engine", closed=True)
+    return out + _misfits(details, td, r.benchmark, closed=True)

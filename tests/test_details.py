@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import writer_misfits
 from rich.console import Console
 
 from accelbench.cli.render_trends import scaling_table
@@ -69,6 +70,15 @@ WRITTEN_ONLY = {
     ("find_peak", "limits"): "a language model's find-peak: the limits its screens were held to",
     ("find_peak", "method"): "a language model's find-peak: how its screens were judged",
     ("driver", "stopped"): "a closed loop whose requests failed in a row (tests/test_closed_loop.py runs one)",
+    ("engine", "compile_held"): "the static engine compiling (--engine-compile: a compile is 18 s here)",
+    ("engine", "compile_fallback"): "the static engine compiling, past Dynamo's recompile limit",
+    ("engine", "device"): "the endpoint engine: the server's device, as it said",
+    ("engine", "ignore_eos_sent"): "the endpoint engine: whether the server was asked to ignore the end of sequence",
+    ("engine", "prefix_caching"): "the vllm engine (its own environment: .ci/vllm)",
+    ("engine", "weights"): "the vllm engine: the folder it loaded",
+    ("engine", "prefix_sharing"): "the continuous-batching engine (no fixture serves with it)",
+    ("log",): "the runner's record of a benchmark whose worker died or ran out of time",
+    ("peak", "below_measured"): "a kernel measured above its peak (the peak is wrong for what ran)",
 }
 
 
@@ -448,3 +458,33 @@ def test_the_report_reads_the_typed_details_of_every_real_record() -> None:
     scaling = _find(doc.sections, "scaling")
     assert scaling is not None and any(isinstance(b, Chart) for b in scaling.blocks)
     assert _find(doc.sections, "tta") is not None
+
+
+# -- every key a benchmark writes is declared where it is written ---------------------------------------------------
+
+
+#: keys of records an older accelbench wrote (the report's store, tests/data/report_store.json), no writer's now:
+#: a stored record keeps every key it holds
+OLDER = {
+    "infer/loadgen.samples_per_device: not declared in ImageDetails",  # now samples_per_worker
+    "tta/time_to_target.price_per_hour_usd: not declared in TtaDetails",  # prices are now in system.price
+}
+
+
+def test_every_key_a_real_record_holds_is_declared_by_its_writer_with_the_type_it_holds() -> None:
+    assert {r.benchmark.split("/")[0] for r in every()} >= {"infer", "kernels", "train", "tta"}
+    assert [m for r in every() for m in writer_misfits(r)] == []
+    # the report's store: every kernel (gemm, conv, rnn, attention, sparse, membw, allreduce), made by older versions
+    stored = json.loads((Path(__file__).parent / "data" / "report_store.json").read_text(encoding="utf-8"))
+    misfits = {m for d in stored["records"] for m in writer_misfits(Result.from_dict(d))}
+    assert misfits == OLDER, misfits - OLDER
+
+
+def test_a_key_no_writer_declares_or_a_value_of_another_type_is_found() -> None:
+    r = one("llm_offline")
+    r.details["not_declared"] = 1  # type: ignore[typeddict-unknown-key]
+    r.details["requests"] = "many"  # type: ignore[typeddict-item]
+    assert sorted(writer_misfits(r)) == [
+        "infer/llm.not_declared: not declared in ServingDetails",
+        "infer/llm.requests: 'many' is not int",
+    ]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
+from helpers import writer_misfits
 
 from accelbench.errors import UsageError
 from accelbench.params import build_params, parse_duration
@@ -116,6 +117,7 @@ def test_the_fastest_candidate_wins_only_through_the_gate_and_its_confirmations(
     assert [t["phase"] for t in record.details["trials"]].count("confirm") == 3 * 3  # 2 finalists + default
     full = record.to_dict() | {"run_id": "r", "system": {"fingerprint": "f", "profile": {}}}
     assert schema_errors(json.loads(json.dumps(full))) == []
+    assert writer_misfits(Result.from_json(record.to_json())) == []  # every key as TuneDetails declares it
 
 
 def test_a_crashing_candidate_is_failed_with_its_reason_and_the_search_goes_on() -> None:

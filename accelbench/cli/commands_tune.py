@@ -74,7 +74,7 @@ def _params(ns: argparse.Namespace) -> Any:
 def cmd_tune(ns: argparse.Namespace) -> int:
     from accelbench.suite.runner import Interrupted, SuiteRunner
     from accelbench.system.profile import collect_profile
-    from accelbench.tune.outcome import NO_CLAIM, summary
+    from accelbench.tune.outcome import NO_CLAIM, details_of, summary
     from accelbench.tune.search import Tuner
     from accelbench.tune.space import runtime_stage
 
@@ -122,7 +122,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     )
     if interrupted:
         return 130
-    return 0 if record.status == "ok" or record.details.get("outcome") in NO_CLAIM else 1
+    return 0 if record.status == "ok" or details_of(record).get("outcome") in NO_CLAIM else 1
 
 
 def _print_space(space: Any) -> None:
@@ -183,16 +183,16 @@ def _print_outcome(record: Any, search: Any) -> None:
         console.print(line)
 
 
-def _outcome_lines(record: Any, model: str) -> list[str]:
+def _outcome_lines(record: Result, model: str) -> list[str]:
     """What the search found, in the words its evidence allows, its headline first (:func:`headline`): a best only
     where it separated, a speed-up only against a default that was measured, no best at all where nothing was
     compared or nothing was confirmed better than the default; then the evidence and the commands."""
-    from accelbench.tune.outcome import NO_CLAIM, headline
+    from accelbench.tune.outcome import NO_CLAIM, details_of, headline
 
-    d = record.details
+    d = details_of(record)
     outcome = d.get("outcome")
     line = escape(d.get("headline") or headline(record))
-    accuracy = [f"[dim]{escape(d['accuracy'])}[/]"] if d.get("accuracy") else []
+    accuracy = [f"[dim]{escape(d.get('accuracy') or '')}[/]"] if d.get("accuracy") else []
     if outcome in NO_CLAIM:
         return [f"[yellow]{line}[/]"]
     if outcome == "equivalent":

@@ -18,8 +18,6 @@ from accelbench.kit import metrics as fig
 from accelbench.results.details import typed
 from accelbench.results.record import Metric, Result
 
-#: the key of ``Result.details`` that says, per derived figure, how it was computed
-DERIVED = "derived"
 #: the unit a token run's headline rate is in: its input-token figures derive from it
 OUTPUT_TOKENS = "output tokens/s"
 
@@ -31,7 +29,7 @@ def _work(unit: str) -> str:
 
 def _say(result: Result, methods: dict[str, str]) -> None:
     """Record how each derived figure was computed beside the figures (``details["derived"]``)."""
-    result.details.setdefault(DERIVED, {}).update(methods)
+    result.details.setdefault("derived", {}).update(methods)
 
 
 def is_rate(m: Metric) -> bool:

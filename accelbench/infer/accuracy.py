@@ -19,12 +19,11 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from accelbench.infer.fidelity import COARSER_BITS, HEADROOM
-from accelbench.infer.results import loadgen_record
+from accelbench.infer.results import ImageDetails, image_details, loadgen_record
 from accelbench.kit import metrics as fig
 
 if TYPE_CHECKING:
@@ -34,7 +33,9 @@ if TYPE_CHECKING:
     from accelbench.infer.serving import Serving
     from accelbench.infer.specs import InferParams
     from accelbench.kit.context import RunContext
-    from accelbench.results.record import Result
+    from accelbench.results.details import AccuracyGates
+from accelbench.results.details import AccuracyGates
+from accelbench.results.record import Result
 
 #: FP32 reference samples the rounded twin of the model is also run on (the rounding's median needs no more)
 ROUNDING_SAMPLES = 64
@@ -45,7 +46,7 @@ class Verdict:
     metric: str
     quality: float
     reference: float
-    gates: dict[str, bool]
+    gates: AccuracyGates
     samples: int
     labels: str
     #: why the gate proves nothing (the reference answers are degenerate), or None
@@ -123,7 +124,7 @@ def measure(
         fidelity = fid.fidelity(precision, raw, reference_rows, rounded, coarser, answers, reference, top1)
     verdict = judge(spec, logged, reference, labels, fidelity)
     result = accuracy_result(params, record, outcome, verdict)
-    result.details["weights"] = serving.weights
+    image_details(result)["weights"] = serving.weights
     return result
 
 
@@ -142,7 +143,7 @@ def accuracy_result(params: "InferParams", record: dict[str, Any], outcome: "Out
             "fidelity_ratio": fig.figure(fid.ratio, f"x {fid.precision} rounding", higher_is_better=False),
             verdict.metric: metrics[verdict.metric],
         }
-    details = {
+    details: ImageDetails = {
         "accuracy_gates": verdict.gates if fid is None else {"fidelity": fid.passed},
         "gate": verdict.gate,
         "accuracy_verified": verdict.labels == "dataset",
@@ -153,19 +154,7 @@ def accuracy_result(params: "InferParams", record: dict[str, Any], outcome: "Out
         "compliant": params.profile == "official",
     }
     if fid is not None:
-        details["fidelity"] = {
-            "precision": fid.precision,
-            "deviation": fid.deviation,
-            "rounding": fid.rounding,
-            "coarser": fid.coarser,
-            "coarser_bits": COARSER_BITS,
-            "headroom": HEADROOM,
-            "limit": fid.limit,
-            "ratio": fid.ratio,
-            "decided": fid.decided,
-            "decided_agreement": fid.decided_agreement,
-            "summary": fid.describe(),
-        }
+        details["fidelity"] = fid.record()
     reasons: list[str] = []
     if verdict.uninformative:  # no verdict at all rather than a VALID that proves nothing
         details["uninformative"] = verdict.uninformative
@@ -220,7 +209,8 @@ def judge(
     else:
         name = served.quality_name
         quality, ref = served.quality(answers, labels), served.quality(reference, labels)
-    gates = {f"{g * 100:g}%": bool(quality >= g * ref) for g in served.gates}
+    # MLPerf's gates as the record names them ("99%", "99.9%"), from the served model's fractions
+    gates = cast(AccuracyGates, {f"{g * 100:g}%": bool(quality >= g * ref) for g in served.gates})
     # fidelity judges the outputs' distance, not the answers: degenerate answers do not void it
     why = degenerate(reference) if labels is None and fidelity is None else fidelity.informative if fidelity else None
     return Verdict(name, quality, ref, gates, n, "dataset" if labels is not None else "fp32-reference", why, fidelity)

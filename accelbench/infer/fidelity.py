@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import torch
 
     from accelbench.infer.served import Inputs, Served
+    from accelbench.results import details
 
 #: how many times further than rounding to its precision a candidate may move the outputs: one bit's worth
 HEADROOM = 2.0
@@ -197,6 +198,22 @@ class Fidelity:
     def passed(self) -> bool:
         kept = self.decided_agreement is None or self.decided_agreement >= AGREEMENT
         return self.deviation <= self.limit and kept
+
+    def record(self) -> "details.Fidelity":
+        """What the accuracy run's record keeps of it (``details.fidelity``)."""
+        return {
+            "precision": self.precision,
+            "deviation": self.deviation,
+            "rounding": self.rounding,
+            "coarser": self.coarser,
+            "coarser_bits": COARSER_BITS,
+            "headroom": HEADROOM,
+            "limit": self.limit,
+            "ratio": self.ratio,
+            "decided": self.decided,
+            "decided_agreement": self.decided_agreement,
+            "summary": self.describe(),
+        }
 
     def describe(self) -> str:
         line = (

@@ -30,11 +30,12 @@ from accelbench.infer import settings as lgset
 from accelbench.infer import tail
 from accelbench.infer.driver import Outcome, loadgen_run
 from accelbench.infer.logs import invalid_reasons
-from accelbench.infer.results import multistream_within_bound, performance_result
+from accelbench.infer.results import ImageDetails, multistream_within_bound, performance_result
 from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext
+from accelbench.results.details import FindPeak
 from accelbench.results.record import Concern, Result
 
 PRECISION = 0.02
@@ -214,7 +215,7 @@ def find_peak(
             peak, outcome, held = _search_multistream(trial)
     except BenchmarkFailed as exc:  # no load at all met the bound: no run a record could keep
         raise BenchmarkFailed(str(exc), record, {"find_peak": {"trials": trials, "latency_bound_ms": bound}}) from None
-    search = {
+    search: FindPeak = {
         "precision": PRECISION,
         "trials": trials,
         "latency_bound_ms": bound,
@@ -226,7 +227,7 @@ def find_peak(
     if not held:
         return _no_peak(params, record, outcome, probe, search, [t for t in trials if t["confirmation"]])
     # the target that held; the headline is LoadGen's own metric of that run (its scheduled rate for Server)
-    result = performance_result(params, record, outcome, probe, {"find_peak": search | {"peak": peak}})
+    result = performance_result(params, record, outcome, probe, ImageDetails(find_peak=search | {"peak": peak}))
     if params.scenario == "multistream":
         result.metrics["peak_samples_per_query"] = fig.figure(peak, "samples/query", higher_is_better=True)
         result.primary_metric = "peak_samples_per_query"
@@ -238,13 +239,13 @@ def _no_peak(
     record: dict[str, Any],
     outcome: Outcome,
     probe: lgset.Probe,
-    search: dict[str, Any],
+    search: FindPeak,
     tried: list[dict[str, Any]],
 ) -> Result:
     """No confirmation held VALID: a peak LoadGen did not accept is no peak. The record is the highest
     confirmation's, as LoadGen's own INVALID record of that run would be (ok, ``valid`` false, its figures, the
     reasons as ``INVALID: ...`` warnings; exit status 3); ``details.find_peak.peak`` is None."""
-    result = performance_result(params, record, outcome, probe, {"find_peak": search | {"peak": None}})
+    result = performance_result(params, record, outcome, probe, ImageDetails(find_peak=search | {"peak": None}))
     why = list(dict.fromkeys(r for t in tried for r in t.get("invalid_reasons", []))) or ["latency bound"]
     summary = (
         f"no peak: {len(tried)} confirmation runs at {', '.join(_label(params, t['value']) for t in tried)} were all "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from accelbench.families import benchmark_of
 from accelbench.infer.loadgen_params import LoadGenParams
@@ -10,6 +10,7 @@ from accelbench.infer.logs import invalid_rules
 from accelbench.infer.replan import true_cause
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
+from accelbench.results.details import Details
 from accelbench.results.record import Concern, Metric, Result
 
 if TYPE_CHECKING:
@@ -26,6 +27,44 @@ PERCENTILES = (
     ("result_min_latency_ns", "latency_min_seconds"),
     ("result_max_latency_ns", "latency_max_seconds"),
 )
+
+
+class LoadGenDetails(Details, total=False):
+    """What every record of a LoadGen run keeps beside its figures, images and language models alike: LoadGen's log
+    folder, version and verdict, the profile's compliance, the probe the run was planned with, the earlier runs a
+    rerun replaced, and an accuracy run's gate (what it judged, on which labels, whether the accuracy was verified;
+    ``uninformative`` where no verdict could be given) and whose weights were served."""
+
+    loadgen_log_dir: str
+    loadgen_version: str | None
+    loadgen_validity: str | None
+    compliant: bool
+    probe: dict[str, Any]
+    reruns: list[dict[str, Any]]
+    gate: str
+    labels: str
+    accuracy_verified: bool
+    verified: str | None
+    samples: int
+    uninformative: str
+    weights: str
+
+
+class ImageDetails(LoadGenDetails, total=False):
+    """An image model's serving run: the SUT's batches and samples (per serving worker: a device's, or one of the
+    requests in flight on it with ``--streams``), accelbench's own MultiStream bound check, and what the backend's
+    runtime chose (OpenVINO's precision, streams and requests)."""
+
+    sut_batches: int
+    sut_samples: int
+    samples_per_worker: list[int]
+    accelbench_check: dict[str, Any]
+    backend: dict[str, Any]
+
+
+def image_details(result: Result) -> ImageDetails:
+    """An image model's serving record's details as this module wrote them (the same dict)."""
+    return cast(ImageDetails, result.details)
 
 
 def _metric(value: float, unit: str, higher: bool) -> Metric:
@@ -51,7 +90,7 @@ def multistream_within_bound(d: dict[str, Any], bound_ms: float) -> bool:
 
 
 def performance_result(
-    params: InferParams, record: dict[str, Any], outcome: "Outcome", probe: "Probe", extra: dict[str, Any] | None = None
+    params: InferParams, record: dict[str, Any], outcome: "Outcome", probe: "Probe", extra: ImageDetails | None = None
 ) -> Result:
     from accelbench.infer.settings import bound_ms
 
@@ -75,7 +114,7 @@ def performance_result(
         bound = params.latency_bound_ms or ((extra or {}).get("find_peak") or {}).get("latency_bound_ms")
     else:
         bound = None
-    details: dict[str, Any] = {
+    details: ImageDetails = {
         "loadgen_log_dir": str(outcome.outdir),
         "compliant": params.profile == "official",
         "probe": probe.to_dict(),
@@ -119,7 +158,7 @@ def loadgen_record(
     record: dict[str, Any],
     metrics: dict[str, Metric],
     primary: str,
-    details: dict[str, Any],
+    details: LoadGenDetails,
     reasons: list[str],
     conditions: dict[str, Any],
     valid: bool | None,

@@ -26,7 +26,7 @@ from accelbench.infer.catalog import backend
 from accelbench.infer.driver import loadgen_run
 from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.infer.peak import find_peak
-from accelbench.infer.results import performance_result
+from accelbench.infer.results import image_details, performance_result
 from accelbench.infer.served import Served, served
 from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
@@ -192,7 +192,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     else:
         result = _performance(params, serving, record, probe, ctx)
     if serving.facts:  # what the runtime chose (OpenVINO's precision, streams and optimal requests)
-        result.details["backend"] = serving.facts
+        image_details(result)["backend"] = serving.facts
     yield result
 
 

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
 from accelbench.families import benchmark_of
+from accelbench.kernels.common import KernelDetails
 from accelbench.kernels.specs import AllreduceParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare
@@ -79,9 +80,7 @@ def run(params: AllreduceParams, ctx: RunContext) -> Iterator[Result]:
             concerns=fig.concerns_of(m, conditions),
             conditions=conditions,
             samples=list(m.samples),
-            details={
-                "world_size": data["world_size"],
-                "bus_factor": bus_factor(data["world_size"]),
-                "calls_per_sample": item["burst"],
-            },
+            details=KernelDetails(
+                world_size=data["world_size"], bus_factor=bus_factor(data["world_size"]), calls_per_sample=item["burst"]
+            ),
         )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, cast
 from accelbench.devices import device_label, resolve_device
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import FLOAT_PRECISIONS, torch_dtype
-from accelbench.kernels.common import KernelCase, max_relative_error, native_precision, run_kernel
+from accelbench.kernels.common import KernelCase, KernelDetails, max_relative_error, native_precision, run_kernel
 from accelbench.kernels.specs import AttentionParams
 from accelbench.kit.context import RunContext
 from accelbench.results.record import Result
@@ -111,7 +111,7 @@ def _backend(q: "torch.Tensor", causal: bool) -> str:
     return kind_of(q.device).attention_backend(q, causal)
 
 
-def _backend_details(call: Callable[[], object], q: "torch.Tensor", causal: bool) -> dict[str, str]:
+def _backend_details(call: Callable[[], object], q: "torch.Tensor", causal: bool) -> KernelDetails:
     """The record's ``sdpa_backend`` (the backend that ran) and ``sdpa_backend_seen`` (the evidence)."""
     try:
         backend, op = backend_that_ran(call)
@@ -173,7 +173,8 @@ def build_case(p: AttentionParams, device: "torch.device") -> KernelCase:
         flops=attention_flops(p),
         bytes_moved=attention_bytes(p, q.element_size()),
         error=error,
-        details={"device_name": device_label(device), "head_dim": p.dim} | _backend_details(forward, q, p.causal),
+        details=KernelDetails(device_name=device_label(device), head_dim=p.dim)
+        | _backend_details(forward, q, p.causal),
     )
 
 

@@ -11,7 +11,7 @@ turn the measurement into the standard ``seconds`` / ``tflops`` (or ``gbps``) /
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, cast
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason
@@ -23,6 +23,7 @@ from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.measure.stats import Measurement
 from accelbench.measure.timer import Timer, calls_per_sample
 from accelbench.params import TimingParams
+from accelbench.results.details import Details
 from accelbench.results.record import Metric, Result
 from accelbench.system.specs import bandwidth_peak_for, no_peak_reason, peak_for
 
@@ -32,6 +33,53 @@ if TYPE_CHECKING:
 #: Largest acceptable relative (Frobenius) error against the fp64 reference, per precision.
 #: Inputs are rounded to the precision first, so this bounds accumulation and output rounding only.
 TOLERANCE = {"fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 5e-2, "int8": 1e-9, "fp8": 5e-2}
+
+
+class KernelDetails(Details, total=False):
+    """What a kernel's record keeps beside its figures: how it was checked and timed (the relative error against
+    fp64, the clock, calls per sample, the cache state, a compiling device's graphs counted apart), the work one
+    call does, the peak or why none is known, CUDA graph replay's own timing, and each kernel's own facts (a
+    sparse matrix's density, a convolution's output size, the attention backend that ran, an all-reduce's ranks)."""
+
+    dtype: str
+    relative_error: float
+    clock: str
+    calls_per_sample: int
+    warmup_calls: int
+    measure_seconds: float
+    cache: str | None
+    compiles: dict[str, Any]
+    flops_per_call: float
+    bytes_per_call: float
+    graph: dict[str, Any]
+    peak_unknown: str
+    #: sparse: the stored nonzeros and their share
+    nnz: int
+    actual_density: float
+    #: rnn: the gates of its cell
+    gates: int
+    #: conv: the output's height and width
+    output_hw: list[int]
+    #: membw: one array's size, and the last-level cache it must exceed
+    bytes_per_array: int
+    last_level_cache_bytes: int
+    #: attention: the head size, the scaled-dot-product backend that ran and how that was seen
+    head_dim: int
+    sdpa_backend: str
+    sdpa_backend_seen: str
+    #: allreduce: the ranks, the bus factor their bandwidth is scaled by
+    world_size: int
+    bus_factor: float
+    #: gemm: the operands' layout at a low precision, and how an fp8 GEMM accumulated (:func:`fp8_accumulation`)
+    operand_layout: str
+    use_fast_accum: bool
+    fp8_accumulation: str
+    fp8_peak_basis: str
+
+
+def kernel_details(result: Result) -> KernelDetails:
+    """A kernel record's details as :func:`kernel_result` wrote them (the same dict)."""
+    return cast(KernelDetails, result.details)
 
 
 @dataclass
@@ -45,7 +93,7 @@ class KernelCase:
     error: Callable[[], float] | None = None  # runs the kernel once, returns its relative error
     tolerance: float | None = None
     throughput: Literal["tflops", "gbps"] = "tflops"
-    details: dict[str, Any] = field(default_factory=dict)
+    details: KernelDetails = field(default_factory=lambda: KernelDetails())
     #: further TFLOPS metrics from other FLOP counts, e.g. a sparse kernel's dense equivalent
     extra_flops: dict[str, float] = field(default_factory=dict)
 
@@ -135,7 +183,7 @@ def measure_case(
     ctx: "RunContext",
 ) -> Result:
     """Check, time and report one kernel call; the shared path of every kernel benchmark."""
-    details = dict(case.details)
+    details = case.details.copy()
     if getattr(params, "check", True) and case.error is not None:
         ctx.progress("checking against the fp64 reference")
         err = case.error()
@@ -176,7 +224,7 @@ def kernel_result(
     case: KernelCase,
     device: "torch.device",
     threads: int,
-    details: dict[str, Any],
+    details: KernelDetails,
 ) -> Result:
     """The standard record of a kernel: seconds, TFLOPS or GB/s, intensity and % of peak."""
     metrics = _throughput_metrics("", case, measurement)
@@ -194,16 +242,15 @@ def kernel_result(
         tp = metrics[case.throughput]
         metrics["pct_of_peak"] = fig.pct_of_peak(tp, peak[0])
         details["peak"] = fig.peak_details(peak[0], tp.unit, peak[1], peak[2])
-    details.update(
-        {
-            "clock": measurement.clock,
-            "calls_per_sample": measurement.calls_per_sample,
-            "warmup_calls": measurement.warmup_calls,
-            "measure_seconds": measurement.total_seconds,
-            "cache": measurement.meta.get("cache"),
-        }
-        | {k: v for k, v in measurement.meta.items() if k == "compiles"}  # counted apart, on a compiling device
-    )
+    details |= {
+        "clock": measurement.clock,
+        "calls_per_sample": measurement.calls_per_sample,
+        "warmup_calls": measurement.warmup_calls,
+        "measure_seconds": measurement.total_seconds,
+        "cache": measurement.meta.get("cache"),
+    }
+    if "compiles" in measurement.meta:  # counted apart, on a compiling device
+        details["compiles"] = measurement.meta["compiles"]
     if case.flops is not None:
         details["flops_per_call"] = case.flops
     details["bytes_per_call"] = case.bytes_moved
@@ -233,7 +280,7 @@ def _add_graph_metrics(result: Result, case: KernelCase, device: "torch.device",
     samples = kind.time_graph_replay(case.fn, device, reps, flush, calls)
     measurement = Measurement(tuple(samples), calls_per_sample=calls, clock="cuda_graph", meta={"cache": cfg.cache})
     result.metrics.update(_throughput_metrics("graph_", case, measurement))
-    result.details["graph"] = {"calls_per_replay": calls, "replays": reps, "cache": cfg.cache}
+    kernel_details(result)["graph"] = {"calls_per_replay": calls, "replays": reps, "cache": cfg.cache}
 
 
 #: the concern kind of a record whose figure exceeds the peak it is divided by
@@ -266,4 +313,4 @@ def check_against_peak(result: "Result", device: "torch.device") -> None:
             if kind.accelerator
             else f"no peak known: accelbench estimates no {precision} peak for this CPU (no unit for it, or no clock)"
         )
-        result.details.setdefault("peak_unknown", reason)
+        kernel_details(result).setdefault("peak_unknown", reason)

@@ -13,12 +13,12 @@ record names the one that ran (:func:`fp8_accumulation`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from accelbench.devices import device_label
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import MATMUL_PRECISIONS, torch_dtype
-from accelbench.kernels.common import KernelCase, relative_error, run_kernel
+from accelbench.kernels.common import KernelCase, KernelDetails, relative_error, run_kernel
 from accelbench.kernels.specs import GemmParams
 from accelbench.kit.context import RunContext
 from accelbench.results.record import Result
@@ -60,7 +60,7 @@ def low_precision_reason(p: GemmParams, device: "torch.device") -> str | None:
     return None
 
 
-def fp8_accumulation(fast_accum: bool) -> dict[str, Any]:
+def fp8_accumulation(fast_accum: bool) -> KernelDetails:
     """How an fp8 GEMM accumulated, and what its % of peak is taken against, for the record.
 
     ``torch._scaled_mm`` defaults to ``use_fast_accum=False``: on Hopper cuBLAS then adds the Tensor Cores'
@@ -135,8 +135,8 @@ def build_case(p: GemmParams, device: "torch.device") -> KernelCase:
         flops=gemm_flops(p.m, p.n, p.k, p.batch),
         bytes_moved=gemm_bytes(p.m, p.n, p.k, p.batch, a.element_size(), out_size),
         error=error,
-        details={"device_name": device_label(device), "dtype": str(dtype).replace("torch.", "")}
-        | ({"operand_layout": "A row-major, B column-major (cuBLASLt TN)"} if p.precision in LOW else {})
+        details=KernelDetails(device_name=device_label(device), dtype=str(dtype).replace("torch.", ""))
+        | (KernelDetails(operand_layout="A row-major, B column-major (cuBLASLt TN)") if p.precision in LOW else {})
         | (fp8_accumulation(fast) if p.precision == "fp8" else {}),
     )
 

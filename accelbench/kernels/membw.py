@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterator
 from accelbench.devices import device_label
 from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
-from accelbench.kernels.common import KernelCase, relative_error, run_kernel
+from accelbench.kernels.common import KernelCase, kernel_details, relative_error, run_kernel
 from accelbench.kernels.specs import MembwParams
 from accelbench.kit.context import RunContext
 from accelbench.params import parse_size
@@ -100,7 +100,7 @@ def run(params: MembwParams, ctx: RunContext) -> Iterator[Result]:
     for result in run_kernel(params, ctx, build_case, ("fp32",)):
         llc = last_level_cache_bytes(torch.device(result.params["device"])) if result.status == "ok" else None
         if llc:
-            result.details["last_level_cache_bytes"] = llc
+            kernel_details(result)["last_level_cache_bytes"] = llc
             if parse_size(params.size) < CACHE_MULTIPLE * llc:
                 result.concern(
                     "cache-resident",

@@ -13,6 +13,7 @@ from typing import Any
 
 from accelbench.measure.compiles import RECOMPILED, compile_warning
 from accelbench.measure.stats import MIN_CI_SAMPLES, Measurement
+from accelbench.results.details import Peak
 from accelbench.results.record import Concern, Metric
 
 
@@ -57,7 +58,7 @@ def figure(value: float, unit: str, *, higher_is_better: bool, n: int | None = N
     return Metric(value=float(value), unit=unit, higher_is_better=higher_is_better, n=n)
 
 
-def peak_details(value: float, unit: str, source: str, estimated: bool) -> dict[str, Any]:
+def peak_details(value: float, unit: str, source: str, estimated: bool) -> Peak:
     """Where a peak came from, stored beside ``pct_of_peak`` so a reader can check it."""
     return {"value": value, "unit": unit, "source": source, "estimated": estimated}
 

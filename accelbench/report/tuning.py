@@ -11,7 +11,7 @@ from accelbench.report.common import ReportInput, figure, newest_first
 from accelbench.report.model import Block, Chart, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
-from accelbench.tune.outcome import NO_CLAIM
+from accelbench.tune.outcome import NO_CLAIM, details_of
 
 #: searches drawn in full (the newest); older ones are summarised in one line each
 MAX_SEARCHES = 4
@@ -46,7 +46,7 @@ def tuning(inp: ReportInput, family: Family = TUNE) -> Section | None:
 
 def _headline(r: Result) -> str:
     """The search's outcome in the words its evidence allows (see accelbench.tune.outcome.summary)."""
-    d = r.details
+    d = details_of(r)
     if d.get("outcome") in NO_CLAIM:
         return r.reason or str(d.get("outcome"))
     if r.status != "ok":
@@ -64,7 +64,7 @@ def _headline(r: Result) -> str:
 
 
 def _search(r: Result, n: int) -> list[Block]:
-    d = r.details
+    d = details_of(r)
     p = r.params
     title = f"{p.get('model')} {p.get('task')}" + (f" {p['scenario']}" if p.get("scenario") else "")
     blocks: list[Block] = [
@@ -78,7 +78,7 @@ def _search(r: Result, n: int) -> list[Block]:
         blocks.append(Text(f"Reproduce {e['label']}: {e['reproduce']}", "pre"))
     rows = d.get("ranking", [])
     unit = d.get("unit", "")
-    bars = [charts.Bar(row["label"], float(row["figure"])) for row in rows if row.get("figure") is not None]
+    bars = [charts.Bar(row["label"], got) for row in rows if (got := row.get("figure")) is not None]
     if bars:
         blocks.append(
             Chart(
@@ -93,14 +93,15 @@ def _search(r: Result, n: int) -> list[Block]:
     table_rows = []
     for i, row in enumerate(rows, 1):
         conf = row.get("confirmations") or []
+        value, screen = row.get("figure"), row.get("screen")
         spread = f"{len(conf)}: {fmt.number(min(conf))} to {fmt.number(max(conf))}" if conf else ""
         table_rows.append(
             [
                 str(i),
                 row["label"],
-                f"{fmt.number(row['figure'])} {unit}".strip() if row.get("figure") is not None else "",
+                f"{fmt.number(value)} {unit}".strip() if value is not None else "",
                 spread,
-                fmt.number(row["screen"]) if row.get("screen") is not None else "",
+                fmt.number(screen) if screen is not None else "",
                 row.get("accuracy", ""),
                 {True: "VALID", False: "INVALID", None: ""}[row.get("valid")],
                 row["status"],

@@ -9,10 +9,16 @@ the same shapes are in ``result.schema.json`` (``details.properties``), so a rec
 is refused where it is stored or imported, not misread later.
 
 Every key is optional (``total=False``): a record of another benchmark, of an older accelbench, or made by a
-user's own benchmark may lack any of them, and its other keys are kept as they are. A record built in memory
-(not stored, not imported) is never checked against the schema, so readers go through the accessors below: a
-sub-record only where the key holds an object (else ``None``, or an empty one where that reads simpler), and a
-count, rate or limit only where it is a number, so a reader needs no ``isinstance`` of its own.
+user's own benchmark may lack any of them. A benchmark's own keys are declared by its writer, in a TypedDict that
+extends :class:`Details` (``ServingDetails`` in :mod:`accelbench.serve.results`, ``KernelDetails`` in
+:mod:`accelbench.kernels.common`, ``TuneDetails`` in :mod:`accelbench.tune.outcome`...): ``Result.details`` is
+typed as this base, so a writer that builds its own type has each key checked where it is written, and a test
+holds every recorded fixture's keys to its writer's type. A record read from a file keeps every key it holds.
+
+A record built in memory (not stored, not imported) is never checked against the schema, so readers go through
+the accessors below: a sub-record only where the key holds an object (else ``None``, or an empty one where that
+reads simpler), and a count, rate or limit only where it is a number, so a reader needs no ``isinstance`` of its
+own.
 """
 
 from __future__ import annotations
@@ -58,15 +64,28 @@ class ModelIdentity(TypedDict, total=False):
 
 
 class EngineFacts(TypedDict, total=False):
-    """The engine that generated a language model's tokens and what it was set to (each engine adds its own keys:
-    ``max_batch``, ``kv_blocks``, vLLM's ``max_num_seqs``...). The report names a served setup by ``engine``, and an
-    endpoint's run by the model the server said it serves (``served_model``), as reference matching does."""
+    """The engine that generated a language model's tokens and what it was set to: the keys readers of every engine's
+    records use. The report names a served setup by ``engine``, and an endpoint's run by the model the server said it
+    serves (``served_model``), as reference matching does; the serving record reads the KV cache the engine reserved
+    and the most one batch held, whether its compile held, its prefix sharing, and whether the server was asked to
+    ignore the end of sequence. Each engine declares its own keys beside these in a TypedDict of its own that extends
+    this one (``StaticFacts``, ``ContinuousFacts``, ``VllmFacts``, ``EndpointFacts``)."""
 
     engine: str
     served_model: str
     url: str
+    device: str
+    weights: str
     kv_capacity_tokens: int
+    kv_allocated_tokens: int
     compile: bool
+    compile_held: bool
+    compile_fallback: str
+    prefix_sharing: bool
+    prefix_caching: bool
+    ignore_eos_sent: bool
+    #: how malloc was set for a model-running engine on a CPU (each batch's freed memory kept for the next)
+    host_heap: str
 
 
 class Peak(TypedDict, total=False):
@@ -78,6 +97,8 @@ class Peak(TypedDict, total=False):
     unit: str
     source: str
     estimated: bool
+    #: a kernel's figure came out above this peak: the peak is wrong for what ran (an ``above-peak`` concern says why)
+    below_measured: bool
 
 
 class Roofline(TypedDict, total=False):
@@ -86,8 +107,18 @@ class Roofline(TypedDict, total=False):
 
     bandwidth_gbs: float
     bandwidth_source: str
-    tflops: float
-    tflops_source: str
+    tflops: float | None
+    tflops_source: str | None
+    #: how the decode bandwidth utilization and its limit were counted (the requests and KV tokens in flight while
+    #: decoding, the bytes a decode step reads, the steps, the span) and, with a FLOPS peak, the prefill's
+    requests_in_flight: float
+    kv_tokens_in_flight: float
+    bytes_per_decode_step: float
+    decode_steps: float
+    span_seconds: float
+    method: str
+    prefill_flops: float
+    prefill_method: str
 
 
 class Prompts(TypedDict, total=False):
@@ -248,6 +279,24 @@ class TtaScore(TypedDict, total=False):
 AccuracyGates = TypedDict("AccuracyGates", {"99%": bool, "99.9%": bool, "fidelity": bool}, total=False)
 
 
+class Fidelity(TypedDict, total=False):
+    """How far a reduced precision's outputs strayed from FP32's on the same weights, in units of the precision's own
+    rounding (an image model's accuracy run without labels: :class:`accelbench.infer.fidelity.Fidelity` writes it).
+    tune's ranking says it beside a candidate that passed or failed this gate."""
+
+    precision: str
+    deviation: float
+    rounding: float
+    coarser: float
+    coarser_bits: int
+    headroom: float
+    limit: float
+    ratio: float
+    decided: int
+    decided_agreement: float | None
+    summary: str
+
+
 class Details(TypedDict, total=False):
     """The keys of ``Result.details`` that readers of any benchmark's records use (see the module's text); every
     other key a benchmark writes is kept as it is."""
@@ -255,8 +304,9 @@ class Details(TypedDict, total=False):
     #: why the benchmark's own verdict is INVALID (``valid`` False), one line each; the report and the judge's
     #: INVALID concern say them
     invalid_reasons: list[str]
-    #: an accuracy run's gates (:data:`AccuracyGates`)
+    #: an accuracy run's gates (:data:`AccuracyGates`), and a reduced precision's agreement where that was judged
     accuracy_gates: AccuracyGates
+    fidelity: Fidelity
     #: a language model's serving: the limits, the run's own counts of requests and tokens (the judge's ``unlike
     #: lengths``, reference matching's lengths), LoadGen's Server rate (``None`` in Offline), how the TPOT was timed
     limits: Limits
@@ -299,13 +349,15 @@ class Details(TypedDict, total=False):
     metric: str
     target: float
     more_targets: dict[str, float]
+    #: a record the runner made for a benchmark that could not report (its worker died or timed out): the log
+    log: str
 
 
 def typed(r: Result) -> Details:
-    """``r.details`` typed as readers of every benchmark's records see it: the same dict, not a copy. The shapes are
+    """``r.details`` as readers of every benchmark's records see it: the same dict, not a copy. The shapes are
     those the schema holds a stored or imported record to; a record built in memory is not checked, so a reader that
     cannot trust it uses the accessors below."""
-    return cast(Details, r.details)
+    return r.details
 
 
 def _dict(value: object) -> dict[str, Any] | None:
@@ -455,3 +507,8 @@ def find_peak_of(r: Result) -> FindPeak:
 def score_of(r: Result) -> TtaScore:
     """A time-to-accuracy run's score over its seeds (empty where none)."""
     return cast("TtaScore", _dict(r.details.get("score")) or {})
+
+
+def fidelity_of(r: Result) -> Fidelity | None:
+    """A reduced precision's agreement with FP32, where the record's accuracy gate judged it."""
+    return cast("Fidelity | None", _dict(r.details.get("fidelity")))

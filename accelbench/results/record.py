@@ -19,6 +19,7 @@ from typing import Any, Iterable, Literal
 
 from accelbench import __version__
 from accelbench.errors import UsageError
+from accelbench.results.details import Details
 
 SCHEMA_VERSION = 3
 Status = Literal["ok", "failed", "skipped"]
@@ -141,11 +142,12 @@ class Result:
     #: (:meth:`concern`, or ``concerns=`` at construction, from which an empty ``warnings`` is filled)
     warnings: list[str] = field(default_factory=list)
     conditions: dict[str, Any] = field(default_factory=dict)
-    #: what explains the figures, in the benchmark's own keys; those that readers of every benchmark use have the
-    #: shapes of :class:`accelbench.results.details.Details` (the schema holds a record to them), read through its
-    #: accessors or ``details.typed(record)``. Typed as an open dict: every benchmark writes keys of its own, which a
-    #: TypedDict refuses (PEP 728's ``extra_items`` is not in mypy yet)
-    details: dict[str, Any] = field(default_factory=dict)
+    #: what explains the figures: the keys readers of every benchmark use (:class:`accelbench.results.details.Details`,
+    #: whose shapes the schema holds a stored record to) and the benchmark's own, declared by its writer in a
+    #: TypedDict that extends Details (``ServingDetails``, ``KernelDetails``, ``TuneDetails``...); a reader takes
+    #: a key of the common ones through the accessors of :mod:`accelbench.results.details`, a benchmark's own
+    #: through its writer's type
+    details: Details = field(default_factory=lambda: Details())
     samples: list[float] | None = None
     started_at: str = field(default_factory=now_iso)
     ended_at: str = field(default_factory=now_iso)
@@ -188,7 +190,9 @@ class Result:
         return [c for c in self.concerns if c.kind in kinds]
 
     @classmethod
-    def failed(cls, benchmark: str, params: dict[str, Any], error: str, **fields: Any) -> "Result":
+    def failed(
+        cls, benchmark: str, params: dict[str, Any], error: str, *, details: Details | None = None, **fields: Any
+    ) -> "Result":
         """The one failed record: a measurement that could not be made (or was made wrong), with why.
 
         ``fields`` are the record's other fields where the failure has them (``details``, ``conditions``).
@@ -197,7 +201,7 @@ class Result:
         """
         if not error:
             raise ValueError("a failed record says why")
-        return cls(benchmark, params, status="failed", error=error, **fields)
+        return cls(benchmark, params, status="failed", error=error, details=details or Details(), **fields)
 
     @property
     def primary(self) -> Metric | None:

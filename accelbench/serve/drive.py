@@ -113,7 +113,7 @@ class Driven:
         s = self.stage.served
         engine = s.engine
         result = replay_result(
-            params, record, self.sent, self.conditions, s.limits, dict(engine.facts), probed.to_dict(), s.counted
+            params, record, self.sent, self.conditions, s.limits, engine.facts.copy(), probed.to_dict(), s.counted
         )
         client = engine.measured(arrivals=True)  # the client's, or an in-process engine's own prefix-cache count
         requests.note(result, self.sent)

@@ -192,13 +192,13 @@ class Tested:
             gate = getattr(engine.options, "accuracy_target", "")  # the remote engine's own: a ROUGE target, or none
             target = quality.target(gate, params.model) if gate else None
             rouge = accuracy.served_rouge(work, served, target, ctx.progress)
-            return endpoint_accuracy_result(params, record, outcome, dict(engine.facts), rouge)
+            return endpoint_accuracy_result(params, record, outcome, engine.facts.copy(), rouge)
         if s.reference is not None:
             served = accuracy.served_tokens(outcome.outdir / "mlperf_log_accuracy.json", len(work.prompts))
             verdict = accuracy.judge(served, s.reference, params.effective_precision)
             rouge = accuracy.rouge(work, served, s.reference, ctx.progress) if work.references else None
-            return token_accuracy_result(params, record, outcome, verdict, dict(engine.facts), rouge)
-        facts = dict(engine.facts)
+            return token_accuracy_result(params, record, outcome, verdict, engine.facts.copy(), rouge)
+        facts = engine.facts.copy()
         return token_result(params, record, outcome, probed.to_dict(), s.limits, facts, s.counted, self.reruns, s.roof)
 
 

@@ -10,16 +10,17 @@ call to the engine's callbacks), over the span from the first issue to the last 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from accelbench.families import benchmark_of
 from accelbench.infer import logs
 from accelbench.infer.replan import rerun_warning, true_cause
-from accelbench.infer.results import PERCENTILES, loadgen_record
+from accelbench.infer.results import PERCENTILES, LoadGenDetails, loadgen_record
 from accelbench.kit import metrics as fig
-from accelbench.results.details import typed
+from accelbench.results.details import AccuracyGates, EngineFacts, Roofline, typed
 from accelbench.results.record import Concern, Metric, Result
 from accelbench.serve.limits import offline_tpot_reason
+from accelbench.serve.replay import ReplayDetails
 from accelbench.serve.roofline import utilization
 from accelbench.serve.specs import LLMServeParams
 
@@ -36,6 +37,30 @@ if TYPE_CHECKING:
     from accelbench.workloads.decoder import Figures
 
 POINTS = ("50.00", "90.00", "99.00")
+
+
+class ServingDetails(LoadGenDetails, ReplayDetails, total=False):
+    """A language model's serving record: LoadGen's keys (its log, verdict, probe, an accuracy run's gate) or
+    accelbench's driver's (:class:`accelbench.serve.replay.ReplayDetails`), the common ones of every serving run
+    (limits, counts, engine, model, prompts, prefix cache), and the wing's own: where each figure came from and how
+    the derived ones were computed, the FP32 buffers served beside rounded weights, how the threads were chosen,
+    an accuracy run's token agreement and ROUGE, and an endpoint client's own measure of itself."""
+
+    figure_sources: dict[str, str]
+    goodput_method: str
+    tokens_per_user_method: str
+    itl_method: str
+    kv_cache_method: str
+    token_fidelity: dict[str, Any]
+    rouge: dict[str, Any]
+    fp32_buffers: list[str]
+    threads_method: str
+    client: dict[str, Any]
+
+
+def serving_details(result: Result) -> ServingDetails:
+    """A serving record's details as this wing wrote them (the same dict)."""
+    return cast(ServingDetails, result.details)
 
 
 def _m(value: float, unit: str, higher: bool) -> Metric:
@@ -157,7 +182,7 @@ def inter_token(sut: "TokenSUT") -> dict[str, Metric]:
     return {f"itl_p{p}_ms": _m(float(np.percentile(ms, p)), "ms", False) for p in (50, 90, 99)}
 
 
-def kv_cache(sut: "TokenSUT", engine: dict[str, Any], model: "Figures | None") -> dict[str, Metric]:
+def kv_cache(sut: "TokenSUT", engine: EngineFacts, model: "Figures | None") -> dict[str, Metric]:
     """What the requests held in the KV cache: peak and mean tokens (each request from its first token to its
     completion: prompt plus tokens so far, by the SUT's clock), in GiB where the model's bytes per token are
     known, and the peak as a share of the cache the engine reserved where it says (``kv_capacity_tokens``)."""
@@ -225,7 +250,7 @@ def token_reasons(
     return reasons or [(logs.UNSAID, "LoadGen reported INVALID (see mlperf_log_detail.txt)")]
 
 
-def one_token_words(sut: "TokenSUT", params: LLMServeParams, engine: dict[str, Any]) -> str | None:
+def one_token_words(sut: "TokenSUT", params: LLMServeParams, engine: EngineFacts) -> str | None:
     """What a run's one-token answers were and what to do (None where it had none): the server (or the model)
     ended them at its end of sequence after the first token, so they have no time per output token, which LoadGen's
     token mode refuses. The per-request file's rows with one output token are they."""
@@ -250,7 +275,7 @@ def token_result(
     outcome: "Outcome",
     probe: dict[str, Any],
     limits: "Limits",
-    engine: dict[str, Any],
+    engine: EngineFacts,
     model: "Figures | None",
     reruns: list[dict[str, Any]] | None = None,
     roof: "Roof | None" = None,
@@ -258,7 +283,7 @@ def token_result(
     d, conditions, outdir, sut = outcome.detail, outcome.conditions, outcome.outdir, outcome.sut
     metrics, primary = token_metrics(params.scenario, d, params.devices_serving)
     metrics |= goodput(sut, limits) | inter_token(sut) | kv_cache(sut, engine, model)
-    limit: dict[str, Any] = {}
+    limit: Roofline = {}
     if roof is not None and model is not None:
         used, limit = utilization(sut, model, roof)
         metrics |= used
@@ -271,7 +296,7 @@ def token_result(
     tpot99 = metrics.get("tpot_p99_ms")
     over = offline_tpot_reason(limits, tpot99.value if params.scenario == "offline" and tpot99 else None)
     sources = figure_sources(params.scenario, d)
-    details: dict[str, Any] = {
+    details: ServingDetails = {
         "loadgen_log_dir": str(outdir),
         "compliant": params.profile == "official",
         "figure_sources": {k: v for k, v in sources.items() if k in metrics},
@@ -338,7 +363,7 @@ def sent_tolerance(sd: float, library: int, requests: int) -> float:
     return max(SENT_MEAN_ERRORS * error, ROUNDING_TOKENS)
 
 
-def flag_lengths(result: Result, params: LLMServeParams, sut: "TokenSUT", engine: dict[str, Any]) -> None:
+def flag_lengths(result: Result, params: LLMServeParams, sut: "TokenSUT", engine: EngineFacts) -> None:
     """A concern where what was sent is not what the record's label says (its ``input_tokens``/``output_tokens``,
     the run's identity, stay as asked): the mean prompt off the jitter's expected mean by more than chance
     (:func:`sent_tolerance`), or the answers short of the asked tokens where the end of sequence was not ignored
@@ -377,7 +402,7 @@ def flag_lengths(result: Result, params: LLMServeParams, sut: "TokenSUT", engine
         result.concern("lengths-differ", text, **data, ignore_eos=ignore_eos)
 
 
-def flag_compile_fallback(result: Result, engine: dict[str, Any]) -> None:
+def flag_compile_fallback(result: Result, engine: EngineFacts) -> None:
     """A compiled engine whose later batches ran eager (Dynamo's recompile limit) is labelled compiled all the same:
     the concern says which of its figures are not the compiled engine's."""
     if engine.get("compile_held") is False:
@@ -389,7 +414,7 @@ def token_accuracy_result(
     record: dict[str, Any],
     outcome: "Outcome",
     verdict: "TokenAgreement",
-    engine: dict[str, Any],
+    engine: EngineFacts,
     rouge: dict[str, Any] | None = None,
 ) -> Result:
     """Accuracy mode's record: the decided tokens kept, the plain agreement figures and, where the prompt file has
@@ -415,18 +440,19 @@ def token_accuracy_result(
     primary = next(k for k in ("rougeL", "decided_token_agreement", "sequence_agreement") if k in metrics)
     share = verdict.decided_agreement or 0.0
     why = verdict.informative
-    tokens_ok = {"99%": share >= 0.99, "99.9%": share >= 0.999}
+    tokens_ok: AccuracyGates = {"99%": share >= 0.99, "99.9%": share >= 0.999}
     gates = tokens_ok
     gate = "greedy tokens against FP32's on these weights, at positions rounding cannot flip; accuracy not verified"
     if rouge is not None:  # the answers' quality decides; the tokens too where they can be judged
-        gates = {g: ok and (why is not None or tokens_ok[g]) for g, ok in rouge["verdict"]["passed"].items()}
+        passed = rouge["verdict"]["passed"].items()  # ROUGE's gates, under the record's names ("99%", "99.9%")
+        gates = cast(AccuracyGates, {g: ok and (why is not None or bool(tokens_ok.get(g))) for g, ok in passed})
         values = rouge["verdict"]["values"]
         quality = f" (ROUGE-2 {values['rouge2']:.3g} here)" if "rouge2" in values else ""
         gate = (
             "ROUGE against the prompt file's reference answers, at 99%/99.9% of FP32's on the same prompts and "
             f"weights: engine fidelity (the served answers keep FP32's quality), not the answers' quality{quality}"
         )
-    details: dict[str, Any] = {
+    details: ServingDetails = {
         "accuracy_gates": gates,
         "gate": gate,
         "accuracy_verified": rouge is not None,
@@ -454,7 +480,7 @@ def token_accuracy_result(
 
 
 def endpoint_accuracy_result(
-    params: LLMServeParams, record: dict[str, Any], outcome: "Outcome", engine: dict[str, Any], rouge: dict[str, Any]
+    params: LLMServeParams, record: dict[str, Any], outcome: "Outcome", engine: EngineFacts, rouge: dict[str, Any]
 ) -> Result:
     """Accuracy mode through an endpoint: ROUGE of the server's answers to the prompt file, gated at 99%/99.9% of
     ``--accuracy-target`` where given; else the scores with no verdict (nothing here sets the bar)."""
@@ -464,7 +490,7 @@ def endpoint_accuracy_result(
     if served.get("tokens_per_sample") is not None:
         metrics["tokens_per_sample"] = _m(float(served["tokens_per_sample"]), "tokens per sample", True)
     verdict = rouge["verdict"]
-    details: dict[str, Any] = {
+    details: ServingDetails = {
         "accuracy_verified": verdict is not None,
         "labels": "prompt file's reference answers",
         "gate": f"ROUGE at 99%/99.9% of {verdict['source']}" if verdict else "none: no --accuracy-target",
@@ -548,7 +574,7 @@ def replay_result(
     run: "Replayed",
     conditions: dict[str, Any],
     limits: "Limits",
-    engine: dict[str, Any],
+    engine: EngineFacts,
     probe: dict[str, Any],
     model: "Figures | None",
 ) -> Result:
@@ -582,9 +608,8 @@ def replay_result(
         counted["figure_method"] = (
             f"accelbench's closed loop of {run.users} users by its own clock, {driver['steady']['method']}"
         )
-    # the serving wing's own keys beside the typed ones (the engine's facts and the model's figures: to be written
-    # as EngineFacts and ModelIdentity by their makers)
-    details: dict[str, Any] = {**counted, "engine": engine, "probe": probe, "compliant": False}
+    details = cast(ServingDetails, counted)  # the driver's keys, and the wing's beside them (the same dict)
+    details |= {"engine": engine, "probe": probe, "compliant": False}
     if model is not None:
         details["model"] = model.to_dict()
     concerns = fig.concerns_of(None, conditions)

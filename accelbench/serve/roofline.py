@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from accelbench.kit import metrics as fig
+from accelbench.results.details import Roofline
 from accelbench.results.record import Metric
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class Roof:
     tflops: float | None = None
     tflops_source: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Roofline:
         return {
             "bandwidth_gbs": self.bandwidth_gbs,
             "bandwidth_source": self.bandwidth_source,
@@ -103,7 +104,7 @@ def weight_bytes_per_step(model: "Figures", batch: float) -> float:
     return params * model.element_bytes
 
 
-def utilization(sut: Any, model: "Figures", roof: Roof) -> tuple[dict[str, Metric], dict[str, Any]]:
+def utilization(sut: Any, model: "Figures", roof: Roof) -> tuple[dict[str, Metric], Roofline]:
     """The run's decode bandwidth utilization, its decode limit in tokens/s and, where the peak FLOPS are known,
     its prefill FLOPs utilization; and how each was counted. Empty when the run decoded nothing."""
     span = sut.last_answer - (sut.first_issue if sut.first_issue is not None else sut.last_answer)
@@ -123,7 +124,7 @@ def utilization(sut: Any, model: "Figures", roof: Roof) -> tuple[dict[str, Metri
             limit, "output tokens/s at peak bandwidth, this run's batch", higher_is_better=True
         ),
     }
-    how: dict[str, Any] = {
+    how: Roofline = {
         "requests_in_flight": in_flight,
         "kv_tokens_in_flight": kv_tokens,
         "bytes_per_decode_step": per_step,
@@ -133,8 +134,8 @@ def utilization(sut: Any, model: "Figures", roof: Roof) -> tuple[dict[str, Metri
         "decoding) x bytes per step (weights read, the embedding lookup excepted; KV cache of the tokens in "
         "flight), over the run's span and the peak bandwidth; the limit is the requests in flight x peak "
         "bandwidth / bytes per step",
-        **roof.to_dict(),
     }
+    how |= roof.to_dict()
     if roof.tflops:
         flops = sut.input_tokens * model.flops_per_token + model.attention_flops_per_context_token * sut.prompt_pairs
         prefill = flops / span / (roof.tflops * 1e12)

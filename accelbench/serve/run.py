@@ -32,7 +32,7 @@ from accelbench.serve.engines.base import Engine, EngineSettings, ModelSource, e
 from accelbench.serve.limits import Limits, lengths, limits_for, preset_of
 from accelbench.serve.memory import too_big
 from accelbench.serve.probe import TokenProbe, probe
-from accelbench.serve.results import prefix_cache, reasoning_figures
+from accelbench.serve.results import prefix_cache, reasoning_figures, serving_details
 from accelbench.serve.roofline import roof_for
 from accelbench.serve.sources.base import Work, source_class
 from accelbench.serve.specs import SOURCE_PARTS, LLMServeParams
@@ -192,21 +192,22 @@ def _details(params: LLMServeParams, stage: Stage, result: Result, client: dict[
     ones, how the threads were chosen, the prefix cache, the engine's own side, and where the prompts came from."""
     s = stage.served
     engine, work = s.engine, s.work
-    result.details["weights"] = weights if not s.where.server else "the server's"
+    details = serving_details(result)
+    details["weights"] = weights if not s.where.server else "the server's"
     if s.where.built and params.effective_precision != "fp32":
         # the floating buffers served in FP32 beside the rounded weights: RoPE's frequencies, as transformers keeps
-        result.details["fp32_buffers"] = fp32_buffers(s.model)
+        details["fp32_buffers"] = fp32_buffers(s.model)
     if _leaves_a_core(params, s.where, s.device):
-        result.details["threads_method"] = "no --threads: every usable core but one, left to LoadGen and the SUT"
+        details["threads_method"] = "no --threads: every usable core but one, left to LoadGen and the SUT"
     if params.mode != "accuracy":  # the server's count of its cache leaves the client's figures
         prefix_cache(result, stage.ledger, client, engine, work)
     if client:  # the engine's own side, measured: a client that limited the run sets the record aside
-        result.details["client"] = client
+        details["client"] = client
         result.metrics |= reasoning_figures(client.get("reasoning"))
         if client.get("limited_by"):
             result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
     if work.summary:
-        result.details["prompts"] = work.summary
+        details["prompts"] = work.summary
 
 
 def _leaves_a_core(params: LLMServeParams, where: Where, device: "torch.device") -> bool:

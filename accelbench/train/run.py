@@ -22,7 +22,7 @@ from accelbench.system.specs import peak_for
 from accelbench.train import loop
 from accelbench.train.autobatch import find_batch
 from accelbench.train.data import default_workers, measure_pipeline, open_pipeline
-from accelbench.train.specs import UNUSED_PIPELINE, TrainParams, devices_used
+from accelbench.train.specs import UNUSED_PIPELINE, TrainDetails, TrainParams, devices_used
 from accelbench.workloads import workload_class
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def run_distributed(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
             record=record,
         )
     m = Measurement(tuple(data["samples"]), calls_per_sample=params.window, clock=data["clock"])
-    details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
+    details: TrainDetails = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     details |= {"world_size": data["world_size"], "backend": data["backend"], "final_loss": data["loss"]}
     devices = devices_used(params.nproc, params.nnodes, device)
     details["devices"] = devices
@@ -116,7 +116,7 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         record |= UNUSED_PIPELINE
     peak_precision = loop.PEAK_PRECISION[params.precision]
     skip_if(precision_reason(device, peak_precision, params.emulated), record)
-    details: dict[str, Any] = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
+    details: TrainDetails = {"domain": info.domain, "sample_unit": info.sample_unit, "source": info.source}
     if params.data_only:
         yield _data_only(params, workload, device, threads, record, details, ctx)
         return
@@ -202,7 +202,7 @@ def _data_only(
     device: "torch.device",
     threads: int,
     record: dict[str, Any],
-    details: dict[str, Any],
+    details: TrainDetails,
     ctx: RunContext,
 ) -> Result:
     """``--data-only``: the input pipeline alone, the samples/s it can deliver to the device."""
@@ -217,14 +217,17 @@ def _data_only(
     with ConditionsMonitor(threads, None) as monitor:
         m = measure_pipeline(pipeline, device, params.warmup, params.num_batches // params.window, params.window)
     metrics = {"throughput": fig.rate(batch, m, f"{info.sample_unit}/s"), "batch_seconds": fig.seconds(m)}
-    return _measured(record, m, metrics, details | {"data_only": True}, monitor.conditions.to_dict())
+    details["data_only"] = True
+    return _measured(record, m, metrics, details, monitor.conditions.to_dict())
 
 
 def _measured(
-    record: dict[str, Any], m: Any, metrics: dict[str, Any], details: dict[str, Any], conditions: dict[str, Any]
+    record: dict[str, Any], m: Any, metrics: dict[str, Any], details: TrainDetails, conditions: dict[str, Any]
 ) -> Result:
     """The record of a measurement in windows: its figures, raw samples, clock and the run's conditions."""
-    details |= {"clock": m.clock, "windows": m.n} | m.meta  # the compilation counted apart, on XLA
+    details |= {"clock": m.clock, "windows": m.n}
+    if "compiles" in m.meta:  # the compilation counted apart, on XLA
+        details["compiles"] = m.meta["compiles"]
     return Result(
         benchmark_of(TrainParams),
         record,
@@ -247,7 +250,7 @@ def _result(
     threads: int,
     precision: str,
     unit: str,
-    details: dict[str, Any],
+    details: TrainDetails,
     conditions: dict[str, Any],
     world: int = 1,
     devices: int = 1,

@@ -20,6 +20,7 @@ from accelbench.params import (
     parse_size,
     positive,
 )
+from accelbench.results.details import Details
 from accelbench.train.datasets import IMAGE_LAYOUTS, RATINGS_LAYOUT, data_format
 from accelbench.train.decode import DECODERS, decoder_name
 from accelbench.workloads import is_decoder, model_info
@@ -66,6 +67,38 @@ def ranks_words(p: dict[str, Any]) -> str | None:
     if kind.accelerator:
         return f"x{world} devices"
     return f"x{world} ranks on {nodes} device{'s' if nodes > 1 else ''}"
+
+
+class TrainDetails(Details, total=False):
+    """What a training record keeps beside its figures: what a sample is, how the steps were timed (the clock,
+    the windows, a compiling device's graphs counted apart), the ranks and devices, the last loss, how peak memory
+    was read, the FLOPs a sample costs, the input pipeline and its waits, an automatic batch size's trials, and a
+    language model's own (its FLOP count, the state each device holds, its gradient accumulation and layout)."""
+
+    domain: str
+    sample_unit: str
+    clock: str
+    windows: int
+    compiles: dict[str, Any]
+    world_size: int
+    backend: str | None
+    devices: int
+    final_loss: float
+    peak_memory_method: str | None
+    flops_per_sample: float
+    #: --data-only: the pipeline timed alone
+    data_only: bool
+    pipeline: dict[str, Any]
+    input_wait_seconds_per_window: list[float]
+    auto_batch_trials: list[dict[str, Any]]
+    auto_batch: dict[str, Any]
+    #: why the measured windows ended before their number (a Ctrl-C, the timeout)
+    stopped: str
+    #: train/llm
+    flops: dict[str, Any]
+    state_bytes_per_device: int
+    grad_accum: int
+    layout: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
 from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
+from accelbench.results.details import Details
 from accelbench.results.record import Concern, Result
 from accelbench.tta.loop import Job, SeedRun, precision_of, run_seed
 from accelbench.tta.mlperf_log import RunLog
@@ -127,6 +128,15 @@ def _distributed(
     return runs, data["job"]
 
 
+class TtaDetails(Details, total=False):
+    """What a time-to-accuracy record keeps beside the common keys (the score, each seed's run, the metric and its
+    targets): the epochs a seed was given, the recipe's source and each seed's MLPerf log."""
+
+    max_epochs: int
+    recipe: str
+    mlperf_logs: list[str]
+
+
 def _result(
     params: TtaParams, record: dict[str, Any], runs: list[SeedRun], job: dict[str, Any], conditions: dict[str, Any]
 ) -> Result:
@@ -135,12 +145,12 @@ def _result(
     record |= {"target": job["target"], "batch_size": job["batch"], "precision": job["precision"]}
     if job.get("more_targets"):  # the second target as resolved, as the first: a default and the same value given
         [record["second_target"]] = job["more_targets"].values()  # are one workload
-    details: dict[str, Any] = {
+    details: TtaDetails = {
         "metric": r.metric,
         "target": job["target"],
         "more_targets": job.get("more_targets") or {},
         "max_epochs": job["max_epochs"],
-        "score": score.__dict__,
+        "score": score.record(),
         "seeds": [run.to_dict() for run in runs],
         "recipe": r.source,
         "mlperf_logs": [run.log for run in runs if run.log],

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from accelbench.results.details import TtaScore
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,20 @@ class Score:
     #: the runs (indices into the times given) the mean counts: every other figure of the set is theirs too (of
     #: runs with equal times, the later seed is the one dropped as the slowest, the earlier as the fastest)
     kept: tuple[int, ...] = ()
+
+    def record(self) -> TtaScore:
+        """The score as the record keeps it (``details.score``)."""
+        return {
+            "time_to_target": self.time_to_target,
+            "fastest": self.fastest,
+            "slowest": self.slowest,
+            "spread": self.spread,
+            "converged": self.converged,
+            "runs": self.runs,
+            "valid": self.valid,
+            "reason": self.reason,
+            "kept": list(self.kept),
+        }
 
 
 def olympic(times: list[float | None]) -> Score:

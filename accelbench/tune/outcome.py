@@ -14,19 +14,100 @@ import re
 import shlex
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
 from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.measure.stats import Measurement
 from accelbench.results import format as fmt
+from accelbench.results.details import Details, fidelity_of
 from accelbench.results.record import Metric, Result
 from accelbench.tune.candidate import Candidate
 from accelbench.tune.trials import Search, Trial
 from accelbench.tune.verdict import Decision, apart, decide, figure_of, median_of
 
+#: what a search found (:func:`summary` says each)
+Outcome = Literal["winner", "equivalent", "no search", "not confirmed", "no better", "no winner"]
 #: outcomes that name no best and are no failure either (exit 0, a skipped record whose reason says what to do)
-NO_CLAIM = ("no search", "not confirmed", "no better")
+NO_CLAIM: tuple[Outcome, ...] = ("no search", "not confirmed", "no better")
+
+
+class RankedRow(TypedDict):
+    """One candidate of the ranking as the record keeps it (:meth:`Row.to_dict`)."""
+
+    settings: dict[str, Any]
+    label: str
+    figure: float | None
+    confirmations: list[float]
+    screen: float | None
+    accuracy: str
+    valid: bool | None
+    status: str
+
+
+class TrialRow(TypedDict):
+    """One run of the search: its phase, the candidate, how long it took and the id of its stored record."""
+
+    phase: str
+    label: str
+    settings: dict[str, Any]
+    seconds: float
+    result_id: str | None
+    status: str
+    figure: float | None
+    metric: str | None
+    valid: bool | None
+    why_not: str | None
+
+
+class Named(TypedDict, total=False):
+    """A candidate the search left out or never tried, and why; or one of the equivalent best, and its command."""
+
+    settings: dict[str, Any]
+    label: str
+    reason: str
+    reproduce: str
+
+
+class DefaultFigure(TypedDict):
+    """The default settings' confirmed figure a winner's speed-up is over, and the evidence that separates them."""
+
+    settings: dict[str, Any]
+    figure: float | None
+    evidence: str
+
+
+class TuneDetails(Details, total=False):
+    """A search's summary record: what was ranked and by what figure, every trial, the outcome and the words that
+    state it, the command(s) that reproduce it. The report's tuning section and ``accelbench tune``'s exit status
+    read it (:func:`details_of`)."""
+
+    figure: str
+    unit: str
+    higher_is_better: bool
+    ranking: list[RankedRow]
+    trials: list[TrialRow]
+    left_out: list[Named]
+    not_tried: list[Named]
+    stopped: list[str]
+    budget_seconds: float
+    elapsed_seconds: float
+    figure_words: str
+    gate: str
+    accuracy: str | None
+    outcome: Outcome
+    verdict: str
+    equivalent: list[Named]
+    winner: dict[str, Any]
+    reproduce: str
+    speedup_withheld: str
+    default: DefaultFigure
+    headline: str
+
+
+def details_of(record: Result) -> TuneDetails:
+    """A search's summary record's details as :func:`summary` wrote them (the same dict)."""
+    return cast(TuneDetails, record.details)
 #: why no speed-up is stated where the default settings won
 _DEFAULT_BEST = "the default settings are the best"
 #: measurement-length fields of a trial: the reproduced command keeps the confirmation's, after the settings
@@ -45,7 +126,7 @@ class Row:
     valid: bool | None
     status: str  # winner, confirmed, screened, failed, gate failed, invalid
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RankedRow:
         return {
             "settings": self.candidate.settings,
             "label": self.candidate.label(),
@@ -70,7 +151,7 @@ def _accuracy(search: Search, c: Candidate) -> str:
         return f"gate failed to run: {gate.why_not}"
     r = gate.result
     verdict = {True: "passed", False: "FAILED", None: "no verdict"}[r.valid]
-    fidelity = r.details.get("fidelity")
+    fidelity = fidelity_of(r)
     if fidelity:  # a rounding precision without labels: how far it strayed, in units of its own rounding
         return f"{verdict}: fidelity {fidelity['ratio']:.2f}x {fidelity['precision']} rounding"
     ratio = r.metrics.get("quality_ratio")
@@ -190,7 +271,7 @@ def summary(search: Search) -> Result:
     default confirmed VALID more than once and separated from the winner; otherwise ``speedup_withheld`` says why.
     """
     record = _summary(search)
-    record.details["headline"] = headline(record)
+    details_of(record)["headline"] = headline(record)
     return record
 
 
@@ -198,7 +279,7 @@ def _summary(search: Search) -> Result:
     name, unit, higher = figure_of(search)
     rows = ranking(search)
     decision = decide(search)
-    details: dict[str, Any] = {
+    details: TuneDetails = {
         "figure": name,
         "unit": unit,
         "higher_is_better": higher,
@@ -277,7 +358,7 @@ def headline(record: Result) -> str:
     """The search's outcome in one line, the first a reader sees: what won, by how much over the default settings
     and on what evidence; or that the best few are equivalent; or why nothing is named (nothing was confirmed
     better than the default, nothing was compared, what screened better was never confirmed)."""
-    d = record.details
+    d = details_of(record)
     outcome = d.get("outcome")
     if outcome in NO_CLAIM:
         return record.reason or str(outcome)
@@ -400,7 +481,7 @@ def _speedup(search: Search, winner: Candidate, best: float, higher: bool) -> tu
     return (best / base if higher else base / best), verdict.evidence
 
 
-def _trial_dict(t: Trial) -> dict[str, Any]:
+def _trial_dict(t: Trial) -> TrialRow:
     r = t.result
     return {
         "phase": t.phase,

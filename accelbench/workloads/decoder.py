@@ -22,6 +22,8 @@ from accelbench.workloads.base import ModelInfo, Workload
 if TYPE_CHECKING:
     import torch
 
+    from accelbench.results.details import ModelIdentity
+
 #: the tiny scale: depth and widths a 2-core CPU generates with in milliseconds a token
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 2048, "max_position_embeddings": 16384}
 
@@ -174,7 +176,7 @@ class Figures:
     expert_params: int = 0  # all experts' parameters, every layer
     element_bytes: int = 2  # of a weight at the serving precision
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ModelIdentity:
         return {
             "params": self.params,
             "active_params": self.active_params,

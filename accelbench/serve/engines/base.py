@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt, positive
+from accelbench.results.details import EngineFacts
 
 if TYPE_CHECKING:
     import torch
@@ -101,7 +102,7 @@ HEAP_MMAP_THRESHOLD, HEAP_TRIM_THRESHOLD = 32 << 20, 64 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 
-def steady_heap(device: "torch.device") -> dict[str, str]:
+def steady_heap(device: "torch.device") -> EngineFacts:
     """On a CPU with glibc, fix malloc's mapping and trim thresholds at :data:`HEAP_MMAP_THRESHOLD` and
     :data:`HEAP_TRIM_THRESHOLD` for the whole process; the record's words for what was set (none elsewhere).
 
@@ -183,7 +184,9 @@ class Engine:
 
     def __init__(self, options: NoOptions | None = None) -> None:
         self.options: Any = options if options is not None else self.Options()
-        self.facts: dict[str, Any] = {"engine": self.name}
+        #: what the record says of the engine (:class:`accelbench.results.details.EngineFacts`; an engine's own
+        #: keys in a TypedDict of its own that extends it)
+        self.facts: EngineFacts = {"engine": self.name}
 
     def unavailable(self) -> str | None:
         """Why this engine cannot run here (its library missing), or None. A model-running engine needs

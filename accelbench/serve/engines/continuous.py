@@ -16,6 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.kind import kind_of
+from accelbench.results.details import EngineFacts
 from accelbench.serve.engines.base import (
     Engine,
     EngineSettings,
@@ -40,6 +41,17 @@ def cache_plan(settings: EngineSettings, options: PagedOptions) -> tuple[int, in
     blocks = options.kv_blocks or per_request * settings.max_batch
     tokens = options.max_batch_tokens or max(settings.max_batch * options.page_size * 2, 256)
     return blocks, tokens
+
+
+class ContinuousFacts(EngineFacts, total=False):
+    """The continuous-batching engine's own keys: its KV cache's pages, the tokens and requests a step may take,
+    and the scheduler transformers ran."""
+
+    page_size: int
+    kv_blocks: int
+    max_batch_tokens: int
+    max_requests_per_batch: int
+    scheduler: str
 
 
 class ContinuousBatching(Engine):
@@ -77,7 +89,7 @@ class ContinuousBatching(Engine):
             default_compile_level=1 if self.options.engine_compile else 0,
             seed=0,
         )
-        self.facts = {
+        self.facts: ContinuousFacts = {
             "engine": self.name,
             "page_size": self.options.page_size,
             "kv_blocks": blocks,

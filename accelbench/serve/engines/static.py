@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from accelbench.results.details import EngineFacts
 from accelbench.serve.engines.base import (
     CompileOptions,
     EngineSettings,
@@ -79,10 +80,26 @@ def cache_length(width: int, new_tokens: int, compiled: bool) -> int:
     return power * 3 // 4 if need <= power * 3 // 4 else power
 
 
+class StaticFacts(EngineFacts, total=False):
+    """The static-batch engine's own keys: its batch and wait, the cache (one a batch, of which lengths), how
+    prompts were padded, and, compiling, the graphs compiled, the cache lengths they cover and Dynamo's mode."""
+
+    max_batch: int
+    max_wait_ms: float
+    cache: str
+    cache_sizing: str
+    cache_lengths: list[int]
+    padding: str
+    compile_mode: str | None
+    compile_graphs: int
+    compiled_cache_lengths: list[int]
+
+
 class StaticBatch(QueuedEngine):
     name = "static"
     Options = CompileOptions
     options: CompileOptions
+    facts: StaticFacts
 
     def start(self, model: Any, device: "torch.device", sink: Sink, settings: EngineSettings) -> None:
         from transformers import GenerationConfig
@@ -103,7 +120,7 @@ class StaticBatch(QueuedEngine):
             self.generation.compile_config = compile_config()
         self.compiles = CompileWatch() if self.options.engine_compile else None
         self.cache_lengths: set[int] = set()
-        self.facts = {
+        facts: StaticFacts = {
             "engine": self.name,
             "max_batch": settings.max_batch,
             "max_wait_ms": settings.max_wait * 1000,
@@ -116,18 +133,25 @@ class StaticBatch(QueuedEngine):
             ),
             "cache_lengths": [],  # each distinct length a batch's cache had
             "kv_allocated_tokens": 0,  # the largest one batch's cache held: its rows x its length
-            **(self.compiles.facts() if self.compiles is not None else {}),
+        }
+        if self.compiles is not None:
+            facts |= self.compiles.facts()
+        facts |= {
             "kv_capacity_tokens": settings.max_batch * settings.longest,  # a full batch of the longest requests
             "compile": self.options.engine_compile,
-            **({"compile_mode": self.generation.compile_config.mode} if self.options.engine_compile else {}),
-            "padding": (
-                f"left, to a multiple of {BUCKET} tokens (outputs to {OUTPUT_BUCKET}), the batch filled to "
-                f"{settings.max_batch} rows (one compiled shape per bucket)"
-                if self.options.engine_compile
-                else "left, to the batch's longest prompt"
-            ),
-            **steady_heap(device),
         }
+        if self.options.engine_compile:
+            facts["compile_mode"] = self.generation.compile_config.mode
+        facts["padding"] = (
+            f"left, to a multiple of {BUCKET} tokens (outputs to {OUTPUT_BUCKET}), the batch filled to "
+            f"{settings.max_batch} rows (one compiled shape per bucket)"
+            if self.options.engine_compile
+            else "left, to the batch's longest prompt"
+        )
+        heap = steady_heap(device).get("host_heap")
+        if heap is not None:
+            facts["host_heap"] = heap
+        self.facts = facts
         super().start(model, device, sink, settings)
 
     def serve(self, batch: list[TokenRequest]) -> None:
@@ -158,7 +182,7 @@ class StaticBatch(QueuedEngine):
                 )
         self.cache_lengths.add(length)
         self.facts["cache_lengths"] = sorted(self.cache_lengths)
-        self.facts["kv_allocated_tokens"] = max(self.facts["kv_allocated_tokens"], rows * length)
+        self.facts["kv_allocated_tokens"] = max(self.facts.get("kv_allocated_tokens", 0), rows * length)
         if self.compiles is not None:
             self.facts |= self.compiles.facts()
         streamer.end()
@@ -199,9 +223,9 @@ class CompileWatch:
         else:
             self.eager_batches += 1
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> StaticFacts:
         """The record's words: graphs compiled, whether compile held, and if not where it stopped."""
-        facts: dict[str, Any] = {
+        facts: StaticFacts = {
             "compile_graphs": self.graphs,
             "compile_held": self.hit_at is None,
             "compiled_cache_lengths": sorted(self.compiled),

@@ -36,6 +36,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 from accelbench.errors import BenchmarkSkipped
+from accelbench.results.details import EngineFacts
 from accelbench.serve.engines.base import (
     Engine,
     EngineSettings,
@@ -121,6 +122,30 @@ def block_size_for(page_size: int, cpu: bool) -> int:
         if isinstance(s, MultipleOf) or s >= page_size
     ]
     return min(accepted, default=page_size)
+
+
+class VllmFacts(EngineFacts, total=False):
+    """What vLLM made of the run's settings: its version and platform, the dtype, its scheduler's limits, the KV
+    cache's blocks and size (and who sized it), eager or graphs, chunked prefill, where its engine core ran, the
+    sampling, and on a CPU how its threads were bound."""
+
+    vllm_version: str
+    platform: str
+    dtype: str
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int
+    block_size: int
+    page_size_asked: int
+    kv_blocks: int | None
+    kv_cache_tokens: int
+    kv_cache_bytes: int | None
+    kv_cache_sized_by: str
+    enforce_eager: bool
+    chunked_prefill: bool
+    engine_core: str
+    sampling: str
+    cpu_threads_bind: str
 
 
 class Vllm(Engine):
@@ -216,7 +241,7 @@ class Vllm(Engine):
         config = self.engine.vllm_config
         chosen_blocks = config.cache_config.num_gpu_blocks
         chosen_block_size = config.cache_config.block_size
-        self.facts = {
+        self.facts: VllmFacts = {
             "engine": self.name,
             "vllm_version": vllm.__version__,
             "platform": platform,

@@ -29,7 +29,7 @@ from accelbench.train.llm import model as llm_model
 from accelbench.train.llm.body import train
 from accelbench.train.llm.model import config_for, step_precision
 from accelbench.train.llm.specs import OPTIMIZER, LLMTrainParams, micro_batch, seq_len_of, sharding_of, window_of
-from accelbench.train.specs import devices_used
+from accelbench.train.specs import TrainDetails, devices_used
 from accelbench.workloads.decoder import preset_of
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def run(params: LLMTrainParams, ctx: RunContext) -> Iterator[Result]:
             f"{capacity / 2**30:,.1f} GiB: train on more ranks with --sharding fsdp, or --layers N, or --lora",
             record,
         )
-    details: dict[str, Any] = {"domain": "generation", "sample_unit": "tokens", "source": config_source(params)}
+    details: TrainDetails = {"domain": "generation", "sample_unit": "tokens", "source": config_source(params)}
     details |= {"flops": flops.to_dict(), "state_bytes_per_device": need, "grad_accum": params.grad_accum}
     if world == 1:
         report = _in_process(params, device, prep.threads, record, ctx)
@@ -192,7 +192,7 @@ def _fit_advice(need: int) -> str:
     return f"{state}; try {FIT_HINTS}"
 
 
-def _oom(record: dict[str, Any], error: str, need: int, details: dict[str, Any]) -> Result:
+def _oom(record: dict[str, Any], error: str, need: int, details: TrainDetails) -> Result:
     return Result.failed(_benchmark(), record, f"out of memory ({error}); {_fit_advice(need)}", details=details)
 
 
@@ -203,7 +203,7 @@ def _result(
     device: "torch.device",
     precision: str,
     threads: int,
-    details: dict[str, Any],
+    details: TrainDetails,
     conditions: dict[str, Any],
     devices: int,
 ) -> Result:
@@ -239,7 +239,9 @@ def _result(
         "layout": report["layout"],
         "backend": report.get("backend"),
         "peak_memory_method": report.get("memory_method"),
-    } | m.meta
+    }
+    if "compiles" in m.meta:  # the compilation counted apart, on XLA
+        details["compiles"] = m.meta["compiles"]
     return Result(
         _benchmark(),
         record,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.errors import UsageError
+from accelbench.results.details import EngineFacts
 from accelbench.serve.engines.base import Engine, EngineSettings, RunView, Sink, TokenRequest
 from accelbench.serve.engines.endpoint import params as options_of
 from accelbench.serve.engines.endpoint.client import Answer, Failure, error_words
@@ -101,6 +102,18 @@ class Usage:
         return out
 
 
+class EndpointFacts(EngineFacts, total=False):
+    """What the client measured against: the API spoken, the devices the server was said to use, the tokenizer that
+    wrote the prompts, where the output token counts came from, and the answers that streamed no text."""
+
+    api: str
+    server_devices: int
+    tokenizer: str
+    output_token_count: str
+    answers_without_streamed_text: int
+    ttft_of_those: str
+
+
 class EndpointEngine(Engine):
     """A client of an OpenAI-compatible server (``--url``): the server's tokens, timed as they arrive here."""
 
@@ -110,6 +123,7 @@ class EndpointEngine(Engine):
     remote = True
     Options = EndpointOptions
     options: EndpointOptions
+    facts: EndpointFacts
 
     @classmethod
     def check_run(cls, params: RunView, options: EndpointOptions) -> None:
