@@ -7,10 +7,7 @@ into ``accelbench: error: ...`` with exit status 2.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from accelbench.results.details import Details
+from typing import Any
 
 
 class UsageError(Exception):
@@ -39,10 +36,12 @@ class BenchmarkFailed(Exception):
     no failure: the benchmark returns it ``ok`` with ``valid=False`` (exit status 3).
     """
 
-    def __init__(self, error: str, record: dict[str, Any] | None = None, details: Details | None = None) -> None:
+    def __init__(
+        self, error: str, record: dict[str, Any] | None = None, details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(error)
         self.record = record
-        self.details: Details = details or {}
+        self.details = details or {}
 
 
 class RecordedElsewhere(Exception):

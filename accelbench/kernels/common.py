@@ -296,8 +296,8 @@ def check_against_peak(result: "Result", device: "torch.device") -> None:
     "no % of peak" is never read as "not measured".
     """
     pct = result.metrics.get("pct_of_peak")
-    peak = result.details.get("peak")
-    if pct is not None and pct.value > 100.0 and isinstance(peak, dict):
+    peak = result.details.get("peak")  # the record's own, written above: a Peak
+    if pct is not None and pct.value > 100.0 and peak is not None:
         peak["below_measured"] = True
         result.concern(
             ABOVE_PEAK,

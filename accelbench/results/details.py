@@ -23,10 +23,7 @@ own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict, cast
-
-if TYPE_CHECKING:
-    from accelbench.results.record import Result
+from typing import Any, Protocol, TypedDict, cast
 
 
 class Limits(TypedDict, total=False):
@@ -353,7 +350,15 @@ class Details(TypedDict, total=False):
     log: str
 
 
-def typed(r: Result) -> Details:
+class Recorded(Protocol):
+    """What the accessors read of a record (:class:`accelbench.results.record.Result`): its details and parameters.
+    A protocol, so this module, which the record's own module imports for :class:`Details`, imports nothing back."""
+
+    details: Details
+    params: dict[str, Any]
+
+
+def typed(r: Recorded) -> Details:
     """``r.details`` as readers of every benchmark's records see it: the same dict, not a copy. The shapes are
     those the schema holds a stored or imported record to; a record built in memory is not checked, so a reader that
     cannot trust it uses the accessors below."""
@@ -370,12 +375,12 @@ def number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def limits_of(r: Result) -> Limits | None:
+def limits_of(r: Recorded) -> Limits | None:
     """The limits a token run was held to, as recorded; None where the record has none (not a token run)."""
     return cast("Limits | None", _dict(r.details.get("limits")))
 
 
-def held_to(r: Result) -> tuple[float | None, float | None] | None:
+def held_to(r: Recorded) -> tuple[float | None, float | None] | None:
     """(p99 TTFT ms, p99 TPOT ms) a run was held to; None where it records none (an Offline run: neither)."""
     lim = limits_of(r)
     if lim is None:
@@ -384,7 +389,7 @@ def held_to(r: Result) -> tuple[float | None, float | None] | None:
     return None if pair == (None, None) else pair
 
 
-def token_counts(r: Result) -> tuple[float, float, float] | None:
+def token_counts(r: Recorded) -> tuple[float, float, float] | None:
     """The requests, prompt tokens and output tokens a token run counted (its own counts, not its flags); None
     where it lacks any, or counted no request."""
     d = r.details
@@ -394,7 +399,7 @@ def token_counts(r: Result) -> tuple[float, float, float] | None:
     return n, read, written
 
 
-def mean_lengths(r: Result) -> tuple[float, float] | None:
+def mean_lengths(r: Recorded) -> tuple[float, float] | None:
     """Mean prompt and output tokens per request, from the run's counts; None where it has none (or counted no
     token either way: nothing to compare)."""
     counts = token_counts(r)
@@ -404,62 +409,62 @@ def mean_lengths(r: Result) -> tuple[float, float] | None:
     return read / n, written / n
 
 
-def target_qps(r: Result) -> float | None:
+def target_qps(r: Recorded) -> float | None:
     """The query rate LoadGen's Server run was sent (``details.target_qps``), where recorded and positive."""
     rate = number(r.details.get("target_qps"))
     return rate if rate is not None and rate > 0 else None
 
 
-def latency_bound_ms(r: Result) -> float | None:
+def latency_bound_ms(r: Recorded) -> float | None:
     """The latency bound (ms) a served model's run was held to (Server, MultiStream), where recorded and positive."""
     bound = number(r.details.get("latency_bound_ms"))
     return bound if bound is not None and bound > 0 else None
 
 
-def model_of(r: Result) -> ModelIdentity:
+def model_of(r: Recorded) -> ModelIdentity:
     """The counted figures of the language model served (empty where the record has none)."""
     return cast("ModelIdentity", _dict(r.details.get("model")) or {})
 
 
-def model_params(r: Result) -> float | None:
+def model_params(r: Recorded) -> float | None:
     """The parameters counted on the model a language-model record served, where positive."""
     n = number(model_of(r).get("params"))
     return n if n is not None and n > 0 else None
 
 
-def model_source(r: Result) -> str | None:
+def model_source(r: Recorded) -> str | None:
     """The definition a trained network was built from (``details.source``), where recorded."""
     source = r.details.get("source")
     return source if isinstance(source, str) else None
 
 
-def engine_of(r: Result) -> EngineFacts:
+def engine_of(r: Recorded) -> EngineFacts:
     """The engine's facts (empty where the record names none)."""
     return cast("EngineFacts", _dict(r.details.get("engine")) or {})
 
 
-def served_model(r: Result) -> str:
+def served_model(r: Recorded) -> str:
     """The model an endpoint served, as ``--served-model`` named it, else as the server said ('' where neither)."""
     return str(r.params.get("served_model") or engine_of(r).get("served_model") or "")
 
 
-def invalid_reasons(r: Result) -> list[str]:
+def invalid_reasons(r: Recorded) -> list[str]:
     """Why the record's verdict is INVALID, one line each (empty where it gives none)."""
     why = r.details.get("invalid_reasons")
     return [str(x) for x in why] if isinstance(why, list) else []
 
 
-def accuracy_gates(r: Result) -> AccuracyGates:
+def accuracy_gates(r: Recorded) -> AccuracyGates:
     """The accuracy gates an accuracy run was judged by (empty where none was checked)."""
     return cast("AccuracyGates", _dict(r.details.get("accuracy_gates")) or {})
 
 
-def peak_of(r: Result) -> Peak:
+def peak_of(r: Recorded) -> Peak:
     """The peak a share of peak was taken against (empty where the record has none)."""
     return cast("Peak", _dict(r.details.get("peak")) or {})
 
 
-def source_of(r: Result) -> str:
+def source_of(r: Recorded) -> str:
     """Where a token run's prompts came from (:func:`source_named` of its parameters)."""
     return source_named(r.params)
 
@@ -470,7 +475,7 @@ def source_named(params: dict[str, Any]) -> str:
     return str(params.get("source") or ("file" if params.get("prompts") else "random"))
 
 
-def sent_hit_rate(r: Result) -> float | None:
+def sent_hit_rate(r: Recorded) -> float | None:
     """The prefix-cache hit rate the run's requests offered (``details.prefix_cache.sent``), or None."""
     cache = _dict(r.details.get("prefix_cache"))
     sent = _dict(cache.get("sent")) if cache else None
@@ -478,37 +483,37 @@ def sent_hit_rate(r: Result) -> float | None:
     return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
 
 
-def request_log_of(r: Result) -> RequestLogEntry | None:
+def request_log_of(r: Recorded) -> RequestLogEntry | None:
     """The file of a serving run's requests, where it kept one (a record made before requests were kept: None)."""
     return cast("RequestLogEntry | None", _dict(r.details.get("request_log")))
 
 
-def prompts_of(r: Result) -> Prompts | None:
+def prompts_of(r: Recorded) -> Prompts | None:
     """The prompt file a token run served, where it served one."""
     return cast("Prompts | None", _dict(r.details.get("prompts")))
 
 
-def sweep_of(r: Result) -> Sweep | None:
+def sweep_of(r: Recorded) -> Sweep | None:
     """The sweep a record is a point of, where it is one (a sweep has an ``id``)."""
     sweep = _dict(r.details.get("sweep"))
     return cast(Sweep, sweep) if sweep is not None and sweep.get("id") else None
 
 
-def roofline_of(r: Result) -> Roofline | None:
+def roofline_of(r: Recorded) -> Roofline | None:
     """A token run's roofline figures, where recorded."""
     return cast("Roofline | None", _dict(r.details.get("roofline")))
 
 
-def find_peak_of(r: Result) -> FindPeak:
+def find_peak_of(r: Recorded) -> FindPeak:
     """A find-peak search's trials and peak (empty where the record is no search's)."""
     return cast("FindPeak", _dict(r.details.get("find_peak")) or {})
 
 
-def score_of(r: Result) -> TtaScore:
+def score_of(r: Recorded) -> TtaScore:
     """A time-to-accuracy run's score over its seeds (empty where none)."""
     return cast("TtaScore", _dict(r.details.get("score")) or {})
 
 
-def fidelity_of(r: Result) -> Fidelity | None:
+def fidelity_of(r: Recorded) -> Fidelity | None:
     """A reduced precision's agreement with FP32, where the record's accuracy gate judged it."""
     return cast("Fidelity | None", _dict(r.details.get("fidelity")))

@@ -17,7 +17,7 @@ from accelbench.infer import logs
 from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, LoadGenDetails, loadgen_record
 from accelbench.kit import metrics as fig
-from accelbench.results.details import AccuracyGates, EngineFacts, Roofline, typed
+from accelbench.results.details import AccuracyGates, EngineFacts, ModelIdentity, Roofline, typed
 from accelbench.results.record import Concern, Metric, Result
 from accelbench.serve.limits import offline_tpot_reason
 from accelbench.serve.replay import ReplayDetails
@@ -69,6 +69,24 @@ def _m(value: float, unit: str, higher: bool) -> Metric:
 
 #: a Server run's scheduled rate is shown beside its completed one when they differ by more than this
 SCHEDULED_APART = 0.01
+
+
+def model_identity(model: "Figures") -> ModelIdentity:
+    """What the record keeps of the model served (``details.model``): its figures, counted on the model built."""
+    return {
+        "params": model.params,
+        "active_params": model.active_params,
+        "kv_bytes_per_token": model.kv_bytes_per_token,
+        "flops_per_token": model.flops_per_token,
+        "attention_flops_per_context_token": model.attention_flops_per_context_token,
+        "tied_embeddings": model.tied_embeddings,
+        "experts": model.experts,
+        "experts_per_token": model.experts_per_token,
+        "expert_params": model.expert_params,
+        "element_bytes": model.element_bytes,
+        "method": "parameters counted on the model transformers builds (meta device); FLOPs 2 x active "
+        "non-embedding parameters per token plus 4 x layers x heads x head_dim per context token",
+    }
 
 
 def first_field(d: dict[str, Any], *fields: str) -> tuple[Any, str | None]:
@@ -318,7 +336,7 @@ def token_result(
         "SUT's clock (prefill before the first token and the engine's own slack are not seen)",
     }
     if model is not None:
-        details["model"] = model.to_dict()
+        details["model"] = model_identity(model)
     if limit:
         details["roofline"] = limit
     if reruns:
@@ -611,7 +629,7 @@ def replay_result(
     details = cast(ServingDetails, counted)  # the driver's keys, and the wing's beside them (the same dict)
     details |= {"engine": engine, "probe": probe, "compliant": False}
     if model is not None:
-        details["model"] = model.to_dict()
+        details["model"] = model_identity(model)
     concerns = fig.concerns_of(None, conditions)
     if reasons:
         details["invalid_reasons"] = reasons

@@ -22,8 +22,6 @@ from accelbench.workloads.base import ModelInfo, Workload
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.results.details import ModelIdentity
-
 #: the tiny scale: depth and widths a 2-core CPU generates with in milliseconds a token
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 2048, "max_position_embeddings": 16384}
 
@@ -175,22 +173,6 @@ class Figures:
     experts_per_token: int = 0
     expert_params: int = 0  # all experts' parameters, every layer
     element_bytes: int = 2  # of a weight at the serving precision
-
-    def to_dict(self) -> ModelIdentity:
-        return {
-            "params": self.params,
-            "active_params": self.active_params,
-            "kv_bytes_per_token": self.kv_bytes_per_token,
-            "flops_per_token": self.flops_per_token,
-            "attention_flops_per_context_token": self.attention_flops_per_context_token,
-            "tied_embeddings": self.tied_embeddings,
-            "experts": self.experts,
-            "experts_per_token": self.experts_per_token,
-            "expert_params": self.expert_params,
-            "element_bytes": self.element_bytes,
-            "method": "parameters counted on the model transformers builds (meta device); FLOPs 2 x active "
-            "non-embedding parameters per token plus 4 x layers x heads x head_dim per context token",
-        }
 
 
 def figures(config: Any, element_bytes: int = 2) -> Figures:
