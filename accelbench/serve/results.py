@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, cast
 from accelbench.families import benchmark_of
 from accelbench.infer import logs
 from accelbench.infer.replan import rerun_warning, true_cause
-from accelbench.infer.results import PERCENTILES, LoadGenDetails, loadgen_record
+from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.kit import metrics as fig
-from accelbench.results.details import AccuracyGates, EngineFacts, ModelIdentity, Roofline, typed
+from accelbench.results.details import AccuracyGates, EngineFacts, Roofline, typed
 from accelbench.results.record import Concern, Metric, Result
+from accelbench.serve.details import ServingDetails, model_identity
 from accelbench.serve.limits import offline_tpot_reason
-from accelbench.serve.replay import ReplayDetails
 from accelbench.serve.roofline import utilization
 from accelbench.serve.specs import LLMServeParams
 
@@ -39,54 +39,12 @@ if TYPE_CHECKING:
 POINTS = ("50.00", "90.00", "99.00")
 
 
-class ServingDetails(LoadGenDetails, ReplayDetails, total=False):
-    """A language model's serving record: LoadGen's keys (its log, verdict, probe, an accuracy run's gate) or
-    accelbench's driver's (:class:`accelbench.serve.replay.ReplayDetails`), the common ones of every serving run
-    (limits, counts, engine, model, prompts, prefix cache), and the wing's own: where each figure came from and how
-    the derived ones were computed, the FP32 buffers served beside rounded weights, how the threads were chosen,
-    an accuracy run's token agreement and ROUGE, and an endpoint client's own measure of itself."""
-
-    figure_sources: dict[str, str]
-    goodput_method: str
-    tokens_per_user_method: str
-    itl_method: str
-    kv_cache_method: str
-    token_fidelity: dict[str, Any]
-    rouge: dict[str, Any]
-    fp32_buffers: list[str]
-    threads_method: str
-    client: dict[str, Any]
-
-
-def serving_details(result: Result) -> ServingDetails:
-    """A serving record's details as this wing wrote them (the same dict)."""
-    return cast(ServingDetails, result.details)
-
-
 def _m(value: float, unit: str, higher: bool) -> Metric:
     return fig.figure(value, unit, higher_is_better=higher)
 
 
 #: a Server run's scheduled rate is shown beside its completed one when they differ by more than this
 SCHEDULED_APART = 0.01
-
-
-def model_identity(model: "Figures") -> ModelIdentity:
-    """What the record keeps of the model served (``details.model``): its figures, counted on the model built."""
-    return {
-        "params": model.params,
-        "active_params": model.active_params,
-        "kv_bytes_per_token": model.kv_bytes_per_token,
-        "flops_per_token": model.flops_per_token,
-        "attention_flops_per_context_token": model.attention_flops_per_context_token,
-        "tied_embeddings": model.tied_embeddings,
-        "experts": model.experts,
-        "experts_per_token": model.experts_per_token,
-        "expert_params": model.expert_params,
-        "element_bytes": model.element_bytes,
-        "method": "parameters counted on the model transformers builds (meta device); FLOPs 2 x active "
-        "non-embedding parameters per token plus 4 x layers x heads x head_dim per context token",
-    }
 
 
 def first_field(d: dict[str, Any], *fields: str) -> tuple[Any, str | None]:
