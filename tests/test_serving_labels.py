@@ -134,3 +134,23 @@ def test_the_jitters_expected_mean_is_what_the_source_draws() -> None:
     assert mean == pytest.approx(sum(drawn) / len(drawn), abs=0.2)
     assert sd == pytest.approx(float(torch.tensor(drawn, dtype=torch.float64).std()), rel=0.02)
     assert jittered_prompts(128, 1.0) == (128, 128.0, 0.0)
+
+
+def test_a_server_that_read_other_prompts_than_were_sent_is_a_concern() -> None:
+    """The stub server counts a prompt's tokens with the tokenizer it serves; a client that sent 128-token prompts
+    whose text reads back as 131 (a chat template the server adds) is told so, both means kept; within a token
+    of what was sent, nothing is said."""
+    from accelbench.serve.results import flag_server_lengths
+
+    def sent(n: int, tokens: int) -> Result:
+        return Result("infer/llm", {}, details={"requests": n, "input_tokens": n * tokens, "output_tokens": n * 8})
+
+    off = sent(90, 128)
+    flag_server_lengths(off, {"server_prompt_tokens_mean": 131.0})
+    [c] = off.concerns
+    assert c.kind == "server-lengths" and c.kind in KINDS
+    assert c.data == {"sent_in": 128.0, "server_in": 131.0} and "131.0 tokens" in c.text
+    near = sent(90, 128)
+    flag_server_lengths(near, {"server_prompt_tokens_mean": 127.2})  # within a token: said by nobody
+    flag_server_lengths(near, {})  # a server that counted nothing
+    assert near.concerns == []

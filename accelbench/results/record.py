@@ -79,6 +79,7 @@ KINDS: dict[str, str] = {
     "late-issue": "a replay's driver sent requests later than they were due (data: late, max_ms)",
     "lengths-differ": "the requests sent other lengths than asked (data: asked_in, asked_out, mean_in, mean_out, "
     "ignore_eos)",
+    "server-lengths": "the server counted other prompt lengths than the run sent (data: sent_in, server_in)",
     "repeated-prompts": "prompts sent repeat: a server's prefix cache served part of the figure (data: hit_rate)",
     "recompiled": "graphs were compiled inside the measured windows (data: graphs, seconds)",
     "noisy": "the samples scatter beyond the noise threshold (data: spread, n)",

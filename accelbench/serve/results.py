@@ -17,7 +17,7 @@ from accelbench.infer import logs
 from accelbench.infer.replan import rerun_warning, true_cause
 from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.kit import metrics as fig
-from accelbench.results.details import AccuracyGates, EngineFacts, Roofline, typed
+from accelbench.results.details import AccuracyGates, EngineFacts, Roofline, token_counts, typed
 from accelbench.results.record import Concern, Metric, Result
 from accelbench.serve.details import ServingDetails, model_identity
 from accelbench.serve.limits import offline_tpot_reason
@@ -376,6 +376,29 @@ def flag_lengths(result: Result, params: LLMServeParams, sut: "TokenSUT", engine
     if said:
         text = f"lengths differ: asked {asked_in}/{asked_out} tokens, sent " + "; ".join(said)
         result.concern("lengths-differ", text, **data, ignore_eos=ignore_eos)
+
+
+#: how far the server's mean prompt may be from the one sent before the record says so: a token, or 1% of it
+SERVER_LENGTH_SLACK = (1.0, 0.01)
+
+
+def flag_server_lengths(result: Result, client: dict[str, Any]) -> None:
+    """A concern where the server read other prompts than the run sent: a remote engine sends text, which the
+    server tokenizes again, and adds what its chat template or BOS token adds; the figures are of the server's
+    prompts, the record's lengths of the sent ones. Both means are kept in the concern's data."""
+    server = client.get("server_prompt_tokens_mean")
+    counts = token_counts(result)
+    if not isinstance(server, (int, float)) or counts is None:
+        return
+    sent = counts[1] / counts[0]
+    if abs(server - sent) > max(SERVER_LENGTH_SLACK[0], SERVER_LENGTH_SLACK[1] * sent):
+        result.concern(
+            "server-lengths",
+            f"the server read prompts of {server:.1f} tokens on average, {sent:.1f} sent: it tokenizes the text "
+            "again (a chat template, a BOS token, or a tokenizer other than --tokenizer's)",
+            sent_in=sent,
+            server_in=float(server),
+        )
 
 
 def flag_compile_fallback(result: Result, engine: EngineFacts) -> None:

@@ -33,7 +33,7 @@ from accelbench.serve.engines.base import Engine, EngineSettings, ModelSource, e
 from accelbench.serve.limits import Limits, lengths, limits_for, preset_of
 from accelbench.serve.memory import too_big
 from accelbench.serve.probe import TokenProbe, probe
-from accelbench.serve.results import prefix_cache, reasoning_figures
+from accelbench.serve.results import flag_server_lengths, prefix_cache, reasoning_figures
 from accelbench.serve.roofline import roof_for
 from accelbench.serve.sources.base import Work, source_class
 from accelbench.serve.specs import SOURCE_PARTS, LLMServeParams
@@ -204,6 +204,7 @@ def _details(params: LLMServeParams, stage: Stage, result: Result, client: dict[
         prefix_cache(result, stage.ledger, client, engine, work)
     if client:  # the engine's own side, measured: a client that limited the run sets the record aside
         details["client"] = client
+        flag_server_lengths(result, client)
         result.metrics |= reasoning_figures(client.get("reasoning"))
         if client.get("limited_by"):
             result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
