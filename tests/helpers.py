@@ -43,7 +43,7 @@ def _written_types() -> dict[str, Any]:
     """Each benchmark's family -> the TypedDict its writer builds (``Result.details`` is typed as their base)."""
     from accelbench.infer.results import ImageDetails
     from accelbench.kernels.common import KernelDetails
-    from accelbench.serve.results import ServingDetails
+    from accelbench.serve.details import ServingDetails
     from accelbench.train.specs import TrainDetails
     from accelbench.tta.run import TtaDetails
     from accelbench.tune.outcome import TuneDetails
@@ -67,9 +67,27 @@ def _engine_types() -> dict[str, Any]:
     return {"static": StaticFacts, "continuous": ContinuousFacts, "vllm": VllmFacts}
 
 
-def _misfits(value: Any, hint: Any, where: str, closed: bool = False) -> list[str]:
+def _prompt_types() -> dict[str, Any]:
+    """Each prompt source's name -> the TypedDict of what it records of its prompts (``details.prompts``)."""
+    from accelbench.serve.sources.conversations import ConversationPrompts
+    from accelbench.serve.sources.mlperf_data import MlperfPrompts
+    from accelbench.serve.sources.prompts import FilePrompts
+    from accelbench.serve.sources.random_tokens import RandomPrompts
+    from accelbench.serve.sources.traces import TracePrompts
+
+    return {
+        "random": RandomPrompts,
+        "file": FilePrompts,
+        "mlperf": MlperfPrompts,
+        "trace": TracePrompts,
+        "conversations": ConversationPrompts,
+    }
+
+
+def _misfits(value: Any, hint: Any, where: str, closed: bool = False, deep: bool = False) -> list[str]:
     """Where ``value`` is not of the annotation ``hint`` (a JSON value against a TypedDict's field): a key no type
-    declares (``closed``: a writer's own TypedDict), a value of another type, at any depth."""
+    declares (``closed``: a writer's own TypedDict; ``deep``: its sub-records too), a value of another type, at any
+    depth."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:
         return []
@@ -84,7 +102,8 @@ def _misfits(value: Any, hint: Any, where: str, closed: bool = False) -> list[st
         out = [f"{where}.{k}: not declared in {hint.__name__}" for k in value if closed and k not in hints]
         for k, v in value.items():
             if k in hints:
-                out += _misfits(v, hints[k], f"{where}.{k}", closed and k in ("engine", "model", "roofline"))
+                inner = closed and (deep or k in ("engine", "model", "roofline"))
+                out += _misfits(v, hints[k], f"{where}.{k}", inner, deep)
         return out
     if origin is list:
         if not isinstance(value, list):
@@ -105,7 +124,8 @@ def _misfits(value: Any, hint: Any, where: str, closed: bool = False) -> list[st
 
 def writer_misfits(r: Result) -> list[str]:
     """Every key of ``r.details`` its writer's TypedDict does not declare, and every value of another type than
-    declared (an engine's facts against its own engine's type)."""
+    declared (an engine's facts against its own engine's type, a prompt source's record of its prompts against its
+    own source's type, sub-records and all)."""
     kinds = _written_types()
     td = kinds.get(r.benchmark) or kinds[r.benchmark.split("/")[0]]
     details = dict(r.details)
@@ -115,4 +135,9 @@ def writer_misfits(r: Result) -> list[str]:
         own = _engine_types().get(str(engine.get("engine")))
         if own is not None:
             out += _misfits(details.pop("engine"), own, f"{r.benchmark}.engine", closed=True)
+    prompts = details.get("prompts")
+    if isinstance(prompts, dict):  # a source's prompts against its own type (a user's source: the common keys')
+        own = _prompt_types().get(str(prompts.get("source")))
+        if own is not None:
+            out += _misfits(details.pop("prompts"), own, f"{r.benchmark}.prompts", closed=True, deep=True)
     return out + _misfits(details, td, r.benchmark, closed=True)

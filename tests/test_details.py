@@ -474,6 +474,19 @@ OLDER = {
 def test_every_key_a_real_record_holds_is_declared_by_its_writer_with_the_type_it_holds() -> None:
     assert {r.benchmark.split("/")[0] for r in every()} >= {"infer", "kernels", "train", "tta"}
     assert [m for r in every() for m in writer_misfits(r)] == []
+    # each source's record of its prompts is held to its own source's type, sub-records too: a key another source
+    # writes is not declared there
+    sources = {r.details["prompts"]["source"] for r in every() if "prompts" in r.details}
+    assert sources == {"file", "random", "trace", "conversations"}
+    trace, talks = one("llm_trace"), one("llm_conversations")
+    trace.details["prompts"]["prefix"] = one("llm_prefix").details["prompts"]["prefix"]  # type: ignore[typeddict-unknown-key]
+    talks.details["prompts"]["settings"]["max_prompt_tokens"] = 8  # type: ignore[typeddict-unknown-key]
+    talks.details["prompts"]["turns"] = 2.5  # type: ignore[typeddict-unknown-key]
+    assert writer_misfits(trace) == ["infer/llm.prompts.prefix: not declared in TracePrompts"]
+    assert sorted(writer_misfits(talks)) == [
+        "infer/llm.prompts.settings.max_prompt_tokens: not declared in ConversationSettings",
+        "infer/llm.prompts.turns: 2.5 is not int",
+    ]
     # the report's store: every kernel (gemm, conv, rnn, attention, sparse, membw, allreduce), made by older versions
     stored = json.loads((Path(__file__).parent / "data" / "report_store.json").read_text(encoding="utf-8"))
     misfits = {m for d in stored["records"] for m in writer_misfits(Result.from_dict(d))}

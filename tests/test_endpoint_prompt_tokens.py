@@ -77,7 +77,7 @@ def test_the_server_counts_the_prompt_tokens_the_record_says_were_sent(checkpoin
     details = record.details
     sent = details["input_tokens"] / details["requests"]
     assert sent == 128 and details["client"]["server_prompt_tokens_mean"] == sent, details["client"]
-    assert not any(c.kind == "lengths-differ" for c in record.concerns), record.warnings
+    assert not any(c.kind == "server-lengths" for c in record.concerns), record.warnings
 
 
 def test_random_prompts_hold_only_ordinary_tokens_and_read_back_as_drawn(checkpoint: Path, bpe: Path) -> None:
@@ -121,3 +121,80 @@ def test_without_a_tokenizer_ids_are_drawn_as_a_model_reads_them(tmp_path: Path)
     p = LLMServeParams.of(model="llama3.1-8b", scale="tiny", input_tokens=64, output_tokens=4)
     work = RandomSource(p.source_opts).work(p, 500, 64, (64, 4))
     assert work.prompts == draw_prompts(64, 64, 0.8, 500) and type(work.salt) is Salt
+
+
+def _served_against_the_stub(checkpoint: Path, tmp_path: Path, **values: Any) -> Any:
+    """A run of the endpoint engine against the stub, which counts each prompt with the served tokenizer and
+    answers with one of its words (an answer in a conversation's history is then ordinary tokens too)."""
+    from llm_server import WORDS
+
+    from accelbench.serve.engines.endpoint.stub import MODEL, Behaviour, serving
+    from accelbench.suite.suites import make_entry
+    from accelbench.suite.worker import run_inline
+
+    base = dict(model="llama3.1-8b", scale="tiny", engine="endpoint", tokenizer=str(checkpoint), served_model=MODEL,
+                scenario="server", output_tokens=4)  # fmt: skip
+    with serving(Behaviour(tokenizer=str(checkpoint), word=WORDS[7])) as url:
+        (record,) = run_inline(make_entry("infer/llm", base | values | {"url": url}), tmp_path)
+    assert record.status == "ok", record.error
+    return record
+
+
+def test_a_traces_and_conversations_prompts_are_counted_by_the_server_as_the_record_says(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    """A trace's synthesized prompts and synthetic conversations' turns are drawn among the tokenizer's ordinary
+    tokens, so the stub reads each request at the length the record says was sent: ids drawn among 1..302 would
+    hold the word-level tokenizer's <s> and </s> (ids 1 and 2), which leave the text (the stub read 63.5 tokens a
+    trace's request where the record said 64, and 97.2 a conversation's turn where it said 98)."""
+    import json
+
+    rows = [{"timestamp": i * 0.02, "input_tokens": 48 + (i % 3) * 16, "output_tokens": 4} for i in range(24)]
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for values in ({"trace": str(trace)}, {"source": "conversations", "turns": 2, "input_tokens": 64}):
+        record = _served_against_the_stub(checkpoint, tmp_path, **values)
+        details = record.details
+        sent = details["input_tokens"] / details["requests"]
+        assert details["client"]["server_prompt_tokens_mean"] == pytest.approx(sent), (values, details["client"])
+        assert not any(c.kind == "server-lengths" for c in record.concerns), record.warnings
+        assert "ordinary tokens of the tokenizer" in details["prompts"]["method"]
+
+
+def test_a_traces_shared_blocks_and_a_files_shared_prefix_are_written_in_ordinary_tokens(
+    checkpoint: Path, bpe: Path, tmp_path: Path
+) -> None:
+    """A trace's rows that share a hash id still share that block's tokens (the word-level tokenizer's whole; a
+    byte-level BPE's but for a block's last tokens, where the text after it differs), every prompt holds no special
+    token and reads back as itself; a prompt file's shared prefix is ordinary tokens the text holds, one for all."""
+    import json
+
+    from llm_server import WORDS
+    from transformers import AutoTokenizer
+
+    from accelbench.serve.sources.prompts import FileSource
+    from accelbench.serve.sources.traces import TraceSource
+
+    rows = [{"timestamp": i, "input_length": 600, "output_length": 4, "hash_ids": [1, 2 + i]} for i in range(6)]
+    trace = tmp_path / "mooncake.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("".join(json.dumps({"prompt": " ".join(WORDS[i : i + 5])}) + "\n" for i in range(5)))
+    for folder in (checkpoint, bpe):
+        tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        special = set(tok.all_special_ids)
+        p = params(folder, trace=str(trace), scenario="server")
+        work = TraceSource(p.source_opts).work(p, len(tok), 6, (64, 4))
+        assert [len(w) for w in work.prompts] == [600] * 6
+        for prompt in work.prompts:
+            assert not special & set(prompt), prompt
+            assert tok.encode(tok.decode(prompt), add_special_tokens=False) == prompt
+        shared = 512 if folder == checkpoint else 480  # Mooncake's blocks are 512 tokens: the first is every row's
+        assert len({tuple(w[:shared]) for w in work.prompts}) == 1 and len({tuple(w) for w in work.prompts}) == 6
+        f = params(folder, prompts=str(qa), prefix_tokens=12, chat_template="off")
+        made = FileSource(f.source_opts).work(f, len(tok), 5, (64, 4))
+        head = int(made.prompts[0][0] == tok.bos_token_id)  # after the BOS where the tokenizer writes one
+        heads = {tuple(w[head : head + 12]) for w in made.prompts}
+        assert len(heads) == 1 and not special & set(next(iter(heads)))
+        assert tok.encode(tok.decode(list(next(iter(heads)))), add_special_tokens=False) == list(next(iter(heads)))
+        assert made.summary is not None and "ordinary tokens" in made.summary["prefix"]["method"]

@@ -10,7 +10,7 @@ is refused where it is stored or imported, not misread later.
 
 Every key is optional (``total=False``): a record of another benchmark, of an older accelbench, or made by a
 user's own benchmark may lack any of them. A benchmark's own keys are declared by its writer, in a TypedDict that
-extends :class:`Details` (``ServingDetails`` in :mod:`accelbench.serve.results`, ``KernelDetails`` in
+extends :class:`Details` (``ServingDetails`` in :mod:`accelbench.serve.details`, ``KernelDetails`` in
 :mod:`accelbench.kernels.common`, ``TuneDetails`` in :mod:`accelbench.tune.outcome`...): ``Result.details`` is
 typed as this base, so a writer that builds its own type has each key checked where it is written, and a test
 holds every recorded fixture's keys to its writer's type. A record read from a file keeps every key it holds.
@@ -122,7 +122,9 @@ class Prompts(TypedDict, total=False):
     """Where a token run's prompts came from (its ``source``: a file, MLPerf's data set, a trace, conversations,
     random prompts with a shared prefix), which file (and its hash) where one was read, how many samples, and the
     lengths served (``{"mean", "min", "max"}`` tokens). Reference matching says the lengths beside the ratio and
-    refuses a row that fixed the lengths per request: a file's prompts vary."""
+    refuses a row that fixed the lengths per request: a file's prompts vary. Each source declares the keys it adds
+    beside its writer, in a TypedDict extending this one (``FilePrompts``, ``MlperfPrompts``, ``TracePrompts``,
+    ``ConversationPrompts``, ``RandomPrompts`` in :mod:`accelbench.serve.sources`)."""
 
     source: str
     file: str | None
@@ -131,6 +133,9 @@ class Prompts(TypedDict, total=False):
     samples: int
     prompt_tokens: dict[str, float]
     output_tokens: dict[str, float]
+    #: a conversation replay's think time between an answer and the next turn (ms): the replay's driver reads it of
+    #: whichever source it replays
+    think_ms: float
 
 
 class PrefixReuse(TypedDict, total=False):

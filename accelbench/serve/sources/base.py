@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions
+from accelbench.results.details import Prompts
 
 if TYPE_CHECKING:
     from accelbench.serve.sources.prefix import Salt
@@ -78,10 +79,11 @@ class Conversation:
 
 @dataclass(frozen=True)
 class ConversationSet:
-    """The conversations to replay, in file order, and the summary a record keeps."""
+    """The conversations to replay, in file order, and the summary a record keeps (``details.prompts``: the
+    conversation source's own keys, :class:`~.conversations.ConversationPrompts`)."""
 
     conversations: list[Conversation]
-    summary: dict[str, Any]
+    summary: Prompts
 
     @property
     def turns(self) -> int:
@@ -101,7 +103,9 @@ class Work:
 
     requests: list[Conversation]
     driver: Driver = "loadgen"
-    summary: dict[str, Any] | None = None  # details.prompts (None: random prompts, nothing more to say)
+    #: ``details.prompts``: the common keys, and each source's own as its TypedDict declares them beside it (None:
+    #: random prompts, nothing more to say)
+    summary: Prompts | None = None
     tokenizer: Any = None
     #: makes each request's prompt distinct past its shared prefix (None: sent as they are)
     salt: "Salt | None" = None
@@ -114,7 +118,7 @@ class Work:
         cls,
         prompts: list[list[int]],
         outs: list[int],
-        summary: dict[str, Any] | None = None,
+        summary: Prompts | None = None,
         tokenizer: Any = None,
         references: list[str | None] | None = None,
         *,
@@ -132,7 +136,7 @@ class Work:
         return cls(requests, driver, summary, tokenizer, salt, shared_prefix)
 
     @classmethod
-    def talks(cls, conversations: list[Conversation], summary: dict[str, Any], tokenizer: Any = None) -> "Work":
+    def talks(cls, conversations: list[Conversation], summary: Prompts, tokenizer: Any = None) -> "Work":
         """Conversations, each turn sent by accelbench's driver after the previous answer, with its history."""
         return cls(conversations, "accelbench", summary, tokenizer)
 

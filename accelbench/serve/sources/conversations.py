@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from accelbench.errors import UsageError
 from accelbench.params import opt, positive
+from accelbench.results.details import Prompts
 from accelbench.serve.sources.base import (
     Conversation,
     ConversationSet,
@@ -58,9 +59,52 @@ from accelbench.serve.sources.prompts import (
     tell_skipped,
     template_choice,
 )
+from accelbench.serve.sources.random_tokens import Writable, writable
 
 #: the roles of a turn before the conversation's first question, left out
 SYSTEM_ROLES = ("system",)
+
+
+class ConversationSettings(TypedDict, total=False):
+    """How the conversations were read (a file's: the output tokens of an empty answer, the cap on answers, the
+    turns kept of each, the conversations read at most) or made (synthetic ones: how many, their turns, each
+    turn's user and answer tokens, the vocabulary and seed drawn from)."""
+
+    output_tokens_default: int
+    max_output_tokens: int | None
+    max_turns: int | None
+    limit: int | None
+    count: int
+    turns: int
+    user_tokens: int
+    answer_tokens: int
+    vocab: int
+    seed: int
+
+
+class ConversationPrompts(Prompts, total=False):
+    """``details.prompts`` of the conversations source: a file's container, chat template, records read and
+    those skipped or cut short at a broken turn (how many for each reason, and where the first is), or how
+    synthetic ones were drawn (``method``); then the conversations and turns served, their lengths (``{"mean",
+    "min", "max"}``: turns a conversation, user tokens a turn and a first turn's, answer tokens), the turns with a
+    reference answer, and the settings they were read or made with."""
+
+    container: str
+    chat_template: bool
+    read: int
+    skipped: dict[str, int]
+    skipped_first: dict[str, str]
+    cut_short: dict[str, int]
+    cut_short_first: dict[str, str]
+    method: str
+    conversations: int
+    turns: int
+    turns_per_conversation: dict[str, float]
+    user_tokens_per_turn: dict[str, float]
+    first_turn_user_tokens: dict[str, float]
+    answer_tokens: dict[str, float]
+    with_reference: int
+    settings: ConversationSettings
 
 
 def read_conversations(
@@ -136,14 +180,13 @@ def read_conversations(
             f"conversation file {file} has no conversation with a human turn answered by a gpt turn "
             f"({read} read: {why})"
         )
-    settings = {
+    settings: ConversationSettings = {
         "output_tokens_default": output_tokens,
         "max_output_tokens": max_output_tokens,
         "max_turns": max_turns,
         "limit": limit,
     }
-    summary = _summary(conversations, settings)
-    summary = {
+    summary: ConversationPrompts = {
         "file": str(file),
         "sha256": digest,
         "format": "sharegpt",
@@ -154,16 +197,25 @@ def read_conversations(
         "skipped_first": dict(skips.first),
         "cut_short": dict(cut.counts),
         "cut_short_first": dict(cut.first),
-        **summary,
+        **_summary(conversations, settings),
     }
     return ConversationSet(conversations, summary)
 
 
 def synthetic_conversations(
-    count: int, turns: int, user_tokens: int, answer_tokens: int, vocab: int, seed: int = 0
+    count: int,
+    turns: int,
+    user_tokens: int,
+    answer_tokens: int,
+    vocab: int,
+    seed: int = 0,
+    ids: Writable | None = None,
 ) -> ConversationSet:
     """``count`` conversations of ``turns`` turns, each turn ``user_tokens`` random ids (1..vocab-1, seeded: the same
-    every run) answered by ``answer_tokens`` tokens."""
+    every run) answered by ``answer_tokens`` tokens. ``ids``: the run's tokenizer's ordinary tokens, which a turn's
+    text holds (:class:`~.random_tokens.Writable`): each turn is drawn among them and settled to the ids its own text
+    reads back as, so a server sent the text counts the tokens the record says (a drawn special token would leave
+    the text)."""
     import numpy as np
 
     for name, value, least in (
@@ -176,13 +228,15 @@ def synthetic_conversations(
         if value < least:
             raise UsageError(f"{name} must be at least {least}, not {value}")
     rng = np.random.default_rng(seed)
-    conversations = [
-        Conversation(
-            [Turn(rng.integers(1, vocab, size=user_tokens).tolist(), answer_tokens, None) for _ in range(turns)]
-        )
-        for _ in range(count)
-    ]
-    settings = {
+    drawn = ids.vocab if ids is not None else vocab
+    users = [[rng.integers(1, drawn, size=user_tokens).tolist() for _ in range(turns)] for _ in range(count)]
+    method = f"random token ids 1..{vocab - 1} (seed {seed})"
+    if ids is not None:
+        settle = np.random.default_rng(seed + 1)
+        users = [[ids.settled(ids.written(u), settle) for u in talk] for talk in users]
+        method = f"random ordinary tokens of the tokenizer (seed {seed}), each turn's text read back as its ids"
+    conversations = [Conversation([Turn(u, answer_tokens, None) for u in talk]) for talk in users]
+    settings: ConversationSettings = {
         "count": count,
         "turns": turns,
         "user_tokens": user_tokens,
@@ -190,11 +244,11 @@ def synthetic_conversations(
         "vocab": vocab,
         "seed": seed,
     }
-    summary = {
+    summary: ConversationPrompts = {
         "file": "synthetic",
         "sha256": None,
         "format": "synthetic",
-        "method": f"random token ids 1..{vocab - 1} (seed {seed})",
+        "method": method,
         **_summary(conversations, settings),
     }
     return ConversationSet(conversations, summary)
@@ -235,7 +289,7 @@ def _cut_at_empty_question(record: dict[str, Any], kept: int) -> bool:
     return at + 1 < len(turns) and roles[at] in HUMAN_ROLES and _text(turns[at].get("value")) is None
 
 
-def _summary(conversations: list[Conversation], settings: dict[str, Any]) -> dict[str, Any]:
+def _summary(conversations: list[Conversation], settings: ConversationSettings) -> ConversationPrompts:
     turns = [t for c in conversations for t in c.turns]
     return {
         "conversations": len(conversations),
@@ -295,9 +349,10 @@ class ConversationSource(Source):
                 max_output_tokens=params.output_tokens, max_turns=o.turns, chat_template=o.template, limit=total,
             )  # fmt: skip
             check_broken(read.summary, "conversations", "conversation file")
-        else:
-            read = synthetic_conversations(total, o.turns, lengths[0], lengths[1], max(vocab, 2))
-        summary = {"source": self.name, **read.summary, "think_ms": o.think_ms}
+        else:  # in the tokenizer's ordinary tokens where the run names one
+            ids = writable(params, vocab) if vocab else None
+            read = synthetic_conversations(total, o.turns, lengths[0], lengths[1], max(vocab, 2), ids=ids)
+        summary: Prompts = {"source": self.name, **read.summary, "think_ms": o.think_ms}
         return Work.talks(read.conversations, summary, tokenizer)
 
     @classmethod

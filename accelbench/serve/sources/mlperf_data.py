@@ -49,16 +49,54 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt
 from accelbench.serve.sources.base import RunSettings, Source, Work
-from accelbench.serve.sources.prompts import PromptSample, PromptSet, _prompt_ids, _summary, load_tokenizer
+from accelbench.serve.sources.prompts import (
+    PromptSample,
+    PromptSet,
+    ReadPrompts,
+    _prompt_ids,
+    _summary,
+    load_tokenizer,
+)
 
 REPO = "mlcommons/inference"
 #: why a row is skipped (counted in the summary)
 NO_IDS, NOT_IDS, NO_TEXT = "no prompt ids", "prompt ids not a list of integers", "no prompt text"
+
+
+class MlperfTarget(TypedDict, total=False):
+    """MLPerf's accuracy target for the benchmark's data set (its figures, where they are published) and whether it
+    applies to the run: only a run that served the whole set is held to it (``--accuracy-target mlperf``)."""
+
+    values: dict[str, float]
+    source: str
+    applies: bool
+
+
+class MlperfPrompts(ReadPrompts, total=False):
+    """``details.prompts`` of the mlperf source: what the reader keeps of the file (:class:`.prompts.ReadPrompts`)
+    and of MLPerf's own workload: the benchmark, its set's samples and the file's rows, whether the whole set was
+    served, which column the prompts came from, MLPerf's output lengths and where they are written, the run's cap
+    and limit, a mixed set's rows by task and which of them keep a reference, and MLPerf's accuracy target."""
+
+    mlperf_benchmark: str
+    mlperf_samples: int
+    file_rows: int
+    served_whole: bool
+    prompt_ids: str
+    max_output_tokens_mlperf: int
+    min_output_tokens_mlperf: int
+    max_output_tokens_mlperf_source: str
+    output_tokens_rule: str
+    max_output_tokens: int | None
+    limit: int | None
+    mlperf_subsets: dict[str, int]
+    references_of: str
+    mlperf_accuracy_target: MlperfTarget
 
 
 @dataclass(frozen=True)
@@ -207,7 +245,7 @@ def read_mlperf(
     *,
     limit: int | None = None,
     max_output_tokens: int | None = None,
-) -> PromptSet:
+) -> PromptSet[MlperfPrompts]:
     """``benchmark``'s MLPerf data set from ``folder``, in the file's order (the order of MLPerf's sample indices).
 
     The prompts are the file's token ids, exactly as MLPerf serves them; ``tokenizer`` (the checkpoint's) checks
@@ -255,7 +293,7 @@ def read_mlperf(
         PromptSample(prompt, text, count, cap)
         for prompt, (text, count) in zip(prompts, _count_references(references, tokenizer), strict=True)
     ]
-    settings: dict[str, Any] = {
+    settings: MlperfPrompts = {
         "mlperf_benchmark": benchmark,
         "mlperf_samples": spec.samples,
         "file_rows": len(rows),
@@ -439,7 +477,7 @@ class MlperfSource(Source):
                 "model at full scale (its real tokenizer's vocabulary)"
             )
         outs = [max(s.output_tokens, 2) for s in samples]
-        summary: dict[str, Any] = {"source": self.name, **read.summary.to_dict()}
+        summary: MlperfPrompts = {"source": self.name, **read.summary.to_dict()}
         reference = MLPERF_REFERENCE.get(benchmark)
         if reference is not None:  # MLPerf's accuracy target: for the whole set only (--accuracy-target mlperf)
             summary["mlperf_accuracy_target"] = {

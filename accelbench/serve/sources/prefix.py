@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypedDict
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt, positive
@@ -29,12 +29,26 @@ from accelbench.results.details import PrefixReuse
 BLOCK_TOKENS = 16
 
 
+class PrefixSummary(TypedDict, total=False):
+    """What a record says of the shared prefixes a source put before its prompts (``details.prompts.prefix`` of the
+    random and file sources): their length, the share of the requests and the groups asked for, the requests that
+    got one, where it was placed and how its tokens were drawn."""
+
+    prefix_tokens: int
+    prefix_share: float
+    prefix_groups: int
+    requests_with_prefix: int
+    requests: int
+    placed: str
+    method: str
+
+
 @dataclass(frozen=True)
 class Prefixed:
     """Prompts after :func:`with_prefix`, and what a record says of the prefixes."""
 
     prompts: list[list[int]]
-    summary: dict[str, Any]
+    summary: PrefixSummary
     #: each prompt's first token of its own (after its BOS and shared prefix): where :class:`Salt` makes it distinct
     starts: list[int]
 
@@ -49,6 +63,7 @@ def with_prefix(
     seed: int = 1,
     keep: int | None = None,
     replace: bool = True,
+    written: Callable[[list[int]], list[int]] | None = None,
 ) -> Prefixed:
     """``prompts`` with a shared prefix: the first ``round(share * len(prompts))`` of an order shuffled by ``seed``
     begin with one of ``groups`` prefixes of ``tokens`` random ids (in turn), the rest are unchanged.
@@ -56,11 +71,15 @@ def with_prefix(
     ``replace``: the prefix takes the place of a prompt's first tokens, so its length is kept (a random prompt, whose
     length was asked for; at least one token of its own is left); else it goes before the prompt (a file's prompt,
     whose text is the question). ``keep``: a token id left in front of the prefix where a prompt begins with it (the
-    tokenizer's BOS: a model reads a system prompt after it)."""
+    tokenizer's BOS: a model reads a system prompt after it). ``written``: what a drawn prefix is sent as (a file's
+    prompts are a tokenizer's ids: its prefix is written in the tokenizer's ordinary tokens, which its text holds,
+    :class:`~.random_tokens.Writable`), each prefix at its length; the prompts' order and share are drawn alike."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     prefixes = [rng.integers(1, vocab, size=tokens).tolist() for _ in range(groups)]
+    if written is not None:
+        prefixes = [written(p) for p in prefixes]
     order = rng.permutation(len(prompts))
     sharing = int(round(share * len(prompts)))
     out = [list(p) for p in prompts]
@@ -74,14 +93,15 @@ def with_prefix(
             rest = rest[tokens:] or rest[-1:]  # a prompt shorter than the prefix keeps one token of its own
         out[i] = prompt[:head] + prefix + rest
         starts[i] = head + tokens
-    summary = {
+    summary: PrefixSummary = {
         "prefix_tokens": tokens,
         "prefix_share": share,
         "prefix_groups": groups,
         "requests_with_prefix": sharing,
         "requests": len(prompts),
         "placed": "in place of each prompt's first tokens (its length kept)" if replace else "before each prompt",
-        "method": f"random token ids (seed {seed}), one of {groups} prefix{'es' * (groups > 1)} in turn",
+        "method": f"random {'ordinary tokens of the tokenizer' if written else 'token ids'} (seed {seed}), one of "
+        f"{groups} prefix{'es' * (groups > 1)} in turn",
     }
     return Prefixed(out, summary, starts)
 

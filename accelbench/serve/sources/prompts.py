@@ -30,12 +30,13 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Mapping, TypeVar
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt
+from accelbench.results.details import Prompts
 from accelbench.serve.sources.base import RunSettings, Source, Work, library_size
-from accelbench.serve.sources.prefix import PrefixOptions, check_prefix, prefix_words, with_prefix
+from accelbench.serve.sources.prefix import PrefixOptions, PrefixSummary, check_prefix, prefix_words, with_prefix
 
 #: where a JSONL object's prompt is, first match wins (``input`` before ``question``: MLPerf's processed OpenOrca
 #: keeps the full formatted prompt in ``input`` and the bare question in ``question``)
@@ -62,6 +63,35 @@ BROKEN = (NO_PROMPT, EMPTY_PROMPT, NO_TURNS)
 MOST_BROKEN = 0.1
 
 
+class ReadPrompts(Prompts, total=False):
+    """What a record keeps of a file of prompts a reader passed over (:class:`PromptSummary`: a prompt file's, MLPerf
+    data's) beside the common keys: whether a chat template wrapped them, the records read, those skipped (how
+    many for each reason, and where the first of each is), the samples with a reference answer and its lengths."""
+
+    chat_template: bool
+    read: int
+    skipped: dict[str, int]
+    skipped_first: dict[str, str]
+    with_reference: int
+    reference_tokens: dict[str, float] | None
+
+
+class FilePrompts(ReadPrompts, total=False):
+    """``details.prompts`` of the file source (``--prompts FILE``): what its reader keeps, how the run read the file
+    (the output tokens of a sample without a reference, the caps on answers and prompts, the samples read at most)
+    and the shared prefix put before the prompts, where one was asked for."""
+
+    output_tokens_default: int
+    max_output_tokens: int | None
+    max_prompt_tokens: int | None
+    limit: int | None
+    prefix: PrefixSummary
+
+
+#: the source's own ``details.prompts`` a reader's summary is written into (a prompt file's, MLPerf data's)
+P = TypeVar("P", bound=ReadPrompts)
+
+
 @dataclass(frozen=True)
 class PromptSample:
     """One request to serve: its prompt's tokens, the answer it should give (or None), and how many to generate."""
@@ -73,9 +103,10 @@ class PromptSample:
 
 
 @dataclass(frozen=True)
-class PromptSummary:
+class PromptSummary(Generic[P]):
     """What a record keeps of the prompts: which file (and its hash, so two runs can tell they read the same),
-    how it was read, what was skipped and why, and the lengths served."""
+    how it was read, what was skipped and why, and the lengths served; ``settings``: how the source's caller read
+    it, in the source's own type, which :meth:`to_dict` completes."""
 
     file: str
     sha256: str
@@ -88,34 +119,35 @@ class PromptSummary:
     reference_tokens: dict[str, float] | None  # over the samples with a reference; None when none has one
     output_tokens: dict[str, float]
     with_reference: int
-    settings: dict[str, Any] = field(default_factory=dict)  # the caller's output_tokens, caps and limit
+    #: the caller's output tokens, caps and limit (a prompt file's :class:`FilePrompts`, MLPerf data's own)
+    settings: P
     #: where the first record skipped for each reason is ("line 7" of JSONL, "item 7" of a JSON list)
     skipped_first: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "sha256": self.sha256,
-            "format": self.format,
-            "chat_template": self.chat_template,
-            "read": self.read,
-            "samples": self.samples,
-            "skipped": dict(self.skipped),
-            "skipped_first": dict(self.skipped_first),
-            "with_reference": self.with_reference,
-            "prompt_tokens": dict(self.prompt_tokens),
-            "reference_tokens": dict(self.reference_tokens) if self.reference_tokens else None,
-            "output_tokens": dict(self.output_tokens),
-            **self.settings,
-        }
+    def to_dict(self) -> P:
+        """``details.prompts`` of the source (less its ``source``): the settings, and what the reader kept."""
+        out = self.settings.copy()
+        out["file"] = self.file
+        out["sha256"] = self.sha256
+        out["format"] = self.format
+        out["chat_template"] = self.chat_template
+        out["read"] = self.read
+        out["samples"] = self.samples
+        out["skipped"] = dict(self.skipped)
+        out["skipped_first"] = dict(self.skipped_first)
+        out["with_reference"] = self.with_reference
+        out["prompt_tokens"] = dict(self.prompt_tokens)
+        out["reference_tokens"] = dict(self.reference_tokens) if self.reference_tokens else None
+        out["output_tokens"] = dict(self.output_tokens)
+        return out
 
 
 @dataclass(frozen=True)
-class PromptSet:
+class PromptSet(Generic[P]):
     """The samples to serve, in file order, and the summary a record keeps (``summary.to_dict()``)."""
 
     samples: list[PromptSample]
-    summary: PromptSummary
+    summary: PromptSummary[P]
 
     @property
     def prompts(self) -> list[list[int]]:
@@ -138,7 +170,7 @@ class Skips:
         self.first.setdefault(reason, where)
 
 
-def skipped_line(summary: dict[str, Any], noun: str) -> str | None:
+def skipped_line(summary: Mapping[str, Any], noun: str) -> str | None:
     """What a run says of the records its file's reader passed over, from the summary a record keeps
     (``skipped 1 of 38 conversations: empty prompt (line 7)``), or None where none was; ``noun``: what a record
     of the file is (prompts, conversations). Conversations cut short at a broken turn are said after."""
@@ -155,7 +187,7 @@ def skipped_line(summary: dict[str, Any], noun: str) -> str | None:
     return "; ".join(said)
 
 
-def check_broken(summary: dict[str, Any], noun: str, what: str) -> None:
+def check_broken(summary: Mapping[str, Any], noun: str, what: str) -> None:
     """One line (a UsageError) where more than :data:`MOST_BROKEN` of the records read are broken (:data:`BROKEN`,
     and conversations cut short at a broken turn), naming the file and the first broken row; ``what``: the file's
     kind in the message (prompt file, conversation file)."""
@@ -226,7 +258,7 @@ def read_prompts(
     chat_template: bool | None = None,
     fmt: str = "auto",
     limit: int | None = None,
-) -> PromptSet:
+) -> PromptSet[FilePrompts]:
     """The file's usable samples, in file order, tokenized by ``tokenizer``.
 
     ``output_tokens``: generated for a sample without a reference; one with a reference generates the
@@ -279,7 +311,7 @@ def read_prompts(
         why = ", ".join(f"{n} {reason}" for reason, n in skips.counts.most_common()) or "no records"
         raise UsageError(f"prompt file {file} has no usable samples ({why})")
     name = "sharegpt" if kind == "sharegpt" else container
-    settings = {
+    settings: FilePrompts = {
         "output_tokens_default": output_tokens,
         "max_output_tokens": max_output_tokens,
         "max_prompt_tokens": max_prompt_tokens,
@@ -415,9 +447,9 @@ def _summary(
     read: int,
     samples: list[PromptSample],
     skipped: Counter[str],
-    settings: dict[str, Any],
+    settings: P,
     skipped_first: dict[str, str] | None = None,
-) -> PromptSummary:
+) -> PromptSummary[P]:
     refs = [s.reference_tokens for s in samples if s.reference_tokens]
     return PromptSummary(
         file=str(file),
@@ -436,7 +468,7 @@ def _summary(
     )
 
 
-def from_params(params: Any, options: Any, output_tokens: int, limit: int) -> tuple[Any, PromptSet]:
+def from_params(params: Any, options: Any, output_tokens: int, limit: int) -> tuple[Any, PromptSet[FilePrompts]]:
     """``--prompts`` read as a run reads it (``--tokenizer``'s or ``--checkpoint``'s tokenizer, ``--output-tokens``
     as the cap and ``--input-tokens`` as the longest prompt when given, ``--chat-template``; ``options``: the file
     source's settings): the same call validates the file before any model is built (a bad file is one line, exit 2)
@@ -521,11 +553,16 @@ class FileSource(Source):
         samples = read.samples
         prompts = [s.prompt for s in samples]
         outs = [max(s.output_tokens, 2) for s in samples]  # a second token: TPOT needs one
-        summary: dict[str, Any] = {"source": self.name, **read.summary.to_dict()}
-        if o.prefix_tokens:
+        summary: FilePrompts = {"source": self.name, **read.summary.to_dict()}
+        if o.prefix_tokens:  # the prefix in tokens the prompt's text holds, as the file's own are
+            import numpy as np
+
+            from accelbench.serve.sources.random_tokens import Writable
+
+            ids, rng = Writable(tokenizer, vocab), np.random.default_rng(2)
             made = with_prefix(
-                prompts, o.prefix_tokens, o.prefix_share, o.prefix_groups, vocab, keep=tokenizer.bos_token_id,
-                replace=False,
+                prompts, o.prefix_tokens, o.prefix_share, o.prefix_groups, ids.vocab, keep=tokenizer.bos_token_id,
+                replace=False, written=lambda drawn: ids.settled(ids.written(drawn), rng),
             )  # fmt: skip
             prompts, summary["prefix"] = made.prompts, made.summary
         references = [s.reference for s in samples]
@@ -541,7 +578,7 @@ class FileSource(Source):
 _TOLD: set[str] = set()
 
 
-def tell_skipped(summary: dict[str, Any], noun: str) -> None:
+def tell_skipped(summary: Mapping[str, Any], noun: str) -> None:
     """Say on the console (standard error) the rows a file's reader passed over and where, once a process: the
     parameters' check reads the file before anything runs, so the line comes before the run's progress, and a
     worker's check writes it to the entry's log. The record keeps the counts (``details.prompts.skipped``)."""

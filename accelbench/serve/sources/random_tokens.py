@@ -18,8 +18,16 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from accelbench.errors import UsageError
 from accelbench.params import opt
+from accelbench.results.details import Prompts
 from accelbench.serve.sources.base import RunSettings, Source, Work
-from accelbench.serve.sources.prefix import PrefixOptions, Salt, check_prefix, prefix_words, with_prefix
+from accelbench.serve.sources.prefix import (
+    PrefixOptions,
+    PrefixSummary,
+    Salt,
+    check_prefix,
+    prefix_words,
+    with_prefix,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,6 +40,13 @@ SETTLE_ROUNDS = 10
 BROKEN = "\ufffd"
 #: tokens :class:`~.prefix.Salt` writes at a prompt's first token of its own
 SALT_TOKENS = 2
+
+
+class RandomPrompts(Prompts, total=False):
+    """``details.prompts`` of random prompts, written only where they begin with a shared prefix: what it is
+    (random prompts alone have nothing more to say than the run's lengths)."""
+
+    prefix: PrefixSummary
 
 
 @dataclass(frozen=True)
@@ -146,7 +161,7 @@ class RandomSource(Source):
         drawn = ids.vocab if ids is not None else vocab
         prompts = draw_prompts(total, prompt_len, o.input_jitter, drawn)
         starts = [0] * total
-        summary = None
+        summary: RandomPrompts | None = None
         if o.prefix_tokens:
             made = with_prefix(prompts, o.prefix_tokens, o.prefix_share, o.prefix_groups, drawn)
             prompts, starts = made.prompts, made.starts

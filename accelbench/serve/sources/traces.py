@@ -46,7 +46,9 @@ from typing import IO, Any, Callable, Iterator
 
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt
+from accelbench.results.details import Prompts
 from accelbench.serve.sources.base import RunSettings, Source, Work
+from accelbench.serve.sources.random_tokens import writable
 
 FORMATS = ("auto", "accelbench", "mooncake", "azure")
 #: Mooncake's block: the tokens one of its ``hash_ids`` stands for (kvcache-ai/Mooncake FAST25-release/README.md)
@@ -61,6 +63,25 @@ JSON_FIELDS: dict[str, tuple[str, str, str, float]] = {
 _AZURE_TIME = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?\s*(Z|[+-]\d{2}:?\d{2})?", re.IGNORECASE
 )
+
+
+class TracePrompts(Prompts, total=False):
+    """``details.prompts`` of the trace source (:meth:`Trace.to_dict`): which trace and how it was read (its
+    rows, the replay's ``speed``, the rows read at most, lines passed over), the load it offers (the span from the
+    first arrival to the last, arrivals a second between them), its prompt lengths (``input_tokens``, ``{"mean",
+    "min", "max"}``), the tokens one hash id stands for and the ideal prefix-cache hit rate its shared blocks offer
+    (None: the trace has no hash ids), and how the prompts' tokens were drawn."""
+
+    rows: int
+    span_seconds: float
+    offered_requests_per_second: float | None
+    input_tokens: dict[str, float]
+    block_tokens: int | None
+    shared_fraction: float | None
+    speed: float
+    limit: int | None
+    skipped: dict[str, int]
+    method: str
 
 
 @dataclass(frozen=True)
@@ -94,7 +115,7 @@ class Trace:
         """Seconds from the first arrival to the last, at the replay's speed."""
         return self.rows[-1].at - self.rows[0].at if self.rows else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TracePrompts:
         """The summary a record keeps: which trace, how it was read, and the load it offers (arrivals a second
         between the first and the last, lengths); ``shared_fraction`` the ideal prefix-cache hit rate."""
         span = self.duration
@@ -351,9 +372,9 @@ def _shown(stamp: float) -> str:
     return stamp.shown if isinstance(stamp, _Stamp) else f"{stamp:g} s"
 
 
-def _stats(values: list[int]) -> dict[str, float] | None:
+def _stats(values: list[int]) -> dict[str, float]:
     if not values:
-        return None
+        return {}
     return {"mean": round(sum(values) / len(values), 2), "min": min(values), "max": max(values)}
 
 
@@ -468,11 +489,24 @@ class TraceSource(Source):
         read_trace(Path(options.trace).expanduser(), speed=options.trace_speed)  # a bad trace: one line, before load
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
+        """The trace's rows as timed requests. Where the run names a tokenizer, the synthesized ids are written in
+        its ordinary tokens (:class:`~.random_tokens.Writable`, one to one, so rows sharing a hash id still share
+        that block) and each prompt settled to the ids its own text reads back as, at its length: a server counts
+        the prompt the record says was sent (a byte-level BPE may read a block's last tokens otherwise where the
+        tokens after it differ)."""
         o: TraceOptions = self.options
         trace = read_trace(Path(o.trace).expanduser(), speed=o.trace_speed)
-        prompts = synthesize(trace, vocab)
+        ids = writable(params, vocab)
+        prompts = synthesize(trace, ids.vocab if ids is not None else vocab)
+        method = f"random token ids 1..{vocab - 1} (seed 0)"
+        if ids is not None:
+            import numpy as np
+
+            rng = np.random.default_rng(2)
+            prompts = [ids.settled(ids.written(p), rng) for p in prompts]
+            method = "random ordinary tokens of the tokenizer (seed 0), each prompt's text read back as its ids"
         outs = [max(r.output_tokens, 2) for r in trace.rows]
-        summary = {"source": self.name, **trace.to_dict(), "speed": o.trace_speed}
+        summary: TracePrompts = {"source": self.name, **trace.to_dict(), "speed": o.trace_speed, "method": method}
         summary["shared_fraction"] = shared = shared_fraction(trace)
         return Work.single(prompts, outs, summary, at=[r.at for r in trace.rows], shared_prefix=bool(shared))
 
