@@ -59,12 +59,10 @@ def _written_types() -> dict[str, Any]:
 
 
 def _engine_types() -> dict[str, Any]:
-    """Each engine's name -> the TypedDict of its facts."""
-    from accelbench.serve.engines.continuous import ContinuousFacts
-    from accelbench.serve.engines.static import StaticFacts
-    from accelbench.serve.engines.vllm import VllmFacts
+    """Each built-in engine's name -> the TypedDict of its facts (the type its class declares for ``facts``)."""
+    from accelbench.serve.engines.base import ENGINES, engine_class
 
-    return {"static": StaticFacts, "continuous": ContinuousFacts, "vllm": VllmFacts}
+    return {name: typing.get_type_hints(engine_class(name))["facts"] for name in ENGINES}
 
 
 def _prompt_types() -> dict[str, Any]:
@@ -102,7 +100,7 @@ def _misfits(value: Any, hint: Any, where: str, closed: bool = False, deep: bool
         out = [f"{where}.{k}: not declared in {hint.__name__}" for k in value if closed and k not in hints]
         for k, v in value.items():
             if k in hints:
-                inner = closed and (deep or k in ("engine", "model", "roofline"))
+                inner = closed and deep
                 out += _misfits(v, hints[k], f"{where}.{k}", inner, deep)
         return out
     if origin is list:
@@ -140,4 +138,4 @@ def writer_misfits(r: Result) -> list[str]:
         own = _prompt_types().get(str(prompts.get("source")))
         if own is not None:
             out += _misfits(details.pop("prompts"), own, f"{r.benchmark}.prompts", closed=True, deep=True)
-    return out + _misfits(details, td, r.benchmark, closed=True)
+    return out + _misfits(details, td, r.benchmark, closed=True, deep=True)

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 from conftest import run_cli, stored
+from helpers import writer_misfits
 
 from accelbench.errors import UsageError
 from accelbench.registry import describe_params
@@ -203,6 +204,7 @@ def test_an_in_process_engine_serves_a_closed_loop(tmp_path: Path, cli_env: dict
     assert most_at_once(rows_of(r)) == 2
     assert r.metrics["ttft_p50_ms"].value > 0 and r.metrics["tokens_per_second"].value > 0
     assert all(row.output_tokens == OUT for row in rows_of(r) if row.status == "ok")
+    assert r.details["engine"]["engine"] == "transformers" and writer_misfits(r) == []  # as ContinuousFacts says
 
 
 def test_a_users_think_time_passes_between_its_answer_and_its_next_request(

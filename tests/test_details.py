@@ -316,6 +316,13 @@ def test_the_accessors_read_real_records() -> None:
     assert det.score_of(one("tta_digits"))["runs"] == 3
     assert det.roofline_of(server)["bandwidth_source"]
     assert det.typed(server) is server.details  # the same dict, typed
+    # a closed loop's tokens are of its steady window's requests, a replay's of its answered ones, not all sent
+    closed = one("llm_closed").details
+    assert det.mean_lengths(one("llm_closed")) == (
+        closed["input_tokens"] / closed["measured"],
+        closed["output_tokens"] / closed["measured"],
+    )
+    assert closed["measured"] < closed["requests"]
 
 
 def test_the_request_log_entry_a_serving_run_writes_is_typed_and_read_back(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import writer_misfits
 
 pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
@@ -78,6 +79,7 @@ def test_the_server_counts_the_prompt_tokens_the_record_says_were_sent(checkpoin
     sent = details["input_tokens"] / details["requests"]
     assert sent == 128 and details["client"]["server_prompt_tokens_mean"] == sent, details["client"]
     assert not any(c.kind == "server-lengths" for c in record.concerns), record.warnings
+    assert details["engine"]["engine"] == "endpoint" and writer_misfits(record) == []  # as EndpointFacts says
 
 
 def test_random_prompts_hold_only_ordinary_tokens_and_read_back_as_drawn(checkpoint: Path, bpe: Path) -> None:

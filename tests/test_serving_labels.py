@@ -154,3 +154,11 @@ def test_a_server_that_read_other_prompts_than_were_sent_is_a_concern() -> None:
     flag_server_lengths(near, {"server_prompt_tokens_mean": 127.2})  # within a token: said by nobody
     flag_server_lengths(near, {})  # a server that counted nothing
     assert near.concerns == []
+    # the client's own mean of the requests the server counted is the one compared, not the record's
+    client = {"server_prompt_tokens_mean": 100.0, "sent_prompt_tokens_mean": 100.0}
+    flag_server_lengths(near, client)
+    assert near.concerns == []
+    # a closed loop's tokens are its steady window's: a mean over every request sent would read them short
+    window = Result("infer/llm", {}, details={"requests": 100, "measured": 80, "input_tokens": 80 * 128})
+    flag_server_lengths(window, {"server_prompt_tokens_mean": 128.0})
+    assert window.concerns == []

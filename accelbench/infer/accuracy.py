@@ -19,7 +19,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -34,9 +34,11 @@ if TYPE_CHECKING:
     from accelbench.infer.specs import InferParams
     from accelbench.kit.context import RunContext
     from accelbench.results.details import AccuracyGates
-from accelbench.results.details import AccuracyGates
-from accelbench.results.record import Result
+    from accelbench.results.record import Result
 
+#: MLPerf's accuracy gates by the share of the FP32 reference's quality they ask (a served model's ``gates``), as
+#: the record names them
+GATE_NAMES: dict[float, Literal["99%", "99.9%"]] = {0.99: "99%", 0.999: "99.9%"}
 #: FP32 reference samples the rounded twin of the model is also run on (the rounding's median needs no more)
 ROUNDING_SAMPLES = 64
 
@@ -209,8 +211,9 @@ def judge(
     else:
         name = served.quality_name
         quality, ref = served.quality(answers, labels), served.quality(reference, labels)
-    # MLPerf's gates as the record names them ("99%", "99.9%"), from the served model's fractions
-    gates = cast(AccuracyGates, {f"{g * 100:g}%": bool(quality >= g * ref) for g in served.gates})
+    gates: AccuracyGates = {}
+    for g in served.gates:
+        gates[GATE_NAMES[g]] = bool(quality >= g * ref)
     # fidelity judges the outputs' distance, not the answers: degenerate answers do not void it
     why = degenerate(reference) if labels is None and fidelity is None else fidelity.informative if fidelity else None
     return Verdict(name, quality, ref, gates, n, "dataset" if labels is not None else "fp32-reference", why, fidelity)

@@ -318,8 +318,9 @@ class Details(TypedDict, total=False):
     target_qps: float | None
     tpot_method: str
     #: a closed loop: the requests its figures count (those answered in its steady window; ``requests`` were sent)
-    #: and how its figures were taken
+    #: and how its figures were taken; a replay's requests answered (its token counts are theirs)
     measured: int
+    answered: int
     figure_method: str
     #: SingleStream, MultiStream: the queries LoadGen issued (energy and cost per query divide by them)
     queries: int
@@ -395,10 +396,13 @@ def held_to(r: Recorded) -> tuple[float | None, float | None] | None:
 
 
 def token_counts(r: Recorded) -> tuple[float, float, float] | None:
-    """The requests, prompt tokens and output tokens a token run counted (its own counts, not its flags); None
-    where it lacks any, or counted no request."""
+    """The requests a token run's token counts are of, and its prompt and output tokens (its own counts, not its
+    flags); None where it lacks any, or counted no request. The requests are those the tokens were summed over:
+    a closed loop's in its steady window (``measured``), a replay's answered ones (``answered``: a failed request
+    counts no token), else every request (LoadGen's runs answer each)."""
     d = r.details
-    n, read, written = (number(d.get(k)) for k in ("requests", "input_tokens", "output_tokens"))
+    read, written = number(d.get("input_tokens")), number(d.get("output_tokens"))
+    n = next((x for x in map(number, (d.get("measured"), d.get("answered"), d.get("requests"))) if x), None)
     if n is None or read is None or written is None or n <= 0:
         return None
     return n, read, written

@@ -196,7 +196,8 @@ class Result:
     ) -> "Result":
         """The one failed record: a measurement that could not be made (or was made wrong), with why.
 
-        ``fields`` are the record's other fields where the failure has them (``details``, ``conditions``).
+        ``details`` what the record keeps of the failure (a request log, a search's trials); ``fields`` the
+        record's other fields where the failure has them (``conditions``, ``started_at``).
         A figure that was measured but whose verdict is not valid (LoadGen's INVALID, tta's seed rule) is no
         failure: it is ``ok`` with ``valid=False`` and its reasons as ``invalid`` concerns.
         """

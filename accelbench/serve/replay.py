@@ -365,11 +365,9 @@ def steady_window(r: Replayed, warmup_per_user: int = WARMUP_PER_USER) -> Window
 
 class ReplayDetails(Details, total=False):
     """What :func:`figures` keeps beside the figures: the record's typed keys (the driver, the counts of requests
-    and tokens, a closed loop's ``measured``, a conversation's turns), and the driver's own counts, which
-    :func:`accelbench.serve.results.replay_result` reads (``answered``) and a person reads (``failed``,
-    ``span_seconds``, the first ``errors``)."""
+    and tokens, the requests answered and a closed loop's ``measured``, a conversation's turns), and the driver's
+    own counts, which a person reads (``failed``, ``span_seconds``, the first ``errors``)."""
 
-    answered: int
     failed: int
     span_seconds: float
     errors: list[str]

@@ -385,12 +385,16 @@ SERVER_LENGTH_SLACK = (1.0, 0.01)
 def flag_server_lengths(result: Result, client: dict[str, Any]) -> None:
     """A concern where the server read other prompts than the run sent: a remote engine sends text, which the
     server tokenizes again, and adds what its chat template or BOS token adds; the figures are of the server's
-    prompts, the record's lengths of the sent ones. Both means are kept in the concern's data."""
-    server = client.get("server_prompt_tokens_mean")
-    counts = token_counts(result)
-    if not isinstance(server, (int, float)) or counts is None:
+    prompts, the record's lengths of the sent ones. Both means are of the same requests (the answered ones the
+    server counted: the client keeps both) and are kept in the concern's data."""
+    server, sent = client.get("server_prompt_tokens_mean"), client.get("sent_prompt_tokens_mean")
+    if not isinstance(server, (int, float)):
         return
-    sent = counts[1] / counts[0]
+    if not isinstance(sent, (int, float)):  # a client that kept no count of its own: the record's
+        counts = token_counts(result)
+        if counts is None:
+            return
+        sent = counts[1] / counts[0]
     if abs(server - sent) > max(SERVER_LENGTH_SLACK[0], SERVER_LENGTH_SLACK[1] * sent):
         result.concern(
             "server-lengths",

@@ -32,8 +32,9 @@ Outcome = Literal["winner", "equivalent", "no search", "not confirmed", "no bett
 NO_CLAIM: tuple[Outcome, ...] = ("no search", "not confirmed", "no better")
 
 
-class RankedRow(TypedDict):
-    """One candidate of the ranking as the record keeps it (:meth:`Row.to_dict`)."""
+class RankedRow(TypedDict, total=False):
+    """One candidate of the ranking as the record keeps it (:meth:`Row.to_dict` writes every key; a stored record
+    of an older accelbench may lack one)."""
 
     settings: dict[str, Any]
     label: str
@@ -45,8 +46,9 @@ class RankedRow(TypedDict):
     status: str
 
 
-class TrialRow(TypedDict):
-    """One run of the search: its phase, the candidate, how long it took and the id of its stored record."""
+class TrialRow(TypedDict, total=False):
+    """One run of the search: its phase, the candidate, how long it took and the id of its stored record (every
+    key written; a stored record of an older accelbench may lack one)."""
 
     phase: str
     label: str
@@ -69,7 +71,7 @@ class Named(TypedDict, total=False):
     reproduce: str
 
 
-class DefaultFigure(TypedDict):
+class DefaultFigure(TypedDict, total=False):
     """The default settings' confirmed figure a winner's speed-up is over, and the evidence that separates them."""
 
     settings: dict[str, Any]

@@ -181,12 +181,13 @@ class Engine:
     Options: ClassVar[type[NoOptions]] = NoOptions
     #: the vocabulary random prompts are drawn from when no model is built here (a served model's tokenizer's)
     vocab_size: int | None = None
+    #: what the record says of the engine (:class:`accelbench.results.details.EngineFacts`; an engine declares its
+    #: own keys in a TypedDict that extends it, as the type of its ``facts``)
+    facts: EngineFacts
 
     def __init__(self, options: NoOptions | None = None) -> None:
         self.options: Any = options if options is not None else self.Options()
-        #: what the record says of the engine (:class:`accelbench.results.details.EngineFacts`; an engine's own
-        #: keys in a TypedDict of its own that extends it)
-        self.facts: EngineFacts = {"engine": self.name}
+        self.facts = {"engine": self.name}
 
     def unavailable(self) -> str | None:
         """Why this engine cannot run here (its library missing), or None. A model-running engine needs

@@ -58,6 +58,7 @@ class ContinuousBatching(Engine):
     name = "transformers"
     Options = PagedCompileOptions
     options: PagedCompileOptions
+    facts: ContinuousFacts
 
     @classmethod
     def search(cls, settings: dict[str, Any]) -> list[dict[str, Any]]:
@@ -89,7 +90,7 @@ class ContinuousBatching(Engine):
             default_compile_level=1 if self.options.engine_compile else 0,
             seed=0,
         )
-        self.facts: ContinuousFacts = {
+        self.facts = {
             "engine": self.name,
             "page_size": self.options.page_size,
             "kv_blocks": blocks,

