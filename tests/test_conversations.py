@@ -16,7 +16,7 @@ from test_llm_prompts import TEMPLATE, save_tokenizer
 from accelbench.errors import UsageError
 from accelbench.serve.sources.base import Conversation, ConversationSet, Turn
 from accelbench.serve.sources.conversations import read_conversations, synthetic_conversations
-from accelbench.serve.sources.prompts import load_tokenizer
+from accelbench.serve.sources.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")

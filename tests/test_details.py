@@ -31,7 +31,9 @@ from accelbench.registry import describe_params
 from accelbench.report.build import build
 from accelbench.report.common import ReportInput
 from accelbench.report.model import Bullets, Chart, Section, Table
-from accelbench.report.tokens import is_token_run, limits, series_name
+from accelbench.report.tokens import is_token_run
+from accelbench.report.tokens_charts import series_name
+from accelbench.report.tokens_names import limits
 from accelbench.results import details as det
 from accelbench.results.exchange import import_path
 from accelbench.results.history import histories

@@ -21,7 +21,8 @@ pytest.importorskip("transformers")
 
 from accelbench.serve.limits import draw_prompts  # noqa: E402
 from accelbench.serve.sources.prefix import Salt  # noqa: E402
-from accelbench.serve.sources.random_tokens import RandomSource, Writable, WrittenSalt  # noqa: E402
+from accelbench.serve.sources.random_tokens import RandomSource, WrittenSalt  # noqa: E402
+from accelbench.serve.sources.tokenizer import Writable  # noqa: E402
 from accelbench.serve.specs import LLMServeParams  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))

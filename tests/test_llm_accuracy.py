@@ -53,7 +53,7 @@ def tiny_checkpoint(folder: Path) -> Path:
     from test_llm_prompts import TEMPLATE, save_tokenizer
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from accelbench.serve.sources.prompts import load_tokenizer
+    from accelbench.serve.sources.tokenizer import load_tokenizer
 
     save_tokenizer(folder, TEMPLATE)
     vocab = len(load_tokenizer(folder))

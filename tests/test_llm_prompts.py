@@ -17,7 +17,8 @@ import pytest
 from accelbench.errors import BenchmarkSkipped, UsageError
 from accelbench.serve import quality
 from accelbench.serve.quality import MLPERF_REFERENCE, Scores, gate, score
-from accelbench.serve.sources.prompts import load_tokenizer, read_prompts
+from accelbench.serve.sources.prompts import read_prompts
+from accelbench.serve.sources.tokenizer import load_tokenizer
 
 WORDS = "the cat sat on a mat what is two plus four dog ran user assistant system be brief hello"
 TEMPLATE = (

@@ -18,7 +18,7 @@ from test_llm_prompts import save_tokenizer
 from accelbench.errors import UsageError
 from accelbench.serve.sources import mlperf_data
 from accelbench.serve.sources.mlperf_data import MLPERF_SETS, needs, read_mlperf
-from accelbench.serve.sources.prompts import load_tokenizer
+from accelbench.serve.sources.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")

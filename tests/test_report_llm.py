@@ -25,7 +25,8 @@ from accelbench.report import charts_tokens
 from accelbench.report.build import build
 from accelbench.report.common import MAX_CHARTS, ReportInput, systems
 from accelbench.report.model import Chart, Section
-from accelbench.report.tokens import LATENCY_ROWS, latency, pareto, system_tags
+from accelbench.report.tokens_charts import LATENCY_ROWS, latency, pareto
+from accelbench.report.tokens_names import system_tags
 from accelbench.results.record import Metric, Result, new_id
 from accelbench.results.store import RunInfo, Store
 

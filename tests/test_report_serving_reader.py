@@ -27,7 +27,7 @@ from accelbench.cli.main import main
 from accelbench.reference.match import matches
 from accelbench.report.charts_tokens import Turn
 from accelbench.report.published import differs, serving_system
-from accelbench.report.tokens import shorten
+from accelbench.report.tokens_names import shorten
 from accelbench.report.tokens_sources import growth, later_slope
 from accelbench.results.record import Result, new_id
 from accelbench.results.store import RunInfo, Store

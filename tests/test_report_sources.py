@@ -26,7 +26,7 @@ from accelbench.report.build import build
 from accelbench.report.charts_tokens import Turn
 from accelbench.report.common import ReportInput
 from accelbench.report.model import Section, Table
-from accelbench.report.tokens import shorten
+from accelbench.report.tokens_names import shorten
 from accelbench.results.record import Metric, Result, new_id
 from accelbench.results.store import RunInfo, Store
 

@@ -25,7 +25,8 @@ from accelbench.report import charts
 from accelbench.report.common import ReportInput, systems
 from accelbench.report.model import Bullets, Chart
 from accelbench.report.overview import summary
-from accelbench.report.tokens import latency, pareto, series_name, system_tags, tradeoff
+from accelbench.report.tokens_charts import latency, pareto, series_name, tradeoff
+from accelbench.report.tokens_names import system_tags
 from accelbench.results.record import Concern, Metric, Result
 
 CONTENDED = "contended: other processes used 64% of the CPUs (pip[19776] 36%, python3.11[20726] 3%)"

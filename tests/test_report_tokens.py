@@ -23,7 +23,8 @@ from accelbench.report.build import build
 from accelbench.report.common import ReportInput
 from accelbench.report.markdown import render
 from accelbench.report.model import Bullets, Section, Table
-from accelbench.report.tokens import headline, is_token_run, limits
+from accelbench.report.tokens import headline, is_token_run
+from accelbench.report.tokens_names import limits
 from accelbench.results.record import Result
 from accelbench.results.store import RunInfo, Store
 
@@ -229,7 +230,7 @@ def test_a_run_that_sent_other_lengths_stands_apart_in_the_summary_and_the_chart
     both, the short one saying what it sent, and the trade-off chart draws two such runs as two series."""
     from accelbench.families.builtin import SERVE
     from accelbench.report.common import hook
-    from accelbench.report.tokens import tradeoff
+    from accelbench.report.tokens_charts import tradeoff
 
     exact = token_records()["offline"]
     short = _sent_short(exact)

@@ -122,7 +122,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tokenizer(checkpoint: Path) -> Any:
-    from accelbench.serve.sources.prompts import load_tokenizer
+    from accelbench.serve.sources.tokenizer import load_tokenizer
 
     return load_tokenizer(checkpoint)
 

@@ -15,7 +15,7 @@ import accelbench.report.charts as charts
 from accelbench.reference.match import Match, closest, matches
 from accelbench.report.common import MAX_CHARTS, ReportInput, caveat, figure, newest_first, systems
 from accelbench.report.model import Chart, Section, Table, Text
-from accelbench.report.tokens import short_word, shorten
+from accelbench.report.tokens_names import short_word, shorten
 from accelbench.results.details import engine_of
 from accelbench.results.record import Result
 

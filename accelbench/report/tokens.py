@@ -27,12 +27,6 @@ from accelbench.results import format as fmt
 from accelbench.results.details import held_to, invalid_reasons, limits_of, roofline_of
 from accelbench.results.record import Result
 
-# what published.py and the tests import from here, kept where they are defined now
-from accelbench.report.tokens_charts import LATENCY_ROWS as LATENCY_ROWS  # noqa: E402,I001
-from accelbench.report.tokens_charts import series_name as series_name  # noqa: E402,I001
-from accelbench.report.tokens_names import short_word as short_word  # noqa: E402,I001
-from accelbench.report.tokens_names import shorten as shorten  # noqa: E402,I001,F811
-
 #: the unit of a token run's headline rate: what makes a record a token run's where it has figures
 OUTPUT_TOKENS = "output tokens"
 
@@ -63,8 +57,6 @@ def _rate(r: Result, name: str) -> str:
     """The figure without its unit (the column names it), with the digits its interval supports."""
     m = r.metrics.get(name)
     return f"{fmt.number(m.value, fmt.digits_for(m))} {fmt.ci_percent(m)}".strip() if m is not None else ""
-
-
 
 
 def _usd(r: Result, name: str) -> str:
@@ -289,4 +281,3 @@ def figures_table(
             "power) over the rate."
         )
     return Table(cols, rows, caption=caption, numeric=numeric)
-

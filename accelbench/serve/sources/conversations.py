@@ -55,11 +55,10 @@ from accelbench.serve.sources.prompts import (
     _text,
     check_broken,
     json_records,
-    load_tokenizer,
     tell_skipped,
     template_choice,
 )
-from accelbench.serve.sources.random_tokens import Writable, writable
+from accelbench.serve.sources.tokenizer import Writable, load_tokenizer, writable
 
 #: the roles of a turn before the conversation's first question, left out
 SYSTEM_ROLES = ("system",)
@@ -213,7 +212,7 @@ def synthetic_conversations(
 ) -> ConversationSet:
     """``count`` conversations of ``turns`` turns, each turn ``user_tokens`` random ids (1..vocab-1, seeded: the same
     every run) answered by ``answer_tokens`` tokens. ``ids``: the run's tokenizer's ordinary tokens, which a turn's
-    text holds (:class:`~.random_tokens.Writable`): each turn is drawn among them and settled to the ids its own text
+    text holds (:class:`~.tokenizer.Writable`): each turn is drawn among them and settled to the ids its own text
     reads back as, so a server sent the text counts the tokens the record says (a drawn special token would leave
     the text)."""
     import numpy as np

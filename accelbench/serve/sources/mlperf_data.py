@@ -60,8 +60,8 @@ from accelbench.serve.sources.prompts import (
     ReadPrompts,
     _prompt_ids,
     _summary,
-    load_tokenizer,
 )
+from accelbench.serve.sources.tokenizer import load_tokenizer
 
 REPO = "mlcommons/inference"
 #: why a row is skipped (counted in the summary)

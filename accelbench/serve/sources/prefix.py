@@ -73,7 +73,7 @@ def with_prefix(
     whose text is the question). ``keep``: a token id left in front of the prefix where a prompt begins with it (the
     tokenizer's BOS: a model reads a system prompt after it). ``written``: what a drawn prefix is sent as (a file's
     prompts are a tokenizer's ids: its prefix is written in the tokenizer's ordinary tokens, which its text holds,
-    :class:`~.random_tokens.Writable`), each prefix at its length; the prompts' order and share are drawn alike."""
+    :class:`~.tokenizer.Writable`), each prefix at its length; the prompts' order and share are drawn alike."""
     import numpy as np
 
     rng = np.random.default_rng(seed)

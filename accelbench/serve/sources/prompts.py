@@ -37,6 +37,7 @@ from accelbench.params import NoOptions, opt
 from accelbench.results.details import Prompts
 from accelbench.serve.sources.base import RunSettings, Source, Work, library_size
 from accelbench.serve.sources.prefix import PrefixOptions, PrefixSummary, check_prefix, prefix_words, with_prefix
+from accelbench.serve.sources.tokenizer import Writable, load_tokenizer
 
 #: where a JSONL object's prompt is, first match wins (``input`` before ``question``: MLPerf's processed OpenOrca
 #: keeps the full formatted prompt in ``input`` and the bare question in ``question``)
@@ -47,8 +48,6 @@ REFERENCE_KEYS = ("output", "reference", "answer")
 HUMAN_ROLES = ("human", "user")
 GPT_ROLES = ("gpt", "assistant", "chatgpt")
 FORMATS = ("auto", "jsonl", "json", "sharegpt")
-#: files that carry a tokenizer's vocabulary in a Hugging Face folder (fast, SentencePiece, BPE, WordPiece)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
 #: the skip reasons a summary counts (a prompt over the limit is counted as "prompt over N tokens")
 NO_PROMPT, EMPTY_PROMPT = "no prompt field", "empty prompt"
 NO_TURNS, NO_HUMAN, NO_ANSWER = "no conversations list", "no human turn", "no gpt answer after the first human turn"
@@ -222,30 +221,6 @@ def _counted(counts: dict[str, int], first: dict[str, str]) -> str:
 def _place_number(where: str) -> int:
     """The number of a record's place ("line 7", "item 7"): places of one file compare by it."""
     return int(where.rsplit(" ", 1)[-1])
-
-
-def load_tokenizer(checkpoint: str | Path) -> Any:
-    """The checkpoint folder's own tokenizer (a transformers tokenizer), from local files only.
-
-    The checkpoint's, not a preset's: token ids only mean something to the model they were made for.
-    """
-    folder = Path(checkpoint).expanduser()
-    if not folder.is_dir():
-        raise UsageError(f"checkpoint {folder} is not a folder: give a save_pretrained folder with its tokenizer")
-    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
-        raise UsageError(
-            f"checkpoint {folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): "
-            "save the tokenizer there with save_pretrained"
-        )
-    try:
-        from transformers import AutoTokenizer
-    except ImportError as e:
-        raise UsageError(f"reading prompts needs transformers: pip install 'accelbench[llm]' ({e})") from e
-    try:
-        return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    except Exception as e:  # transformers raises OSError, ValueError, KeyError... for a broken folder
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise UsageError(f"checkpoint {folder}: its tokenizer does not load: {first}") from e
 
 
 def read_prompts(
@@ -556,8 +531,6 @@ class FileSource(Source):
         summary: FilePrompts = {"source": self.name, **read.summary.to_dict()}
         if o.prefix_tokens:  # the prefix in tokens the prompt's text holds, as the file's own are
             import numpy as np
-
-            from accelbench.serve.sources.random_tokens import Writable
 
             ids, rng = Writable(tokenizer, vocab), np.random.default_rng(2)
             made = with_prefix(

@@ -48,7 +48,7 @@ from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt
 from accelbench.results.details import Prompts
 from accelbench.serve.sources.base import RunSettings, Source, Work
-from accelbench.serve.sources.random_tokens import writable
+from accelbench.serve.sources.tokenizer import writable
 
 FORMATS = ("auto", "accelbench", "mooncake", "azure")
 #: Mooncake's block: the tokens one of its ``hash_ids`` stands for (kvcache-ai/Mooncake FAST25-release/README.md)
@@ -490,7 +490,7 @@ class TraceSource(Source):
 
     def work(self, params: RunSettings, vocab: int, total: int, lengths: tuple[int, int]) -> Work:
         """The trace's rows as timed requests. Where the run names a tokenizer, the synthesized ids are written in
-        its ordinary tokens (:class:`~.random_tokens.Writable`, one to one, so rows sharing a hash id still share
+        its ordinary tokens (:class:`~.tokenizer.Writable`, one to one, so rows sharing a hash id still share
         that block) and each prompt settled to the ids its own text reads back as, at its length: a server counts
         the prompt the record says was sent (a byte-level BPE may read a block's last tokens otherwise where the
         tokens after it differ)."""

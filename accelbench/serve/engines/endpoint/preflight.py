@@ -112,6 +112,6 @@ def preflight(params: "EndpointOptions") -> Target:
 
 def load_tokenizer(options: "EndpointOptions", checkpoint: str) -> Any:
     """The served model's tokenizer (``--tokenizer``, else ``--checkpoint``'s), read offline."""
-    from accelbench.serve.sources.prompts import load_tokenizer as read
+    from accelbench.serve.sources.tokenizer import load_tokenizer as read
 
     return read(options.tokenizer or checkpoint)
