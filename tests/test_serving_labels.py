@@ -162,3 +162,19 @@ def test_a_server_that_read_other_prompts_than_were_sent_is_a_concern() -> None:
     window = Result("infer/llm", {}, details={"requests": 100, "measured": 80, "input_tokens": 80 * 128})
     flag_server_lengths(window, {"server_prompt_tokens_mean": 128.0})
     assert window.concerns == []
+
+
+def test_random_prompts_with_a_shared_prefix_are_labelled_with_the_lengths_asked(tmp_path: Path) -> None:
+    """Random prompts' lengths are the run's flags, a shared prefix among them or not: the record states
+    --input-tokens (its identity, as without a prefix), and the jittered mean sent raises no lengths concern."""
+    from accelbench.suite.suites import make_entry
+    from accelbench.suite.worker import run_inline
+
+    values = dict(model="llama3.1-8b", scale="tiny", engine="null", scenario="offline", input_tokens=256,
+                  input_jitter=0.8, output_tokens=4, prefix_tokens=64, prefix_share=0.75, duration=0.3)  # fmt: skip
+    (record,) = run_inline(make_entry("infer/llm", values), tmp_path)
+    assert record.status == "ok", record.error
+    assert record.params["input_tokens"] == 256 and record.details["prompts"]["prefix"]
+    mean = record.details["input_tokens"] / record.details["requests"]
+    assert jittered_prompts(256, 0.8)[1] - 8 < mean < 240  # the jitter's mean (230.5), not the asked 256
+    assert not record.has("lengths-differ"), record.warnings

@@ -175,13 +175,13 @@ def _record(params: LLMServeParams, s: Served, record_mode: str) -> dict[str, An
     the requests' mean lengths where a source chose them)."""
     engine, device, prompts, outs = s.engine, s.device, s.work.prompts, s.work.outs
     prompt_len, out = lengths(params)
-    summary = s.work.summary
+    chosen = s.work.summary is not None and source_class(params.source or SOURCE_PARTS.fallback).chooses_lengths
     record = params.to_dict() | {
         "precision": params.effective_precision if not s.where.server or params.precision != "auto" else "unstated",
         "device": engine.facts.get("device") or kind_of(device).record_name(device),
         "threads": s.threads,
-        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if summary else prompt_len,
-        "output_tokens": round(sum(outs) / len(outs)) if summary else out,
+        "input_tokens": round(sum(map(len, prompts)) / len(prompts)) if chosen else prompt_len,
+        "output_tokens": round(sum(outs) / len(outs)) if chosen else out,
     }
     if record_mode:
         record["mode"] = record_mode

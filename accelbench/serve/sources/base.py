@@ -198,6 +198,9 @@ class Source:
     Options: ClassVar[type[NoOptions]] = NoOptions
     #: sent by accelbench's own driver (:mod:`.replay`), not LoadGen
     replayed: ClassVar[bool] = False
+    #: the requests' lengths are the source's own (a file's, a trace's), so a record states their means; False:
+    #: the run's flags set them (random prompts, a shared prefix among them), and the record states what was asked
+    chooses_lengths: ClassVar[bool] = True
 
     def __init__(self, options: Any) -> None:
         self.options = options

@@ -75,6 +75,7 @@ class WrittenSalt(Salt):
 class RandomSource(Source):
     name = "random"
     Options = RandomOptions
+    chooses_lengths = False
 
     @classmethod
     def check_run(cls, params: RunSettings, options: RandomOptions) -> None:
