@@ -170,7 +170,7 @@ def test_random_prompts_with_a_shared_prefix_are_labelled_with_the_lengths_asked
     from accelbench.suite.suites import make_entry
     from accelbench.suite.worker import run_inline
 
-    values = dict(model="llama3.1-8b", scale="tiny", engine="null", scenario="offline", input_tokens=256,
+    values = dict(model="llama3.1-8b", scale="tiny", engine="null", scenario="server", target_qps=200, input_tokens=256,
                   input_jitter=0.8, output_tokens=4, prefix_tokens=64, prefix_share=0.75, duration=0.3)  # fmt: skip
     (record,) = run_inline(make_entry("infer/llm", values), tmp_path)
     assert record.status == "ok", record.error
