@@ -65,8 +65,8 @@ def params(tokenizer: Path, **kw: Any) -> LLMServeParams:
 
 
 def test_the_server_counts_the_prompt_tokens_the_record_says_were_sent(checkpoint: Path, tmp_path: Path) -> None:
-    """The tiny word-level tokenizer's <s> and </s> are ids 1 and 2 of 303: drawn among 1..302, they left the
-    prompt's text, and the stub (counting with the served tokenizer) read 127.0 tokens of 128 asked."""
+    """The tiny word-level tokenizer's <s> and </s> are ids 1 and 2 of 303, which a prompt's text cannot carry: the
+    stub, counting with the served tokenizer, reads exactly the 128 tokens a request was drawn with."""
     from accelbench.serve.engines.endpoint.stub import MODEL, Behaviour, serving
     from accelbench.suite.suites import make_entry
     from accelbench.suite.worker import run_inline
@@ -120,7 +120,7 @@ def test_drawn_ids_stand_for_the_ordinary_tokens_one_to_one(checkpoint: Path) ->
 
 
 def test_without_a_tokenizer_ids_are_drawn_as_a_model_reads_them(tmp_path: Path) -> None:
-    """A run that names no tokenizer (random weights built here) draws ids 1..vocab-1, as before."""
+    """A run that names no tokenizer (random weights built here) draws ids 1..vocab-1, as that model reads them."""
     p = LLMServeParams.of(model="llama3.1-8b", scale="tiny", input_tokens=64, output_tokens=4)
     work = RandomSource(p.source_opts).work(p, 500, 64, (64, 4))
     assert work.prompts == draw_prompts(64, 64, 0.8, 500) and type(work.salt) is Salt

@@ -30,10 +30,11 @@ from accelbench.results.record import Result
 from accelbench.serve import accuracy, drive, loadgen, sweep
 from accelbench.serve.details import serving_details
 from accelbench.serve.engines.base import Engine, EngineSettings, ModelSource, engine_class
+from accelbench.serve.labels import flag_server_lengths
 from accelbench.serve.limits import Limits, lengths, limits_for, preset_of
 from accelbench.serve.memory import too_big
 from accelbench.serve.probe import TokenProbe, probe
-from accelbench.serve.results import flag_server_lengths, prefix_cache, reasoning_figures
+from accelbench.serve.results import prefix_cache, reasoning_figures
 from accelbench.serve.roofline import roof_for
 from accelbench.serve.sources.base import Work, source_class
 from accelbench.serve.specs import SOURCE_PARTS, LLMServeParams

@@ -105,10 +105,7 @@ class RandomSource(Source):
             summary = {"source": self.name, "prefix": made.summary}
         salt: Salt | None = None
         if ids is not None:
-            import numpy as np
-
-            rng = np.random.default_rng(2)
-            prompts = [ids.settled(ids.written(p), rng) for p in prompts]
+            prompts = ids.sendable(prompts)
         if params.mode != "accuracy":  # accuracy compares the same prompts
             salt = WrittenSalt(starts, ids) if ids is not None else Salt(starts, vocab)
         return Work.single(prompts, [out] * total, summary, salt=salt, shared_prefix=bool(o.prefix_tokens))

@@ -36,10 +36,10 @@ def load_tokenizer(checkpoint: str | Path) -> Any:
     """
     folder = Path(checkpoint).expanduser()
     if not folder.is_dir():
-        raise UsageError(f"checkpoint {folder} is not a folder: give a save_pretrained folder with its tokenizer")
+        raise UsageError(f"{folder} is not a folder: give the save_pretrained folder that holds the tokenizer")
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise UsageError(
-            f"checkpoint {folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): "
+            f"tokenizer folder {folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): "
             "save the tokenizer there with save_pretrained"
         )
     try:
@@ -50,7 +50,7 @@ def load_tokenizer(checkpoint: str | Path) -> Any:
         return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     except Exception as e:  # transformers raises OSError, ValueError, KeyError... for a broken folder
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise UsageError(f"checkpoint {folder}: its tokenizer does not load: {first}") from e
+        raise UsageError(f"tokenizer folder {folder}: its tokenizer does not load: {first}") from e
 
 
 class Writable:
@@ -98,6 +98,14 @@ class Writable:
                 keep -= 1
             ids = again[:keep] + self.written(rng.integers(1, self.vocab, size=want - keep).tolist())
         return ids
+
+    def sendable(self, drawn: list[list[int]], seed: int = 2) -> list[list[int]]:
+        """Drawn prompts (ids ``1..vocab-1``) as the ordinary tokens they stand for, each settled to what its text
+        reads back as (:meth:`settled`; seeded, so a run sends the same prompts every time)."""
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        return [self.settled(self.written(p), rng) for p in drawn]
 
 
 def writable(params: RunSettings, vocab: int) -> Writable | None:

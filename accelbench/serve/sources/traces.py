@@ -500,10 +500,7 @@ class TraceSource(Source):
         prompts = synthesize(trace, ids.vocab if ids is not None else vocab)
         method = f"random token ids 1..{vocab - 1} (seed 0)"
         if ids is not None:
-            import numpy as np
-
-            rng = np.random.default_rng(2)
-            prompts = [ids.settled(ids.written(p), rng) for p in prompts]
+            prompts = ids.sendable(prompts)
             method = "random ordinary tokens of the tokenizer (seed 0), each prompt's text read back as its ids"
         outs = [max(r.output_tokens, 2) for r in trace.rows]
         summary: TracePrompts = {"source": self.name, **trace.to_dict(), "speed": o.trace_speed, "method": method}
