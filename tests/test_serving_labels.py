@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import torch
+from helpers import writer_misfits
 
 from accelbench.infer.driver import Outcome
 from accelbench.kit.context import Prepared
@@ -77,6 +78,10 @@ def test_ranks_of_an_accelerator_kind_are_devices(fake_accelerator: None) -> Non
 # -- item 4: the lengths sent ---------------------------------------------------------------------------------
 
 
+#: random prompts drawn 0.8..1 x --input-tokens long (--input-jitter 0.8)
+JITTERED: dict[str, Any] = {"source_options": {"input_jitter": 0.8}}
+
+
 def _served(sut_figures: tuple[int, int, int], engine: dict[str, Any], tmp_path: Path, **settings: Any) -> Result:
     """The record of a Server run whose SUT counted ``sut_figures`` (requests, prompt tokens, output tokens), as
     token_result assembles it from LoadGen's detail log (its figures are not what is judged here)."""
@@ -92,9 +97,11 @@ def _served(sut_figures: tuple[int, int, int], engine: dict[str, Any], tmp_path:
 
 def test_answers_short_of_asked_where_eos_was_not_ignored_are_a_concern(tmp_path: Path) -> None:
     """The figures of a run against ``transformers serve`` (it refuses ignore_eos): 429 requests answered with
-    30.2 tokens on average of the 32 asked, prompts of 113 drawn with the default jitter of 0.8."""
+    30.2 tokens on average of the 32 asked, prompts of 113 drawn with a jitter of 0.8 (the default before it was 1)."""
     requests = 429
-    result = _served((requests, 113 * requests, round(30.2 * requests)), {"ignore_eos_sent": False}, tmp_path)
+    result = _served(
+        (requests, 113 * requests, round(30.2 * requests)), {"ignore_eos_sent": False}, tmp_path, **JITTERED
+    )
     found = [c for c in result.concerns if c.kind == "lengths-differ"]
     assert len(found) == 1 and "lengths-differ" in KINDS
     c = found[0]
@@ -110,9 +117,9 @@ def test_exact_lengths_have_no_concern(tmp_path: Path) -> None:
     requests = 64
     drawn = draw_prompts(64, 128, 0.8, 1000)  # the random source's own prompts, each sent once
     sent_in = sum(map(len, drawn))
-    result = _served((requests, sent_in, 32 * requests), {"ignore_eos_sent": True}, tmp_path)
+    result = _served((requests, sent_in, 32 * requests), {"ignore_eos_sent": True}, tmp_path, **JITTERED)
     assert not any(c.kind == "lengths-differ" for c in result.concerns), result.warnings
-    exact = _served((requests, 128 * requests, 32 * requests), {}, tmp_path, source_options={"input_jitter": 1.0})
+    exact = _served((requests, 128 * requests, 32 * requests), {}, tmp_path)  # the default: every prompt 128
     assert not any(c.kind == "lengths-differ" for c in exact.concerns), exact.warnings
 
 
@@ -120,10 +127,10 @@ def test_prompts_off_the_jitters_mean_are_a_concern(tmp_path: Path) -> None:
     """Prompts of 100 tokens when 102..128 was drawn (a server's tokenizer counting otherwise), and a prompt of
     127 where every one was asked 128 long: both said, with what was expected."""
     requests = 429
-    result = _served((requests, 100 * requests, 32 * requests), {}, tmp_path)
+    result = _served((requests, 100 * requests, 32 * requests), {}, tmp_path, **JITTERED)
     (c,) = [c for c in result.concerns if c.kind == "lengths-differ"]
     assert "prompts of 100.0 tokens" in c.text and "115 expected" in c.text and "answers" not in c.text, c.text
-    exact = _served((requests, 127 * requests, 32 * requests), {}, tmp_path, source_options={"input_jitter": 1.0})
+    exact = _served((requests, 127 * requests, 32 * requests), {}, tmp_path)
     (c,) = [c for c in exact.concerns if c.kind == "lengths-differ"]
     assert "prompts of 127.0 tokens" in c.text and "128 expected" in c.text, c.text
 
@@ -168,3 +175,33 @@ def test_random_prompts_with_a_shared_prefix_are_labelled_with_the_lengths_asked
     mean = record.details["input_tokens"] / record.details["requests"]
     assert jittered_prompts(256, 0.8)[1] - 8 < mean < 240  # the jitter's mean (230.5), not the asked 256
     assert not record.has("lengths-differ"), record.warnings
+    assert "prompts 0.8..1x prefix 64x0.75 256/4 tokens" in describe_params("infer/llm", record.params)
+    # LoadGen's path counts what the engine was sent besides its test: the probe's batches of 8 and its single
+    unmeasured = record.details["unmeasured_requests"]
+    assert (unmeasured["preflight"], unmeasured["warmup"]) == (0, 0) and unmeasured["probe"] % 8 == 1
+    assert 2 * 8 + 1 <= unmeasured["probe"] <= (1 + 6) * 8 + 1 and writer_misfits(record) == []
+    assert ("earlier_tests" in unmeasured) == bool(record.details.get("reruns"))  # a rerun's tests and probes
+
+
+def test_random_prompts_are_as_long_as_asked_unless_a_jitter_is_asked() -> None:
+    """--input-jitter is 1 unless given (as vLLM's bench serve --dataset-name random and AIPerf draw): every prompt
+    --input-tokens long, and a label of lengths alone; under 1 the label says the prompts were drawn shorter, beside
+    the lengths (the longest), as a record made when 0.8 was the default does (its params carry the jitter)."""
+    import json
+
+    from accelbench.serve.sources.random_tokens import RandomSource
+
+    p = LLMServeParams.of(model="llama3.1-8b", scale="tiny", engine="null")
+    assert p.source_opts.input_jitter == 1.0 and p.to_dict()["input_jitter"] == 1.0
+    work = RandomSource(p.source_opts).work(p, 500, 64, (128, 32))
+    assert {len(x) for x in work.prompts} == {128}
+    label = describe_params("infer/llm", p.to_dict())
+    assert "prompts" not in label and " 128/32 tokens" in label, label
+    jittered = LLMServeParams.of(model="llama3.1-8b", scale="tiny", engine="null", input_jitter=0.8)
+    assert "null prompts 0.8..1x 128/32 tokens" in describe_params("infer/llm", jittered.to_dict())
+    [old] = json.loads((Path(__file__).parent / "data" / "records" / "llm_offline.json").read_text())["records"]
+    r = Result.from_dict(old)  # made at the old default, 0.8: read as it was made
+    assert r.params["input_jitter"] == 0.8 and "prompts 0.8..1x 128/8 tokens" in describe_params(r.benchmark, r.params)
+    # a prompt file's record keeps no jitter, and gains no words from the default that fills it in
+    from_file = {"model": "llama3.1-8b", "scale": "tiny", "engine": "null", "source": "file", "prompts": "/x/p.jsonl"}
+    assert "..1x" not in describe_params("infer/llm", from_file)

@@ -16,6 +16,7 @@ from rich.table import Table
 from accelbench.families import family_of, metric_texts
 from accelbench.registry import describe_params
 from accelbench.results import format as fmt
+from accelbench.results.details import not_judged
 from accelbench.results.record import Result
 from accelbench.suite.estimate import MEASURED, Estimate
 from accelbench.suite.suites import Entry
@@ -268,6 +269,8 @@ def _details(r: Result) -> str:
     shown = [escape(text) for text in metric_texts(r)]
     if r.valid is not None:
         shown.insert(0, "VALID" if r.valid else "[red]INVALID[/]")
+    elif withheld := not_judged(r):
+        shown.insert(0, f"[yellow]not judged: {escape(withheld[0])}[/]")
     return ", ".join(shown)
 
 

@@ -306,6 +306,9 @@ class Details(TypedDict, total=False):
     #: why the benchmark's own verdict is INVALID (``valid`` False), one line each; the report and the judge's
     #: INVALID concern say them
     invalid_reasons: list[str]
+    #: why the benchmark gives no verdict on figures it measured (``valid`` None: the client that timed a served
+    #: endpoint was late), one line each; the headline says them in place of VALID
+    not_judged: list[str]
     #: an accuracy run's gates (:data:`AccuracyGates`), and a reduced precision's agreement where that was judged
     accuracy_gates: AccuracyGates
     fidelity: Fidelity
@@ -461,6 +464,12 @@ def invalid_reasons(r: Recorded) -> list[str]:
     """Why the record's verdict is INVALID, one line each (empty where it gives none)."""
     why = r.details.get("invalid_reasons")
     return [str(x) for x in why] if isinstance(why, list) else []
+
+
+def not_judged(r: Recorded) -> list[str]:
+    """Why a record's figures got no verdict (empty: they got one, or the benchmark gives none)."""
+    value = r.details.get("not_judged")
+    return [str(x) for x in value] if isinstance(value, list) else []
 
 
 def accuracy_gates(r: Recorded) -> AccuracyGates:

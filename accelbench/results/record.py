@@ -80,6 +80,8 @@ KINDS: dict[str, str] = {
     "lengths-differ": "the requests sent other lengths than asked (data: asked_in, asked_out, mean_in, mean_out, "
     "ignore_eos)",
     "server-lengths": "the server counted other prompt lengths than the run sent (data: sent_in, server_in)",
+    "server-clock": "the server's own mean TTFT (its /metrics) is well under the client's over the same requests "
+    "(data: apart_ms)",
     "repeated-prompts": "prompts sent repeat: a server's prefix cache served part of the figure (data: hit_rate)",
     "recompiled": "graphs were compiled inside the measured windows (data: graphs, seconds)",
     "noisy": "the samples scatter beyond the noise threshold (data: spread, n)",

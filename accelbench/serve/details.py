@@ -4,7 +4,7 @@ model's identity as the record states it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from accelbench.infer.results import LoadGenDetails
 from accelbench.results.details import ModelIdentity
@@ -15,12 +15,35 @@ if TYPE_CHECKING:
     from accelbench.workloads.decoder import Figures
 
 
+class UnmeasuredRequests(TypedDict, total=False):
+    """``details.unmeasured_requests``: the requests the engine (a server) was sent that no figure of the record
+    counts, by what sent them (:data:`UNMEASURED_WHY`)."""
+
+    preflight: int
+    probe: int
+    warmup: int
+    earlier_tests: int
+    why: str
+
+
+#: what ``details.unmeasured_requests`` counts, as the record says it
+UNMEASURED_WHY = (
+    "requests the server was sent that no figure here counts, which its own counters (vLLM's /metrics, its log) "
+    "include: preflight, the endpoint's check before any load (completion requests; once a call, on its first "
+    "record; accelbench infer checks the server as many times again before the run starts); probe, the warm-up "
+    "batches and the timed single request that planned the run; warmup, a closed loop's first request per user "
+    "(among details.requests, left out of the steady window); earlier_tests, where present, LoadGen's tests before "
+    "the reported one (reruns, find-peak's screens) and the probes repeated between them"
+)
+
+
 class ServingDetails(LoadGenDetails, ReplayDetails, total=False):
     """A language model's serving record: LoadGen's keys (its log, verdict, probe, an accuracy run's gate) or
     accelbench's driver's (:class:`accelbench.serve.replay.ReplayDetails`), the common ones of every serving run
     (limits, counts, engine, model, prompts, prefix cache), and the wing's own: where each figure came from and how
     the derived ones were computed, the FP32 buffers served beside rounded weights, how the threads were chosen,
-    an accuracy run's token agreement and ROUGE, and an endpoint client's own measure of itself."""
+    an accuracy run's token agreement and ROUGE, an endpoint client's own measure of itself, and the requests the
+    engine was sent that no figure counts (:class:`UnmeasuredRequests`)."""
 
     figure_sources: dict[str, str]
     goodput_method: str
@@ -32,6 +55,7 @@ class ServingDetails(LoadGenDetails, ReplayDetails, total=False):
     fp32_buffers: list[str]
     threads_method: str
     client: dict[str, Any]
+    unmeasured_requests: UnmeasuredRequests
 
 
 def serving_details(result: Result) -> ServingDetails:

@@ -35,11 +35,15 @@ def closed_plan(params: LLMServeParams, benchmark: str, rate: float) -> "ClosedL
     """How long a closed loop runs: as a Server run of the profile would (LoadGen's settings for the preset's
     benchmark: its minimum duration and requests; the quick profile's requests as :func:`quick_requests` sizes them
     at the probe's rate), past each user's warm-up request; at least three rounds of its users (a steady window
-    needs every user to send past its warm-up), and one round more for the cool-down the window leaves out."""
+    needs every user to send past its warm-up), and one round more for the cool-down the window leaves out. With
+    ``--num-requests N``, N requests past the warm-up and no minimum duration (vLLM's ``--num-prompts N``)."""
     from accelbench.serve.replay import ClosedLoop
 
-    s = lgset.base(replace(params, scenario="server"), params.mode, mlperf_name=mlperf_name(benchmark, "server"))
     users = int(params.concurrency)
+    if params.num_requests:
+        expected = (params.num_requests + users) / rate if rate > 0 else 0.0
+        return ClosedLoop(users, params.num_requests, 0.0, expected)
+    s = lgset.base(replace(params, scenario="server"), params.mode, mlperf_name=mlperf_name(benchmark, "server"))
     least = int(s.min_query_count)
     if params.profile != "official":
         least = quick_requests(min(rate, MAX_PLANNED_REQUESTS), least)
@@ -67,16 +71,13 @@ def replay(params: LLMServeParams, ctx: RunContext, stage: Stage, loop: "ClosedL
     left = work.arrivals[-1] if work.arrivals else None
     if loop is not None:  # at least its requests past the warm-up, for at least its seconds
         total, left = loop.requests + loop.warmup, max(loop.seconds, loop.expected)
-        ctx.progress(
-            f"closed loop: {loop.users} users, at least {total} requests ({loop.warmup} of them warm-up) and "
-            f"{loop.seconds:g} s",
-            left=left,
-        )
+        at_least = f"at least {total} requests" + (f" and {loop.seconds:g} s" if loop.seconds else "")
+        ctx.progress(f"closed loop: {loop.users} users, {at_least} ({loop.warmup} of them warm-up)", left=left)
     else:
         ctx.progress(f"replaying {total} requests ({work.summary and work.summary.get('source')})", left=left)
     began, said = time.monotonic(), [time.monotonic()]
 
-    def sent(n: int) -> None:  # on the driver's thread at each send: a line every PROGRESS_EVERY seconds at most
+    def sent(n: int) -> None:  # on the driver's sending thread at each send: a line every PROGRESS_EVERY s at most
         now = time.monotonic()
         if now - said[0] < PROGRESS_EVERY:
             return

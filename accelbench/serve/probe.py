@@ -39,6 +39,12 @@ class Relay:
     def failed(self, request: TokenRequest, error: BaseException) -> None:
         self.target.failed(request, error)  # type: ignore[union-attr]
 
+    def wrote(self, request: TokenRequest, at: float) -> None:
+        """The moment the engine wrote the request: passed on where the target times requests from it."""
+        told = getattr(self.target, "wrote", None)
+        if told is not None:
+            told(request, at)
+
     def answering(self, request: TokenRequest) -> None:
         """The first token of the answer after a reasoning model's thinking: passed on where the target keeps it."""
         told = getattr(self.target, "answering", None)

@@ -9,9 +9,14 @@ session: a trace row is a session of one turn due at its timestamp; a conversati
 is due when one of ``--batch-size`` users is free and whose later turns are due at the previous answer plus the
 think time; a closed loop (``--concurrency N``, the load of vLLM's ``bench serve --max-concurrency`` and AIPerf's
 ``--concurrency``) is N users, each a run of single-turn sessions drawn from the run's prompts in turn, the next one
-due when the user's last request was answered (plus the think time). One thread sends each turn when it is due,
+due when the user's last request was answered (plus the think time). The driver sends each turn when it is due,
 straight to the engine (as LoadGen's issue callback would), and the engine's callbacks time its tokens, as the
-LoadGen SUT's do.
+LoadGen SUT's do. Where the engine has an event loop of its own (the endpoint engine: :meth:`Engine.event_loop`),
+the driver runs on that loop's thread, so a request's send, its chunks and the next user's send are stamped on one
+thread, with no hand-over to wait for a core between them (on a busy host each hand-over to a thread that must be
+woken cost milliseconds to a hundred, inside the TTFT); an engine without one is driven from a thread of the
+driver's own. A request's send is the engine's stamp where it makes one (``Sink.wrote``: as the request is handed to
+the HTTP client), else the driver's as it submits it.
 
 A closed loop's figures are of its steady state (:func:`steady_window`): each user's first request is its warm-up
 (the N first requests leave together, a burst no later request sees), and the window ends at the last round of
@@ -24,6 +29,7 @@ rows over its span) against the load served, and, for conversations, each turn's
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import threading
@@ -144,6 +150,9 @@ class Driver:
         self._failed_in_a_row = 0
         self.stopped: str | None = None
         self.progress: Callable[[int], None] | None = None
+        #: wakes the sending loop when a turn becomes due: the condition's notify on the driver's own thread, an
+        #: asyncio event where the driver runs on the engine's loop
+        self._notify: Callable[[], None] = self._wake.notify
 
     @property
     def kind(self) -> str:
@@ -175,24 +184,12 @@ class Driver:
             else:
                 for _ in range(min(self.users, sessions)):
                     self._start_session(0.0)
-        self.start = self._last_event = time.perf_counter()
-        while True:
-            with self._wake:
-                if not self._open:
-                    break
-                if not self._due:  # every session waits on an answer: it has been quiet for how long?
-                    quiet = time.perf_counter() - self._last_event
-                    if quiet >= timeout:
-                        break
-                    self._wake.wait(timeout=timeout - quiet)
-                    continue
-                due, _, session, turn = self._due[0]
-                wait = self.start + due - time.perf_counter()
-                if wait > 0:
-                    self._wake.wait(timeout=wait)  # a turn due sooner may come in meanwhile
-                    continue
-                heapq.heappop(self._due)
-            self._send(session, turn, due)
+        loop = self.engine.event_loop()
+        if loop is not None:
+            asyncio.run_coroutine_threadsafe(self._send_on_loop(timeout), loop).result()
+        else:
+            self.start = self._last_event = time.perf_counter()
+            self._send_on_thread(timeout)
         end = time.perf_counter()
         if self._open:
             answered = sum(1 for s in self.sent if s.done is not None)
@@ -202,6 +199,53 @@ class Driver:
             )
         users = self.users if self.kind != "trace" else None
         return Replayed(self.sent, self.start, end, self.kind, users, self.think, self.most_in_flight, self.stopped)
+
+    def _next(self, timeout: float) -> tuple[float, int, int] | float | None:
+        """The turn to send now (due, session, turn), or the seconds to wait for one (called holding the lock);
+        None: every session is done, or nothing was sent or answered for ``timeout`` seconds (a stall)."""
+        if not self._open:
+            return None
+        if not self._due:  # every session waits on an answer: it has been quiet for how long?
+            quiet = time.perf_counter() - self._last_event
+            return timeout - quiet if quiet < timeout else None
+        due, _, session, turn = self._due[0]
+        wait = self.start + due - time.perf_counter()
+        if wait > 0:
+            return wait  # a turn due sooner may come in meanwhile
+        heapq.heappop(self._due)
+        return due, session, turn
+
+    def _send_on_thread(self, timeout: float) -> None:
+        """The sending loop on the driver's own thread: the engine's callbacks notify it from theirs."""
+        while True:
+            with self._wake:
+                step = self._next(timeout)
+                if isinstance(step, float):
+                    self._wake.wait(timeout=step)
+                    continue
+            if step is None:
+                return
+            self._send(step[1], step[2], step[0])
+
+    async def _send_on_loop(self, timeout: float) -> None:
+        """The sending loop as a task on the engine's event loop, whose callbacks (every answer) run on the same
+        thread: a turn made due by an answer is sent on the loop's next pass."""
+        woken = asyncio.Event()
+        self._notify = woken.set
+        self.start = self._last_event = time.perf_counter()
+        while True:
+            with self._wake:  # the engine's callbacks run on this thread: the lock is never contended here
+                step = self._next(timeout)
+            if step is None:
+                return
+            if isinstance(step, float):
+                woken.clear()
+                try:
+                    await asyncio.wait_for(woken.wait(), timeout=step)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            self._send(step[1], step[2], step[0])
 
     def _start_closed(self, due: float, user: int) -> None:
         """``user``'s next request, due at ``due`` (called holding the lock), while the loop wants more: fewer
@@ -255,6 +299,10 @@ class Driver:
             self.progress(len(self.sent))
 
     # the engine's sink
+    def wrote(self, request: TokenRequest, at: float) -> None:
+        """The engine wrote the request at ``at`` (perf_counter): its TTFT and lateness are timed from there."""
+        self._by_id[request.id].issued = at
+
     def first(self, request: TokenRequest, token: int) -> None:
         s = self._by_id[request.id]
         s.first = s.last = time.perf_counter()
@@ -298,7 +346,7 @@ class Driver:
                     )
                 if self.stopped is None:
                     self._start_closed((s.done or self._last_event) - self.start + self.think, user)
-                self._wake.notify()
+                self._notify()
                 return
             more = convs is not None and tokens is not None and s.turn + 1 < len(convs[s.session].turns)
             if more:
@@ -309,7 +357,7 @@ class Driver:
                 self._open -= 1
                 self._history.pop(s.session, None)
                 self._start_session(time.perf_counter() - self.start)
-            self._wake.notify()
+            self._notify()
 
 
 def _pct(values: list[float], p: float) -> float:

@@ -28,7 +28,8 @@ from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
 from accelbench.results.details import typed
 from accelbench.results.record import Result
 from accelbench.serve import accuracy, drive, loadgen, sweep
-from accelbench.serve.details import serving_details
+from accelbench.serve.clocks import judge_client
+from accelbench.serve.details import UnmeasuredRequests, serving_details
 from accelbench.serve.engines.base import Engine, EngineSettings, ModelSource, engine_class
 from accelbench.serve.labels import flag_server_lengths
 from accelbench.serve.limits import Limits, lengths, limits_for, preset_of
@@ -118,15 +119,16 @@ def _sweep(params: LLMServeParams, ctx: RunContext, served: Served) -> Iterator[
         else:
             ctx.progress(f"sweep point {i} of {len(concurrencies)}: concurrency {c}")
             point = replace(params, concurrency=str(c), batch_size=c, mode="performance")  # a closed loop of c users
-        result = _serve(point, ctx, served, record_mode="sweep")
+        result = _serve(point, ctx, served, record_mode="sweep", first=i == 1)
         results.append(result)
         typed(result)["sweep"] = sweep.curve(results, len(concurrencies), sweep_id)
         yield result
 
 
-def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str = "") -> Result:
+def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str = "", first: bool = True) -> Result:
     """The engine started with ``params``' settings, probed, measured by the driver its work needs, the engine
-    stopped; the record (``record_mode``: the mode the record says, a sweep's)."""
+    stopped; the record (``record_mode``: the mode the record says, a sweep's; ``first``: the call's first run,
+    whose record counts the engine's preflight)."""
     engine, work = s.engine, s.work
     stage = Stage.wired(s)
     settings = replace(engine_settings(params, work.longest), shared_prefixes=work.shares_prefixes)
@@ -134,6 +136,7 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
     try:
         ctx.progress(f"probing the {engine.name} engine")
         probed = _probe(params, stage)
+        probe_requests = stage.relay.settled  # the probe waits for every answer: all of its requests
         skip_if(unreachable_tpot(s.limits, probed))
         stage.ledger.reset()  # the probe's prompts stay known, as the server's cache keeps them
         measured = _measure(params, ctx, stage, probed)
@@ -145,6 +148,7 @@ def _serve(params: LLMServeParams, ctx: RunContext, s: Served, record_mode: str 
         weights = engine.facts.get("weights", weights)
     result, client = measured.result(params, ctx, record, probed)
     _details(params, stage, result, client, weights)
+    _unmeasured(result, stage, probe_requests, engine.preflight_requests() if first else 0)
     if measured.found is not None:
         loadgen.peak_found(result, measured.found)
     return result
@@ -209,8 +213,29 @@ def _details(params: LLMServeParams, stage: Stage, result: Result, client: dict[
         result.metrics |= reasoning_figures(client.get("reasoning"))
         if client.get("limited_by"):
             result.concern("client-limited", f"client-limited: {client['limited_by']}; the figures describe the client")
+        judge_client(result, client, params.mode)
     if work.summary:
         details["prompts"] = work.summary
+
+
+def _unmeasured(result: Result, stage: Stage, probe_requests: int, preflight: int) -> None:
+    """What the engine was sent that no figure counts (``details.unmeasured_requests``): the preflight, the probe,
+    a closed loop's warm-up, and the requests of LoadGen's earlier tests and repeated probes (every request the
+    engine settled past the probe and the record's own)."""
+    from accelbench.serve.details import UNMEASURED_WHY
+
+    details = serving_details(result)
+    steady = details.get("driver", {}).get("steady", {})
+    counts: UnmeasuredRequests = {
+        "preflight": preflight,
+        "probe": probe_requests,
+        "warmup": int(steady.get("warmup_requests", 0)),
+    }
+    own = details.get("requests")
+    earlier = stage.relay.settled - probe_requests - own if isinstance(own, int) else 0
+    if earlier > 0:
+        counts["earlier_tests"] = earlier
+    details["unmeasured_requests"] = counts | {"why": UNMEASURED_WHY}
 
 
 def _leaves_a_core(params: LLMServeParams, where: Where, device: "torch.device") -> bool:

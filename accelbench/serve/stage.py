@@ -10,10 +10,11 @@ each step's parameters to what varies between steps.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from accelbench.serve.engines.base import Engine
+from accelbench.serve.engines.base import Engine, TokenRequest
 from accelbench.serve.probe import Relay, TokenProbe
 from accelbench.serve.sources.base import Work
 from accelbench.serve.sources.prefix import Ledger
@@ -81,6 +82,29 @@ class Served:
         return Where.of(self.engine)
 
 
+class CountingRelay(Relay):
+    """The engine's one sink (:class:`~accelbench.serve.probe.Relay`), counting the requests it settled, answered or
+    failed: what the engine was sent, the probe's and the driver's alike (read after the probe, it is the probe's;
+    the record says how many the server saw that no figure counts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.settled = 0
+        self._lock = threading.Lock()
+
+    def _settle(self) -> None:
+        with self._lock:  # the engine's threads (a batch's requests end together) and the driver's
+            self.settled += 1
+
+    def done(self, request: TokenRequest, tokens: list[int]) -> None:
+        self._settle()  # counted before the target hears: a probe woken by its last answer reads it whole
+        super().done(request, tokens)
+
+    def failed(self, request: TokenRequest, error: BaseException) -> None:
+        self._settle()
+        super().failed(request, error)
+
+
 @dataclass(frozen=True)
 class Stage:
     """One run of the served engine (a sweep has one a point): what every run shares, the engine's one sink (the
@@ -88,14 +112,14 @@ class Stage:
     (its prefix-cache figures are this run's alone)."""
 
     served: Served
-    relay: Relay
+    relay: CountingRelay
     ledger: Ledger
     shape: Callable[[int, list[int]], list[int]]
 
     @classmethod
     def wired(cls, served: Served) -> "Stage":
         ledger = Ledger(served.work.prompts)
-        return cls(served, Relay(), ledger, ledger.shaper(served.work.salt))
+        return cls(served, CountingRelay(), ledger, ledger.shaper(served.work.salt))
 
 
 class Measured(Protocol):

@@ -51,6 +51,8 @@ class Swept(Protocol):
     def batch_size(self) -> int: ...
     @property
     def user_think_ms(self) -> float: ...
+    @property
+    def num_requests(self) -> int: ...
 
 
 #: the scenario of a closed loop (``--concurrency N``): its records name it, and label it ``concurrency N``
@@ -104,6 +106,14 @@ class SweepParams:
         "one Server run at each, held to the TTFT/TPOT limits",
         sweep=False,
     )
+    num_requests: int = opt(
+        0,
+        "--concurrency (and each point of a --mode sweep): N requests past the warm-up, then stop (the warm-up, "
+        "each user's first request, is sent besides: N + users in all; vLLM's --num-prompts N), with no minimum "
+        "duration; at least 3 x the users (0: as long as a Server run of the profile)",
+        sweep=False,
+        metavar="N",
+    )
 
 
 def by_rate(params: Swept) -> bool:
@@ -144,6 +154,13 @@ def check(params: Swept) -> None:
         raise UsageError(f"--user-think-ms must not be negative, got {params.user_think_ms:g}")
     if params.user_think_ms and params.scenario != CLOSED_LOOP:
         raise UsageError("--user-think-ms is a closed loop's think time: add --concurrency N")
+    if params.num_requests < 0:
+        raise UsageError(f"--num-requests must not be negative, got {params.num_requests}")
+    if params.num_requests and params.scenario != CLOSED_LOOP:
+        raise UsageError(
+            "--num-requests sizes a closed loop (--concurrency N, or a --mode sweep of concurrencies); LoadGen sizes "
+            "its own runs (--duration, --profile): drop --num-requests"
+        )
     if params.mode != "sweep":
         if params.rates:
             raise UsageError("--rates lists the points of --mode sweep; add --mode sweep")
@@ -166,7 +183,7 @@ def check(params: Swept) -> None:
             "Server runs at request rates, --rates)"
         )
     _no_rate(params)
-    points(params)
+    _enough_requests(params, max(points(params)), " (the sweep's largest point)")
 
 
 def _check_closed(params: Swept) -> None:
@@ -190,10 +207,26 @@ def _check_closed(params: Swept) -> None:
     if params.mode != "performance":
         raise UsageError(f"--concurrency N is a closed loop measured in performance mode, not --mode {params.mode}")
     _no_rate(params)
+    _enough_requests(params, n)
     if params.batch_size < n:
         raise UsageError(
             f"--batch-size {params.batch_size} is under --concurrency {n}: the engine would hold back users' "
             "requests; drop --batch-size (the closed loop's is its concurrency) or raise it"
+        )
+
+
+#: rounds of its users a closed loop sends past the warm-up at least: a steady window needs every user to send past
+#: its warm-up and a last full round after it (:func:`accelbench.serve.replay.steady_window`)
+MIN_ROUNDS = 3
+
+
+def _enough_requests(params: Swept, users: int, which: str = "") -> None:
+    """``--num-requests N`` holds a steady window at ``users`` users (a sweep's most): :data:`MIN_ROUNDS` rounds."""
+    least = MIN_ROUNDS * users
+    if params.num_requests and params.num_requests < least:
+        raise UsageError(
+            f"--num-requests {params.num_requests} is under {least}, {MIN_ROUNDS} rounds of {users} users{which} past "
+            "their warm-up: a steady window needs them; raise it (or drop it: as long as a Server run of the profile)"
         )
 
 

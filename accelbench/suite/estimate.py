@@ -518,6 +518,8 @@ def _llm_serve(p: Any, target: Target) -> tuple[float, str]:
 
     def closed(users: int) -> float:  # a closed loop of ``users`` (drive.closed_plan): rounds enough, at their rate
         at = users / (users * prefill + out * step(users))
+        if p.num_requests:  # --num-requests N: those past the warm-up, no minimum duration
+            return float((p.num_requests + users) / at + single)
         least = token_loadgen.quick_requests(at, lg.QUICK_TAIL_QUERIES) if p.profile == "quick" else 0
         return max(duration, (max(least, 3 * users) + 2 * users) / at) + single
 

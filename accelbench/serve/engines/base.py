@@ -19,6 +19,8 @@ from accelbench.params import NoOptions, opt, positive
 from accelbench.results.details import EngineFacts
 
 if TYPE_CHECKING:
+    import asyncio
+
     import torch
 
 
@@ -64,7 +66,9 @@ class Sink(Protocol):
     def failed(self, request: TokenRequest, error: BaseException) -> None: ...
 
     # a sink may also have ``answering(request)``: the first token of the answer after a reasoning model's thinking
-    # (an engine that tells them apart calls it where the sink has it; the per-request record's ``first_answer``)
+    # (an engine that tells them apart calls it where the sink has it; the per-request record's ``first_answer``),
+    # and ``wrote(request, at)``: the ``perf_counter`` moment the engine wrote the request to a server, which times
+    # its TTFT where a hand-over queue lies between the submit and the socket (the endpoint engine calls it)
 
 
 @dataclass(frozen=True)
@@ -250,6 +254,17 @@ class Engine:
         """What the engine saw of itself since the last call (after each LoadGen run), for the record; a
         ``limited_by`` entry says the engine's own side, not the system under test, limited the run."""
         return {}
+
+    def preflight_requests(self) -> int:
+        """Requests the engine's own check (:meth:`configure`) sent the system under test before any load: its
+        counters hold them, no figure does (``details.unmeasured_requests``). None by default."""
+        return 0
+
+    def event_loop(self) -> "asyncio.AbstractEventLoop | None":
+        """The asyncio loop the engine's requests are sent and read on, where it has one (the endpoint engine):
+        accelbench's driver then runs on that loop's thread, so a request's send and each of its chunks are
+        stamped on one thread, with no hand-over between them. None: the driver runs on its own thread."""
+        return None
 
     def local_processes(self) -> list[int]:
         """Processes on this machine, outside accelbench, that are the system under test (a server on this

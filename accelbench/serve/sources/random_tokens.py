@@ -46,7 +46,10 @@ class RandomPrompts(Prompts, total=False):
 @dataclass(frozen=True)
 class RandomOptions(PrefixOptions):
     input_jitter: float = opt(
-        0.8, "random prompts are drawn from JITTER..1 x --input-tokens long (1: all the same)", sweep=False
+        1.0,
+        "random prompts are drawn from JITTER..1 x --input-tokens long (1: all that long, as vLLM's bench serve "
+        "--dataset-name random and AIPerf send; under 1 the label says so)",
+        sweep=False,
     )
 
     def check(self) -> None:
@@ -112,4 +115,11 @@ class RandomSource(Source):
 
     @classmethod
     def describe_words(cls, settings: dict[str, Any]) -> list[str]:
-        return prefix_words(settings)
+        return jitter_words(settings) + prefix_words(settings)
+
+
+def jitter_words(settings: dict[str, Any]) -> list[str]:
+    """Prompts drawn shorter than ``--input-tokens`` as a description names them ("prompts 0.8..1x": the lengths
+    beside it are the longest, not every prompt's); none at the default, 1, where every prompt is that long."""
+    jitter = float(settings.get("input_jitter", 1.0))
+    return [f"prompts {jitter:g}..1x"] if jitter < 1 else []

@@ -3,9 +3,12 @@
 The server is the system under test, wherever it runs and whatever serves it; this engine is its client. One
 asyncio loop on its own thread holds a bounded pool of kept-alive connections (``--batch-size`` of them: the
 requests in flight at most, a fixed concurrency, in Offline; in Server each arrival is sent at once, on up to
-:data:`OPEN_LOOP_CONNECTIONS`); LoadGen's issue callback only hands requests to that loop. The client is measured
-too (:class:`ClientWatch`): its thread's CPU, how late its loop runs, and how long requests waited for a
-connection, so a run that the client rather than the server limited says so.
+:data:`OPEN_LOOP_CONNECTIONS`); LoadGen's issue callback only hands requests to that loop, and accelbench's own
+driver (a closed loop, a trace, conversations) runs on it (:meth:`EndpointEngine.event_loop`), so a request is sent
+and its chunks read on one thread. A request's send is stamped as it is handed to the HTTP client, each chunk as
+it is read. The client is measured too (:class:`ClientWatch`): its thread's CPU, how late its loop runs, and how
+long requests waited for a connection, so a run that the client rather than the server limited says so; and the
+server's own clock where it exposes one (:mod:`.server_clock`), read before and after each run.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from accelbench.serve.engines.base import Engine, EngineSettings, RunView, Sink,
 from accelbench.serve.engines.endpoint import params as options_of
 from accelbench.serve.engines.endpoint.client import Answer, Failure, error_words
 from accelbench.serve.engines.endpoint.params import EndpointOptions, server_device
+from accelbench.serve.engines.endpoint.server_clock import Reading
 from accelbench.serve.engines.endpoint.watch import ClientWatch
 
 if TYPE_CHECKING:
@@ -228,6 +232,12 @@ class EndpointEngine(Engine):
         self.prompt_tokens: list[int] = []
         self.sent_tokens: list[int] = []
         self.usage = Usage()
+        #: each streamed answer's TTFT and TPOT (ms) by this client's clock since the last :meth:`measured`, set
+        #: beside the server's own over the same requests; the server's histograms as last read
+        self.client_ttft: list[float] = []
+        self.client_tpot: list[float] = []
+        self._server_read: Reading | str | None = None
+        self._on_sent = getattr(sink, "wrote", None)  # a sink that times a request from its write
         self._texts: dict[int, tuple[list[int], str]] = {}
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run_loop, name="accelbench-endpoint", daemon=True)
@@ -239,7 +249,18 @@ class EndpointEngine(Engine):
 
     def submit(self, requests: list[TokenRequest]) -> None:
         now = time.perf_counter()
-        self.loop.call_soon_threadsafe(self._spawn, requests, now)
+        if threading.get_ident() == self._loop_thread:  # accelbench's driver, on this loop: no hand-over
+            self._spawn(requests, now)
+        else:
+            self.loop.call_soon_threadsafe(self._spawn, requests, now)
+
+    def event_loop(self) -> asyncio.AbstractEventLoop:
+        return self.loop
+
+    def preflight_requests(self) -> int:
+        from accelbench.serve.engines.endpoint.preflight import completions_sent
+
+        return completions_sent(self.target.extensions)
 
     def stop(self) -> None:
         if self._thread.is_alive():
@@ -261,10 +282,24 @@ class EndpointEngine(Engine):
             self.prompt_tokens, self.sent_tokens = [], []
         report |= self.usage.report()
         self.usage = Usage()
+        report["server_clock"] = self._server_clock()
         return report
+
+    def _server_clock(self) -> dict[str, Any]:
+        """The server's histograms read now, their difference from the last read beside this client's means over
+        the requests between (:func:`.server_clock.compare`); the first call only reads."""
+        from accelbench.serve.engines.endpoint import server_clock
+
+        now = server_clock.read(self.target.url, self.target.headers)
+        before, self._server_read = self._server_read, now
+        ttft, tpot, self.client_ttft, self.client_tpot = self.client_ttft, self.client_tpot, [], []
+        if before is None:
+            return {"not_reported": "no read before this run"}
+        return server_clock.compare(server_clock.between(before, now), ttft, tpot)
 
     # the loop's thread
     def _run_loop(self) -> None:
+        self._loop_thread = threading.get_ident()
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         try:
@@ -346,13 +381,16 @@ class EndpointEngine(Engine):
         body = self.target.body(text, request.max_new_tokens, self.settings.ignore_eos)
         answer = Answer()
         started = [False]
-        sent = time.perf_counter()
+        stamps = [0.0, 0.0]  # this client's first and last chunk (perf_counter)
+        sent = 0.0  # stamped at each attempt's POST
 
         def content() -> None:
+            stamps[1] = time.perf_counter()
             if started[0]:
                 self.sink.step(request, 1)
             else:
                 started[0] = True
+                stamps[0] = stamps[1]
                 self.sink.first(request, 0)
 
         def answering() -> None:  # the first chunk of the answer itself, after any reasoning
@@ -366,6 +404,9 @@ class EndpointEngine(Engine):
 
         for attempt in range(2):
             answered = False
+            sent = time.perf_counter()  # handed to the HTTP client, on a kept-alive connection where one is free
+            if self._on_sent is not None:
+                self._on_sent(request, sent)
             try:
                 async with self.session.post(self.target.path, json=body) as resp:
                     answered = True
@@ -384,6 +425,10 @@ class EndpointEngine(Engine):
                 continue
             break
         answer.ended()
+        if started[0]:
+            self.client_ttft.append(1e3 * (stamps[0] - sent))
+            if answer.chunks > 1:
+                self.client_tpot.append(1e3 * (stamps[1] - stamps[0]) / (answer.chunks - 1))
         if not started[0]:  # no text streamed, tokens counted by the server: its first token came by the end
             started[0] = True
             self.silent += 1

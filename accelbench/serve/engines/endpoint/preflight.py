@@ -94,6 +94,12 @@ def _try_stream(target: Target) -> str | None:
     return None
 
 
+def completions_sent(extensions: bool) -> int:
+    """The completion requests one :func:`preflight` that resolved its target sent the server: its two-token request,
+    and the same again without vLLM's extensions where the server refused them (``Target.extensions`` false)."""
+    return 1 if extensions else 2
+
+
 def preflight(params: "EndpointOptions") -> Target:
     """The resolved target, or a UsageError naming what to fix; nothing of the run's load has been sent."""
     url = params.url.rstrip("/")

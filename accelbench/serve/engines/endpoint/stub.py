@@ -1,5 +1,6 @@
-"""A stub OpenAI-compatible server that streams made-up words at once: what the client alone sustains, and each
-way a server can misbehave (errors, streams closed early, slow answers, not OpenAI's API), on demand.
+"""A stub OpenAI-compatible server that streams made-up words at once (or spread over time, as a real server sends
+them): what the client alone sustains, and each way a server can misbehave (errors, streams closed early, slow
+answers, not OpenAI's API), on demand; with ``metrics``, its own TTFT histogram at ``/metrics``, as vLLM names it.
 
 No model runs: every answer is ``max_tokens`` chunks of one word, with the usage OpenAI's servers report. Used by
 ``bench/endpoint_client.py`` (the client's own ceiling, the stub in a process of its own) and by the endpoint
@@ -15,6 +16,7 @@ import contextlib
 import itertools
 import json
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -50,11 +52,17 @@ class Behaviour:
     #: (a model that says little), and ``ignore_eos``/``min_tokens`` are refused as unknown fields, as ``transformers
     #: serve`` refuses them (0: answers are always ``max_tokens`` long and the extensions taken)
     eos_every: int = 0
+    #: seconds between one chunk and the next (0: all at once), as a server that decodes a token a step sends them
+    chunk_delay: float = 0.0
+    #: ``/metrics`` in Prometheus' text format: ``vllm:time_to_first_token_seconds``, timed from the answer's start
+    #: (after ``delay``: a front end that queued the request outside the engine's clock) to its first chunk
+    metrics: bool = False
 
 
 def app(behaviour: Behaviour) -> Any:
     from aiohttp import web
 
+    ttft = _histogram() if behaviour.metrics else None
     counter = itertools.count(1)
     seen: set[int] = set()
     tokenize = _tokenizer(behaviour.tokenizer)
@@ -95,6 +103,7 @@ def app(behaviour: Behaviour) -> Any:
             return web.json_response({"error": {"message": "stub: induced failure"}}, status=500)
         if behaviour.delay:
             await asyncio.sleep(behaviour.delay)
+        begun = time.perf_counter()
         chat = request.path.endswith("chat/completions")
         prompt_tokens, cached = prompt_usage(body, chat)
         tokens = int(body.get("max_tokens") or 16)
@@ -125,15 +134,37 @@ def app(behaviour: Behaviour) -> Any:
                 if chat and behaviour.reasoning:
                     usage["completion_tokens_details"] = {"reasoning_tokens": min(behaviour.reasoning, tokens)}
                 event["usage"] = usage
+            if i and behaviour.chunk_delay:
+                await asyncio.sleep(behaviour.chunk_delay)
             await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+            if ttft is not None and (i == 0 or (behaviour.silent and last)):
+                ttft[1].observe(time.perf_counter() - begun)
         await resp.write(b"data: [DONE]\n\n")
         return resp
+
+    async def metrics(request: web.Request) -> web.StreamResponse:
+        if ttft is None:
+            return web.Response(status=404, text="404: Not Found")
+        from prometheus_client import generate_latest
+
+        return web.Response(body=generate_latest(ttft[0]), content_type="text/plain")
 
     application = web.Application()
     application.router.add_get("/v1/models", models)
     application.router.add_post("/v1/completions", complete)
     application.router.add_post("/v1/chat/completions", complete)
+    application.router.add_get("/metrics", metrics)
     return application
+
+
+def _histogram() -> Any:
+    """A registry of the stub's own, holding its TTFT histogram under vLLM's name."""
+    from prometheus_client import CollectorRegistry, Histogram
+
+    registry = CollectorRegistry()
+    return registry, Histogram(
+        "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", registry=registry
+    )
 
 
 def _tokenizer(folder: str) -> Any:
@@ -186,6 +217,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between an answer's chunks")
+    parser.add_argument("--metrics", action="store_true", help="serve its TTFT histogram at /metrics")
     parser.add_argument(
         "--prefix-block", type=int, default=0, help="keep a prefix cache of blocks of this many prompt tokens"
     )
@@ -202,7 +235,7 @@ def main() -> None:
         threading.Timer(ns.exit_after, os._exit, args=(0,)).start()
     behaviour = Behaviour(
         delay=ns.delay, prefix_block=ns.prefix_block, tokenizer=ns.tokenizer, reasoning=ns.reasoning,
-        eos_every=ns.eos_every,
+        eos_every=ns.eos_every, chunk_delay=ns.chunk_delay, metrics=ns.metrics,
     )  # fmt: skip
     web.run_app(app(behaviour), host="127.0.0.1", port=ns.port, access_log=None, print=None)
 

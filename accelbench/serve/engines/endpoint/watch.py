@@ -15,11 +15,17 @@ every connection is still busy with an earlier one; neither delays a send nor mo
 neither says the client limited it. A saturated thread and a late loop are judged in every run: they read chunks
 late, so the ITL and TPOT every run reports carry their lateness, and they hold each answer's end unread, and with
 it the next request on that connection, whatever the load.
+
+A late loop is judged whatever the client's CPU share (:func:`late`): a thread that wants a twentieth of a core and
+waits for one that other processes hold (a server beside it on a busy host) reads a whole stream's chunks in one
+burst when it finally runs, and its TTFT, TPOT and inter-token gaps are then its own lateness, not the server's.
+Such a run's latency verdict is not given: "not judged: the client was late".
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -29,10 +35,8 @@ TICK = 0.01
 BUSY = 0.9
 #: p99 loop lag (ms) over which the client is called late
 LATE_MS = 5.0
-#: the cores the client's whole process used under which a late loop is the host's doing, not the client's: a
-#: thread that wants so little CPU and still runs late waited to be scheduled (other processes had the cores; the
-#: run's ``contended`` concern says so), where a busy process would have held it up on its own (its other threads,
-#: the GIL)
+#: the cores the client's whole process used under which a late loop waited for a core other processes held (the
+#: words say so), where a busy process held itself up (its other threads, the GIL): late either way
 PROCESS_BUSY = 0.5
 #: a request that waited longer than this (ms) for a connection was queued here; more than ``QUEUED_SHARE`` of
 #: the requests queued (in Server) and the client held back LoadGen's arrivals
@@ -42,6 +46,19 @@ NOT_JUDGED = (
     "dispatch and queue: the whole query was handed over at once, so requests wait for a connection by design; "
     "only the client's thread and loop are judged"
 )
+
+
+def _schedstat(tid: int | None) -> tuple[float, float] | None:
+    """A thread's seconds on a core and waiting in the kernel's run queue for one, since it started (Linux's
+    ``/proc/self/task/TID/schedstat``), or None where the kernel keeps none."""
+    if tid is None:
+        return None
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            ran, waited = f.read().split()[:2]
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return None
 
 
 class ClientWatch:
@@ -54,15 +71,21 @@ class ClientWatch:
         self._task: asyncio.Task[None] | None = None
         self._cpu0 = self._wall0 = self._proc0 = 0.0
         self._cpu = self._wall = self._proc = 0.0
+        self._tid: int | None = None  # the loop's thread (its kernel id), whose run-queue wait is read
+        self._sched0: tuple[float, float] | None = None
+        self._sched_end: tuple[float, float] | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """On the loop's thread: the ticker and the CPU clock start."""
         self._cpu0, self._wall0, self._proc0 = time.thread_time(), time.perf_counter(), time.process_time()
+        self._tid = threading.get_native_id()
+        self._sched0 = _schedstat(self._tid)
         self._task = loop.create_task(self._tick())
 
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
+        self._sched_end = _schedstat(self._tid)  # the thread's last reading: a report may come after it ended
 
     def waited(self, dispatch: float, slot: float) -> None:
         """A request took ``dispatch`` seconds from LoadGen's issue to the loop, then waited ``slot`` seconds for
@@ -101,17 +124,26 @@ class ClientWatch:
             "queued_requests": queued,
             "queue_wait_p99_ms": round(float(np.percentile(waits, 99)), 3),
             "method": "the client thread's CPU time over wall time (time.thread_time), its process's (all threads: "
-            "time.process_time) in cores; lateness of a "
+            "time.process_time) in cores, the share of the time its thread was ready to run and waited for a core "
+            "(the kernel's run queue: /proc schedstat, where Linux keeps it); lateness of a "
             f"{TICK * 1e3:g} ms timer on its event loop; time from LoadGen's issue to the loop (dispatch), then to a "
             "free connection (queue)",
         }
         if self._wall > 0:  # the process's cores over the same wall time (a watch never started: none)
             out["process_cores"] = round(self._proc / self._wall, 3)
+        sched = _schedstat(self._tid) or self._sched_end
+        if sched is not None and self._sched0 is not None and self._wall > 0:
+            # the loop's thread: how much of the run it waited for a core it was ready to run on
+            out["loop_runq_wait_share"] = round((sched[1] - self._sched0[1]) / self._wall, 3)
+            self._sched0 = sched
         if not arrivals:
             out["not_judged"] = NOT_JUDGED
         why = limited_by(out, arrivals)
         if why:
             out["limited_by"] = why
+        lateness = late(out, arrivals)
+        if lateness:
+            out["late"] = lateness
         self.lags, self.waits, self.dispatches, self.retried = [], [], [], 0
         self._cpu0, self._wall0, self._proc0 = (
             self._cpu0 + self._cpu,
@@ -122,6 +154,29 @@ class ClientWatch:
         return out
 
 
+def late(figures: dict[str, Any], arrivals: bool) -> str | None:
+    """Why the client's clock cannot be trusted to the millisecond, or None: its event loop ran more than
+    :data:`LATE_MS` late at p99 (each chunk read as late, whole streams stamped in bursts), or, where requests have
+    arrivals of their own, they reached the loop as late after they were issued. Judged whatever the client's CPU
+    share: a starved thread is as late as a busy one; the words say which it was."""
+    why = []
+    if figures["loop_lag_p99_ms"] > LATE_MS:
+        lag = figures["loop_lag_p99_ms"]
+        why.append(f"its event loop ran {lag:.3g} ms late at p99 (over the {LATE_MS:g} ms bound)")
+    if arrivals and figures["dispatch_p99_ms"] > LATE_MS:
+        why.append(f"requests reached its loop {figures['dispatch_p99_ms']:.3g} ms after they were issued (p99)")
+    if not why:
+        return None
+    cores, queued = figures.get("process_cores"), figures.get("loop_runq_wait_share")
+    if cores is not None and float(cores) < PROCESS_BUSY:
+        waited = f" ({float(queued):.0%} of the run in the kernel's run queue)" if queued is not None else ""
+        why.append(
+            f"its process used {float(cores):.2g} of a core: it waited for a core other processes held{waited}; give "
+            "the client a core of its own (taskset -c) or the server's priority"
+        )
+    return "the client was late: " + "; ".join(why)
+
+
 def limited_by(figures: dict[str, Any], arrivals: bool) -> str | None:
     """Why the client limited a run, from its recorded figures (a :meth:`ClientWatch.report`), or None.
 
@@ -129,20 +184,14 @@ def limited_by(figures: dict[str, Any], arrivals: bool) -> str | None:
     turns), from which its TTFT and latency are timed: a request that reached the loop late, or waited there for a
     connection, was delayed by the client, and the delay is in the figures. Without arrivals (Offline: the whole
     query at once, served a connection at a time) those waits are the queue the scenario asks for, so only the
-    client's own thread is judged: saturated, or its loop late.
-
-    A late loop or dispatch is the client's only where its process was busy (:data:`PROCESS_BUSY` cores or more):
-    a process that used less and still ran late waited for a core other processes held, which the run's
-    ``contended`` concern says, so the client is not blamed for it."""
+    client's own thread is judged: saturated, or its loop late (:func:`late`)."""
     why = []
     cpu_share = float(figures["client_cpu_share"])
     if cpu_share >= BUSY:
         why.append(f"the client's thread was busy {cpu_share:.0%} of the time (its CPU saturated)")
-    busy = float(figures.get("process_cores", PROCESS_BUSY)) >= PROCESS_BUSY  # a record without it: as before
-    if busy and figures["loop_lag_p99_ms"] > LATE_MS:
-        why.append(f"its event loop ran {figures['loop_lag_p99_ms']:.3g} ms late at p99")
-    if busy and arrivals and figures["dispatch_p99_ms"] > LATE_MS:
-        why.append(f"requests reached its loop {figures['dispatch_p99_ms']:.3g} ms after they were issued (p99)")
+    lateness = late(figures, arrivals)
+    if lateness:
+        why.append(lateness)
     queued, requests = figures["queued_requests"], figures["requests"]
     if arrivals and queued > QUEUED_SHARE * requests:
         why.append(
