@@ -247,16 +247,21 @@ class Sampler:
 
 
 @contextlib.contextmanager
-def vllm_server(python: Path, ckpt: Path, port: int, log: Path) -> Iterator[subprocess.Popen]:
+def vllm_server(python: Path, ckpt: Path, port: int, log: Path, pin: bool = False) -> Iterator[subprocess.Popen]:
     """vLLM's OpenAI server of ``ckpt`` on 127.0.0.1:``port`` in a process group of its own, once /health answers,
     until the block ends (then the whole group is terminated, killed after 30 s)."""
-    env = os.environ | OFFLINE | {"VLLM_CPU_OMP_THREADS_BIND": "auto", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    # --pin: the server and its OpenMP threads on CPU 0 alone, the clients on the others (a core of their own)
+    env = os.environ | OFFLINE | {"VLLM_CPU_OMP_THREADS_BIND": "0" if pin else "auto", "VLLM_CPU_KVCACHE_SPACE": "1"}
     cmd = [
         str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(ckpt), "--dtype", "float32",
         "--enforce-eager", "--block-size", "32", "--max-model-len", "1024", "--host", "127.0.0.1", "--port", str(port),
+        "--no-enable-prefix-caching",  # the same work for both clients: vllm bench's random prompts share blocks
     ]  # fmt: skip
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, {0})) if pin else None,
+        )  # fmt: skip
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while True:
@@ -330,7 +335,11 @@ def niced(args: argparse.Namespace, cmd: list[str]) -> list[str]:
 def run_client(args: argparse.Namespace, cmd: list[str], log: Path, env: dict[str, str], cwd: Path) -> int:
     """``cmd`` (niced), its output in ``log``, its process tree watched by the sampler; its exit status."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(niced(args, cmd), env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        others = set(range(1, os.cpu_count() or 2))
+        proc = subprocess.Popen(
+            niced(args, cmd), env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: os.sched_setaffinity(0, others)) if args.pin else None,
+        )  # fmt: skip
         args.current = proc
         try:
             with contextlib.suppress(psutil.Error):
@@ -583,6 +592,8 @@ def main() -> None:
     ap.add_argument("--input-tokens", type=int, default=128)
     ap.add_argument("--output-tokens", type=int, default=32)
     ap.add_argument("--nice", type=int, default=10, help="both clients under nice -n N (0: not niced)")
+    ap.add_argument("--pin", action="store_true", help="the server (its OpenMP threads bound) on CPU 0, the clients "
+                    "on the other CPUs: a core of the clients' own")
     ap.add_argument("--port", type=int, default=0, help="the server's port (default: a free one)")
     ap.add_argument("--save", help="write every run's figures to this JSON file (for --summarize)")
     ap.add_argument("--summarize", help="print the summary of a --save file, running nothing")
@@ -611,7 +622,9 @@ def main() -> None:
         f"{args.rounds} round(s), {args.requests} requests (accelbench: "
         f"{'--num-requests' if args.num_requests_flag else 'no --num-requests here, it sizes its own loop'}), "
         f"prompts {args.input_tokens}/{args.output_tokens} tokens; clients under nice {args.nice}; "
-        f"{os.cpu_count()} CPUs, nothing pinned; server on port {args.port}",
+        f"{os.cpu_count()} CPUs, "
+        + ("the server on CPU 0, the clients on the others" if args.pin else "nothing pinned")
+        + f"; server on port {args.port}",
         flush=True,
     )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # SIGTERM unwinds too: the server goes
@@ -625,7 +638,7 @@ def main() -> None:
         if made.returncode != 0:
             sys.exit(f"the checkpoint was not made: {made.stderr[-2000:]}")
         began = time.monotonic()
-        with vllm_server(args.python, ckpt, args.port, tmp / "server.log") as proc:
+        with vllm_server(args.python, ckpt, args.port, tmp / "server.log", args.pin) as proc:
             print(f"server up in {time.monotonic() - began:.0f} s (PID {proc.pid})", flush=True)
             args.sampler = Sampler(proc.pid)
             try:

@@ -489,7 +489,9 @@ def test_find_peak_through_an_endpoint_confirms_a_rate(
     found = record.details["find_peak"]
     trials = found["trials"]
     assert any(t["confirmation"] for t in trials) and len(trials) >= 3
-    if record.valid:  # a confirmation held: the peak is the rate it held
+    if record.valid is None:  # a host busy enough to starve the client: the verdict withheld, and said
+        assert record.details["not_judged"][0].startswith("the client was late"), record.details
+    if record.valid is not False and found["peak_requests_per_second"] is not None:  # a confirmation held
         peak = record.metrics["peak_requests_per_second"]
         assert peak.value == found["peak_requests_per_second"] > 0 and peak.higher_is_better
         assert any(t["confirmation"] and t["valid"] and t["requests_per_second"] == peak.value for t in trials)
