@@ -250,6 +250,10 @@ def test_the_servers_means_are_the_histograms_difference_and_unlike_counts_are_n
     shared = server_clock.compare(server, [30.0] * 90, [])
     assert "another client shared the server" in shared["not_compared"] and "apart" not in shared
     assert server_clock.metrics_url("https://h:8000/v1") == "https://h:8000/metrics"
+    # a URL's password never reaches the record's words
+    monkeypatch.setattr(server_clock.urllib.request, "urlopen", lambda req, timeout: (_ for _ in ()).throw(OSError()))
+    said = server_clock.read("http://user:s3cret@h:1/v1")
+    assert isinstance(said, str) and "s3cret" not in said and "http://h:1/metrics" in said
 
 
 def test_a_sweep_point_whose_client_was_late_leaves_the_front() -> None:

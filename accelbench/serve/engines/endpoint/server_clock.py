@@ -52,6 +52,13 @@ def metrics_url(api_url: str) -> str:
     return urllib.parse.urlunparse((parsed.scheme, parsed.netloc, "/metrics", "", "", ""))
 
 
+def _shown(url: str) -> str:
+    """``url`` as a record may say it: no user or password from its netloc."""
+    parsed = urllib.parse.urlparse(url)
+    host = parsed.hostname or ""
+    return f"{parsed.scheme}://{host}{f':{parsed.port}' if parsed.port else ''}{parsed.path}"
+
+
 def read(api_url: str, headers: dict[str, str] | None = None) -> Reading | str:
     """The server's histograms now, or why there are none (a line: no /metrics, none of the known families)."""
     try:
@@ -64,7 +71,7 @@ def read(api_url: str, headers: dict[str, str] | None = None) -> Reading | str:
         with urllib.request.urlopen(request, timeout=READ_TIMEOUT) as resp:
             text = resp.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        return f"not reported: the server's {url} did not answer ({type(exc).__name__})"
+        return f"not reported: the server's {_shown(url)} did not answer ({type(exc).__name__})"
     wanted = {name: figure for figure, names in FAMILIES.items() for name in names}
     found: dict[str, tuple[str, float, float]] = {}
     try:
@@ -76,9 +83,9 @@ def read(api_url: str, headers: dict[str, str] | None = None) -> Reading | str:
             count = sum(s.value for s in family.samples if s.name == f"{family.name}_count")
             found[figure] = (family.name, total, count)
     except ValueError:
-        return f"not reported: {url} is not Prometheus' text format"
+        return f"not reported: {_shown(url)} is not Prometheus' text format"
     if "ttft" not in found:
-        return f"not reported: {url} has no TTFT histogram of a known server ({', '.join(FAMILIES['ttft'])})"
+        return f"not reported: {_shown(url)} has no TTFT histogram of a known server ({', '.join(FAMILIES['ttft'])})"
     return Reading(time.perf_counter(), found)
 
 
