@@ -71,7 +71,7 @@ def direct_rate(args: argparse.Namespace, engine_name: str, requests: int, input
     """The engine alone: the same model, prompts and settings, ``requests`` submitted at once, timed to the last;
     its output tokens/s and the requests it served. ``requests`` is what LoadGen issued to accelbench's engine: whole
     batches (``settings_for`` plans so), as this side serves them, so neither side times a last partial batch."""
-    from accelbench.infer.loadgen_params import QSL_SAMPLES
+    from accelbench.loadgen.params import QSL_SAMPLES
     from accelbench.serve.engines.base import Timeline, TokenRequest, engine_class
     from accelbench.serve.run import build_model, engine_settings, workload
     from accelbench.serve.specs import LLMServeParams

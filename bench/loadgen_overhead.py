@@ -18,7 +18,7 @@ from pathlib import Path
 
 import mlperf_loadgen as lg
 
-from accelbench.infer.logs import read_detail
+from accelbench.loadgen.logs import read_detail
 from accelbench.suite.suites import make_entry
 from accelbench.suite.worker import run_inline
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from accelbench.infer import replan
 from accelbench.kit.metrics import concerns_of
+from accelbench.loadgen import replan
 from accelbench.measure.conditions import Conditions
 from accelbench.measure.stats import MIN_CI_SAMPLES, Measurement
 from accelbench.results import judge

@@ -8,6 +8,7 @@ import torch
 from infer_fixtures import DigitsNet, train_digits, write_digits
 
 from accelbench.infer import fidelity as fid
+from accelbench.measure import rounding
 
 DIGITS = {
     "model": "infer_fixtures:DigitsNet",
@@ -70,14 +71,14 @@ def test_fp32_candidates_are_still_judged_on_agreement(run_isolated):
 def test_the_rounded_twin_rounds_as_the_precision_does():
     torch.manual_seed(0)
     model = DigitsNet().build("full").eval()
-    assert fid.rounded_copy(model, "fp32") is None and fid.rounded_copy(model, "tf32") is None
+    assert rounding.rounded_copy(model, "fp32") is None and rounding.rounded_copy(model, "tf32") is None
     x = torch.randn(8, 3, 32, 32)
     with torch.no_grad():
         exact = model(x)
-        bf16 = fid.rounded_copy(model, "amp_bf16")(x)  # autocast's arithmetic is bf16's
-        fp16 = fid.rounded_copy(model, "fp16")(x)
-        int8 = fid.rounded_copy(model, "int8")(x)
-        coarse = {p: fid.rounded_copy(model, p, coarser=fid.COARSER_BITS)(x) for p in ("bf16", "int8")}
+        bf16 = rounding.rounded_copy(model, "amp_bf16")(x)  # autocast's arithmetic is bf16's
+        fp16 = rounding.rounded_copy(model, "fp16")(x)
+        int8 = rounding.rounded_copy(model, "int8")(x)
+        coarse = {p: rounding.rounded_copy(model, p, coarser=rounding.COARSER_BITS)(x) for p in ("bf16", "int8")}
     assert model[0].weight.dtype == torch.float32 and torch.equal(model(x), exact), "the model itself was changed"
     moved = {name: float((out - exact).abs().max()) for name, out in [("bf16", bf16), ("fp16", fp16), ("int8", int8)]}
     assert 0 < moved["fp16"] < moved["bf16"], moved  # 11 significant bits against 8
@@ -87,27 +88,27 @@ def test_the_rounded_twin_rounds_as_the_precision_does():
 
 def test_significant_bits_round_as_the_dtype_does():
     t = torch.randn(10000) * 100
-    assert torch.equal(fid._significant(t, 8), t.to(torch.bfloat16).float()) or (
-        (fid._significant(t, 8) != t.to(torch.bfloat16).float()).sum() <= 2  # ties: away from zero, not to even
+    assert torch.equal(rounding.significant(t, 8), t.to(torch.bfloat16).float()) or (
+        (rounding.significant(t, 8) != t.to(torch.bfloat16).float()).sum() <= 2  # ties: away from zero, not to even
     )
-    five = fid._significant(t, 5)
+    five = rounding.significant(t, 5)
     assert float(((five - t).abs() / t.abs()).max()) <= 2**-5 + 1e-7
 
 
 def test_eight_bit_quantization_rounds_to_half_a_step():
     t = torch.linspace(-3, 5, 1001)
-    sym = fid._quantize(t, None, symmetric=True)
+    sym = rounding.quantize(t, None, symmetric=True)
     assert float((sym - t).abs().max()) <= 5 / 127 / 2 + 1e-6 and len(torch.unique(sym)) <= 255
-    asym = fid._quantize(t, None, symmetric=False)
+    asym = rounding.quantize(t, None, symmetric=False)
     assert float((asym - t).abs().max()) <= 8 / 255 / 2 + 1e-6
     w = torch.stack([torch.linspace(-1, 1, 50), torch.linspace(-100, 100, 50)])
-    per_row = fid._quantize(w, 0, symmetric=True)  # each output channel its own scale
+    per_row = rounding.quantize(w, 0, symmetric=True)  # each output channel its own scale
     assert float((per_row[0] - w[0]).abs().max()) <= 1 / 127 / 2 + 1e-6
 
 
 def test_the_verdict_needs_closeness_and_kept_decisions():
     close = fid.Fidelity("bf16", deviation=0.03, rounding=0.02, coarser=0.3, decided=40, decided_agreement=1.0)
-    assert close.limit == pytest.approx(fid.HEADROOM * 0.02) and close.passed and close.informative is None
+    assert close.limit == pytest.approx(rounding.HEADROOM * 0.02) and close.passed and close.informative is None
     assert "1.50x what rounding to bf16" in close.describe()
     # measured on a random ResNet-50: weights truncated to 4 bits moved the logits 4.1x int8's rounding
     assert not fid.Fidelity("int8", 1.47, 0.355, 11.3, 0, None).passed

@@ -20,7 +20,7 @@ MODEL = "llama3.1-8b"
 def test_an_offline_token_run_plans_whole_batches(engine, batch, probed):
     """A last partial batch costs nearly a full one's time: the planned query is the fewest whole batches that cover
     LoadGen's own plan (and the engine's floor), never 229 requests at batch 8."""
-    from accelbench.infer import settings as lgset
+    from accelbench.loadgen import settings as lgset
     from accelbench.serve.engines.base import engine_class
     from accelbench.serve.limits import limits_for
     from accelbench.serve.loadgen import settings_for

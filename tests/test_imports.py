@@ -16,7 +16,9 @@ from pathlib import Path
 import accelbench
 
 ROOT = Path(accelbench.__file__).resolve().parent
-FAMILIES = ("train", "tta", "infer", "kernels")
+FAMILIES = ("train", "tta", "infer", "serve", "kernels")
+#: what stands on a family: a floor below the families (loadgen) imports none of these either
+ABOVE_FAMILIES = ("suite", "registry", "cli", "tune", "report", "selftest", "reference")
 ENTRY_POINTS = {"__init__", "__main__"}
 
 
@@ -144,6 +146,14 @@ def test_families_do_not_import_each_other():
     edges = import_edges()
     crossing = {(a, b): where for (a, b), where in edges.items() if a in FAMILIES and b in FAMILIES}
     assert not crossing, "\n".join(f"{a} -> {b}: {', '.join(w)}" for (a, b), w in sorted(crossing.items()))
+
+
+def test_the_loadgen_floor_knows_no_benchmark():
+    """infer (image models) and serve (language models) both stand on the LoadGen floor; it imports neither."""
+    edges = import_edges()
+    assert any(a == "loadgen" for a, _ in edges), "the floor is gone: accelbench/loadgen imports nothing of the package"
+    up = {(a, b): w for (a, b), w in edges.items() if a == "loadgen" and b in FAMILIES + ABOVE_FAMILIES}
+    assert not up, "\n".join(f"{a} -> {b}: {', '.join(w)}" for (a, b), w in sorted(up.items()))
 
 
 def _imported_by(statement: str) -> set[str]:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from accelbench.errors import UsageError
-from accelbench.infer.logs import drop_empty_trace, invalid_reasons, read_detail
+from accelbench.loadgen.logs import drop_empty_trace, invalid_reasons, read_detail
 from accelbench.suite.suites import make_entry
 
 NULL = {"backend": "null", "threads": 2, "batch_size": 8, "device": "cpu"}
@@ -185,7 +185,7 @@ def test_an_offline_query_is_whole_batches_however_slow_the_system(run_isolated)
 def test_the_probe_times_a_slow_configuration_once(seconds, timed, monkeypatch):
     from types import SimpleNamespace
 
-    from accelbench.infer import settings as lgset
+    from accelbench.infer import settings as imgset
     from accelbench.infer.serving import Serving
     from accelbench.infer.specs import InferParams
     from accelbench.infer.sut import Worker
@@ -197,21 +197,22 @@ def test_the_probe_times_a_slow_configuration_once(seconds, timed, monkeypatch):
         calls[len(batch)] += 1
         now[0] += seconds / (1 if len(batch) == 8 else 5)
 
-    monkeypatch.setattr(lgset, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    monkeypatch.setattr(imgset, "time", SimpleNamespace(perf_counter=lambda: now[0]))
     serving = Serving([Worker(predict)], lambda i: i, 64, list, None, None, 1)
-    p = lgset.probe(serving, InferParams(batch_size=8))
+    p = imgset.probe(serving, InferParams(batch_size=8))
     assert (calls[8] - 2, calls[1] - 2) == timed  # after two warm-up calls of each shape
     assert p.rate == pytest.approx(8 / seconds) and p.single == pytest.approx(seconds / 5)
 
 
 def test_the_progress_line_knows_how_long_loadgen_will_run() -> None:
-    from accelbench.infer import settings as lgset
+    from accelbench.infer import settings as imgset
     from accelbench.infer.specs import InferParams
+    from accelbench.loadgen import settings as lgset
 
     slow = lgset.Probe(rate=0.5, single=2.0)
-    offline = lgset.performance_settings(InferParams(scenario="offline", batch_size=8), slow)
+    offline = imgset.performance_settings(InferParams(scenario="offline", batch_size=8), slow)
     assert lgset.planned_seconds(offline, "offline", slow.rate) == pytest.approx(8 / 0.5)  # one whole batch
-    single = lgset.performance_settings(InferParams(scenario="singlestream"), slow)
+    single = imgset.performance_settings(InferParams(scenario="singlestream"), slow)
     assert lgset.planned_seconds(single, "singlestream", slow.rate) == pytest.approx(64 * 2.0)
-    server = lgset.performance_settings(InferParams(scenario="server", target_qps=1000.0), slow)
+    server = imgset.performance_settings(InferParams(scenario="server", target_qps=1000.0), slow)
     assert lgset.planned_seconds(server, "server", slow.rate) == pytest.approx(2.0)  # 662 queries in under 2 s

@@ -266,11 +266,11 @@ def test_a_peak_no_confirmation_held_valid_is_an_invalid_record(monkeypatch, tmp
     from types import SimpleNamespace
 
     from accelbench.infer import peak
-    from accelbench.infer.driver import Outcome
     from accelbench.infer.serving import Serving
-    from accelbench.infer.settings import Probe
     from accelbench.infer.specs import InferParams
     from accelbench.kit.context import RunContext
+    from accelbench.loadgen.settings import Probe
+    from accelbench.loadgen.start import Outcome
 
     sizes = []
     sut = SimpleNamespace(batches=10, samples=80, per_worker=[80], utilization=0.5)

@@ -21,7 +21,7 @@ from accelbench.serve.accuracy import Reference, judge
 
 #: a broken engine: the static engine serving a copy rounded 4 bits coarser than bf16 (4 significant bits)
 BROKEN = """
-from accelbench.infer.fidelity import rounded_copy
+from accelbench.measure.rounding import rounded_copy
 from accelbench.serve.engines.static import StaticBatch
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from accelbench.errors import BenchmarkFailed, UsageError
-from accelbench.infer.driver import Outcome
+from accelbench.loadgen.start import Outcome
 from accelbench.serve import peak
 from accelbench.serve.limits import Limits
 from accelbench.serve.specs import LLMServeParams

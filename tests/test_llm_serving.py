@@ -513,7 +513,7 @@ def test_the_static_engine_compiles_only_when_asked():
 def test_a_quick_server_run_is_sized_to_about_a_minute_of_its_planned_rate(probed, requests):
     """A slow server's long answers (0.34 requests/s probed, half of it planned) are 16 requests, not LoadGen's
     662 for an early-stopping p99 (an hour); a fast one keeps the 662; the official profile keeps mlperf.conf's."""
-    from accelbench.infer import settings as lgset
+    from accelbench.loadgen import settings as lgset
     from accelbench.serve.limits import limits_for
     from accelbench.serve.loadgen import settings_for
     from accelbench.serve.specs import LLMServeParams
@@ -527,7 +527,7 @@ def test_a_quick_server_run_is_sized_to_about_a_minute_of_its_planned_rate(probe
     assert lgset.planned_seconds(s, "server", probed) <= 120
     strict = replace(params, profile="official")
     official = settings_for(strict, limits, PRESETS[MODEL].mlperf, lgset.Probe(probed, 1.0), 64)
-    assert official.min_query_count == lgset.base(strict, mlperf_name=PRESETS[MODEL].mlperf).min_query_count
+    assert official.min_query_count == lgset.base(strict, strict.mode, PRESETS[MODEL].mlperf).min_query_count
 
 
 def test_a_preset_that_needs_several_gpus_is_refused_with_how_many_and_the_route(monkeypatch):
@@ -599,8 +599,8 @@ def test_an_offline_run_far_under_its_probe_is_rerun_from_what_it_measured(tmp_p
 
 
 def test_an_offline_run_still_far_under_its_probe_after_the_reruns_is_invalid_with_the_cause():
-    from accelbench.infer import replan
-    from accelbench.infer.settings import Probe
+    from accelbench.loadgen import replan
+    from accelbench.loadgen.settings import Probe
     from accelbench.serve.specs import LLMServeParams
 
     params = LLMServeParams(model=MODEL, scale="tiny", scenario="offline", engine="null")

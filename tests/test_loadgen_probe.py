@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from accelbench.infer import replan, tail
-from accelbench.infer import settings as lgset
+from accelbench.infer import settings as imgset
 from accelbench.infer.backends import Sleep
 from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import Worker
+from accelbench.loadgen import replan, tail
+from accelbench.loadgen import settings as lgset
 
 SLEEP = {"backend": "sleep", "service_ms": 2.0, "batch_size": 8, "threads": 2, "device": "cpu"}
 #: calls the probe makes before it times anything: two of each shape on the one worker
@@ -52,7 +53,7 @@ class OnceSlow(SlowStart):
 class SlowProbe(SlowStart):
     """Every call of the probe is slow, and none of the run's: the probe plans a tenth of the real rate."""
 
-    slow_calls = WARM_UP_CALLS + lgset.PROBE_BATCHES + lgset.PROBE_SINGLES
+    slow_calls = WARM_UP_CALLS + imgset.PROBE_BATCHES + imgset.PROBE_SINGLES
 
 
 def test_a_probe_disturbed_once_still_sizes_the_run(run_isolated):
@@ -87,8 +88,8 @@ def test_the_probe_takes_the_median_of_its_calls(monkeypatch):
     def predict(batch: list) -> None:
         now[0] += next(costs)
 
-    monkeypatch.setattr(lgset, "time", SimpleNamespace(perf_counter=lambda: now[0]))
-    p = lgset.probe(Serving([Worker(predict)], lambda i: i, 64, list, None, None, 1), InferParams(batch_size=8))
+    monkeypatch.setattr(imgset, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    p = imgset.probe(Serving([Worker(predict)], lambda i: i, 64, list, None, None, 1), InferParams(batch_size=8))
     assert p.rate == pytest.approx(8 / 0.01) and p.single == pytest.approx(0.01)
 
 
@@ -171,8 +172,9 @@ def test_find_peak_on_a_slow_system_confirms_in_minutes_and_says_how_long(monkey
     passes below 9.5 QPS. Screens over 90% busy fail, confirmations are sized by time (not 4,096 queries, six
     minutes each), the planned total is a few minutes, and every progress line has the time left."""
     from accelbench.infer import peak
-    from accelbench.infer.driver import Outcome
     from accelbench.kit.context import RunContext
+    from accelbench.loadgen import search
+    from accelbench.loadgen.start import Outcome
 
     planned, lines = [], []
 
@@ -201,7 +203,7 @@ def test_find_peak_on_a_slow_system_confirms_in_minutes_and_says_how_long(monkey
     assert r.status == "ok" and r.valid is True, r.error
     assert 8.0 < r.details["find_peak"]["peak"] < 9.5
     screens = [t for t in r.details["find_peak"]["trials"] if not t["confirmation"]]
-    assert all(t["utilization"] <= peak.SCREEN_MAX_UTILIZATION for t in screens if t["valid"])
+    assert all(t["utilization"] <= search.SCREEN_MAX_UTILIZATION for t in screens if t["valid"])
     assert any(not t["valid"] and t["value"] < 12.0 for t in screens)  # latency held, but the SUT never rested
     confirmations = [t for t in r.details["find_peak"]["trials"] if t["confirmation"]]
     assert all(t["queries"] == tail.min_queries() for t in confirmations)  # 60 s at ~9 QPS is under 662
@@ -239,8 +241,8 @@ def test_a_duration_its_timeout_would_kill_is_refused_in_one_line(tmp_path, cli_
 def test_find_peak_climbs_above_a_probe_that_read_low(monkeypatch, tmp_path):
     """A probe disturbed by load read 1 QPS of a 100 QPS system: the search doubles past the probe's capacity."""
     from accelbench.infer import peak
-    from accelbench.infer.driver import Outcome
     from accelbench.kit.context import RunContext
+    from accelbench.loadgen.start import Outcome
 
     def fake_run(serving, s, params, ctx):
         rate = s.server_target_qps
@@ -259,7 +261,7 @@ def test_loadgen_says_where_it_is_while_its_test_holds_the_thread(tmp_path, monk
     """A LoadGen test longer than the progress interval says, at each one, how many of its planned samples are
     answered and the time left at that rate; the plan is LoadGen's own (Offline's one query, Server's rate over
     its minimum duration)."""
-    from accelbench.infer import heartbeat
+    from accelbench.loadgen import heartbeat
     from accelbench.suite.suites import make_entry
     from accelbench.suite.worker import run_inline
 
@@ -279,8 +281,8 @@ def test_loadgen_says_where_it_is_while_its_test_holds_the_thread(tmp_path, monk
 def test_the_planned_samples_are_loadgens_own_plan():
     import mlperf_loadgen as lg
 
-    from accelbench.infer.heartbeat import line
-    from accelbench.infer.settings import planned_samples
+    from accelbench.loadgen.heartbeat import line
+    from accelbench.loadgen.settings import planned_samples
 
     s = lg.TestSettings()
     s.min_duration_ms, s.min_query_count = 2000, 100

@@ -132,16 +132,16 @@ def test_serving_autocasts_and_converts_as_the_table_says(name: str) -> None:
 
 
 def test_the_rounded_twin_rounds_to_the_tables_bits() -> None:
-    from accelbench.infer import fidelity as fid
+    from accelbench.measure import rounding
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
     x = torch.randn(4, 8)
-    assert fid.rounded_copy(model, "fp32") is None and fid.rounded_copy(model, "tf32") is None
+    assert rounding.rounded_copy(model, "fp32") is None and rounding.rounded_copy(model, "tf32") is None
     with torch.no_grad():
         for amp, plain in (("amp_fp16", "fp16"), ("amp_bf16", "bf16")):  # autocast rounds as its arithmetic does
-            assert torch.equal(fid.rounded_copy(model, amp)(x), fid.rounded_copy(model, plain)(x))
-        twin = fid.rounded_copy(model, "bf16")
+            assert torch.equal(rounding.rounded_copy(model, amp)(x), rounding.rounded_copy(model, plain)(x))
+        twin = rounding.rounded_copy(model, "bf16")
         assert torch.equal(twin[0].weight, model[0].weight.to(torch.bfloat16).float())
 
 

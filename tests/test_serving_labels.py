@@ -11,8 +11,8 @@ import pytest
 import torch
 from helpers import writer_misfits
 
-from accelbench.infer.driver import Outcome
 from accelbench.kit.context import Prepared
+from accelbench.loadgen.start import Outcome
 from accelbench.registry import describe_params
 from accelbench.results.record import KINDS, Result
 from accelbench.serve.labels import jittered_prompts

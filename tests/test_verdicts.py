@@ -131,7 +131,7 @@ def test_find_peak_with_no_valid_confirmation_is_ok_invalid_and_exits_3(monkeypa
     """The infer command's find-peak, run by the worker in this process with LoadGen's runs faked: the screens
     pass, every confirmation is INVALID. The record is the highest confirmation's, INVALID; exit status 3."""
     from accelbench.infer import peak
-    from accelbench.infer.driver import Outcome
+    from accelbench.loadgen.start import Outcome
 
     def fake_run(serving, settings, params, ctx):
         qps = settings.server_target_qps

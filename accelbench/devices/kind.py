@@ -13,7 +13,7 @@ Kinds are matched by ``torch.device.type`` and, where two kinds share one (a HIP
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.base import DeviceKind
 from accelbench.devices.readers import DeviceReader
@@ -98,6 +98,12 @@ def by_name(name: str) -> DeviceKind | None:
     """The kind a user names (``--device rocm`` is spelled ``cuda`` to torch; both find the AMD kind there)."""
     _builtin()
     return next((k for k in _KINDS if k.name == name), None)
+
+
+def monitored_indices(devices: Any) -> list[int]:
+    """The indices the clock, throttle and energy readers know ``devices`` by, of every kind with a reader."""
+    found = (kind_of(d).monitored(d) for d in devices if d is not None and hasattr(d, "type"))
+    return sorted({i for i in found if i is not None})
 
 
 def reader_for(device: "int | torch.device") -> DeviceReader | None:

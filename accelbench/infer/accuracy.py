@@ -23,16 +23,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from accelbench.infer.results import ImageDetails, image_details, loadgen_record
+from accelbench.infer.results import ImageDetails, image_details
 from accelbench.kit import metrics as fig
+from accelbench.loadgen.record import loadgen_record
 
 if TYPE_CHECKING:
-    from accelbench.infer.driver import Outcome
     from accelbench.infer.fidelity import Fidelity
     from accelbench.infer.served import Served
     from accelbench.infer.serving import Serving
     from accelbench.infer.specs import InferParams
     from accelbench.kit.context import RunContext
+    from accelbench.loadgen.start import Outcome
     from accelbench.results.details import AccuracyGates
     from accelbench.results.record import Result
 
@@ -89,22 +90,25 @@ def measure(
     LoadGen's accuracy run keeping each answer and raw output, then the verdict."""
     from accelbench.infer import fidelity as fid
     from accelbench.infer.driver import loadgen_run
+    from accelbench.measure import rounding
 
     spec = serving.served
     assert spec is not None
     ctx.progress(f"FP32 reference on {serving.total} samples")
     reference, reference_rows = fid.outputs(spec, serving.model, serving.make_input, serving.total, params.batch_size)
     labels = serving.dataset.labels if serving.dataset is not None else None
-    twin = fid.rounded_copy(serving.model, params.effective_precision) if labels is None and reference_rows else None
+    twin = (
+        rounding.rounded_copy(serving.model, params.effective_precision) if labels is None and reference_rows else None
+    )
     rounded = coarser = None
     if twin is not None:
         n, precision = min(serving.total, ROUNDING_SAMPLES), params.effective_precision
         ctx.progress(
-            f"FP32 with its storage rounded to {precision}, then {fid.COARSER_BITS} bits coarser ({n} samples)"
+            f"FP32 with its storage rounded to {precision}, then {rounding.COARSER_BITS} bits coarser ({n} samples)"
         )
         rounded = fid.outputs(spec, twin, serving.make_input, n, params.batch_size)[1]
         del twin
-        twin = fid.rounded_copy(serving.model, precision, coarser=fid.COARSER_BITS)
+        twin = rounding.rounded_copy(serving.model, precision, coarser=rounding.COARSER_BITS)
         coarser = fid.outputs(spec, twin, serving.make_input, n, params.batch_size)[1]
         del twin
     raw: dict[int, np.ndarray] = {}

@@ -1,74 +1,50 @@
-"""``--mode find-peak``: the highest Server QPS, or the largest MultiStream query, that LoadGen calls valid.
-
-Server: from a quarter of the probe's throughput, halve until a screen passes
-(or, if the start passed, double while they pass: a probe disturbed by load
-reads low), then bisect between the highest passing and the lowest failing
-target until they are within 2% of each other; a screen passes if its latency
-held and its SUT was not busy all the time. Then confirm the result with a fresh run (10% under the
-screened peak when its early stopping tolerates no late query; stepping down
-10%, then 20%, if a confirmation fails). A confirmation is sized by time as well as
-by queries, so a system serving 11 QPS confirms in about a minute, not six, and
-its progress line states the early-stopping bound that size leaves; every line
-carries the time the search expects to have left. MultiStream: double the
-samples per query while the 99th-percentile query latency meets the bound,
-then bisect the integer range and confirm. Every trial is a real LoadGen run
-with its own log folder; the trials are recorded so a user sees how the peak
-was found. Where no confirmation holds VALID there is no peak: the record is
-the highest confirmation's, INVALID as LoadGen's own record of it would be
-(``ok``, ``valid`` false, the reasons as warnings).
-"""
+"""``--mode find-peak`` for an image model: the highest Server QPS (the floor's search, :mod:`accelbench.loadgen.
+search`) or the largest MultiStream query that LoadGen calls valid. A trial is a real LoadGen run with its own log
+folder, sized here (screens short, confirmations by time as well as by queries) and listed in the record; where no
+confirmation holds VALID there is no peak, and the record is the highest confirmation's, INVALID."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from typing import Any, Callable
 
 from accelbench.errors import BenchmarkFailed
 from accelbench.infer import settings as lgset
-from accelbench.infer import tail
-from accelbench.infer.driver import Outcome, loadgen_run
-from accelbench.infer.logs import invalid_reasons
+from accelbench.infer.driver import loadgen_run
 from accelbench.infer.results import ImageDetails, multistream_within_bound, performance_result
 from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext
+from accelbench.loadgen import tail
+from accelbench.loadgen.logs import invalid_reasons
+from accelbench.loadgen.search import (
+    CONFIRM_BACKOFF,
+    CONFIRMATIONS,
+    PRECISION,
+    TRIAL_OVERHEAD,
+    screen_passed,
+    screens_left,
+    search_server,
+)
+from accelbench.loadgen.settings import Probe, bound_ms
+from accelbench.loadgen.start import Outcome
 from accelbench.results.details import FindPeak
 from accelbench.results.record import Concern, Result
 
-PRECISION = 0.02
-MAX_HALVINGS = 6
-#: above a start that held, the search doubles at most this often (4,096x: a probe 20x slow under load is no limit)
-MAX_DOUBLINGS = 12
 MAX_SAMPLES_PER_QUERY = 4096
-CONFIRMATIONS = 3
-#: After a confirmation fails, the next tries this much lower, doubling each time (10%, then 20% lower): a short
-#: screen near saturation is optimistic (a queue that a long run builds up has no time to form), so a 2% step
-#: rarely lands on a rate that holds, and three 10% steps of a slow system's minute-long confirmations ended a
-#: 24-minute search with no peak.
-CONFIRM_BACKOFF = 0.10
-#: Queries in a Server confirmation at most: enough for LoadGen's early stopping to pass a tail near 1% (4,096
-#: queries may have 25 late). A slow system gets fewer (see CONFIRM_SECONDS), and a bound that allows fewer late
-#: queries, which its progress line and record state.
+#: Queries in a Server confirmation at most: enough for early stopping to pass a tail near 1% (4,096 queries may
+#: have 25 late); a slow system gets fewer (``CONFIRM_SECONDS``), which its progress line and record state
 CONFIRM_QUERIES = 4096
-#: A quick-profile Server confirmation lasts about this long at most (beyond its minimum duration): 4,096 queries
-#: at 11 QPS (ResNet-50 on a 2-core CPU) were 6 minutes each; at least LoadGen's minimum for the percentile
+#: a quick-profile Server confirmation lasts about this long at most (at least LoadGen's minimum for the p99)
 CONFIRM_SECONDS = 60.0
 #: A confirmation whose early stopping allows fewer late queries than this fraction (662 queries: none) starts
 #: ``CONFIRM_BACKOFF`` under the screened peak: a screen of 32 queries says nothing of a 1-in-662 slow query
-#: (ResNet-50 on a shared 2-core CPU screened clean at 4.9 QPS, then had 240 of 662 confirmation queries late)
 TIGHT_TAIL = 0.005
-#: seconds LoadGen spends around a trial besides issuing queries (the SUT's start, the last answers, the logs)
-TRIAL_OVERHEAD = 1.0
 #: a screening trial: about this long, with between these many queries (a p99 clearly over or under the bound)
 SCREEN_MS, SCREEN_MIN_QUERIES, SCREEN_MAX_QUERIES = 1000, 32, 200
-#: A Server screen whose workers were busy more than this fraction of it is at capacity, whatever its latency: a
-#: queue that a long run builds up has no time to form in a few seconds (see BatchingSUT.utilization)
-SCREEN_MAX_UTILIZATION = 0.9
-#: a slow screen stops at this many seconds of queries, and at no fewer than this many queries: 32 queries at the
-#: 1.1 QPS a slow CPU's search starts from were 29 s of a trial whose answer (valid, far below the peak) was clear
+#: a slow screen stops at this many seconds of queries, and at no fewer than this many queries
 SCREEN_MAX_SECONDS, SCREEN_FEWEST = 8.0, 8
 
 
@@ -88,7 +64,7 @@ def confirmation_size(
     queries that suffice when no query is late (about 4,000 pass a true 0.5% tail). But 4,096 queries at 11
     QPS are six minutes; so a quick confirmation issues ``CONFIRM_SECONDS`` of queries at ``qps`` when that
     is fewer, and never fewer than early stopping's own minimum, and says what bound that leaves
-    (:func:`accelbench.infer.tail.bound_text`). The official profile keeps mlperf.conf's count. MultiStream's
+    (:func:`accelbench.loadgen.tail.bound_text`). The official profile keeps mlperf.conf's count. MultiStream's
     search judges its own bound, query by query.
     """
     if scenario != "server":
@@ -103,27 +79,10 @@ def trial_seconds(scenario: str, value: float, queries: int, min_ms: float, boun
     return max(min_ms / 1000, queries * per_query) + TRIAL_OVERHEAD
 
 
-def screens_left(lo: float, hi: float) -> int:
-    """Bisection steps left until ``lo`` and ``hi`` are within ``PRECISION`` (one more if no valid ``lo`` yet)."""
-    if lo <= 0:
-        return 1 + math.ceil(math.log2(1 / PRECISION))
-    return max(0, math.ceil(math.log2(max((hi - lo) / (lo * PRECISION), 1.0))))
-
-
-def screen_passed(d: dict[str, Any], utilization: float | None = None) -> bool:
-    """A screening trial passes if LoadGen's latency constraint held and the SUT kept up with the schedule,
-    with time to spare (busy at most ``SCREEN_MAX_UTILIZATION`` of the run, where the SUT measured it)."""
-    if utilization is not None and utilization > SCREEN_MAX_UTILIZATION:
-        return False
-    return d.get("result_perf_constraints_met", True) is not False and not d.get("_errors")
-
-
-def find_peak(
-    params: InferParams, serving: Serving, probe: lgset.Probe, record: dict[str, Any], ctx: RunContext
-) -> Result:
+def find_peak(params: InferParams, serving: Serving, probe: Probe, record: dict[str, Any], ctx: RunContext) -> Result:
     reuse = lgset.base(params)  # FromConfig reads mlperf.conf once per process: one settings object for all trials
     trials: list[dict[str, Any]] = []
-    bound = lgset.bound_ms(params)
+    bound = bound_ms(params)
 
     full = (reuse.min_duration_ms, reuse.min_query_count)
     if probe.single * 1000 > bound:
@@ -210,7 +169,7 @@ def find_peak(
     try:
         if params.scenario == "server":
             start = params.target_qps or probe.rate * lgset.SERVER_FRACTION
-            peak, outcome, held = _search_server(trial, start, probe.rate, margin)
+            peak, outcome, held = search_server(trial, start, probe.rate, margin)
         else:
             peak, outcome, held = _search_multistream(trial)
     except BenchmarkFailed as exc:  # no load at all met the bound: no run a record could keep
@@ -238,7 +197,7 @@ def _no_peak(
     params: InferParams,
     record: dict[str, Any],
     outcome: Outcome,
-    probe: lgset.Probe,
+    probe: Probe,
     search: FindPeak,
     tried: list[dict[str, Any]],
 ) -> Result:
@@ -261,55 +220,6 @@ def _no_peak(
 
 def _label(params: InferParams, value: float) -> str:
     return f"{value:,.1f} QPS" if params.scenario == "server" else f"{int(value)} samples/query"
-
-
-def _search_server(
-    trial: Callable[..., tuple[bool, Any]], start: float, capacity: float, margin: Callable[[float], float]
-) -> tuple[float, Any, bool]:
-    """(the confirmed peak, its run, True), or where no confirmation held (the highest confirmed, its run, False)."""
-    lo, hi = 0.0, max(capacity * 1.1, start * 1.05)
-    q = min(start, hi / 1.05)
-    for _ in range(MAX_HALVINGS):
-        if trial(q, after=screens_left(q, hi))[0]:
-            lo = q
-            break
-        hi, q = q, q / 2
-    if lo == 0.0:
-        raise BenchmarkFailed(f"no valid Server rate found down to {q:.3g} QPS: raise --latency-bound-ms")
-    if lo == start:  # the start was valid: is the upper limit too? Then double (a probe disturbed by load reads low)
-        for _ in range(MAX_DOUBLINGS):
-            if not trial(hi, after=screens_left(lo, hi) - 1)[0]:
-                break
-            lo, hi = hi, hi * 2
-    while hi > lo and (hi - lo) / lo > PRECISION:
-        mid = (lo + hi) / 2
-        if trial(mid, after=screens_left(lo, hi) - 1)[0]:
-            lo = mid
-        else:
-            hi = mid
-    lo *= 1 - margin(lo)
-    first: tuple[float, Any] | None = None
-    for k in range(CONFIRMATIONS):  # a fresh run at the peak: noise may have favoured one trial
-        ok, outcome = trial(lo, confirm=True)
-        if ok:
-            return lo, outcome, True
-        first = first or (lo, outcome)
-        lo = _backed_off(lo, outcome.detail, CONFIRM_BACKOFF * 2**k)
-    assert first is not None
-    return *first, False  # none held: the caller reports the highest confirmation, INVALID
-
-
-def _backed_off(value: float, d: dict[str, Any], step: float) -> float:
-    """The next confirmation's rate: ``step`` lower, or by the fraction of its queries that were late if that is
-    more (240 of 662 late is a queue that grew for minutes, not a tail 10% fixes), and lower still if the system
-    could not keep up at all (it completed fewer queries per second than were scheduled: its capacity)."""
-    completed = float(d.get("result_completed_samples_per_sec") or 0.0)
-    scheduled = float(d.get("result_scheduled_samples_per_sec") or 0.0)
-    late = (d.get("result_overlatency_query_count") or 0) / max(d.get("result_query_count") or 0, 1)
-    lower = value * (1 - min(max(step, late), 0.5))
-    if completed and scheduled and completed < 0.95 * scheduled:
-        lower = min(lower, completed * (1 - step))
-    return lower
 
 
 def _search_multistream(trial: Callable[..., tuple[bool, Any]]) -> tuple[float, Any, bool]:

@@ -1,53 +1,20 @@
-"""Result records of LoadGen runs: the scenario's metric, latency percentiles, validity in plain words."""
+"""An image model's LoadGen records: the scenario's metric, latency percentiles, validity in plain words."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from accelbench.families import benchmark_of
-from accelbench.infer.loadgen_params import LoadGenParams
-from accelbench.infer.logs import invalid_rules
-from accelbench.infer.replan import true_cause
 from accelbench.infer.specs import InferParams
 from accelbench.kit import metrics as fig
-from accelbench.results.details import Details
-from accelbench.results.record import Concern, Metric, Result
+from accelbench.loadgen.logs import invalid_rules
+from accelbench.loadgen.record import PERCENTILES, LoadGenDetails, loadgen_record
+from accelbench.loadgen.replan import true_cause
+from accelbench.loadgen.settings import bound_ms
+from accelbench.results.record import Metric, Result
 
 if TYPE_CHECKING:
-    from accelbench.infer.driver import Outcome
-    from accelbench.infer.settings import Probe
-
-PERCENTILES = (
-    ("result_50.00_percentile_latency_ns", "latency_p50_seconds"),
-    ("result_90.00_percentile_latency_ns", "latency_p90_seconds"),
-    ("result_95.00_percentile_latency_ns", "latency_p95_seconds"),
-    ("result_99.00_percentile_latency_ns", "latency_p99_seconds"),
-    ("result_99.90_percentile_latency_ns", "latency_p99_9_seconds"),
-    ("result_mean_latency_ns", "latency_mean_seconds"),
-    ("result_min_latency_ns", "latency_min_seconds"),
-    ("result_max_latency_ns", "latency_max_seconds"),
-)
-
-
-class LoadGenDetails(Details, total=False):
-    """What every record of a LoadGen run keeps beside its figures, images and language models alike: LoadGen's log
-    folder, version and verdict, the profile's compliance, the probe the run was planned with, the earlier runs a
-    rerun replaced, and an accuracy run's gate (what it judged, on which labels, whether the accuracy was verified;
-    ``uninformative`` where no verdict could be given) and whose weights were served."""
-
-    loadgen_log_dir: str
-    loadgen_version: str | None
-    loadgen_validity: str | None
-    compliant: bool
-    probe: dict[str, Any]
-    reruns: list[dict[str, Any]]
-    gate: str
-    labels: str
-    accuracy_verified: bool
-    verified: str | None
-    samples: int
-    uninformative: str
-    weights: str
+    from accelbench.loadgen.settings import Probe
+    from accelbench.loadgen.start import Outcome
 
 
 class ImageDetails(LoadGenDetails, total=False):
@@ -92,8 +59,6 @@ def multistream_within_bound(d: dict[str, Any], bound_ms: float) -> bool:
 def performance_result(
     params: InferParams, record: dict[str, Any], outcome: "Outcome", probe: "Probe", extra: ImageDetails | None = None
 ) -> Result:
-    from accelbench.infer.settings import bound_ms
-
     d = outcome.detail
     name, primary = scenario_metric(params.scenario, d)
     metrics = {name: primary}
@@ -151,33 +116,3 @@ def performance_result(
     if over:
         result.concern("over-bound", over, first=True, bound_ms=bound)
     return result
-
-
-def loadgen_record(
-    params: LoadGenParams,
-    record: dict[str, Any],
-    metrics: dict[str, Metric],
-    primary: str,
-    details: LoadGenDetails,
-    reasons: list[str],
-    conditions: dict[str, Any],
-    valid: bool | None,
-) -> Result:
-    """The one record of a LoadGen run (performance, accuracy, token mode): conditions' warnings, the INVALID
-    reasons first, the quick profile's non-compliance, the benchmark's registered name."""
-    concerns = fig.concerns_of(None, conditions)
-    if reasons:
-        details["invalid_reasons"] = reasons
-        concerns = [Concern("invalid", f"INVALID: {r}") for r in reasons] + concerns
-    if params.profile == "quick":
-        concerns.append(Concern("non-compliant", "non-compliant: the quick profile is shorter than MLPerf's rules"))
-    return Result(
-        benchmark_of(params),
-        record,
-        metrics=metrics,
-        primary_metric=primary,
-        valid=valid,
-        concerns=concerns,
-        conditions=conditions,
-        details=details,
-    )

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import arithmetic_of, precision_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
-from accelbench.infer import accuracy, replan
+from accelbench.infer import accuracy
 from accelbench.infer import settings as lgset
 from accelbench.infer.backends import Backend
 from accelbench.infer.catalog import backend
 from accelbench.infer.driver import loadgen_run
-from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.infer.peak import find_peak
 from accelbench.infer.results import image_details, performance_result
 from accelbench.infer.served import Served, served
@@ -32,6 +31,9 @@ from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
 from accelbench.infer.sut import Worker
 from accelbench.kit.context import RunContext, prepare, skip_if
+from accelbench.loadgen import replan
+from accelbench.loadgen.params import QSL_SAMPLES
+from accelbench.loadgen.settings import Probe, planned_seconds
 from accelbench.results.record import Result
 
 if TYPE_CHECKING:
@@ -197,7 +199,7 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
 
 
 def _performance(
-    params: InferParams, serving: Serving, record: dict[str, Any], probe: lgset.Probe, ctx: RunContext
+    params: InferParams, serving: Serving, record: dict[str, Any], probe: Probe, ctx: RunContext
 ) -> Result:
     """One measured LoadGen run, repeated (at most ``replan.MAX_RERUNS`` times) while it disagrees with its plan.
 
@@ -214,7 +216,7 @@ def _performance(
         again = f" again ({len(reruns)} of at most {replan.MAX_RERUNS} reruns)" if reruns else ""
         ctx.progress(
             f"LoadGen {params.scenario}{again} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)",
-            left=lgset.planned_seconds(settings, params.scenario, probe.rate),
+            left=planned_seconds(settings, params.scenario, probe.rate),
         )
         outcome = loadgen_run(serving, settings, params, ctx)
         wrong = replan.disagreement(outcome.detail, params, probe, outcome.sut.samples)

@@ -1,7 +1,7 @@
 """Parameters of ``infer/loadgen``: a model served to LoadGen a batch at a time through a backend (torch-free).
 
 Language models, served token by token through an engine, are ``infer/llm``
-(:mod:`accelbench.serve.specs`); both share :class:`~accelbench.infer.loadgen_params.LoadGenParams`.
+(:mod:`accelbench.serve.specs`); both share :class:`~accelbench.loadgen.params.LoadGenParams`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.infer.catalog import BACKENDS, backend, backend_class, builtin_backends
-from accelbench.infer.loadgen_params import LoadGenParams
+from accelbench.loadgen.params import LoadGenParams
 from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.workloads import is_decoder
 
@@ -133,6 +133,17 @@ class InferParams(LoadGenParams):
     @property
     def latency_bound(self) -> float:
         return self.latency_bound_ms
+
+    def model_bound_ms(self) -> float:
+        """The model's MLPerf bound, where its domain has a serving adapter (a harness-only backend has none)."""
+        try:
+            from accelbench.infer.served import ADAPTERS
+            from accelbench.workloads import model_info
+
+            adapter = ADAPTERS.get(model_info(self.model).domain)
+        except Exception:  # noqa: BLE001 - a harness-only backend may name no servable model
+            return 0.0
+        return (adapter.server_bound_ms if adapter else None) or 0.0
 
     @property
     def query_samples(self) -> int:

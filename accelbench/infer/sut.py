@@ -1,14 +1,6 @@
-"""The system under test and the query sample library that LoadGen drives.
-
-The SUT is one worker thread per serving device with a shared queue, never a
-thread per query: LoadGen's issue callback only enqueues; a worker takes up to
-``batch_size`` waiting samples (in Server, waiting at most ``max_wait`` for a
-batch to fill), runs its backend once on the collated inputs, and completes
-every sample of the batch through ``QuerySamplesComplete`` - with each sample's
-answer attached in accuracy mode, which LoadGen writes to its accuracy log. The
-QSL materialises inputs when LoadGen loads them and drops them when it unloads
-them.
-"""
+"""The batching SUT LoadGen drives: one worker thread per serving device on a shared queue (never a thread per
+query); a worker takes up to ``batch_size`` waiting samples (Server: waiting at most ``max_wait``), runs its
+backend once and completes the batch, with each sample's answer attached in accuracy mode."""
 
 from __future__ import annotations
 
@@ -16,25 +8,9 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable
 
-#: what the library holds per sample: a model's inputs (``Inputs``), a prompt's tokens
-S = TypeVar("S")
-
-
-class SampleLibrary(Generic[S]):
-    def __init__(self, make_input: Callable[[int], S], total: int) -> None:
-        self.make_input = make_input
-        self.total = total
-        self.loaded: dict[int, S] = {}
-
-    def load(self, indices: list[int]) -> None:
-        for i in indices:
-            self.loaded[i] = self.make_input(i)
-
-    def unload(self, indices: list[int]) -> None:
-        for i in indices:
-            self.loaded.pop(i, None)
+from accelbench.loadgen.library import SampleLibrary
 
 
 class Pending:

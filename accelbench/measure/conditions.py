@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import psutil
 
-from accelbench.devices.kind import kind_of, reader_for
+from accelbench.devices.kind import reader_for
 from accelbench.devices.readers import DeviceReader
 from accelbench.measure.energy import EnergyMeter
 
@@ -202,13 +202,6 @@ def _window_cpu(
                 break
             ppid, hops = before[parent].ppid, hops + 1
     return {p: (max(0.0, own), max(0.0, kids)) for p, (own, kids) in used.items()}
-
-
-def cuda_indices(devices: Any) -> list[int]:
-    """The indices the clock, throttle and energy readers know ``devices`` by (those their kinds monitor), of
-    any kind with a reader (the name is historical: ROCm's indices are among them)."""
-    found = (kind_of(d).monitored(d) for d in devices if d is not None and hasattr(d, "type"))
-    return sorted({i for i in found if i is not None})
 
 
 @dataclass

@@ -8,7 +8,7 @@ many next-token logits lead by less than bf16's rounding moves them (measured on
 lead 0.02-0.05, rounding 0.002), so a faithful bf16 path legitimately picks another token there and then writes
 another continuation. What can be judged is the *decided* positions: those where FP32's lead of its token over
 the next exceeds twice ``HEADROOM`` times what rounding to the precision moves the logits there (the FP32 model
-run again with its storage rounded, on FP32's own continuation, as :mod:`accelbench.infer.fidelity` rounds an
+run again with its storage rounded, on FP32's own continuation, as :mod:`accelbench.measure.rounding` rounds an
 image model). A faithful path keeps every decided token; a broken one flips some.
 
 Each sequence is walked while the candidate's tokens equal FP32's (the context is then the same): a decided
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from accelbench.infer.fidelity import AGREEMENT, COARSER_BITS, HEADROOM, MIN_DECIDED, rounded_copy
+from accelbench.measure.rounding import AGREEMENT, COARSER_BITS, HEADROOM, MIN_DECIDED, rounded_copy
 from accelbench.serve.engines.static import no_eos
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from accelbench.infer.results import LoadGenDetails
+from accelbench.loadgen.record import LoadGenDetails
 from accelbench.results.details import ModelIdentity
 from accelbench.serve.replay import ReplayDetails
 

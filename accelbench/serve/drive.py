@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from accelbench.infer import settings as lgset
 from accelbench.kit.context import RunContext
+from accelbench.loadgen import settings as lgset
 from accelbench.results.record import Result
 from accelbench.serve import requests
 from accelbench.serve.limits import mlperf_name
@@ -56,7 +56,8 @@ def closed_plan(params: LLMServeParams, benchmark: str, rate: float) -> "ClosedL
 def replay(params: LLMServeParams, ctx: RunContext, stage: Stage, loop: "ClosedLoop | None" = None) -> "Driven":
     """The source's sessions sent by accelbench's driver (``loop``: a closed loop of the source's prompts), under
     the conditions monitor; the requests and the conditions."""
-    from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
+    from accelbench.devices.kind import monitored_indices
+    from accelbench.measure.conditions import ConditionsMonitor
     from accelbench.measure.heap import frozen_heap
     from accelbench.serve.replay import Driver
 
@@ -93,7 +94,7 @@ def replay(params: LLMServeParams, ctx: RunContext, stage: Stage, loop: "ClosedL
     engine.measured(arrivals=False)
     with (
         frozen_heap(),
-        ConditionsMonitor(s.threads, gpus=cuda_indices([s.device]), sut_pids=engine.local_processes()) as monitor,
+        ConditionsMonitor(s.threads, gpus=monitored_indices([s.device]), sut_pids=engine.local_processes()) as monitor,
     ):
         replayed = requests.drive(driver, ctx.log_dir)  # driver.run(), its requests kept in the logs
     return Driven(stage, replayed, monitor.conditions.to_dict())

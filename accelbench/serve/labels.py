@@ -46,7 +46,7 @@ def flag_lengths(result: Result, params: LLMServeParams, sut: "TokenSUT", engine
     (:func:`sent_tolerance`), or the answers short of the asked tokens where the end of sequence was not ignored
     (``--allow-eos``, or a server that refuses ``ignore_eos``: it stops where the model says so). Only the random
     source's prompt lengths are judged: a file's or a data set's record states its prompts' own mean already."""
-    from accelbench.infer.loadgen_params import QSL_SAMPLES
+    from accelbench.loadgen.params import QSL_SAMPLES
     from accelbench.serve.sources.random_tokens import RandomOptions
 
     if not sut.samples:

@@ -3,7 +3,7 @@ disagrees with its plan, find-peak's search of Server rates, and the record of w
 
 The run (:mod:`accelbench.serve.run`) chooses this driver for the sources LoadGen schedules (random prompts, a
 prompt file, MLPerf's data set); the rest go to accelbench's own (:mod:`accelbench.serve.drive`). A rerun is
-planned as the other models' runs are (:mod:`accelbench.infer.replan`); the engine stays warm between runs.
+planned as the other models' runs are (:mod:`accelbench.loadgen.replan`); the engine stays warm between runs.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from accelbench.infer import replan
-from accelbench.infer import settings as lgset
-from accelbench.infer.driver import Outcome, start_test
-from accelbench.infer.sut import SampleLibrary
 from accelbench.kit.context import RunContext
+from accelbench.loadgen import replan
+from accelbench.loadgen import settings as lgset
+from accelbench.loadgen.library import SampleLibrary
+from accelbench.loadgen.start import Outcome, start_test
 from accelbench.results.details import FindPeak, invalid_reasons, typed
 from accelbench.results.record import Result
 from accelbench.serve import accuracy, quality, requests

@@ -1,13 +1,8 @@
 """``--mode find-peak`` for a language model: the highest request rate whose p99 TTFT and TPOT stay within the
-limits, confirmed VALID by LoadGen (goodput's peak; the twin of :mod:`accelbench.infer.peak` for image models).
-
-The same search as the image models' Server search (:func:`accelbench.infer.peak._search_server`): screens of
-a few seconds, judged by whether LoadGen's TTFT/TPOT constraints held and the server kept up, halving or
-doubling from half the probe's rate and bisecting to 2%; then the profile's full run at the peak, stepping down
-while it is INVALID. Every trial is a LoadGen run with its log folder, listed in the record. A screen lasts two
-TTFT limits (1 to 8 s, at least ``SCREEN_FEWEST`` requests), so a CPU search ends in minutes; the confirmation
-is the profile's run (quick: LoadGen's minimum for a p99 with no late request).
-"""
+limits, confirmed VALID by LoadGen (goodput's peak), through the floor's Server search
+(:func:`accelbench.loadgen.search.search_server`). A screen lasts two TTFT limits (1 to 8 s, at least
+``SCREEN_FEWEST`` requests), judged by LoadGen's TTFT/TPOT constraints and whether the server kept up; the
+confirmation is the profile's run."""
 
 from __future__ import annotations
 
@@ -15,16 +10,15 @@ import time
 from typing import Any, Callable
 
 from accelbench.errors import BenchmarkFailed
-from accelbench.infer import peak
-from accelbench.infer.driver import Outcome
+from accelbench.loadgen import search as peak
+from accelbench.loadgen.start import Outcome
 from accelbench.results.details import FindPeak
 from accelbench.serve.limits import Limits
 
 #: a screen: about this many milliseconds of requests, and at least this many requests (p99 of a handful is
 #: their worst; a screen is a filter, the confirmation is the verdict), and at least ``SCREEN_TTFTS`` TTFT limits
-#: long but at most ``SCREEN_MAX_MS``: in a second, an overloaded server's queue cannot grow past a 2 s TTFT
-#: limit, so a short screen passes any rate (the tiny model on 2 cores screened clean at 322 requests/s and served
-#: 15)
+#: long but at most ``SCREEN_MAX_MS`` (in a second, an overloaded server's queue cannot grow past a 2 s TTFT limit,
+#: so a shorter screen passes any rate)
 SCREEN_MS, SCREEN_FEWEST, SCREEN_TTFTS, SCREEN_MAX_MS = 1000, 16, 2, 8000
 #: a screen also fails where the server completed fewer requests per second than LoadGen scheduled: it did not
 #: keep up, whatever the latencies of the requests that finished in time said
@@ -81,7 +75,7 @@ def search(
         return ok, outcome
 
     try:
-        rate, outcome, held = peak._search_server(trial, start, probed_rate, lambda v: 0.0)
+        rate, outcome, held = peak.search_server(trial, start, probed_rate, lambda v: 0.0)
     except BenchmarkFailed as exc:
         raise BenchmarkFailed(f"{exc} (or --ttft-ms/--tpot-ms)", None, {"find_peak": {"trials": trials}}) from None
     found: FindPeak = {

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from accelbench.families import benchmark_of
-from accelbench.infer import logs
-from accelbench.infer.replan import rerun_warning, true_cause
-from accelbench.infer.results import PERCENTILES, loadgen_record
 from accelbench.kit import metrics as fig
+from accelbench.loadgen import logs
+from accelbench.loadgen.record import PERCENTILES, loadgen_record
+from accelbench.loadgen.replan import rerun_warning, true_cause
 from accelbench.results.details import AccuracyGates, EngineFacts, Roofline, typed
 from accelbench.results.record import Concern, Metric, Result
 from accelbench.serve.details import ServingDetails, model_identity
@@ -25,7 +25,7 @@ from accelbench.serve.roofline import utilization
 from accelbench.serve.specs import LLMServeParams
 
 if TYPE_CHECKING:
-    from accelbench.infer.driver import Outcome
+    from accelbench.loadgen.start import Outcome
     from accelbench.serve.accuracy import TokenAgreement
     from accelbench.serve.engines.base import Engine
     from accelbench.serve.limits import Limits
@@ -210,7 +210,7 @@ def token_reasons(
         words = "min queries not met: LoadGen issued fewer queries than required; run longer"
         reasons.append((logs.MIN_QUERIES, words))
     if d.get("early_stopping_met") is False:
-        from accelbench.infer.tail import min_queries
+        from accelbench.loadgen.tail import min_queries
 
         counted = f"{answered} answered, " if answered else ""
         words = (

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason, torch_dtype
 from accelbench.errors import BenchmarkFailed, BenchmarkSkipped
-from accelbench.infer.loadgen_params import QSL_SAMPLES
 from accelbench.kit.context import Prepared, RunContext, prepare, skip_if
+from accelbench.loadgen.params import QSL_SAMPLES
 from accelbench.results.details import typed
 from accelbench.results.record import Result
 from accelbench.serve import accuracy, drive, loadgen, sweep

@@ -15,7 +15,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.infer.loadgen_params import LoadGenParams
+from accelbench.loadgen.params import LoadGenParams
 from accelbench.params import Parts, not_negative, opt, positive
 from accelbench.results.details import source_named
 from accelbench.serve.engines.base import engine_class, engine_names

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from accelbench.errors import BenchmarkFailed
-from accelbench.infer.sut import SampleLibrary
+from accelbench.loadgen.library import SampleLibrary
 from accelbench.results.details import RequestLogEntry
 from accelbench.serve import requests as reqlog
 from accelbench.serve.engines.base import Engine, TokenRequest

@@ -430,7 +430,7 @@ def _tta(p: Any, target: Target) -> tuple[float, str]:
 
 def _loadgen(p: Any, target: Target) -> tuple[float, str]:
     from accelbench.infer import settings as lg
-    from accelbench.infer.loadgen_params import QSL_SAMPLES
+    from accelbench.loadgen.params import QSL_SAMPLES
 
     costs = target.costs
     flops = vision_flops(p.model, p.scale, False)
@@ -445,7 +445,7 @@ def _loadgen(p: Any, target: Target) -> tuple[float, str]:
     if p.mode == "accuracy":
         run, what = QSL_SAMPLES[p.profile] / rate, "accuracy pass"
     elif p.mode == "find-peak":
-        from accelbench.infer import peak as search
+        from accelbench.loadgen import search
 
         trials = math.ceil(math.log2(1 / search.PRECISION)) + search.CONFIRMATIONS
         run, what = trials * (duration + search.TRIAL_OVERHEAD), f"{trials} trials"
@@ -466,16 +466,17 @@ def _loadgen_run(p: Any, rate: float, single: float, duration: float) -> float:
     """What LoadGen's plan lasts at ``rate`` (:mod:`accelbench.infer.settings`): the profile's minimum duration,
     or longer where its minimum query count at the planned rate says so."""
     from accelbench.infer import settings as lg
+    from accelbench.loadgen import settings as lgf
 
     quick = p.profile == "quick"
     if p.scenario == "offline":
-        return lg.loadgen_offline_size(rate * lg.OFFLINE_HEADROOM, int(duration * 1000), 1) / rate
+        return lgf.loadgen_offline_size(rate * lgf.OFFLINE_HEADROOM, int(duration * 1000), 1) / rate
     if p.scenario == "server":
         target_qps = p.target_qps or max(1.0, min(rate * lg.SERVER_FRACTION, lg.SERVER_DEFAULT_MAX))
-        return max(duration, lg.QUICK_TAIL_QUERIES / target_qps if quick else 0.0)
+        return max(duration, lgf.QUICK_TAIL_QUERIES / target_qps if quick else 0.0)
     if p.scenario == "singlestream":
         return max(duration, 64 * single if quick else 0.0)
-    return max(duration, lg.QUICK_TAIL_QUERIES * p.samples_per_query / rate if quick else 0.0)
+    return max(duration, lgf.QUICK_TAIL_QUERIES * p.samples_per_query / rate if quick else 0.0)
 
 
 @functools.lru_cache(maxsize=16)
@@ -490,7 +491,7 @@ def _decoder(model: str, scale: str, element: int) -> Any:
 
 
 def _llm_serve(p: Any, target: Target) -> tuple[float, str]:
-    from accelbench.infer import settings as lg
+    from accelbench.loadgen import settings as lg
     from accelbench.serve import loadgen as token_loadgen
     from accelbench.serve import probe as token_probe
     from accelbench.serve.engines.base import engine_class

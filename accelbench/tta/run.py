@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from accelbench.devices import device_label
+from accelbench.devices.kind import monitored_indices
 from accelbench.devices.precision import precision_reason
 from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
 from accelbench.kit.context import RunContext, prepare, skip_if
 from accelbench.kit.ranks import Nodes, node_gpus, run_ranks
-from accelbench.measure.conditions import ConditionsMonitor, cuda_indices
+from accelbench.measure.conditions import ConditionsMonitor
 from accelbench.results.details import Details
 from accelbench.results.record import Concern, Result
 from accelbench.tta.loop import Job, SeedRun, precision_of, run_seed
@@ -93,7 +94,7 @@ def run(params: TtaParams, ctx: RunContext) -> Iterator[Result]:
     record = prep.record(params, seeds_used=seeds)
     precision = precision_of(params, r, device)
     skip_if(r.missing() or precision_reason(device, precision, params.emulated), record)
-    gpus = node_gpus(params.nproc, device.type, record) if params.nproc > 1 else cuda_indices([device])
+    gpus = node_gpus(params.nproc, device.type, record) if params.nproc > 1 else monitored_indices([device])
     with ConditionsMonitor(prep.threads, gpus=gpus) as monitor:
         if params.nproc * params.nnodes > 1:
             runs, job_info = _distributed(params, device.type, seeds, ctx, record)

@@ -220,7 +220,7 @@ class Source:
 
 def library_size(params: RunSettings) -> int:
     """The samples LoadGen's library holds for the run's profile: what a source reads of a file at most."""
-    from accelbench.infer.loadgen_params import QSL_SAMPLES
+    from accelbench.loadgen.params import QSL_SAMPLES
 
     return QSL_SAMPLES[params.profile]
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.infer.loadgen_params import LoadGenParams
-from accelbench.infer.logs import LATENCY_BOUND, MIN_DURATION
-from accelbench.infer.settings import MAX_PLANNED_RATE, Probe
+from accelbench.loadgen.logs import LATENCY_BOUND, MIN_DURATION
+from accelbench.loadgen.params import LoadGenParams
+from accelbench.loadgen.settings import MAX_PLANNED_RATE, Probe
 
 #: runs after the first that a disagreement may cost; each is planned from the latest run's measurement
 MAX_RERUNS = 2
@@ -158,10 +158,8 @@ def replanned(first: Probe, measured: Probe, again: Probe, scenario: str, conten
     return Probe(max(measured.rate, again.rate), first.single)
 
 
-def true_cause(
-    reasons: list[tuple[str, str]], reruns: list[dict[str, Any]], conditions: dict[str, Any]
-) -> list[str]:
-    """INVALID reasons ((rule, words): :func:`accelbench.infer.logs.invalid_rules`), in words, with the hint
+def true_cause(reasons: list[tuple[str, str]], reruns: list[dict[str, Any]], conditions: dict[str, Any]) -> list[str]:
+    """INVALID reasons ((rule, words): :func:`accelbench.loadgen.logs.invalid_rules`), in words, with the hint
     LoadGen's rule suggests replaced by what happened, once reruns did not help.
 
     After a rerun planned from the previous run's own measurement, "raise --expected-qps" is no fix: the

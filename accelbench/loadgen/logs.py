@@ -51,7 +51,7 @@ def read_detail(path: Path) -> dict[str, Any]:
     return values
 
 
-#: Which of LoadGen's rules an INVALID reason is about: what :func:`accelbench.infer.replan.true_cause` decides by
+#: Which of LoadGen's rules an INVALID reason is about: what :func:`accelbench.loadgen.replan.true_cause` decides by
 #: (the words are the reader's). A reason is (rule, words).
 #: (A token run's TTFT/TPOT constraints are TOKEN_LIMITS: a rerun's overload is not said to be their cause.)
 MIN_DURATION, MIN_QUERIES, LATENCY_BOUND, TOKEN_LIMITS, EARLY_STOPPING, LOADGEN_ERROR, UNSAID = (

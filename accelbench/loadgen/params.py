@@ -1,11 +1,5 @@
-"""What every benchmark served under the MLPerf LoadGen takes (torch-free).
-
-Two benchmarks serve under LoadGen: ``infer/loadgen`` (a model answers a batch of samples at once:
-:class:`accelbench.infer.specs.InferParams`) and ``infer/llm`` (a language model streams tokens from an engine:
-:class:`accelbench.serve.specs.LLMServeParams`). They share the LoadGen driver (settings, the run, its
-log, the record), which reads only what this base declares; each benchmark declares its own choices of scenario
-and mode and the settings only it takes.
-"""
+"""What every benchmark served under the MLPerf LoadGen takes (torch-free); each benchmark declares its own
+choices of scenario and mode and the settings only it takes."""
 
 from __future__ import annotations
 
@@ -57,6 +51,10 @@ class LoadGenParams(EmulatedParams, ScaleParams, CommonParams):
     @property
     def latency_bound(self) -> float:
         """The Server latency bound given in milliseconds (0: the model's own, or none)."""
+        return 0.0
+
+    def model_bound_ms(self) -> float:
+        """The served model's own Server/MultiStream latency bound in milliseconds (0: none)."""
         return 0.0
 
     @property
