@@ -1,17 +1,9 @@
 """Accuracy mode: the served answers' quality against the FP32 reference of the same model on the same samples.
 
-LoadGen (``TestMode.AccuracyOnly``) sends every sample once and writes each
-answer the SUT returned, hex-encoded, to ``mlperf_log_accuracy.json``. The
-quality metric is computed from that file - what the client really got - and
-compared with the quality of an FP32 eager PyTorch run of the same weights over
-the same samples. MLPerf's gates are 99% and 99.9% of the reference.
-
-With a dataset, both are scored against its labels: accuracy, verified. Without
-one, the labels are the FP32 reference's own answers (agreement with FP32), and a
-candidate that rounds (bf16, fp16, INT8) is judged on its fidelity to FP32 instead
-(``fidelity.py``): agreement alone fails any rounding on random weights. Neither
-verifies accuracy, and the record says so.
-"""
+LoadGen writes every answer the SUT returned to ``mlperf_log_accuracy.json``; the metric is computed from that
+file (what the client got) against an FP32 eager run, under MLPerf's 99% and 99.9% gates. With a data set both
+are scored against its labels; without one, against FP32's own answers, and a rounding precision is judged on
+its fidelity to FP32 (``fidelity.py``). The record says which (docs/infer.md, Accuracy)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""How a served model runs: the backends the system under test can call.
-
-A backend turns a built PyTorch model into ``predict(batch inputs) -> outputs``
-(or ``None`` for the harness-only backends). Adding one is one small class and
-one line in ``catalog.BACKENDS``::
-
-    class MyBackend(Backend):
-        name, summary = "mine", "my runtime"
-        def load(self, served, model, device, precision, calibration):
-            return lambda inputs: my_runtime(model, inputs)
-
-Backends that need a package accelbench does not install by default name the
-pip extra that brings it, and are refused at the command line when it is missing.
-"""
+"""How a served model runs: a backend turns a built PyTorch model into ``predict(batch inputs) -> outputs`` (or
+``None`` for the harness-only backends); one small class and one line in ``catalog.BACKENDS`` add one. A
+backend whose package is not installed names the pip extra that brings it and is refused at the command line."""
 
 from __future__ import annotations
 

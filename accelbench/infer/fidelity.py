@@ -1,29 +1,12 @@
 """Fidelity to FP32 where accuracy cannot be measured: does a precision's path move the outputs more than
 rounding to that precision does?
 
-Without labels (no ``--dataset``) the accuracy gate compares a candidate's answers with FP32's on the same
-weights. Answer agreement alone misjudges random weights: a randomly initialised deep network amplifies any
-rounding (on a random ResNet-50, rounding every activation to bf16 moved its logits 0.25 while two inputs'
-logits differ by 0.45), so bf16 flipped 90% of its argmaxes, while a trained network keeps its top-1 in bf16
-and INT8. What can be judged on any weights is how far the candidate's raw outputs move from FP32's, against
-how far *rounding* moves them: the FP32 model is run again with its weights and every activation rounded to
-the candidate's precision (INT8: weights per output channel, activations per tensor, as static quantization
-does), computing in FP32. A faithful path moves them about as far (its kernels round in other places too:
-measured 0.92x to 1.05x of it for PyTorch, OpenVINO and ONNX Runtime INT8 on a random ResNet-50); it passes up
-to ``HEADROOM`` times as far, one bit's worth of rounding on a network that responds in proportion. Weights
-truncated to 4 bits moved the same outputs 4.1x (claiming INT8) and 5.9x (claiming bf16) and fail, on random
-and trained weights alike.
-
-The test needs outputs that respond to rounding: the model is also run rounded four bits coarser (bf16 to the
-4 significant bits fp8 e4m3 keeps, INT8 to INT4), and where that moves the outputs no further than the limit
-(they saturate), a broken path could pass unseen, so the result says the test cannot judge. (On the random
-ResNet-50 it moved them 4.1x bf16's rounding and 32x INT8's.)
-
-Where the FP32 answers are decided by more than the limit (a trained network's confident top-1), they must also
-agree, as MLPerf's gate asks; a random network rarely has such answers and that part is then reported as not
-testable. An FP32 candidate (another runtime, another memory layout) rounds nothing: its answers must agree with
-FP32's, as before.
-"""
+Answer agreement misjudges random weights (a random deep network amplifies any rounding until its argmaxes
+flip), so without labels a bf16, fp16 or INT8 candidate is judged on how far its raw outputs move from FP32's,
+against how far the FP32 model moves them with its storage rounded to that precision
+(:mod:`accelbench.measure.rounding`); it passes up to ``HEADROOM`` times as far. Where rounding four bits
+coarser moves them no further than that limit, the test cannot see a broken path and says so; FP32's decided
+answers must also agree, as MLPerf's gate asks. The measured ratios are in docs/infer.md (Accuracy)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""OpenVINO as a serving backend: the runtime an Intel-CPU user would pick, on the same ONNX export.
-
-OpenVINO chooses its own arithmetic unless told: on an AMX CPU its default precision hint is bf16, so an
-"fp32" figure would silently be a bf16 one. The hint is always set from ``--precision`` (f32, bf16, f16),
-and a precision the CPU plugin does not list among its capabilities is refused with that list. The
-performance hint follows the scenario: throughput for Offline and Server (several streams), latency for
-SingleStream and MultiStream. The compiled model is shared by every worker; each worker has its own infer
-request, so ``--streams N`` puts N batches in flight at once on OpenVINO's streams. Those are requests on one
-device, never devices: the record counts them in ``streams`` (and ``details.backend.requests_in_flight``),
-and ``nproc`` stays the one CPU, so a per-device figure is the device's, not a share of it.
-"""
+"""OpenVINO as a serving backend on the shared ONNX export. Its precision hint is always set from ``--precision``
+(its own default on an AMX CPU is bf16, which would make an "fp32" figure a bf16 one); its performance hint
+follows the scenario; ``--streams N`` puts N infer requests in flight on one device, counted as streams, never
+as devices."""
 
 from __future__ import annotations
 

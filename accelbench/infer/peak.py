@@ -58,15 +58,10 @@ def screen_queries(scenario: str, value: float, bound_ms: float) -> int:
 def confirmation_size(
     full: tuple[float, int], scenario: str, qps: float = 0.0, official: bool = False
 ) -> tuple[float, int]:
-    """A confirmation run's (minimum ms, minimum queries): the profile's, and for Server sized by time too.
-
-    At a Server peak the tail is close to 1%, and LoadGen's early stopping then needs far more than the 662
-    queries that suffice when no query is late (about 4,000 pass a true 0.5% tail). But 4,096 queries at 11
-    QPS are six minutes; so a quick confirmation issues ``CONFIRM_SECONDS`` of queries at ``qps`` when that
-    is fewer, and never fewer than early stopping's own minimum, and says what bound that leaves
-    (:func:`accelbench.loadgen.tail.bound_text`). The official profile keeps mlperf.conf's count. MultiStream's
-    search judges its own bound, query by query.
-    """
+    """A confirmation run's (minimum ms, minimum queries): the profile's, and for Server sized by time too. Near a
+    peak the tail is close to 1% and early stopping needs thousands of queries, so a quick confirmation issues
+    ``CONFIRM_SECONDS`` of queries where that is fewer (never under early stopping's minimum) and says what bound
+    that leaves; the official profile keeps mlperf.conf's count."""
     if scenario != "server":
         return full
     timed = int(qps * CONFIRM_SECONDS) if qps > 0 and not official else CONFIRM_QUERIES

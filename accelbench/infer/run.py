@@ -1,14 +1,6 @@
-"""``infer/loadgen``: LoadGen against a batching SUT, with LoadGen's verdict recorded.
-
-Each benchmark runs in its own isolated worker process (the suite runner's), so
-LoadGen's process-global state starts fresh (``TestSettings.FromConfig`` reads
-``mlperf.conf`` once per process); its logs go to the run folder, and the
-audit-config path is explicit so that a stray ``audit.config`` in the working
-directory cannot change a run. Before the measured run a short probe times the
-backend, and the hints LoadGen needs are set from it (expected Offline
-throughput, expected latencies, a Server target of a quarter of the probed
-throughput unless ``--target-qps`` is given).
-"""
+"""``infer/loadgen``: LoadGen against a batching SUT, with LoadGen's verdict recorded. Each benchmark runs in a
+worker process of its own (LoadGen's state is process-global); a probe of the backend sets LoadGen's hints
+before the measured run."""
 
 from __future__ import annotations
 
@@ -65,14 +57,10 @@ BN_SAMPLES = 64
 
 
 def calibrate_random_weights(model: Any, spec: Served, make_input: Callable[[int], Any], total: int) -> str:
-    """A data-dependent initialisation of random weights, so that their answers differ from input to input.
-
-    Random weights under BatchNorm's default statistics (mean 0, variance 1), and a classifier whose logits
-    carry a per-class offset, answer one class for (nearly) every input; an accuracy gate against such
-    answers proves nothing. So: BatchNorm's running statistics are measured on the samples (a cumulative
-    mean), and a classifier's last layer is given the bias that centres each class's logit over them.
-    Deterministic: the same samples, the same seed. Returns what was done, for the record ("" if nothing).
-    """
+    """A data-dependent initialisation of random weights, so that their answers differ from input to input (random
+    weights under BatchNorm's default statistics answer one class for nearly every input): BatchNorm's running
+    statistics measured on the samples, a classifier's bias centring each class's logit. Deterministic; returns
+    what was done, for the record ("" if nothing)."""
     import torch
 
     n = min(total, BN_SAMPLES)

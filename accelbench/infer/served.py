@@ -1,13 +1,6 @@
-"""A workload as LoadGen serves it: one sample's inputs, how samples batch, what one answer is, how answers score.
-
-Training needs a loss; serving needs the answer a client gets (a class, a span,
-a click probability, a segmentation) and the model's MLPerf quality metric over
-those answers. Each adapter below covers one domain of workloads, so any model
-of that domain (a user's ``pkg.mod:Class`` too) is servable. Answers are small
-numpy arrays: they are what the system under test hands back to LoadGen, what
-LoadGen writes (hex-encoded) to ``mlperf_log_accuracy.json``, and what the
-quality metric reads back.
-"""
+"""A workload as LoadGen serves it: one sample's inputs, how samples batch, what one answer is, how answers
+score. One adapter a domain, so any model of that domain (a user's ``pkg.mod:Class`` too) is servable; answers
+are small numpy arrays, what LoadGen writes to its accuracy log and the metric reads back."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """When a LoadGen run disagrees with the probe that planned it: rerun at the measured rate, or say the true cause.
 
-LoadGen plans a run from hints (Offline's expected throughput, SingleStream's and MultiStream's expected
-latency, Server's target); accelbench takes them from a probe of a few calls. A probe disturbed by another
-process (one scheduler slice lost on a shared core makes a 1 ms call 16 ms) plans too few queries, and the
-run ends long before its minimum duration: on a loaded 2-core VM, ``infer resnet18 --scale tiny`` measured 32
-samples in 0.18 s and was INVALID with a hint to raise ``--expected-qps``, though nothing the user set was
-wrong. So after each run: if LoadGen ran out of planned queries and the plan was the probe's (not a flag the
-user gave), the probe is repeated, and the run is repeated with hints from what the run itself measured,
-before anything is reported. A run still INVALID after that names the true cause: the system's speed changed
-between the plan and the run (the conditions say what else ran).
-"""
+A probe disturbed by another process plans too few queries and the run ends before its minimum duration,
+INVALID for no fault of the user's. So a run that ran out of queries under a plan of the probe's (never one a
+flag gave) is rerun from its own measurement, at most ``MAX_RERUNS`` times; a run still INVALID after that
+names the true cause: the system's speed changed between runs (docs/infer.md)."""
 
 from __future__ import annotations
 
@@ -140,16 +134,11 @@ def rerun(
 
 
 def replanned(first: Probe, measured: Probe, again: Probe, scenario: str, contended: bool = False) -> Probe:
-    """The hints for a rerun: the run's own measurement, or the repeated probe where that is the safer plan.
-
-    Too low an Offline (or MultiStream) rate, or too long a SingleStream latency, runs out of queries again;
-    too high a Server rate overloads again. So of the run's measurement and the repeated probe, the rerun takes
-    the faster for the first and the slower for Server, unless the Server run measured nothing of the system:
-    it was ``contended``, or it completed under :data:`DISTURBED` of what the probes before and after it both
-    measured. A rerun planned from such a run would be sent a small fraction of what the system serves (a
-    contended run on 2 cores completed 4.4 requests/s between probes of 85 and 124), and its VALID figure
-    would be that fraction; the repeated probe plans the rerun as the first probe planned the first run.
-    """
+    """The hints for a rerun: of the run's measurement and the repeated probe, the faster for Offline and
+    MultiStream (too low runs out of queries again), the shorter latency for SingleStream, the slower for Server
+    (too high overloads again); but a Server run that measured nothing of the system (``contended``, or under
+    ``DISTURBED`` of both probes) is replanned from the repeated probe, so its VALID figure is not a fraction of
+    what the system serves."""
     if scenario in ("server", "interactive"):
         disturbed = contended or measured.rate < DISTURBED * min(first.rate, again.rate)
         return Probe(again.rate if disturbed else min(measured.rate, again.rate), first.single)
@@ -159,14 +148,10 @@ def replanned(first: Probe, measured: Probe, again: Probe, scenario: str, conten
 
 
 def true_cause(reasons: list[tuple[str, str]], reruns: list[dict[str, Any]], conditions: dict[str, Any]) -> list[str]:
-    """INVALID reasons ((rule, words): :func:`accelbench.loadgen.logs.invalid_rules`), in words, with the hint
-    LoadGen's rule suggests replaced by what happened, once reruns did not help.
-
-    After a rerun planned from the previous run's own measurement, "raise --expected-qps" is no fix: the
-    system ran at a different speed from one run to the next. The conditions' own warnings (other processes'
-    CPU share) say why, where they saw it. Without reruns, a contended run's reasons say that the contention may
-    be the cause, before the settings LoadGen's rule names.
-    """
+    """INVALID reasons ((rule, words): :func:`accelbench.loadgen.logs.invalid_rules`) in words: after reruns, the
+    hint LoadGen's rule suggests ("raise --expected-qps") replaced by what happened (the speed changed between
+    runs, with the conditions' warnings); without reruns, a contended run's reasons say the contention may be
+    the cause."""
     if not reruns:
         if contention(conditions):
             # the fix LoadGen's rule suggests (run longer, lower the load) may not be the cause: other load was

@@ -1,12 +1,7 @@
-"""LoadGen's early-stopping rule for a latency percentile, so that a run can be sized for it beforehand.
-
-LoadGen (>= 1.1) calls a Server, SingleStream or MultiStream run VALID only if, with ``n`` queries of which
-``late`` missed the target latency, a one-sided binomial test says the target percentile holds at 99%
-confidence: ``P(Binomial(n, 1 - percentile) <= late + 1) <= 1 - confidence``. That is why 662 queries pass the
-99th percentile only with no late query at all, and 64 pass SingleStream's 90th; the tests check this
-function against those figures and against LoadGen's own verdicts. A run planned from it knows, before it
-starts, how many late queries it can afford, and a find-peak confirmation can say so.
-"""
+"""LoadGen's early-stopping rule for a latency percentile, so that a run can be sized for it beforehand: with
+``n`` queries of which ``late`` missed the target, a one-sided binomial test at 99% confidence,
+``P(Binomial(n, 1 - percentile) <= late + 1) <= 1 - confidence`` (662 queries pass the 99th percentile only
+with none late). The tests check it against LoadGen's own verdicts."""
 
 from __future__ import annotations
 
