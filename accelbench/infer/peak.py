@@ -74,112 +74,128 @@ def trial_seconds(scenario: str, value: float, queries: int, min_ms: float, boun
     return max(min_ms / 1000, queries * per_query) + TRIAL_OVERHEAD
 
 
-def find_peak(params: InferParams, serving: Serving, probe: Probe, record: dict[str, Any], ctx: RunContext) -> Result:
-    reuse = lgset.base(params)  # FromConfig reads mlperf.conf once per process: one settings object for all trials
-    trials: list[dict[str, Any]] = []
-    bound = bound_ms(params)
+class _Trials:
+    """One search's trials: each a real LoadGen run at a value (Server QPS, MultiStream samples per query), sized,
+    announced with the time left, judged and listed for the record."""
 
-    full = (reuse.min_duration_ms, reuse.min_query_count)
+    def __init__(self, params: InferParams, serving: Serving, probe: Probe, ctx: RunContext) -> None:
+        self.params, self.serving, self.probe, self.ctx = params, serving, probe, ctx
+        self.reuse = lgset.base(params)  # FromConfig reads mlperf.conf once per process: one object for all trials
+        self.bound = bound_ms(params)
+        self.full = (self.reuse.min_duration_ms, self.reuse.min_query_count)
+        self.trials: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+
+    def size(self, value: float, confirm: bool) -> tuple[float, int]:
+        """(minimum ms, minimum queries): screens are short; a confirmation runs under the profile's rules."""
+        if confirm:
+            return confirmation_size(self.full, self.params.scenario, value, self.params.profile == "official")
+        return min(self.full[0], SCREEN_MS), screen_queries(self.params.scenario, value, self.bound)
+
+    def seconds(self, value: float, confirm: bool) -> float:
+        ms, queries = self.size(value, confirm)
+        return trial_seconds(self.params.scenario, value, queries, ms, self.bound)
+
+    def margin(self, value: float) -> float:
+        """How far under the screened peak the first confirmation runs (see ``TIGHT_TAIL``)."""
+        n = self.size(value, True)[1]
+        return CONFIRM_BACKOFF if tail.late_allowed(n) < TIGHT_TAIL * n else 0.0
+
+    def __call__(self, value: float, confirm: bool = False, after: int = 0) -> tuple[bool, Outcome]:
+        """One LoadGen run at ``value``; ``after``: the screens the search expects after this one (for the ETA)."""
+        params = self.params
+        if params.scenario == "server":
+            s = lgset.performance_settings(params, self.probe, target_qps=value, reuse=self.reuse)
+        else:
+            s = lgset.performance_settings(params, self.probe, samples_per_query=int(value), reuse=self.reuse)
+        s.min_duration_ms, s.min_query_count = self.size(value, confirm)
+        stopping = self._announce(value, confirm, after, s.min_query_count)
+        outcome = loadgen_run(self.serving, s, params, self.ctx)
+        busy = getattr(outcome.sut, "utilization", None)
+        d = outcome.detail
+        if confirm:
+            ok = d.get("result_validity") == "VALID"
+        else:  # too few queries for early stopping by design: judge the screen by its latency and load
+            ok = screen_passed(d, busy if params.scenario == "server" else None)
+        why = invalid_reasons(d, params.scenario) if confirm and not ok else []
+        if params.scenario == "multistream" and not multistream_within_bound(d, self.bound):
+            ok = False  # accelbench's own bound: LoadGen >= 2.0 has none for MultiStream
+            ns = d.get("result_99.00_percentile_per_query_latency_ns") or d.get("result_99.00_percentile_latency_ns", 0)
+            over = f"the 99th-percentile query latency {ns / 1e6:.3g} ms is over the {self.bound:g} ms bound"
+            why = [r for r in why if not r.startswith("LoadGen reported INVALID")] + [over] if confirm else []
+        self.trials.append(
+            _trial_row(value, ok, confirm, d, busy, outcome)
+            | ({"early_stopping": stopping} if stopping else {})
+            | ({"invalid_reasons": why} if why else {})
+        )
+        return ok, outcome
+
+    def _announce(self, value: float, confirm: bool, after: int, queries: int) -> str:
+        """The progress line of a trial with the time the search expects to have left; a Server confirmation's
+        early-stopping bound (returned for its record)."""
+        done = f"{time.monotonic() - self.started:.0f} s so far"
+        label = _label(self.params, value)
+        if not confirm:
+            # then, most likely, one confirmation near the capacity the probe measured (MultiStream: at the value)
+            likely = max(value, self.probe.rate * 0.9) if self.params.scenario == "server" else value
+            left = self.seconds(value, False) * (1 + after) + self.seconds(likely, True)
+            self.ctx.progress(f"find-peak trial {len(self.trials) + 1}: {label} ({done})", left=left)
+            return ""
+        n = sum(t["confirmation"] for t in self.trials) + 1
+        stopping = tail.bound_text(queries, self.bound) if self.params.scenario == "server" else ""
+        self.ctx.progress(
+            f"find-peak confirmation {n} of at most {CONFIRMATIONS}: {label}, "
+            f"{queries:,} queries ({done}){'; ' + stopping if stopping else ''}",
+            left=self.seconds(value, True),
+        )
+        return stopping
+
+
+def _trial_row(
+    value: float, ok: bool, confirm: bool, d: dict[str, Any], busy: float | None, outcome: Outcome
+) -> dict[str, Any]:
+    return {
+        "value": value,
+        "valid": ok,
+        "confirmation": confirm,
+        "queries": d.get("result_query_count"),
+        "late_queries": d.get("result_overlatency_query_count"),
+        "p99_latency_seconds": d.get("result_99.00_percentile_latency_ns", 0) / 1e9,
+        "completed_per_second": d.get("result_completed_samples_per_sec"),
+        "utilization": busy,
+        "log_dir": str(outcome.outdir),
+    }
+
+
+def find_peak(params: InferParams, serving: Serving, probe: Probe, record: dict[str, Any], ctx: RunContext) -> Result:
+    trial = _Trials(params, serving, probe, ctx)
+    bound = trial.bound
     if probe.single * 1000 > bound:
         raise BenchmarkFailed(
             f"one sample alone takes {probe.single * 1000:.3g} ms, more than the {bound:g} ms bound, so no load "
             "can meet it: raise --latency-bound-ms or serve faster (--backend, --precision)",
             record,
         )
-
-    official = params.profile == "official"
-    started = time.monotonic()
-
-    def size(value: float, confirm: bool) -> tuple[float, int]:
-        """(minimum ms, minimum queries): screens are short; a confirmation runs under the profile's rules."""
-        if confirm:
-            return confirmation_size(full, params.scenario, value, official)
-        return min(full[0], SCREEN_MS), screen_queries(params.scenario, value, bound)
-
-    def seconds(value: float, confirm: bool) -> float:
-        ms, queries = size(value, confirm)
-        return trial_seconds(params.scenario, value, queries, ms, bound)
-
-    def expected(value: float) -> float:
-        """Where the confirmation will most likely run: Server near the probed capacity, MultiStream at ``value``."""
-        return max(value, probe.rate * 0.9) if params.scenario == "server" else value
-
-    def trial(value: float, confirm: bool = False, after: int = 0) -> tuple[bool, Outcome]:
-        """One LoadGen run at ``value``; ``after``: the screens the search expects after this one (for the ETA)."""
-        if params.scenario == "server":
-            s = lgset.performance_settings(params, probe, target_qps=value, reuse=reuse)
-        else:
-            s = lgset.performance_settings(params, probe, samples_per_query=int(value), reuse=reuse)
-        s.min_duration_ms, s.min_query_count = size(value, confirm)
-        done = f"{time.monotonic() - started:.0f} s so far"
-        if confirm:
-            n = sum(t["confirmation"] for t in trials) + 1
-            stopping = tail.bound_text(s.min_query_count, bound) if params.scenario == "server" else ""
-            ctx.progress(
-                f"find-peak confirmation {n} of at most {CONFIRMATIONS}: {_label(params, value)}, "
-                f"{s.min_query_count:,} queries ({done}){'; ' + stopping if stopping else ''}",
-                left=seconds(value, True),
-            )
-        else:
-            ctx.progress(
-                f"find-peak trial {len(trials) + 1}: {_label(params, value)} ({done})",
-                # then, most likely, one confirmation near the capacity the probe measured
-                left=seconds(value, False) * (1 + after) + seconds(expected(value), True),
-            )
-        outcome = loadgen_run(serving, s, params, ctx)
-        busy = getattr(outcome.sut, "utilization", None)
-        if confirm:
-            ok = outcome.detail.get("result_validity") == "VALID"
-        else:  # too few queries for early stopping by design: judge the screen by its latency and load
-            ok = screen_passed(outcome.detail, busy if params.scenario == "server" else None)
-        d = outcome.detail
-        why = invalid_reasons(d, params.scenario) if confirm and not ok else []
-        if params.scenario == "multistream" and not multistream_within_bound(d, bound):
-            ok = False  # accelbench's own bound: LoadGen >= 2.0 has none for MultiStream
-            ns = d.get("result_99.00_percentile_per_query_latency_ns") or d.get("result_99.00_percentile_latency_ns", 0)
-            over = f"the 99th-percentile query latency {ns / 1e6:.3g} ms is over the {bound:g} ms bound"
-            why = [r for r in why if not r.startswith("LoadGen reported INVALID")] + [over] if confirm else []
-        trials.append(
-            {
-                "value": value,
-                "valid": ok,
-                "confirmation": confirm,
-                "queries": d.get("result_query_count"),
-                "late_queries": d.get("result_overlatency_query_count"),
-                "p99_latency_seconds": d.get("result_99.00_percentile_latency_ns", 0) / 1e9,
-                "completed_per_second": d.get("result_completed_samples_per_sec"),
-                "utilization": busy,
-                "log_dir": str(outcome.outdir),
-            }
-            | ({"early_stopping": stopping} if confirm and stopping else {})
-            | ({"invalid_reasons": why} if why else {})
-        )
-        return ok, outcome
-
-    def margin(value: float) -> float:
-        """How far under the screened peak the first confirmation runs (see ``TIGHT_TAIL``)."""
-        n = size(value, True)[1]
-        return CONFIRM_BACKOFF if tail.late_allowed(n) < TIGHT_TAIL * n else 0.0
-
     try:
         if params.scenario == "server":
             start = params.target_qps or probe.rate * lgset.SERVER_FRACTION
-            peak, outcome, held = search_server(trial, start, probe.rate, margin)
+            peak, outcome, held = search_server(trial, start, probe.rate, trial.margin)
         else:
             peak, outcome, held = _search_multistream(trial)
     except BenchmarkFailed as exc:  # no load at all met the bound: no run a record could keep
-        raise BenchmarkFailed(str(exc), record, {"find_peak": {"trials": trials, "latency_bound_ms": bound}}) from None
+        found = {"find_peak": {"trials": trial.trials, "latency_bound_ms": bound}}
+        raise BenchmarkFailed(str(exc), record, found) from None
     search: FindPeak = {
         "precision": PRECISION,
-        "trials": trials,
+        "trials": trial.trials,
         "latency_bound_ms": bound,
-        "search_seconds": round(time.monotonic() - started, 1),
+        "search_seconds": round(time.monotonic() - trial.started, 1),
     }
     if params.scenario == "multistream":
         params = dataclasses.replace(params, samples_per_query=int(peak))
         record = record | {"samples_per_query": int(peak)}
     if not held:
-        return _no_peak(params, record, outcome, probe, search, [t for t in trials if t["confirmation"]])
+        return _no_peak(params, record, outcome, probe, search, [t for t in trial.trials if t["confirmation"]])
     # the target that held; the headline is LoadGen's own metric of that run (its scheduled rate for Server)
     result = performance_result(params, record, outcome, probe, ImageDetails(find_peak=search | {"peak": peak}))
     if params.scenario == "multistream":
