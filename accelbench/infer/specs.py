@@ -134,13 +134,18 @@ class InferParams(LoadGenParams):
     def latency_bound(self) -> float:
         return self.latency_bound_ms
 
+    def _adapter(self) -> tuple[Any, str]:
+        """The serving adapter of the model's domain (None: not servable) and the domain."""
+        from accelbench.infer.served import ADAPTERS
+        from accelbench.workloads import model_info
+
+        domain = model_info(self.model).domain
+        return ADAPTERS.get(domain), domain
+
     def model_bound_ms(self) -> float:
         """The model's MLPerf bound, where its domain has a serving adapter (a harness-only backend has none)."""
         try:
-            from accelbench.infer.served import ADAPTERS
-            from accelbench.workloads import model_info
-
-            adapter = ADAPTERS.get(model_info(self.model).domain)
+            adapter = self._adapter()[0]
         except Exception:  # noqa: BLE001 - a harness-only backend may name no servable model
             return 0.0
         return (adapter.server_bound_ms if adapter else None) or 0.0
@@ -173,10 +178,7 @@ class InferParams(LoadGenParams):
         impl = backend(self.backend)
         if not (impl.exports_onnx and impl.runs_model):
             return None
-        from accelbench.infer.served import ADAPTERS
-        from accelbench.workloads import model_info
-
-        adapter = ADAPTERS.get(model_info(self.model).domain)
+        adapter = self._adapter()[0]
         return (
             f"--backend {self.backend} cannot serve {self.model}: {adapter.no_onnx}"
             if adapter and adapter.no_onnx
@@ -185,14 +187,10 @@ class InferParams(LoadGenParams):
 
     def _check_model(self) -> None:
         from accelbench.infer.served import ADAPTERS
-        from accelbench.workloads import model_info
 
-        info = model_info(self.model)
-        adapter = ADAPTERS.get(info.domain)
+        adapter, domain = self._adapter()
         if adapter is None:
-            raise UsageError(
-                f"serving {self.model} ({info.domain}) is not supported yet; served: {', '.join(ADAPTERS)}"
-            )
+            raise UsageError(f"serving {self.model} ({domain}) is not supported yet; served: {', '.join(ADAPTERS)}")
         if self.dataset:
             if adapter.check_dataset is None:
                 raise UsageError(
