@@ -25,13 +25,19 @@ from accelbench.cli.render import (
     shown,
 )
 from accelbench.cli.render_trends import scaling_table
+from accelbench.cost.match import checked, describe, measured
+from accelbench.cost.price import from_options
 from accelbench.devices import resolve_device
 from accelbench.errors import UsageError
 from accelbench.kernels.sets import all_sets
+from accelbench.measure.energy import readable as domains
 from accelbench.registry import BENCHMARKS, BenchmarkInfo, Command, describe_params, get, sharing_command
 from accelbench.results import format as fmt
+from accelbench.results.inputs import data_rows
 from accelbench.results.record import Result
+from accelbench.results.scaling import scaling_rows
 from accelbench.results.store import Store, default_store_path
+from accelbench.suite.process import warm
 from accelbench.suite.suites import (
     BUILTIN,
     DEFAULT_ACCELERATOR,
@@ -173,9 +179,6 @@ def _price(ns: argparse.Namespace) -> Price | None:
     keeps it, labelled); a price from ``config.toml`` is printed with its source, since nothing on the
     command line shows it; an electricity price that no counter and no ``--board-watts`` can apply is said.
     """
-    from accelbench.cost.match import checked, describe, measured
-    from accelbench.cost.price import from_options
-
     price = from_options(
         price_per_hour=ns.price_per_hour,
         instance_name=ns.instance,
@@ -195,8 +198,6 @@ def _price(ns: argparse.Namespace) -> Price | None:
         price = checked(price, run, ok=getattr(ns, "price_mismatch_ok", False))
     readable: list[str] = []
     if price.electricity_dropped and run is not None:
-        from accelbench.measure.energy import readable as domains
-
         found = domains(gpus=range(len(run.accelerators)))
         readable = [name for name, state in found.items() if state.startswith("readable")]
     if not getattr(ns, "dry_run", False):
@@ -227,8 +228,6 @@ def _execute(
     else:
         store = Store(ns.db)
     if not ns.dry_run:
-        from accelbench.suite.process import warm
-
         warm()  # the worker server imports torch while the profile is collected
     profile = collect_profile()
     if ns.device is not None:
@@ -461,8 +460,6 @@ def _family_entries(ns: argparse.Namespace, info: BenchmarkInfo, values: list[st
 
 
 def _print_scaling(summary: RunSummary, cmd: Command) -> None:
-    from accelbench.results.scaling import scaling_rows
-
     if cmd.data_table:
         _print_data(summary.results)
     if cmd.scaling is None:
@@ -477,7 +474,6 @@ def _print_data(results: list[Result]) -> None:
     count."""
     from rich.table import Table
 
-    from accelbench.results.inputs import data_rows
 
     rows = data_rows(results, describe=describe_params)
     if not rows:
