@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
 from accelbench.results import format as fmt
-from accelbench.results.compare import BESIDE, Comparison
+from accelbench.results.compare import BESIDE, Comparison, Row
 from accelbench.results.history import Series
 from accelbench.results.judge import ALPHA, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
+from accelbench.results.record import Metric
 from accelbench.results.scaling import ScalingRow
 
 
@@ -32,12 +31,6 @@ def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Tabl
     )
     for col, just in columns:
         table.add_column(col, justify=just)
-    colour = {"faster": "green", "better": "green", "slower": "red", "worse": "red"}
-
-    def side(m: Any, valid: bool | None, runs: int) -> str:
-        pooled = f" ({runs} runs)" if runs > 1 else ""
-        return f"{fmt.metric(m)} {fmt.ci_percent(m)}{pooled}" + (" [red]INVALID[/]" if valid is False else "")
-
     # performance per dollar and per joule beside performance, where both sides carry the figure
     extra = [label for label in ("per $", "per J") if any(r.efficiency_speedup(label) is not None for r in rows)]
     for label in extra:
@@ -48,26 +41,56 @@ def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Tabl
     for label in beside:
         table.add_column(f"{label} (baseline -> candidate)", justify="right")
     for r in rows:
-        v = r.brief  # the reasons in full are in the caption and --json
-        cells = [
-            escape(r.benchmark),
-            escape(r.workload),
-            escape(r.metric),
-            side(r.baseline, r.baseline_valid, r.baseline_runs),
-            side(r.candidate, r.candidate_valid, r.candidate_runs),
-            f"{r.speedup:.2f}x" if r.judged else "[dim]-[/]",  # a set-aside pair's ratio is no evidence
-            f"[{colour.get(v, 'dim')}]{escape(v)}[/]",
-        ]
-        for label in extra:
-            s = r.efficiency_speedup(label)
-            b, c = r.efficiency.get(label, (None, None))
-            cells += (
-                [escape(fmt.metric(b)), escape(fmt.metric(c)), f"{s:.2f}x"] if s is not None and b and c else [""] * 3
-            )
-        for label in beside:
-            pair = r.beside.get(label)
-            cells.append(escape(" -> ".join(fmt.metric(m) for m in pair)) if pair else "")
-        table.add_row(*cells)
+        table.add_row(*_compare_cells(r, extra, beside))
+    lines = _verdict_lines(comparison)
+    for label, names in (
+        (f"only in {baseline}", comparison.only_baseline),
+        (f"only in {candidate}", comparison.only_candidate),
+        ("measured more than once (the runs kept are pooled as repeats)", comparison.repeated),
+    ):
+        if names:
+            lines.append(f"{escape(label)}: {escape(', '.join(names))}")
+    if "per $" in extra:
+        lines.append("per $: each side's figure per USD/h of its machine (or its cost), at the price its records carry")
+    if "per J" in extra:
+        lines.append("per J: each side's work per joule of measured board/package energy (or its energy to target)")
+    table.caption = "\n".join(lines) or None
+    return table
+
+
+_COLOUR = {"faster": "green", "better": "green", "slower": "red", "worse": "red"}
+
+
+def _side(m: Metric, valid: bool | None, runs: int) -> str:
+    """One side's figure with its interval, how many runs it pooled, and INVALID where it was."""
+    pooled = f" ({runs} runs)" if runs > 1 else ""
+    return f"{fmt.metric(m)} {fmt.ci_percent(m)}{pooled}" + (" [red]INVALID[/]" if valid is False else "")
+
+
+def _compare_cells(r: Row, extra: list[str], beside: list[str]) -> list[str]:
+    """A pair's row: both sides, the speedup and the verdict, then the efficiency and beside columns."""
+    v = r.brief  # the reasons in full are in the caption and --json
+    cells = [
+        escape(r.benchmark),
+        escape(r.workload),
+        escape(r.metric),
+        _side(r.baseline, r.baseline_valid, r.baseline_runs),
+        _side(r.candidate, r.candidate_valid, r.candidate_runs),
+        f"{r.speedup:.2f}x" if r.judged else "[dim]-[/]",  # a set-aside pair's ratio is no evidence
+        f"[{_COLOUR.get(v, 'dim')}]{escape(v)}[/]",
+    ]
+    for label in extra:
+        s = r.efficiency_speedup(label)
+        b, c = r.efficiency.get(label, (None, None))
+        cells += [escape(fmt.metric(b)), escape(fmt.metric(c)), f"{s:.2f}x"] if s is not None and b and c else [""] * 3
+    for label in beside:
+        pair = r.beside.get(label)
+        cells.append(escape(" -> ".join(fmt.metric(m) for m in pair)) if pair else "")
+    return cells
+
+
+def _verdict_lines(comparison: Comparison) -> list[str]:
+    """The caption's account of the verdicts: the geometric mean, the pairs not judged and why, and the rule."""
     judged = comparison.judged
     lines = []
     gm = comparison.geometric_mean()
@@ -81,7 +104,7 @@ def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Tabl
     footer = comparison.footer()
     if footer:
         lines.append(f"[yellow]{escape(footer)}[/]")
-    partial = sum(1 for r in rows if r.judged and (r.baseline_set_aside or r.candidate_set_aside))
+    partial = sum(1 for r in comparison.rows if r.judged and (r.baseline_set_aside or r.candidate_set_aside))
     if partial:
         lines.append(f"[yellow]{partial} judged pair(s) were judged on the runs left after some were set aside[/]")
     reasons = comparison.reasons()
@@ -96,19 +119,7 @@ def compare_table(comparison: Comparison, baseline: str, candidate: str) -> Tabl
             f"3 runs measure it, beyond {MIN_EFFECT_SINGLE:.0%}: '--repeat 3' measures it); each row's evidence is "
             "in 'compare --json'"
         )
-    for label, names in (
-        (f"only in {baseline}", comparison.only_baseline),
-        (f"only in {candidate}", comparison.only_candidate),
-        ("measured more than once (the runs kept are pooled as repeats)", comparison.repeated),
-    ):
-        if names:
-            lines.append(f"{escape(label)}: {escape(', '.join(names))}")
-    if "per $" in extra:
-        lines.append("per $: each side's figure per USD/h of its machine (or its cost), at the price its records carry")
-    if "per J" in extra:
-        lines.append("per J: each side's work per joule of measured board/package energy (or its energy to target)")
-    table.caption = "\n".join(lines) or None
-    return table
+    return lines
 
 
 def scaling_table(rows: list[ScalingRow], figure: str = "throughput") -> Table:

@@ -22,63 +22,15 @@ def machines(inp: ReportInput) -> Section | None:
     for r in inp.records:
         profiles.setdefault(r.fingerprint, r.system.get("profile") or {})
     section = Section("machines", "Machines")
-    rows = []
-    for fp, p in profiles.items():
-        cpu, torch_, os_ = p.get("cpu") or {}, p.get("torch") or {}, p.get("os") or {}
-        clock = f", {cpu['clock_ghz']:.2f} GHz" if cpu.get("clock_ghz") else ""
-        flags = f" ({' '.join(cpu.get('flags') or [])})" if cpu.get("flags") else ""
-        software = ", ".join(
-            f"{k} {v}"
-            for k, v in (
-                ("torch", torch_.get("version")),
-                ("CUDA", torch_.get("cuda")),
-                ("cuDNN", torch_.get("cudnn")),
-                ("NCCL", torch_.get("nccl")),
-                ("Python", (p.get("python") or {}).get("version")),
-            )
-            if v
-        )
-        rows.append(
-            [
-                labels[fp],
-                fp,
-                p.get("hostname") or "",
-                f"{cpu.get('model', '')}: {cpu.get('physical_cores', '?')} cores / "
-                f"{cpu.get('logical_cores', '?')} threads{clock}{flags}",
-                fmt.bytes_((p.get("memory") or {}).get("total_bytes") or 0),
-                f"{os_.get('name', '')} (kernel {os_.get('kernel', '')})",
-                software,
-            ]
-        )
     section.blocks.append(
         Table(
             ["system", "fingerprint", "host", "CPU", "memory", "OS", "software"],
-            rows,
+            [_system_row(labels[fp], fp, p) for fp, p in profiles.items()],
             caption="The fingerprint hashes the hardware and the software stack: figures are compared only "
             "between records that share one, or side by side in Comparisons.",
         )
     )
-    accs = []
-    topologies = []
-    for fp, p in profiles.items():
-        for a in p.get("accelerators") or []:
-            spec = find_spec(str(a.get("name", "")))
-            peaks = ", ".join(f"{k} {v:g}" for k, v in spec.peaks.items()) if spec else "not in the spec table"
-            accs.append(
-                [
-                    labels[fp],
-                    str(a.get("index", "")),
-                    str(a.get("name", "")),
-                    fmt.bytes_(a.get("memory_bytes") or 0),
-                    str(a.get("compute_capability", "")),
-                    str(a.get("driver", "")),
-                    peaks,
-                    f"{spec.mem_bw_gbs:g} GB/s" if spec and spec.mem_bw_gbs else "",
-                    spec.source if spec else "",
-                ]
-            )
-            if a.get("topology"):
-                topologies.append(f"{labels[fp]}:\n{a['topology']}")
+    accs = [(labels[fp], a) for fp, p in profiles.items() for a in p.get("accelerators") or []]
     if accs:
         section.blocks.append(
             Table(
@@ -93,30 +45,79 @@ def machines(inp: ReportInput) -> Section | None:
                     "memory bandwidth",
                     "source",
                 ],
-                accs,
+                [_accelerator_row(label, a) for label, a in accs],
                 caption="Peaks come from the shipped spec table (datasheets), not from a measurement.",
             )
         )
-    for t in topologies:
-        section.blocks.append(Text(t, "pre"))
+    for label, a in accs:
+        if a.get("topology"):
+            section.blocks.append(Text(f"{label}:\n{a['topology']}", "pre"))
     if inp.runs:
-        section.blocks.append(
-            Table(
-                ["run", "started", "command", "tags", "records"],
-                [
-                    [
-                        run.run_id,
-                        run.created_at[:19].replace("T", " "),
-                        run.command,
-                        ", ".join(f"{k}={v}" for k, v in sorted(run.tags.items())),
-                        str(sum(1 for r in inp.records if r.run_id == run.run_id)),
-                    ]
-                    for run in inp.runs
-                ],
-                caption="The runs this report covers.",
-            )
-        )
+        section.blocks.append(_runs_table(inp))
     return section
+
+
+def _system_row(label: str, fp: str, p: dict[str, Any]) -> list[str]:
+    """One machine's profile: its host, CPU, memory, OS and software stack."""
+    cpu, torch_, os_ = p.get("cpu") or {}, p.get("torch") or {}, p.get("os") or {}
+    clock = f", {cpu['clock_ghz']:.2f} GHz" if cpu.get("clock_ghz") else ""
+    flags = f" ({' '.join(cpu.get('flags') or [])})" if cpu.get("flags") else ""
+    software = ", ".join(
+        f"{k} {v}"
+        for k, v in (
+            ("torch", torch_.get("version")),
+            ("CUDA", torch_.get("cuda")),
+            ("cuDNN", torch_.get("cudnn")),
+            ("NCCL", torch_.get("nccl")),
+            ("Python", (p.get("python") or {}).get("version")),
+        )
+        if v
+    )
+    return [
+        label,
+        fp,
+        p.get("hostname") or "",
+        f"{cpu.get('model', '')}: {cpu.get('physical_cores', '?')} cores / "
+        f"{cpu.get('logical_cores', '?')} threads{clock}{flags}",
+        fmt.bytes_((p.get("memory") or {}).get("total_bytes") or 0),
+        f"{os_.get('name', '')} (kernel {os_.get('kernel', '')})",
+        software,
+    ]
+
+
+def _accelerator_row(label: str, a: dict[str, Any]) -> list[str]:
+    """One accelerator as its machine reported it, with the peaks the spec table gives its name."""
+    spec = find_spec(str(a.get("name", "")))
+    peaks = ", ".join(f"{k} {v:g}" for k, v in spec.peaks.items()) if spec else "not in the spec table"
+    return [
+        label,
+        str(a.get("index", "")),
+        str(a.get("name", "")),
+        fmt.bytes_(a.get("memory_bytes") or 0),
+        str(a.get("compute_capability", "")),
+        str(a.get("driver", "")),
+        peaks,
+        f"{spec.mem_bw_gbs:g} GB/s" if spec and spec.mem_bw_gbs else "",
+        spec.source if spec else "",
+    ]
+
+
+def _runs_table(inp: ReportInput) -> Table:
+    """The runs the report covers, with how many of its records each made."""
+    return Table(
+        ["run", "started", "command", "tags", "records"],
+        [
+            [
+                run.run_id,
+                run.created_at[:19].replace("T", " "),
+                run.command,
+                ", ".join(f"{k}={v}" for k, v in sorted(run.tags.items())),
+                str(sum(1 for r in inp.records if r.run_id == run.run_id)),
+            ]
+            for run in inp.runs
+        ],
+        caption="The runs this report covers.",
+    )
 
 
 def _best(inp: ReportInput) -> list[str]:

@@ -10,7 +10,7 @@ from accelbench.report.common import MAX_CHARTS, ReportInput, figure, systems, v
 from accelbench.report.model import Cell, Chart, Section, Table, Text
 from accelbench.results import format as fmt
 from accelbench.results import judge
-from accelbench.results.compare import BESIDE, Defaults, Row, compare, nearest_difference, no_defaults
+from accelbench.results.compare import BESIDE, Comparison, Defaults, Row, compare, nearest_difference, no_defaults
 from accelbench.results.history import Series, histories
 from accelbench.results.judge import IDENTITY_PARAMS, MIN_EFFECT_SINGLE, MIN_RUNS_BARE
 from accelbench.results.record import Result
@@ -51,20 +51,7 @@ def comparisons(inp: ReportInput, defaults: Defaults = no_defaults) -> Section |
     if not sets:
         return None
     section = Section("comparisons", "Comparisons")
-    what = "system against the first" if kind == "system" else "tag value against the first of its key"
-    section.blocks.append(
-        Text(
-            f"Each {what}, workload by workload on the primary figure (groups that differ in one setting, as "
-            "p=fp32 and p=amp_bf16 do in precision, are paired across it); speedup > 1 means the candidate is "
-            "better whichever way the figure runs. A side that was contended, noisy, INVALID or too short for an "
-            "interval is shown but not judged. A difference is called only when the raw samples tell the sides "
-            f"apart (Mann-Whitney p < {judge.ALPHA:g}, else the 95% intervals apart; figures with no interval within a "
-            f"run, {MIN_RUNS_BARE}+ runs a side all apart) and the change exceeds the spread between runs of the "
-            f"same workload on the same system (measured by fewer than 3 runs: {MIN_EFFECT_SINGLE:.0%}). The "
-            "geometric mean and the chart count judged pairs only.",
-            "note",
-        )
-    )
+    section.blocks.append(_comparisons_note(kind))
     pairs = [(g, names[0], cand) for g in sets for names in [list(g)] for cand in names[1:]]
     for i, (groups, base, cand) in enumerate(pairs):
         across = _across(groups[base], groups[cand], defaults) if kind == "tags" else []
@@ -78,82 +65,111 @@ def comparisons(inp: ReportInput, defaults: Defaults = no_defaults) -> Section |
             rules=families.unlike,
         )
         title = f"{cand} against {base}" + (f" (paired across {across[0]})" if across else "")
-        sub = Section(f"comparison-{i}", title)
-        if not c.rows:
-            sub.blocks.append(Text("No workload was measured on both sides.", "warn"))
-            section.blocks.append(sub)
-            continue
-        gm = c.geometric_mean()
-        judged = c.judged
-        extra = [x for x in ("per $", "per J") if any(r.efficiency_speedup(x) is not None for r in c.rows)]
-        beside = [x for x in BESIDE if any(x in r.beside for r in c.rows)]  # a serving run's TTFT, TPOT
-        rows: list[list[str | Cell]] = [
-            [
-                f"{r.benchmark} {r.workload}",
-                r.metric.replace("_", " "),
-                figure(r.baseline),
-                verdict(r.baseline_valid),
-                figure(r.candidate),
-                verdict(r.candidate_valid),
-                f"{r.speedup:.3g}x" if r.judged else "-",  # a set-aside pair's ratio is no evidence
-                Cell(r.brief, _VERDICT_MARK.get(r.verdict, "") or ("" if r.judged else "warn")),
-                *(cell for label in extra for cell in _efficiency(r, label)),
-                *(_beside(r, label) for label in beside),
-            ]
-            for r in c.rows
-        ]
-        if judged:
-            sub.blocks.append(
-                Chart(
-                    f"ratios-{i}",
-                    f"{cand} over {base}",
-                    f"Speedup of {cand} over {base} for the {len(judged)} judged of {len(c.rows)} workloads"
-                    + (f", geometric mean {gm:.3g}x" if gm else ""),
-                    partial(
-                        charts.draw_ratios,
-                        rows=[(f"{r.benchmark.split('/')[-1]} {r.workload}", r.speedup, r.verdict) for r in judged][
-                            :40
-                        ],
-                        geomean=gm,
-                        title="",
-                    ),
-                    size=(8.0, 1.2 + 0.28 * min(len(judged), 40)),
-                )
-            )
+        section.blocks.append(_comparison(Section(f"comparison-{i}", title), i, base, cand, c))
+    return section
+
+
+def _comparisons_note(kind: str) -> Text:
+    """How the comparisons pair and judge, said once above them."""
+    what = "system against the first" if kind == "system" else "tag value against the first of its key"
+    return Text(
+        f"Each {what}, workload by workload on the primary figure (groups that differ in one setting, as "
+        "p=fp32 and p=amp_bf16 do in precision, are paired across it); speedup > 1 means the candidate is "
+        "better whichever way the figure runs. A side that was contended, noisy, INVALID or too short for an "
+        "interval is shown but not judged. A difference is called only when the raw samples tell the sides "
+        f"apart (Mann-Whitney p < {judge.ALPHA:g}, else the 95% intervals apart; figures with no interval within a "
+        f"run, {MIN_RUNS_BARE}+ runs a side all apart) and the change exceeds the spread between runs of the "
+        f"same workload on the same system (measured by fewer than 3 runs: {MIN_EFFECT_SINGLE:.0%}). The "
+        "geometric mean and the chart count judged pairs only.",
+        "note",
+    )
+
+
+def _comparison(sub: Section, i: int, base: str, cand: str, c: Comparison) -> Section:
+    """One pair's subsection: the chart of judged ratios, the table, and the workloads only one side measured."""
+    if not c.rows:
+        sub.blocks.append(Text("No workload was measured on both sides.", "warn"))
+        return sub
+    gm = c.geometric_mean()
+    judged = c.judged
+    extra = [x for x in ("per $", "per J") if any(r.efficiency_speedup(x) is not None for r in c.rows)]
+    beside = [x for x in BESIDE if any(x in r.beside for r in c.rows)]  # a serving run's TTFT, TPOT
+    if judged:
+        sub.blocks.append(_ratios_chart(i, base, cand, c, gm))
+    sub.blocks.append(
+        Table(
+            ["workload", "metric", base, "verdict", cand, "verdict", "speedup", "judged"]
+            + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)]
+            + [f"{label} ({base} -> {cand})" for label in beside],
+            [_comparison_row(r, extra, beside) for r in c.rows],
+            caption=_comparison_caption(c, gm, extra),
+            numeric=frozenset({2, 4, 6} | set(range(8, 8 + 3 * len(extra) + len(beside)))),
+        )
+    )
+    unpaired = [f"only {base}: {w}" for w in c.only_baseline] + [f"only {cand}: {w}" for w in c.only_candidate]
+    if unpaired:
         sub.blocks.append(
-            Table(
-                ["workload", "metric", base, "verdict", cand, "verdict", "speedup", "judged"]
-                + [col for label in extra for col in (f"{base} {label}", f"{cand} {label}", label)]
-                + [f"{label} ({base} -> {cand})" for label in beside],
-                rows,
-                caption=(
-                    f"Geometric mean of the judged speedups: {gm:.3g}x ({len(c.separated)} of {len(judged)} told "
-                    "apart from noise)."
-                    if gm
-                    else ""
-                )
-                + (f" {c.footer()}: " + "; ".join(_first(c.reasons())) + "." if c.footer() else "")
-                + (
-                    " Per $: each side's figure per USD/h of its machine (or its cost), at the price its records "
-                    "carry, with its source in the record."
-                    if "per $" in extra
-                    else ""
-                ),
-                numeric=frozenset({2, 4, 6} | set(range(8, 8 + 3 * len(extra) + len(beside)))),
+            Text(
+                f"{len(unpaired)} workloads were measured on one side only: "
+                + "; ".join(unpaired[:10])
+                + (" ..." if len(unpaired) > 10 else ""),
+                "note",
             )
         )
-        unpaired = [f"only {base}: {w}" for w in c.only_baseline] + [f"only {cand}: {w}" for w in c.only_candidate]
-        if unpaired:
-            sub.blocks.append(
-                Text(
-                    f"{len(unpaired)} workloads were measured on one side only: "
-                    + "; ".join(unpaired[:10])
-                    + (" ..." if len(unpaired) > 10 else ""),
-                    "note",
-                )
-            )
-        section.blocks.append(sub)
-    return section
+    return sub
+
+
+def _ratios_chart(i: int, base: str, cand: str, c: Comparison, gm: float | None) -> Chart:
+    """The judged pairs' speedups (the first 40), with their geometric mean."""
+    judged = c.judged
+    return Chart(
+        f"ratios-{i}",
+        f"{cand} over {base}",
+        f"Speedup of {cand} over {base} for the {len(judged)} judged of {len(c.rows)} workloads"
+        + (f", geometric mean {gm:.3g}x" if gm else ""),
+        partial(
+            charts.draw_ratios,
+            rows=[(f"{r.benchmark.split('/')[-1]} {r.workload}", r.speedup, r.verdict) for r in judged][:40],
+            geomean=gm,
+            title="",
+        ),
+        size=(8.0, 1.2 + 0.28 * min(len(judged), 40)),
+    )
+
+
+def _comparison_row(r: Row, extra: list[str], beside: list[str]) -> list[str | Cell]:
+    """A paired workload: both figures and verdicts, the speedup, and the efficiency and beside columns."""
+    return [
+        f"{r.benchmark} {r.workload}",
+        r.metric.replace("_", " "),
+        figure(r.baseline),
+        verdict(r.baseline_valid),
+        figure(r.candidate),
+        verdict(r.candidate_valid),
+        f"{r.speedup:.3g}x" if r.judged else "-",  # a set-aside pair's ratio is no evidence
+        Cell(r.brief, _VERDICT_MARK.get(r.verdict, "") or ("" if r.judged else "warn")),
+        *(cell for label in extra for cell in _efficiency(r, label)),
+        *(_beside(r, label) for label in beside),
+    ]
+
+
+def _comparison_caption(c: Comparison, gm: float | None, extra: list[str]) -> str:
+    """The geometric mean, why pairs were not judged, and where a per-$ figure's price came from."""
+    return (
+        (
+            f"Geometric mean of the judged speedups: {gm:.3g}x ({len(c.separated)} of {len(c.judged)} told "
+            "apart from noise)."
+            if gm
+            else ""
+        )
+        + (f" {c.footer()}: " + "; ".join(_first(c.reasons())) + "." if c.footer() else "")
+        + (
+            " Per $: each side's figure per USD/h of its machine (or its cost), at the price its records "
+            "carry, with its source in the record."
+            if "per $" in extra
+            else ""
+        )
+    )
 
 
 def _beside(r: Row, label: str) -> str:

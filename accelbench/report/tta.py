@@ -22,7 +22,7 @@ from accelbench.report.common import (
     system_cells,
     verdict,
 )
-from accelbench.report.model import Chart, Section, Table
+from accelbench.report.model import Cell, Chart, Section, Table
 from accelbench.results import format as fmt
 from accelbench.results.details import score_of, typed
 from accelbench.results.record import Result
@@ -58,52 +58,18 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
     drawn = 0
     seen: set[tuple[str, str]] = set()
     for r in newest_first(recs):
-        score = score_of(r)
+        rows.append(system_cells(labels, r, multi) + ([r.run_id] if runs else []) + _row(inp, r))
+        goals = _goals(r)
         seeds = typed(r).get("seeds") or []
-        target = typed(r).get("target", r.params.get("target"))
-        spread = r.metrics.get("time_to_target_spread")
-        ep = r.metrics.get("epochs_to_target")
-        rows.append(
-            system_cells(labels, r, multi)
-            + ([r.run_id] if runs else [])
-            + [
-                inp.name(r),
-                status_cell(r),
-                verdict(r.valid),
-                figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
-                f"{spread.value:.0%}" if spread else "",
-                fmt.number(ep.value, 3) if ep else "",
-                f"{score.get('converged', '?')} of {score.get('runs', len(seeds))}" if seeds else "",
-                figure(r.metrics.get("throughput")),
-                figure(r.metrics.get("cost_to_target_usd")),
-            ]
-        )
-        # one chart per metric the run had to reach (Mask R-CNN: box AP, then mask AP), each with its target
-        goals = [(str(typed(r).get("metric", "quality")), "quality", target)]
-        goals += [(name, name, t) for name, t in (typed(r).get("more_targets") or {}).items()]
         charted = [(metric, goal, _curves(seeds, key)) for metric, key, goal in goals]
         charted = [c for c in charted if c[2]]
         if not charted or drawn >= MAX_CHARTS or (r.fingerprint, inp.name(r)) in seen:
             continue
         seen.add((r.fingerprint, inp.name(r)))
-        together = f" (reached together: {', '.join(f'{m} {t:g}' for m, _, t in goals)})" if len(goals) > 1 else ""
+        title = f"{inp.name(r)}" + (f" on {labels[r.fingerprint]}" if multi else "")
+        title += f", run {r.run_id}" if runs else ""
         for metric, goal, curves in charted[: MAX_CHARTS - drawn]:
-            title = f"{inp.name(r)}" + (f" on {labels[r.fingerprint]}" if multi else "")
-            title += f", run {r.run_id}" if runs else ""
-            section.blocks.append(
-                Chart(
-                    f"tta-{drawn}",
-                    title + (f": {metric}" if together else ""),
-                    f"{metric} against training time and against epochs for {_seeds(len(curves))}, target {goal}"
-                    + together,
-                    partial(
-                        charts.draw_curves,
-                        seeds=curves,
-                        target=float(goal) if goal is not None else None,
-                        quality=metric,
-                    ),
-                )
-            )
+            section.blocks.append(_chart(drawn, title, metric, goal, curves, goals))
             drawn += 1
     cols = (
         (["system"] if multi else [])
@@ -122,6 +88,57 @@ def tta(inp: ReportInput, family: Family = TTA) -> Section | None:
     )
     section.blocks.append(Table(cols, rows, numeric=frozenset(range(len(cols) - 6, len(cols)))))
     return section
+
+
+def _row(inp: ReportInput, r: Result) -> list[str | Cell]:
+    """A record's cells from the workload on: its score, spread, epochs, seeds at target, throughput and cost."""
+    score = score_of(r)
+    seeds = typed(r).get("seeds") or []
+    spread = r.metrics.get("time_to_target_spread")
+    ep = r.metrics.get("epochs_to_target")
+    return [
+        inp.name(r),
+        status_cell(r),
+        verdict(r.valid),
+        figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
+        f"{spread.value:.0%}" if spread else "",
+        fmt.number(ep.value, 3) if ep else "",
+        f"{score.get('converged', '?')} of {score.get('runs', len(seeds))}" if seeds else "",
+        figure(r.metrics.get("throughput")),
+        figure(r.metrics.get("cost_to_target_usd")),
+    ]
+
+
+def _goals(r: Result) -> list[tuple[str, str, Any]]:
+    """Each metric the run had to reach (Mask R-CNN: box AP, then mask AP): its name, its key in the seeds'
+    evaluations, and its target."""
+    target = typed(r).get("target", r.params.get("target"))
+    goals = [(str(typed(r).get("metric", "quality")), "quality", target)]
+    goals += [(name, name, t) for name, t in (typed(r).get("more_targets") or {}).items()]
+    return goals
+
+
+def _chart(
+    i: int,
+    title: str,
+    metric: str,
+    goal: Any,
+    curves: list[tuple[str, list[tuple[float, float, float]]]],
+    goals: list[tuple[str, str, Any]],
+) -> Chart:
+    """The seeds' curves of one metric against time and epochs, with its target (and the others' where several)."""
+    together = f" (reached together: {', '.join(f'{m} {t:g}' for m, _, t in goals)})" if len(goals) > 1 else ""
+    return Chart(
+        f"tta-{i}",
+        title + (f": {metric}" if together else ""),
+        f"{metric} against training time and against epochs for {_seeds(len(curves))}, target {goal}" + together,
+        partial(
+            charts.draw_curves,
+            seeds=curves,
+            target=float(goal) if goal is not None else None,
+            quality=metric,
+        ),
+    )
 
 
 def _curves(seeds: list[dict[str, Any]], key: str) -> list[tuple[str, list[tuple[float, float, float]]]]:

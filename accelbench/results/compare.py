@@ -1,23 +1,9 @@
 """Compare two sets of results: what the articles did by hand ("V100 was 3.6x a T4").
 
-Records are paired by benchmark and the parameters that define the workload (device, threads and timing
-budgets are ignored, and ``ignore`` drops more, e.g. ``precision`` to compare fp16 with fp32). A workload
-measured several times on one side is pooled as repeats. The verdict is :mod:`accelbench.results.judge`'s:
-contended, noisy, INVALID or interval-less sides are shown but not judged, and a difference is called only
-when the raw samples tell the sides apart and the change exceeds the run-to-run variation. A pair whose figures
-measure different things (serving runs held to other latency limits, fed requests of other lengths) is set
-aside with the reason; a setting the pairing was told to ignore is said where it differs ('precision fp32 ->
-bf16'). A serving run's latency figures (TTFT, TPOT: lower is better) stand beside its tokens/s.
-
-What a comparison says is a :class:`Row` per paired workload (both sides' figures, the verdict and what it stood
-on) and the :class:`Comparison`'s summary (the geometric mean of judged pairs, the reasons pairs were set aside),
-read by the CLI's table, the report and ``--json``.
-
-A benchmark's defaults are the caller's to give (``defaults``: benchmark name -> its parameters at their
-defaults; the CLI passes the registry's ``default_params``): a setting added since an older record was made
-then counts at its default. Without them a record is read as it was stored; results never imports the
-registry.
-"""
+Records pair by benchmark and the parameters that define the workload (not where or how long they ran; ``ignore``
+drops more), a workload measured several times on a side pooled as repeats; the verdict is
+:mod:`accelbench.results.judge`'s. ``defaults`` (benchmark -> its parameters at their defaults, the registry's)
+let a setting added since an older record count at its default, so results never imports the registry."""
 
 from __future__ import annotations
 
@@ -353,16 +339,9 @@ def compare(
     _check_sides(baseline, candidate, ignore, defaults)
     base, cand = _by_key(baseline, ignore, defaults), _by_key(candidate, ignore, defaults)
     if metric is not None:
-        known = {m for rs in (*base.values(), *cand.values()) for r in rs for m in r.metrics}
-        if metric not in known:
-            close = difflib.get_close_matches(metric, sorted(known), n=3, cutoff=0.3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise UsageError(f"no result here has a metric {metric!r}{hint} (metrics: {', '.join(sorted(known))})")
+        _check_metric(metric, base, cand)
     taken = {r.id for rs in (*base.values(), *cand.values()) for r in rs}
-    others: dict[tuple[str, str], list[Result]] = {}
-    for r in earlier:
-        if r.status == "ok" and r.id not in taken:
-            others.setdefault(system_key(r, defaults), []).append(r)
+    others = _others(earlier, taken, defaults)
 
     def name(r: Result) -> str:
         return f"{r.benchmark} {describe(r.benchmark, r.params)}"
@@ -372,53 +351,89 @@ def compare(
         cs = cand.get(key)
         if cs is None:
             continue
-        b, c = bs[-1], cs[-1]
-        m = metric or b.primary_metric or next(iter(b.metrics), None)
-        if m is None or any(m not in r.metrics for r in (*bs, *cs)):
-            continue
-        sb = side(bs, m, others.get(system_key(b, defaults), ()))
-        sc = side(cs, m, others.get(system_key(c, defaults), ()))
-        bm, cm = sb.figure(m), sc.figure(m)
-        wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
-        workload = wb if wb == wc else f"{wb} vs {wc}"
-        # where each side ran (never part of the pairing) and what the pairing was told to ignore: said where it
-        # differs, so a thread count is not read as the machine, nor an fp16 run as the fp32 one
-        moved = [
-            f"{k} {b.params.get(k)} -> {c.params.get(k)}"
-            for k in sorted(PLACE_PARAMS | set(ignore))
-            if b.params.get(k) != c.params.get(k)
-        ]
-        workload += f" ({', '.join(moved)})" if moved else ""
-        eff = _efficiency(_shown(sb), _shown(sc)) if metric is None else {}
-        apart = _apart(bs, cs, rules)
-        rows.append(
-            Row(
-                b.benchmark,
-                workload,
-                m,
-                bm.unit,
-                bm.higher_is_better,
-                bm,
-                cm,
-                _validity(list(sb.runs) or bs),
-                _validity(list(sc.runs) or cs),
-                eff,
-                judge(sb, sc, m, _is_speed(bm.unit), apart),
-                len(sb.runs) or len(bs),
-                len(sc.runs) or len(cs),
-                tuple(sb.reasons()),
-                tuple(sc.reasons()),
-                tuple(name for name, x in (("baseline", sb), ("candidate", sc)) if not x.judgeable),
-                apart,
-                _beside(_shown(sb), _shown(sc), m),
-            )
-        )
+        row = _row(bs, cs, metric, ignore, describe, others, defaults, rules)
+        if row is not None:
+            rows.append(row)
     return Comparison(
         rows,
         only_baseline=[name(rs[-1]) for k, rs in base.items() if k not in cand],
         only_candidate=[name(rs[-1]) for k, rs in cand.items() if k not in base],
         repeated=sorted({name(rs[-1]) for rs in (*base.values(), *cand.values()) if len(rs) > 1}),
     )
+
+
+def _check_metric(metric: str, base: dict[str, list[Result]], cand: dict[str, list[Result]]) -> None:
+    """A ``metric`` no record carries would pair nothing: said, with the nearest names."""
+    known = {m for rs in (*base.values(), *cand.values()) for r in rs for m in r.metrics}
+    if metric not in known:
+        close = difflib.get_close_matches(metric, sorted(known), n=3, cutoff=0.3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UsageError(f"no result here has a metric {metric!r}{hint} (metrics: {', '.join(sorted(known))})")
+
+
+def _others(earlier: Iterable[Result], taken: set[str], defaults: Defaults) -> dict[tuple[str, str], list[Result]]:
+    """The earlier ok records not compared themselves, per workload on one system: each side's run-to-run spread."""
+    others: dict[tuple[str, str], list[Result]] = {}
+    for r in earlier:
+        if r.status == "ok" and r.id not in taken:
+            others.setdefault(system_key(r, defaults), []).append(r)
+    return others
+
+
+def _row(
+    bs: list[Result],
+    cs: list[Result],
+    metric: str | None,
+    ignore: tuple[str, ...],
+    describe: Describe,
+    others: dict[tuple[str, str], list[Result]],
+    defaults: Defaults,
+    rules: Rules,
+) -> Row | None:
+    """One paired workload judged on its metric; None where a run of either side lacks that metric."""
+    b, c = bs[-1], cs[-1]
+    m = metric or b.primary_metric or next(iter(b.metrics), None)
+    if m is None or any(m not in r.metrics for r in (*bs, *cs)):
+        return None
+    sb = side(bs, m, others.get(system_key(b, defaults), ()))
+    sc = side(cs, m, others.get(system_key(c, defaults), ()))
+    bm, cm = sb.figure(m), sc.figure(m)
+    eff = _efficiency(_shown(sb), _shown(sc)) if metric is None else {}
+    apart = _apart(bs, cs, rules)
+    return Row(
+        b.benchmark,
+        _workload(b, c, ignore, describe),
+        m,
+        bm.unit,
+        bm.higher_is_better,
+        bm,
+        cm,
+        _validity(list(sb.runs) or bs),
+        _validity(list(sc.runs) or cs),
+        eff,
+        judge(sb, sc, m, _is_speed(bm.unit), apart),
+        len(sb.runs) or len(bs),
+        len(sc.runs) or len(cs),
+        tuple(sb.reasons()),
+        tuple(sc.reasons()),
+        tuple(name for name, x in (("baseline", sb), ("candidate", sc)) if not x.judgeable),
+        apart,
+        _beside(_shown(sb), _shown(sc), m),
+    )
+
+
+def _workload(b: Result, c: Result, ignore: tuple[str, ...], describe: Describe) -> str:
+    """The pair's workload as both sides describe it, and the settings it was not paired on that differ."""
+    wb, wc = describe(b.benchmark, b.params), describe(c.benchmark, c.params)
+    workload = wb if wb == wc else f"{wb} vs {wc}"
+    # where each side ran (never part of the pairing) and what the pairing was told to ignore: said where it
+    # differs, so a thread count is not read as the machine, nor an fp16 run as the fp32 one
+    moved = [
+        f"{k} {b.params.get(k)} -> {c.params.get(k)}"
+        for k in sorted(PLACE_PARAMS | set(ignore))
+        if b.params.get(k) != c.params.get(k)
+    ]
+    return workload + (f" ({', '.join(moved)})" if moved else "")
 
 
 def _apart(bs: list[Result], cs: list[Result], rules: Rules) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ Batch sizes are per device; ``auto`` searches the largest that fits (:mod:`accel
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import precision_reason
@@ -22,7 +22,14 @@ from accelbench.system.specs import peak_for
 from accelbench.train import loop
 from accelbench.train.autobatch import find_batch
 from accelbench.train.data import default_workers, measure_pipeline, open_pipeline
-from accelbench.train.specs import UNUSED_PIPELINE, TrainDetails, TrainParams, devices_used
+from accelbench.train.specs import (
+    UNUSED_PIPELINE,
+    TrainDetails,
+    TrainParams,
+    devices_used,
+    training_figures,
+    windowed_result,
+)
 from accelbench.workloads import workload_class
 
 if TYPE_CHECKING:
@@ -122,46 +129,19 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
         return
     ctx.progress(f"building {info.name} ({params.scale})")
     model = loop.prepare_model(workload, params, device)
-    if params.batch_size == "auto":
-        search = find_batch(workload, model, params, device, info.batch_for(device), _memory_cap(params, device), ctx)
-        batch, details["auto_batch_trials"] = search.batch, search.trials
-        details["auto_batch"] = search.summary()
-        if batch is None:
-            yield _failed(record, "not even a batch of 1 fits in memory (or under --memory-cap)", details=details)
-            return
-    else:
-        batch = info.batch_for(device) if params.batch_size == "default" else int(params.batch_size)
+    batch = _batch_size(workload, model, params, device, details, ctx)
+    if batch is None:
+        yield _failed(record, "not even a batch of 1 fits in memory (or under --memory-cap)", details=details)
+        return
     record |= {"batch_size": batch, "batch_size_request": params.batch_size, "global_batch_size": batch}
     try:
-        trainer = loop.make_trainer(workload, model, params, device, batch)
-        if params.data == "real":
-            ctx.progress("starting the input pipeline")
-            record["workers"] = workers(params)
-            trainer.use_real_data(params, batch, record["workers"])
-            details["pipeline"] = trainer.pipeline.setup if trainer.pipeline else {}
-        ctx.progress("counting FLOPs")
-        flops = loop.flops_per_sample(trainer, batch)
-        if params.compile:
-            ctx.progress("compiling")
-            trainer.model = loop.compiled(model, params)
+        trainer, flops = _trainer(workload, model, params, device, batch, record, details, ctx)
         with ConditionsMonitor(threads, kind_of(device).monitored(device)) as monitor, loop.PeakMemory(device) as mem:
-            measurement, last_loss = loop.run_windows(
-                trainer,
-                params,
-                lambda step, sec: ctx.progress(
-                    f"step {step}/{params.num_batches}: {batch / sec:,.1f} {info.sample_unit}/s",
-                    left=(params.num_batches - step) * sec,
-                ),
-                ctx.stop,
-            )
+            measurement, last_loss = loop.run_windows(trainer, params, _progress(ctx, params, batch, info), ctx.stop)
     except Exception as exc:
         if not loop.is_oom(exc):
             raise
-        yield _failed(
-            record,
-            f"batch size {batch} per device did not fit in memory ({str(exc).splitlines()[0][:160]}); "
-            "try a smaller --batch-size or --batch-size auto",
-        )
+        yield _failed(record, _did_not_fit(batch, exc))
         return
     if not math.isfinite(last_loss):
         yield _failed(record, f"the loss is not finite ({last_loss}) during the {params.num_batches} measured steps")
@@ -191,6 +171,61 @@ def run_single(params: TrainParams, ctx: RunContext) -> Iterator[Result]:
     yield result
 
 
+def _batch_size(
+    workload: Any, model: Any, params: TrainParams, device: "torch.device", details: TrainDetails, ctx: RunContext
+) -> int | None:
+    """The batch per device: the flag, the model's default, or with ``auto`` the largest that fits (its trials in
+    ``details``); None where not even 1 does."""
+    info = workload.info
+    if params.batch_size != "auto":
+        return info.batch_for(device) if params.batch_size == "default" else int(params.batch_size)
+    search = find_batch(workload, model, params, device, info.batch_for(device), _memory_cap(params, device), ctx)
+    batch, details["auto_batch_trials"] = search.batch, search.trials
+    details["auto_batch"] = search.summary()
+    return batch
+
+
+def _trainer(
+    workload: Any,
+    model: Any,
+    params: TrainParams,
+    device: "torch.device",
+    batch: int,
+    record: dict[str, Any],
+    details: TrainDetails,
+    ctx: RunContext,
+) -> tuple[loop.Trainer, float | None]:
+    """The trainer ready to time: its input pipeline where the data is real, its FLOPs a sample counted (before
+    --compile compiles it), and those FLOPs."""
+    trainer = loop.make_trainer(workload, model, params, device, batch)
+    if params.data == "real":
+        ctx.progress("starting the input pipeline")
+        record["workers"] = workers(params)
+        trainer.use_real_data(params, batch, record["workers"])
+        details["pipeline"] = trainer.pipeline.setup if trainer.pipeline else {}
+    ctx.progress("counting FLOPs")
+    flops = loop.flops_per_sample(trainer, batch)
+    if params.compile:
+        ctx.progress("compiling")
+        trainer.model = loop.compiled(model, params)
+    return trainer, flops
+
+
+def _did_not_fit(batch: int, exc: BaseException) -> str:
+    return (
+        f"batch size {batch} per device did not fit in memory ({str(exc).splitlines()[0][:160]}); "
+        "try a smaller --batch-size or --batch-size auto"
+    )
+
+
+def _progress(ctx: RunContext, params: TrainParams, batch: int, info: Any) -> Callable[[int, float], None]:
+    """What each measured window says: the step, the rate, and the time the steps left take at it."""
+    return lambda step, sec: ctx.progress(
+        f"step {step}/{params.num_batches}: {batch / sec:,.1f} {info.sample_unit}/s",
+        left=(params.num_batches - step) * sec,
+    )
+
+
 def workers(params: TrainParams) -> int:
     """The loader workers of one rank: the flag, or the cores available to it (see data.default_workers)."""
     return params.workers if params.workers >= 0 else default_workers(params.nproc)
@@ -218,26 +253,7 @@ def _data_only(
         m = measure_pipeline(pipeline, device, params.warmup, params.num_batches // params.window, params.window)
     metrics = {"throughput": fig.rate(batch, m, f"{info.sample_unit}/s"), "batch_seconds": fig.seconds(m)}
     details["data_only"] = True
-    return _measured(record, m, metrics, details, monitor.conditions.to_dict())
-
-
-def _measured(
-    record: dict[str, Any], m: Any, metrics: dict[str, Any], details: TrainDetails, conditions: dict[str, Any]
-) -> Result:
-    """The record of a measurement in windows: its figures, raw samples, clock and the run's conditions."""
-    details |= {"clock": m.clock, "windows": m.n}
-    if "compiles" in m.meta:  # the compilation counted apart, on XLA
-        details["compiles"] = m.meta["compiles"]
-    return Result(
-        benchmark_of(TrainParams),
-        record,
-        metrics=metrics,
-        primary_metric="throughput",
-        concerns=fig.concerns_of(m, conditions),
-        conditions=conditions,
-        samples=list(m.samples),
-        details=details,
-    )
+    return windowed_result(benchmark_of(TrainParams), record, m, metrics, details, monitor.conditions.to_dict())
 
 
 def _result(
@@ -257,14 +273,8 @@ def _result(
 ) -> Result:
     """The record: system throughput (median over windows, with CI), per device, step time, memory, FLOPs. Per
     device and against the peak of the ``devices`` the ``world`` ranks ran on: ranks sharing one CPU share it."""
-    global_batch = batch * world
-    throughput = fig.rate(global_batch, m, f"{unit}/s")
-    metrics = {
-        "throughput": throughput,
-        "throughput_per_device": fig.scaled(throughput, 1 / devices),
-        "step_seconds": fig.seconds(m),
-        "peak_memory_bytes": fig.figure(peak_memory, "B", higher_is_better=False),
-    }
+    metrics = training_figures(batch * world, m, f"{unit}/s", devices, peak_memory)
+    throughput = metrics["throughput"]
     waits = details.get("input_wait_seconds_per_window")
     if waits:  # the share of each window the steps spent waiting for their batches: input-bound by this much
         shares = sorted(w / (s * m.calls_per_sample) for w, s in zip(waits, m.samples, strict=True))
@@ -279,4 +289,4 @@ def _result(
             metrics["pct_of_peak"] = fig.pct_of_peak(tflops, peak.tflops * devices)
             details["peak"] = fig.peak_details(peak.tflops, "TFLOPS", peak.source, peak.estimated)
         details["flops_per_sample"] = flops
-    return _measured(record, m, metrics, details, conditions)
+    return windowed_result(benchmark_of(TrainParams), record, m, metrics, details, conditions)

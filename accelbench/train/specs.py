@@ -8,7 +8,9 @@ from typing import Any
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import tf32_math, unsupported_reason
 from accelbench.errors import UsageError
+from accelbench.kit import metrics as fig
 from accelbench.kit.ranks import check_nproc
+from accelbench.measure.stats import Measurement
 from accelbench.params import (
     COMPILE_MODES,
     CommonParams,
@@ -21,6 +23,7 @@ from accelbench.params import (
     positive,
 )
 from accelbench.results.details import Details
+from accelbench.results.record import Metric, Result
 from accelbench.train.datasets import IMAGE_LAYOUTS, RATINGS_LAYOUT, data_format
 from accelbench.train.decode import DECODERS, decoder_name
 from accelbench.workloads import is_decoder, model_info
@@ -99,6 +102,45 @@ class TrainDetails(Details, total=False):
     state_bytes_per_device: int
     grad_accum: int
     layout: dict[str, Any]
+
+
+def training_figures(work: float, m: Measurement, unit: str, devices: int, peak_memory: int) -> dict[str, Metric]:
+    """What every training record reports: ``work`` a step as a rate (``unit``), per device, the step time and
+    the peak memory."""
+    throughput = fig.rate(work, m, unit)
+    return {
+        "throughput": throughput,
+        "throughput_per_device": fig.scaled(throughput, 1 / devices),
+        "step_seconds": fig.seconds(m),
+        "peak_memory_bytes": fig.figure(peak_memory, "B", higher_is_better=False),
+    }
+
+
+def windowed_result(
+    benchmark: str,
+    record: dict[str, Any],
+    m: Measurement,
+    metrics: dict[str, Metric],
+    details: TrainDetails,
+    conditions: dict[str, Any],
+    more: TrainDetails | None = None,
+) -> Result:
+    """The record of a measurement in windows: its figures, raw samples, clock (then ``more``) and conditions."""
+    details |= {"clock": m.clock, "windows": m.n}
+    if more:
+        details |= more
+    if "compiles" in m.meta:  # the compilation counted apart, on XLA
+        details["compiles"] = m.meta["compiles"]
+    return Result(
+        benchmark,
+        record,
+        metrics=metrics,
+        primary_metric="throughput",
+        concerns=fig.concerns_of(m, conditions),
+        conditions=conditions,
+        samples=list(m.samples),
+        details=details,
+    )
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from accelbench.devices.precision import precision_reason
 from accelbench.kit.context import Progress, quiet
 from accelbench.kit.step import TrainStep, autocast
 from accelbench.tta.mlperf_log import RunLog
-from accelbench.tta.recipes.base import Recipe
+from accelbench.tta.recipes.base import Recipe, Schedule
 from accelbench.tta.specs import TtaParams
 
 if TYPE_CHECKING:
@@ -159,18 +159,22 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
+@dataclass
+class _Training:
+    """What one seed trains: the model, what the steps call (compiled or not), its schedule and its step."""
+
+    model: Any
+    runner: Any
+    schedule: Schedule
+    step: TrainStep
+
+
+def _build(job: Job, seed: int, precision: str) -> _Training:
+    """The seed's model, schedule and train step; under --compile, compiled (forward and backward) before the clock."""
     import torch
 
     r, p = job.recipe, job.params
-    kind = kind_of(job.device)
     global_batch = job.batch * job.world
-    precision = precision_of(p, r, job.device)
-    log.start(C.INIT_START)
-    log.submission(r.mlperf_benchmark, job.platform, closed=r.mlperf_benchmark == "resnet")
-    log.event(C.CACHE_CLEAR, True)
-    log.event(C.SEED, seed)
-    _seed_everything(seed)
     model = job.wrap(r.build((job.train, job.val), p.scale).to(job.device))
     steps = r.steps_per_epoch(job.train, global_batch)
     schedule = r.schedule(model, global_batch, steps, job.max_epochs)
@@ -184,15 +188,66 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
             r.loss(runner, batch).backward()
         model.load_state_dict(state)
         schedule.optimizer.zero_grad(set_to_none=True)
+    return _Training(model, runner, schedule, train_step)
+
+
+def _log_hyperparameters(job: Job, schedule: Schedule, log: RunLog) -> None:
+    """The hyperparameters and sizes MLPerf's log records before the run starts."""
+    r = job.recipe
     hyper = dict(schedule.hyperparameters)
     if "model_bn_span" in hyper:
         hyper["model_bn_span"] = job.batch
     for key, value in hyper.items():
         log.event(key, value)
-    log.event(C.GLOBAL_BATCH_SIZE, global_batch)
+    log.event(C.GLOBAL_BATCH_SIZE, job.batch * job.world)
     log.event(C.GRADIENT_ACCUMULATION_STEPS, 1)
     log.event(C.TRAIN_SAMPLES, r.train_samples(job.train))
     log.event(C.EVAL_SAMPLES, r.eval_samples(job.val))
+
+
+def _train_epoch(job: Job, t: _Training, seed: int, epoch: int, step: int, run: SeedRun) -> int:
+    """One epoch's steps, counted into ``run``; the step count after it."""
+    r, kind = job.recipe, kind_of(job.device)
+    t.model.train()
+    t_train = time.perf_counter()
+    for batch in r.batches(job.train, job.batch, epoch, seed, job.rank, job.world, job.device):
+        t.schedule.step(step)
+        loss = t.step(functools.partial(r.loss, t.runner, batch))
+        kind.end_step(job.device)  # a lazy device (XLA) runs each step as its own graph, compiled once
+        del loss
+        step += 1
+        run.samples += len(batch[0]) * job.world  # a tensor's rows, or a detector's list of images
+    synchronize(job.device)
+    run.train_seconds += time.perf_counter() - t_train
+    return step
+
+
+def _evaluate_epoch(job: Job, model: Any, log: RunLog, epoch: int, t0: float) -> tuple[dict[str, float], float]:
+    """Every metric after ``epoch``, logged, and the seconds since the run started when they were known."""
+    r = job.recipe
+    log.start(C.EVAL_START, epoch_num=epoch)
+    model.eval()
+    qualities = evaluate(r, model, job)
+    synchronize(job.device)
+    elapsed = time.perf_counter() - t0
+    if job.more:  # several metrics: MLPerf logs them in one event, by its names (Mask R-CNN: BBOX, SEGM)
+        log.event(C.EVAL_ACCURACY, {r.mlperf_keys.get(k, k): v for k, v in qualities.items()}, epoch_num=epoch)
+    else:
+        log.event(C.EVAL_ACCURACY, qualities[r.metric], epoch_num=epoch)
+    log.end(C.EVAL_STOP, epoch_num=epoch)
+    return qualities, elapsed
+
+
+def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
+    r = job.recipe
+    precision = precision_of(job.params, r, job.device)
+    log.start(C.INIT_START)
+    log.submission(r.mlperf_benchmark, job.platform, closed=r.mlperf_benchmark == "resnet")
+    log.event(C.CACHE_CLEAR, True)
+    log.event(C.SEED, seed)
+    _seed_everything(seed)
+    training = _build(job, seed, precision)
+    _log_hyperparameters(job, training.schedule, log)
     log.end(C.INIT_STOP)
     synchronize(job.device)
     log.start(C.RUN_START)
@@ -210,17 +265,7 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
             until = next(e for e in range(epoch, job.max_epochs + 1) if evaluated(e))
             log.start(C.BLOCK_START, first_epoch_num=epoch, epoch_count=until - epoch + 1)
         log.start(C.EPOCH_START, epoch_num=epoch)
-        model.train()
-        t_train = time.perf_counter()
-        for batch in r.batches(job.train, job.batch, epoch, seed, job.rank, job.world, job.device):
-            schedule.step(step)
-            loss = train_step(functools.partial(r.loss, runner, batch))
-            kind.end_step(job.device)  # a lazy device (XLA) runs each step as its own graph, compiled once
-            del loss
-            step += 1
-            run.samples += len(batch[0]) * job.world  # a tensor's rows, or a detector's list of images
-        synchronize(job.device)
-        run.train_seconds += time.perf_counter() - t_train
+        step = _train_epoch(job, training, seed, epoch, step, run)
         log.end(C.EPOCH_STOP, epoch_num=epoch)
         run.epochs = epoch
         if not evaluated(epoch):  # the reference evaluates later (SSD: first after epoch 33): say where it is
@@ -232,17 +277,8 @@ def run_seed(job: Job, seed: int, log: RunLog) -> SeedRun:
             continue
         log.end(C.BLOCK_STOP, first_epoch_num=block)
         block = epoch + 1
-        log.start(C.EVAL_START, epoch_num=epoch)
-        model.eval()
-        qualities = evaluate(r, model, job)
+        qualities, elapsed = _evaluate_epoch(job, training.model, log, epoch, t0)
         quality = qualities[r.metric]
-        synchronize(job.device)
-        elapsed = time.perf_counter() - t0
-        if job.more:  # several metrics: MLPerf logs them in one event, by its names (Mask R-CNN: BBOX, SEGM)
-            log.event(C.EVAL_ACCURACY, {r.mlperf_keys.get(k, k): v for k, v in qualities.items()}, epoch_num=epoch)
-        else:
-            log.event(C.EVAL_ACCURACY, quality, epoch_num=epoch)
-        log.end(C.EVAL_STOP, epoch_num=epoch)
         point = {"epoch": epoch, "seconds": elapsed, "quality": quality, "samples": run.samples}
         run.curve.append(point | {k: qualities[k] for k in job.more})
         left, note = _time_left(job, elapsed, epoch)

@@ -1,11 +1,9 @@
 """``tune MODEL`` for a model served a batch at a time (``infer/loadgen``): backends, precisions, memory formats and
 compilation, then batch sizes and requests in flight, each trial a LoadGen run in the scenario ranked.
 
-Finalists pass the accuracy gate first: with ``--dataset``, MLPerf's 99% of the FP32 reference's quality on its
-labels; without, fidelity to FP32 on the same weights (:mod:`accelbench.infer.accuracy`). Server is screened on
-Offline throughput (a find-peak per candidate would spend the budget) and confirmed by find-peak; SingleStream
-sends one sample per query, so neither its batch nor its requests are searched.
-"""
+Finalists pass the accuracy gate first (:mod:`accelbench.infer.accuracy`). Server is screened on Offline throughput
+(a find-peak per candidate would spend the budget) and confirmed by find-peak; SingleStream sends one sample per
+query, so neither its batch nor its requests are searched."""
 
 from __future__ import annotations
 
@@ -23,9 +21,12 @@ from accelbench.tune.task import (
     SCREEN_SECONDS,
     TuneTask,
     batch_class,
+    checkpoint_option,
     compile_modes,
     device_of,
     ordered,
+    trial_base,
+    weights_words,
 )
 
 #: the scenarios a search ranks by: Offline samples/s, Server peak QPS within the bound, SingleStream p90
@@ -54,13 +55,7 @@ class LoadGenOptions(NoOptions):
     backends: str = opt(
         "", "an image model's backends tried, comma-separated (empty: every installed one)", metavar="LIST", sweep=False
     )
-    checkpoint: str = opt(
-        "",
-        "weights to serve, which make the accuracy gate meaningful: a state_dict (.pt) for an image model, a "
-        "Hugging Face checkpoint folder for a language model",
-        metavar="PATH",
-        sweep=False,
-    )
+    checkpoint: str = checkpoint_option()
     dataset: str = opt(
         "", "an image model's accuracy gate scores its dataset's labels (DIR)", metavar="DIR", sweep=False
     )
@@ -140,11 +135,8 @@ class LoadGenTask(TuneTask):
 
     def shapes(self, best: list[Candidate]) -> list[Candidate]:
         """Batch sizes (and, for OpenVINO, requests in flight) around the best runtimes; on a CPU with many cores
-        the best threaded runtime with one and two cores left to the harness.
-
-        Measured on a 16-core Sapphire Rapids (torch bf16 + channels_last, batch 8, Offline): 129.7 samples/s with
-        16 threads and 147.3 with 14, where a bare loop gave 173.1 and 148.1: the harness's own threads cost most
-        when every core computes, so the search measures which count serves best."""
+        the best threaded runtime with one and two cores left to the harness, whose own threads cost most when every
+        core computes (docs/tune.md, The stages)."""
         if self.options.scenario == "singlestream":
             return []
         device = device_of(self.tune)
@@ -167,14 +159,7 @@ class LoadGenTask(TuneTask):
     # -- the trials ---------------------------------------------------------------------------------------------
 
     def trial(self, **settings: Any) -> InferParams:
-        tune = self.tune
-        common: dict[str, Any] = {
-            "model": tune.model,
-            "scale": tune.scale,
-            "emulated": tune.emulated,
-            "device": tune.device,
-        }
-        common |= {"threads": tune.threads, "checkpoint": self.options.checkpoint}
+        common = trial_base(self.tune) | {"checkpoint": self.options.checkpoint}
         # a candidate's settings are flat (channels_last beside batch_size): the backend's own go where it keeps them
         return InferParams.of(**(common | settings))
 
@@ -190,7 +175,7 @@ class LoadGenTask(TuneTask):
 
     def first_expected(self, phase: str, per_sample: Callable[[], float | None]) -> tuple[float, float] | None:
         """A LoadGen confirmation pays a screening's start, load and probe, and its 4 s more of LoadGen take
-        ``LOADGEN_PACE`` times as long (``budget.LOADGEN_PACE`` says what was measured); Server's find-peak is a search
+        ``LOADGEN_PACE`` times as long (docs/tune.md says what was measured); Server's find-peak is a search
         of several runs, four at least. A gate pays ``GATE_SCREENS`` screenings and runs the FP32 reference and the
         candidate over the gate's samples, and the FP32 model rounded twice (fidelity's twins) over a quarter of
         them, at about the reference's screened rate."""
@@ -208,7 +193,7 @@ class LoadGenTask(TuneTask):
     # -- the outcome --------------------------------------------------------------------------------------------
 
     def _weights(self) -> str:
-        return f"checkpoint {self.options.checkpoint}" if self.options.checkpoint else "random weights"
+        return weights_words(self.options.checkpoint)
 
     def gate_words(self) -> str:
         if self.options.dataset:

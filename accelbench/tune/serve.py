@@ -1,24 +1,10 @@
 """``tune MODEL`` for a language model (``infer/llm``): the engine settings that serve it the most tokens/s per
 device at a stated interactivity.
 
-A candidate is an engine (every local one installed: transformers' continuous batching, the static batch, vLLM),
-a precision this device computes natively, compilation (torch.compile; vLLM's CUDA graphs), and the work's
-shape: requests in flight (``--batch-size``, the engine's concurrent sequences) and, for continuous batching,
-the batch-token budget of one forward step. Each trial is an Offline run at that fixed concurrency held to the
-TPOT limit (``--tpot-ms``, default the preset's MLPerf Server limit): a run over it is INVALID (its p99 TPOT by
-the SUT's clock, :mod:`accelbench.serve.limits`), so more requests in flight win only while each user
-still reads tokens at the stated pace. That is a point of MLPerf Endpoints' Pareto curve; the search finds the
-highest point under the interactivity line.
-
-The KV cache is sized by the engine for the requests in flight (enough pages for ``--batch-size`` of the longest
-requests): at a fixed concurrency a larger cache holds nothing more, and a smaller one would preempt, so the
-cache follows the concurrency rather than being searched on its own.
-
-Every finalist passes the LLM accuracy gate first (``--mode accuracy``): the served greedy tokens against the
-FP32 model's at the positions rounding cannot flip, or ROUGE against a prompt file's answers (``--prompts``,
-with ``--checkpoint DIR``). No candidate is the reference: the reference is FP32 ``generate`` one prompt at a
-time, which no engine is, so FP32 engines are gated too.
-"""
+A candidate is an engine, a native precision, compilation, and the work's shape (requests in flight; continuous
+batching's batch-token budget). Each trial is an Offline run held to ``--tpot-ms``, a run over it INVALID, so more
+requests in flight win only while each user still reads at the stated pace. The KV cache follows the concurrency;
+every finalist, FP32 engines too, passes the LLM accuracy gate (docs/tune.md, Serving a language model)."""
 
 from __future__ import annotations
 
@@ -36,8 +22,11 @@ from accelbench.tune.task import (
     SCREEN_SECONDS,
     TuneTask,
     batch_class,
+    checkpoint_option,
     device_of,
     ordered,
+    trial_base,
+    weights_words,
 )
 
 #: requests in flight tried around the best runtimes, by the device's batch class
@@ -69,13 +58,7 @@ class ServeOptions(NoOptions):
         metavar="FILE",
         sweep=False,
     )
-    checkpoint: str = opt(
-        "",
-        "weights to serve, which make the accuracy gate meaningful: a state_dict (.pt) for an image model, a "
-        "Hugging Face checkpoint folder for a language model",
-        metavar="PATH",
-        sweep=False,
-    )
+    checkpoint: str = checkpoint_option()
 
     def check(self) -> None:
         """Local engines only (a search changes an engine's settings), a TPOT limit not negative, a prompt file
@@ -151,14 +134,8 @@ class ServeTask(TuneTask):
 
     def trial(self, **settings: Any) -> LLMServeParams:
         """Every serving trial is Offline, held to the TPOT limit, with the checkpoint and prompts given."""
-        tune, o = self.tune, self.options
-        common: dict[str, Any] = {
-            "model": tune.model,
-            "scale": tune.scale,
-            "emulated": tune.emulated,
-            "device": tune.device,
-        }
-        common |= {"threads": tune.threads, "scenario": "offline", "tpot_ms": self.tpot_limit()[0]}
+        o = self.options
+        common = trial_base(self.tune) | {"scenario": "offline", "tpot_ms": self.tpot_limit()[0]}
         common |= {"checkpoint": o.checkpoint} | ({"prompts": o.prompts} if o.prompts else {})
         return LLMServeParams.of(**(common | settings))
 
@@ -194,7 +171,7 @@ class ServeTask(TuneTask):
     # -- the outcome --------------------------------------------------------------------------------------------
 
     def _weights(self) -> str:
-        return f"checkpoint {self.options.checkpoint}" if self.options.checkpoint else "random weights"
+        return weights_words(self.options.checkpoint)
 
     def gate_words(self) -> str:
         if self.options.prompts:

@@ -1,21 +1,16 @@
 """The task seam: what a search needs to know of the benchmark whose settings it searches (torch-free).
 
-A search is the same schedule for every benchmark (screen, gate, confirm, within a budget: :mod:`.search`); what
-differs is the benchmark's: its flags, its space of candidates, the entry of each trial and the words of its
-accuracy gate. Each benchmark that ``accelbench tune`` searches is one :class:`TuneTask`, which owns those, so the
-search names no benchmark. ``--task`` names the command (``infer``, ``train``) and the model chooses among the
-benchmarks that command runs, as ``accelbench infer MODEL`` does (each benchmark's parameters say which models they
-take, ``takes_model``): a language model's ``--task infer`` is ``infer/llm``'s search, an image model's
-``infer/loadgen``'s. A task's own flags are its ``Options`` (:class:`accelbench.params.Parts`), so a flag of
-another task is refused in one line, as a setting of an engine not chosen is.
-"""
+A search is one schedule for every benchmark (:mod:`.search`); the benchmark's flags, candidates, trial entries
+and gate words are its :class:`TuneTask`'s, so the search names no benchmark. ``--task`` names the command and the
+model chooses among that command's benchmarks (``takes_model``), as ``accelbench infer MODEL`` does; a task's own
+flags are its ``Options``, so another task's flag is refused in one line."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Protocol
 
 from accelbench.errors import UsageError
-from accelbench.params import CommonParams, NoOptions, check_choice
+from accelbench.params import CommonParams, NoOptions, check_choice, opt
 from accelbench.tune.candidate import Candidate, Space
 
 
@@ -45,7 +40,7 @@ class SearchSettings(Protocol):
 
 #: LoadGen seconds of a screening and of a confirmation trial (quick profile, non-compliant)
 SCREEN_SECONDS, CONFIRM_SECONDS = 2.0, 6.0
-#: a first gate's start-up, model load and LoadGen runs, in screenings (a 2-core VM: a gate 69 s, a screening 24 s)
+#: a first gate's start-up, model load and LoadGen runs, in screenings (measured: docs/tune.md)
 GATE_SCREENS = 3.0
 #: ``--task`` words that changed, with the word that replaced them: refused with the new one
 RENAMED = {"serve": "infer"}
@@ -189,6 +184,33 @@ def route(command: str, model: str) -> type[TuneTask]:
     check_choice("task", command, commands())
     offered = [t for t in builtin_tasks() if t.command == command]
     return next((t for t in offered if t.params.takes_model(model)), offered[0])
+
+
+def trial_base(tune: SearchSettings) -> dict[str, Any]:
+    """What every trial takes from the search: its model, scale, emulation, device and threads."""
+    return {
+        "model": tune.model,
+        "scale": tune.scale,
+        "emulated": tune.emulated,
+        "device": tune.device,
+        "threads": tune.threads,
+    }
+
+
+def checkpoint_option() -> Any:
+    """``--checkpoint``, one flag of every task that serves a model (each ``Options`` declares its own field)."""
+    return opt(
+        "",
+        "weights to serve, which make the accuracy gate meaningful: a state_dict (.pt) for an image model, a "
+        "Hugging Face checkpoint folder for a language model",
+        metavar="PATH",
+        sweep=False,
+    )
+
+
+def weights_words(checkpoint: str) -> str:
+    """The served model's weights in a gate's words."""
+    return f"checkpoint {checkpoint}" if checkpoint else "random weights"
 
 
 def device_of(tune: SearchSettings) -> Any:

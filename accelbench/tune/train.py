@@ -1,11 +1,7 @@
 """``tune MODEL --task train``: training throughput (``train/throughput``) over precision, memory format and
 torch.compile, then batch sizes around the best, each trial a short training run whose windows are its samples.
-
-Training changes no answer the way a served precision does, so nothing is gated; confirmations keep their
-windows' raw samples, and the best separates from the runner-up on the rank test
-(:mod:`accelbench.tune.verdict`). A decoder trains as ``train/llm``, whose settings (sharding, micro-batch,
-checkpointing) are a space of their own, not searched yet: :class:`LLMTrainTask` says so.
-"""
+Training changes no answer the way a served precision does, so nothing is gated. A decoder's ``train/llm`` space
+(sharding, micro-batch, checkpointing) is not searched yet: :class:`LLMTrainTask` says so."""
 
 from __future__ import annotations
 
@@ -15,7 +11,7 @@ from accelbench.errors import UsageError
 from accelbench.train.llm.specs import LLMTrainParams
 from accelbench.train.specs import TRAIN_PRECISIONS, TrainParams
 from accelbench.tune.candidate import Candidate, Space, split_list
-from accelbench.tune.task import TuneTask, batch_class, compile_modes, device_of, ordered
+from accelbench.tune.task import TuneTask, batch_class, compile_modes, device_of, ordered, trial_base
 
 #: training's defaults: the candidate every other is measured against
 TRAIN_DEFAULT = {"precision": "fp32", "channels_last": False, "compile": False, "batch_size": "default"}
@@ -75,14 +71,7 @@ class TrainTask(TuneTask):
         return [c.with_(batch_size=b) for c in best for b in self.batches(device)]
 
     def trial(self, **settings: Any) -> TrainParams:
-        tune = self.tune
-        common: dict[str, Any] = {
-            "model": tune.model,
-            "scale": tune.scale,
-            "emulated": tune.emulated,
-            "device": tune.device,
-        }
-        return TrainParams(**(common | {"threads": tune.threads} | settings))
+        return TrainParams(**(trial_base(self.tune) | settings))
 
     def trial_of(self, phase: str, settings: dict[str, Any]) -> TrainParams:
         return self.trial(**settings, **(TRAIN_CONFIRM if phase == "confirm" else TRAIN_SCREEN))

@@ -32,7 +32,6 @@ TINY = TransformerConfig(layers=2, width=64, heads=2, ffn=128, vocab=1000, seq_l
 
 
 def _model(cfg: TransformerConfig) -> "torch.nn.Module":
-    import torch
     from torch import nn
 
     class Seq2Seq(nn.Module):
@@ -45,11 +44,7 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
             self.core = nn.Transformer(
                 cfg.width, cfg.heads, cfg.layers, cfg.layers, cfg.ffn, dropout=0.1, batch_first=True
             )
-            pos = torch.arange(cfg.seq_len).unsqueeze(1)
-            div = torch.exp(torch.arange(0, cfg.width, 2) * (-math.log(10000.0) / cfg.width))
-            table = torch.zeros(cfg.seq_len, cfg.width)
-            table[:, 0::2], table[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
-            self.register_buffer("positions", table, persistent=False)
+            self.register_buffer("positions", _sinusoids(cfg.seq_len, cfg.width), persistent=False)
             self.scale = math.sqrt(cfg.width)
 
         def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_pad: torch.Tensor | None = None) -> torch.Tensor:
@@ -76,40 +71,16 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
             self, memory: torch.Tensor, src_pad: torch.Tensor | None, token: torch.Tensor, position: int, state: Any
         ) -> tuple[torch.Tensor, Any]:
             """Next-token logits after ``token`` (one per row) at ``position``; ``state`` is None at the first step."""
-            import torch.nn.functional as F
-
             layers = self.core.decoder.layers
             if self.training or any(layer.norm_first for layer in layers):  # what the step below computes
                 raise RuntimeError("incremental decoding is for evaluation (no dropout) of post-norm layers")
             if state is None:  # the cross-attention's keys and values, from the memory, once per layer
-                state = []
-                for layer in layers:
-                    w, b = layer.multihead_attn.in_proj_weight, layer.multihead_attn.in_proj_bias
-                    k, v = F.linear(memory, w[cfg.width :], b[cfg.width :]).chunk(2, dim=-1)
-                    empty = memory.new_zeros(memory.shape[0], 0, cfg.width)
-                    state.append({"mk": k, "mv": v, "k": empty, "v": empty})
+                state = [_cross_cache(layer, memory, cfg.width) for layer in layers]
             keep = None if src_pad is None else (~src_pad)[:, None, None, :]  # True where the source is attended
             x = self.embed(token[:, None]) * self.scale + self.positions[position]
             for layer, cache in zip(layers, state, strict=True):
-                sa = layer.self_attn
-                q, k, v = F.linear(x, sa.in_proj_weight, sa.in_proj_bias).chunk(3, dim=-1)
-                cache["k"], cache["v"] = torch.cat([cache["k"], k], 1), torch.cat([cache["v"], v], 1)
-                x = layer.norm1(x + sa.out_proj(self._attend(q, cache["k"], cache["v"], None)))
-                ca = layer.multihead_attn
-                q = F.linear(x, ca.in_proj_weight[: cfg.width], ca.in_proj_bias[: cfg.width])
-                x = layer.norm2(x + ca.out_proj(self._attend(q, cache["mk"], cache["mv"], keep)))
-                x = layer.norm3(x + layer.linear2(layer.activation(layer.linear1(x))))
+                x = _layer_step(layer, x, cache, keep, cfg)
             return (self.core.decoder.norm(x) @ self.embed.weight.t())[:, 0], state
-
-        @staticmethod
-        def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
-            import torch.nn.functional as F
-
-            def heads(t: torch.Tensor) -> torch.Tensor:
-                return t.view(t.shape[0], t.shape[1], cfg.heads, -1).transpose(1, 2)
-
-            out = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), attn_mask=keep)
-            return out.transpose(1, 2).reshape(q.shape)
 
         @staticmethod
         def reorder(state: Any, index: torch.Tensor) -> Any:
@@ -118,6 +89,58 @@ def _model(cfg: TransformerConfig) -> "torch.nn.Module":
             return [cache | {"k": cache["k"][index], "v": cache["v"][index]} for cache in state]
 
     return Seq2Seq()
+
+
+def _sinusoids(seq_len: int, width: int) -> "torch.Tensor":
+    """The Transformer's fixed sinusoidal position table, (seq_len, width)."""
+    import torch
+
+    pos = torch.arange(seq_len).unsqueeze(1)
+    div = torch.exp(torch.arange(0, width, 2) * (-math.log(10000.0) / width))
+    table = torch.zeros(seq_len, width)
+    table[:, 0::2], table[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
+    return table
+
+
+def _cross_cache(layer: Any, memory: "torch.Tensor", width: int) -> dict[str, "torch.Tensor"]:
+    """A decoder layer's cache for incremental decoding: its cross-attention's keys and values of the memory, and
+    its self-attention's, empty so far."""
+    import torch.nn.functional as F
+
+    w, b = layer.multihead_attn.in_proj_weight, layer.multihead_attn.in_proj_bias
+    k, v = F.linear(memory, w[width:], b[width:]).chunk(2, dim=-1)
+    empty = memory.new_zeros(memory.shape[0], 0, width)
+    return {"mk": k, "mv": v, "k": empty, "v": empty}
+
+
+def _layer_step(
+    layer: Any, x: "torch.Tensor", cache: dict[str, "torch.Tensor"], keep: "torch.Tensor | None", cfg: TransformerConfig
+) -> "torch.Tensor":
+    """One post-norm decoder layer on the newest position alone, its keys and values appended to ``cache``."""
+    import torch
+    import torch.nn.functional as F
+
+    sa = layer.self_attn
+    q, k, v = F.linear(x, sa.in_proj_weight, sa.in_proj_bias).chunk(3, dim=-1)
+    cache["k"], cache["v"] = torch.cat([cache["k"], k], 1), torch.cat([cache["v"], v], 1)
+    x = layer.norm1(x + sa.out_proj(_attend(q, cache["k"], cache["v"], None, cfg.heads)))
+    ca = layer.multihead_attn
+    q = F.linear(x, ca.in_proj_weight[: cfg.width], ca.in_proj_bias[: cfg.width])
+    x = layer.norm2(x + ca.out_proj(_attend(q, cache["mk"], cache["mv"], keep, cfg.heads)))
+    out: torch.Tensor = layer.norm3(x + layer.linear2(layer.activation(layer.linear1(x))))
+    return out
+
+
+def _attend(
+    q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", keep: "torch.Tensor | None", n_heads: int
+) -> "torch.Tensor":
+    import torch.nn.functional as F
+
+    def heads(t: torch.Tensor) -> torch.Tensor:
+        return t.view(t.shape[0], t.shape[1], n_heads, -1).transpose(1, 2)
+
+    out = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), attn_mask=keep)
+    return out.transpose(1, 2).reshape(q.shape)
 
 
 class _Translation(Workload):
@@ -170,11 +193,9 @@ class GnmtConfig:
 GNMT_TINY = GnmtConfig(hidden=64, layers=4, vocab=1000, seq_len=12)
 
 
-def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
+def _attention(h: int) -> "torch.nn.Module":
     import torch
     from torch import nn
-
-    h = cfg.hidden
 
     class Attention(nn.Module):
         """Normalised Bahdanau (additive) attention, as in the GNMT reference."""
@@ -194,6 +215,29 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
                 scores = scores.masked_fill(pad.unsqueeze(1), float("-inf"))
             return scores.softmax(dim=-1) @ keys  # (batch, target, hidden) context
 
+    return Attention()
+
+
+def _bidirectional(lstm: Any, emb: "torch.Tensor", src_pad: "torch.Tensor | None") -> "torch.Tensor":
+    """The bidirectional layer over the embedded source, each sentence packed to its length where there is padding
+    (its backward direction would otherwise start in the padding, as the reference packs it)."""
+    from torch import nn
+
+    if src_pad is None:
+        out: torch.Tensor = lstm(emb)[0]
+        return out
+    lengths = (~src_pad).sum(1).cpu()
+    packed = nn.utils.rnn.pack_padded_sequence(emb, lengths, batch_first=True, enforce_sorted=False)
+    x, _ = nn.utils.rnn.pad_packed_sequence(lstm(packed)[0], batch_first=True, total_length=emb.shape[1])
+    return x
+
+
+def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
+    import torch
+    from torch import nn
+
+    h = cfg.hidden
+
     class GNMT(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -202,7 +246,7 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
             self.enc_bi = nn.LSTM(h, h // 2, batch_first=True, bidirectional=True)
             self.enc = nn.ModuleList(nn.LSTM(h, h, batch_first=True) for _ in range(cfg.layers - 1))
             self.dec_first = nn.LSTM(h, h, batch_first=True)
-            self.attention = Attention()
+            self.attention = _attention(h)
             self.dec = nn.ModuleList(nn.LSTM(2 * h, h, batch_first=True) for _ in range(cfg.layers - 1))
             self.classifier = nn.Linear(h, cfg.vocab)
 
@@ -214,16 +258,7 @@ def _gnmt(cfg: GnmtConfig) -> "torch.nn.Module":
             return logits
 
         def encode(self, src: torch.Tensor, src_pad: torch.Tensor | None) -> torch.Tensor:
-            emb = self.src_embed(src)
-            x: torch.Tensor
-            if src_pad is None:
-                x, _ = self.enc_bi(emb)
-            else:
-                lengths = (~src_pad).sum(1).cpu()
-                packed = nn.utils.rnn.pack_padded_sequence(emb, lengths, batch_first=True, enforce_sorted=False)
-                x, _ = nn.utils.rnn.pad_packed_sequence(
-                    self.enc_bi(packed)[0], batch_first=True, total_length=src.shape[1]
-                )
+            x = _bidirectional(self.enc_bi, self.src_embed(src), src_pad)
             for i, layer in enumerate(self.enc):
                 y, _ = layer(x)
                 x = y + x if i > 0 else y  # residual connections from the third encoder layer on

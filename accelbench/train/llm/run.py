@@ -29,7 +29,7 @@ from accelbench.train.llm import model as llm_model
 from accelbench.train.llm.body import train
 from accelbench.train.llm.model import config_for, step_precision
 from accelbench.train.llm.specs import OPTIMIZER, LLMTrainParams, micro_batch, seq_len_of, sharding_of, window_of
-from accelbench.train.specs import TrainDetails, devices_used
+from accelbench.train.specs import TrainDetails, devices_used, training_figures, windowed_result
 from accelbench.workloads.decoder import preset_of
 
 if TYPE_CHECKING:
@@ -215,13 +215,8 @@ def _result(
         clock=report["clock"],
         meta=report.get("meta") or {},
     )
-    throughput = fig.rate(report["tokens_per_step"], m, "tokens/s")
-    metrics = {
-        "throughput": throughput,
-        "throughput_per_device": fig.scaled(throughput, 1 / devices),
-        "step_seconds": fig.seconds(m),
-        "peak_memory_bytes": fig.figure(report["peak_memory_bytes"], "B", higher_is_better=False),
-    }
+    metrics = training_figures(report["tokens_per_step"], m, "tokens/s", devices, report["peak_memory_bytes"])
+    throughput = metrics["throughput"]
     if report.get("peak_reserved_bytes"):
         metrics["peak_reserved_bytes"] = fig.figure(report["peak_reserved_bytes"], "B", higher_is_better=False)
     tflops = fig.scaled(throughput, flops.per_token(False) / 1e12, "TFLOPS")
@@ -232,23 +227,10 @@ def _result(
         causal = fig.scaled(throughput, flops.per_token(True) / 1e12, "TFLOPS")
         metrics["mfu_causal"] = fig.pct_of_peak(causal, peak.tflops * devices)
         details["peak"] = fig.peak_details(peak.tflops, "TFLOPS", peak.source, peak.estimated)
-    details |= {
-        "clock": m.clock,
-        "windows": m.n,
+    more: TrainDetails = {
         "final_loss": report["loss"],
         "layout": report["layout"],
         "backend": report.get("backend"),
         "peak_memory_method": report.get("memory_method"),
     }
-    if "compiles" in m.meta:  # the compilation counted apart, on XLA
-        details["compiles"] = m.meta["compiles"]
-    return Result(
-        _benchmark(),
-        record,
-        metrics=metrics,
-        primary_metric="throughput",
-        concerns=fig.concerns_of(m, conditions),
-        conditions=conditions,
-        samples=list(m.samples),
-        details=details,
-    )
+    return windowed_result(_benchmark(), record, m, metrics, details, conditions, more)

@@ -203,6 +203,14 @@ class Recipe(ABC):
         return len(val)
 
 
+def classification_loss(model: "torch.nn.Module", batch: tuple[Any, ...], smoothing: float) -> "torch.Tensor":
+    """An image classifier's loss: cross-entropy on the labels, label-smoothed as its recipe publishes."""
+    import torch.nn.functional as F
+
+    x, y = batch
+    return F.cross_entropy(model(x), y, label_smoothing=smoothing)
+
+
 class TensorClassification(Recipe):
     """Image classification on a set staged as tensors: shuffled batches, optional augmentation, top-1."""
 
@@ -239,10 +247,7 @@ class TensorClassification(Recipe):
         return TensorSplit(split.x.to(device), split.y.to(device))
 
     def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor":
-        import torch.nn.functional as F
-
-        x, y = batch
-        return F.cross_entropy(model(x), y, label_smoothing=self.label_smoothing)
+        return classification_loss(model, batch, self.label_smoothing)
 
     def evaluate(
         self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1

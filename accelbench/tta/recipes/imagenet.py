@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from accelbench.datasets.training import check_imagenet, imagenet
 from accelbench.devices.kind import kind_of
-from accelbench.tta.recipes.base import Recipe, Schedule, loader_workers
+from accelbench.tta.recipes.base import Recipe, Schedule, classification_loss, loader_workers
 
 if TYPE_CHECKING:
     import torch
@@ -126,10 +126,7 @@ class ImageNet(Recipe):
     label_smoothing = 0.1
 
     def loss(self, model: "torch.nn.Module", batch: tuple[Any, ...]) -> "torch.Tensor":
-        import torch.nn.functional as F
-
-        x, y = batch
-        return F.cross_entropy(model(x), y, label_smoothing=self.label_smoothing)
+        return classification_loss(model, batch, self.label_smoothing)
 
     def evaluate(
         self, model: "torch.nn.Module", val: Any, device: "torch.device", rank: int = 0, world: int = 1
