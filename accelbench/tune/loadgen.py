@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from accelbench.devices.precision import precision_reason
 from accelbench.errors import UsageError
-from accelbench.infer.specs import InferParams
+from accelbench.infer.catalog import BACKENDS, backend
+from accelbench.infer.specs import INFER_PRECISIONS, InferParams
 from accelbench.params import NoOptions, opt
 from accelbench.tune.budget import LOADGEN_PACE
 from accelbench.tune.candidate import Candidate, Space, split_list
@@ -28,6 +30,7 @@ from accelbench.tune.task import (
     trial_base,
     weights_words,
 )
+from accelbench.workloads import model_info
 
 #: the scenarios a search ranks by: Offline samples/s, Server peak QPS within the bound, SingleStream p90
 TUNE_SCENARIOS = ("offline", "server", "singlestream")
@@ -61,8 +64,6 @@ class LoadGenOptions(NoOptions):
     )
 
     def check(self) -> None:
-        from accelbench.infer.catalog import BACKENDS
-
         for b in split_list(self.backends):
             if b not in BACKENDS or not BACKENDS[b].runs_model:
                 serving = [n for n, c in BACKENDS.items() if c.runs_model]
@@ -86,8 +87,6 @@ class LoadGenTask(TuneTask):
         self.trial(**gate).validate()
 
     def precisions(self) -> tuple[str, ...]:
-        from accelbench.infer.specs import INFER_PRECISIONS
-
         return tuple(p for p in INFER_PRECISIONS if p != "auto")
 
     @property
@@ -100,10 +99,6 @@ class LoadGenTask(TuneTask):
         return Candidate(dict(INFER_DEFAULT))
 
     def runtimes(self) -> Space:
-        from accelbench.devices.precision import precision_reason
-        from accelbench.infer.catalog import BACKENDS, backend
-        from accelbench.workloads import model_info
-
         tune, device = self.tune, device_of(self.tune)
         image = model_info(tune.model).image_input
         names = split_list(self.options.backends) or [n for n, c in BACKENDS.items() if c.runs_model]

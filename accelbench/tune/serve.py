@@ -11,8 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from accelbench.devices.precision import precision_reason
 from accelbench.errors import UsageError
 from accelbench.params import NoOptions, opt
+from accelbench.serve.engines.base import engine_class, engine_names
+from accelbench.serve.limits import limits_for, preset_of
 from accelbench.serve.specs import LLMServeParams
 from accelbench.tune.budget import LOADGEN_PACE
 from accelbench.tune.candidate import Candidate, Space, split_list
@@ -63,8 +66,6 @@ class ServeOptions(NoOptions):
     def check(self) -> None:
         """Local engines only (a search changes an engine's settings), a TPOT limit not negative, a prompt file
         with the checkpoint whose tokenizer reads it."""
-        from accelbench.serve.engines.base import engine_class, engine_names
-
         for name in split_list(self.engines):
             if name not in engine_names():
                 raise UsageError(f"unknown engine {name!r} in --engines: choose among {', '.join(local_engines())}")
@@ -102,9 +103,6 @@ class ServeTask(TuneTask):
     def runtimes(self) -> Space:
         """Every local engine x precision x compilation at the default concurrency: what is not installed or not
         native here is left out with the reason its run would give."""
-        from accelbench.devices.precision import precision_reason
-        from accelbench.serve.engines.base import engine_class
-
         tune, device = self.tune, device_of(self.tune)
         wanted = split_list(tune.precisions)
         space = Space([], [])
@@ -156,8 +154,6 @@ class ServeTask(TuneTask):
 
     def tpot_limit(self) -> tuple[float, str]:
         """The interactivity every trial is held to, and where it comes from."""
-        from accelbench.serve.limits import limits_for, preset_of
-
         if self.options.tpot_ms:
             return self.options.tpot_ms, "--tpot-ms"
         preset = preset_of(self.tune.model)
@@ -199,8 +195,6 @@ def serve_default() -> dict[str, Any]:
 
 def local_engines() -> list[str]:
     """Engines that run the model in this process, whose settings a search can change."""
-    from accelbench.serve.engines.base import engine_class, engine_names
-
     return [n for n in engine_names() if engine_class(n).runs_model and not engine_class(n).remote]
 
 
@@ -214,8 +208,6 @@ class _Sizes(Protocol):
 def shapes(params: _Sizes, best: list[Candidate], batch_class: str) -> list[Candidate]:
     """Requests in flight around the best runtimes, and what each engine's own declaration searches at the best
     one's concurrency (continuous batching: its batch-token budget)."""
-    from accelbench.serve.engines.base import engine_class
-
     given = [int(b) for b in split_list(params.batch_sizes)]
     out: list[Candidate] = []
     for c in best:

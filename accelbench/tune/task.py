@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Protocol
 
+from accelbench.devices import resolve_device
+from accelbench.devices.kind import kind_of
 from accelbench.errors import UsageError
 from accelbench.params import CommonParams, NoOptions, check_choice, opt
+from accelbench.plugins import load_class
 from accelbench.tune.candidate import Candidate, Space
 
 
@@ -149,8 +152,6 @@ TASKS = (
 
 def builtin_tasks() -> tuple[type[TuneTask], ...]:
     """The benchmarks ``accelbench tune`` searches (:data:`TASKS`)."""
-    from accelbench.plugins import load_class
-
     return tuple(load_class(path, TuneTask, "tune task") for path in TASKS)
 
 
@@ -215,23 +216,17 @@ def weights_words(checkpoint: str) -> str:
 
 def device_of(tune: SearchSettings) -> Any:
     """The search's device (a torch device)."""
-    from accelbench.devices import resolve_device
-
     return resolve_device(tune.device)
 
 
 def compile_modes(device: Any) -> tuple[str, ...]:
     """torch.compile's default, and where the device captures graphs its CUDA-graph mode (reduce-overhead):
     launch latency is what small batches lose."""
-    from accelbench.devices.kind import kind_of
-
     return ("default", "reduce-overhead") if kind_of(device).graphs else ("default",)
 
 
 def batch_class(device: Any) -> str:
     """The class published batch sizes are given for ("gpu" or "cpu")."""
-    from accelbench.devices.kind import kind_of
-
     return kind_of(device).batch_class
 
 
