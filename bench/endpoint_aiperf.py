@@ -380,7 +380,7 @@ def curl_loop(url: str, model: str, prompts: list[str], max_tokens: int, users: 
 
 
 def curl_figures(run: dict[str, Any], users: int) -> dict[str, Any]:
-    """The curl loop's figures over accelbench's steady window (:func:`accelbench.serve.replay.steady_window`'s
+    """The curl loop's figures over accelbench's steady window (:func:`accelbench.serve.figures.steady`'s
     definition, written out: from the moment every user had sent its first request past the warm-up to the last
     send, the requests answered inside it), and its requests/s over the whole run past the warm-up."""
     rows = sorted(run["rows"], key=lambda x: x["sent"])

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import sys
 import threading
+from array import array
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -18,9 +19,11 @@ from helpers import writer_misfits
 
 from accelbench.errors import UsageError
 from accelbench.registry import describe_params
-from accelbench.serve import requests
+from accelbench.serve import figures, requests
+from accelbench.serve.drive import replay_figures
 from accelbench.serve.limits import Limits, limits_for
-from accelbench.serve.replay import Replayed, Sent, figures, steady_window
+from accelbench.serve.replay import Replayed
+from accelbench.serve.rows import RequestRow
 from accelbench.serve.specs import LLMServeParams
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -155,10 +158,10 @@ def test_a_closed_loop_at_concurrency_4_times_ttft_from_each_send(
     assert log.meta["kind"] == "closed" and log.meta["users"] == 4 and "window" in log.meta
     limits = Limits.of(r)
     assert limits is not None
-    again = requests.recompute(log, limits.ttft_p99_ms, limits.tpot_p99_ms)
+    again = figures.recompute(log, limits.ttft_p99_ms, limits.tpot_p99_ms)
     for name in ("requests_per_second", "tokens_per_second", "ttft_p50_ms", "ttft_p99_ms", "tpot_p90_ms",
                  "itl_p99_ms", "latency_p50_ms", "latency_p99_ms", "goodput_requests_per_second"):  # fmt: skip
-        assert again[name] == pytest.approx(r.metrics[name].value, rel=1e-9), name
+        assert again[name] == r.metrics[name].value, name  # the same function on the same rows
     # and the command that prints them names each request's user and says the figures are the window's
     p = run_cli(["results", "requests", r.run_id, "--db", str(db), "--limit", "3"], cli_env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -264,19 +267,18 @@ def test_a_users_think_time_passes_between_its_answer_and_its_next_request(
     assert waits and min(waits) >= 0.005
 
 
+def _row(n: int, user: int, at: float, latency: float, gaps: bool = True) -> RequestRow:
+    """Request ``n`` of a closed loop's ``user``, sent at ``at`` (due then), its first token half its ``latency``
+    later and its last at ``latency``, ``OUT`` tokens."""
+    spread = array("d", [latency / 2 / (OUT - 1)] * (OUT - 1) if gaps else [])
+    return RequestRow(n, n, user, None, None, at, at, at + latency / 2, None, at + latency, 16, OUT, spread, "ok", None)
+
+
 def _lockstep(users: int, rounds: int, latency: float, think: float = 0.0) -> Replayed:
     """A closed loop whose users move in step: every answer ``latency`` after its send, the next send ``think``
     later (what answers of one length from a batching server look like)."""
-    sent = []
-    for k in range(rounds):
-        at = k * (latency + think)
-        for u in range(users):
-            s = Sent(k * users + u, 0, at, 16, OUT, user=u)
-            s.issued, s.first, s.done, s.tokens = 100 + at, 100 + at + latency / 2, 100 + at + latency, OUT
-            s.gaps = [latency / 2 / (OUT - 1)] * (OUT - 1)
-            sent.append(s)
-    end = 100 + rounds * (latency + think)
-    return Replayed(sent, 100.0, end, "closed", users, think, users)
+    sent = [_row(k * users + u, u, k * (latency + think), latency) for k in range(rounds) for u in range(users)]
+    return Replayed(sent, 0.0, rounds * (latency + think), "closed", users, think, users)
 
 
 @pytest.mark.parametrize("think", [0.0, 0.25])
@@ -286,17 +288,17 @@ def test_a_steady_window_of_users_in_step_counts_whole_waves(think: float) -> No
     from accelbench.serve.limits import Limits
 
     run = _lockstep(users=4, rounds=10, latency=1.0, think=think)
-    window = steady_window(run)
-    assert window is not None and window.start == 100 + (1 + think) and window.end == 100 + 9 * (1 + think)
-    values, details, reasons = figures(run, Limits(2000.0, 200.0, "test", judged=False))  # TPOT 167 ms within
+    window = figures.steady(run.sent, run.users)
+    assert window is not None and window.start == 1 + think and window.end == 9 * (1 + think)
+    values, details, reasons = replay_figures(run, Limits(2000.0, 200.0, "test", judged=False))  # TPOT 167 ms
     assert values["requests_per_second"] == pytest.approx(4 / (1.0 + think))
     assert values["tokens_per_second"] == pytest.approx(4 * OUT / (1.0 + think))
     assert values["latency_p50_ms"] == pytest.approx(1000.0) and values["ttft_p50_ms"] == pytest.approx(500.0)
     steady = details["driver"]["steady"]
     assert steady["warmup_requests"] == 4 and steady["requests"] == 4 * 8 and not reasons
     # over a limit given, the closed loop is INVALID; over MLPerf's alone (judged=False) it only counts goodput
-    assert figures(run, Limits(400.0, 200.0, "--ttft-ms"))[2]
-    assert not figures(run, Limits(400.0, 200.0, "mlperf.conf", judged=False))[2]
+    assert replay_figures(run, Limits(400.0, 200.0, "--ttft-ms"))[2]
+    assert not replay_figures(run, Limits(400.0, 200.0, "mlperf.conf", judged=False))[2]
     assert values["goodput_requests_per_second"] == pytest.approx(4 / (1.0 + think))
 
 
@@ -306,24 +308,17 @@ def test_a_last_round_cut_short_is_left_out_of_the_window_not_counted_in_part() 
     began, so it holds whole waves and reads the true rate, N / latency; ending at the run's last send would count
     the cut round's time and half its answers (3.79 requests/s here). The requests file's rows agree."""
     from accelbench.serve.limits import Limits
-    from accelbench.serve.replay import Window
 
     users, latency, step = 4, 1.0, 0.01
-    sent = []
+    sent: list[RequestRow] = []
     for k in range(11):  # ten full rounds, then a round of two users
         for u in range(users if k < 10 else 2):
-            at = k * latency + u * step  # each user sends the moment its answer came
-            s = Sent(len(sent), 0, at, 16, OUT, user=u)
-            s.issued, s.first, s.done, s.tokens = 100 + at, 100 + at + latency / 2, 100 + at + latency, OUT
-            sent.append(s)
-    run = Replayed(sent, 100.0, 100 + 11 * latency, "closed", users, 0.0, users)
-    assert steady_window(run) == Window(100 + latency + 3 * step, 100 + 9 * latency + 3 * step)
-    values, details, _ = figures(run, Limits(None, None, "none"))
+            sent.append(_row(len(sent), u, k * latency + u * step, latency, gaps=False))  # sent as its answer came
+    run = Replayed(sent, 0.0, 11 * latency, "closed", users, 0.0, users)
+    assert figures.steady(sent, users) == figures.Window(latency + 3 * step, 9 * latency + 3 * step)
+    values, details, _ = replay_figures(run, Limits(None, None, "none"))
     assert values["requests_per_second"] == pytest.approx(users / latency)
     assert details["driver"]["steady"]["requests"] == 8 * users
-    rows = list(requests.replay_rows(sent, 100.0, conversations=False))
-    again = requests.replay_figures(rows, "closed", None, None, users)
-    assert again["requests_per_second"] == pytest.approx(values["requests_per_second"])
 
 
 def test_a_closed_loop_whose_requests_all_fail_stops_sending_and_says_why() -> None:
@@ -349,7 +344,7 @@ def test_a_closed_loop_whose_requests_all_fail_stops_sending_and_says_why() -> N
         engine.stop()
     assert len(run.sent) < failures_to_stop(2) + 2 and run.stopped and "failed in a row" in run.stopped
     with pytest.raises(BenchmarkFailed, match="no request of the replay was answered"):
-        figures(run, limits_for("llama3.1-8b", "llama3_1-8b", True, "concurrency", 0.0, 0.0))
+        replay_figures(run, limits_for("llama3.1-8b", "llama3_1-8b", True, "concurrency", 0.0, 0.0))
 
 
 def test_limits_that_judge_nothing_are_never_out_of_reach() -> None:
@@ -391,8 +386,8 @@ def test_a_run_too_short_for_a_window_says_its_figures_are_of_every_request() ->
     from accelbench.serve.limits import Limits
 
     run = _lockstep(users=4, rounds=1, latency=1.0)
-    assert steady_window(run) is None
-    values, details, _ = figures(run, Limits(None, None, "none"))
+    assert figures.steady(run.sent, run.users) is None
+    values, details, _ = replay_figures(run, Limits(None, None, "none"))
     assert "too short" in details["driver"]["steady"]["method"] and values["requests_per_second"] > 0
 
 

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import types
 import typing
+from array import array
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from accelbench.results.scaling import scaling_rows
 from accelbench.results.store import Store
 from accelbench.serve import requests as rq
 from accelbench.serve.limits import Limits
+from accelbench.serve.rows import RequestRow
 from accelbench.serve.sweep import curve
 from accelbench.workloads.decoder import PRESETS
 
@@ -332,8 +334,8 @@ def test_the_request_log_entry_a_serving_run_writes_is_typed_and_read_back(tmp_p
     """serve.requests writes the file of a run's requests and its entry (RequestLogEntry); the record holding it
     validates, the accessor reads it, an entry of another shape is refused and read as none."""
     rows = [
-        rq.Row(i, i, None, None, None, None, 0.1 * i, 0.1 * i + 0.01, None, 0.1 * i + 0.05, 12, 4, [0.01] * 3, "ok",
-               None)
+        RequestRow(i, i, None, None, None, None, 0.1 * i, 0.1 * i + 0.01, None, 0.1 * i + 0.05, 12, 4,
+                   array("d", [0.01] * 3), "ok", None)
         for i in range(3)
     ]  # fmt: skip
     entry = rq.write(tmp_path, "trace", rq.replay_meta("trace", None), rows)

@@ -325,8 +325,8 @@ def test_a_replay_answers_in_time_order_and_one_that_stalls_fails_saying_so() ->
     finally:
         engine.stop()
     assert len(run.sent) == 18 and all(s.done is not None for s in run.sent)
-    by_turn = {t: [s.prompt_tokens for s in run.sent if s.turn == t] for t in range(3)}
-    assert by_turn == {0: [10] * 6, 1: [24] * 6, 2: [38] * 6}  # 10, + 4 answered + 10, + 4 + 10
+    by_turn = {t: [s.prompt_tokens for s in run.sent if s.turn == t] for t in range(1, 4)}
+    assert by_turn == {1: [10] * 6, 2: [24] * 6, 3: [38] * 6}  # 10, + 4 answered + 10, + 4 + 10
 
     class Silent(NullEngine):
         def serve(self, batch: list[Any]) -> None:  # takes the requests, answers none

@@ -34,7 +34,7 @@ BASE = json.loads((Path(__file__).parent / "data" / "records" / "llm_server.json
 URL = "http://10.0.0.1:8000/v1"
 #: (turn, mean prompt tokens, TTFT p50 ms, TTFT p99 ms): the history grows by 8 answer and 64 new tokens a turn
 TURNS = ((1, 64.0, 8.2, 15.0), (2, 136.0, 11.4, 19.5), (3, 208.0, 14.9, 24.1), (4, 280.0, 17.6, 30.2))
-#: the least-squares slope of the medians over the turns, as accelbench.serve.replay.ttft_growth gives it
+#: the least-squares slope of the medians over the turns, as accelbench.serve.figures.ttft_growth gives it
 GROWTH = 3.17
 METHOD = "prompt tokens in whole blocks of 16 that an earlier request sent after the same beginning"
 SERVED = "the server's usage.prompt_tokens_details.cached_tokens"

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import sys
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,11 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
 
+from accelbench.cli.render_requests import summary_line  # noqa: E402
+from accelbench.serve import figures  # noqa: E402
 from accelbench.serve import requests as rq  # noqa: E402
 from accelbench.serve.engines.endpoint.stub import Behaviour, serving  # noqa: E402
+from accelbench.serve.rows import RequestRow  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import run_cli, stored  # noqa: E402
@@ -102,11 +106,11 @@ def test_a_loadgen_runs_rows_are_its_requests_and_give_the_sut_figures_of_its_re
         # each answer streamed 8 chunks: 7 gaps after its first token, and it ended after its last chunk
         assert all(len(r.gaps) == 7 and r.sent <= r.first <= r.done for r in rows if r.first and r.done)
         assert min(r.sent for r in rows) == 0.0  # the run's start: LoadGen's first issue
-        figures = rq.recompute(log, *limits(record))
-        exact = rq.SUT_FIGURES + (rq.SUT_OFFLINE_FIGURES if record.params["scenario"] == "offline" else ())
+        again = figures.recompute(log, *limits(record))
+        exact = figures.SUT_FIGURES + (figures.SUT_OFFLINE_FIGURES if record.params["scenario"] == "offline" else ())
         found = [name for name in exact if name in record.metrics]
-        assert found and all(figures[name] == record.metrics[name].value for name in found), [
-            (name, figures[name], record.metrics[name].value) for name in found
+        assert found and all(again[name] == record.metrics[name].value for name in found), [
+            (name, again[name], record.metrics[name].value) for name in found
         ]
     assert "goodput_tokens_per_second" in records[1].metrics and "tpot_p50_ms" in records[0].metrics
 
@@ -118,9 +122,9 @@ def test_loadgens_own_figures_are_found_within_what_its_clock_adds(loadgen_run: 
     pass. Throughput: the same requests and tokens over spans apart by the first and last request's callbacks."""
     _, _, (offline, server) = loadgen_run
     for record in (offline, server):
-        figures = rq.recompute(log_of(record))
+        again = figures.recompute(log_of(record))
         for name in ("requests_per_second", "tokens_per_second"):
-            assert figures[name] == pytest.approx(record.metrics[name].value, rel=0.02), name
+            assert again[name] == pytest.approx(record.metrics[name].value, rel=0.02), name
     rows = log_of(server).rows
     ttft = [1e3 * (r.first - r.sent) for r in rows if r.first is not None]
     for p in (50, 90, 99):
@@ -153,14 +157,10 @@ def test_a_replayed_traces_rows_give_every_figure_of_its_record_exactly(checkpoi
     # due at the trace's timestamps, from its first
     assert [r.scheduled for r in log.rows] == pytest.approx([r["timestamp"] - rows[0]["timestamp"] for r in rows])
     assert [r.output_tokens for r in log.rows] == [max(r["output_tokens"], 2) for r in rows]
-    figures = rq.recompute(log, *limits(record))
-    timed = {k: v for k, v in figures.items() if not k.startswith("issue_late")}
-    assert timed == {k: record.metrics[k].value for k in timed}  # each equal to the last bit
-    assert set(record.metrics) - set(figures) == {"tokens_per_second_per_device"}  # the one divided by devices
-    # how late each request was sent: its send less its due time, both from the start (the record adds the due time
-    # to the start first: apart by a rounding, under a nanosecond)
-    for name in ("issue_late_p50_ms", "issue_late_p99_ms", "issue_late_max_ms"):
-        assert figures[name] == pytest.approx(record.metrics[name].value, rel=1e-9, abs=1e-6)  # a nanosecond
+    again = figures.recompute(log, *limits(record))
+    assert again == {k: record.metrics[k].value for k in again}  # each equal to the last bit, the lateness too
+    assert set(record.metrics) - set(again) == {"tokens_per_second_per_device"}  # the one divided by devices
+    assert "issue_late_p99_ms" in again and "offered_requests_per_second" in again
 
 
 def test_conversations_rows_give_each_turn_and_every_figure_exactly(checkpoint: Path, tmp_path: Path) -> None:
@@ -171,7 +171,7 @@ def test_conversations_rows_give_each_turn_and_every_figure_exactly(checkpoint: 
         (record,) = ran(args, env_in(tmp_path), tmp_path, db)
     log = log_of(record)
     assert log.meta["kind"] == "conversations" and log.meta["users"] == 4
-    turns: dict[int, list[rq.Row]] = {}
+    turns: dict[int, list[RequestRow]] = {}
     for r in log.rows:
         assert r.session is not None and r.turn is not None
         turns.setdefault(r.session, []).append(r)
@@ -180,19 +180,18 @@ def test_conversations_rows_give_each_turn_and_every_figure_exactly(checkpoint: 
         for before, after in zip(session, session[1:], strict=False):
             assert before.done is not None and after.sent >= before.done and after.prompt_tokens > before.prompt_tokens
     ok = [r for r in log.rows if r.status == "ok"]
-    assert rq.per_turn(ok) == record.details["turns"]
-    figures = rq.recompute(log, *limits(record))
-    timed = {k: v for k, v in figures.items() if not k.startswith("issue_late")}
-    assert "ttft_growth_ms_per_turn" in timed and timed == {k: record.metrics[k].value for k in timed}
+    assert figures.per_turn(ok) == record.details["turns"]
+    again = figures.recompute(log, *limits(record))
+    assert "ttft_growth_ms_per_turn" in again and again == {k: record.metrics[k].value for k in again}
 
 
 # --- the file
 
 
-def rows_of(n: int, gaps: int) -> list[rq.Row]:
+def rows_of(n: int, gaps: int) -> list[RequestRow]:
     return [
-        rq.Row(i, i, None, None, None, None, 0.001 * i, 0.001 * i + 0.01, None, 0.001 * i + 0.02, 100, gaps + 1,
-               [0.01 / 3] * gaps, "ok", None)
+        RequestRow(i, i, None, None, None, None, 0.001 * i, 0.001 * i + 0.01, None, 0.001 * i + 0.02, 100, gaps + 1,
+                   array("d", [0.01 / 3] * gaps), "ok", None)
         for i in range(n)
     ]  # fmt: skip
 
@@ -253,7 +252,8 @@ def test_the_sut_keeps_failed_requests_with_the_servers_words_and_its_failure_sa
     log = rq.read(Path(sut.request_log["path"]))  # type: ignore[index]
     ok, failed = log.rows
     assert (ok.id, ok.sample, ok.status, ok.output_tokens, ok.prompt_tokens) == (11, 0, "ok", 3, 3)
-    assert len(ok.gaps) == 2 and ok.gaps[0] == ok.gaps[1] and list(sut.gaps) == ok.gaps
+    assert len(ok.gaps) == 2 and ok.gaps[0] == ok.gaps[1] and sut.rows[0].gaps == ok.gaps
+    assert [r.to_json() for r in sut.rows] == [r.to_json() for r in log.rows]  # what the record's figures read
     assert ok.first is not None and ok.done is not None and ok.first_answer is not None
     assert ok.first <= ok.first_answer <= ok.done and failed.first_answer is None
     assert (failed.id, failed.status, failed.error) == (12, "failed", "HTTP 500: stub: induced failure")
@@ -263,6 +263,7 @@ def test_the_sut_keeps_failed_requests_with_the_servers_words_and_its_failure_sa
 
 def test_a_replay_that_stalls_keeps_its_requests_and_its_failure_says_where(tmp_path: Path) -> None:
     from accelbench.errors import BenchmarkFailed
+    from accelbench.serve.drive import run_keeping
     from accelbench.serve.engines.base import EngineSettings, NullEngine
     from accelbench.serve.replay import Driver
     from accelbench.serve.sources.base import Work
@@ -277,7 +278,7 @@ def test_a_replay_that_stalls_keeps_its_requests_and_its_failure_says_where(tmp_
     engine.start(None, None, driver, EngineSettings(max_batch=2))  # type: ignore[arg-type]
     try:
         with pytest.raises(BenchmarkFailed, match="the replay stalled") as caught:
-            rq.drive(driver, tmp_path, timeout=0.3)
+            run_keeping(driver, tmp_path, timeout=0.3)
     finally:
         engine.stop()
     entry = caught.value.details["request_log"]
@@ -301,7 +302,7 @@ def test_results_requests_prints_the_rows_and_their_figures(loadgen_run: tuple[P
     assert p.returncode == 0, p.stdout + p.stderr
     log = log_of(server)
     assert "TTFT ms" in p.stdout and f"the first 3 of {len(log.rows)} requests shown" in p.stdout
-    summary = rq.summary_line(log, *limits(server))
+    summary = summary_line(log, *limits(server))
     assert " ".join(summary.split()) in " ".join(p.stdout.split())
     assert f"{len(log.rows)} requests;" in summary and "ITL p50" in summary and "LoadGen's" in summary
     # the run folder works as well as its id; JSON and CSV hold every row
@@ -384,7 +385,7 @@ def test_an_invalid_runs_reasons_say_what_loadgen_left_bare() -> None:
     """A quick Server run on a slow server that also had one-token answers: early stopping's reason comes first,
     with the requests answered and what the p99 needs; LoadGen's bare error about one-token answers is replaced
     by what they were and what to do."""
-    from accelbench.serve.results import ONE_TOKEN_ERROR, token_reasons
+    from accelbench.serve.verdict import ONE_TOKEN_ERROR, token_reasons
 
     detail = {"early_stopping_met": False, "_errors": [f"error_runtime: {ONE_TOKEN_ERROR}", "error_runtime: other"]}
     said = [words for _, words in token_reasons(detail, "server", 429, "3 of 429 requests answered in one token")]

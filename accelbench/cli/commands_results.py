@@ -18,8 +18,9 @@ from accelbench.cli.render_trends import compare_table
 from accelbench.errors import UsageError
 from accelbench.registry import default_params, describe_params
 from accelbench.results.compare import compare, nearest_difference
-from accelbench.results.exchange import export, import_path
-from accelbench.results.judge import IDENTITY_PARAMS
+from accelbench.results.exchange import FORMATS, export, import_path
+from accelbench.results.judge import ALPHA, IDENTITY_PARAMS, MIN_EFFECT_SINGLE, MIN_RUNS_BARE, MIN_SPREAD_RUNS
+from accelbench.results.record import STATUSES
 from accelbench.results.store import Store, select
 
 
@@ -29,13 +30,20 @@ def register(sub: Any) -> None:
     )
     res.set_defaults(help_parser=res)
     rsub = res.add_subparsers(dest="results_command", metavar="ACTION", parser_class=a.Parser)
+    for add in (_add_list, _add_show, _add_runs, _add_export, _add_requests, _add_import):
+        add(rsub)
+    _add_compare(sub)
 
+
+def _add_list(rsub: Any) -> None:
     ls = rsub.add_parser("list", help="one line per stored result", description="List stored results, oldest first.")
     _add_filters(ls)
     ls.add_argument("--limit", type=a.positive_int, metavar="N", help="only the N most recent")
     ls.add_argument("--json", action="store_true", help="print the records in full as a JSON array")
     ls.set_defaults(handler=cmd_list)
 
+
+def _add_show(rsub: Any) -> None:
     show = rsub.add_parser(
         "show", help="one result in full (JSON)", description="Print one record, found by id or unique id prefix."
     )
@@ -43,19 +51,25 @@ def register(sub: Any) -> None:
     a.add_store_option(show)
     show.set_defaults(handler=cmd_show)
 
+
+def _add_runs(rsub: Any) -> None:
     runs = rsub.add_parser("runs", help="the stored runs", description="List runs: id, when, command, result counts.")
     runs.add_argument("--json", action="store_true", help="print the runs as a JSON array")
     a.add_store_option(runs)
     runs.set_defaults(handler=cmd_runs)
 
+
+def _add_export(rsub: Any) -> None:
     exp = rsub.add_parser(
         "export", help="write results as JSON, CSV or Markdown", description="Export results (all, or filtered)."
     )
     _add_filters(exp)
-    exp.add_argument("--format", choices=("json", "csv", "md"), default="json", help="output format (default json)")
+    exp.add_argument("--format", choices=FORMATS, default="json", help="output format (default json)")
     exp.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     exp.set_defaults(handler=cmd_export)
 
+
+def _add_requests(rsub: Any) -> None:
     req = rsub.add_parser(
         "requests",
         help="a language-model serving run's requests, one row each",
@@ -78,6 +92,8 @@ def register(sub: Any) -> None:
     a.add_store_option(req)
     req.set_defaults(handler=cmd_requests)
 
+
+def _add_import(rsub: Any) -> None:
     imp = rsub.add_parser(
         "import",
         help="merge a run folder or results file from another machine",
@@ -87,6 +103,8 @@ def register(sub: Any) -> None:
     a.add_store_option(imp)
     imp.set_defaults(handler=cmd_import)
 
+
+def _add_compare(sub: Any) -> None:
     cmp_ = sub.add_parser(
         "compare",
         help="ratios between two runs or tagged sets, with a noise-aware verdict",
@@ -100,11 +118,12 @@ def register(sub: Any) -> None:
             "latency limits, request lengths, model definitions, or Server loads each chosen from its own probe): "
             "shown, never counted. 'faster'/'slower' "
             "('better'/'worse') when the raw samples of the two sides tell them apart (Mann-Whitney U, "
-            "p < 0.002; the 95% intervals apart where records keep no samples; a figure with no interval within "
-            "a run, as LoadGen's, only with 3 or more runs a side, all apart) AND the change exceeds the "
-            "run-to-run spread of that workload on that system (repeats in the selection, e.g. from "
-            "'--repeat 3', or other runs in the store); where fewer than 3 runs measure that spread, a change "
-            "must exceed 10% (asv's default). Otherwise 'no difference'. The geometric mean counts judged pairs "
+            f"p < {ALPHA:g}; the 95% intervals apart where records keep no samples; a figure with no interval "
+            f"within a run, as LoadGen's, only with {MIN_RUNS_BARE} or more runs a side, all apart) AND the change "
+            "exceeds the run-to-run spread of that workload on that system (repeats in the selection, e.g. from "
+            f"'--repeat {MIN_SPREAD_RUNS}', or other runs in the store); where fewer than {MIN_SPREAD_RUNS} runs "
+            f"measure that spread, a change must exceed {MIN_EFFECT_SINGLE:.0%} (asv's default). Otherwise "
+            "'no difference'. The geometric mean counts judged pairs "
             "only; --json gives each row's evidence. Workloads measured more than once on a side are pooled "
             "as repeats; results without a partner are listed below the table.\n\nSelectors: a run id (or any "
             "unique part of it), or tag:KEY=VALUE (e.g. tag:gpu=v100; several as tag:a=1,b=2)."
@@ -135,7 +154,7 @@ def register(sub: Any) -> None:
 def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", metavar="RUN_ID", help="only this run (id or unique prefix)")
     p.add_argument("--benchmark", metavar="NAME", help="only this benchmark, or a group such as 'kernels'")
-    p.add_argument("--status", choices=("ok", "failed", "skipped"), help="only records with this status")
+    p.add_argument("--status", choices=STATUSES, help="only records with this status")
     a.add_pairs(p, "--tag", "only records with this tag (repeatable)")
     a.add_store_option(p)
 
@@ -272,19 +291,18 @@ def _run_records(ns: argparse.Namespace) -> tuple[str, list[Any], Path | None]:
 
 def cmd_requests(ns: argparse.Namespace) -> int:
     import csv
-    from dataclasses import asdict
 
     from rich.table import Table
 
+    from accelbench.cli.render_requests import summary_line, table_rows
     from accelbench.results.details import request_log_of
+    from accelbench.serve import figures
     from accelbench.serve import requests as rq
     from accelbench.serve.limits import Limits
 
     name, records, run_dir = _run_records(ns)
-    from accelbench.families import family_of
-    from accelbench.families.builtin import SERVE
-
-    served = [r for r in records if family_of(r.benchmark) is SERVE or "request_log" in r.details]
+    serve = families.builtin.SERVE
+    served = [r for r in records if families.family_of(r.benchmark) is serve or "request_log" in r.details]
     if not served:
         raise UsageError(f"run {name} has no language-model serving record: no requests to show")
     if ns.entry is None and len(served) > 1:
@@ -307,12 +325,12 @@ def cmd_requests(ns: argparse.Namespace) -> int:
             "record": record.id,
             "request_log": request_log_of(record),
             "meta": log.meta,
-            "figures": rq.recompute(log, ttft_ms, tpot_ms),
-            "rows": [asdict(r) for r in log.rows],
+            "figures": figures.recompute(log, ttft_ms, tpot_ms),
+            "rows": [r.to_dict() for r in log.rows],
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
-    flat = rq.table_rows(log)
+    flat = table_rows(log)
     if ns.csv:
         writer = csv.DictWriter(sys.stdout, fieldnames=list(flat[0]) if flat else ["id"], lineterminator="\n")
         writer.writeheader()
@@ -340,7 +358,7 @@ def cmd_requests(ns: argparse.Namespace) -> int:
     console.print(table)
     if ns.limit and ns.limit < len(flat):
         console.print(f"the first {ns.limit} of {len(flat)} requests shown")
-    console.print(escape(rq.summary_line(log, ttft_ms, tpot_ms)))
+    console.print(escape(summary_line(log, ttft_ms, tpot_ms)))
     return 0
 
 

@@ -1,25 +1,10 @@
-"""The typed part of a record's ``details``: what layers that read records of any benchmark rely on.
+"""The typed part of a record's ``details``: the keys that layers reading every benchmark's records rely on.
 
-A benchmark keeps in ``details`` whatever explains its figures (LoadGen's log folder, a probe, a training
-pipeline's settings); most of it is read by a person, or by the benchmark's own code. A few keys are read by the
-layers that take records of every benchmark alike: the judge and ``compare`` (what makes two figures measure the
-same thing), scaling and history (through the judge), the report's sections, and reference matching (what makes a
-record the same work as a published row). Those keys are named here with the shapes the benchmarks write, and
-the same shapes are in ``result.schema.json`` (``details.properties``), so a record whose key has another shape
-is refused where it is stored or imported, not misread later.
-
-Every key is optional (``total=False``): a record of another benchmark, of an older accelbench, or made by a
-user's own benchmark may lack any of them. A benchmark's own keys are declared by its writer, in a TypedDict that
-extends :class:`Details` (``ServingDetails`` in :mod:`accelbench.serve.details`, ``KernelDetails`` in
-:mod:`accelbench.kernels.common`, ``TuneDetails`` in :mod:`accelbench.tune.outcome`...): ``Result.details`` is
-typed as this base, so a writer that builds its own type has each key checked where it is written, and a test
-holds every recorded fixture's keys to its writer's type. A record read from a file keeps every key it holds.
-
-A record built in memory (not stored, not imported) is never checked against the schema, so readers go through
-the accessors below: a sub-record only where the key holds an object (else ``None``, or an empty one where that
-reads simpler), and a count, rate or limit only where it is a number, so a reader needs no ``isinstance`` of its
-own.
-"""
+Those keys are named here with the shapes the benchmarks write, and the schema (``details.properties``) holds the
+same shapes, so a record of another shape is refused where it is stored or imported, not misread later. Every key
+is optional; a benchmark's own keys extend :class:`Details` in its writer's TypedDict. A record built in memory is
+never checked, so readers use the accessors below, which never return a value of another shape
+(docs/record-format.md, The typed details)."""
 
 from __future__ import annotations
 
@@ -62,11 +47,9 @@ class ModelIdentity(TypedDict, total=False):
 
 class EngineFacts(TypedDict, total=False):
     """The engine that generated a language model's tokens and what it was set to: the keys readers of every engine's
-    records use. The report names a served setup by ``engine``, and an endpoint's run by the model the server said it
-    serves (``served_model``), as reference matching does; the serving record reads the KV cache the engine reserved
-    and the most one batch held, whether its compile held, its prefix sharing, and whether the server was asked to
-    ignore the end of sequence. Each engine declares its own keys beside these in a TypedDict of its own that extends
-    this one (``StaticFacts``, ``ContinuousFacts``, ``VllmFacts``, ``EndpointFacts``)."""
+    records use (the report's and reference matching's names of a setup, the KV cache reserved and the most one batch
+    held, compile, prefix sharing, ignoring the end of sequence). Each engine extends it with its own keys
+    (``StaticFacts``, ``ContinuousFacts``, ``VllmFacts``, ``EndpointFacts``)."""
 
     engine: str
     served_model: str
@@ -119,12 +102,10 @@ class Roofline(TypedDict, total=False):
 
 
 class Prompts(TypedDict, total=False):
-    """Where a token run's prompts came from (its ``source``: a file, MLPerf's data set, a trace, conversations,
-    random prompts with a shared prefix), which file (and its hash) where one was read, how many samples, and the
-    lengths served (``{"mean", "min", "max"}`` tokens). Reference matching says the lengths beside the ratio and
-    refuses a row that fixed the lengths per request: a file's prompts vary. Each source declares the keys it adds
-    beside its writer, in a TypedDict extending this one (``FilePrompts``, ``MlperfPrompts``, ``TracePrompts``,
-    ``ConversationPrompts``, ``RandomPrompts`` in :mod:`accelbench.serve.sources`)."""
+    """Where a token run's prompts came from (``source``), which file and its hash where one was read, how many
+    samples, and the lengths served (``{"mean", "min", "max"}`` tokens): reference matching says them beside its
+    ratio and refuses a row that fixed the lengths per request. Each source extends it with its own keys
+    (``FilePrompts``, ``MlperfPrompts``, ``TracePrompts``, ``ConversationPrompts``, ``RandomPrompts``)."""
 
     source: str
     file: str | None

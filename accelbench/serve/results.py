@@ -1,35 +1,31 @@
-"""The record of a token run: LoadGen's tokens/s and TTFT/TPOT percentiles, its verdict in plain words, goodput;
-a replayed source's and a closed loop's figures by accelbench's driver; the prefix cache's reuse and a reasoning
-model's figures.
-
-Every latency and throughput figure is LoadGen's own (its detail log); goodput and tokens/s per user are
-derived, and say how. Goodput counts the requests that met both limits by the SUT's clock (from LoadGen's issue
-call to the engine's callbacks), over the span from the first issue to the last answer.
+"""The record of a token run under LoadGen: its tokens/s and TTFT/TPOT percentiles, its verdict in plain words,
+and the SUT's own figures from its rows (goodput, ITL, Offline's TPOT: :mod:`accelbench.serve.figures`); an
+accuracy run's; the prefix cache's reuse and a reasoning model's figures. (accelbench's driver's record:
+:mod:`accelbench.serve.drive`.)
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
-from accelbench.loadgen import logs
 from accelbench.loadgen.record import PERCENTILES, loadgen_record
 from accelbench.loadgen.replan import rerun_warning, true_cause
 from accelbench.results.details import AccuracyGates, EngineFacts, Roofline, typed
-from accelbench.results.record import Concern, Metric, Result
+from accelbench.results.record import Metric, Result
+from accelbench.serve import figures
 from accelbench.serve.details import ServingDetails, model_identity
 from accelbench.serve.labels import flag_compile_fallback, flag_lengths
 from accelbench.serve.limits import offline_tpot_reason
 from accelbench.serve.roofline import utilization
 from accelbench.serve.specs import LLMServeParams
+from accelbench.serve.verdict import one_token_words, token_reasons
 
 if TYPE_CHECKING:
     from accelbench.loadgen.start import Outcome
     from accelbench.serve.accuracy import TokenAgreement
     from accelbench.serve.engines.base import Engine
     from accelbench.serve.limits import Limits
-    from accelbench.serve.replay import Replayed
     from accelbench.serve.roofline import Roof
     from accelbench.serve.sources.base import Work
     from accelbench.serve.sources.prefix import Ledger
@@ -111,51 +107,25 @@ def figure_sources(scenario: str, d: dict[str, Any]) -> dict[str, str]:
     return {k: f"LoadGen's {v} (mlperf_log_detail.txt)" for k, v in out.items()}
 
 
-def goodput(sut: "TokenSUT", limits: "Limits") -> dict[str, Metric]:
-    """Requests/s and tokens/s of the requests that met both limits (the SUT's clock); empty without limits."""
-    ttft_ms, tpot_ms = limits.ttft_p99_ms, limits.tpot_p99_ms
-    if ttft_ms is None or tpot_ms is None or sut.first_issue is None:
-        return {}
-    span = sut.last_answer - sut.first_issue
-    good = [n for ttft, tpot, n in sut.per_request if ttft * 1e3 <= ttft_ms and tpot * 1e3 <= tpot_ms]
-    if span <= 0:
-        return {}
-    return {
-        "goodput_requests_per_second": _m(len(good) / span, "requests/s within limits", True),
-        "goodput_tokens_per_second": _m(sum(good) / span, "output tokens/s within limits", True),
-    }
+#: the units of the figures a LoadGen run's record takes from the SUT's rows (:data:`figures.SUT_FIGURES`, and
+#: in Offline :data:`figures.SUT_OFFLINE_FIGURES`): the unit, and whether higher is better
+SUT_UNITS = {
+    "goodput_requests_per_second": ("requests/s within limits", True),
+    "goodput_tokens_per_second": ("output tokens/s within limits", True),
+    "tokens_per_second_per_user": ("tokens/s per user", True),
+    **{f"itl_p{p}_ms": ("ms", False) for p in figures.POINTS},
+    **{f"tpot_p{p}_ms": ("ms (SUT's clock)", False) for p in figures.POINTS},
+}
 
 
-def offline_tpot(sut: "TokenSUT") -> dict[str, Metric]:
-    """TPOT percentiles of an Offline run by the SUT's clock: LoadGen reports no token latency in Offline.
+def sut_figures(values: dict[str, float], names: tuple[str, ...]) -> dict[str, Metric]:
+    """The record's figures of ``names`` by the SUT's clock, from its rows' figures (:func:`figures.measure`).
 
-    A request's TPOT is its first to its last token over the tokens after the first, as LoadGen's own in Server;
-    it does not include the wait for a place among ``--batch-size``, so it is what a user of that concurrency
-    reads (a Pareto curve's tokens/s per user). TTFT is not given: Offline issues every query at once, so a
-    request's time to its first token counts its wait for a place."""
-    import numpy as np
-
-    tpots = [tpot for _, tpot, n in sut.per_request if n > 1]
-    if not tpots:
-        return {}
-    ms = np.asarray(tpots) * 1e3
-    out = {f"tpot_p{p}_ms": _m(float(np.percentile(ms, p)), "ms (SUT's clock)", False) for p in (50, 90, 99)}
-    if out["tpot_p50_ms"].value > 0:
-        out["tokens_per_second_per_user"] = _m(1000 / out["tpot_p50_ms"].value, "tokens/s per user", True)
-    return out
-
-
-def inter_token(sut: "TokenSUT") -> dict[str, Metric]:
-    """Inter-token latency percentiles (ITL: the wait between consecutive tokens of a request, SUT's clock).
-
-    TPOT is a request's mean over its tokens; ITL's tail shows the stalls a reader sees (a prefill of another
-    request between two decode steps)."""
-    import numpy as np
-
-    if not sut.gaps:
-        return {}
-    ms = np.asarray(sut.gaps) * 1e3
-    return {f"itl_p{p}_ms": _m(float(np.percentile(ms, p)), "ms", False) for p in (50, 90, 99)}
+    Goodput counts the requests within both limits over the first issue to the last answer; ITL's tail shows the
+    stalls a reader sees (another request's prefill between two decode steps). Offline's TPOT is the SUT's (LoadGen
+    gives no token latency there): a request's first to last token over the tokens after the first, without its
+    wait for a place among ``--batch-size`` (TTFT is not given: Offline issues every query at once)."""
+    return {k: _m(values[k], *SUT_UNITS[k]) for k in names if k in values}
 
 
 def kv_cache(sut: "TokenSUT", engine: EngineFacts, model: "Figures | None") -> dict[str, Metric]:
@@ -176,75 +146,6 @@ def kv_cache(sut: "TokenSUT", engine: EngineFacts, model: "Figures | None") -> d
     return out
 
 
-#: LoadGen's words for a request answered in one token in token mode (it has no time per output token)
-ONE_TOKEN_ERROR = "Number of tokens need to be greater than 1"
-
-
-def token_reasons(
-    d: dict[str, Any], scenario: str, answered: int = 0, one_token: str | None = None
-) -> list[tuple[str, str]]:
-    """Why LoadGen called a token run INVALID, each as (the rule broken, the words with the fix). ``answered``: the
-    requests the SUT answered (what early stopping judged); ``one_token``: what the run's one-token answers were and
-    what to do, said in place of LoadGen's own error about them."""
-    reasons: list[tuple[str, str]] = []
-    if d.get("result_perf_constraints_met") is False:
-        for what, key, limit in (
-            ("TTFT", "result_first_token_99.00_percentile_latency_ns", "requested_server_ttft_latency"),
-            ("TPOT", "result_time_per_output_token_99.00_percentile_ns", "requested_server_tpot_latency"),
-        ):
-            got, bound = d.get(key), d.get(limit)
-            if got is not None and bound and got > bound:
-                words = (
-                    f"{what} constraint not met (LoadGen): p99 {what} {got / 1e6:.4g} ms over the {bound / 1e6:g} ms "
-                    "limit; lower --target-qps (or --batch-size)"
-                )
-                reasons.append((logs.TOKEN_LIMITS, words))
-        if not reasons:
-            words = "LoadGen: performance constraints not met (TTFT or TPOT); lower --target-qps"
-            reasons.append((logs.TOKEN_LIMITS, words))
-    if d.get("result_min_duration_met") is False:
-        fix = "raise --expected-qps" if scenario == "offline" else "raise --target-qps or --duration"
-        words = f"min duration not met: LoadGen ran out of planned queries before the minimum duration; {fix}"
-        reasons.append((logs.MIN_DURATION, words))
-    if d.get("result_min_queries_met") is False:
-        words = "min queries not met: LoadGen issued fewer queries than required; run longer"
-        reasons.append((logs.MIN_QUERIES, words))
-    if d.get("early_stopping_met") is False:
-        from accelbench.loadgen.tail import min_queries
-
-        counted = f"{answered} answered, " if answered else ""
-        words = (
-            f"too few requests for the p99 TTFT/TPOT ({counted}LoadGen's early stopping needs {min_queries(0.99)} "
-            "at the least, none late): run longer (--duration S, or --profile official)"
-        )
-        reasons.append((logs.EARLY_STOPPING, words))
-    for e in d.get("_errors", []):
-        if one_token is not None and ONE_TOKEN_ERROR in e:
-            reasons.append((logs.LOADGEN_ERROR, one_token))
-        else:
-            reasons.append((logs.LOADGEN_ERROR, f"LoadGen error: {e}"))
-    return reasons or [(logs.UNSAID, "LoadGen reported INVALID (see mlperf_log_detail.txt)")]
-
-
-def one_token_words(sut: "TokenSUT", params: LLMServeParams, engine: EngineFacts) -> str | None:
-    """What a run's one-token answers were and what to do (None where it had none): the server (or the model)
-    ended them at its end of sequence after the first token, so they have no time per output token, which LoadGen's
-    token mode refuses. The per-request file's rows with one output token are they."""
-    if not sut.one_token:
-        return None
-    if params.allow_eos:
-        why, fix = "--allow-eos lets an answer end at the end of sequence", "leave --allow-eos out"
-    elif not engine.get("ignore_eos_sent", True):
-        why = "the server refused ignore_eos and min_tokens, so the model's end of sequence ends an answer"
-        fix = "serve where the server takes min_tokens (vLLM, SGLang), or a model that answers longer"
-    else:
-        why, fix = "the engine stopped them at one token", "check the engine's answers (the requests file)"
-    return (
-        f"{sut.one_token} of {sut.samples} requests answered in one token ({why}): no time per output token, "
-        f"which LoadGen's token mode refuses (its error: {ONE_TOKEN_ERROR}); {fix}"
-    )
-
-
 def token_result(
     params: LLMServeParams,
     record: dict[str, Any],
@@ -258,13 +159,14 @@ def token_result(
 ) -> Result:
     d, conditions, outdir, sut = outcome.detail, outcome.conditions, outcome.outdir, outcome.sut
     metrics, primary = token_metrics(params.scenario, d, params.devices_serving)
-    metrics |= goodput(sut, limits) | inter_token(sut) | kv_cache(sut, engine, model)
+    served = figures.measure(sut.rows, figures.Load(), limits.ttft_p99_ms, limits.tpot_p99_ms).values
+    metrics |= sut_figures(served, figures.SUT_FIGURES) | kv_cache(sut, engine, model)
     limit: Roofline = {}
     if roof is not None and model is not None:
         used, limit = utilization(sut, model, roof)
         metrics |= used
     if params.scenario == "offline":
-        metrics |= offline_tpot(sut)
+        metrics |= sut_figures(served, figures.SUT_OFFLINE_FIGURES)
     if sut.tokens and "tokens_per_second" in metrics:  # prompt tokens read per output token written, measured
         total = metrics["tokens_per_second"].value * (1 + sut.input_tokens / sut.tokens)
         metrics["total_tokens_per_second"] = _m(total, "input + output tokens/s", True)
@@ -470,68 +372,3 @@ def prefix_cache(result: Result, ledger: Ledger, client: dict[str, Any], engine:
             "samples (--profile official) or random prompts",
             hit_rate=rate,
         )
-
-
-def replay_result(
-    params: LLMServeParams,
-    record: dict[str, Any],
-    run: "Replayed",
-    conditions: dict[str, Any],
-    limits: "Limits",
-    engine: EngineFacts,
-    probe: dict[str, Any],
-    model: "Figures | None",
-) -> Result:
-    """The record of a replayed source (a trace, conversations) or a closed loop: the driver's figures by its own
-    clock (a closed loop's of its steady window), judged against the limits, the requests' mean lengths as the run
-    sent them, how late the driver was."""
-    from accelbench.serve import replay
-
-    values, counted, reasons = replay.figures(run, limits)
-    units = {
-        "tokens_per_second": ("output tokens/s", True),
-        "requests_per_second": ("requests/s answered", True),
-        "offered_requests_per_second": ("requests/s the trace offered", True),
-        "tokens_per_second_per_user": ("tokens/s per user", True),
-        "goodput_requests_per_second": ("requests/s within limits", True),
-        "goodput_tokens_per_second": ("output tokens/s within limits", True),
-        "ttft_growth_ms_per_turn": ("ms of median TTFT a turn", False),
-        **{f"latency_p{q}_ms": ("ms from send to last token", False) for q in (50, 90, 99)},
-    }
-    metrics = {k: _m(v, *units.get(k, ("ms", False))) for k, v in values.items()}
-    per_device = values["tokens_per_second"] / params.devices_serving
-    metrics["tokens_per_second_per_device"] = _m(per_device, "output tokens/s per device", True)
-    answered = max(counted.get("measured", counted["answered"]), 1)  # the requests the lengths were summed over
-    record = record | {
-        "input_tokens": round(counted["input_tokens"] / answered),
-        "output_tokens": round(counted["output_tokens"] / answered),
-    }
-    driver = counted["driver"]
-    counted["limits"] = limits.record()
-    if run.kind == "closed":
-        counted["figure_method"] = (
-            f"accelbench's closed loop of {run.users} users by its own clock, {driver['steady']['method']}"
-        )
-    details = cast(ServingDetails, counted)  # the driver's keys, and the wing's beside them (the same dict)
-    details |= {"engine": engine, "probe": probe, "compliant": False}
-    if model is not None:
-        details["model"] = model_identity(model)
-    concerns = fig.concerns_of(None, conditions)
-    if reasons:
-        details["invalid_reasons"] = reasons
-        concerns = [Concern("invalid", f"INVALID: {r}") for r in reasons] + concerns
-    result = Result(
-        benchmark_of(params), record, metrics=metrics, primary_metric="tokens_per_second", valid=not reasons,
-        concerns=concerns, conditions=conditions, details=details,
-    )  # fmt: skip
-    late = driver["late_requests"]
-    if late:
-        worst = values["issue_late_max_ms"]
-        result.concern(
-            "late-issue",
-            f"late: {late} of {counted['requests']} requests were sent over {replay.LATE_MS:g} ms after they were "
-            f"due (the latest {worst:.3g} ms); the arrivals are partly the driver's",
-            late=late,
-            max_ms=worst,
-        )
-    return result

@@ -6,19 +6,20 @@ engine calls back :meth:`TokenSUT.first` at each request's first token, which re
 as ``QuerySamplesComplete`` with the number of tokens (its time per output token, and tokens/s). The token ids
 are the response's data, so accuracy mode's log holds the generated text.
 
-Each request's times are kept as the callbacks see them (:class:`accelbench.serve.requests.Kept`, compact for a
-long run) and written to the run's logs when LoadGen's test ends, one row a request (:mod:`accelbench.serve.requests`).
+Each request's times are stamped as the callbacks see them (:class:`~accelbench.serve.rows.InFlight`); when
+LoadGen's test ends, each becomes its row (:class:`~accelbench.serve.rows.RequestRow`), written to the run's logs
+(:mod:`accelbench.serve.requests`) and what the record's own figures are computed from.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from array import array
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
+import mlperf_loadgen as lg
 import numpy as np
 
 from accelbench.errors import BenchmarkFailed
@@ -26,6 +27,7 @@ from accelbench.loadgen.library import SampleLibrary
 from accelbench.results.details import RequestLogEntry
 from accelbench.serve import requests as reqlog
 from accelbench.serve.engines.base import Engine, TokenRequest
+from accelbench.serve.rows import InFlight, RequestRow
 
 
 class TokenSUT:
@@ -40,12 +42,14 @@ class TokenSUT:
         """``log_dir``: where the requests are written when LoadGen's test ends (None: nowhere)."""
         self.engine = engine
         self.log_dir = log_dir
-        #: every request seen through, kept until the test ends and written then (not on the engine's threads)
-        self.kept: list[reqlog.Kept] = []
+        #: every request seen through, in the order they ended, made rows when the test ends (not on the engine's
+        #: threads): written then, and what the record's own figures are computed from
+        self.rows: list[RequestRow] = []
+        #: the requests under way, by LoadGen's query id, and those ended since
+        self._flights: dict[int, InFlight] = {}
+        self._ended: list[InFlight] = []
         #: the written file's entry for the record's ``details.request_log`` (None until written)
         self.request_log: RequestLogEntry | None = None
-        self._request_gaps: dict[int, array[float]] = {}
-        self._answers: dict[int, float] = {}
         #: what is done to a sample's prompt as it is sent (made distinct, counted for the prefix cache)
         self.shape = shape
         self.qsl = qsl
@@ -64,13 +68,6 @@ class TokenSUT:
         self.last_answer = 0.0
         self.outputs: dict[int, list[int]] = {}  # sample index -> tokens (kept for accuracy mode)
         self.input_tokens = 0
-        #: each answered request's (TTFT s, TPOT s, tokens) by this SUT's clock, from LoadGen's issue call: goodput
-        self.per_request: list[tuple[float, float, int]] = []
-        self._issued: dict[int, float] = {}
-        self._firsts: dict[int, float] = {}
-        self._last_token: dict[int, float] = {}
-        #: seconds between consecutive tokens of a request (a step of k tokens: k gaps of a k-th of the wait)
-        self.gaps: array[float] = array("d")
         self.keep_outputs = False
         #: tokens held in the KV cache by the requests between their first token and their completion (prompt and
         #: tokens so far): the peak, and the integral over time for the mean
@@ -93,9 +90,7 @@ class TokenSUT:
         now = time.perf_counter()
         if self.first_issue is None:
             self.first_issue = now
-        for q in query_samples:
-            self._issued[q.id] = now
-        loaded, shape = self.qsl.loaded, self.shape
+        loaded, shape, flights = self.qsl.loaded, self.shape, self._flights
         requests = [
             TokenRequest(
                 q.id,
@@ -105,6 +100,8 @@ class TokenSUT:
             )
             for q in query_samples
         ]
+        for r in requests:
+            flights[r.id] = InFlight(r.id, r.index, len(r.prompt), now)
         self.engine.submit(requests)
 
     def flush(self) -> None:
@@ -114,11 +111,12 @@ class TokenSUT:
         """LoadGen's test ended (every request answered); the engine stays warm for a rerun: the run stops it. The
         requests are written now, so a run that fails (its error raised after this) keeps them too, and says where."""
         self.stopped = True
+        with self._lock:
+            ended, self._ended = self._ended, []
+        self.rows += [f.row(self.first_issue or 0.0) for f in ended]
         if self.log_dir is None or self.request_log is not None:
             return
-        with self._lock:
-            kept, self.kept = self.kept, []
-        self.request_log = reqlog.keep_loadgen(self, self.log_dir, self.engine, kept, self.first_issue)
+        self.request_log = reqlog.keep_loadgen(self, self.log_dir, self.engine, self.rows)
         if isinstance(self.error, BenchmarkFailed):
             self.error.details["request_log"] = self.request_log
 
@@ -143,11 +141,26 @@ class TokenSUT:
         span = self.last_answer - (self.first_issue or self.last_answer)
         return self.kv_integral / span if span > 0 else 0.0
 
+    def _flight(self, request: TokenRequest) -> InFlight:
+        """``request`` under way (one LoadGen never issued: from now, as its answer is)."""
+        flight = self._flights.get(request.id)
+        if flight is None:
+            flight = self._flights[request.id] = InFlight(
+                request.id, request.index, len(request.prompt), time.perf_counter()
+            )
+        return flight
+
+    def _end(self, request: TokenRequest, now: float) -> InFlight:
+        flight = self._flights.pop(request.id, None)
+        if flight is None:
+            flight = InFlight(request.id, request.index, len(request.prompt), now)
+        flight.done = now
+        return flight
+
     # the engine's side (a Sink)
     def first(self, request: TokenRequest, token: int) -> None:
-        import mlperf_loadgen as lg
-
-        now = self._firsts[request.id] = self._last_token[request.id] = time.perf_counter()
+        flight = self._flight(request)
+        now = flight.first = flight.last = time.perf_counter()
         self._hold(request, len(request.prompt) + 1, now, flight=1)
         data = np.array([token], dtype=np.int32)
         lg.FirstTokenComplete([lg.QuerySampleResponse(request.id, data.ctypes.data, data.nbytes, 1)])
@@ -155,29 +168,16 @@ class TokenSUT:
     def answering(self, request: TokenRequest) -> None:
         """The first token of ``request``'s answer after a reasoning model's thinking arrived (an engine that tells
         them apart calls this; its row's ``first_answer``)."""
-        self._answers.setdefault(request.id, time.perf_counter())
+        flight = self._flights.get(request.id)
+        if flight is not None and flight.first_answer is None:
+            flight.first_answer = time.perf_counter()
 
     def step(self, request: TokenRequest, count: int) -> None:
         now = time.perf_counter()
-        last = self._last_token.get(request.id)
-        if last is not None:
-            mine = self._request_gaps.get(request.id)
-            if mine is None:
-                mine = self._request_gaps[request.id] = array("d")
-            if count == 1:  # a token a call, as in-process engines step: no list on the engine's thread
-                gap = now - last
-                self.gaps.append(gap)
-                mine.append(gap)
-            else:
-                gaps = [(now - last) / count] * count
-                self.gaps.extend(gaps)
-                mine.extend(gaps)
-        self._last_token[request.id] = now
+        self._flight(request).step(now, count)
         self._hold(request, count, now)
 
     def done(self, request: TokenRequest, tokens: list[int]) -> None:
-        import mlperf_loadgen as lg
-
         now = time.perf_counter()
         data = np.asarray(tokens, dtype=np.int32)
         self._hold(request, -self._held.get(request.id, 0), now, flight=-1 if request.id in self._held else 0)
@@ -189,15 +189,11 @@ class TokenSUT:
             self.one_token += len(tokens) < 2
             self.input_tokens += len(request.prompt)
             self.last_answer = now
-            issued, first = self._issued.pop(request.id, now), self._firsts.pop(request.id, now)
-            self._last_token.pop(request.id, None)
-            self.per_request.append((first - issued, (now - first) / max(len(tokens) - 1, 1), len(tokens)))
-            self.kept.append(
-                reqlog.Kept(
-                    request.id, request.index, issued, first, now, len(request.prompt), len(tokens),
-                    self._request_gaps.pop(request.id, None), None, self._answers.pop(request.id, None),
-                )
-            )  # fmt: skip
+            flight = self._end(request, now)
+            flight.output_tokens = len(tokens)
+            if flight.first is None:
+                flight.first = now
+            self._ended.append(flight)
             if self.keep_outputs:
                 self.outputs[request.index] = list(tokens)
         # LoadGen copies the answer during the call (accuracy mode); the array lives until it returns
@@ -205,21 +201,14 @@ class TokenSUT:
 
     def failed(self, request: TokenRequest, error: BaseException) -> None:
         """Answer LoadGen anyway (it would wait forever); the run is reported failed afterwards."""
-        import mlperf_loadgen as lg
-
         now = time.perf_counter()
         with self._lock:
             plain = getattr(error, "plain", False)  # its message says it all (a server's words)
             words = str(error) if plain else f"{type(error).__name__}: {error}"
             self.failures[words] += 1
-            issued, first = self._issued.pop(request.id, now), self._firsts.pop(request.id, None)
-            self._last_token.pop(request.id, None)
-            self.kept.append(
-                reqlog.Kept(
-                    request.id, request.index, issued, first, now, len(request.prompt), 0,
-                    self._request_gaps.pop(request.id, None), words, self._answers.pop(request.id, None),
-                )
-            )  # fmt: skip
+            flight = self._end(request, now)
+            flight.error = words
+            self._ended.append(flight)
             top = "; ".join(f"{why} (x{n})" for why, n in self.failures.most_common(3))
             total = sum(self.failures.values())
             self.error = BenchmarkFailed(f"{total} request{'s' * (total > 1)} failed: {top}")

@@ -216,8 +216,14 @@ def _check_closed(params: Swept) -> None:
 
 
 #: rounds of its users a closed loop sends past the warm-up at least: a steady window needs every user to send past
-#: its warm-up and a last full round after it (:func:`accelbench.serve.replay.steady_window`)
+#: its warm-up and a last full round after it (:func:`accelbench.serve.figures.steady`)
 MIN_ROUNDS = 3
+
+
+def closed_requests(users: int, least: int) -> int:
+    """A closed loop's requests past its users' warm-up: ``least`` (a Server run's of the profile) and at least
+    :data:`MIN_ROUNDS` rounds, then one round more for the cool-down its steady window leaves out."""
+    return max(least, MIN_ROUNDS * users) + users
 
 
 def _enough_requests(params: Swept, users: int, which: str = "") -> None:
