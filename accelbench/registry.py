@@ -9,7 +9,6 @@ or touches the store.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -28,6 +27,7 @@ from accelbench.kernels.specs import (
 )
 from accelbench.kit.context import RunContext
 from accelbench.params import CommonParams, build_params
+from accelbench.plugins import load_object
 from accelbench.results.describe import plain
 from accelbench.selftest import CrashParams, HangParams, OkParams, RaiseParams
 from accelbench.serve.specs import LLMServeParams
@@ -86,7 +86,8 @@ class BenchmarkInfo:
     #: its start-up; a model's entry keeps its own (its weights, compile caches and memory peak are the figure's)
     shares_process: bool = False
     #: its cost model for a plan ("module:function" taking its parameters and the target, returning the seconds
-    #: and how they were found): "" gives the least its own settings ask for (:mod:`accelbench.suite.estimate`)
+    #: and how they were found), beside its run in its family: "" gives the least its own settings ask for
+    #: (:mod:`accelbench.suite.estimate`)
     estimate: str = ""
 
     @property
@@ -106,8 +107,7 @@ class BenchmarkInfo:
         return self.command
 
     def load(self) -> Callable[[Any, RunContext], Iterable[Any]]:
-        module, _, func = self.target.partition(":")
-        run: Callable[[Any, RunContext], Iterable[Any]] = getattr(importlib.import_module(module), func)
+        run: Callable[[Any, RunContext], Iterable[Any]] = load_object(self.target, "benchmark")
         return run
 
     def make_params(self, values: dict[str, Any]) -> CommonParams:
@@ -137,7 +137,7 @@ for _info in (
         "dense matrix multiply C = A @ B (batched with --batch): seconds, TFLOPS, % of peak",
         GemmParams,
         "accelbench.kernels.gemm:run",
-        estimate="accelbench.suite.estimate:gemm",
+        estimate="accelbench.kernels.estimate:gemm",
         shares_process=True,
         timeout=600,
         primary_metric="tflops",
@@ -147,7 +147,7 @@ for _info in (
         "2-D convolution, forward / backward-data / backward-filter, NCHW or NHWC: seconds, TFLOPS, % of peak",
         ConvParams,
         "accelbench.kernels.conv:run",
-        estimate="accelbench.suite.estimate:conv",
+        estimate="accelbench.kernels.estimate:conv",
         shares_process=True,
         primary_metric="tflops",
     ),
@@ -156,7 +156,7 @@ for _info in (
         "one vanilla RNN, LSTM or GRU layer over a sequence, inference or training: seconds, TFLOPS",
         RnnParams,
         "accelbench.kernels.rnn:run",
-        estimate="accelbench.suite.estimate:rnn",
+        estimate="accelbench.kernels.estimate:rnn",
         shares_process=True,
         primary_metric="tflops",
     ),
@@ -165,7 +165,7 @@ for _info in (
         "scaled dot-product attention, forward or forward+backward, causal or not: seconds, TFLOPS",
         AttentionParams,
         "accelbench.kernels.attention:run",
-        estimate="accelbench.suite.estimate:attention",
+        estimate="accelbench.kernels.estimate:attention",
         shares_process=True,
         primary_metric="tflops",
     ),
@@ -174,7 +174,7 @@ for _info in (
         "sparse x dense GEMM at a density (CSR), or 2:4 semi-structured on Ampere+: seconds, TFLOPS",
         SparseParams,
         "accelbench.kernels.sparse:run",
-        estimate="accelbench.suite.estimate:sparse",
+        estimate="accelbench.kernels.estimate:sparse",
         shares_process=True,
         primary_metric="tflops",
     ),
@@ -183,7 +183,7 @@ for _info in (
         "device memory bandwidth, STREAM copy or triad: seconds, GB/s, % of peak",
         MembwParams,
         "accelbench.kernels.membw:run",
-        estimate="accelbench.suite.estimate:membw",
+        estimate="accelbench.kernels.estimate:membw",
         shares_process=True,
         primary_metric="gbps",
     ),
@@ -192,7 +192,7 @@ for _info in (
         "all-reduce over N processes under torchrun (NCCL on GPUs, gloo on CPUs): algorithm and bus GB/s",
         AllreduceParams,
         "accelbench.kernels.allreduce:run",
-        estimate="accelbench.suite.estimate:allreduce",
+        estimate="accelbench.kernels.estimate:allreduce",
         timeout=1800,
         primary_metric="busbw_gbps",
     ),
@@ -201,7 +201,7 @@ for _info in (
         "training samples/s of a model on synthetic data (per-device batch), any precision: tf_cnn_benchmarks",
         TrainParams,
         "accelbench.train.run:run",
-        estimate="accelbench.suite.estimate:train",
+        estimate="accelbench.train.estimate:train",
         timeout=3600,
         primary_metric="throughput",
         efficiency_of=("throughput",),
@@ -228,7 +228,7 @@ for _info in (
         "torchtitan's convention",
         LLMTrainParams,
         "accelbench.train.llm.run:run",
-        estimate="accelbench.suite.estimate:train_llm",
+        estimate="accelbench.train.estimate:train_llm",
         timeout=3600,
         primary_metric="throughput",
         efficiency_of=("throughput",),
@@ -253,7 +253,7 @@ for _info in (
         "inference under the MLPerf LoadGen: Offline, Server, SingleStream or MultiStream, VALID or why not",
         InferParams,
         "accelbench.infer.run:run",
-        estimate="accelbench.suite.estimate:loadgen",
+        estimate="accelbench.infer.estimate:loadgen",
         timeout=1800,
         primary_metric=None,
         efficiency_of=("throughput", "queries_per_second", "tokens_per_second"),
@@ -282,15 +282,15 @@ for _info in (
         "a language model served token by token under the MLPerf LoadGen: TTFT, TPOT, tokens/s, VALID or why not",
         LLMServeParams,
         "accelbench.serve.run:run",
-        estimate="accelbench.suite.estimate:llm_serve",
+        estimate="accelbench.serve.estimate:llm_serve",
         timeout=1800,
         primary_metric=None,
         efficiency_of=("tokens_per_second",),
         command=Command(
             "infer",
             "inference under the real MLPerf LoadGen: offline, server, singlestream, multistream",
-            "A language model (accelbench list --models) is streamed token by token by an engine (--engine: "
-            "transformers' continuous batching, static, vllm, or endpoint, any OpenAI-compatible server at --url) "
+            "A language model (accelbench list --models) is streamed token by token by an engine (--engine, its "
+            "choices and settings below: in this process, or endpoint, any OpenAI-compatible server at --url) "
             "in LoadGen's token mode: TTFT and TPOT against MLPerf's limits, tokens/s per device, the decode's "
             "share of the device's bandwidth; --mode sweep draws tokens/s per device against tokens/s per user.",
             positional="model",
@@ -303,7 +303,7 @@ for _info in (
         "time (and cost) to a quality target on real data over seeds, olympic mean, MLPerf logs: MLPerf Training",
         TtaParams,
         "accelbench.tta.run:run",
-        estimate="accelbench.suite.estimate:tta",
+        estimate="accelbench.tta.estimate:tta",
         timeout=7 * 24 * 3600,
         primary_metric="time_to_target_seconds",
         efficiency_of=("time_to_target_seconds",),

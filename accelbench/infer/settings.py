@@ -32,6 +32,8 @@ MLPERF_NAMES = {
 #: and at least ``PROBE_MIN_CALLS`` calls (one, if one call takes the whole second); the per-call median counts,
 #: so one call disturbed by another process does not plan the run 10x off.
 PROBE_BATCHES, PROBE_SINGLES, PROBE_SECONDS, PROBE_MIN_CALLS = 5, 7, 1.0, 3
+#: calls of each shape every device is warmed up with before the probe times the first
+PROBE_WARM_CALLS = 2
 
 
 def probe(serving: "Serving", params: InferParams, warm: bool = True) -> Probe:
@@ -44,7 +46,7 @@ def probe(serving: "Serving", params: InferParams, warm: bool = True) -> Probe:
     samples = [serving.make_input(i % serving.total) for i in range(n)]
     full, one = serving.collate(samples[: params.batch_size]), serving.collate(samples[:1])
     for worker in serving.workers if warm else []:
-        for _ in range(2):
+        for _ in range(PROBE_WARM_CALLS):
             worker(full)
             worker(one)
     per_batch = median_seconds(serving.workers[0], full, PROBE_BATCHES)
@@ -67,6 +69,12 @@ def median_seconds(call: Any, inputs: Any, most: int) -> float:
     return statistics.median(times)
 
 
+def server_qps(params: InferParams, rate: float) -> float:
+    """Server's target queries/s: ``--target-qps``, else :data:`SERVER_FRACTION` of the probed ``rate`` (1 to
+    :data:`SERVER_DEFAULT_MAX`)."""
+    return params.target_qps or max(1.0, min(rate * SERVER_FRACTION, SERVER_DEFAULT_MAX))
+
+
 def base(params: InferParams, mode: str = "performance") -> Any:
     """LoadGen's settings for the profile, under mlperf.conf's name for the model."""
     return lgset.base(params, mode, MLPERF_NAMES.get(params.model, params.model))
@@ -85,7 +93,7 @@ def performance_settings(
     spq = samples_per_query or params.samples_per_query
     s.offline_expected_qps = params.expected_qps or min(p.rate * OFFLINE_HEADROOM, MAX_PLANNED_RATE)
     s.single_stream_expected_latency_ns = int(p.single * 1e9)
-    s.server_target_qps = target_qps or params.target_qps or max(1.0, min(p.rate * SERVER_FRACTION, SERVER_DEFAULT_MAX))
+    s.server_target_qps = target_qps or server_qps(params, p.rate)
     s.multi_stream_samples_per_query = spq
     s.multi_stream_expected_latency_ns = int(spq / p.rate * 1e9)
     if params.scenario == "offline" and params.profile != "official" and mode == "performance":

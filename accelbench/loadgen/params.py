@@ -16,6 +16,8 @@ QSL_SAMPLES = {"quick": 64, "official": 1024}
 class LoadGenParams(EmulatedParams, ScaleParams, CommonParams):
     """A model served to LoadGen in one scenario; LoadGen's own verdict and figures recorded."""
 
+    flag_group = "LoadGen"
+
     model: str = opt("resnet50", "model name (accelbench list --models)", sweep=False)
     scenario: str = opt("offline", "LoadGen scenario")
     mode: str = opt("performance", "what the run measures")
@@ -62,7 +64,12 @@ class LoadGenParams(EmulatedParams, ScaleParams, CommonParams):
         """Samples in one MultiStream query (1 where a benchmark has no MultiStream)."""
         return 1
 
+    @property
+    def min_duration(self) -> float:
+        """A test's minimum seconds: ``--duration``, else the profile's (2 s quick, mlperf.conf's 600 s official)."""
+        return self.duration or (600.0 if self.profile == "official" else 2.0)
+
     def planned_seconds(self) -> float | None:
         if self.mode != "performance":
             return None  # accuracy runs the data set once; find-peak's trials are counted by the search
-        return self.duration or (600.0 if self.profile == "official" else 2.0)
+        return self.min_duration

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from accelbench.families import Family, owns
+from accelbench.plugins import load_object
 from accelbench.report.model import Cell, Section, Text
 from accelbench.results import format as fmt
 from accelbench.results.describe import Describe, plain
@@ -186,8 +186,7 @@ def device_of(r: Result) -> str:
 
 def hook(target: str) -> Callable[..., Any]:
     """A family's report function named ``module:function`` (a family description imports no report code)."""
-    module, _, name = target.partition(":")
-    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    fn: Callable[..., Any] = load_object(target, "report function")
     return fn
 
 

@@ -45,6 +45,11 @@ def quick_requests(rate: float, tail: int) -> int:
     return max(QUICK_MIN_REQUESTS, min(tail, math.ceil(rate * QUICK_SECONDS)))
 
 
+def server_qps(params: LLMServeParams, rate: float) -> float:
+    """Server's (and interactive's) target requests/s: ``--target-qps``, else :data:`SERVER_FRACTION` of ``rate``."""
+    return params.target_qps or max(rate * SERVER_FRACTION, 0.1)
+
+
 def settings_for(params: LLMServeParams, limits: Limits, preset_benchmark: str, plan: lgset.Probe, total: int) -> Any:
     """LoadGen's settings in token mode, planned from the probe (``official``: mlperf.conf's rules)."""
     import mlperf_loadgen as lg
@@ -58,7 +63,7 @@ def settings_for(params: LLMServeParams, limits: Limits, preset_benchmark: str, 
     rate = min(plan.rate, MAX_PLANNED_REQUESTS)
     s.offline_expected_qps = params.expected_qps or rate * lgset.OFFLINE_HEADROOM
     s.single_stream_expected_latency_ns = int(plan.single * 1e9)
-    s.server_target_qps = params.target_qps or max(rate * SERVER_FRACTION, 0.1)
+    s.server_target_qps = server_qps(params, rate)
     if params.profile == "official":
         s.performance_sample_count_override = total  # the prompts this run holds, not the data set's size
     elif params.scenario == "offline":
