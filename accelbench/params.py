@@ -119,6 +119,10 @@ def parse_duration(text: str) -> float:
 class CommonParams:
     """Where and with how many CPU threads; shared by every benchmark."""
 
+    #: the part that owns the fields this class declares, as ``--help`` groups them ("LoadGen"); empty: the
+    #: benchmark's own (a subclass's fields are grouped by the class that declares them, not inherited)
+    flag_group: typing.ClassVar[str] = ""
+
     device: str = "auto"
     threads: int | None = None
 
@@ -150,6 +154,12 @@ class CommonParams:
         whose parts own settings of their own (a backend's) adds theirs, so each part declares its flags once."""
         hints = typing.get_type_hints(cls)
         return [(f, hints[f.name]) for f in fields(cls)]
+
+    @classmethod
+    def flag_parts(cls) -> tuple[Parts, ...]:
+        """The parts whose settings :meth:`flags` adds (``--engine``'s, ``--source``'s), so ``--help`` groups each
+        part's flags and says which of its parts take each; none by default."""
+        return ()
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
@@ -372,7 +382,7 @@ class Parts:
             if key in own:
                 given[key] = value
             elif value != others[key].default or _TYPED.get():
-                takes = [n for n, c in self.builtin().items() if key in {f.name for f in fields(c.Options)}]
+                takes = self.takers(key)
                 flag = "--" + key.replace("_", "-")
                 plural = "s" if len(takes) > 1 else ""
                 raise UsageError(f"{flag} applies to the {', '.join(takes)} {self.noun}{plural}, not {name}")
@@ -385,6 +395,33 @@ class Parts:
                 check_choice(key, given[key], choices)
         values[self.holder] = dataclasses.asdict(options(**given))
         return values
+
+    def takers(self, name: str) -> list[str]:
+        """The built-in parts whose settings include ``name``, by name."""
+        return [n for n, c in self.builtin().items() if name in {f.name for f in fields(c.Options)}]
+
+    @property
+    def title(self) -> str:
+        """The ``--help`` group of the parts' settings."""
+        return f"{self.noun} settings (--{self.selector.replace('_', '-')})"
+
+    def setting_help(self, name: str, help: str) -> str:
+        """``help`` of the setting ``name``, led by the parts that take it where not all of them do, as the
+        registry says (never a list written by hand that drifts)."""
+        takes = self.takers(name)
+        if not takes or len(takes) == len(self.builtin()):
+            return help
+        names = takes[0] if len(takes) == 1 else f"{', '.join(takes[:-1])} and {takes[-1]}"
+        return f"{names} {self.noun}{'s' if len(takes) > 1 else ''}: {help}"
+
+    def selector_help(self, help: str) -> str:
+        """``help`` of the selector (``--engine``) followed by the parts to choose among, from the registry (each
+        with its ``about``, where it has one), and which part an empty selector means."""
+        named = [f"{n} ({about})" if (about := getattr(c, "about", "")) else n for n, c in self.builtin().items()]
+        out = f"{help}: {', '.join(named)}, or package.module:Class"
+        if self.inferred:
+            out += f"; empty: the {self.noun} whose settings are given, else {self.fallback}"
+        return out
 
     def _inferred(self, values: dict[str, Any], default: str) -> str:
         """The built-in part whose settings are the given ones (those away from their neutral values): the default

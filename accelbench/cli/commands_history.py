@@ -12,7 +12,8 @@ from accelbench.cli.render import console
 from accelbench.cli.render_trends import history_table
 from accelbench.errors import UsageError
 from accelbench.registry import default_params, describe_params, get
-from accelbench.results.history import histories
+from accelbench.results.history import MAX_SPREAD, MIN_HISTORY, THRESHOLD, histories
+from accelbench.results.judge import ALPHA
 from accelbench.results.store import Store
 
 #: Exit status of ``history --fail-on-regression`` when a regression is flagged (as a failed benchmark's).
@@ -28,9 +29,10 @@ def register(sub: Any) -> None:
             "oldest run first. Unlike compare, which pairs machines, a series keeps every setting that changes "
             "its figure (device and threads too) and ignores those that only change how long it was measured; "
             "series that would read alike are told apart by the settings that differ. A run is flagged when "
-            "its 95% interval lies outside the band of the earlier runs' intervals and it differs from their "
-            "median by more than --threshold, with at least 3 earlier runs since the last change; a series "
-            "whose runs scatter by more than 10% is reported unstable instead. Runs that were contended, noisy, "
+            f"its raw samples tell it apart from the earlier runs' (Mann-Whitney U, p < {ALPHA:g}; else the 95% "
+            "intervals apart) and it differs from their median by more than their run-to-run spread and "
+            f"--threshold, with at least {MIN_HISTORY} earlier runs since the last change; a series whose runs "
+            f"scatter by more than {MAX_SPREAD:.0%} is reported unstable instead. Runs that were contended, noisy, "
             "INVALID or without an interval are shown with the reason, never judged and never part of another "
             "run's baseline."
         ),
@@ -39,7 +41,11 @@ def register(sub: Any) -> None:
     a.add_pairs(hist, "--param", "only records with this parameter value (repeatable)")
     hist.add_argument("--metric", help="this metric instead of each record's primary one")
     hist.add_argument(
-        "--threshold", type=float, default=0.05, metavar="F", help="smallest relative change flagged (default 0.05)"
+        "--threshold",
+        type=float,
+        default=THRESHOLD,
+        metavar="F",
+        help=f"smallest relative change flagged (default {THRESHOLD:g})",
     )
     hist.add_argument(
         "--fail-on-regression",

@@ -60,15 +60,17 @@ EXIT_FAILED, EXIT_INVALID = 1, 3
 def register(sub: Any) -> None:
     run = sub.add_parser(
         "run",
-        help="run a suite (default: quick on a CPU-only machine, headline with a GPU; standard is the long one)",
+        help=f"run a suite (default: {DEFAULT_CPU} on a CPU-only machine, {DEFAULT_ACCELERATOR} with a GPU; "
+        "standard is the long one)",
         description=(
             "Run benchmarks, each in its own process with a timeout; a crash, OOM or hang is recorded as "
             "failed and the suite goes on. Every record is stored the moment it is measured.\n\n"
             "Exit status: 0 all ok; 1 a benchmark failed; 3 none failed but a result is INVALID by its own "
             "verdict (LoadGen's, an accuracy gate); 2 bad input; 130 interrupted (resume with --resume).\n\n"
             f"TARGET is a built-in suite ({', '.join(BUILTIN)}), a suite file (.toml), or benchmark names "
-            "(see 'accelbench list'); several may be given. Without one: quick on a machine without an accelerator, "
-            "headline (a few minutes of what a buyer asks first) with one; standard, every DeepBench set and model, "
+            f"(see 'accelbench list'); several may be given. Without one: {DEFAULT_CPU} on a machine without an "
+            f"accelerator, {DEFAULT_ACCELERATOR} (a few minutes of what a buyer asks first) with one; standard, "
+            "every DeepBench set and model, "
             "is the long suite.\n\n"
             "--sample N runs N entries drawn across the suite's kinds (kernels, train, infer, tta...) and prints "
             "each one's estimate beside the time it took: the plan's error, measured."
@@ -76,7 +78,10 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
-        "targets", nargs="*", metavar="TARGET", help="suite, suite file or benchmark (default: quick/headline)"
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help=f"suite, suite file or benchmark (default: {DEFAULT_CPU}/{DEFAULT_ACCELERATOR})",
     )
     run.add_argument(
         "--sample",
@@ -97,7 +102,8 @@ def register(sub: Any) -> None:
         _register_family(sub, sharing_command(name))
     kernels = sub.add_parser(
         "kernels",
-        help="kernel benchmarks (DeepBench): gemm, conv, rnn, attention, sparse, membw, allreduce",
+        help="kernel benchmarks (DeepBench): "
+        + ", ".join(info.family.short(info.name) for info in BENCHMARKS.values() if info.family.grouped),
         description=(
             "Time one kernel from the command line, on one shape, a sweep (size and option flags take "
             "comma lists or ranges such as 256:4096:x2) or a named shape set (--set). 'accelbench kernels "

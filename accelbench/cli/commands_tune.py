@@ -17,33 +17,38 @@ from accelbench.cli.commands_measure import _options
 from accelbench.cli.kernel_args import add_param_flags
 from accelbench.cli.render import ProgressObserver, console, err_console, shown
 from accelbench.devices import resolve_device
+from accelbench.infer.catalog import BACKENDS
+from accelbench.measure.rounding import HEADROOM
 from accelbench.params import build_params, typed_by_person
 from accelbench.results import format as fmt
 from accelbench.results.record import Result
 from accelbench.results.store import Store
 from accelbench.suite.suites import Entry, Suite
 from accelbench.tune.specs import TuneParams
+from accelbench.tune.verdict import MIN_RUNS_RANGES
 
 DESCRIPTION = (
     "Search the settings that make MODEL fastest on this machine, within --budget. Each trial is an ordinary "
     "benchmark run in its own process and stored in one run. First every runtime is screened at the default batch: "
-    "backend (torch, compile, onnxruntime, int8, openvino, as installed), precision (only what this device runs "
-    "natively, unless --emulated), memory format and torch.compile. Then batch sizes (and, for OpenVINO, requests in "
+    f"backend ({', '.join(n for n, b in BACKENDS.items() if b.runs_model)}, as installed), precision (only what "
+    "this device runs natively, unless --emulated), memory format and torch.compile. Then batch sizes (and, for "
+    "OpenVINO, requests in "
     "flight) are screened around the two best. For --task infer the best candidates must pass the accuracy gate "
     "before they are confirmed: with --dataset, MLPerf's 99% of the FP32 reference's quality on its labels (accuracy "
     "verified); without, fidelity to FP32 on the same weights (random, or --checkpoint), where a bf16, fp16 or INT8 "
-    "path may move the outputs at most twice as far as rounding the FP32 model to its precision does (accuracy not "
-    "verified, and the result says so). The finalists and the default settings are then confirmed side by side in "
+    f"path may move the outputs at most {HEADROOM:g} times as far as rounding the FP32 model to its precision does "
+    "(accuracy not verified, and the result says so). The finalists and the default settings are then confirmed "
+    "side by side in "
     "interleaved rounds, and the rounds go on until the best separates from the runner-up (Mann-Whitney on the raw "
-    "samples where the runs keep them, else the ranges of three runs or more); candidates it does not separate from "
-    "are reported as equivalent, not ranked. Server is screened on Offline throughput and confirmed by find-peak. The"
-    " budget holds: no trial starts that is not expected to fit, so a search ends at most one trial late, and what "
-    "was cut is said. A speed-up over the defaults is stated only against a default confirmed VALID more than once. A"
-    " search that screened one candidate says 'no search' and names no best, and one whose finalists all fell out "
-    "(gate failed, crashed, INVALID) says no setting was confirmed better than the defaults. Prints the outcome "
-    "first, in one line (the winner, its speed-up over the defaults and the evidence), then the ranking (settings, "
-    "figure, spread of confirmations, accuracy, validity) and the command that reproduces the winner's "
-    "confirmation (its settings, at the confirmation's length). A candidate that "
+    f"samples where the runs keep them, else the ranges of {MIN_RUNS_RANGES} runs or more); candidates it does not "
+    "separate from are reported as equivalent, not ranked. Server is screened on Offline throughput and confirmed "
+    "by find-peak. The budget holds: no trial starts that is not expected to fit, so a search ends at most one trial "
+    "late, and what was cut is said. A speed-up over the defaults is stated only against a default confirmed VALID "
+    "more than once. A search that screened one candidate says 'no search' and names no best, and one whose "
+    "finalists all fell out (gate failed, crashed, INVALID) says no setting was confirmed better than the defaults. "
+    "Prints the outcome first, in one line (the winner, its speed-up over the defaults and the evidence), then the "
+    "ranking (settings, figure, spread of confirmations, accuracy, validity) and the command that reproduces the "
+    "winner's confirmation (its settings, at the confirmation's length). A candidate that "
     "crashes, runs out of memory or fails to compile is recorded as failed, with its reason, and the search goes on."
     " A language model's search is how it is served: engine (every local one installed), precision and "
     "compilation, then requests in flight and continuous batching's batch-token budget; each trial is an Offline "

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 from accelbench.cli import args as a
 from accelbench.errors import UsageError
 from accelbench.kernels.sets import load_set, sets_for
-from accelbench.params import CommonParams, KernelParams, check_choice, typed_by_person
+from accelbench.params import CommonParams, KernelParams, Parts, check_choice, typed_by_person
 from accelbench.suite.suites import Entry, expand, make_entry
 
 #: Fields whose flags come from the common options (--device, --threads).
@@ -97,13 +97,19 @@ def add_param_flags(
     """
     flags = params_cls.flags()
     hints = {f.name: hint for f, hint in flags}
-    groups = {False: parser.add_argument_group(title), True: parser.add_argument_group("measurement")}
     own = params_cls.__dict__.get("__annotations__", {})
-    for f in sorted((f for f, _ in flags), key=lambda f: f.name not in own):  # the benchmark's own knobs first
-        if f.name in BASE_FIELDS or f.name in skip:
-            continue
-        group = groups[f.name in MEASUREMENT_FIELDS]
-        meta = {**f.metadata, "help": f.metadata.get("help", "") + (more_help or {}).get(f.name, "")}
+    shown = [f for f, _ in sorted(flags, key=lambda fh: fh[0].name not in own)]  # the benchmark's own knobs first
+    shown = [f for f in shown if f.name not in BASE_FIELDS and f.name not in skip]
+    owners = {f.name: _owner(params_cls, f.name, title) for f in shown}
+    titles = [title, *dict.fromkeys(t for t, _ in owners.values() if t not in (title, "measurement")), "measurement"]
+    groups = {t: parser.add_argument_group(t) for t in titles}  # each part's flags together, measurement last
+    for f in shown:
+        group_title, part = owners[f.name]
+        group = groups[group_title]
+        base = f.metadata.get("help", "")
+        if part is not None:  # which of the parts take it, or the parts a selector chooses among: the registry's
+            base = part.selector_help(base) if part.selector == f.name else part.setting_help(f.name, base)
+        meta = {**f.metadata, "help": base + (more_help or {}).get(f.name, "")}
         if hints[f.name] is bool:  # a switch: on when the default is off, "--no-..." when it is on
             flag = meta.get("flag") or ("--no-" if f.default else "--") + f.name.replace("_", "-")
             help_text = meta.get("help", "").replace("%", "%%")
@@ -129,6 +135,22 @@ def add_param_flags(
             group.add_argument(
                 _flag(f), dest=f.name, type=_single(parse), default=None, metavar=metavar, help=help_text
             )
+
+
+def _owner(params_cls: type[CommonParams], name: str, title: str) -> tuple[str, Parts | None]:
+    """The ``--help`` group of the flag ``name`` and the parts it belongs to (their selector, or one's setting):
+    measurement; a part's settings; the group of the class that declares the field (its ``flag_group``); else
+    ``title``, the benchmark's own."""
+    if name in MEASUREMENT_FIELDS:
+        return "measurement", None
+    declared = {f.name for f in fields(params_cls)}
+    for part in params_cls.flag_parts():
+        if part.selector == name:
+            return title, part
+        if name not in declared and part.takers(name):
+            return part.title, part
+    owner = next((c for c in params_cls.__mro__ if name in c.__dict__.get("__annotations__", {})), None)
+    return (owner.__dict__.get("flag_group") if owner else None) or title, None
 
 
 def _single(parse: Callable[[str], Any]) -> Callable[[str], list[Any]]:

@@ -1,15 +1,8 @@
 """The per-dollar and per-joule figures of a record, derived once from its measured figure.
 
-A rate (``throughput`` in images/s, a Server run's queries/s, a language model's output tokens/s) gives three
-per-dollar figures: the rate per USD/h (the TPUv2 vs V100 study's "images/s per $/h"), the work per USD, and
-the USD per million of work; a time (time to target) gives its cost. A token run adds the USD per million input
-tokens: the same machine-hour over the prompt tokens the run read (the record's own counts), not a split of
-the hour between prefill and decode. Intervals carry over: a rate's interval scales, a cost per unit of work
-inverts it.
-
-Each record says how each of its derived figures was computed, in ``details["derived"]`` (figure name ->
-method in words), so a reader of the JSON need not know this module to check a figure.
-"""
+A rate gives its rate per USD/h, work per USD and USD per million of work (a token run also per million input
+tokens), a time its cost; intervals carry over. Each record says how each derived figure was computed in
+``details["derived"]``, so a reader of the JSON need not know this module (docs/cost.md)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
 """Whether a named instance's price describes the hardware a run measures.
 
-A row of the instance table prices its accelerators: ``p5.48xlarge`` is 8x H100 SXM5 80GB at 55 USD/h.
-Used for a CPU-only run, or for one A100, every per-dollar figure the records carry would be a fiction
-that ``compare`` then sets against another ("$86.0 per 1M" for a 2-core VM). So a mismatch is refused, in
-one line, before anything is opened or measured; ``--price-mismatch-ok`` prices it anyway (a user who
-rents the instance and measures its CPU on purpose), and then the record's price says so in ``mismatch``
-and in its notes.
-
-The comparison reads only what the table and the machine state: the chip (the table's first word with a
-digit: A100, H100, H200, ...) must be a word of each visible accelerator's name, its memory (the table's
-"80GB") within 15% of what the device reports, and the count equal to the accelerators visible. A form
-factor the driver does not spell out (SXM or PCIe for an H100) is not checked.
-"""
+An instance's price is its accelerators' (``p5.48xlarge``: 8x H100), so on a CPU-only run or one A100 every
+per-dollar figure would be a fiction that ``compare`` then sets against another. A mismatch is refused before
+anything is measured (``--price-mismatch-ok`` prices it anyway, and the record says so); what is compared (the
+chip, the memory, the count) is in docs/cost.md."""
 
 from __future__ import annotations
 

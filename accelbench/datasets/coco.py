@@ -1,12 +1,7 @@
-"""COCO detection for training and evaluation to a mAP target, read with pycocotools from a local folder.
-
-The layout is COCO 2017's: ``annotations/instances_train2017.json`` and ``annotations/instances_val2017.json``
-with the ``train2017/`` and ``val2017/`` image folders. Category ids (sparse in COCO: 1..90) are mapped to
-contiguous training labels 1..K (0 is the background) and back for evaluation. Crowd regions are left out of
-training, as the references do, and kept for COCOeval, which ignores detections matched to them. Images are
-decoded batch by batch (nothing is held in memory beyond a batch), resized to the model's square input with
-their boxes scaled alike; detections are scaled back to the original image before they are scored.
-"""
+"""COCO detection for training and evaluation to a mAP target, read with pycocotools from a local folder in COCO
+2017's layout. Sparse category ids map to contiguous labels 1..K (0 the background) and back; crowd regions stay
+out of training and in COCOeval, as the references do. Images are decoded a batch at a time and resized to the
+model's square input with their boxes, and detections are scaled back before they are scored (docs/tta.md)."""
 
 from __future__ import annotations
 

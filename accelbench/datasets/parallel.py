@@ -1,15 +1,8 @@
-"""WMT-style parallel text from a local folder, and the subword vocabulary it is read with.
-
-The layout is the one WMT's preprocessed releases and MLPerf's references use: one sentence per line, the
-source and target of a pair on the same line of two files named by language, ``train.en`` / ``train.de`` for
-training and ``newstest2014.en`` / ``newstest2014.de`` (or ``test.*``, ``valid.*``) for evaluation. Sentences are
-raw text; BLEU is scored on the detokenized output against the raw reference lines.
-
-The vocabulary is the folder's Hugging Face ``tokenizer.json`` when there is one (e.g. a BPE model trained
-elsewhere), else a BPE model trained here on the training text of both sides (a shared vocabulary, as the
-Transformer and GNMT references use) with the ``tokenizers`` library, before the clock starts. Its pre-tokenizer
-marks word starts (Metaspace), so decoding gives back the spacing of the text.
-"""
+"""WMT-style parallel text from a local folder (one sentence per line, a pair on the same line of two files named by
+language, as WMT's releases and MLPerf's references lay it out), and the subword vocabulary it is read with: the
+folder's ``tokenizer.json``, else a BPE shared by both sides (as the references use) trained here before the clock
+starts. Its Metaspace pre-tokenizer gives back the text's spacing, since BLEU scores the detokenized output
+against the raw lines (docs/tta.md)."""
 
 from __future__ import annotations
 

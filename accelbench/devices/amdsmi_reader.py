@@ -1,23 +1,9 @@
-"""AMD GPUs' reader: energy, power, clocks and throttling through ``amdsmi``, the Python package of AMD SMI
-(shipped with ROCm under ``/opt/rocm/share/amd_smi``; NVML does not see AMD GPUs).
+"""AMD GPUs' reader: energy, power, clocks and throttling through ``amdsmi``, AMD SMI's Python package shipped
+with ROCm (NVML does not see AMD GPUs), from its documented Python API only.
 
-What it reads, from amdsmi's documented Python API (``py-interface/README.md`` of ROCm/amdsmi):
-
-- energy: ``amdsmi_get_energy_count`` -> ``energy_accumulator * counter_resolution`` micro-joules since the
-  driver loaded or the GPU was reset (a 64-bit accumulator: a decrease is a reset, not a wrap); where the
-  counter is not supported (a virtual-machine guest), ``amdsmi_get_power_info``'s socket power in watts,
-  sampled and integrated;
-- clocks: ``amdsmi_get_clock_info(handle, AmdSmiClkType.GFX / MEM)['clk']`` in MHz; temperature:
-  ``amdsmi_get_temp_metric(handle, AmdSmiTemperatureType.HOTSPOT, AmdSmiTemperatureMetric.CURRENT)``;
-- throttling: the residency accumulators of ``amdsmi_get_gpu_metrics_info`` (``ppt_residency_acc``: package
-  power tracking, PVIOL; ``socket_thm_residency_acc``: socket thermal, TVIOL) over ``accumulation_counter``,
-  the share amdsmi's own ``amdsmi_get_violation_status`` computes between its two samples; that call waits
-  100 ms per reading, so it is only the fallback where the metrics table lacks them.
-
-torch's device index is mapped to an amdsmi handle by PCI address (``amdsmi_get_processor_handle_from_bdf``):
-torch numbers devices after HIP_VISIBLE_DEVICES, amdsmi does not. amdsmi is initialised once per process
-(``amdsmi_init``) and shut down at exit (``amdsmi_shut_down``).
-"""
+Its energy counter is a 64-bit accumulator (a decrease is a reset, not a wrap), sampled power standing in where a
+guest lacks it; throttling is the metrics table's residency accumulators. torch's index maps to a handle by PCI
+address, since torch numbers devices after HIP_VISIBLE_DEVICES and amdsmi does not (docs/extending.md, Readers)."""
 
 from __future__ import annotations
 

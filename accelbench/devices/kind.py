@@ -1,15 +1,9 @@
 """The device seam: everything accelbench asks of an accelerator, answered by one small class per kind.
 
-Families, the kit, the timer and serving never test a device's type: they ask its kind (``kind_of(device)``)
-how many devices there are, how to make one current and wait for it, how to time it, what memory it used,
-which collective backend its ranks join, which precisions it runs, and who reads its clocks and energy. A new
-accelerator is one module that subclasses :class:`DeviceKind` and calls :func:`register`; the base class
-answers as a host device does (no events, no device memory statistics, gloo), so a kind overrides only what
-its hardware adds.
-
-Kinds are matched by ``torch.device.type`` and, where two kinds share one (a HIP build of torch answers
-``torch.cuda`` for AMD GPUs), by :meth:`DeviceKind.claims`, the most recently registered first.
-"""
+Families, the kit, the timer and serving never test a device's type: they ask ``kind_of(device)``. A new
+accelerator is one module that subclasses :class:`DeviceKind` and calls :func:`register`; the base class answers
+as a host does, so a kind overrides only what its hardware adds. Kinds match by ``torch.device.type`` and, where
+two share one (a HIP build answers ``torch.cuda`` for AMD GPUs), by :meth:`DeviceKind.claims`, latest first."""
 
 from __future__ import annotations
 

@@ -83,14 +83,10 @@ def precision_reason(device: "torch.device", precision: str, emulated: bool = Fa
 def set_numeric_mode(device: "torch.device", precision: str, autotune: bool = True) -> dict[str, bool]:
     """Set, for this process, the math the precision names: the one place every family's mode comes from.
 
-    torch's defaults differ between libraries (cuDNN convolutions may use TF32, cuBLAS matmuls not), so
-    "fp32" would silently be TF32 in convolutions: TF32 is on for both exactly where the table says
-    (``tf32``); a kind with its own default (XLA multiplies FP32 in one bf16 pass on a TPU) sets its mode
-    through :meth:`DeviceKind.numeric_mode`. ``autotune`` lets cuDNN pick the fastest convolution algorithm
-    per shape, as
-    tf_cnn_benchmarks, DeepBench and MLPerf do; the search runs in the warm-up. Serving, whose batches
-    vary in size, turns it off so that no search lands inside a timed run. Returns the mode it set.
-    """
+    torch's defaults let cuDNN convolutions use TF32 and cuBLAS matmuls not, so "fp32" would silently be TF32 in
+    convolutions: TF32 is on for both exactly for ``tf32``; a kind with its own default (XLA on a TPU) sets its mode
+    through :meth:`DeviceKind.numeric_mode`. ``autotune`` lets cuDNN search each shape's fastest algorithm in the
+    warm-up, as tf_cnn_benchmarks and MLPerf do; serving, whose batches vary, turns it off. Returns the mode set."""
     import torch
 
     tf32 = tf32_math(precision)

@@ -1,11 +1,8 @@
 """The reader seam: who reads an accelerator's energy, power, clocks and throttling (NVML, amdsmi, ...).
 
-The energy meter and the conditions monitor (``measure/``) know a device by the index its kind monitors it
-under (:meth:`DeviceKind.monitored`) and ask the kind's :class:`DeviceReader` for everything vendor-specific,
-so that measuring an AMD GPU's window is the same code as an NVIDIA GPU's: the reader says how to follow the
-energy (a counter or a sampled power), what the clocks and temperature are, and which share of a window a
-power or thermal limit held the clocks down. A reader that cannot read says why, in words: never a guess.
-"""
+The energy meter and the conditions monitor know a device by the index its kind monitors it under and ask the
+kind's :class:`DeviceReader` for everything vendor-specific, so an AMD GPU's window is measured by the same code
+as an NVIDIA GPU's. A reader that cannot read says why, in words: never a guess."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """PyTorch/XLA as a device kind (TPUs; XLA on the host with ``PJRT_DEVICE=CPU``), through ``torch_xla``.
 
-XLA is lazy: an operation records itself into a graph, and nothing runs until the graph is cut
-(``torch_xla.sync()``) and executed. So waiting for the device is "cut the graph, execute it, wait"
-(:meth:`XlaKind.synchronize`), every step of a timed burst is cut on its own (one graph per step, compiled once
-and replayed, as a training loop on a TPU runs; a burst traced whole would be one new graph per window size),
-and the first call of a new shape compiles. ``torch_xla`` is imported only when an XLA device is asked for:
-naming the kind, or listing the machine's devices without it installed, costs nothing.
-
-A host run through XLA (``PJRT_DEVICE=CPU``) is a test configuration, not an accelerator: ``--device auto``
-never picks it (:meth:`XlaKind.auto`).
-"""
+XLA is lazy, so waiting for the device is "cut the graph, execute it, wait" (:meth:`XlaKind.synchronize`), each
+step of a timed burst is cut on its own (one graph compiled once and replayed, where a burst traced whole would
+be a new graph per window size), and a new shape's first call compiles. ``torch_xla`` is imported only when an
+XLA device is asked for; a host run through XLA is a test configuration, which ``--device auto`` never picks."""
 
 from __future__ import annotations
 

@@ -1,18 +1,10 @@
 """What a benchmark family is, described once, so that the layers that show records need not know any family.
 
-A record names only its benchmark (``kernels/gemm``); the part before the ``/`` names its family, and the
-family's :class:`Family` says everything a generic layer needs to know about it: how its metrics read in a
-table (:class:`Label`), which report section shows it and which summary lines it adds, how its records meet the
-published results (:class:`Published`), and whether it is a harness check. The results table
-(``cli/render.py``), the report (``report/``), reference matching (``reference/``) and the runner
-(``suite/``) read these descriptions and never branch on a family's name: a new family is one description
-(the shipped ones in :mod:`accelbench.families.builtin`, another registered from outside with
-:func:`accelbench.families.register`) and its benchmarks in the registry. Which families are known, and a
-metric's label across them, is :mod:`accelbench.families.known`'s.
-
-This module imports no family and nothing that imports one (only the record and number formatting), so the
-report, which reads records only, can read the descriptions too.
-"""
+A record names only its benchmark; the part before the ``/`` names its family, whose :class:`Family` says what a
+generic layer needs: how its metrics read (:class:`Label`), its report section and summary lines, how its records
+meet published results (:class:`Published`). The results table, the report, reference matching and the runner
+never branch on a family's name. This module imports no family, so the report, which reads records only, can
+read the descriptions too."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """When two serving records measure different things although their settings pair: the inference family's own
 rules, which the one judge asks through :attr:`accelbench.families.base.Family.unlike`.
 
-A serving rate is a figure of the latency limits it was held to (``details.limits``: p99 TTFT and TPOT) and of
-the requests' lengths (``details.input_tokens`` and ``output_tokens`` over ``details.requests``, the run's own
-counts, so a default that changed between versions is caught too). A Server run's throughput is the rate it was
-sent: two runs that each chose theirs from a probe measured their probes, not a capacity (:func:`_chosen_load`).
-Requests from different prompt sources (random prompts, a file, MLPerf's data set, a replayed trace, conversations:
-``details.source_of``) are different workloads, and so are two prefix caches' offered hit rates far apart.
-Records without these details are never unlike for want of them.
-"""
+A serving rate is a figure of its latency limits, its requests' lengths (the run's own counts, so a default that
+changed between versions is caught too), its prompt source and prefix reuse; a Server rate chosen from each run's
+own probe measured the probe, not a capacity (:func:`_chosen_load`). Records without these details are never
+unlike for want of them (docs/compare.md)."""
 
 from __future__ import annotations
 

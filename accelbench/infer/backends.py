@@ -28,7 +28,7 @@ Predict = Callable[["Inputs"], Any]
 @dataclass(frozen=True)
 class TorchOptions(NoOptions):
     channels_last: bool = opt(
-        False, "torch and compile backends: the model and its 4-D inputs in channels_last memory format"
+        False, "the model and its 4-D inputs in channels_last memory format"
     )
 
     def words(self) -> list[str]:
@@ -39,7 +39,7 @@ class TorchOptions(NoOptions):
 class CompileOptions(TorchOptions):
     compile_mode: str = opt(
         "default",
-        "compile backend: torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
+        "torch.compile's mode (reduce-overhead: CUDA graphs, for small batches; max-autotune)",
         choices=COMPILE_MODES,
     )
 
@@ -49,7 +49,7 @@ class CompileOptions(TorchOptions):
 
 @dataclass(frozen=True)
 class SleepOptions(NoOptions):
-    service_ms: float = opt(1.0, "--backend sleep: milliseconds each batch takes", sweep=False)
+    service_ms: float = opt(1.0, "milliseconds each batch takes", sweep=False)
 
     def check(self) -> None:
         if self.service_ms <= 0:

@@ -36,7 +36,7 @@ OPTIMIZATION_LEVELS = {
 class OrtOptions(NoOptions):
     ort_optimization: str = opt(
         "all",
-        "onnxruntime, int8 and tensorrt backends: ONNX Runtime's graph optimisation level (all: its default); "
+        "ONNX Runtime's graph optimisation level (all: its default); "
         "its intra-op threads follow --threads",
         choices=tuple(OPTIMIZATION_LEVELS),
     )

@@ -82,6 +82,10 @@ class InferParams(LoadGenParams):
         return BACKEND_PARTS.flags(super().flags())
 
     @classmethod
+    def flag_parts(cls) -> tuple[Parts, ...]:
+        return (BACKEND_PARTS,)
+
+    @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:
         return BACKEND_PARTS.gather(values, cls.backend)  # a dataclass's class attribute: the field's default
 

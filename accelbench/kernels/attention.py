@@ -1,15 +1,9 @@
 """Scaled dot-product attention, the core of every transformer, through F.scaled_dot_product_attention.
 
-FLOPs of the forward pass: 4 * batch * heads * seq_len^2 * head_dim, two matrix
-products (Q @ K^T and P @ V) of 2 * S * S * D each; a causal mask skips half of
-the score matrix, so it counts half. The backward pass counts 2.5x the forward
-(five S x S x D products: recomputing the scores, and the gradients of Q, K, V
-and P), so ``fwd_bwd`` is 3.5x forward: the convention of FlashAttention's
-published benchmarks, which makes figures comparable with theirs.
-PyTorch picks the kernel (FlashAttention, memory-efficient, cuDNN, or math, by its priority order and
-each one's constraints); the record names the one that ran, seen by running the call once and watching which
-operator it dispatched to (:func:`backend_that_ran`), not what a constraint check says could run.
-"""
+FLOPs follow FlashAttention's published benchmarks, so figures compare with theirs: 4 * batch * heads * seq_len^2
+* head_dim forward (half with a causal mask), 3.5x that with the backward (docs/kernels.md). PyTorch picks the
+kernel; the record names the one that ran, seen by which operator the call dispatched to, not what a constraint
+check says could run (:func:`backend_that_ran`)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """GEMM: the kernel behind fully connected layers, attention projections and most of training.
 
-FLOPs per call: 2*M*N*K per matrix (one multiply and one add per term of each
-dot product), times the batch. Operands are allocated once and, where torch
-allows, the product is written into a preallocated output, as DeepBench does, so
-that allocation is not what is timed. ``a_t``/``b_t`` store A or B transposed
-(DeepBench's columns), which selects a different cuBLAS/oneDNN kernel.
-int8 runs through ``torch._int_mm`` (int32 accumulation) and fp8 (e4m3) through
-``torch._scaled_mm`` with unit scales and bf16 output: PyTorch's documented paths. fp8 has two
-accumulations (``use_fast_accum``) that run at different speeds against one datasheet peak, so the
-record names the one that ran (:func:`fp8_accumulation`).
-"""
+2*M*N*K FLOPs per matrix, times the batch. Operands are allocated once and the product written into a
+preallocated output where torch allows, as DeepBench does, so that allocation is not what is timed. int8 and fp8
+run through PyTorch's documented paths (``torch._int_mm``, ``torch._scaled_mm``); fp8's two accumulations run at
+different speeds against one datasheet peak, so the record names the one that ran (:func:`fp8_accumulation`)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""Recurrent layers (vanilla tanh RNN, LSTM, GRU) over a sequence, inference and training.
-
-FLOPs of the forward pass: timesteps * gates * 2 * batch * hidden * (input + hidden):
-each step multiplies the input (batch x input) and the previous hidden state
-(batch x hidden) by the weights of every gate (vanilla 1, GRU 3, LSTM 4); the
-element-wise gate arithmetic is ignored, as DeepBench does. Training (``fwd_bwd``)
-counts 3x the forward pass: the backward computes gradients for both the inputs
-and the weights, each costing as much as the forward matrix products.
-The layers are ``torch.nn.RNN/LSTM/GRU``, which run cuDNN's fused kernels on CUDA.
-"""
+"""Recurrent layers (vanilla tanh RNN, LSTM, GRU) over a sequence, inference and training, as ``torch.nn.RNN/LSTM/GRU``
+(cuDNN's fused kernels on CUDA). FLOPs count each step's matrix products by every gate (vanilla 1, GRU 3, LSTM 4)
+and ignore the element-wise gate arithmetic, as DeepBench does; training counts 3x the forward, the backward
+computing gradients of both the inputs and the weights (docs/kernels.md)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """The one torchrun launcher: N ranks per node run a module, and the parent gets their report.
 
-The parent side (:func:`run_ranks`) checks that the machine has the devices, starts
-``torch.distributed.run`` with a JSON payload, waits within a budget and returns the
-report that rank 0 made. The rank side (:func:`rank_main`) joins the process group,
-runs the family's body and hands the report back. A rank that dies makes torchrun stop
-the others and exit non-zero; a rank that hangs is ended by the collective's own
-timeout and, past that, by the budget.
-
-Several nodes meet at ``rdzv_endpoint`` with the c10d rendezvous, which numbers the
-nodes by arrival, not by ``--node-rank``. So global rank 0's report is sent to every
-node and each invocation receives it; the invocation started with ``--node-rank 0``
-records it and the others say where it is recorded.
-"""
+:func:`run_ranks` checks the devices, starts ``torch.distributed.run`` with a JSON payload and waits within a
+budget for rank 0's report; :func:`rank_main` joins the group, runs the family's body and hands the report back.
+A dead rank makes torchrun stop the others; a hung one is ended by the collective's timeout, then the budget.
+The c10d rendezvous numbers nodes by arrival, not ``--node-rank``, so rank 0's report is sent to every node and
+the invocation started with ``--node-rank 0`` records it."""
 
 from __future__ import annotations
 

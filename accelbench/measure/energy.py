@@ -1,15 +1,9 @@
 """Energy over a measured window, per domain, from the counters the hardware exposes; never an estimate.
 
-Domains: each GPU the benchmark used, read by its kind's reader (``devices/readers.py``: NVML's total-energy
-counter on NVIDIA GPUs, Volta and newer, amdsmi's energy accumulator on AMD GPUs; else the board power sampled
-in a thread and integrated, labelled so) and each CPU package and its DRAM (RAPL through powercap). A domain
-that cannot be read says why (``unavailable: ...``), and no figure takes its place: CodeCarbon's habit of half
-the CPU's TDP when RAPL is unreadable is exactly what this refuses to do.
-
-A thread polls the counters every ``period_s`` so that a counter that wraps (RAPL's, every few minutes to
-hours) is followed over any window; the thread is stopped and joined when the window closes, whatever
-happened inside it.
-"""
+Each GPU used is read by its kind's reader (a counter, else board power sampled and integrated, labelled so), each
+CPU package and its DRAM by RAPL. A domain that cannot be read says why and no figure takes its place (not
+CodeCarbon's half of the TDP). A thread polls the counters every ``period_s`` so that a wrapping counter is
+followed over any window, and is joined when the window closes, whatever happened inside it (docs/cost.md)."""
 
 from __future__ import annotations
 

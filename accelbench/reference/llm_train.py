@@ -1,18 +1,10 @@
-"""A decoder's training record beside published LLM training tokens/s: what makes the two the same work, and
-what else differs, in the reader's words.
+"""A decoder's training record beside published LLM training tokens/s per GPU (torchtitan's, NeMo's): what makes the
+two the same work, and what else differs, in the reader's words.
 
-torchtitan's and NeMo's published figures are tokens/s per GPU of a whole model trained at one sequence length,
-on many devices spread by FSDP, tensor, pipeline or context parallelism. A record of ``accelbench train MODEL``
-(``train/llm`` with ``seq_len``, ``nproc`` x ``nnodes``, ``sharding``, ``lora``, ``layers``) meets them by
-model and task (:mod:`.match` selects the rows, and sets aside another model, scale or precision); this module
-adds what only a language model's training has. The work differs, and no ratio is given, where the sequence
-length differs (tokens/s falls as attention's share of each token grows with the context: a 2048-token record
-against an 8192-token row would look faster for doing less per token), where LoRA trains only adapters over a
-frozen base, or where ``--layers`` built a slice of the model. Everything else changes the speed of the same
-work and is said beside the ratio: the framework and torch.compile, the micro-batch, activation checkpointing,
-how the model was spread over the devices and how many there were (the figures are per device on both sides),
-the data, and the source's own model name where it is not accelbench's.
-"""
+:mod:`.match` selects the rows; this module adds what only language-model training has. No ratio at another
+sequence length (tokens/s falls as attention's share of each token grows with the context), with LoRA or with a
+slice of the layers; the framework, micro-batch, checkpointing and parallelism are said beside the per-device
+ratio (docs/reference.md)."""
 
 from __future__ import annotations
 

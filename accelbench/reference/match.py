@@ -1,25 +1,9 @@
 """A stored result beside the published rows of the same task and model, with what differs said in words.
 
-No row is hidden for being different, but a ratio is printed only between like and like: where the scale
-(a ``--scale tiny`` model against the full one), the model, the precision (int8 published, fp32 here; or a
-precision the source does not state), the scenario (or its latency bound) or the run's fitness differ (an
-INVALID LoadGen run, a failed accuracy gate, a figure biased by a neighbour or its own client: the one judge's
-set-aside policy, :func:`accelbench.results.judge.set_aside_by`), the row reads "n/a: tiny model" and carries no
-ratio, per-device ratio or bar. Such a ratio measures the difference in the work, not in the machines, and a
-reader cannot undo it. Differences that leave the work the same (framework, batch, data, device count, LoadGen
-profile) are said beside the ratio, so the reader judges; rows that differ in nothing but the machine say so.
-
-A language model's token record meets MLPerf's and TensorRT-LLM's tokens/s rows the same way, with what only
-tokens have said by :mod:`.tokens`: no ratio where the engine ran no model, the TTFT/TPOT limits are not MLPerf's,
-or a row fixed its prompt/answer lengths (TensorRT-LLM's 128/128) and the record's are other; a data set's
-prompts and their lengths, the harness, the accuracy target and the device count beside the ratio; per device
-against the record's own tokens/s per device.
-
-A decoder's training record meets torchtitan's and NeMo's LLM training rows, tokens/s per GPU as published, with
-what only language-model training has said by :mod:`.llm_train`: no ratio at another sequence length, with LoRA
-or with a slice of the layers; the parallelism, activation checkpointing and device count beside the ratio, which
-is per device on both sides.
-"""
+No row is hidden, but a ratio is printed only between like and like: where the scale, model, precision, scenario
+or the run's fitness (:func:`~accelbench.results.judge.set_aside_by`) differ, the row reads "n/a: REASON" with no
+ratio or bar, since such a ratio measures the work, not the machines. Differences that leave the work the same are
+said beside the ratio; tokens' own rules are :mod:`.tokens`'s, LLM training's :mod:`.llm_train`'s."""
 
 from __future__ import annotations
 

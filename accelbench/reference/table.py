@@ -1,14 +1,8 @@
 """Published results shipped with the package, each with the place a reader can open to check it.
 
-``data/reference_results.csv`` holds four articles' tables, MLPerf Inference submissions (ResNet-50, and the
-language models' tokens/s: llama2-70b, llama3.1-8b), TensorRT-LLM's published maximum-throughput serving figures
-(llama3.1-8b at fixed prompt/answer lengths), Lambda's PyTorch training throughput and decoder LLM training
-tokens/s per GPU (torchtitan's and NeMo's published benchmarks; see
-``data/README.md`` for the columns; a row names its source by title, publisher and date, never by a local file
-name). Rows are facts as published: a row whose figure is a ratio between two accelerators
-(Dell's MLPerf Training v0.5 V100-PCIe over T4) is kept, and flagged (its unit, ``x ...``), never turned into an
-absolute figure.
-"""
+``data/reference_results.csv`` holds the rows (``data/README.md`` names the columns; a row names its source by
+title, publisher and date, never a local file). Rows are facts as published: a figure that is a ratio between two
+accelerators (Dell's V100-PCIe over T4) is kept and flagged by its unit (``x ...``), never turned absolute."""
 
 from __future__ import annotations
 

@@ -1,19 +1,9 @@
-"""A language model's token record beside published tokens/s rows: what makes the two the same work, and what else
-differs, in the reader's words.
+"""A language model's token record beside published tokens/s rows (MLPerf's under p99 TTFT/TPOT limits,
+TensorRT-LLM's at maximum load and one fixed prompt/answer length a row): what makes them the same work.
 
-MLPerf's llama2-70b and llama3.1-8b figures are output tokens/s of a whole system serving a fixed data set
-(OpenOrca's 24,576 samples, CNN/DailyMail's 13,368) under p99 TTFT/TPOT limits in Server and Interactive.
-TensorRT-LLM's published figures (``trtllm-bench throughput``) are output tokens/s at maximum load of random token
-ids at one fixed prompt/answer length per row (128/128, 1000/1000, ...), not a LoadGen run. A record of
-``accelbench infer MODEL`` meets them by model and scenario (:mod:`.match` selects the rows); this module adds what
-only a token record has. The work differs, and no ratio is given, where the engine runs no model (``--engine
-null`` times the harness, not a model), the Server limits are not MLPerf's (a rate is a figure of its limits, as a
-served rate is of its latency bound), or a row fixed its prompt and answer lengths and the record's are other
-(a 128/128 figure says nothing of a 512/128 run: prefill and the KV cache grow with the prompt). Everything else is
-said beside the ratio: the prompts and their lengths where the row is of a data set (a summary gives only the
-answers' mean), the accuracy target MLPerf held the submitter to, the device count (compare per device), the
-harness.
-"""
+No ratio where the engine runs no model, the Server limits are not MLPerf's (a rate is a figure of its limits),
+or a row fixed lengths the record's differ from (prefill and the KV cache grow with the prompt); the prompts, the
+accuracy target, the device count and the harness are said beside the ratio (docs/reference.md)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """Language models served token by token: their own table in the inference section, never mixed into the
 samples/s columns (a token run's rate is output tokens/s, its latencies TTFT and TPOT, not a query's).
 
-What a reader of LLM serving results weighs, one row per run: output tokens/s (and per device, where a run
-used several), requests/s, p99 time to first token and time per output token, tokens/s per user, the p99
-inter-token latency and the KV cache held at peak where recorded, goodput,
-the limits LoadGen held the run to (and where they came from) and its verdict, then the cost per million
-tokens and the energy per output token where the record carries them. The charts drawn from the same records
-follow the tables (:mod:`accelbench.report.tokens_charts`), then what a prompt source adds (a conversation's TTFT
-turn by turn, the prefix cache's hit rate, a trace's offered load: :mod:`accelbench.report.tokens_sources`).
-Workloads are named as the charts name them (:mod:`accelbench.report.tokens_names`).
-"""
+One row per run of what a reader of LLM serving weighs, then the charts (:mod:`~accelbench.report.tokens_charts`)
+and what a prompt source adds (:mod:`~accelbench.report.tokens_sources`), runs named alike throughout
+(:mod:`~accelbench.report.tokens_names`); docs/report.md lists what each holds."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""The language models' charts, drawn from their records: throughput per device against tokens/s per user (the
-serving trade-off: batching more raises the one and lowers the other, :func:`tradeoff`), each sweep's curve (every
-sweep its own series: two endpoints, engines or machines swept alike share it, :func:`pareto`), and one per model
-and clock of each run's TTFT and TPOT percentiles against the limits it was held to (:func:`latency`).
+"""The language models' charts, drawn from their records: the throughput/interactivity trade-off (:func:`tradeoff`),
+each sweep's curve (:func:`pareto`) and each run's TTFT and TPOT percentiles against its limits (:func:`latency`).
 
-A series is one served setup: model, engine, precision, scenario, prompt/output lengths, server and machine
-(:func:`series_name`), since runs that differ in any of these measure other work. A contended or INVALID run is
-marked as such (:func:`mark`) and sets no axis: the clean runs' span does, and one far off is drawn at its edge.
-This module picks each chart's points, names and words out of the records; :mod:`accelbench.report.charts_tokens`
-draws them from plain numbers and never sees a record.
-"""
+A series is one served setup (:func:`series_name`), since runs that differ in any of its settings measure other
+work. A contended or INVALID run is marked (:func:`mark`) and sets no axis. This module picks each chart's points,
+names and words out of the records; :mod:`accelbench.report.charts_tokens` draws plain numbers, never a record."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""How a served run is named on the language models' tables and charts alike: a workload's or series' name cut to
-the words that set it apart (:func:`shorten`: what every name shares said once in a caption, a path by its last
-part, a phrase such as '3 turns' kept whole), a machine by the shortest tag that tells it from the others
-(:func:`system_tags`), the latency limits a run was held to in words (:func:`limits`) and the order its scenario
-lists it in (:func:`order`).
-
-Both :mod:`accelbench.report.tokens` (the tables) and :mod:`accelbench.report.tokens_charts` (the charts) name runs
-by these, so that a run reads the same in a table's row as in a chart's legend.
-"""
+"""How a served run is named on the language models' tables and charts alike, so that a run reads the same in a
+table's row as in a chart's legend: a name cut to the words that set it apart (:func:`shorten`), a machine by its
+shortest distinguishing tag (:func:`system_tags`), the latency limits in words (:func:`limits`) and the order its
+scenario lists it in (:func:`order`)."""
 
 from __future__ import annotations
 

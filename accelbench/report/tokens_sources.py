@@ -1,15 +1,9 @@
 """What a token run's prompt source adds to the language models' section: a conversation run's TTFT turn by turn,
-the prefix cache's hit rate (what was sent against what the server says it served), and a trace's offered load.
+the prefix cache's hit rate (sent against what the server says it served), and a trace's offered load.
 
-These are the figures that tell a source's runs apart from random prompts': a conversation resends its history
-every turn, so its TTFT grows with it unless a prefix cache serves the history (the per-turn chart shows the one,
-the hit-rate table the other); a trace sets its own arrivals, so the load offered and how late the driver sent
-them say whether the served figures are the trace's or the driver's. Every figure is the record's own
-(``details["turns"]``, ``details["prefix_cache"]``, ``details["driver"]`` and the metrics beside them): a record
-without them adds nothing here, and a table of runs whose cache had nothing to serve, and whose server reported
-nothing, is left out as noise. They sit in a sub-section of their own under the token runs' table
-(:func:`section`), so that table stays the one table of the language models' section.
-"""
+These tell a source's runs apart from random prompts' (docs/report.md). Every figure is the record's own: a record
+without them adds nothing, and a cache that had nothing to serve is left out as noise. They sit in a sub-section
+(:func:`section`), so the token runs' table stays the section's one table."""
 
 from __future__ import annotations
 

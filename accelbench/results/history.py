@@ -1,28 +1,9 @@
 """A figure across runs on one system, with regressions and improvements flagged by the one judge.
 
-PyTorch's own CI flags a fixed 7% change and asv detects steps; neither is available to a user's store.
-Here a series is one workload (benchmark and the parameters that define it, as ``compare`` pairs them)
-measured on one system fingerprint, oldest first. A point is judged against the earlier points exactly as
-``compare`` judges a candidate against repeats of its baseline (:func:`accelbench.results.judge.judge`), so
-a history never flags a change that ``compare`` of the same records would call no difference:
-
-- at least ``min_history`` earlier points must exist since the last change (one earlier run proves nothing;
-  after a change the new level is the baseline), the last ``WINDOW`` of them forming the baseline side;
-- the point must be told apart from them by the one significance rule (the rank test on raw samples, else
-  the intervals: :func:`accelbench.results.judge.significance`);
-- and differ from their median by more than their run-to-run spread, and by at least ``threshold``
-  (``--threshold``: a regression gate fails a pipeline, so a real but tiny shift is not news).
-
-A series whose own earlier points scatter more than ``max_spread`` (relative spread of the earlier values, or
-of their intervals) is reported ``unstable`` instead, saying why no point of it is flagged. Points that
-compare would set aside (contended, noisy, INVALID, too few samples for an interval:
-:func:`accelbench.results.judge.concerns`) are shown with the reason but neither judged nor part of another
-point's baseline.
-
-A series keeps every setting that changes its figure (the device and the threads too, unlike ``compare``
-across machines) and ignores those that only change how long it was measured; where several series share
-one name, the settings that tell them apart are named.
-"""
+A series is one workload on one system fingerprint, oldest first, keeping every setting that changes its figure.
+A point is judged against the last ``WINDOW`` earlier points since the last change exactly as ``compare`` judges
+a candidate against its baseline's repeats, so a history never flags what ``compare`` calls no difference;
+``threshold`` keeps a real but tiny shift from failing a pipeline (docs/history.md)."""
 
 from __future__ import annotations
 

@@ -1,39 +1,9 @@
 """Whether two sides of a comparison can be told apart, and on what evidence: the one judge every verdict uses.
 
-``compare``, ``history`` (a point against the earlier ones), the device-scaling table (a count against one
-device), a search's confirmations (:mod:`accelbench.tune.verdict`) and a record beside published rows
-(:mod:`accelbench.reference.match`) all ask this module, so one record is never fit in one command and unfit in
-another, nor one difference real in one and chance in another:
-
-- :func:`set_aside_by` / :func:`concerns` / :func:`unfit`: the one set-aside policy (which kinds of concern and
-  which states make a figure unfit);
-- :func:`significance`: the one significance rule (:data:`ALPHA`, the rank test on raw samples, the intervals
-  where records carry none);
-- :func:`judge`: the verdict between two sides (the significance rule and the run-to-run spread);
-- :func:`unlike`: whether two records' figures measure the same thing at all.
-
-A comparison tool whose verdicts mislead is worse than none. Three rules, after asv:
-
-1. **Only trustworthy sides are judged.** A record that was contended (other processes or the hypervisor
-   took CPU), limited by its own client (a served endpoint's figures then describe the client), noisy beyond
-   the threshold, INVALID by its own verdict, or measured on too few samples for an interval is shown but set
-   aside, with the reason. Where a side has several runs, the set-aside ones are
-   dropped and the rest judged.
-2. **A difference must be more than chance within the runs**: the Mann-Whitney U test on the runs' raw
-   samples (pooled per side, in the metric's own units), p below :data:`ALPHA`; where records carry no raw
-   samples, or too few for the test ever to reach that level, the 95% intervals must not overlap.
-3. **...and more than the runs vary between themselves.** An interval from one run's samples says nothing
-   about run-to-run variation (a neighbour, the frequency governor, the allocator's luck). Where a side was
-   measured more than once on its system (repeats in the selection, or earlier runs of the same workload in
-   the store) the change must exceed that spread; with one run a side, or a spread measured by fewer than
-   :data:`MIN_SPREAD_RUNS` runs, it must exceed at least :data:`MIN_EFFECT_SINGLE` (asv's default factor of 1.1),
-   and the row says which evidence it stood on.
-
-A figure with no interval within its run (LoadGen's: one throughput a run) is judged only on its runs: with
-:data:`MIN_RUNS_BARE` runs a side or more, their figures must lie apart and the change exceed their spread.
-And a pair is judged only where both figures measure the same thing: two serving runs held to other latency
-limits, or fed requests of other lengths, are set aside whatever their records say (:func:`unlike`).
-"""
+``compare``, ``history``, the scaling table, a search's confirmations and a record beside published rows all ask
+it, so a record is never fit in one command and unfit in another, nor a difference real in one and chance in
+another: :func:`set_aside_by` (what is set aside), :func:`significance` (:data:`ALPHA`), :func:`judge` (the
+verdict) and :func:`unlike` (two figures of other things). The rules are in docs/methodology.md."""
 
 from __future__ import annotations
 
@@ -78,12 +48,10 @@ def set_aside_by(r: Result, metric: str | None = None, *, imprecise: bool = True
     """Why ``r``'s ``metric`` cannot stand in a comparison, as concerns (their text the record's own words): empty
     when it can.
 
-    The one set-aside policy: an INVALID record (by its own verdict: kind "invalid") and the :data:`BIASED` kinds
-    always; with ``imprecise`` (a verdict that tests significance) the :data:`IMPRECISE` kinds too, and, where
-    ``metric`` is named, a figure with no 95% interval (kind "no-interval", :data:`NO_INTERVAL`). A ratio to a
-    figure that has no interval of its own (a published row) passes ``imprecise=False``: an imprecise figure still
-    estimates the same work. The conditions' concerns count too, where the record did not copy them.
-    """
+    An INVALID record and the :data:`BIASED` kinds always; with ``imprecise`` (a verdict that tests significance)
+    the :data:`IMPRECISE` kinds too and, where ``metric`` is named, a figure with no 95% interval. A ratio to a
+    published row passes ``imprecise=False``: an imprecise figure still estimates the same work. The conditions'
+    concerns count too, where the record did not copy them."""
     why = "; ".join(details.invalid_reasons(r))
     out = [Concern("invalid", f"INVALID: {why}" if why else "INVALID")] if r.valid is False else []
     own = list(r.concerns)
@@ -165,14 +133,10 @@ class Significance:
 def significance(base: Sequence[Result], cand: Sequence[Result], metric: str) -> Significance:
     """The one significance rule: are ``cand``'s figures of ``metric`` apart from ``base``'s beyond chance?
 
-    Where every run carries the raw samples its figure was derived from, the Mann-Whitney U test on them (pooled
-    per side, so repeats bring their variation into the test), apart when p is below :data:`ALPHA`; where the
-    samples are too few for the test ever to reach that level (6+6: its least p is 0.0022), it could only say "no
-    difference", so the intervals decide instead. Otherwise the 95% intervals, apart when the bands the sides'
-    intervals span do not overlap; a run with no interval stands for its own figure, so runs without any are apart
-    when their figures' ranges do not overlap. Whether there is enough evidence to judge at all (set-aside runs, a
-    bare figure with too few runs) is the caller's.
-    """
+    The Mann-Whitney U test on the raw samples pooled per side (p below :data:`ALPHA`) where every run keeps them
+    and they are enough for the test ever to reach that level (6+6 cannot: its least p is 0.0022); else the bands
+    of the 95% intervals, a run with none standing for its own figure. Whether there is enough evidence to judge
+    at all is the caller's."""
     sb, sc = pooled_samples(base, metric), pooled_samples(cand, metric)
     if sb and sc and least_p(len(sb), len(sc)) < ALPHA:
         p = mann_whitney_p(sb, sc)
@@ -366,15 +330,10 @@ def no_rules(b: Result, c: Result) -> list[str]:
 def unlike(b: Result, c: Result, rules: Rules = no_rules) -> list[str]:
     """Why two records' figures do not measure the same thing although they pair: empty when they do.
 
-    ``rules``: the records' family's own reasons (a :class:`~accelbench.families.base.Family`'s ``unlike``, as
-    :func:`accelbench.families.unlike` finds it; the caller hands them over): a serving rate is a figure of the
-    latency limits it was held to and of the requests' lengths, for one. Here, the model's identity: a model is
-    its size (:data:`IDENTITY_PARAMS`) and its definition
-    (``details.source``: two versions of accelbench may build different networks under one name, as ``ssd``
-    moved from VGG-16 to MLPerf's ResNet-34), and a language model its parameters (``details.model.params``: a
-    ``--checkpoint`` folder is the model it holds, whatever preset named the run). Records without these details
-    are never unlike for want of them.
-    """
+    ``rules`` are the records' family's own reasons (its ``Family.unlike``: a serving rate is a figure of its
+    latency limits and request lengths). Here, the model's identity: its size (:data:`IDENTITY_PARAMS`), its
+    definition (``details.source``: ``ssd`` moved from VGG-16 to ResNet-34 under one name) and a language model's
+    parameter count (a ``--checkpoint`` is the model it holds). Records without these details are never unlike."""
     out = []
     for name in IDENTITY_PARAMS:
         vb, vc = b.params.get(name), c.params.get(name)

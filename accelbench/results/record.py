@@ -145,11 +145,8 @@ class Result:
     #: (:meth:`concern`, or ``concerns=`` at construction, from which an empty ``warnings`` is filled)
     warnings: list[str] = field(default_factory=list)
     conditions: dict[str, Any] = field(default_factory=dict)
-    #: what explains the figures: the keys readers of every benchmark use (:class:`accelbench.results.details.Details`,
-    #: whose shapes the schema holds a stored record to) and the benchmark's own, declared by its writer in a
-    #: TypedDict that extends Details (``ServingDetails``, ``KernelDetails``, ``TuneDetails``...); a reader takes
-    #: a key of the common ones through the accessors of :mod:`accelbench.results.details`, a benchmark's own
-    #: through its writer's type
+    #: what explains the figures: the common keys (:class:`accelbench.results.details.Details`, read through its
+    #: accessors) and the benchmark's own, in its writer's TypedDict that extends Details
     details: Details = field(default_factory=lambda: Details())
     samples: list[float] | None = None
     started_at: str = field(default_factory=now_iso)

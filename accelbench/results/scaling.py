@@ -1,18 +1,10 @@
 """Scaling over device counts, as the 4x Quadro RTX 8000 tf_cnn_benchmarks article's table (2020): throughput,
 speedup over one device, efficiency.
 
-Records of the same workload (every parameter equal but ``nproc``/``nnodes``
-and the run's context: threads, seeds, verdict) form one series; speedup is
-throughput(N) / throughput(1) - or, for a lower-is-better figure such as the
-time to accuracy, time(1) / time(N) - and scaling efficiency is speedup / N.
-
-A ratio is only as good as both its figures: a point (or one-device base) the one judge sets aside
-(contended, noisy, INVALID: :func:`accelbench.results.judge.concerns`) gets no speedup, with the reason, and
-each device count is stood for by its latest run fit to compare where it has one. Where the one significance
-rule cannot tell a count's figure from one device's (:func:`accelbench.results.judge.significance`: the rank
-test on their raw samples, else their 95% intervals overlap), the speedup is shown as the best estimate, said
-to be within noise.
-"""
+Records equal in every parameter but ``nproc``/``nnodes`` and the run's context form one series; speedup is
+throughput(N) / throughput(1) (time(1) / time(N) for a lower-is-better figure) and efficiency speedup / N. A point
+or base the judge sets aside gets no speedup, with the reason, and one the significance rule cannot tell from one
+device's is shown as the best estimate, said to be within noise."""
 
 from __future__ import annotations
 

@@ -1,41 +1,10 @@
 """Records written by older accelbench versions, read as today's.
 
-A store or an exported file outlives the version that wrote it, so every reader
-(``Result.from_dict``, ``results import``) passes old records through
-:func:`upgrade` first; nothing else in the code needs to know an old layout.
-
-Version 2 (accelbench 0.3): an outcome is no longer a parameter (``params.valid``
-moved to the record's ``valid`` field), and one concept has one name across the
-families: a rate of samples is ``throughput`` (infer Offline's
-``samples_per_second``, tta's ``train_throughput``), a latency percentile has one
-key (``latency_p90_seconds``; MultiStream's per-query p99 is
-``query_latency_p99_seconds``), the device count of inference is ``nproc`` as in
-train and tta, and the kernels' warm-up in seconds is ``warmup_time`` (``warmup``
-counts steps everywhere else).
-
-Version 3 (accelbench 0.4): a language model is a benchmark of its own, not a mode of another. A decoder served
-under LoadGen is ``infer/llm`` (it was ``infer/loadgen``), a decoder trained is ``train/llm`` (it was
-``train/throughput``); each keeps only the parameters its own benchmark takes, and the records of the other models
-lose the language models' (at their neutral values they changed nothing).
-
-Engine settings (accelbench 0.4, within version 3, keyed on the content): an ``infer/llm`` record keeps only its
-engine's own settings (:func:`own_engine_options`); it carried every engine's, the endpoint's address on a local
-engine's record too.
-
-Prompt sources (accelbench 0.4, within version 3, keyed on the content): an ``infer/llm`` record names its prompt
-source (``source``: ``file`` where it read ``--prompts``, else ``random``) and keeps only that source's settings
-(:func:`own_source_options`); LoadGen's trace log, ``trace``, is ``loadgen_trace`` in ``infer/llm`` and
-``infer/loadgen`` records (``--trace`` is a timed trace to replay).
-
-Tune's tasks (accelbench 0.4, within version 3, keyed on the content): a ``tune/search`` record keeps only the
-searched benchmark's own settings (:func:`own_tune_options`), and a language model's search, ``--task serve``, is
-``--task infer`` (the model chooses the benchmark searched).
-
-Concerns (accelbench 0.4, within version 3, so keyed on the field's absence, not the version): a record's warnings
-became typed :class:`~accelbench.results.record.Concern` objects, which code decides by. A record without them gets
-them here, once, from its warnings' words (:func:`concerns_from_warnings`), and so do its conditions: the one place
-accelbench reads a warning's prose, and only as the reading of an older record.
-"""
+A store or an exported file outlives the version that wrote it, so every reader (``Result.from_dict``,
+``results import``) passes old records through :func:`upgrade` first and nothing else needs to know an old
+layout. Changes within one schema version are keyed on the content (a field's absence), not the version;
+:func:`concerns_from_warnings` is the one place a warning's prose is read. What each step changes is in
+docs/record-format.md (Records of older versions)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
 """Accuracy mode for a decoder: are the served greedy tokens those of the FP32 reference, where rounding cannot
 change them?
 
-LoadGen (``AccuracyOnly``) sends every prompt once; the tokens the SUT answered are read back from
-``mlperf_log_accuracy.json`` (what the client got) and walked against the FP32 model's greedy tokens on the same
-weights and prompts. Whole-sequence agreement alone misjudges a rounding precision: on a random-weight decoder
-many next-token logits lead by less than bf16's rounding moves them (measured on the tiny llama3.1-8b: median
-lead 0.02-0.05, rounding 0.002), so a faithful bf16 path legitimately picks another token there and then writes
-another continuation. What can be judged is the *decided* positions: those where FP32's lead of its token over
-the next exceeds twice ``HEADROOM`` times what rounding to the precision moves the logits there (the FP32 model
-run again with its storage rounded, on FP32's own continuation, as :mod:`accelbench.measure.rounding` rounds an
-image model). A faithful path keeps every decided token; a broken one flips some.
-
-Each sequence is walked while the candidate's tokens equal FP32's (the context is then the same): a decided
-position is kept or lost; the walk ends at the first difference, which is a fault only where decided. The gate is
-MLPerf's 99% on the decided positions reached. It is uninformative when the reference has too few decided
-positions, when its tokens are degenerate (one or two distinct tokens), or when rounding ``COARSER_BITS`` bits
-coarser flips none of them (a path broken that much would pass unseen). An FP32 candidate rounds nothing; its
-decided positions are those bf16's rounding cannot flip, which the record states.
+Where a random-weight decoder's next-token logits lead by less than rounding moves them, a faithful bf16 path picks
+another token and writes another continuation, so whole answers misjudge it. Only the *decided* positions are
+judged, where FP32's lead exceeds twice ``HEADROOM`` times what rounding moves the logits, walked while the answer
+equals FP32's; the gate is MLPerf's 99% of those reached (``docs/infer.md``, "Accuracy").
 """
 
 from __future__ import annotations

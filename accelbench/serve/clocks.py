@@ -1,11 +1,9 @@
 """Whose clock a serving record's latencies are on: a client that read late gets no verdict, and a server's own
 clock, where it keeps one, is set beside the client's.
 
-A served endpoint's TTFT, TPOT and inter-token gaps are stamped by accelbench's client as it reads each chunk. A
-client that did not run when the chunks came (its loop late: starved of a core on a busy host, or busy itself)
-stamps a whole stream in one burst, and a request that left late starts its TTFT late: the figures are then the
-client's lateness. Such a run's latency verdict is withheld ("not judged: the client was late"), never VALID; an
-INVALID one stays INVALID, with the client's concern beside it. The server's mean TTFT over the same requests
+A client that did not run when the chunks came stamps a whole stream in one burst, so its figures are its own
+lateness: such a run's latency verdict is withheld ("not judged: the client was late"), never VALID, while an
+INVALID one stays INVALID. The server's mean TTFT over the same requests
 (:mod:`accelbench.serve.engines.endpoint.server_clock`) is a second, independent check.
 """
 

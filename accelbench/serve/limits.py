@@ -1,10 +1,8 @@
 """What a token run is held to and fed with: MLPerf's TTFT/TPOT limits, and the prompts.
 
-The limits are those of ``mlperf.conf`` in the mlcommons/inference repository (LoadGen embeds the file; a test
-reads them back through ``TestSettings.FromConfig`` and compares): p99 time to first token (TTFT) and p99 time
-per output token (TPOT) for the Server scenario, and for "interactive", a Server run under tighter limits as
-MLPerf defines it. A preset without its own MLPerf benchmark borrows the limits of one of its class (llama2-7b
-and llama3.1-70b those of llama2-70b, gpt-oss-20b those of gpt-oss-120b), and the record says so.
+The limits are ``mlperf.conf``'s (LoadGen embeds the file; a test reads them back through
+``TestSettings.FromConfig``): p99 TTFT and TPOT for Server, and tighter ones for "interactive". A preset without an
+MLPerf benchmark of its own borrows one of its class's limits, and the record says which.
 """
 
 from __future__ import annotations
@@ -112,15 +110,10 @@ def preset_of(model: str) -> Preset:
 def limits_for(model: str, benchmark: str, own: bool, scenario: str, ttft_ms: float, tpot_ms: float) -> Limits:
     """The limits a run is held to: the flags where given, else MLPerf's for the preset's benchmark.
 
-    Offline and SingleStream have none (LoadGen judges neither TTFT nor TPOT there), except an Offline run given
-    ``--tpot-ms``: a fixed concurrency (``--batch-size`` requests in flight) held to an interactivity, as a point
-    of a Pareto curve is read and as ``tune --task serve`` ranks settings. accelbench judges its p99 TPOT
-    (:func:`offline_tpot_reason`); TTFT is not judged there, since Offline issues every query at once and a
-    request's TTFT then includes its wait for one of the ``--batch-size`` places.
-
-    A closed loop (``concurrency``) is held to the limits given (the other one MLPerf's Server limit); given none,
-    MLPerf's Server limits count its goodput and judge nothing (:func:`closed_loop_limits`).
-    """
+    Offline and SingleStream have none (LoadGen judges neither there), except Offline given ``--tpot-ms``: a fixed
+    concurrency held to an interactivity, as a Pareto point is read; its TTFT is not judged, since each request waits
+    for one of the ``--batch-size`` places. A closed loop is held to the limits given (the other at MLPerf's Server
+    limit); given none, they count its goodput and judge nothing (:func:`closed_loop_limits`)."""
     if scenario == "concurrency":
         return closed_loop_limits(model, benchmark, own, ttft_ms, tpot_ms)
     if scenario not in ("server", "interactive"):

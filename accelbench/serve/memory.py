@@ -26,11 +26,9 @@ if TYPE_CHECKING:
     from accelbench.workloads.decoder import Figures
 
 
-#: device memory a run leaves unplanned beside what it counts (weights, KV cache, activations): the kernel modules
-#: CUDA loads lazily as each library first runs (cuBLAS, cuDNN, the attention kernels), cuBLAS workspaces (32 MiB a
-#: handle and stream on Hopper, torch's CublasHandlePool) and the caching allocator's rounding to its blocks. An
-#: allowance, not a measurement; the free memory it is taken from is read after the device's context exists, so the
-#: context itself is already out of it.
+#: device memory left unplanned beside the weights, KV cache and activations: the kernel modules CUDA loads lazily,
+#: cuBLAS workspaces (32 MiB a handle and stream on Hopper) and the allocator's rounding. An allowance, not a
+#: measurement (the device's context is already out of the free memory it is taken from)
 HEADROOM_BYTES = 2**30
 #: vLLM's default share of a GPU's memory (``--gpu-memory-utilization 0.9``): what each device of a tensor-parallel
 #: group offers the weights and the KV cache

@@ -15,10 +15,8 @@ from accelbench.loadgen.start import Outcome
 from accelbench.results.details import FindPeak
 from accelbench.serve.limits import Limits
 
-#: a screen: about this many milliseconds of requests, and at least this many requests (p99 of a handful is
-#: their worst; a screen is a filter, the confirmation is the verdict), and at least ``SCREEN_TTFTS`` TTFT limits
-#: long but at most ``SCREEN_MAX_MS`` (in a second, an overloaded server's queue cannot grow past a 2 s TTFT limit,
-#: so a shorter screen passes any rate)
+#: a screen: about this many ms of requests, at least this many (a filter; the confirmation is the verdict), and at
+#: least ``SCREEN_TTFTS`` TTFT limits long (an overloaded queue cannot outgrow a 2 s limit in 1 s), at most the last
 SCREEN_MS, SCREEN_FEWEST, SCREEN_TTFTS, SCREEN_MAX_MS = 1000, 16, 2, 8000
 #: a screen also fails where the server completed fewer requests per second than LoadGen scheduled: it did not
 #: keep up, whatever the latencies of the requests that finished in time said

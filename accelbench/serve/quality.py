@@ -1,21 +1,9 @@
 """Scoring generated text as MLPerf's LLM accuracy scripts do, and gating it at 99% and 99.9% of a reference.
 
-Speed bought by a lower precision or a faster engine is only worth reporting if the answers stay as good: MLPerf
-accepts a llama2-70b or llama3.1-8b result only when its ROUGE scores reach 99% (or 99.9%) of the reference
-implementation's and its output length stays within 0.9-1.1 of the reference's (a model that answers in fewer
-tokens would be faster for it). This module computes the same figures the same way
-(``language/llama2-70b/evaluate-accuracy.py`` and ``language/llama3.1-8b/evaluation.py`` in mlcommons/inference):
-
-- the generated token ids decoded with ``skip_special_tokens=True`` (:func:`decode`);
-- both texts stripped and split into sentences, one a line, because ROUGE-Lsum reads a newline as a sentence end.
-  MLPerf splits with ``nltk.sent_tokenize`` (Punkt's trained English model, which ``nltk.download`` fetches).
-  Nothing is downloaded here: the trained model is used when it is already installed, else Punkt without
-  training, told the common English abbreviations (:data:`ABBREVIATIONS`) so "Dr. Smith" stays one sentence.
-  :attr:`Scores.splitter` says which; only ROUGE-Lsum can differ between the two;
-- ROUGE-1, -2, -L and -Lsum F-measures by the ``rouge-score`` package with its Porter stemmer
-  (``use_stemmer=True``), one score per sample (``use_aggregator=False``), averaged and put on MLPerf's 0-100 scale;
-- tokens per sample (generated tokens / samples, llama2-70b's length figure) and characters per sample (MLPerf's
-  ``gen_len`` / ``gen_num``, llama3.1-8b's).
+Speed bought by a lower precision or a faster engine is worth reporting only if the answers stay as good: MLPerf
+accepts a llama2-70b or llama3.1-8b result only when its ROUGE reaches 99% (or 99.9%) of the reference's and its
+output length stays within 0.9-1.1 of it. The figures are computed as mlcommons/inference computes them, without
+downloading NLTK's model (:func:`sentence_splitter`); ``docs/infer.md`` lists the steps.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """How far a serving figure is from what the hardware allows: decode against memory bandwidth, prefill against FLOPS.
 
-A decode step reads every weight once (the experts the step's tokens route to, for a mixture of experts) and the
-KV cache of every request in flight; with batches that fit a GPU it is bound by memory bandwidth, so the most
-tokens/s a run holding ``B`` requests in flight can reach is ``B x bandwidth / bytes per step``. Prefill is bound
-by FLOPS. Both are counted from what the run itself held (the SUT's clock: requests and KV tokens in flight while
-decoding) and the model's counted figures, against the device's peak from the spec table (a CPU's bandwidth is
-measured here, its FLOPS estimated from its cores), and each says where its peak came from.
-
-Over one run's span the two shares add up to how much of the run the hardware's limits account for: the rest is
-time neither phase used the device at its roof (scheduling, padding, host work, waiting for requests).
+A decode step reads every weight once (the routed experts, for a mixture) and the KV cache of every request in
+flight, so it is bound by bandwidth: a run holding ``B`` requests reaches at most ``B x bandwidth / bytes per
+step`` tokens/s. Prefill is bound by FLOPS. Both are counted from what the run held (the SUT's clock) against the
+device's peaks, each saying where its peak came from; over one run the two shares add up to how much of it the
+hardware's limits account for.
 """
 
 from __future__ import annotations

@@ -80,13 +80,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
         sweep=False,
         metavar="PATH",
     )
-    engine: str = opt(
-        "transformers",
-        "the generating engine: transformers (its continuous batching, paged KV cache), static (batched generate, "
-        "static KV cache), vllm (where installed), endpoint (an OpenAI-compatible server at --url), null (the "
-        "harness alone), or package.module:Class",
-        metavar="ENGINE",
-    )
+    engine: str = opt("transformers", "the generating engine", metavar="ENGINE")  # the choices: ENGINE_PARTS
     input_tokens: int | None = opt(None, "prompt tokens; none: the scale's, 1024 (128 at --scale tiny)", sweep=False)
     output_tokens: int | None = opt(None, "tokens generated per request; none: the scale's, 1024 (32 at --scale tiny)")
     ttft_ms: float = opt(0.0, "server/interactive: p99 time-to-first-token limit (0: MLPerf's)")
@@ -96,13 +90,7 @@ class LLMServeParams(SweepParams, LoadGenParams):
         "it (INVALID over it; none when 0)",
     )
     allow_eos: bool = opt(False, "stop a request at its end-of-sequence token (default: exactly --output-tokens)")
-    source: str = opt(
-        "",
-        "where the requests come from: random, file (--prompts), mlperf (--mlperf-data), trace (--trace), "
-        "conversations (--conversations, or synthetic); empty: the source whose settings are given, else random",
-        sweep=False,
-        metavar="SOURCE",
-    )
+    source: str = opt("", "where the requests come from", sweep=False, metavar="SOURCE")  # the choices: SOURCE_PARTS
     #: the source's own settings (its ``Options``), complete with its defaults; a record states them flat
     source_options: dict[str, Any] = field(default_factory=dict)
     #: the engine's own settings (its ``Options``: the KV cache's pages, compilation, the endpoint's address),
@@ -124,6 +112,10 @@ class LLMServeParams(SweepParams, LoadGenParams):
     def flags(cls) -> list[tuple[dataclasses.Field[Any], Any]]:
         """The run's own settings, then every built-in engine's (each flag once)."""
         return SOURCE_PARTS.flags(ENGINE_PARTS.flags(super().flags()))
+
+    @classmethod
+    def flag_parts(cls) -> tuple[Parts, ...]:
+        return ENGINE_PARTS, SOURCE_PARTS
 
     @classmethod
     def gather(cls, values: dict[str, Any]) -> dict[str, Any]:

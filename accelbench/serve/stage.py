@@ -1,11 +1,9 @@
 """What a serving run holds while it runs, in one place: where the model is, what every run of one call shares,
 one run's wiring, and what a driver hands back.
 
-:mod:`accelbench.serve.run` prepares a :class:`Served` once per ``infer`` call (a sweep serves it at each point),
-wires a :class:`Stage` for each run, and hands it to the driver the run's work needs: LoadGen
-(:mod:`accelbench.serve.loadgen`) or accelbench's own (:mod:`accelbench.serve.drive`). Each driver returns a
-:class:`Measured`, which becomes the record once the engine has stopped. Passing these, not their fields, keeps
-each step's parameters to what varies between steps.
+:mod:`accelbench.serve.run` prepares a :class:`Served` once per call, wires a :class:`Stage` for each run and hands
+it to LoadGen's driver or accelbench's own, which returns a :class:`Measured`. Passing these, not their fields,
+keeps each step's parameters to what varies between steps.
 """
 
 from __future__ import annotations

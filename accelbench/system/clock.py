@@ -1,24 +1,10 @@
 """The clock a CPU core actually runs at, timed, for a peak that holds.
 
-A peak from the reported base clock is beaten by any core that boosts (a VM's ``/proc/cpuinfo`` gives the
-base clock, and GEMMs run above 100% of a peak computed from it), and a figure above 100% of a peak tells the
-reader only that the denominator is wrong. Where the kernel exposes no maximum frequency (virtual machines
-usually do not), the clock is timed by two chains of dependent instructions, each waiting for the one before,
-so instructions per second times cycles per instruction is cycles per second:
-
-- register-register adds (``add rax, rdx``): one cycle each. Not ``add rax, 1``: recent Intel cores (Golden
-  Cove and later, the AMX Xeons) fold small-immediate adds at register rename, so such a chain retires about
-  five a cycle and times no clock at all;
-- ``imul rax, rdx``: three cycles each on every Intel core since Nehalem and every AMD core since Zen, executed
-  in the multiplier, which no renamer can shorten.
-
-Two chains on different units that agree are a clock; where they disagree the core did something neither
-assumes and there is no timed clock (the caller falls back to the reported one and says so). The two are run
-interleaved, many short runs each, the fastest of each kept: a neighbour that takes the core stretches some
-runs, never shortens one, and hits both chains alike. The chains are a few hundred bytes of machine code run
-through ctypes (no compiler needed); where executable memory is refused, or on another architecture, there is
-no timed clock and the caller says so.
-"""
+A peak from the reported base clock is beaten by any core that boosts, and a figure above 100% of a peak only
+says the denominator is wrong. Where the kernel exposes no maximum frequency (virtual machines usually do not),
+two chains of dependent instructions on different units are timed (register adds, one cycle each; ``imul``,
+three); where they agree they are the clock, else there is none and the caller says so. Why these instructions,
+and how a neighbour is kept out, is in docs/system.md (The CPU clock)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """``--batch-size auto``: the largest per-device batch whose training steps fit in memory.
 
-Start from the model's default (or ``--max-batch-size``, if lower), double until a step runs out of
-memory (or exceeds ``--memory-cap``; on a CPU, 80% of the memory available at the start, so the search
-never wakes the kernel's OOM killer: a trial whose peak, extrapolated from the largest that fit, would
-exceed the cap is not run), then bisect between the last batch that fit and the first that did
-not. Near the limit, cuDNN and cuBLAS report their failed allocations as their own errors, so those count
-as "does not fit" too. The measured run then keeps a margin below the edge found: it allocates what the
-two-step trial did not (FLOP counting, compile buffers, allocator fragmentation over many steps).
-"""
+Double from the model's default (or ``--max-batch-size``) until a step runs out of memory or would exceed the cap
+(on a CPU, 80% of the memory available at the start, so the kernel's OOM killer never wakes), then bisect; cuDNN's
+and cuBLAS's failed allocations count as "does not fit". The measured run keeps a margin below the edge: it
+allocates what the two-step trial did not (FLOP counting, compile buffers, fragmentation)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """Real training data for ``accelbench train --data real``: an input pipeline, and how long steps waited for it.
 
-tf_cnn_benchmarks measured synthetic and real ImageNet side by side for one reason: the input pipeline
-(decoding, augmentation, copying) costs each machine a different share of its step, and that share can
-change a ranking (the TPUv2 vs V100 study: four V100s lost 9% on real data, four TPUv2 12%). The pipeline is
-the one a user writes: torchvision's ``ImageFolder`` (PIL decoding), the model's standard training augmentation,
-a ``DataLoader`` with worker processes, pinned memory and non-blocking copies where the device's kind gains
-from them (its ``pin_memory``: CUDA, ROCm, XPU), prefetching, and a ``DistributedSampler`` shard per rank.
-The step takes the next batch as it would in training; the time it waits for it is measured on the host and
-reported per window as the input-bound share.
-"""
+The input pipeline costs each machine a different share of its step, and that share can change a ranking. The
+pipeline is the one a user writes (``ImageFolder``, the model's augmentation, a ``DataLoader`` with workers,
+pinned memory where the device's kind gains from it, a ``DistributedSampler`` shard per rank); the time a step
+waits for its batch is measured on the host and reported per window as the input-bound share (docs/train.md)."""
 
 from __future__ import annotations
 

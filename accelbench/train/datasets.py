@@ -1,12 +1,7 @@
-"""What ``train --data-dir`` reads: the format a folder holds, and a Dataset per format with the model's
-standard training augmentation.
-
-The on-disk formats are the ones ``tta`` reads (one reader each, in :mod:`accelbench.datasets.training`):
-image class folders (ImageFolder: decoded per sample by PIL), the CIFAR-10 python batches and the MNIST
-IDX files (raw pixels, staged in memory: no decoding) for image models, and MovieLens ratings for NCF
-(implicit feedback with four random negatives per positive, as MLPerf trains it). Datasets are
-module-level classes so that DataLoader workers can pickle them under any start method.
-"""
+"""What ``train --data-dir`` reads: the format a folder holds, and a Dataset per format with the model's standard
+training augmentation. The formats are ``tta``'s (:mod:`accelbench.datasets.training`): image class folders,
+CIFAR-10 and MNIST (staged in memory), MovieLens for NCF (four random negatives per positive, as MLPerf trains
+it). Datasets are module-level classes so that DataLoader workers can pickle them under any start method."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """JPEG decoding on the training device: ``train --data real --decode device`` (torchvision; nvJPEG on NVIDIA).
 
-On a GPU the CPU's decoding is the usual reason real data trails synthetic: a host with a few cores cannot
-decode and augment thousands of ImageNet JPEGs a second. torchvision decodes JPEG batches on the devices of
-a kind that says so (``jpeg_decode``: ``torchvision.io.decode_jpeg(..., device=...)``, nvJPEG on NVIDIA
-GPUs), so the loader workers only read the files' bytes and the decode and the augmentation
-(RandomResizedCrop, flip, normalize, as on the CPU path) run on the device, on the training stream: their
-time is inside the step. Files of other formats (PNG) are decoded on the CPU in the training process and
-augmented on the device with the rest. ``--decode cuda``, the option's first name, still means ``device``.
-"""
+On a GPU the CPU's decoding is the usual reason real data trails synthetic. On a kind that says it can
+(``jpeg_decode``), the loader workers only read the files' bytes and the decode and augmentation run on the
+device, on the training stream, so their time is inside the step; other formats (PNG) are decoded on the CPU and
+augmented on the device. ``--decode cuda``, the option's first name, still means ``device``."""
 
 from __future__ import annotations
 

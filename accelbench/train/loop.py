@@ -153,13 +153,10 @@ def run_windows(
 ) -> tuple[Measurement, float]:
     """Warm up, then time ``num_batches`` steps in windows; returns per-step seconds and the final loss.
 
-    Each window is one burst (events on CUDA, the host clock and a synchronisation
-    elsewhere), so the host waits only at a window's end. The losses of the measured
-    steps are kept on the device and read once at the end: a divergence during the
-    measurement is caught, not only one in the warm-up. When ``stop`` gives a reason (Ctrl-C, the timeout),
-    the step in progress ends the measurement: the finished windows are kept (``trainer.stopped`` says how
-    many), the unfinished one dropped; with none finished, :class:`StoppedEarly`.
-    """
+    Each window is one burst, so the host waits only at a window's end; the measured steps' losses stay on the device
+    and are read once at the end, so a divergence during the measurement is caught too. When ``stop`` gives a reason
+    (Ctrl-C, the timeout) the finished windows are kept (``trainer.stopped`` says how many) and the unfinished one
+    dropped; with none finished, :class:`StoppedEarly`."""
     device = trainer.device
     kind = kind_of(device)
     compiles = CompileCount(device)

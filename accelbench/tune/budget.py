@@ -1,16 +1,9 @@
 """The search's time: what is spent, what a trial of each phase is expected to take, whether one more fits.
 
-``--budget`` is a budget, not a hint: no trial starts unless it is expected to end inside its phase's
-limit (the first screening of the default excepted: without it there is nothing to search from; and the
-second of a confirmation round's pair, the best and the default, which runs while any budget is left: the
-round was planned to hold both, and one of them alone compares nothing), no trial starts once the budget is
-spent, and no trial may run long past the end (its timeout is the time left, with a floor for a slow start).
-So the search overruns by at most the part of one trial that its estimate missed. The estimate of a phase is
-the median time of its trials so far; before its first, the screenings' time scaled and extended by how much
-longer the phase measures (the search's task says how: a LoadGen confirmation pays the same start, model load
-and probe as a screening, and its 4 s more of LoadGen take longer than 4 s; a gate runs the FP32 reference and
-the candidate over the samples; a training confirmation triples the steps).
-"""
+``--budget`` is a budget, not a hint: no trial starts unless it is expected to end inside its phase's limit
+(except the default's first screening, and the second of a confirmation round's pair, without which the round
+compares nothing), and each trial's timeout is the time left, so the search overruns by at most the part of one
+trial its estimate missed. How a trial is estimated is in docs/tune.md (The outcome and the budget)."""
 
 from __future__ import annotations
 
@@ -24,12 +17,9 @@ if TYPE_CHECKING:
 #: a first gate's and a first confirmation's expected time where the family gives none: (times a
 #: screening's, plus seconds)
 FIRST_OF_PHASE: dict[str, tuple[float, float]] = {"gate": (1.5, 0.0), "confirm": (1.5, 0.0)}
-#: wall seconds a trial costs for each second more of LoadGen's minimum duration (the LoadGen and serving tasks'
-#: Offline trials alike): its samples are issued for the probe's rate, which a longer run does not hold, and a run
-#: the plan disagrees with is probed and run again. Measured, a screening (2 s) and a confirmation (6 s) of the same
-#: candidates, tiny ResNet-18 Offline on 2 cores: 7.4 s and 16.4 s, 5.2 s and 12.1 s (a Zen 5, docs/tune.md's search:
-#: 2.25 and 1.7 s a second); 13.6 s (the screenings' median) and 20.2 s (the confirmations') on a shared host (1.65);
-#: 1.5 left a first round planned to fit short
+#: wall seconds a trial costs for each second more of LoadGen's minimum duration (Offline trials of the LoadGen and
+#: serving tasks): a longer run does not hold the probe's rate and may be probed again (measured 1.65-2.25 s a
+#: second, and 1.5 planned a first round short: docs/tune.md)
 LOADGEN_PACE = 2.5
 #: the least time a trial is given before it is killed (a process start and a model load, on a slow host)
 MIN_TRIAL_TIMEOUT = 60.0

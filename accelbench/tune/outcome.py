@@ -1,12 +1,9 @@
 """What a search found: the ranking, the winner, the command that reproduces it, and the summary record.
 
-The winner is the best *confirmed* candidate that passed the accuracy gate (or is its FP32 reference), whose
-every confirmation LoadGen called VALID, and which separated from every other such candidate across the
-interleaved confirmations (:mod:`accelbench.tune.verdict`); a screening figure alone never wins, since a
-2-second run on a shared machine can be lucky, and candidates that did not separate are named equivalent.
-Every trial is referenced from the summary by its record id, so the ranking can be checked against the
-stored runs.
-"""
+The winner is the best *confirmed* candidate that passed the accuracy gate, every confirmation VALID, separated
+from every other such candidate across the interleaved confirmations (:mod:`accelbench.tune.verdict`); a
+screening figure alone never wins, and candidates not separated are named equivalent. Every trial is referenced by
+its record id, so the ranking can be checked against the stored runs."""
 
 from __future__ import annotations
 
@@ -265,13 +262,10 @@ def summary(search: Search) -> Result:
     """The search as one record: its outcome, every trial, the ranking, the command(s), and its one-line
     ``headline`` (:func:`headline`), which a reader sees first.
 
-    ``details["outcome"]`` is ``winner`` (one best, separated from every other contender), ``equivalent``
-    (the top few not separated: all listed, none named best), ``no search`` (fewer than two candidates
-    screened: a skipped record, no best), ``not confirmed`` (candidates that screened better were never
-    confirmed), ``no better`` (the default confirmed alone: nothing was confirmed better than it) or
-    ``no winner`` (nothing confirmed VALID: failed). A speed-up over the default is stated only against a
-    default confirmed VALID more than once and separated from the winner; otherwise ``speedup_withheld`` says why.
-    """
+    ``details["outcome"]`` is ``winner``, ``equivalent`` (the top few not separated), ``no search`` (under two
+    candidates screened: skipped), ``not confirmed`` (better screenings never confirmed), ``no better`` (the default
+    confirmed alone) or ``no winner`` (nothing VALID: failed). A speed-up is stated only against a default confirmed
+    VALID more than once and separated from the winner; else ``speedup_withheld`` says why."""
     record = _summary(search)
     details_of(record)["headline"] = headline(record)
     return record

@@ -1,23 +1,10 @@
 """The search: screen every candidate briefly, gate the best on accuracy, confirm the few left side by side.
 
-Each trial is an ordinary benchmark entry (``infer/loadgen``, ``infer/llm``, ``train/throughput`` or
-``train/llm``) run by the suite runner in its own process, so a candidate that crashes, runs out of memory or
-fails to compile is a ``failed`` record with its cause and the search goes on, and every trial is stored in the run
-as it ends.
-
-The budget is split by phase (screening to 55% of it, gates to 70%, confirmations the rest), and the
-screenings and gates always leave the time the smallest claim needs: enough rounds of the best and the
-default settings to separate them (:mod:`accelbench.tune.verdict`). Every trial must be expected to fit
-(:mod:`accelbench.tune.budget`); what does not is cut, and the cut is recorded with its reason. A search
-that could screen only one candidate has compared nothing: it says "no search" and names no best.
-
-Confirmations run in interleaved rounds (A B C, A B C...) so that a slow minute of a shared machine lands on every
-finalist, and the default settings are confirmed beside them: the speed-up is measured side by side, never against
-an older figure. The best and the default run first in each round, so a round the budget cuts still compares them:
-the second of the pair runs while any budget is left, given the time a confirmation takes, so a search may overrun
-its budget by one confirmation at most. After ``--repeats`` rounds the rounds go on, with only the candidates the
-best is not yet separated from, until it separates from all of them, ``MAX_ROUNDS`` pass or the budget ends.
-"""
+Each trial is an ordinary benchmark entry in its own process, so a crash, an OOM or a failed compile is a
+``failed`` record and the search goes on. The budget is split by phase (``SCREEN_SHARE``, ``GATE_SHARE``) and
+every trial must be expected to fit (:mod:`accelbench.tune.budget`). Confirmations run in interleaved rounds, the
+default beside the finalists, until the best separates from every other (:mod:`accelbench.tune.verdict`),
+``MAX_ROUNDS`` pass or the budget ends (docs/tune.md)."""
 
 from __future__ import annotations
 
@@ -234,8 +221,7 @@ class Tuner:
 
     def _screen_expected(self, c: Candidate) -> float | None:
         """A screening's seconds: a compiled candidate's by the compiled ones screened so far, else twice an
-        eager one's (a 4-minute search's compiled screenings took 15-22 s where eager ones took 7-9 s, and the
-        overrun cost the gate that a claim needed)."""
+        eager one's: compiling costs about as much again, and an overrun costs the gate a claim needs (docs/tune.md)."""
         expected = self.time.expected("screen", self.search.trials)
         if not c.compiles or expected is None:
             return expected

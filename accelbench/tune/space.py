@@ -1,13 +1,9 @@
 """The settings a search tries, in two stages, and the ones it leaves out with the reason.
 
-The space is searched one axis group at a time, as a person tuning by hand would: first the runtime
-(backend, precision, memory format, compilation) at the default batch, then the shape of the work (batch
-size, requests in flight) around the best runtimes. A full product of every axis would spend a 10-minute
-budget on a tenth of it; the staged search screens every runtime and still reaches the batch that suits the
-winner. What this device cannot run natively is left out before anything is timed, with the reason the
-benchmark itself would give, so a search never spends its budget on torch's fallbacks. Which axes there are is
-the searched benchmark's (its task: :mod:`accelbench.tune.task`); the stages here only order and deduplicate.
-"""
+First the runtime (backend, precision, memory format, compilation) at the default batch, then the shape of the
+work around the best runtimes: a full product of every axis would spend the budget on a fraction of it. What the
+device cannot run natively is left out before anything is timed. Which axes there are is the searched benchmark's
+(:mod:`accelbench.tune.task`); the stages here only order and deduplicate."""
 
 from __future__ import annotations
 

@@ -1,26 +1,10 @@
 """Which confirmed differences are real: whether two candidates are separated, and which one is best.
 
-A search's claims ("X is best", "Nx the default settings") rest on the confirmations alone, and only on
-differences that outlast the noise between runs. One run's interval says nothing about run-to-run
-variation (a neighbour holding a core for a minute slows every sample of that run alike), so two
-candidates are *separated* only across repeated, interleaved confirmations, by the one significance rule
-every verdict uses (:func:`accelbench.results.judge.significance`):
-
-- where each confirmation carries its raw samples (training windows), the Mann-Whitney U test on the
-  per-sample figures of at least two runs each, pooled, so the variation between runs is in the test;
-- otherwise (LoadGen gives one figure per run) over at least three runs each, when the bands their 95%
-  intervals span do not overlap, or, for a figure with no interval, their ranges: two candidates that are
-  in truth equal fall apart that way by chance once in ten.
-
-The level is the judge's :data:`~accelbench.results.judge.ALPHA`, not a looser one of the search's own. A
-search tests the best against every other contender after every round (up to ``MAX_ROUNDS``), so a loose level
-compounds into false winners; and it costs the search little, since two training confirmations pool at least
-18 windows a side, where a clear difference gives p far below it. A "1.3x the default settings" is then the
-same claim ``accelbench compare`` would make of the same records.
-
-The search confirms in rounds until the best separates from every other contender (see
-:mod:`accelbench.tune.search`); what is left unseparated is reported as equivalent, not ranked.
-"""
+A search's claims rest on the confirmations alone, and one run's interval says nothing of run-to-run variation,
+so two candidates are *separated* only across repeated, interleaved confirmations, by the one significance rule
+(:func:`accelbench.results.judge.significance`) at the judge's :data:`~accelbench.results.judge.ALPHA`: tested
+after every round, a looser level would compound into false winners. What is left unseparated is equivalent, not
+ranked (docs/tune.md)."""
 
 from __future__ import annotations
 

@@ -1,39 +1,10 @@
 """The workload contract: what accelbench needs to train (or serve) a model on synthetic data.
 
-A workload builds the model for a configuration, makes a synthetic batch on the
-device (so the input pipeline is not what is measured), and computes the loss.
-Its :class:`ModelInfo` says what it is without building anything: domain,
-sample unit, default per-device batch size, input shape. Every built-in model
-implements this contract, and so can a user's own::
-
-    from accelbench.workloads.base import ModelInfo, Workload
-
-    class MyMLP(Workload):
-        info = ModelInfo(name="my-mlp", domain="tabular", sample_unit="rows",
-                         input_shape="(batch, 512)", default_batch={"cpu": 256, "gpu": 4096})
-
-        def build(self, scale):
-            import torch
-            width = 2048 if scale == "full" else 64
-            return torch.nn.Sequential(torch.nn.Linear(512, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
-
-        def synthetic_batch(self, batch_size, device, scale):
-            import torch
-            return torch.randn(batch_size, 512, device=device), torch.randint(0, 10, (batch_size,), device=device)
-
-        def loss(self, model, batch):
-            import torch.nn.functional as F
-            x, y = batch
-            return F.cross_entropy(model(x), y)
-
-    # accelbench train mypackage.models:MyMLP --batch-size 1024
-
-``scale`` is ``"full"`` (the published configuration, the default) or ``"tiny"``
-(a few layers and small inputs, so a CPU runs a step in well under a second).
-``default_batch`` is keyed by device class, ``"gpu"`` or ``"cpu"``: a device's kind says which class it is
-(``batch_class``: every accelerator kind is ``"gpu"``); a ``"cuda"`` key, the name it had first, is read as
-``"gpu"``.
-"""
+A workload builds the model for a ``scale`` (``"full"``, the published configuration, or ``"tiny"``, a CPU step in
+well under a second), makes a synthetic batch on the device (so the input pipeline is not what is measured) and
+computes the loss; its :class:`ModelInfo` says what it is without building anything. A user's own model is one
+such class (docs/train.md, Models). ``default_batch`` is keyed by a kind's ``batch_class``, ``"gpu"`` or
+``"cpu"``; a ``"cuda"`` key, its first name, reads as ``"gpu"``."""
 
 from __future__ import annotations
 

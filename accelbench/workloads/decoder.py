@@ -1,14 +1,9 @@
 """Decoder-only language models: the published architectures MLPerf and buyers name, as ``transformers`` configs.
 
-Nothing is downloaded: a preset is the architecture of a released model (the figures of its Hugging Face
-``config.json``), built with seeded random weights, or read from a local checkpoint folder
-(``save_pretrained``: ``config.json``, safetensors, the tokenizer files). ``--scale tiny`` keeps the
-architecture (the attention kind, grouped-query ratio, mixture of experts, sliding windows) and shrinks depth
-and widths so that a 2-core CPU generates in seconds.
-
-Every preset states its parameters (total, and active per token for a mixture of experts, counted on the
-model ``transformers`` builds, on the meta device), KV-cache bytes per token and forward FLOPs per token.
-"""
+Nothing is downloaded: a preset is a released model's architecture (its ``config.json`` figures) with seeded
+random weights, or a local checkpoint folder. ``--scale tiny`` keeps the architecture (attention kind,
+grouped-query ratio, experts, sliding windows) and shrinks depth and widths. Every preset states its parameters
+(total and active, counted on the meta device), KV-cache bytes and forward FLOPs per token."""
 
 from __future__ import annotations
 
@@ -237,10 +232,9 @@ def to_served(model: "torch.nn.Module", device: "torch.device | str", dtype: "to
     """``model`` on ``device`` with its parameters in ``dtype``; its floating buffers keep the element type
     transformers gave them, and the names of those left in another type than ``dtype`` are returned.
 
-    transformers keeps RoPE's ``inv_freq`` in FP32 when it builds a model in bf16: rounded to bf16, a frequency is
-    off by up to 2**-9 of itself, and the rotation angle (position x frequency) by as much times the position
-    (llama3.1-8b's frequencies: at most 0.92 rad at position 512, 1.83 at 1024), an error the FP32 reference,
-    vLLM and a bare model do not have. ``Module.to(dtype=...)`` would cast those buffers with the parameters."""
+    ``Module.to(dtype=...)`` would also cast the buffers transformers keeps in FP32, such as RoPE's ``inv_freq``,
+    whose bf16 rounding moves the rotation angles by an error the FP32 reference, vLLM and a bare model do not have
+    (docs/methodology.md gives its size)."""
     kept = {
         name: buf for name, buf in model.named_buffers(remove_duplicate=False)
         if buf.is_floating_point() and buf.dtype != dtype
@@ -274,7 +268,7 @@ class Decoder(Workload):
     ) -> "torch.nn.Module":
         """Random weights (seeded: the same in every run on one device), created where they are used and in the
         element type they are used in: an 8B model in bf16 is 16 GB on its device, never 32 GB of fp32 on the
-        host first (that build took 102 s on an H200's host, against 0.3 s on the GPU itself). ``config``: the
+        host first, which is far slower (docs/methodology.md). ``config``: the
         preset's config changed by the caller (a slice of its layers), else the preset's at ``scale``."""
         import torch
         from transformers import AutoModelForCausalLM

@@ -1,13 +1,9 @@
 """Speech recognition: RNN-T in MLPerf's configuration (LibriSpeech-sized inputs).
 
-Encoder: 2 LSTM layers of 1024 over 240-wide features (80 mel bins, 3 frames
-stacked), time reduction by 2, 3 more LSTM layers; prediction network: an
-embedding of the 28 characters + blank and 2 LSTM layers of 320; joint network:
-both projected to 512, ReLU, then to the 29 symbols. The RNN-T loss is computed
-here in PyTorch (no torchaudio): the forward variable over the T x (U+1) lattice,
-one time step at a time, where each step's recursion along the labels is a
-``logcumsumexp`` — exact, differentiable, and fast enough on a GPU.
-"""
+Encoder: 2 LSTM layers of 1024 over 240-wide features (80 mel bins, 3 frames stacked), time reduction by 2, 3 more
+LSTM layers; prediction network: an embedding of the 28 characters + blank and 2 LSTM layers of 320; joint: both
+projected to 512, ReLU, then to the 29 symbols. The RNN-T loss is computed in PyTorch (no torchaudio), one time
+step at a time over the T x (U+1) lattice, each step's label recursion a ``logcumsumexp``: exact, differentiable."""
 
 from __future__ import annotations
 

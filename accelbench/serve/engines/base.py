@@ -65,10 +65,8 @@ class Sink(Protocol):
 
     def failed(self, request: TokenRequest, error: BaseException) -> None: ...
 
-    # a sink may also have ``answering(request)``: the first token of the answer after a reasoning model's thinking
-    # (an engine that tells them apart calls it where the sink has it; the per-request record's ``first_answer``),
-    # and ``wrote(request, at)``: the ``perf_counter`` moment the engine wrote the request to a server, which times
-    # its TTFT where a hand-over queue lies between the submit and the socket (the endpoint engine calls it)
+    # optional: ``answering(request)``, a reasoning model's first answer token (``first_answer``), and
+    # ``wrote(request, at)``, when the request reached the server's socket, which times its TTFT (the endpoint's)
 
 
 @dataclass(frozen=True)
@@ -110,14 +108,9 @@ def steady_heap(device: "torch.device") -> EngineFacts:
     """On a CPU with glibc, fix malloc's mapping and trim thresholds at :data:`HEAP_MMAP_THRESHOLD` and
     :data:`HEAP_TRIM_THRESHOLD` for the whole process; the record's words for what was set (none elsewhere).
 
-    An engine generates on a thread of its own, which gets a malloc arena of its own, and each batch frees a few MB
-    (its prefill's activations) at the top of that arena. Left to glibc, whether that memory is kept for the next
-    batch or handed back to the kernel and faulted in again depends on what the process freed before (glibc's
-    thresholds move with it) and on where the arena's blocks happen to lie: on a 2-core EPYC, tiny llama3.1-8b at
-    batch 8, one engine thread in four gave back about 4 MB after every batch (``madvise``) and took about 1,000
-    page faults a batch to get it back, about 9% slower, in the LoadGen run and the bare loop alike. Fixed, the
-    thresholds hold what a long-running server's reach: a freed block under 32 MiB is reused, whatever ran before in
-    the process. The setting outlives the engine (glibc has no way back to its moving thresholds)."""
+    Left to glibc, whether the few MB each batch frees at the top of the engine thread's arena are kept or handed back
+    and faulted in again depends on what the process freed before (``docs/infer.md`` has the cost). The setting
+    outlives the engine: glibc has no way back to its moving thresholds."""
     import ctypes
     import platform
 
@@ -137,7 +130,7 @@ def steady_heap(device: "torch.device") -> EngineFacts:
 class CompileOptions(NoOptions):
     engine_compile: bool = opt(
         False,
-        "transformers, static and vllm engines: compile the forward step (torch.compile; vLLM's CUDA graphs), in "
+        "compile the forward step (torch.compile; vLLM's CUDA graphs), in "
         "the probe's warm-up, whose first batch's seconds the record keeps",
     )
 
@@ -146,12 +139,11 @@ class CompileOptions(NoOptions):
 class PagedOptions(NoOptions):
     """A paged KV cache's sizes, where the engine has one."""
 
-    page_size: int = opt(16, "transformers and vllm engines: KV-cache page size in tokens")
-    kv_blocks: int = opt(0, "transformers and vllm engines: KV-cache pages (0: --batch-size longest requests)")
+    page_size: int = opt(16, "KV-cache page size in tokens")
+    kv_blocks: int = opt(0, "KV-cache pages (0: --batch-size longest requests)")
     max_batch_tokens: int = opt(
         0,
-        "transformers and vllm engines: tokens in one forward step (0: the engine's, 2 x --batch-size x "
-        "--page-size for transformers)",
+        "tokens in one forward step (0: the engine's, 2 x --batch-size x --page-size for transformers)",
     )
 
     def check(self) -> None:
@@ -170,6 +162,8 @@ class Engine:
     """Streams generated tokens; subclasses implement :meth:`start`, :meth:`submit` and :meth:`stop`."""
 
     name: ClassVar[str] = ""
+    #: a few words ``--engine``'s help says of it, after its name
+    about: ClassVar[str] = ""
     #: the pip extra that brings the engine's library, for the one-line "not installed" message
     extra: ClassVar[str] = ""
     #: whether it runs a model (the null engine answers at once)
@@ -348,6 +342,7 @@ class NullEngine(QueuedEngine):
     """Answers every request at once with its tokens: what the harness alone costs (LoadGen, SUT, threads)."""
 
     name = "null"
+    about = "the harness alone"
     runs_model = False
 
     def serve(self, batch: list[TokenRequest]) -> None:

@@ -1,12 +1,8 @@
 """``transformers``: the library's own continuous batching (``ContinuousBatchingManager``) with paged attention.
 
-Its cache must be sized explicitly: with its defaults (pages of 256 tokens, a cache and batch-token budget
-inferred from GPU memory) a tiny Llama on a 2-core CPU ran at 20 tokens/s against 634 with ``page_size=16,
-num_blocks=256, max_batch_tokens=512`` (issue 28's measurement, transformers 5.23). So the page size, the
-number of pages, the batch-token budget, the requests per step and compile are chosen here and recorded.
-
-Requests are added as LoadGen issues them (streaming); one reader thread takes the manager's outputs and
-streams each request's first token and its completion to the sink.
+Its defaults size the cache and the batch-token budget for a GPU server, so the page size, the pages, the budget,
+the requests per step and compile are chosen here and recorded (``docs/infer.md`` has what the defaults cost).
+Requests are added as LoadGen issues them; one reader thread streams the manager's outputs to the sink.
 """
 
 from __future__ import annotations
@@ -56,6 +52,7 @@ class ContinuousFacts(EngineFacts, total=False):
 
 class ContinuousBatching(Engine):
     name = "transformers"
+    about = "its continuous batching, paged KV cache"
     Options = PagedCompileOptions
     options: PagedCompileOptions
     facts: ContinuousFacts

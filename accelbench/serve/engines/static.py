@@ -1,13 +1,9 @@
 """``static``: batched ``generate`` with a static KV cache, the engine MLPerf's first llama2-70b reference SUT used.
 
-Requests wait in a queue; the scheduler takes up to ``max_batch`` of them, left-pads their prompts and decodes
-them together to the longest one's length. A streamer sees each step's tokens, so each request's first token
-and its own completion (at its own ``max_new_tokens``, mid-batch when it is shorter) reach LoadGen when they
-happen: no request is held until its batch ends.
-
-Each batch gets its own static cache, sized to that batch (compiled: rounded up to a power of two). transformers,
-left to size it, keeps the longest length any earlier call on the model needed, so after one long conversation
-turn every later batch would allocate, and attend over, that length.
+The scheduler takes up to ``max_batch`` queued requests, left-pads their prompts and decodes them together; a
+streamer passes each request's first token and its own completion to LoadGen as they happen, mid-batch where it is
+shorter. Each batch gets a cache sized to it: left to transformers, every batch after one long request would
+allocate, and attend over, that length.
 """
 
 from __future__ import annotations
@@ -35,10 +31,8 @@ if TYPE_CHECKING:
 #: compiled: prompt widths and output lengths are rounded up to a multiple of these many tokens (the static
 #: cache holds both, so either changes the compiled shapes)
 BUCKET, OUTPUT_BUCKET = 64, 16
-#: compiled: a batch's static cache is a power of two of tokens or 1.5 times one, at least this many: each new length
-#: is another compile of the decode step, and attention reads the whole cache, so two lengths an octave: at most half
-#: again what the batch needs (a power of two alone: up to twice), and Dynamo's recompile limit (8 by default)
-#: covers a twelvefold range of lengths (128 to 1536); past it the record says compile did not hold
+#: compiled: a batch's static cache is a power of two of tokens or 1.5 times one, at least this many: each length
+#: is a compile, and two an octave waste at most half again, while Dynamo's 8 recompiles cover 128 to 1536 tokens
 MIN_COMPILED_CACHE = 128
 #: Inductor's kernels without CUDA graph trees: the engine generates from its scheduler thread, and graph trees are
 #: not safe off the thread that imported inductor (pytorch#123177). transformers' own default is "reduce-overhead"
@@ -97,6 +91,7 @@ class StaticFacts(EngineFacts, total=False):
 
 class StaticBatch(QueuedEngine):
     name = "static"
+    about = "batched generate, static KV cache"
     Options = CompileOptions
     options: CompileOptions
     facts: StaticFacts
@@ -248,7 +243,7 @@ def _limit_hits() -> dict[str, int]:
 def shape(batch: list[TokenRequest], settings: EngineSettings, compiled: bool) -> tuple[int, int, int]:
     """Rows, prompt width and new tokens of one ``generate`` call: the batch's own, or, compiling, rounded up to
     ``BUCKET`` tokens and ``max_batch`` rows, so the compiled step sees a few shapes, not one per batch (a compile
-    is seconds: on a 2-core CPU 18 s for the tiny llama3.1-8b, and every new shape is another)."""
+    takes seconds, and every new shape is another)."""
     width = max(len(r.prompt) for r in batch)
     longest = max(r.max_new_tokens for r in batch)
     if not compiled:

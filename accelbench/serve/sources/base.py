@@ -1,22 +1,9 @@
 """Where a serving run's requests come from: the seam every source shares, and the built-ins by name.
 
-A source turns its settings into the :class:`Work` a run serves: the prompts' token ids, each one's output tokens,
-what the record keeps of them (``details.prompts``) and, for the sources whose requests LoadGen cannot schedule,
-when each is sent. ``--source`` names it; left out, it is the source whose settings are given (``--prompts FILE``
-alone is the file source), else random. Each source is one module, its :class:`Source` subclass beside its
-reader and its ``Options`` (its flags):
-
-- ``random``: token ids drawn at the asked lengths (:mod:`.random_tokens`).
-- ``file``: a JSONL or ShareGPT file's prompts and answers (:mod:`.prompts`).
-- ``mlperf``: MLPerf Inference's own processed data set for the model's benchmark (:mod:`.mlperf_data`).
-- ``trace``: a timed trace's arrivals and lengths (:mod:`.traces`), replayed at its timestamps.
-- ``conversations``: multi-turn conversations (:mod:`.conversations`), each turn sent after the previous answer
-  with its history.
-
-The first three are LoadGen's sample library; the last two are replayed by accelbench's own driver
-(``accelbench.serve.replay``), since LoadGen schedules its own arrivals and issues samples independently.
-``--prefix-tokens`` puts a shared prefix before the random or file prompts (:mod:`.prefix`). A user's source is a
-``package.module:Class`` given to ``--source`` (a :class:`Source` subclass), as a user's engine is.
+A source turns its settings (its ``Options``, flags of ``accelbench infer``) into the :class:`Work` a run serves:
+the prompts' token ids, each one's output tokens, what the record keeps of them and, for a source LoadGen cannot
+schedule (:attr:`Source.replayed`), when each is sent. The built-ins are :data:`SOURCES`, each in a module of its
+own; a user's is a ``package.module:Class`` given to ``--source``, as a user's engine is.
 """
 
 from __future__ import annotations
@@ -93,13 +80,10 @@ class ConversationSet:
 
 @dataclass(frozen=True)
 class Work:
-    """What a token run serves, in one shape for every source: conversations of turns (a prompt of LoadGen's
-    library and a trace's row are conversations of one turn; a trace's turn carries its time), who sends them
-    (``driver``), what the record keeps of where they came from (``summary``: ``details.prompts``) and what the
-    engine and the run are told (the tokenizer, the salt that keeps prompts distinct, a shared prefix on purpose).
-
-    Build one with :meth:`single` (one turn each: LoadGen's sample library, or a trace's timed rows) or
-    :meth:`talks` (conversations, each turn after its answer)."""
+    """What a token run serves, in one shape for every source: conversations of turns (a sample of LoadGen's library
+    and a trace's row are conversations of one turn), who sends them (``driver``), what the record keeps of them
+    (``summary``) and what the engine and the run are told (the tokenizer, the salt, a shared prefix on purpose).
+    Build one with :meth:`single` (one turn each) or :meth:`talks` (conversations)."""
 
     requests: list[Conversation]
     driver: Driver = "loadgen"
@@ -195,6 +179,8 @@ class Source:
     """A way of making a run's requests (the built-ins: :data:`SOURCES`)."""
 
     name: ClassVar[str]
+    #: a few words ``--source``'s help says of it, after its name (the flag that gives its file)
+    about: ClassVar[str] = ""
     Options: ClassVar[type[NoOptions]] = NoOptions
     #: sent by accelbench's own driver (:mod:`.replay`), not LoadGen
     replayed: ClassVar[bool] = False

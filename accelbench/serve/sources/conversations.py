@@ -1,25 +1,10 @@
 """Multi-turn conversations: each turn's new user tokens and how many tokens its answer takes, to replay a chat.
 
-A chat service sends each turn with the whole conversation before it, so a turn's prompt is mostly tokens the
-server has already seen: the previous turns and their answers. Single prompts (:mod:`.prompts`) never show that
-reuse, nor the prompt that grows turn by turn; a replay of conversations does. Here are the turns, not the
-requests: the driver sends turn k as the history (turns 1..k-1 with the answers the server gave) followed by turn
-k's user tokens, and asks for ``answer_tokens`` tokens.
-
-Sources:
-
-- :func:`read_conversations`: a ShareGPT file (a JSON list, or JSONL, of ``{"conversations": [{"from": "human",
-  "value": ...}, {"from": "gpt", "value": ...}, ...]}``; roles as :data:`.prompts.HUMAN_ROLES` and
-  :data:`.prompts.GPT_ROLES`). Each human turn answered by the gpt turn right after it is one :class:`Turn`; its
-  answer's token count is what the turn generates (capped), as vLLM's benchmarks serve ShareGPT. A leading system
-  turn (or any turn before the first human one: ShareGPT's split conversations may open with a gpt turn) is left
-  out, and the conversation ends at the first human turn without an answer after it, or at a turn out of order.
-- :func:`synthetic_conversations`: seeded random token ids, every conversation alike in shape: a load whose only
-  variable is the number of turns.
-
-Tokens: the first turn goes through the tokenizer's chat template as :mod:`.prompts` renders a prompt (by default
-when the tokenizer has one); later turns are tokenized without special tokens, because they continue a history that
-already began with them. The template's markers around a later turn (a few tokens) are therefore not counted.
+A chat service sends each turn with the conversation before it, so a turn's prompt is mostly tokens the server has
+seen, and it grows turn by turn: single prompts show neither. These are the turns, not the requests: the driver
+sends turn k as the history so far (with the server's answers) and turn k's user tokens. :func:`read_conversations`
+reads a ShareGPT file (``docs/infer.md``, "The request files, field by field"); :func:`synthetic_conversations`
+draws seeded ones alike in shape.
 """
 
 from __future__ import annotations
@@ -118,35 +103,14 @@ def read_conversations(
 ) -> ConversationSet:
     """The file's usable conversations, in file order, tokenized by ``tokenizer``.
 
-    ``output_tokens``: generated for a turn whose gpt answer tokenizes to nothing (an empty answer still keeps the
-    conversation going); any answer is capped at ``max_output_tokens``. ``max_turns``: the first K turns of each
-    conversation. ``chat_template``: None applies the tokenizer's template when it has one. ``limit``: stop after
-    this many usable conversations. A conversation without a single answered human turn is skipped and counted,
-    and where the first of each reason is (``skipped_first``); one ended early by a human turn without text, turns
-    after it, is kept to that turn and counted apart (``cut_short``): both are the file's broken rows, which a run
-    says and refuses past a share (:func:`.prompts.check_broken`).
-    """
-    for name, value in (("output tokens", output_tokens), ("the most output tokens", max_output_tokens)):
-        if value is not None and value < 1:
-            raise UsageError(f"{name} must be at least 1, not {value}")
-    if max_turns is not None and max_turns < 1:
-        raise UsageError(f"the most turns of a conversation must be at least 1, not {max_turns}")
-    if limit is not None and limit < 1:
-        raise UsageError(f"the number of conversations must be at least 1, not {limit}")
+    ``output_tokens``: generated for a turn whose answer tokenizes to nothing; any answer is capped at
+    ``max_output_tokens``. ``max_turns``: the first K turns of each conversation. ``chat_template``: None applies the
+    tokenizer's template when it has one. ``limit``: stop after this many usable conversations. Conversations skipped
+    and those cut short are counted with where the first of each is, for :func:`.prompts.check_broken`."""
+    _check_reading(output_tokens, max_output_tokens, max_turns, limit)
     use_template = template_choice(tokenizer, chat_template, "conversations")
     file = Path(path).expanduser()
-    container, records, digest, places = json_records(
-        file, "auto", "conversation file", "give a ShareGPT JSON or JSONL file"
-    )
-    if not records:
-        raise UsageError(f"conversation file {file} is empty: give a ShareGPT JSON list, or one conversation a line")
-    if not any(isinstance(r, dict) and isinstance(r.get("conversations"), list) for r in records):
-        keys = sorted({str(k) for r in records[:100] if isinstance(r, dict) for k in r})
-        found = ", ".join(keys[:12]) + (", ..." if len(keys) > 12 else "") if keys else "none"
-        raise UsageError(
-            f"conversation file {file} has no 'conversations' list in any of its {len(records)} records: "
-            f"give ShareGPT records; its keys: {found}"
-        )
+    container, records, digest, places = _conversation_records(file)
     conversations: list[Conversation] = []
     skips, cut = Skips(), Skips()
     read = 0
@@ -162,17 +126,7 @@ def read_conversations(
             cut.add(EMPTY_PROMPT, place)
         if max_turns is not None:
             pairs = pairs[:max_turns]
-        turns = []
-        for k, (question, answer) in enumerate(pairs):
-            if k == 0:
-                user = _prompt_ids(tokenizer, question, use_template)
-            else:
-                user = list(tokenizer(question, add_special_tokens=False)["input_ids"])
-            answer_ids = len(tokenizer(answer, add_special_tokens=False)["input_ids"]) if answer else 0
-            out = answer_ids or output_tokens
-            cap = max_output_tokens
-            turns.append(Turn(user, min(out, cap) if cap else out, answer if answer_ids else None))
-        conversations.append(Conversation(turns))
+        conversations.append(Conversation(_turns(pairs, tokenizer, use_template, output_tokens, max_output_tokens)))
     if not conversations:
         why = ", ".join(f"{n} {reason}" for reason, n in skips.counts.most_common()) or "none usable"
         raise UsageError(
@@ -199,6 +153,58 @@ def read_conversations(
         **_summary(conversations, settings),
     }
     return ConversationSet(conversations, summary)
+
+
+def _check_reading(output_tokens: int, max_output_tokens: int | None, max_turns: int | None, limit: int | None) -> None:
+    """A UsageError for a count :func:`read_conversations` cannot read with (each at least 1)."""
+    for name, value in (("output tokens", output_tokens), ("the most output tokens", max_output_tokens)):
+        if value is not None and value < 1:
+            raise UsageError(f"{name} must be at least 1, not {value}")
+    if max_turns is not None and max_turns < 1:
+        raise UsageError(f"the most turns of a conversation must be at least 1, not {max_turns}")
+    if limit is not None and limit < 1:
+        raise UsageError(f"the number of conversations must be at least 1, not {limit}")
+
+
+def _conversation_records(file: Path) -> tuple[str, list[Any], str, list[str]]:
+    """The file's container, records, SHA-256 and each record's place; a UsageError where it holds none, or none
+    with a ``conversations`` list (naming the keys it has)."""
+    container, records, digest, places = json_records(
+        file, "auto", "conversation file", "give a ShareGPT JSON or JSONL file"
+    )
+    if not records:
+        raise UsageError(f"conversation file {file} is empty: give a ShareGPT JSON list, or one conversation a line")
+    if not any(isinstance(r, dict) and isinstance(r.get("conversations"), list) for r in records):
+        keys = sorted({str(k) for r in records[:100] if isinstance(r, dict) for k in r})
+        found = ", ".join(keys[:12]) + (", ..." if len(keys) > 12 else "") if keys else "none"
+        raise UsageError(
+            f"conversation file {file} has no 'conversations' list in any of its {len(records)} records: "
+            f"give ShareGPT records; its keys: {found}"
+        )
+    return container, records, digest, places
+
+
+def _turns(
+    pairs: list[tuple[str, str | None]],
+    tokenizer: Any,
+    use_template: bool,
+    output_tokens: int,
+    max_output_tokens: int | None,
+) -> list[Turn]:
+    """A conversation's (question, answer) pairs as turns: the first through the chat template where it is used,
+    later ones without special tokens (they continue a history that began with them), each generating its answer's
+    tokens (``output_tokens`` for an empty answer), capped at ``max_output_tokens``."""
+    turns = []
+    for k, (question, answer) in enumerate(pairs):
+        if k == 0:
+            user = _prompt_ids(tokenizer, question, use_template)
+        else:
+            user = list(tokenizer(question, add_special_tokens=False)["input_ids"])
+        answer_ids = len(tokenizer(answer, add_special_tokens=False)["input_ids"]) if answer else 0
+        out = answer_ids or output_tokens
+        cap = max_output_tokens
+        turns.append(Turn(user, min(out, cap) if cap else out, answer if answer_ids else None))
+    return turns
 
 
 def synthetic_conversations(
@@ -311,8 +317,8 @@ class ConversationOptions(TemplateOptions):
         sweep=False,
         metavar="FILE",
     )
-    turns: int = opt(4, "conversations: turns of each synthetic one, the most kept of each file's", sweep=False)
-    think_ms: float = opt(0.0, "conversations: a user's think time between an answer and the next turn", sweep=False)
+    turns: int = opt(4, "turns of each synthetic conversation, the most kept of each of a file's", sweep=False)
+    think_ms: float = opt(0.0, "a user's think time between an answer and the next turn", sweep=False)
 
     def check(self) -> None:
         super().check()
@@ -323,6 +329,7 @@ class ConversationOptions(TemplateOptions):
 
 class ConversationSource(Source):
     name = "conversations"
+    about = "--conversations, or synthetic"
     Options = ConversationOptions
     replayed = True
 

@@ -1,43 +1,9 @@
 """MLPerf Inference's own processed language data sets, read from a local folder, so a run serves MLPerf's workload.
 
-Random prompts measure speed and a JSONL file (:mod:`.prompts`) serves any text, but neither is the workload an
-MLPerf result is measured on: the very token ids MLPerf's reference harness hands its model, with the answer
-lengths its SUT allows. These files are what ``mlcommons/inference`` publishes for that, already tokenized;
-nothing is downloaded here, the user fetches them once with MLPerf's own instructions.
-
-The layouts, as the ``mlcommons/inference`` repository (master) writes and reads them:
-
-- ``llama3_1-8b``: ``cnn_eval.json`` (``language/llama3.1-8b/README.md``, written by ``download_cnndm.py``), a JSON
-  list of objects ``{"instruction", "input", "tok_input", "output"}``: ``input`` is the bare CNN/DailyMail article,
-  ``tok_input`` the ids of the article inside the summarizing instruction, ``output`` the highlights that ROUGE
-  scores against. ``dataset.py`` reads it with ``pd.read_json`` and serves ``tok_input``; ``evaluation.py`` scores
-  ``output``. 13,368 samples (``--total-sample-count`` default in ``main.py`` and ``dataset.py``, ``gen_num`` of
-  the README's accuracy target, ``loadgen/mlperf.conf``'s ``performance_sample_count_override``). The 5,000-sample
-  ``sample_cnn_eval_5000.json`` is the edge benchmark's (``llama3_1-8b-edge``) and ``cnn_dailymail_calibration.json``
-  the quantization calibration set: neither is the data center workload, so neither is read for it.
-- ``llama2-70b``: ``open_orca_gpt4_tokenized_llama.sampled_24576.pkl``, a pickled pandas DataFrame written by
-  ``language/llama2-70b/processorca.py`` (the README moves it to ``processed-data.pkl``; MLPerf's download ships it
-  gzipped, ``.pkl.gz``, which pandas reads as is). Columns ``id``, ``system_prompt``, ``question``, ``input`` (the
-  question inside Llama 2's ``[INST]`` template), ``tok_input`` (its ids plus the token 29871 Llama always writes
-  first), ``output`` (GPT-4's answer, scored by ``evaluate-accuracy.py``), ``tok_output``, ``origin``. ``dataset.py``
-  serves ``tok_input``. 24,576 samples (``--total-sample-count`` default, ``processorca.py``'s
-  ``--num_total_samples``, ``mlperf.conf``).
-- ``mixtral-8x7b``: ``09292024_mixtral_15k_mintoken2_v1.pkl`` (``language/mixtral-8x7b/README.md``, also the
-  default of ``standalone_infer/hf_eval_all.py``); the earlier ``2024.06.06_mixtral_15k_v4.pkl`` (the README's
-  former download, spelled ``2024_06_06_mixtral_15k_v4.pkl`` by ``run_offline.sh``) has the same columns. A
-  pickled DataFrame: ``dataset.py`` serves ``tok_input`` and reads ``input`` and ``dataset`` (``OpenOrca``,
-  ``GSM8K`` or ``MBXP``, 5,000 samples each per the README: 15,000, as ``mlperf.conf`` says);
-  ``evaluate-accuracy.py`` scores ``gt_output``, by ROUGE for the OpenOrca rows only (GSM8K by its final number,
-  MBXP by running ``gt_output``'s tests), so only those rows keep a reference here.
-
-Output lengths: each reference SUT generates greedily up to a fixed number of new tokens and stops early at EOS
-(``language/llama3.1-8b/SUT_VLLM.py``: ``max_tokens`` 128, ``min_tokens`` 1; ``language/llama2-70b/SUT.py``:
-``max_new_tokens`` 1024, ``min_new_tokens`` 1; ``language/mixtral-8x7b/SUT.py``: ``max_new_tokens`` 1024,
-``min_new_tokens`` 2). A sample's ``output_tokens`` is therefore the most it may write, as MLPerf's; how many it
-does write is the model's. The reference's token count is kept beside it, as a guide to the lengths to expect.
-
-A pickle can run code when read: only a file bearing one of the expected pickle names, in the user's own folder,
-is unpickled, and only by pandas, as MLPerf's harness reads it.
+Random prompts measure speed and a prompt file serves any text, but an MLPerf result is measured on the very token
+ids MLPerf's reference harness hands its model, with the answer lengths its SUT allows. Each set's layout and where
+it is written (:data:`MLPERF_SETS`) are described in ``docs/infer.md`` ("The request files, field by field").
+Nothing is downloaded, and a pickle is read only under one of the expected names, by pandas, as MLPerf reads it.
 """
 
 from __future__ import annotations
@@ -194,9 +160,7 @@ def _spec(benchmark: str) -> MlperfSet:
     spec = MLPERF_SETS.get(benchmark)
     if spec is None:
         what = f"benchmark {benchmark!r}" if benchmark else "this model (it has no MLPerf benchmark)"
-        raise UsageError(
-            f"accelbench reads no MLPerf data set for {what}: it reads those of {', '.join(MLPERF_SETS)}"
-        )
+        raise UsageError(f"accelbench reads no MLPerf data set for {what}: it reads those of {', '.join(MLPERF_SETS)}")
     return spec
 
 
@@ -443,6 +407,7 @@ class MlperfOptions(NoOptions):
 
 class MlperfSource(Source):
     name = "mlperf"
+    about = "--mlperf-data"
     Options = MlperfOptions
 
     @classmethod

@@ -1,18 +1,9 @@
 """Shared prefixes: the prompts that begin alike, and what a prefix cache could serve of what was sent.
 
-Servers keep the KV cache of prompts they have seen and serve a new prompt's matching beginning from it (vLLM's
-automatic prefix caching, SGLang's radix cache). Real traffic is full of such beginnings, a long system prompt or
-a few-shot block before every question, so a benchmark that never repeats a beginning measures a server at its
-worst; one that repeats whole prompts (LoadGen issues each sample of its library many times) measures it at a best
-no user sees. Two things here:
-
-- :func:`with_prefix`: put one of ``groups`` shared prefixes of ``tokens`` random ids before the prompts of a
-  ``share`` of the requests (seeded), the rest left as they are: the cache-hit rate a run offers is then set by
-  the flags, not by chance;
-- :class:`Ledger`: as the requests are sent, in the order they are sent, the prompt tokens an ideal prefix cache
-  (unbounded, never evicting) would serve, counted in whole blocks of :data:`BLOCK_TOKENS` as vLLM caches them.
-  That is the hit rate the run *sent*; the server's own count (``cached_tokens`` in its usage) says what it
-  *served*, and the two side by side say how much of the offered reuse the server's cache turned into savings.
+Real traffic is full of beginnings a server's prefix cache serves (a system prompt, a few-shot block): never
+repeating one measures a server at its worst, repeating whole prompts at a best no user sees. :func:`with_prefix`
+sets the share that begins alike by the flags; :class:`Ledger` counts, in the order sent, what an ideal cache
+(never evicting, blocks of :data:`BLOCK_TOKENS`) would serve: the hit rate *sent*, beside the one the server *served*.
 """
 
 from __future__ import annotations
@@ -68,12 +59,10 @@ def with_prefix(
     """``prompts`` with a shared prefix: the first ``round(share * len(prompts))`` of an order shuffled by ``seed``
     begin with one of ``groups`` prefixes of ``tokens`` random ids (in turn), the rest are unchanged.
 
-    ``replace``: the prefix takes the place of a prompt's first tokens, so its length is kept (a random prompt, whose
-    length was asked for; at least one token of its own is left); else it goes before the prompt (a file's prompt,
-    whose text is the question). ``keep``: a token id left in front of the prefix where a prompt begins with it (the
-    tokenizer's BOS: a model reads a system prompt after it). ``written``: what a drawn prefix is sent as (a file's
-    prompts are a tokenizer's ids: its prefix is written in the tokenizer's ordinary tokens, which its text holds,
-    :class:`~.tokenizer.Writable`), each prefix at its length; the prompts' order and share are drawn alike."""
+    ``replace``: the prefix takes the place of a prompt's first tokens (a random prompt keeps its length, and a token
+    of its own); else it goes in front. ``keep``: a token left before the prefix where a prompt begins with it (the
+    BOS). ``written``: how a drawn prefix is written in a tokenizer's ordinary tokens (:class:`~.tokenizer.Writable`).
+    """
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -199,12 +188,9 @@ class Ledger:
 
 
 class Salt:
-    """Each request's prompt made its own where the source asked for distinct prompts: LoadGen sends each sample of
-    its library many times (the quick profile's 64, for thousands of requests), and a server's prefix cache would
-    serve a repeated prompt whole, measuring a prefill no user's new prompt gets. Two tokens at a sample's first
-    token of its own (after its shared prefix, where it has one) are replaced by a count of the requests sent, so
-    every request differs from there on and only what was meant to be shared is; its length is kept. The count
-    starts where chance puts it, so two runs differ too."""
+    """Each request's prompt made its own where the source asked for distinct prompts: LoadGen sends each sample of its
+    library many times, and a server's prefix cache would serve a repeated prompt whole. Two tokens at a sample's first
+    token of its own are replaced by a count of the requests sent, starting where chance puts it so two runs differ."""
 
     def __init__(self, starts: Sequence[int], vocab: int, offset: int | None = None) -> None:
         import secrets
@@ -236,7 +222,7 @@ class Salt:
 class PrefixOptions(NoOptions):
     prefix_tokens: int = opt(
         0,
-        "random and file prompts: a shared prefix of this many tokens (a system prompt) begins the prompts of "
+        "a shared prefix of this many tokens (a system prompt) begins the prompts of "
         "--prefix-share of the requests (0: none); a random prompt keeps its length, a file's gets it in front",
         sweep=False,
     )

@@ -1,25 +1,9 @@
 """Real prompts for a token run: a local JSONL or ShareGPT file, tokenized by the checkpoint's own tokenizer.
 
-Random token ids (:func:`.limits.draw_prompts`) measure speed fairly but cannot be scored: an accuracy run needs
-text a model can answer and the answer it should give. Serving a real data set also generates what the data set
-answered, as vLLM's ``benchmark_serving`` does: a sample with a reference answer asks for as many tokens as the
-reference has, so the output lengths follow the data set's, not one fixed number.
-
-Formats (detected from the file's first character, or named):
-
-- ``jsonl``: one JSON object a line. The prompt is the first of :data:`PROMPT_KEYS` present (``prompt``,
-  ``input``, ``question``, ``text``), the reference answer the first of :data:`REFERENCE_KEYS` (``output``,
-  ``reference``, ``answer``; optional). A JSON list of such objects (``json``) reads the same way.
-- ``sharegpt``: a JSON list of ``{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}``.
-  The first human turn is the prompt and the turn right after it, if from gpt, the reference. vLLM takes the
-  first two turns whatever their roles; a conversation opened by a system turn is read here from its human
-  turn instead. Conversations without both are skipped and counted. JSONL of such objects reads the same way
-  (``sharegpt`` names the records' kind; the container, a list or lines, is told by the first character).
-
-Tokens: a prompt goes through the tokenizer's chat template when asked (by default when it has one), rendered
-as text and then tokenized without adding special tokens (the template writes its own); without the template,
-the raw prompt is tokenized with the special tokens the model expects (a BOS), as vLLM and MLPerf do. A
-reference is counted without special tokens: the tokens a model writes to say it. Nothing is ever downloaded.
+Random token ids measure speed but cannot be scored: an accuracy run needs text a model can answer and the answer
+it should give. A sample with a reference answer asks for as many tokens as the reference has, as vLLM's
+``benchmark_serving`` does. The fields read (:data:`PROMPT_KEYS`, :data:`REFERENCE_KEYS`, ShareGPT's turns) and the
+tokenizing are described in ``docs/infer.md`` ("The request files, field by field"). Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -51,10 +35,8 @@ FORMATS = ("auto", "jsonl", "json", "sharegpt")
 #: the skip reasons a summary counts (a prompt over the limit is counted as "prompt over N tokens")
 NO_PROMPT, EMPTY_PROMPT = "no prompt field", "empty prompt"
 NO_TURNS, NO_HUMAN, NO_ANSWER = "no conversations list", "no human turn", "no gpt answer after the first human turn"
-#: the skip reasons that are a broken row: a record that is not of the format, or a question without its text. The
-#: others are rows a reader passes over by design: ShareGPT as published holds conversations no human opens (its
-#: split conversations) and questions never answered, which vLLM's benchmark drops too, and a prompt over the
-#: asked length is the run's own filter
+#: the skip reasons that are a broken row (a record not of the format, a question without its text); the others are
+#: rows passed over by design (ShareGPT's conversations no human opens, questions never answered, prompts too long)
 BROKEN = (NO_PROMPT, EMPTY_PROMPT, NO_TURNS)
 #: the most of a file's records a run passes over as broken (:func:`check_broken`): the lengths served stand for the
 #: file's only while few of its rows are missing from them, and a file a tenth of whose rows are broken is more
@@ -473,7 +455,7 @@ def record_noun(fmt: str) -> str:
 @dataclass(frozen=True)
 class TemplateOptions(NoOptions):
     chat_template: str = opt(
-        "auto", "prompts read from a file: wrap each in the tokenizer's chat template: auto, on, off", sweep=False
+        "auto", "wrap each prompt read from a file in the tokenizer's chat template: auto, on, off", sweep=False
     )
 
     def check(self) -> None:
@@ -502,6 +484,7 @@ class FileOptions(PrefixOptions, TemplateOptions):
 
 class FileSource(Source):
     name = "file"
+    about = "--prompts"
     Options = FileOptions
 
     @classmethod

@@ -1,13 +1,9 @@
 """``random``: token ids drawn at the asked lengths, the source a run serves when it names none.
 
-A decoder's speed depends on how many tokens it reads and writes, not which; each request's prompt is made
-distinct (:class:`~.prefix.Salt`), so a server's prefix cache serves only the shared prefix asked for
-(``--prefix-tokens``).
-
-Where the run names a tokenizer (an endpoint's ``--tokenizer``, a checkpoint's), the ids are drawn from what a text
-can hold (:class:`~.tokenizer.Writable`): a server is sent each prompt as text and counts its tokens again, so a
-drawn special token (BOS, EOS, pad: dropped from the text) or two tokens whose text the tokenizer reads as one would
-have the server read another prompt length than the run records.
+A decoder's speed depends on how many tokens it reads and writes, not which. Each prompt is made distinct
+(:class:`~.prefix.Salt`), so a prefix cache serves only the prefix asked for; where the run names a tokenizer, the
+ids are drawn from what a text can hold (:class:`~.tokenizer.Writable`), so a server that counts the text's tokens
+again reads the prompt lengths the run records.
 """
 
 from __future__ import annotations
@@ -47,7 +43,7 @@ class RandomPrompts(Prompts, total=False):
 class RandomOptions(PrefixOptions):
     input_jitter: float = opt(
         1.0,
-        "random prompts are drawn from JITTER..1 x --input-tokens long (1: all that long, as vLLM's bench serve "
+        "prompts drawn from JITTER..1 x --input-tokens long (1: all that long, as vLLM's bench serve "
         "--dataset-name random and AIPerf send; under 1 the label says so)",
         sweep=False,
     )

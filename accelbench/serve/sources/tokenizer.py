@@ -54,14 +54,10 @@ def load_tokenizer(checkpoint: str | Path) -> Any:
 
 
 class Writable:
-    """The token ids a prompt's text can hold: the tokenizer's vocabulary (below the run's ``vocab``) less its
-    special tokens, which a text sent to a server never carries (decoded with ``skip_special_tokens`` they vanish),
-    and less the pieces of a character a byte-level tokenizer has (alone they decode as U+FFFD, which reads back as
-    three tokens).
-
-    Draws stay uniform and seeded as without a tokenizer: ids ``1..len(ids)`` are drawn (:attr:`vocab`) and each is
-    written as the ordinary token it stands for (:meth:`written`), one to one, so prompts that differed, or shared
-    a prefix, still do."""
+    """The token ids a prompt's text can hold: the tokenizer's vocabulary (below the run's ``vocab``) less its special
+    tokens, which a text sent to a server never carries, and less a byte-level tokenizer's pieces of a character (alone
+    they decode as U+FFFD). Ids ``1..len(ids)`` are drawn, uniform and seeded as without a tokenizer (:attr:`vocab`),
+    and each is written as the ordinary token it stands for (:meth:`written`), so prompts that differed still do."""
 
     def __init__(self, tokenizer: Any, vocab: int) -> None:
         special = {int(i) for i in tokenizer.all_special_ids}

@@ -1,35 +1,9 @@
 """Timed request traces: when each request arrived and how long it was, read from a published trace to replay it.
 
-A benchmark that sends requests at a steady rate (or all at once) measures a server under a load no service sees:
-real arrivals come in bursts, and real lengths are skewed. A trace keeps both, so a replay offers the server what a
-production service offered its own. A trace carries no text (the published ones are anonymized): the prompts are
-random token ids of each row's length (:func:`synthesize`), and where the trace says which rows began alike (its
-``hash_ids``), the synthesized prompts begin alike too, so a server's prefix cache sees the reuse the trace's did.
-
-Formats (detected from the file's first line, or named with ``fmt``):
-
-- ``mooncake``: the Mooncake traces (repository kvcache-ai/Mooncake, ``FAST25-release/traces/conversation_trace.jsonl``,
-  ``toolagent_trace.jsonl``, ``synthetic_trace.jsonl``, and the earlier ``mooncake_trace.jsonl``; format described in
-  ``FAST25-release/README.md``). JSONL, one request a line: ``timestamp`` (arrival, integer milliseconds from the
-  trace's start), ``input_length``, ``output_length`` (tokens) and ``hash_ids``: the remapped hashes of the prompt's
-  blocks of **512 tokens** (the README: "The block size is 512 tokens. Identical hash IDs indicate reusable prefix KV
-  cache blocks"). ``len(hash_ids) == ceil(input_length / 512)`` on every row of the released traces: the last block
-  may be partial, and a hash id always sits at the same block position.
-- ``azure``: the Azure LLM inference traces (repository Azure/AzurePublicDataset,
-  ``data/AzureLLMInferenceTrace_code.csv`` and ``data/AzureLLMInferenceTrace_conv.csv``, schema in
-  ``AzureLLMInferenceDataset2023.md``; the week-long 2024 traces ``AzureLLMInferenceTrace_{code,conv}_1week.csv`` of
-  ``AzureLLMInferenceDataset2024.md`` share the schema). CSV with the header
-  ``TIMESTAMP,ContextTokens,GeneratedTokens``; ``TIMESTAMP`` is a wall-clock date and time: in the 2023 files naive,
-  with seven fractional digits (``2023-11-16 18:17:03.9799600``); the 2024 files (released outside the repository)
-  are reported to carry a UTC offset (``2024-05-10 00:00:00.009930+00:00``), read too. A naive time is taken as UTC;
-  only differences matter. No block hashes.
-- ``accelbench``: this tool's own JSONL, one request a line: ``{"timestamp": seconds, "input_tokens": n,
-  "output_tokens": n}``, optionally ``"hash_ids": [...]`` as Mooncake's (blocks of ``block_tokens``, 512 unless
-  given).
-
-A trace is replayed in time order, so rows out of order are an error, not sorted silently: a file whose order is
-wrong is likely the wrong file, or one cut and pasted together. Equal timestamps are fine (Mooncake's arrive in
-bursts at the same millisecond).
+A steady rate is a load no service sees: real arrivals come in bursts and real lengths are skewed, and a trace keeps
+both. It carries no text, so its prompts are random ids of each row's length (:func:`synthesize`), beginning alike
+where its ``hash_ids`` say rows did. The formats (Mooncake, Azure, accelbench's JSONL) are in ``docs/infer.md``
+("The request files, field by field"). Rows out of time order are an error, never sorted.
 """
 
 from __future__ import annotations
@@ -470,7 +444,7 @@ class TraceOptions(NoOptions):
         sweep=False,
         metavar="FILE",
     )
-    trace_speed: float = opt(1.0, "--trace: replay this many times faster than recorded", sweep=False)
+    trace_speed: float = opt(1.0, "replay the trace this many times faster than recorded", sweep=False)
 
     def check(self) -> None:
         if self.trace_speed <= 0:
@@ -479,6 +453,7 @@ class TraceOptions(NoOptions):
 
 class TraceSource(Source):
     name = "trace"
+    about = "--trace"
     Options = TraceOptions
     replayed = True
 

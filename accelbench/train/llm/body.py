@@ -1,11 +1,8 @@
 """One rank's decoder training: the same code on one device (in-process) and on each of torchrun's ranks.
 
-A step is one optimizer step: ``--grad-accum`` micro-batches of ``--batch-size`` sequences, each loss divided
-by their number, gradients synchronised on the last micro-batch only (FSDP2's ``set_requires_gradient_sync``,
-DDP's ``no_sync``), then fused AdamW where the device has it. Each rank draws its own synthetic tokens. The
-timing is :func:`accelbench.train.loop.run_windows`' (warm-up, then windows of steps, one synchronisation per
-window); over several ranks each window's time is the slowest rank's.
-"""
+A step is one optimizer step: ``--grad-accum`` micro-batches, each loss divided by their number, gradients
+synchronised on the last only, then fused AdamW where the device has it; each rank draws its own synthetic tokens.
+The timing is :func:`accelbench.train.loop.run_windows`'; over several ranks a window is the slowest rank's."""
 
 from __future__ import annotations
 

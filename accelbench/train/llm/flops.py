@@ -1,20 +1,9 @@
 """Model FLOPs per trained token, the numerator of MFU, by the published convention.
 
-torchtitan (and PaLM's appendix B before it) counts a training token as
-
-    6 x N  +  6 x layers x heads x (qk head dim + v head dim) x context
-
-where N is the non-embedding matmul parameters (for a mixture of experts, the active experts only): 2 FLOPs
-per parameter forward, 4 backward; the second term is attention's two batched matmuls, forward and backward,
-over a context of the whole sequence. That convention does not halve the attention term for the causal mask;
-Megatron and MaxText do (each token attends to half the sequence on average). Both are computed: ``mfu``
-uses torchtitan's, ``mfu_causal`` the halved one, and the record names them.
-
-LoRA trains only the adapters: the frozen matmuls cost their forward and the backward to the activations
-(4 x, no weight gradients), the adapters the full 6 x; attention's term is unchanged.
-
-The parameters are counted on the model ``transformers`` builds from the config, on the meta device.
-"""
+torchtitan's (after PaLM's appendix B): 6 x N (the non-embedding matmul parameters, a mixture of experts' active
+ones) + 6 x layers x heads x (qk + v head dim) x context, which does not halve attention for the causal mask as
+Megatron and MaxText do; both are computed (``mfu``, ``mfu_causal``) and the record names them. LoRA's frozen
+matmuls count 4 x (no weight gradients). Parameters are counted on the model built on the meta device."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """CIFAR-10 to 94%, after David Page's DAWNBench-record ResNet-9 ("How to train your ResNet", 2018).
 
-The recipe follows the published one: the 9-layer residual network
-(prep 64, layer 128 + residual, 256, 512 + residual, max-pool, a linear head
-scaled by 0.125), batch 512, SGD with Nesterov momentum 0.9 and weight decay
-5e-4 x batch, a one-cycle learning rate (linear up to 0.4 over 5 epochs, down
-to 0 at epoch 24), label smoothing 0.2, random crops with 4-pixel reflection
-padding, horizontal flips and 8x8 cutout; half precision on a GPU. Page
-reported 94% in 24 epochs (26 s on 8 V100s, 79 s on one). It cannot be timed
-here (no GPU); on a CPU it runs, slowly.
-"""
+The recipe follows the published one (the network, batch 512, Nesterov SGD, a one-cycle rate over 24 epochs,
+label smoothing, crops, flips and cutout; half precision on a GPU), which reached 94% in 24 epochs; the details
+are in docs/tta.md. It cannot be timed without a GPU; on a CPU it runs, slowly."""
 
 from __future__ import annotations
 

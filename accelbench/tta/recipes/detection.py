@@ -1,18 +1,9 @@
 """COCO to its AP targets: SSD (box AP) and Mask R-CNN (box and mask AP), MLPerf Training v0.5's two detectors.
 
-Data: a local COCO 2017 folder (:mod:`accelbench.datasets.coco`), read with pycocotools. A step trains a
-torchvision detector on a batch of images with random horizontal flips (boxes and masks mirrored with them);
-the loss is the detector's own sum (SSD: smooth-L1 box regression and hard-negative-mined classification;
-Mask R-CNN: the RPN's, the box head's and the per-pixel mask loss). Each evaluation detects every image of
-``val2017`` and scores the detections with pycocotools' COCOeval (AP at IoU 0.50:0.95, the figure MLPerf
-reads; for Mask R-CNN on boxes and on masks): each rank detects its share of the images and the detections of
-every rank are scored together.
-
-The targets are MLPerf Training v0.5's: SSD 0.212 mAP; Mask R-CNN 0.377 box AP and 0.339 mask AP, an evaluation
-counting only where both are reached. The full-scale models are MLPerf's: SSD300 on its modified ResNet-34, Mask
-R-CNN on ResNet-50 FPN. MLPerf's start from ImageNet-trained backbones; nothing is downloaded here, so the
-backbones start from random weights, and a run to the published targets takes correspondingly longer.
-"""
+A step trains a torchvision detector on flipped images (boxes and masks mirrored) with the detector's own loss;
+each evaluation scores every ``val2017`` image with COCOeval, the ranks' detections together. The targets and
+full-scale models are MLPerf's, but nothing is downloaded, so the backbones start from random weights and a run
+to the published targets takes correspondingly longer (docs/tta.md, Detection)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
-"""A decoder preset trained on a local plain-text corpus to a validation loss (time to quality for a language model).
+"""A decoder preset trained on a local plain-text corpus to a validation loss (time to quality for a language model),
+the shape of MLPerf's Llama 3.1 8B on C4 kept on whatever text a user has.
 
-MLPerf Training times Llama 3.1 8B pretraining on C4 to a log perplexity; this
-recipe keeps that shape on whatever text a user has: ``--data-dir`` holds
-``.txt`` files (read recursively; nothing is downloaded). They are tokenized
-with the folder's own Hugging Face ``tokenizer.json`` when there is one, else
-byte-level (token = one UTF-8 byte, 256 of them, plus ``<eos>`` between files),
-and the model's vocabulary is the tokenizer's size. Files named ``val*.txt``
-(``valid.txt``, ``validation.txt``) are the validation split and ``test*.txt``
-are left out; without a validation file, the last tenth of the sequences is
-held out. The token stream is cut into fixed-length sequences (no padding,
-the tail dropped); a sample is one sequence.
-
-The quality is validation cross-entropy in nats per predicted token (lower is
-better, :attr:`lower_is_better`), so the default target only means something
-for a corpus like the one it was set on (see :attr:`TextDecoder.target`): set
-``--target`` for your own corpus. ``--scale tiny`` trains the preset's tiny
-architecture (its attention kind and grouped-query ratio kept, 2 layers,
-width 64); ``--scale full`` the published one, which for an 8B model needs
-about 16 bytes per parameter of weights and AdamW state on one device.
-"""
+The ``.txt`` files are tokenized with the folder's ``tokenizer.json``, else byte-level, and cut into fixed-length
+sequences (a sample is one). The quality is validation cross-entropy in nats per token (lower is better), so the
+default target only means something for a corpus like the one it was set on: set ``--target`` for your own. The
+splits, scales and their sizes are in docs/tta.md."""
 
 from __future__ import annotations
 

@@ -1,18 +1,10 @@
 """WMT English-German to a BLEU target with GNMT or the Transformer: MLPerf Training v0.5's two translation tasks.
 
-The data is local parallel text (:mod:`accelbench.datasets.parallel`: ``train.en`` / ``train.de`` and
-``newstest2014.en`` / ``.de``), read with the folder's ``tokenizer.json`` or a BPE vocabulary trained on it before
-the clock. A training step is teacher-forced next-token prediction of the target after ``<s>``, label-smoothed
-cross-entropy (0.1) over the real tokens (padding ignored, the source's padding masked out of attention). An
-evaluation translates the whole evaluation split with beam search (length-normalised, as both references decode)
-and scores the detokenized output against the raw reference lines with sacreBLEU's corpus BLEU (13a tokenizer,
-exponential smoothing): each rank translates its share and the n-gram counts of all ranks are summed before
-the score, so a corpus BLEU over several devices is the one a single device would give.
-
-Targets are MLPerf Training v0.5's quality targets: GNMT 21.8 (sacreBLEU) and Transformer 25.0 BLEU on
-newstest2014. ``--scale tiny`` trains the workloads' tiny architectures on whatever corpus is given: set
-``--target`` for it.
-"""
+A step is teacher-forced next-token prediction with label-smoothed cross-entropy over the real tokens. An
+evaluation translates the whole split with length-normalised beam search and scores sacreBLEU's corpus BLEU on
+the detokenized output; the ranks' n-gram counts are summed before the score, so several devices give the BLEU
+one would. The targets are MLPerf v0.5's (GNMT 21.8, Transformer 25.0); at ``--scale tiny`` set ``--target`` for
+the corpus given (docs/tta.md, Translation)."""
 
 from __future__ import annotations
 

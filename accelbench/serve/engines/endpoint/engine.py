@@ -1,14 +1,10 @@
 """``--engine endpoint``: each LoadGen request becomes one streaming HTTP request to an OpenAI-compatible server.
 
-The server is the system under test, wherever it runs and whatever serves it; this engine is its client. One
-asyncio loop on its own thread holds a bounded pool of kept-alive connections (``--batch-size`` of them: the
-requests in flight at most, a fixed concurrency, in Offline; in Server each arrival is sent at once, on up to
-:data:`OPEN_LOOP_CONNECTIONS`); LoadGen's issue callback only hands requests to that loop, and accelbench's own
-driver (a closed loop, a trace, conversations) runs on it (:meth:`EndpointEngine.event_loop`), so a request is sent
-and its chunks read on one thread. A request's send is stamped as it is handed to the HTTP client, each chunk as
-it is read. The client is measured too (:class:`ClientWatch`): its thread's CPU, how late its loop runs, and how
-long requests waited for a connection, so a run that the client rather than the server limited says so; and the
-server's own clock where it exposes one (:mod:`.server_clock`), read before and after each run.
+The server is the system under test; this engine is its client. One asyncio loop on its own thread holds the
+kept-alive connections, and LoadGen's callback and accelbench's own driver hand requests to it
+(:meth:`EndpointEngine.event_loop`), so a request's send and its chunks are stamped on one thread. The client is
+measured too (:class:`ClientWatch`), so a run the client limited says so, and the server's own clock is read
+where it exposes one (:mod:`.server_clock`).
 """
 
 from __future__ import annotations
@@ -38,10 +34,8 @@ if TYPE_CHECKING:
 OPEN_LOOP_CONNECTIONS = 1024
 #: seconds an idle connection is kept for reuse (under the 5 s after which uvicorn closes one)
 KEEPALIVE = 3.0
-#: Offline: the fewest requests, in waves of ``--batch-size`` (the requests in flight). One wave starts every
-#: request at once and ends when the slowest does, so its tokens/s is one batch's ramp and tail, never the
-#: server's steady state: a trial run was VALID on 6 and 8 requests at concurrency 8. Four waves keep a
-#: request in flight at every moment of the run but its last stretch.
+#: Offline: the fewest requests, in waves of ``--batch-size``: one wave's tokens/s is a batch's ramp and tail, never
+#: the server's steady state; four keep a request in flight at every moment of the run but its last stretch
 OFFLINE_MIN_WAVES = 4
 
 
@@ -122,6 +116,7 @@ class EndpointEngine(Engine):
     """A client of an OpenAI-compatible server (``--url``): the server's tokens, timed as they arrive here."""
 
     name = "endpoint"
+    about = "an OpenAI-compatible server at --url"
     extra = "endpoint"
     runs_model = False
     remote = True

@@ -29,39 +29,31 @@ def server_device(url: str) -> str:
 class EndpointOptions(NoOptions):
     url: str = opt(
         "",
-        "--engine endpoint: the OpenAI-compatible API's base address, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, "
+        "the OpenAI-compatible API's base address, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, "
         "TensorRT-LLM, TGI, llama.cpp, transformers serve)",
         sweep=False,
         metavar="URL",
     )
-    served_model: str = opt(
-        "", "--engine endpoint: the model name the server serves (empty: the one GET /models lists)", sweep=False
-    )
-    api: str = opt(
-        "completions", "--engine endpoint: the API each request goes to", choices=("completions", "chat"), sweep=False
-    )
+    served_model: str = opt("", "the model name the server serves (empty: the one GET /models lists)", sweep=False)
+    api: str = opt("completions", "the API each request goes to", choices=("completions", "chat"), sweep=False)
     api_key_env: str = opt(
         "",
-        "--engine endpoint: the environment variable holding the API key (sent as a Bearer token)",
+        "the environment variable holding the API key (sent as a Bearer token)",
         sweep=False,
         metavar="VAR",
     )
     tokenizer: str = opt(
         "",
-        "--engine endpoint: the served model's tokenizer folder (writes the prompts; counts output tokens where "
+        "the served model's tokenizer folder (writes the prompts; counts output tokens where "
         "the server reports no usage); empty: --checkpoint's",
         sweep=False,
         metavar="DIR",
     )
-    server_devices: int = opt(
-        1, "--engine endpoint: accelerators behind the server (recorded; divides tokens/s per device)", sweep=False
-    )
-    request_timeout: float = opt(
-        600.0, "--engine endpoint: seconds a request may take before it is a failed query", sweep=False
-    )
+    server_devices: int = opt(1, "accelerators behind the server (recorded; divides tokens/s per device)", sweep=False)
+    request_timeout: float = opt(600.0, "seconds a request may take before it is a failed query", sweep=False)
     accuracy_target: str = opt(
         "",
-        "--engine endpoint, --mode accuracy: the ROUGE the answers to --prompts are gated against at 99%/99.9%: "
+        "--mode accuracy: the ROUGE the answers to --prompts are gated against at 99%/99.9%: "
         "mlperf (the preset's published MLPerf target, meant for MLPerf's whole data set) or "
         "rouge1=R,rouge2=R,rougeL=R[,rougeLsum=R][,tokens_per_sample=N] (empty: scored, not gated)",
         sweep=False,

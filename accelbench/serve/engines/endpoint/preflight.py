@@ -1,10 +1,8 @@
 """Before any load is sent: the server answers, speaks OpenAI's streaming API, and serves the model named.
 
-Each way it can fail is one line saying what to fix (a :class:`UsageError`, exit 2): an address nothing listens
-on, a server that answers something other than OpenAI's API, a model it does not serve, a key variable that is
-unset or a key it refuses. One two-token streaming request proves the path the run will use; it is sent with
-vLLM's ``ignore_eos``/``min_tokens`` first, and again without where the server refuses unknown fields (the
-record then says output lengths were the server's choice).
+Each way it can fail is one line saying what to fix (a :class:`UsageError`, exit 2). One two-token streaming
+request proves the path the run will use: with vLLM's ``ignore_eos``/``min_tokens`` first, and again without where
+the server refuses unknown fields (the record then says the output lengths were the server's choice).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The server's own clock beside the client's: its latency histograms (Prometheus ``/metrics``), read before and
 after a run, give the server's mean TTFT and time per output token over the requests between the two reads.
 
-A client stamps TTFT from its send to the first chunk it read; the server from the request's arrival in its engine
-to the first token it produced. Between them lie the network, the server's HTTP front end and the client's own
-lateness (a loop that did not run when the chunk came). Two reads of the histograms' ``_sum`` and ``_count`` need
-nothing on the request path and say how large that difference was over the same requests. The families are each
-server's own names (vLLM's metrics docs, 0.8 to 0.32: ``vllm:time_to_first_token_seconds``,
-``vllm:request_time_per_output_token_seconds``, ``vllm:inter_token_latency_seconds``; SGLang's
-``sglang:time_to_first_token_seconds``, ``sglang:time_per_output_token_seconds``,
-``sglang:inter_token_latency_seconds``). A server without them is "not reported", never 0.
+Between the client's TTFT and the server's lie the network, the server's HTTP front end and the client's own
+lateness; two reads of the histograms' ``_sum`` and ``_count`` measure that gap with nothing on the request path.
+The families are each server's own names (vLLM's, SGLang's); a server without them is "not reported", never 0.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""A stub OpenAI-compatible server that streams made-up words at once (or spread over time, as a real server sends
-them): what the client alone sustains, and each way a server can misbehave (errors, streams closed early, slow
-answers, not OpenAI's API), on demand; with ``metrics``, its own TTFT histogram at ``/metrics``, as vLLM names it.
+"""A stub OpenAI-compatible server that streams made-up words, at once or spread over time: what the client alone
+sustains, and each way a server can misbehave (errors, early closes, slow answers, not OpenAI's API), on demand.
 
-No model runs: every answer is ``max_tokens`` chunks of one word, with the usage OpenAI's servers report. Used by
-``bench/endpoint_client.py`` (the client's own ceiling, the stub in a process of its own) and by the endpoint
-engine's tests. ``python -m accelbench.serve.engines.endpoint.stub --port P`` serves until killed (``--prefix-block
-16 --tokenizer DIR``: with a prefix cache; ``--reasoning N``: a reasoning model's chat answers).
+No model runs: every answer is ``max_tokens`` chunks of one word, with the usage OpenAI's servers report.
+``python -m accelbench.serve.engines.endpoint.stub --port P`` serves until killed (``--help`` lists the rest).
 """
 
 from __future__ import annotations
@@ -18,7 +15,10 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 MODEL = "stub"
 
@@ -60,52 +60,80 @@ class Behaviour:
 
 
 def app(behaviour: Behaviour) -> Any:
+    """The stub's aiohttp application: the routes of OpenAI's API it answers, and ``/metrics``."""
     from aiohttp import web
 
-    ttft = _histogram() if behaviour.metrics else None
-    counter = itertools.count(1)
-    seen: set[int] = set()
-    tokenize = _tokenizer(behaviour.tokenizer)
+    stub = _Stub(behaviour)
+    application = web.Application()
+    application.router.add_get("/v1/models", stub.models)
+    application.router.add_post("/v1/completions", stub.complete)
+    application.router.add_post("/v1/chat/completions", stub.complete)
+    application.router.add_get("/metrics", stub.metrics)
+    return application
 
-    def prompt_usage(body: dict[str, Any], chat: bool) -> tuple[int, int | None]:
+
+class _Stub:
+    """What the stub keeps between requests: its TTFT histogram, the requests counted, the prefix blocks seen."""
+
+    def __init__(self, behaviour: Behaviour) -> None:
+        self.behaviour = behaviour
+        self.ttft = _histogram() if behaviour.metrics else None
+        self.counter = itertools.count(1)
+        self.seen: set[int] = set()
+        self.tokenize = _tokenizer(behaviour.tokenizer)
+
+    def prompt_usage(self, body: dict[str, Any], chat: bool) -> tuple[int, int | None]:
         """The prompt's tokens, and those its prefix cache held (None: no cache to report)."""
         if chat:
             text = "".join(str(m.get("content") or "") for m in body.get("messages") or [])
         else:
             prompt = body.get("prompt")
             text = prompt if isinstance(prompt, str) else ""
-        ids = tokenize(text)
-        if not behaviour.prefix_block:
-            return len(ids), behaviour.cached_tokens
+        ids = self.tokenize(text)
+        if not self.behaviour.prefix_block:
+            return len(ids), self.behaviour.cached_tokens
         from accelbench.serve.sources.prefix import block_chain
 
-        chain = block_chain(ids, behaviour.prefix_block)
-        hits = next((i for i, h in enumerate(chain) if h not in seen), len(chain))
-        seen.update(chain)
-        return len(ids), hits * behaviour.prefix_block
+        chain = block_chain(ids, self.behaviour.prefix_block)
+        hits = next((i for i, h in enumerate(chain) if h not in self.seen), len(chain))
+        self.seen.update(chain)
+        return len(ids), hits * self.behaviour.prefix_block
 
-    async def models(request: web.Request) -> web.StreamResponse:
-        if behaviour.html:
-            return web.Response(text="<html><body>welcome</body></html>", content_type="text/html")
+    async def models(self, request: "web.Request") -> "web.StreamResponse":
+        from aiohttp import web
+
+        if self.behaviour.html:
+            return _web_page()
         return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
 
-    async def complete(request: web.Request) -> web.StreamResponse:
+    async def complete(self, request: "web.Request") -> "web.StreamResponse":
+        """A completion, or the failure the behaviour asks for (a web page, an HTTP error, a refused field)."""
+        from aiohttp import web
+
+        behaviour = self.behaviour
         if behaviour.html:
-            return web.Response(text="<html><body>welcome</body></html>", content_type="text/html")
+            return _web_page()
         body = await request.json()
         if body.get("model") != MODEL:
             return web.json_response({"error": {"message": f"model {body.get('model')!r} not found"}}, status=404)
         if behaviour.eos_every and ({"ignore_eos", "min_tokens"} & set(body)):
             unknown = sorted({"ignore_eos", "min_tokens"} & set(body))
             return web.json_response({"detail": f"Unexpected fields in the request: {unknown}"}, status=422)
-        n = next(counter)
+        n = next(self.counter)
         if behaviour.fail_every and n % behaviour.fail_every == 0:
             return web.json_response({"error": {"message": "stub: induced failure"}}, status=500)
         if behaviour.delay:
             await asyncio.sleep(behaviour.delay)
+        return await self._stream(request, body, n)
+
+    async def _stream(self, request: "web.Request", body: dict[str, Any], n: int) -> "web.StreamResponse":
+        """The ``n``-th answer's chunks, one word each, the last with the usage (or closed early, on demand)."""
+        from aiohttp import web
+
+        behaviour = self.behaviour
         begun = time.perf_counter()
         chat = request.path.endswith("chat/completions")
-        prompt_tokens, cached = prompt_usage(body, chat)
+        prompt_tokens, cached = self.prompt_usage(body, chat)
         tokens = int(body.get("max_tokens") or 16)
         stopped = bool(behaviour.eos_every) and n % behaviour.eos_every == 0
         tokens = 1 if stopped else tokens
@@ -117,44 +145,54 @@ def app(behaviour: Behaviour) -> Any:
             last = i == tokens - 1
             if behaviour.silent and not last:
                 continue
-            text = "" if behaviour.silent else " " + behaviour.word
-            thinking = chat and i < behaviour.reasoning
-            piece = {"delta": {"reasoning_content" if thinking else "content": text}} if chat else {"text": text}
-            last = i == tokens - 1
-            choice = piece | {"index": 0, "finish_reason": ("stop" if stopped else "length") if last else None}
-            event: dict[str, Any] = {"id": str(n), "choices": [choice]}
+            event = self._chunk(n, i, chat, last, stopped)
             if last:
-                usage: dict[str, Any] = {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": tokens,
-                    "total_tokens": tokens + prompt_tokens,
-                }
-                if cached is not None:
-                    usage["prompt_tokens_details"] = {"cached_tokens": cached}
-                if chat and behaviour.reasoning:
-                    usage["completion_tokens_details"] = {"reasoning_tokens": min(behaviour.reasoning, tokens)}
-                event["usage"] = usage
+                event["usage"] = self._usage(prompt_tokens, cached, tokens, chat)
             if i and behaviour.chunk_delay:
                 await asyncio.sleep(behaviour.chunk_delay)
             await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
-            if ttft is not None and (i == 0 or (behaviour.silent and last)):
-                ttft[1].observe(time.perf_counter() - begun)
+            if self.ttft is not None and (i == 0 or (behaviour.silent and last)):
+                self.ttft[1].observe(time.perf_counter() - begun)
         await resp.write(b"data: [DONE]\n\n")
         return resp
 
-    async def metrics(request: web.Request) -> web.StreamResponse:
-        if ttft is None:
+    def _chunk(self, n: int, i: int, chat: bool, last: bool, stopped: bool) -> dict[str, Any]:
+        """The ``i``-th chunk of the ``n``-th answer: a word (a reasoning model's thinking first, where asked)."""
+        behaviour = self.behaviour
+        text = "" if behaviour.silent else " " + behaviour.word
+        thinking = chat and i < behaviour.reasoning
+        piece = {"delta": {"reasoning_content" if thinking else "content": text}} if chat else {"text": text}
+        choice = piece | {"index": 0, "finish_reason": ("stop" if stopped else "length") if last else None}
+        return {"id": str(n), "choices": [choice]}
+
+    def _usage(self, prompt_tokens: int, cached: int | None, tokens: int, chat: bool) -> dict[str, Any]:
+        """The usage an answer's last chunk reports, as OpenAI's servers (and vLLM's cache and reasoning counts)."""
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": tokens,
+            "total_tokens": tokens + prompt_tokens,
+        }
+        if cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        if chat and self.behaviour.reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": min(self.behaviour.reasoning, tokens)}
+        return usage
+
+    async def metrics(self, request: "web.Request") -> "web.StreamResponse":
+        from aiohttp import web
+
+        if self.ttft is None:
             return web.Response(status=404, text="404: Not Found")
         from prometheus_client import generate_latest
 
-        return web.Response(body=generate_latest(ttft[0]), content_type="text/plain")
+        return web.Response(body=generate_latest(self.ttft[0]), content_type="text/plain")
 
-    application = web.Application()
-    application.router.add_get("/v1/models", models)
-    application.router.add_post("/v1/completions", complete)
-    application.router.add_post("/v1/chat/completions", complete)
-    application.router.add_get("/metrics", metrics)
-    return application
+
+def _web_page() -> "web.Response":
+    """What a server that is not OpenAI's API answers: a web page."""
+    from aiohttp import web
+
+    return web.Response(text="<html><body>welcome</body></html>", content_type="text/html")
 
 
 def _histogram() -> Any:

@@ -1,25 +1,9 @@
 """The client measured while it measures a server: did the client, not the server, limit the run?
 
-Four signs, each of which a reference client would also suffer from: the client's thread busy nearly all the
-time (its CPU saturated: chunks are parsed late, so TTFT and ITL include the client's queue), its event loop
-running late (a timer due every ``TICK`` seconds fires late by the time other callbacks held the loop), requests
-reaching the loop late after they were issued (by LoadGen or the replay driver: dispatch), and requests waiting
-for one of the ``--batch-size`` connections (queue).
-
-The last two are delays between a request's arrival and its send, so they are judged only where a run has
-arrivals of its own (:func:`limited_by`): LoadGen's Server, a trace's timestamps, a conversation's next turn. There
-each request's TTFT and latency start at its arrival, and a delay the client adds lands in them. Offline hands its
-whole query over at once to be served ``connections`` at a time: each request then waits seconds for a connection
-by design, and the loop reaches the last of thousands of new requests a few milliseconds after the first, while
-every connection is still busy with an earlier one; neither delays a send nor moves the run's throughput, so
-neither says the client limited it. A saturated thread and a late loop are judged in every run: they read chunks
-late, so the ITL and TPOT every run reports carry their lateness, and they hold each answer's end unread, and with
-it the next request on that connection, whatever the load.
-
-A late loop is judged whatever the client's CPU share (:func:`late`): a thread that wants a twentieth of a core and
-waits for one that other processes hold (a server beside it on a busy host) reads a whole stream's chunks in one
-burst when it finally runs, and its TTFT, TPOT and inter-token gaps are then its own lateness, not the server's.
-Such a run's latency verdict is not given: "not judged: the client was late".
+Four signs: the client's thread busy nearly all the time, its event loop late (a timer due every ``TICK`` seconds),
+requests reaching the loop late (dispatch) and requests waiting for a connection (queue). The last two delay a
+send, so they count only where requests have arrivals of their own (:func:`limited_by`); a busy thread or a late
+loop reads chunks late, which every run's TPOT carries, so they count in every run (:func:`late`).
 """
 
 from __future__ import annotations
@@ -190,11 +174,9 @@ def late(figures: dict[str, Any], arrivals: bool) -> str | None:
 def limited_by(figures: dict[str, Any], arrivals: bool) -> str | None:
     """Why the client limited a run, from its recorded figures (a :meth:`ClientWatch.report`), or None.
 
-    ``arrivals``: each request has an arrival of its own (LoadGen's Server, a replayed trace, a conversation's
-    turns), from which its TTFT and latency are timed: a request that reached the loop late, or waited there for a
-    connection, was delayed by the client, and the delay is in the figures. Without arrivals (Offline: the whole
-    query at once, served a connection at a time) those waits are the queue the scenario asks for, so only the
-    client's own thread is judged: saturated, or its loop late (:func:`late`)."""
+    ``arrivals``: each request is timed from an arrival of its own (Server, a trace, a conversation's turns), so a
+    request that reached the loop late or waited for a connection carries the client's delay. Without arrivals
+    (Offline) those waits are the scenario's own queue, and only the client's thread and loop are judged."""
     why = []
     cpu_share = float(figures["client_cpu_share"])
     if cpu_share >= BUSY:
