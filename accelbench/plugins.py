@@ -1,19 +1,7 @@
-"""Parts of one's own: named ``package.module:Class`` where a part is asked for, or installed by name.
-
-Every kind of part accelbench looks up by name (a model, a serving backend, a generating engine, a prompt source,
-a device kind, a benchmark family) is found the same way: a built-in name, a name an installed package declares,
-or a ``package.module:Class`` given where the name goes. A package declares its parts in one entry-point group,
-:data:`GROUP`, one line a part, the entry's name being ``KIND.NAME`` (the kinds: :data:`KINDS`)::
-
-    [project.entry-points."accelbench.parts"]
-    "engine.echo" = "mypkg.serving:Echo"
-    "source.repeated" = "mypkg.serving:Repeated"
-    "device_kind.npu" = "mypkg.npu:KIND"
-
-An installed engine or source is then a built-in's equal: its name is a choice of ``--engine``/``--source`` and
-its settings are flags of ``accelbench infer``. A built-in's name is never replaced by an installed one. Nothing is
-imported until a part is asked for by name (the entry points are read, their modules are not).
-"""
+"""Parts of one's own (a model, a backend, an engine, a prompt source, a device kind, a family), found one way: a
+built-in name, a name an installed package declares in the :data:`GROUP` entry points (``KIND.NAME``), or a
+``package.module:Class`` where the name goes; and :func:`load_object`, the one loader of ``module:name``. A
+built-in's name is never replaced; nothing is imported until asked for (docs/extending.md)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""The conditions a measurement ran under.
-
-On a shared host a neighbour can halve a CPU figure, and a GPU that throttles
-for heat or power reports a slower kernel than it can run. Recording CPU steal,
-other processes' CPU use and the GPU clock beside every number lets a reader tell
-a slow machine from a busy one.
-
-"Other processes" means processes outside accelbench's own process tree: the top
-accelbench process (marked in the environment, :func:`mark_root`) and everything it
-started, alive or already reaped. A benchmark's loader workers, its torchrun ranks, the
-suite's worker and the runner tailing its output are accelbench's work, not a
-neighbour's; counting them (``os.times()`` sees only reaped children) flagged every
-real-data training run on an idle machine as contended. When other processes do take
-CPU, the warning names the top ones, so the reader knows what to stop.
-"""
+"""The conditions a measurement ran under: CPU steal, other processes' CPU use, the GPU's clock and throttling,
+beside every number, so a reader can tell a slow machine from a busy one. "Other processes" are those outside
+accelbench's own process tree (:func:`mark_root` and everything it started, reaped or not); a warning names the
+top ones (docs/methodology.md)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""accelbench's own request driver, for the arrivals LoadGen cannot schedule: a trace's timestamps, a
-conversation's turns (each sent after the answer before it: its prompt holds that answer), and a closed loop of N
-users (``--concurrency N``), each sending its next request when its last one was answered.
-
-Each request is a turn of a session: a trace row is a session of one turn due at its timestamp; a conversation's
-later turns are due at the previous answer plus the think time; a closed loop's user runs single-turn sessions of
-the run's prompts in turn. The driver sends each turn when due, straight to the engine, and the engine's callbacks
-time its tokens as the LoadGen SUT's do. Where the engine has an event loop (the endpoint engine), the driver runs
-on that loop's thread, so a send, its chunks and the next user's send are stamped with no hand-over between
-threads (each cost milliseconds inside the TTFT on a busy host). What it hands on is every request's row
-(:class:`~accelbench.serve.rows.RequestRow`); its figures are :mod:`accelbench.serve.figures`', its record
-:mod:`accelbench.serve.drive`'s.
-"""
+"""accelbench's own request driver, for the arrivals LoadGen cannot schedule: a trace's timestamps, conversations'
+turns (each after the answer before it) and a closed loop of users. Each request is a turn of a session, sent
+when due straight to the engine, on the engine's own event loop where it has one (no hand-over between threads
+inside a TTFT); it hands on every request's :class:`~accelbench.serve.rows.RequestRow`."""
 
 from __future__ import annotations
 

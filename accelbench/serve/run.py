@@ -1,18 +1,7 @@
-"""``infer MODEL`` for a decoder: the benchmark's entry, what one call prepares, and which driver measures.
-
-:func:`run` starts nothing itself: it asks the engine where its model runs (:class:`~accelbench.serve.stage.Where`),
-prepares what every run shares (:func:`_prepare`: the limits, the model built or located, the prompts, FP32's
-reference in accuracy mode, refusing a preset that does not fit first: :func:`too_big`), then serves one run, or
-one a point of a sweep (:func:`_serve`). A run starts the engine, warms it up and probes it (batches of requests
-straight to the engine, which give the plan), and hands it to the driver its work needs (:func:`_measure`):
-
-- LoadGen in token mode (:mod:`accelbench.serve.loadgen`), for the sources LoadGen schedules: performance,
-  accuracy and find-peak, a run that disagrees with its plan rerun from what it measured;
-- accelbench's own driver (:mod:`accelbench.serve.drive`), for a trace, conversations and a closed loop of users.
-
-The engine stops, and the driver's record gets what every record says of the engine and its prompts
-(:func:`_details`).
-"""
+"""``infer MODEL`` for a decoder: :func:`run` asks the engine where its model runs, prepares what every run shares
+(limits, the model, the prompts, FP32's reference in accuracy mode; a preset too big is refused first), then
+serves one run, or one a sweep point: the engine started, warmed up and probed, and handed to the driver its work
+needs (LoadGen in token mode, :mod:`accelbench.serve.loadgen`, or accelbench's own, :mod:`accelbench.serve.drive`)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""``--concurrency``: a closed loop of N users (outside ``--mode sweep``), and ``--mode sweep``: one closed loop per
-concurrency (or one Server run per request rate, ``--rates``), and the curve they draw (MLPerf Endpoints' Pareto
-curve).
-
-A closed loop is N users, each sending its next request when its last one was answered
-(:class:`accelbench.serve.replay.ClosedLoop`): the load vLLM's ``bench serve --max-concurrency`` and AIPerf's
-``--concurrency`` put on a server, TTFT timed from each request's own send. Each point of a concurrency sweep is one
-such loop at C users (the engine's batch C), so it gives the system's tokens/s per device at the interactivity C
-allows (tokens/s per user, 1000 / the median TPOT). A record of a sweep made before the closed loop holds Offline
-points (LoadGen's one query of every request; their TTFT is the queue's), read as they were.
-
-Each point is stored as its own record; every record carries the curve so far, the last one the
-whole curve and which points are on its Pareto front (no other point has both more tokens/s per device and more
-tokens/s per user).
-"""
+"""``--concurrency N``: a closed loop of N users, each sending its next request when its last was answered (the load
+of vLLM's ``bench serve --max-concurrency``); and ``--mode sweep``: one loop per concurrency (or one Server run per
+``--rates``), each point its own record carrying the curve so far and its Pareto front (tokens/s per device against
+tokens/s per user), as MLPerf Endpoints draws it."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""Runs a suite: each entry in a worker process, with a timeout, committing records as they come.
-
-Isolation is what lets a suite survive its benchmarks: a segfault, an OOM kill,
-an exception or a hang ends only that entry's process, which is recorded as a
-``failed`` record with the cause, and the suite goes on. Ctrl-C (or SIGTERM from a
-scheduler) kills the current entry and stops; every record committed so far stays,
-and ``--resume RUN_ID`` runs what is left.
-
-Consecutive kernel entries of one benchmark share a worker process (a device context and a warm allocator, started
-once: on a GPU that start-up is seconds an entry, more than a kernel's measurement); each still has its own
-timeout and log, its own thread count and the memory the entry before it handed back, and the entries after one
-that crashes, overruns or loses the device context (an illegal address, a device-side assert: every later call in
-that process would fail with it) run in a fresh process.
-"""
+"""Runs a suite: each entry in a worker process, with a timeout, committing records as they come. A crash, an OOM
+kill, an exception or a hang ends only that entry's process, recorded as ``failed``, and the suite goes on; Ctrl-C
+or SIGTERM stops with every record kept (``--resume``). Consecutive kernel entries of one benchmark share a
+worker (a device context started once), each with its own timeout; after a crash or a lost context the next
+runs in a fresh process."""
 
 from __future__ import annotations
 

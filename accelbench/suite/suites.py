@@ -1,30 +1,6 @@
-"""Suites: ordered lists of (benchmark, parameters) entries, built in or from a TOML file.
-
-A suite file is a plain TOML document, the same format as the built-in suites
-(``accelbench/suite/builtin/*.toml``)::
-
-    name = "my-gemms"
-    description = "square GEMMs in two precisions"
-
-    [defaults]            # optional, applied to every entry
-    min_time = 1.0
-
-    [[benchmark]]
-    name = "kernels/gemm"
-    timeout = 300         # optional, seconds
-    params = { m = 4096, n = 4096, k = 4096, precision = ["fp32", "bf16"] }
-
-    [[benchmark]]
-    name = "kernels/conv"
-    set = "deepbench-inference-server"   # a named shape set (accelbench kernels --sets)
-    limit = 20                           # optional: its first 20 shapes
-    params = { precision = "fp16" }
-
-A list value expands into one entry per element (several lists: their product),
-which is how a file describes a sweep. ``include = "quick"`` (a built-in suite's name, or a list of them) puts
-that suite's entries first, so a suite that extends another does not copy it (``headline`` is ``quick`` and
-more).
-"""
+"""Suites: ordered lists of (benchmark, parameters) entries, built in or from a TOML file of the same format as
+``accelbench/suite/builtin/*.toml`` (docs/run.md). A list value expands into one entry per element (several: their
+product); ``include`` puts another suite's entries first; ``set`` reads a kernel shape set."""
 
 from __future__ import annotations
 
