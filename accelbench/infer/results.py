@@ -112,7 +112,7 @@ def performance_result(
             )
     if not valid and "completed_queries_per_second" in metrics:
         name = "completed_queries_per_second"  # headline what was served, not what LoadGen scheduled
-    result = loadgen_record(params, record, metrics, name, details, reasons, outcome.conditions, valid)
+    result = loadgen_record(params, record, metrics, name, details, reasons, outcome.conditions, valid, d)
     if over:
         result.concern("over-bound", over, first=True, bound_ms=bound)
     return result

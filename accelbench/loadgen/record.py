@@ -7,6 +7,7 @@ from typing import Any
 
 from accelbench.families import benchmark_of
 from accelbench.kit import metrics as fig
+from accelbench.loadgen.compliance import broken_rules
 from accelbench.loadgen.params import LoadGenParams
 from accelbench.results.details import Details
 from accelbench.results.record import Concern, Metric, Result
@@ -33,6 +34,8 @@ class LoadGenDetails(Details, total=False):
     loadgen_version: str | None
     loadgen_validity: str | None
     compliant: bool
+    #: the MLPerf rules an official-profile run did not hold, in words (:mod:`accelbench.loadgen.compliance`)
+    not_compliant: list[str]
     probe: dict[str, Any]
     reruns: list[dict[str, Any]]
     gate: str
@@ -53,15 +56,20 @@ def loadgen_record(
     reasons: list[str],
     conditions: dict[str, Any],
     valid: bool | None,
+    detail: dict[str, Any] | None = None,
 ) -> Result:
     """The one record of a LoadGen run (performance, accuracy, token mode): conditions' warnings, the INVALID
-    reasons first, the quick profile's non-compliance, the benchmark's registered name."""
+    reasons first, its non-compliance (the quick profile's, or the rules an official run did not hold:
+    ``detail`` is a performance run's detail log), the benchmark's registered name."""
     concerns = fig.concerns_of(None, conditions)
     if reasons:
         details["invalid_reasons"] = reasons
         concerns = [Concern("invalid", f"INVALID: {r}") for r in reasons] + concerns
     if params.profile == "quick":
         concerns.append(Concern("non-compliant", "non-compliant: the quick profile is shorter than MLPerf's rules"))
+    elif broken := broken_rules(detail, details):
+        details["compliant"], details["not_compliant"] = False, broken
+        concerns.append(Concern("non-compliant", f"non-compliant, not for submission: {'; '.join(broken)}"))
     return Result(
         benchmark_of(params),
         record,

@@ -207,7 +207,7 @@ def token_result(
         reasons, valid = [*reasons, over], False
     if outcome.disturbed:  # VALID by LoadGen's rules, far under its own probe in every rerun
         reasons, valid = [*reasons, f"disturbed: {outcome.disturbed}; rerun on a quiet machine"], False
-    result = loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid)
+    result = loadgen_record(params, record, metrics, primary, details, reasons, conditions, valid, d)
     if reruns:
         result.concern("rerun", rerun_warning(reruns), first=True, runs=len(reruns) + 1)
     flag_compile_fallback(result, engine)
