@@ -257,6 +257,33 @@ def test_find_peak_climbs_above_a_probe_that_read_low(monkeypatch, tmp_path):
     assert r.status == "ok" and 80.0 < r.details["find_peak"]["peak"] < 90.0, r.details["find_peak"]["trials"]
 
 
+def test_find_peak_probes_again_before_saying_no_load_can_meet_the_bound(monkeypatch, tmp_path):
+    """A first probe disturbed by load timed one sample over the bound: find-peak probes again, as a performance run
+    replans, and searches from the second probe; where the second is as slow, no load can meet the bound."""
+    from accelbench.errors import BenchmarkFailed
+    from accelbench.infer import peak
+    from accelbench.kit.context import RunContext
+    from accelbench.loadgen.start import Outcome
+
+    def fake_run(serving, s, params, ctx):
+        ok = s.server_target_qps < 90.0
+        detail = {"result_validity": "VALID" if ok else "INVALID", "result_perf_constraints_met": ok}
+        return Outcome(detail, {}, tmp_path, SimpleNamespace(batches=1, samples=1, per_worker=[1], utilization=0.5))
+
+    probes = []
+    monkeypatch.setattr(peak, "loadgen_run", fake_run)
+    monkeypatch.setattr(peak.lgset, "probe", lambda serving, params, warm=True: probes.append(warm) or again[0])
+    params = InferParams(scenario="server", mode="find-peak", latency_bound_ms=100.0, backend="sleep")
+    serving = Serving([], lambda i: i, 64, list, None, None, 2)
+    again = [lgset.Probe(100.0, 0.02)]  # 20 ms: the system's own
+    r = peak.find_peak(params, serving, lgset.Probe(1.0, 0.644), {}, RunContext(tmp_path))  # 644 ms under load
+    assert probes == [False] and r.status == "ok" and 80.0 < r.details["find_peak"]["peak"] < 90.0
+    assert r.details["probe"]["single_sample_seconds"] == 0.02  # the record's plan is the second probe's
+    again[0] = lgset.Probe(1.0, 0.5)
+    with pytest.raises(BenchmarkFailed, match="one sample alone takes 500 ms, more than the 100 ms bound"):
+        peak.find_peak(params, serving, lgset.Probe(1.0, 0.644), {}, RunContext(tmp_path))
+
+
 def test_loadgen_says_where_it_is_while_its_test_holds_the_thread(tmp_path, monkeypatch):
     """A LoadGen test longer than the progress interval says, at each one, how many of its planned samples are
     answered and the time left at that rate; the plan is LoadGen's own (Offline's one query, Server's rate over

@@ -168,8 +168,13 @@ def _trial_row(
 
 
 def find_peak(params: InferParams, serving: Serving, probe: Probe, record: dict[str, Any], ctx: RunContext) -> Result:
+    bound = bound_ms(params)
+    if probe.single * 1000 > bound:  # a probe disturbed by other load reads slow: measured again before giving up
+        ctx.progress(
+            f"the probe's single sample took {probe.single * 1000:.3g} ms, over the {bound:g} ms bound: probing again"
+        )
+        probe = lgset.probe(serving, params, warm=False)
     trial = _Trials(params, serving, probe, ctx)
-    bound = trial.bound
     if probe.single * 1000 > bound:
         raise BenchmarkFailed(
             f"one sample alone takes {probe.single * 1000:.3g} ms, more than the {bound:g} ms bound, so no load "
