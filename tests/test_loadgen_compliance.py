@@ -32,3 +32,18 @@ def test_a_short_official_run_is_not_compliant_and_says_why(run_isolated) -> Non
     assert said.startswith("non-compliant, not for submission: its minimum duration was 3 s")
     [quick] = run_isolated(params | {"duration": 1})  # the quick profile says it is quick, as before
     assert quick.details["compliant"] is False and "not_compliant" not in quick.details
+
+
+def test_a_server_records_bound_is_the_one_loadgen_enforced(run_isolated) -> None:
+    """The official profile holds a model to mlperf.conf's Server bound (resnet18 has no entry: its "*" rule), and the
+    record says that bound, as LoadGen's own log does, not accelbench's table's."""
+    from pathlib import Path
+
+    from accelbench.loadgen.logs import read_detail
+
+    params = {"model": "resnet18", "backend": "null", "threads": 2, "device": "cpu", "scenario": "server"}
+    [r] = run_isolated(params | {"profile": "official", "duration": 1, "target_qps": 200})
+    detail = read_detail(Path(r.details["loadgen_log_dir"]) / "mlperf_log_detail.txt")
+    assert r.details["latency_bound_ms"] == detail["effective_target_latency_ns"] / 1e6
+    [quick] = run_isolated(params | {"duration": 1, "target_qps": 200, "latency_bound_ms": 15})
+    assert quick.details["latency_bound_ms"] == 15.0
