@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelbench.loadgen.compliance import MIN_DURATION_MS
 from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt
 
 PROFILES = ("quick", "official")
@@ -67,7 +68,7 @@ class LoadGenParams(EmulatedParams, ScaleParams, CommonParams):
     @property
     def min_duration(self) -> float:
         """A test's minimum seconds: ``--duration``, else the profile's (2 s quick, mlperf.conf's 600 s official)."""
-        return self.duration or (600.0 if self.profile == "official" else 2.0)
+        return self.duration or (MIN_DURATION_MS / 1000 if self.profile == "official" else 2.0)
 
     def planned_seconds(self) -> float | None:
         if self.mode != "performance":
