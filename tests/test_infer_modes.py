@@ -143,7 +143,11 @@ def test_served_answers_and_metrics():
         ({"model": "unet3d", "scenario": "server"}, "offline and singlestream only"),
         ({"model": "gnmt"}, "not supported yet"),
         ({"checkpoint": "/nonexistent.pt"}, "does not exist"),
-        ({"dataset": "/tmp"}, "accuracy only"),
+        ({"dataset": "/tmp"}, "--mode accuracy and compliance runs"),
+        ({"audit": "TEST01", "model": "resnet18"}, "MLCommons does not apply TEST01 to resnet18"),
+        ({"audit": "TEST06"}, "MLCommons does not apply TEST06 to resnet50"),
+        ({"audit": "TEST01", "mode": "accuracy"}, "a performance run in LoadGen's audit mode"),
+        ({"audit": "TEST07"}, "accelbench runs TEST01, TEST04, TEST06"),
         ({"backend": "sleep", "service_ms": 0}, "must be positive"),
         ({"service_ms": 0}, "--service-ms applies to the sleep backend, not torch"),
         ({"nproc": 0}, "positive"),
@@ -301,7 +305,7 @@ def test_a_peak_no_confirmation_held_valid_is_an_invalid_record(monkeypatch, tmp
     assert r.details["find_peak"]["peak"] is None  # no rate is the peak
     # the figures are the highest (first) confirmation's, headlined as LoadGen's INVALID Server runs are: served
     assert r.details["target_qps"] == max(t["value"] for t in confirmations) == confirmations[0]["value"]
-    assert r.primary_metric == "completed_queries_per_second" and r.primary.value == 90
+    assert r.primary_metric == "queries_per_second" and r.primary.value == 90
     assert max(sizes) == peak.CONFIRM_QUERIES and min(sizes) < 662  # screens are short, confirmations long
 
 

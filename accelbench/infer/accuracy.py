@@ -121,14 +121,18 @@ def measure(
         precision = params.effective_precision
         fidelity = fid.fidelity(precision, raw, reference_rows, rounded, coarser, answers, reference, top1)
     verdict = judge(spec, logged, reference, labels, fidelity)
-    result = accuracy_result(params, record, outcome, verdict)
+    result = accuracy_result(params, record, outcome, verdict, spec.answer_dtype)
     image_details(result)["weights"] = serving.weights
     return result
 
 
-def accuracy_result(params: "InferParams", record: dict[str, Any], outcome: "Outcome", verdict: Verdict) -> "Result":
+def accuracy_result(
+    params: "InferParams", record: dict[str, Any], outcome: "Outcome", verdict: Verdict, answer_dtype: Any
+) -> "Result":
     """The record of an accuracy run: the verdict's figures, what its gate judged, and no verdict at all where the
-    reference answers could not tell a right answer from a wrong one."""
+    reference answers could not tell a right answer from a wrong one. ``answer_dtype``: how the logged answers
+    decode."""
+    d = outcome.detail
     unit = verdict.metric.replace("_", " ")
     metrics = {
         verdict.metric: fig.figure(verdict.quality, unit, higher_is_better=True),
@@ -149,14 +153,15 @@ def accuracy_result(params: "InferParams", record: dict[str, Any], outcome: "Out
         "samples": verdict.samples,
         "loadgen_log_dir": str(outcome.outdir),
         "loadgen_validity": outcome.detail.get("result_validity"),
-        "compliant": params.profile == "official",
+        "answer_dtype": np.dtype(answer_dtype).name,
     }
     if fid is not None:
         details["fidelity"] = fid.record()
     reasons: list[str] = []
     if verdict.uninformative:  # no verdict at all rather than a VALID that proves nothing
         details["uninformative"] = verdict.uninformative
-        result = loadgen_record(params, record, metrics, verdict.metric, details, reasons, outcome.conditions, None)
+        conditions = outcome.conditions
+        result = loadgen_record(params, record, metrics, verdict.metric, details, reasons, conditions, None, d)
         result.concern(
             "uninformative",
             f"uninformative: {verdict.uninformative}; serve real weights (--checkpoint FILE) or score against "
@@ -173,7 +178,7 @@ def accuracy_result(params: "InferParams", record: dict[str, Any], outcome: "Out
             f"vs {verdict.reference:.4f} ({verdict.ratio:.2%})"
         )
     primary = "fidelity_ratio" if fid is not None else verdict.metric  # what the gate judged
-    return loadgen_record(params, record, metrics, primary, details, reasons, outcome.conditions, verdict.passed)
+    return loadgen_record(params, record, metrics, primary, details, reasons, outcome.conditions, verdict.passed, d)
 
 
 def agreement(answers: list[np.ndarray], reference: list[Any]) -> float:

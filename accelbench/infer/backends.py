@@ -27,9 +27,7 @@ Predict = Callable[["Inputs"], Any]
 
 @dataclass(frozen=True)
 class TorchOptions(NoOptions):
-    channels_last: bool = opt(
-        False, "the model and its 4-D inputs in channels_last memory format"
-    )
+    channels_last: bool = opt(False, "the model and its 4-D inputs in channels_last memory format")
 
     def words(self) -> list[str]:
         return ["channels_last"] if self.channels_last else []

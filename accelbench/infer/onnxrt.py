@@ -36,8 +36,7 @@ OPTIMIZATION_LEVELS = {
 class OrtOptions(NoOptions):
     ort_optimization: str = opt(
         "all",
-        "ONNX Runtime's graph optimisation level (all: its default); "
-        "its intra-op threads follow --threads",
+        "ONNX Runtime's graph optimisation level (all: its default); its intra-op threads follow --threads",
         choices=tuple(OPTIMIZATION_LEVELS),
     )
 

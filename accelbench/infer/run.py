@@ -8,6 +8,8 @@ import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+import numpy as np
+
 from accelbench.devices.kind import kind_of
 from accelbench.devices.precision import arithmetic_of, precision_reason
 from accelbench.errors import BenchmarkSkipped, UsageError
@@ -17,7 +19,7 @@ from accelbench.infer.backends import Backend
 from accelbench.infer.catalog import backend
 from accelbench.infer.driver import loadgen_run
 from accelbench.infer.peak import find_peak
-from accelbench.infer.results import image_details, performance_result
+from accelbench.infer.results import ImageDetails, image_details, performance_result
 from accelbench.infer.served import Served, served
 from accelbench.infer.serving import Serving
 from accelbench.infer.specs import InferParams
@@ -148,7 +150,8 @@ def setup(params: InferParams, ctx: RunContext) -> Serving:
         total = SYNTHETIC_ACCURACY_SAMPLES if params.mode == "accuracy" else QSL_SAMPLES[params.profile]
     calibration = [make_input(i) for i in range(min(total, 8))]
     weights = f"checkpoint {params.checkpoint}" if params.checkpoint else "random (torch seed 0)"
-    if params.mode == "accuracy" and not params.checkpoint:
+    # TEST01 compares a compliance run's answers with the accuracy run's: both serve the same calibrated weights
+    if (params.mode == "accuracy" or params.audit == "TEST01") and not params.checkpoint:
         calibrated = calibrate_random_weights(model, spec, make_input, total)
         weights += f"; {calibrated}" if calibrated else ""
     ctx.progress(f"loading the {params.backend} backend on {len(devices)} device(s)")
@@ -186,6 +189,15 @@ def run(params: InferParams, ctx: RunContext) -> Iterator[Result]:
     yield result
 
 
+def _answers(params: InferParams, serving: Serving) -> Callable[[list[int], Any], list[Any]] | None:
+    """What a performance run answers LoadGen with: nothing (the timing alone), except in TEST01, whose sampled
+    answers are compared with the accuracy run's (the answers an accuracy run logs)."""
+    spec = serving.served
+    if params.audit != "TEST01" or spec is None:
+        return None
+    return lambda _indices, out: spec.answers(out)
+
+
 def _performance(
     params: InferParams, serving: Serving, record: dict[str, Any], probe: Probe, ctx: RunContext
 ) -> Result:
@@ -206,7 +218,7 @@ def _performance(
             f"LoadGen {params.scenario}{again} ({params.profile}: at least {settings.min_duration_ms / 1000:g} s)",
             left=planned_seconds(settings, params.scenario, probe.rate),
         )
-        outcome = loadgen_run(serving, settings, params, ctx)
+        outcome = loadgen_run(serving, settings, params, ctx, answers=_answers(params, serving))
         wrong = replan.disagreement(outcome.detail, params, probe, outcome.sut.samples)
         if wrong is None or len(reruns) == replan.MAX_RERUNS:
             break
@@ -214,7 +226,10 @@ def _performance(
         repeated = lgset.probe(serving, params, warm=False)
         reruns.append(replan.rerun(wrong, probe, repeated, outcome.outdir, outcome.conditions))
         probe = replan.replanned(probe, wrong.measured, repeated, params.scenario, bool(reruns[-1]["contended"]))
-    result = performance_result(params, record, outcome, probe, {"reruns": reruns} if reruns else None)
+    extra: ImageDetails = {"reruns": reruns} if reruns else {}
+    if params.audit == "TEST01" and serving.served is not None:  # how its sampled answers decode
+        extra["answer_dtype"] = np.dtype(serving.served.answer_dtype).name
+    result = performance_result(params, record, outcome, probe, extra or None)
     if reruns:
         result.concern("rerun", replan.rerun_warning(reruns), first=True, runs=len(reruns) + 1)
     return result

@@ -18,14 +18,14 @@ if TYPE_CHECKING:
 SERVER_FRACTION, SERVER_DEFAULT_MAX = 0.25, 20_000.0
 #: SingleStream planning for a backend that does no work: below this LoadGen schedules millions of idle queries
 HARNESS_LATENCY = 1e-5
-#: accelbench model -> the name mlperf.conf uses for it (others get mlperf.conf's "*" rules)
+#: accelbench model -> the name mlperf.conf (LoadGen 6.0.17's) gives it; the others get mlperf.conf's "*" rules
 MLPERF_NAMES = {
     "resnet50": "resnet50",
-    "bert": "bert-99",
-    "bert-large": "bert-99",
-    "dlrm": "dlrm-v2-99",
+    "bert": "bert",
+    "bert-large": "bert",
+    "dlrm": "dlrm-v2",
     "rnnt": "rnnt",
-    "unet3d": "3d-unet-99",
+    "unet3d": "3d-unet",
 }
 
 #: The probe times up to this many full batches and single samples, each shape stopping after this many seconds

@@ -119,8 +119,11 @@ class InferParams(LoadGenParams):
             from accelbench.infer.weights import read_state_dict
 
             read_state_dict(Path(self.checkpoint).expanduser())  # a wrong file is bad input, said before a build
-        if self.dataset and self.mode != "accuracy":
-            raise UsageError("--dataset is read in --mode accuracy only (performance runs use synthetic samples)")
+        if self.dataset and self.mode != "accuracy" and not self.audit:
+            raise UsageError(
+                "--dataset is read in --mode accuracy and compliance runs (--audit) only (performance runs use "
+                "synthetic samples)"
+            )
         if impl.runs_model or self.mode == "accuracy":
             self._check_model()
 
@@ -147,12 +150,19 @@ class InferParams(LoadGenParams):
         return ADAPTERS.get(domain), domain
 
     def model_bound_ms(self) -> float:
-        """The model's MLPerf bound, where its domain has a serving adapter (a harness-only backend has none)."""
+        """The model's MLPerf Server bound: mlperf.conf's (LoadGen's own copy) where it names the model, else its
+        domain's serving adapter's (a harness-only backend has none)."""
+        from accelbench.infer.settings import MLPERF_NAMES
+        from accelbench.loadgen.settings import conf_server_bound_ms
+
         try:
             adapter = self._adapter()[0]
         except Exception:  # noqa: BLE001 - a harness-only backend may name no servable model
             return 0.0
-        return (adapter.server_bound_ms if adapter else None) or 0.0
+        own = adapter.server_bound_ms if adapter else None
+        if own and self.model in MLPERF_NAMES:  # a model MLPerf serves in Server: mlperf.conf says its bound
+            return conf_server_bound_ms(MLPERF_NAMES[self.model]) or own
+        return own or 0.0
 
     @property
     def query_samples(self) -> int:

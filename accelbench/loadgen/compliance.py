@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from accelbench.loadgen.mlcommons import ROUNDS, model_of, round_of
+
 #: MLPerf Inference's minimum test duration for every scenario (mlperf.conf's ``min_duration``; the submission
 #: checker's ``TEST_DURATION_MS``; docs/mlperf-rules.md)
 MIN_DURATION_MS = 600_000
@@ -13,21 +15,43 @@ MIN_DURATION_MS = 600_000
 EARLY_STOPPING = ("Server", "SingleStream", "MultiStream")
 
 
-def broken_rules(detail: Mapping[str, Any] | None, details: Mapping[str, Any]) -> list[str]:
-    """The rules a run did not hold, in words (empty: none its logs show broken). ``detail``: LoadGen's detail log
-    of a performance run; ``details``: the record's details (an accuracy run's ``accuracy_verified``)."""
+def broken_rules(
+    detail: Mapping[str, Any] | None, details: Mapping[str, Any], model: str, mode: str, valid: bool | None
+) -> list[str]:
+    """The rules an official-profile run did not hold, in words (empty: none its logs show broken). ``detail``:
+    LoadGen's detail log; ``details``: the record's (an accuracy run's ``accuracy_verified``); ``model``:
+    accelbench's name for the served model; ``valid``: the run's verdict."""
     broken = []
-    if detail:
-        ms = detail.get("effective_min_duration_ms")
-        if isinstance(ms, (int, float)) and ms < MIN_DURATION_MS:
-            broken.append(
-                f"its minimum duration was {ms / 1000:g} s where MLPerf's rules ask {MIN_DURATION_MS / 1000:g} s "
-                "(--duration shortened it)"
-            )
-        if detail.get("result_min_duration_met") is False:
-            broken.append("it ended before its minimum duration")
-        if detail.get("effective_scenario") in EARLY_STOPPING and detail.get("early_stopping_met") is False:
-            broken.append("LoadGen's early stopping was not met")
+    round_name = round_of(detail) if detail else None
+    if detail and round_name is None:
+        version = detail.get("loadgen_version") or "this LoadGen"
+        rounds = ", ".join(ROUNDS)
+        broken.append(f"{version} ran with seeds no MLPerf round accelbench knows ({rounds}) uses")
+    mlperf = model_of(model, round_name or next(reversed(ROUNDS)))
+    if mlperf is None:
+        broken.append(f"{model} is not an MLPerf Inference model (the open division only, under a model mapping)")
+    if detail and mode == "performance":
+        broken += _performance_rules(detail, mlperf.performance_samples if mlperf else 0)
+        if valid is False:
+            broken.append("LoadGen's verdict is INVALID")
     if details.get("accuracy_verified") is False:
         broken.append("its accuracy was not scored on the benchmark's data set")
+    return broken
+
+
+def _performance_rules(detail: Mapping[str, Any], least_samples: int) -> list[str]:
+    broken = []
+    ms = detail.get("effective_min_duration_ms")
+    if isinstance(ms, (int, float)) and ms < MIN_DURATION_MS:
+        broken.append(
+            f"its minimum duration was {ms / 1000:g} s where MLPerf's rules ask {MIN_DURATION_MS / 1000:g} s "
+            "(--duration shortened it)"
+        )
+    if detail.get("result_min_duration_met") is False:
+        broken.append("it ended before its minimum duration")
+    if detail.get("effective_scenario") in EARLY_STOPPING and detail.get("early_stopping_met") is False:
+        broken.append("LoadGen's early stopping was not met")
+    count = detail.get("effective_performance_sample_count")
+    if least_samples and isinstance(count, int) and count < least_samples:
+        broken.append(f"its performance sample count was {count} where the round asks at least {least_samples}")
     return broken

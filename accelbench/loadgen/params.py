@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelbench.errors import UsageError
 from accelbench.loadgen.compliance import MIN_DURATION_MS
 from accelbench.params import CommonParams, EmulatedParams, ScaleParams, opt
 
@@ -32,9 +33,25 @@ class LoadGenParams(EmulatedParams, ScaleParams, CommonParams):
     expected_qps: float = opt(0.0, "Offline: LoadGen's expected throughput (0: measured by the probe)", sweep=False)
     duration: float = opt(0.0, "minimum run seconds (0: the profile's: 2 s quick, 600 s official)", sweep=False)
     checkpoint: str = opt("", "the weights to serve (empty: random weights)", sweep=False, metavar="PATH")
+    audit: str = opt(
+        "",
+        "an MLPerf compliance test: a performance run under that test's audit.config (TEST01, TEST04, TEST06; "
+        "where MLCommons applies it to the model)",
+        sweep=False,
+        metavar="TEST",
+    )
     loadgen_trace: bool = opt(
         False, "keep LoadGen's trace log (mlperf_log_trace.json, hundreds of MB on a fast run)", sweep=False
     )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.audit:
+            from accelbench.loadgen.audit import refusal
+
+            why = refusal(self.audit, self.model, self.mode, self.scenario)
+            if why:
+                raise UsageError(why)
 
     @property
     def effective_precision(self) -> str:

@@ -8,6 +8,7 @@ names the true cause: the system's speed changed between runs (docs/infer.md).""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from accelbench.loadgen.logs import LATENCY_BOUND, MIN_DURATION
@@ -123,14 +124,32 @@ def rerun(
     wrong: Disagreement, plan: Probe, repeated: Probe, log_dir: Any, conditions: dict[str, Any]
 ) -> dict[str, Any]:
     """What a record keeps of a run that disagreed with its plan: why, the probe that planned it and the repeated
-    one, its logs, and its contention (the conditions' warning, or None), which :func:`replanned` reads."""
+    one, its logs (moved into ``discarded/`` beside the reported run's, so that no reader takes them for the
+    result), and its contention (the conditions' warning, or None), which :func:`replanned` reads."""
     busy = next((c["text"] for c in contention(conditions)), None)
     return wrong.to_dict() | {
         "probe": plan.to_dict(),
         "probe_repeated": repeated.to_dict(),
-        "log_dir": str(log_dir),
+        "log_dir": str(discard(Path(log_dir))),
         "contended": busy,
     }
+
+
+#: the folder, beside the reported runs' logs, that a rerun's discarded logs move into
+DISCARDED = "discarded"
+
+
+def discard(log_dir: Path) -> Path:
+    """Move a discarded run's LoadGen logs into ``discarded/`` of its parent; the new path."""
+    target = log_dir.parent / DISCARDED / log_dir.name
+    target.parent.mkdir(exist_ok=True)
+    log_dir.rename(target)
+    (target / "DISCARDED.txt").write_text(
+        "accelbench discarded this LoadGen run: it disagreed with its plan and was rerun; the record's "
+        "details.reruns says why. It is not the reported result.\n",
+        encoding="utf-8",
+    )
+    return target
 
 
 def replanned(first: Probe, measured: Probe, again: Probe, scenario: str, contended: bool = False) -> Probe:

@@ -7,6 +7,7 @@ only the hints it measured.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -48,24 +49,26 @@ def bound_ms(params: LoadGenParams) -> float:
     return params.latency_bound or params.model_bound_ms() or DEFAULT_BOUND_MS
 
 
+def from_conf(mlperf_name: str, scenario: str) -> Any:
+    """LoadGen settings holding mlperf.conf's rules for ``mlperf_name`` in LoadGen's ``scenario``, read from
+    LoadGen's own embedded copy (``FromConfig`` of type 0). Type 1, a user.conf, would load mlperf.conf only at its
+    first call in a process (a static count in LoadGen) and log "Multiple conf files are used" at every later one:
+    a second official run in a worker would silently run without mlperf.conf's rules."""
+    import mlperf_loadgen as lg
+
+    s = lg.TestSettings()
+    if s.FromConfig("", mlperf_name, scenario, 0) != 0:
+        raise RuntimeError(f"LoadGen could not load mlperf.conf for {mlperf_name} {scenario}")
+    return s
+
+
 def base(params: LoadGenParams, mode: str, mlperf_name: str) -> Any:
     """Settings for the profile; ``official`` loads mlperf.conf's rules for ``mlperf_name``."""
     import mlperf_loadgen as lg
 
-    s = lg.TestSettings()
-    if params.profile == "official":
-        import tempfile
-        from pathlib import Path
-
-        with tempfile.TemporaryDirectory(prefix="accelbench-lg-") as tmp:  # read at once: nothing left behind
-            user_conf = Path(tmp) / "user.conf"
-            user_conf.write_text("# accelbench sets its measured hints on the settings object\n")
-            loaded = s.FromConfig(str(user_conf), mlperf_name, SCENARIO_NAMES[params.scenario], 1)
-        if loaded != 0:
-            raise RuntimeError(
-                f"LoadGen could not load mlperf.conf for {mlperf_name} {SCENARIO_NAMES[params.scenario]}"
-            )
-    s.scenario = getattr(lg.TestScenario, SCENARIO_NAMES[params.scenario])
+    scenario = SCENARIO_NAMES[params.scenario]
+    s = from_conf(mlperf_name, scenario) if params.profile == "official" else lg.TestSettings()
+    s.scenario = getattr(lg.TestScenario, scenario)
     s.mode = lg.TestMode.AccuracyOnly if mode == "accuracy" else lg.TestMode.PerformanceOnly
     if params.profile == "quick" or params.duration:
         s.min_duration_ms = int((params.duration or 2.0) * 1000)
@@ -75,6 +78,14 @@ def base(params: LoadGenParams, mode: str, mlperf_name: str) -> Any:
     if params.latency_bound or params.profile == "quick":
         s.server_target_latency_ns = int(bound_ms(params) * 1e6)
     return s
+
+
+@functools.cache
+def conf_server_bound_ms(mlperf_name: str) -> float | None:
+    """mlperf.conf's Server target latency for the model it names ``mlperf_name``, in ms (LoadGen's own copy);
+    None where it is 0 (a language model: TTFT and TPOT are judged instead)."""
+    ns = int(from_conf(mlperf_name, "Server").server_target_latency_ns)
+    return ns / 1e6 if ns else None
 
 
 class Planned(Protocol):

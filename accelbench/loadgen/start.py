@@ -1,5 +1,5 @@
-"""One LoadGen test of any SUT: its own log folder, an explicit (absent) audit config, the SUT stopped whatever
-happens, under the conditions monitor and the heartbeat."""
+"""One LoadGen test of any SUT: its own log folder, an explicit audit config (a compliance test's, or none), the
+SUT stopped whatever happens, under the conditions monitor and the heartbeat."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from accelbench.devices.kind import monitored_indices
 from accelbench.kit.context import RunContext
+from accelbench.loadgen.audit import config_path
 from accelbench.loadgen.heartbeat import heartbeat
 from accelbench.loadgen.library import SampleLibrary
 from accelbench.loadgen.logs import drop_empty_trace, read_detail
@@ -48,8 +49,10 @@ def start_test(
     of), whose CPU the conditions count as the work, not as contention."""
     import mlperf_loadgen as lg
 
-    outdir = ctx.log_dir / f"loadgen-{params.scenario}-{params.mode}-{uuid.uuid4().hex[:8]}"
+    what = f"{params.mode}-{params.audit}" if params.audit else params.mode
+    outdir = ctx.log_dir / f"loadgen-{params.scenario}-{what}-{uuid.uuid4().hex[:8]}"
     outdir.mkdir(parents=True)
+    audit_config = config_path(outdir, params.audit, params.model, params.scenario)
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(outdir)
     log_settings.log_output.copy_summary_to_stdout = False
@@ -65,8 +68,8 @@ def start_test(
             ConditionsMonitor(threads, gpus=monitored_indices(devices), sut_pids=sut_pids) as monitor,
             heartbeat(ctx.progress, lambda: sut_impl.samples, planned),
         ):
-            # an explicit audit-config path that does not exist: a stray audit.config must not alter the run
-            lg.StartTestWithLogSettings(sut, qsl, settings, log_settings, str(outdir / "no-audit.config"))
+            # an explicit audit-config path: the compliance test's, or one that does not exist
+            lg.StartTestWithLogSettings(sut, qsl, settings, log_settings, str(audit_config))
     finally:
         sut_impl.stop()
         lg.DestroyQSL(qsl)

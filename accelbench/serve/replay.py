@@ -297,8 +297,7 @@ class Driver:
                 self._failed_in_a_row = self._failed_in_a_row + 1 if s.error is not None else 0
                 if self._failed_in_a_row >= failures_to_stop(self.closed.users) and self.stopped is None:
                     self.stopped = (
-                        f"the closed loop stopped sending: {self._failed_in_a_row} requests failed in a row "
-                        f"({s.error})"
+                        f"the closed loop stopped sending: {self._failed_in_a_row} requests failed in a row ({s.error})"
                     )
                 if self.stopped is None:
                     self._start_closed((s.done or self._last_event) - self.start + self.think, user)

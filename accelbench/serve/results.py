@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from accelbench.kit import metrics as fig
-from accelbench.loadgen.record import PERCENTILES, loadgen_record
+from accelbench.loadgen.record import PERCENTILES, early_stopping_headline, loadgen_record
 from accelbench.loadgen.replan import rerun_warning, true_cause
 from accelbench.results.details import AccuracyGates, EngineFacts, Roofline, typed
 from accelbench.results.record import Metric, Result
@@ -81,7 +81,12 @@ def token_metrics(scenario: str, d: dict[str, Any], devices: int) -> tuple[dict[
     for key, label in PERCENTILES:
         if key in d and label.split("_")[1] in ("p50", "p90", "p99"):
             metrics[label] = _m(d[key] / 1e9, "s", False)
-    primary = "latency_p90_seconds" if scenario == "singlestream" else "tokens_per_second"
+    primary = "tokens_per_second"
+    if scenario == "singlestream":  # MLPerf's headline: the early-stopping estimate, where LoadGen made one
+        estimate = early_stopping_headline(scenario, d)
+        if estimate is not None:
+            metrics[estimate[0]] = _m(estimate[1], "s", False)
+        primary = estimate[0] if estimate is not None else "latency_p90_seconds"
     return metrics, primary
 
 
@@ -176,7 +181,6 @@ def token_result(
     sources = figure_sources(params.scenario, d)
     details: ServingDetails = {
         "loadgen_log_dir": str(outdir),
-        "compliant": params.profile == "official",
         "figure_sources": {k: v for k, v in sources.items() if k in metrics},
         "probe": probe,
         "limits": limits.record(),
@@ -185,6 +189,7 @@ def token_result(
         "output_tokens": sut.tokens,
         "input_tokens": sut.input_tokens,
         "loadgen_version": d.get("loadgen_version"),
+        "answer_dtype": "int32",  # the token SUT's answers: token ids
         "target_qps": d.get("requested_server_target_qps") if params.scenario != "offline" else None,
         "goodput_method": "requests meeting both limits by the SUT's clock, over first issue to last answer",
         "tokens_per_user_method": "1000 / the median TPOT in ms",
@@ -267,7 +272,6 @@ def token_accuracy_result(
         "samples": verdict.samples,
         "loadgen_log_dir": str(outdir),
         "loadgen_validity": d.get("result_validity"),
-        "compliant": params.profile == "official",
         "engine": engine,
         "token_fidelity": details_of(verdict),
     }
@@ -275,14 +279,14 @@ def token_accuracy_result(
         details["rouge"] = rouge
     if why and rouge is None:  # no verdict at all rather than a VALID that proves nothing
         details["uninformative"] = why
-        result = loadgen_record(params, record, metrics, primary, details, [], conditions, None)
+        result = loadgen_record(params, record, metrics, primary, details, [], conditions, None, d)
         text = f"uninformative: {why}; serve real weights (--checkpoint DIR) for a verdict"
         result.concern("uninformative", text, first=True)
         return result
     reasons = list(rouge["verdict"]["reasons"]) if rouge is not None else []
     if why is None and not verdict.passed:
         reasons.append(f"served tokens leave FP32's where rounding cannot: {verdict.describe()}")
-    return loadgen_record(params, record, metrics, primary, details, reasons, conditions, gates["99%"])
+    return loadgen_record(params, record, metrics, primary, details, reasons, conditions, gates["99%"], d)
 
 
 def endpoint_accuracy_result(
@@ -302,12 +306,11 @@ def endpoint_accuracy_result(
         "gate": f"ROUGE at 99%/99.9% of {verdict['source']}" if verdict else "none: no --accuracy-target",
         "loadgen_log_dir": str(outdir),
         "loadgen_validity": d.get("result_validity"),
-        "compliant": params.profile == "official",
         "engine": engine,
         "rouge": rouge,
     }
     if verdict is None:
-        result = loadgen_record(params, record, metrics, "rougeL", details, [], conditions, None)
+        result = loadgen_record(params, record, metrics, "rougeL", details, [], conditions, None, d)
         result.concern(
             "no-verdict",
             "no verdict: the server's weights have no FP32 run here to set the bar; give --accuracy-target",
@@ -316,7 +319,8 @@ def endpoint_accuracy_result(
         return result
     details["accuracy_gates"] = verdict["passed"]
     reasons = list(verdict["reasons"])
-    return loadgen_record(params, record, metrics, "rougeL", details, reasons, conditions, verdict["passed"]["99%"])
+    passed = verdict["passed"]["99%"]
+    return loadgen_record(params, record, metrics, "rougeL", details, reasons, conditions, passed, d)
 
 
 def reasoning_figures(reasoning: Any) -> dict[str, Any]:

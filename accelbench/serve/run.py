@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     import torch
 
 
-
 def run(params: LLMServeParams, ctx: RunContext) -> Iterator[Result]:
     engine = engine_class(params.engine)(params.engine_opts)
     skip_if(engine.unavailable())

@@ -57,7 +57,13 @@ def closed_loop(values: dict[str, Any]) -> dict[str, Any]:
     if not (concurrency or (sweeping and not values.get("rates"))):
         return values
     out = dict(values)
-    if out.get("scenario", "offline") == "offline":
+    asked = out.get("scenario")
+    if concurrency and not sweeping and asked not in (None, CLOSED_LOOP):
+        raise UsageError(
+            f"--concurrency {concurrency} is a closed loop of users, not LoadGen's {asked} scenario: drop "
+            f"--scenario {asked}, or drop --concurrency for a LoadGen {asked} run"
+        )
+    if asked in (None, "offline"):
         out["scenario"] = CLOSED_LOOP
     if not sweeping and "batch_size" not in out and concurrency.strip().isdigit() and int(concurrency) >= 1:
         out["batch_size"] = int(concurrency)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import csv
 import functools
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 import psutil
 
@@ -200,3 +202,76 @@ def estimated_peak_tflops(precision: str, cores: int) -> tuple[float, str] | Non
     per_cycle, unit = found
     tflops = cores * ghz * 1e9 * per_cycle / 1e12
     return tflops, f"estimate: {cores} cores x {how} x {per_cycle} FLOP/cycle ({unit})"
+
+
+_SYS_CPU = "/sys/devices/system/cpu"
+
+
+def caches(root: str = _SYS_CPU) -> list[dict[str, Any]]:
+    """The caches of the first CPU (``/sys/devices/system/cpu/cpu0/cache``): level, type, size and how many logical
+    CPUs share each, as a system description lists them (empty where the kernel does not say).
+
+    cpu0's caches stand for every core's: a machine whose cores differ (big.LITTLE) says so in its own words."""
+    found: list[dict[str, Any]] = []
+    base = os.path.join(root, "cpu0", "cache")
+    try:
+        names = sorted(n for n in os.listdir(base) if n.startswith("index"))
+    except OSError:
+        return []
+    for name in names:
+        entry = _cache_entry(os.path.join(base, name))
+        if entry is not None:
+            found.append(entry)
+    return found
+
+
+def _cache_entry(path: str) -> dict[str, Any] | None:
+    def read(leaf: str) -> str:
+        try:
+            with open(os.path.join(path, leaf), encoding="utf-8") as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+
+    level, size = read("level"), _size_bytes(read("size"))
+    if not level.isdigit() or size is None:
+        return None
+    shared = _cpu_list_len(read("shared_cpu_list"))
+    return {"level": int(level), "type": read("type") or "Unified", "size_bytes": size, "shared_cpus": shared}
+
+
+def _size_bytes(text: str) -> int | None:
+    """``32K``, ``1024K``, ``32M`` (sysfs' spelling) in bytes."""
+    m = re.fullmatch(r"(\d+)\s*([KMG]?)", text.strip().upper())
+    if m is None:
+        return None
+    return int(m.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[m.group(2)]
+
+
+def _cpu_list_len(text: str) -> int | None:
+    """How many CPUs a sysfs CPU list (``0-3,8``) names."""
+    count = 0
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return None
+        count += int(hi or lo) - int(lo) + 1
+    return count or None
+
+
+def sockets(root: str = _SYS_CPU) -> int | None:
+    """How many CPU packages (sockets) the machine has: the distinct ``topology/physical_package_id`` of its CPUs,
+    or None where the kernel does not say (a system description counts processors per node, not cores)."""
+    packages: set[str] = set()
+    try:
+        cpus = [n for n in os.listdir(root) if re.fullmatch(r"cpu\d+", n)]
+    except OSError:
+        return None
+    for name in cpus:
+        try:
+            with open(os.path.join(root, name, "topology", "physical_package_id"), encoding="utf-8") as f:
+                packages.add(f.read().strip())
+        except OSError:
+            continue
+    packages.discard("-1")  # some Arm kernels have no package id
+    return len(packages) or None

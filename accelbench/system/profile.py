@@ -17,7 +17,7 @@ import psutil
 
 from accelbench.devices import host
 from accelbench.devices import kind as device_kind
-from accelbench.system import cpu, nvidia
+from accelbench.system import cpu, disks, nvidia
 
 
 def _os_name() -> str:
@@ -99,6 +99,9 @@ def collect_profile() -> dict[str, Any]:
             "clock_ghz": cpu.cpu_clock_ghz(),
             "flags": host.cpu_flags(),
             "arch": platform.machine(),
+            # for MLCommons' system description (accelbench.submission.systems); not in the fingerprint
+            "sockets": cpu.sockets(),
+            "caches": cpu.caches(),
         },
         "memory": {"total_bytes": psutil.virtual_memory().total},
         "os": {"name": _os_name(), "kernel": platform.release(), "system": platform.system()},
@@ -106,6 +109,7 @@ def collect_profile() -> dict[str, Any]:
         "torch": torch_section,
         "accelerators": accelerators,
         "device_kinds": kinds,
+        "storage": disks.disks(),
     }
     profile["fingerprint"] = fingerprint(profile)
     return profile

@@ -97,6 +97,7 @@ class ContinuousBatching(Engine):
             "compile": self.options.engine_compile,
             "scheduler": config.scheduler_type,
             "prefix_sharing": settings.shared_prefixes,
+            "eos_token_id": getattr(model.config, "eos_token_id", None),  # MLPerf's TEST06 counts its repeats
         }
         self.manager = model.init_continuous_batching(generation_config=generation, continuous_batching_config=config)
         self.manager.start()

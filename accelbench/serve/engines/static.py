@@ -146,6 +146,7 @@ class StaticBatch(QueuedEngine):
         heap = steady_heap(device).get("host_heap")
         if heap is not None:
             facts["host_heap"] = heap
+        facts["eos_token_id"] = getattr(model.config, "eos_token_id", None)  # MLPerf's TEST06 counts its repeats
         self.facts = facts
         super().start(model, device, sink, settings)
 

@@ -1,0 +1,1 @@
+"""MLCommons submission trees."""
