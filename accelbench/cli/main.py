@@ -12,6 +12,7 @@ from accelbench.cli import (
     commands_history,
     commands_info,
     commands_measure,
+    commands_mlperf,
     commands_reference,
     commands_report,
     commands_results,
@@ -51,6 +52,7 @@ def build_parser() -> Parser:
     commands_reference.register(sub)
     commands_info.register(sub)
     commands_cache.register(sub)
+    commands_mlperf.register(sub)
     return parser
 
 

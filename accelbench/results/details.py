@@ -64,6 +64,8 @@ class EngineFacts(TypedDict, total=False):
     prefix_sharing: bool
     prefix_caching: bool
     ignore_eos_sent: bool
+    #: the model's end-of-sequence token id(s), which MLPerf's TEST06 counts the repeats of at an answer's end
+    eos_token_id: int | list[int] | None
     #: how malloc was set for a model-running engine on a CPU (each batch's freed memory kept for the next)
     host_heap: str
 
