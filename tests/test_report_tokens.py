@@ -86,7 +86,8 @@ def test_token_runs_have_their_own_table_with_what_an_llm_serving_reader_weighs(
     recs = token_records()
     doc = build(ReportInput([*recs.values(), samples_record()], describe=describe_params))
     tokens = _find(doc.sections, "inference-tokens")
-    head, serving, machine = [b for b in tokens.blocks if isinstance(b, Table)]
+    head, serving, machine, submission = [b for b in tokens.blocks if isinstance(b, Table)]
+    assert submission.columns[-4:] == ["profile", "round", "LoadGen", "submission"]
     # at a glance: the rate, the p99 latencies against their limits, the verdict; each run's notes numbered under it
     assert head.columns == ["workload", "verdict", "output tokens/s", "TTFT p99 / limit", "TPOT p99 / limit", "note"]
     assert serving.columns == ["workload", "requests/s", "tokens/s per user", "ITL p99", "goodput tokens/s"]

@@ -215,3 +215,23 @@ def flags(r: Result) -> list[str]:
     """What makes a run's figures unfit to read as the setup's own: 'INVALID' (LoadGen's verdict), 'contended'
     (other work shared the machine: a concern of kind 'contended'); none for a VALID, uncontended run."""
     return ["INVALID"] * (r.valid is False) + ["contended"] * r.has("contended")
+
+
+#: the columns that say whether a LoadGen run may be submitted: its profile, the MLPerf round its seeds are, the
+#: LoadGen that ran it, and compliant or why not
+MLPERF_COLUMNS = ("profile", "round", "LoadGen", "submission")
+
+
+def mlperf_cells(r: Result) -> list[str]:
+    """A LoadGen run's profile, round, LoadGen version and whether it may be submitted (its record's words)."""
+    d: dict[str, Any] = dict(r.details)
+    version = str(d.get("loadgen_version") or "").split(" @ ")[0]
+    if d.get("audit"):
+        submission = f"compliance test {d['audit']}"
+    elif d.get("compliant"):
+        submission = "compliant"
+    elif d.get("not_compliant"):
+        submission = "not for submission: " + "; ".join(d["not_compliant"])
+    else:
+        submission = "not for submission: quick profile" if r.params.get("profile") == "quick" else ""
+    return [str(r.params.get("profile") or ""), str(d.get("mlperf_round") or ""), version, submission]

@@ -9,11 +9,13 @@ from accelbench.families import Family
 from accelbench.families.builtin import INFER, SERVE
 from accelbench.report.common import (
     MAX_CHARTS,
+    MLPERF_COLUMNS,
     ReportInput,
     caveat,
     efficiency_columns,
     family_section,
     figure,
+    mlperf_cells,
     newest_first,
     of_runs,
     on_system,
@@ -125,8 +127,9 @@ def scenario_tables(inp: ReportInput, recs: list[Result], labels: dict[str, str]
                     (r.primary_metric or "").replace("_", " ") if r.status == "ok" else "",
                 ]
                 + [_latency(r, key) for _, key in PERCENTILES]
+                + mlperf_cells(r)
                 + [cell(r) for _, cell in extra]
-                + [why or "; ".join(c.text for c in r.concerns if c.kind != "invalid")]
+                + [why or "; ".join(c.text for c in r.concerns if c.kind not in ("invalid", "non-compliant"))]
             )
             peak = find_peak_of(r)
             held = peak.get("peak")
@@ -158,11 +161,11 @@ def scenario_tables(inp: ReportInput, recs: list[Result], labels: dict[str, str]
             (["system"] if multi else [])
             + ["workload", "status", "verdict", "result", "metric"]
             + [p for p, _ in PERCENTILES]
+            + list(MLPERF_COLUMNS)
             + [name for name, _ in extra]
             + ["notes"]
         )
-        last = len(cols) - 1 - len(extra)  # the latency columns end before cost, energy and notes
-        numeric = frozenset(range(last - 3, last)) | {last - 5}
+        numeric = frozenset(cols.index(name) for name in ("result", *(p for p, _ in PERCENTILES)))
         sub.blocks.insert(0, Table(cols, rows, numeric=numeric))
         out.append(sub)
     return out

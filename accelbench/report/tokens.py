@@ -13,7 +13,15 @@ from typing import Callable, Sequence
 import accelbench.report.charts as charts
 from accelbench.reference import tokens as reference_tokens
 from accelbench.report import tokens_sources
-from accelbench.report.common import ReportInput, newest_first, status_cell, system_cells, verdict
+from accelbench.report.common import (
+    MLPERF_COLUMNS,
+    ReportInput,
+    mlperf_cells,
+    newest_first,
+    status_cell,
+    system_cells,
+    verdict,
+)
 from accelbench.report.model import Bullets, Cell, Section, Table, Text
 from accelbench.report.tokens_charts import latency, pareto, tradeoff
 from accelbench.report.tokens_names import limits, order, shared_words, shorten, system_tags
@@ -165,6 +173,18 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
     for group in FIGURES:
         more = figures_table(recs, labels, own, names, group)
         sub.blocks += [more] if more is not None else []
+    submitted = [
+        (label, name, r) for r, label, name in zip(recs, own, names, strict=True) if r.details.get("loadgen_version")
+    ]
+    if submitted:
+        machine = ["system"] if multi else []
+        tags = system_tags(labels)
+        mlperf_rows: list[list[str | Cell]] = []
+        for label, name, r in submitted:
+            row: list[str | Cell] = [Labelled(tags[r.fingerprint], title=labels[r.fingerprint])] if multi else []
+            mlperf_rows.append(row + [Labelled(label, title=name), *mlperf_cells(r)])
+        caption = "Whether each LoadGen run may be submitted to MLPerf: its profile, round, LoadGen and the rules."
+        sub.blocks.append(Table(machine + ["workload", *MLPERF_COLUMNS], mlperf_rows, caption=caption))
     tradeoff_chart = tradeoff(recs, labels)
     sub.blocks += [tradeoff_chart] if tradeoff_chart is not None else []
     sub.blocks += pareto(recs, labels)

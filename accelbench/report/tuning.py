@@ -117,8 +117,16 @@ def _search(r: Result, n: int) -> list[Block]:
         caption += f" Left out ({len(left)}): " + "; ".join(reasons) + "."
     blocks.append(
         Table(
-            ["#", "settings", str(d.get("figure_words") or d.get("figure", "")), "confirmations", "screening",
-             "accuracy", "valid", "status"],  # fmt: skip
+            [
+                "#",
+                "settings",
+                str(d.get("figure_words") or d.get("figure", "")),
+                "confirmations",
+                "screening",
+                "accuracy",
+                "valid",
+                "status",
+            ],  # fmt: skip
             table_rows,
             caption=caption,
             numeric=frozenset({0, 2, 4}),
