@@ -47,6 +47,10 @@ def test_each_rule_a_log_can_show_broken_is_named() -> None:
     [model] = broken(FULL, model="resnet18")
     assert model.startswith("resnet18 is not an MLPerf Inference model")
     assert broken_rules(FULL, {}, "resnet50", "performance", False) == ["LoadGen's verdict is INVALID"]
+    offline = FULL | {"effective_scenario": "Offline"}
+    assert broken(offline | {"effective_samples_per_query": 24576}) == []
+    [small] = broken(offline | {"effective_samples_per_query": 368})
+    assert small == "its Offline query held 368 samples where the round asks at least 24576"
 
 
 def test_a_short_official_run_is_not_compliant_and_says_why(run_isolated) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from accelbench.loadgen.mlcommons import ROUNDS, model_of, round_of
+from accelbench.loadgen.mlcommons import ROUNDS, Model, model_of, round_of
 
 #: MLPerf Inference's minimum test duration for every scenario (mlperf.conf's ``min_duration``; the submission
 #: checker's ``TEST_DURATION_MS``; docs/mlperf-rules.md)
@@ -31,7 +31,7 @@ def broken_rules(
     if mlperf is None:
         broken.append(f"{model} is not an MLPerf Inference model (the open division only, under a model mapping)")
     if detail and mode == "performance":
-        broken += _performance_rules(detail, mlperf.performance_samples if mlperf else 0)
+        broken += _performance_rules(detail, mlperf)
         if valid is False:
             broken.append("LoadGen's verdict is INVALID")
     if details.get("accuracy_verified") is False:
@@ -39,7 +39,7 @@ def broken_rules(
     return broken
 
 
-def _performance_rules(detail: Mapping[str, Any], least_samples: int) -> list[str]:
+def _performance_rules(detail: Mapping[str, Any], mlperf: Model | None) -> list[str]:
     broken = []
     ms = detail.get("effective_min_duration_ms")
     if isinstance(ms, (int, float)) and ms < MIN_DURATION_MS:
@@ -51,7 +51,15 @@ def _performance_rules(detail: Mapping[str, Any], least_samples: int) -> list[st
         broken.append("it ended before its minimum duration")
     if detail.get("effective_scenario") in EARLY_STOPPING and detail.get("early_stopping_met") is False:
         broken.append("LoadGen's early stopping was not met")
+    if mlperf is None:
+        return broken
     count = detail.get("effective_performance_sample_count")
-    if least_samples and isinstance(count, int) and count < least_samples:
-        broken.append(f"its performance sample count was {count} where the round asks at least {least_samples}")
+    if isinstance(count, int) and count < mlperf.performance_samples:
+        least = mlperf.performance_samples
+        broken.append(f"its performance sample count was {count} where the round asks at least {least}")
+    per_query = detail.get("effective_samples_per_query")
+    if detail.get("effective_scenario") == "Offline" and isinstance(per_query, int):
+        if per_query < mlperf.offline_samples:
+            least = mlperf.offline_samples
+            broken.append(f"its Offline query held {per_query} samples where the round asks at least {least}")
     return broken

@@ -38,6 +38,8 @@ class Model:
     conf: str  #: mlperf.conf's name for it: ``resnet50``, ``llama3_1-8b``
     dataset_size: int  #: the samples an accuracy run must score (``dataset-size`` / ``accuracy-sample-count``)
     performance_samples: int  #: the least ``performance_sample_count``
+    #: the least samples in closed Offline's one query (``OFFLINE_MIN_SPQ_SINCE_V4``; mlperf.conf's min_query_count)
+    offline_samples: int
     #: the scenarios a system of each type must submit (``required-scenarios-*``; empty: not in that category)
     required: Mapping[str, tuple[str, ...]]
     #: scenarios of which at least one is needed beside the required ones (``optional-scenarios-*``)
@@ -71,6 +73,7 @@ _RESNET = Model(
     "resnet50",
     dataset_size=50000,
     performance_samples=1024,
+    offline_samples=24576,
     required={
         _EDGE: ("SingleStream", "MultiStream", "Offline"),
         _BOTH: ("SingleStream", "MultiStream", "Offline", "Server"),
@@ -85,6 +88,7 @@ _LLAMA31_8B = Model(
     "llama3_1-8b",
     dataset_size=13368,
     performance_samples=13368,
+    offline_samples=13368,
     required={_DC: ("Offline",), _BOTH: ("Offline",)},
     optional={_DC: ("Interactive", "Server"), _BOTH: ("Interactive", "Server")},
     tests=("TEST06",),
@@ -104,6 +108,7 @@ _BERT = Model(
     "bert",
     dataset_size=10833,
     performance_samples=10833,
+    offline_samples=10833,
     required={_EDGE: ("SingleStream", "Offline"), _BOTH: ("SingleStream", "Offline")},
     tests=("TEST01",),
     test01_sampling=4096,
@@ -114,6 +119,7 @@ _UNET = Model(
     "3d-unet",
     dataset_size=43,
     performance_samples=43,
+    offline_samples=43,
     required={_DC: ("Offline",), _EDGE: ("SingleStream", "Offline"), _BOTH: ("SingleStream", "Offline")},
     tests=("TEST01",),
     test01_sampling=64,
