@@ -79,6 +79,7 @@ WRITTEN_ONLY = {
     ("engine", "device"): "the endpoint engine: the server's device, as it said",
     ("engine", "ignore_eos_sent"): "the endpoint engine: whether the server was asked to ignore the end of sequence",
     ("engine", "prefix_caching"): "the vllm engine (its own environment: .ci/vllm)",
+    ("engine", "eos_token_id"): "an engine running the model here, for MLPerf's TEST06 (recorded after the fixtures)",
     ("engine", "weights"): "the vllm engine: the folder it loaded",
     ("engine", "prefix_sharing"): "the continuous-batching engine (no fixture serves with it)",
     ("log",): "the runner's record of a benchmark whose worker died or ran out of time",

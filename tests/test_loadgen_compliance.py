@@ -99,3 +99,18 @@ def test_the_stream_headline_is_mlperfs_early_stopping_estimate(run_isolated) ->
     settings = r.details["loadgen_settings"]
     assert settings["effective_scenario"] == "SingleStream" and "effective_qsl_rng_seed" in settings
     assert r.details["mlperf_round"] is None  # the quick profile reads no mlperf.conf: no round's seeds
+
+
+def test_an_fp32_agreement_is_never_called_mlperfs_valid() -> None:
+    """An accuracy run scored against FP32's own answers on synthetic samples agrees with FP32 or not; only a run
+    whose accuracy was verified (or a performance run) says LoadGen's VALID."""
+    from accelbench.results.format import verdict_word
+    from accelbench.results.record import Result
+
+    synthetic = Result("infer/loadgen", {}, valid=True, details={"accuracy_verified": False})
+    assert verdict_word(synthetic) == "agrees with FP32 (not MLPerf's accuracy)"
+    assert verdict_word(Result("infer/loadgen", {}, valid=False, details={"accuracy_verified": False})).startswith(
+        "disagrees"
+    )
+    assert verdict_word(Result("infer/loadgen", {}, valid=True, details={"accuracy_verified": True})) == "VALID"
+    assert verdict_word(Result("infer/loadgen", {}, valid=None)) == ""

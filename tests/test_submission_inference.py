@@ -5,8 +5,8 @@ agreement on synthetic samples as MLPerf's metric, nothing of the machine's iden
 The checker is not run here (CI does not have it): its constants are written out below as
 tools/submission/submission_checker/constants.py states them (mlcommons/inference HEAD b66003e1). The runs are
 made once per module: resnet50 Offline and SingleStream, one resnet50 accuracy run (Offline; SingleStream's result
-borrows it), llama3.1-8b Offline and its accuracy run, TEST04 of resnet50 SingleStream and TEST06 of llama3.1-8b
-Offline, all quick and tiny.
+borrows it), llama3.1-8b Offline and its accuracy run, TEST01 of resnet50 Offline, TEST04 of resnet50 SingleStream
+and TEST06 of llama3.1-8b Offline, all quick and tiny.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ RUNS = {
     "resnet": ["resnet50", *TINY, "--scenario", "offline,singlestream", "--duration", "0.2"],
     "resnet-accuracy": ["resnet50", *TINY, "--mode", "accuracy"],
     "llama": [*LLAMA, "--mode", "performance,accuracy", "--duration", "0.1"],
-    # compliance runs: TEST04 of resnet's SingleStream, TEST06 of llama's Offline
+    # compliance runs: TEST01 of resnet's Offline, TEST04 of its SingleStream, TEST06 of llama's Offline
+    "resnet-test01": ["resnet50", *TINY, "--scenario", "offline", "--duration", "0.2", "--audit", "TEST01"],
     "resnet-test04": ["resnet50", *TINY, "--scenario", "singlestream", "--duration", "0.2", "--audit", "TEST04"],
     "llama-test06": [*LLAMA, "--duration", "0.1", "--audit", "TEST06"],
 }
@@ -135,7 +136,8 @@ def test_the_tree_holds_each_result_where_the_checker_reads_it(tree: dict[str, A
     for model, scenario in RESULTS:
         folder = root / "results" / SYSTEM / model / scenario
         assert REQUIRED_MEASURE_FILES <= _files(folder) and "measurements.json" in _files(folder), folder
-        tests = {"resnet": {"SingleStream": {"TEST04"}}, "llama3.1-8b": {"Offline": {"TEST06"}}}[model].get(scenario)
+        tests = {"resnet": {"Offline": {"TEST01"}, "SingleStream": {"TEST04"}}, "llama3.1-8b": {"Offline": {"TEST06"}}}
+        tests = tests[model].get(scenario)
         assert {p.name for p in folder.iterdir() if p.is_dir()} == {"performance", "accuracy"} | (tests or set())
         assert all((folder / f).stat().st_size > 0 for f in REQUIRED_MEASURE_FILES)
         run_1 = _files(folder / "performance" / "run_1")
@@ -161,6 +163,19 @@ def test_the_tree_holds_each_result_where_the_checker_reads_it(tree: dict[str, A
     assert {p.name for p in resnet.iterdir()} == {"Offline", "SingleStream"}
     conf = (resnet / "SingleStream" / "user.conf").read_text()
     assert "resnet50.SingleStream.min_duration = 200" in conf  # what the run gave LoadGen, by mlperf.conf's names
+
+
+def test_test01s_sampled_answers_match_the_accuracy_runs(made: dict[str, Any], tree: dict[str, Any]) -> None:
+    """A real model (ResNet-50, tiny): the TEST01 run serves the same calibrated random weights as the accuracy run
+    and answers LoadGen in performance mode, so the answers it sampled match (accelbench.loadgen.verify.test01)."""
+    test01 = tree["root"] / "results" / SYSTEM / "resnet" / "Offline" / "TEST01"
+    assert "TEST PASS" in (test01 / "verify_accuracy.txt").read_text().splitlines()
+    assert _files(test01) == {"verify_accuracy.txt", "verify_performance.txt"}
+    assert {p.name for p in test01.iterdir() if p.is_dir()} == {"performance", "accuracy"}
+    assert _files(test01 / "performance" / "run_1") == REQUIRED_COMP_PER_FILES
+    assert _files(test01 / "accuracy") == {"mlperf_log_accuracy.json", "accuracy.txt"}  # accuracy.txt: for truncation
+    [audit] = [r for r in _records(made) if r.details.get("audit") == "TEST01"]
+    assert audit.details["answer_dtype"] == "int32"
 
 
 def test_each_accuracy_log_is_truncated_with_the_hash_of_the_original(made: dict[str, Any], tree: dict[str, Any]):
@@ -273,7 +288,8 @@ def test_mlperfs_metric_is_written_only_from_a_data_set_score() -> None:
     on MLPerf's own set its evaluation.py dict; both read back by the checker's patterns."""
     from accelbench.loadgen.mlcommons import ROUNDS
     from accelbench.results.record import Metric, Result
-    from accelbench.submission.inference import Source, accuracy_text
+    from accelbench.submission.accuracy import accuracy_text
+    from accelbench.submission.runs import Source
 
     model = ROUNDS["v6.1"].models["resnet"]
     scored = Result("infer/loadgen", {"model": "resnet50", "mode": "accuracy", "scenario": "offline"})

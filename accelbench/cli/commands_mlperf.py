@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
 
 def _add_inference(msub: Any) -> None:
     from accelbench.loadgen.mlcommons import ROUNDS
-    from accelbench.submission.inference import DIVISIONS, STATUSES, SYSTEM_TYPES
+    from accelbench.submission.inference import STATUSES
+    from accelbench.submission.plan import DIVISIONS, SYSTEM_TYPES
 
     inf = msub.add_parser(
         "inference",
@@ -88,7 +89,7 @@ def _add_inference(msub: Any) -> None:
 def sources(runs: list[str], db: Path | None) -> list[Any]:
     """The records of each RUN (a run folder, else a stored run id), each once."""
     from accelbench.results.store import Store
-    from accelbench.submission.inference import Source, asked_of, read_run_folder
+    from accelbench.submission.runs import Source, asked_of, read_run_folder
 
     out: list[Source] = []
     store: Store | None = None
@@ -117,7 +118,8 @@ def sources(runs: list[str], db: Path | None) -> list[Any]:
 
 
 def cmd_inference(ns: argparse.Namespace) -> int:
-    from accelbench.submission.inference import Identity, check_names, plan, summary, write
+    from accelbench.submission.inference import Identity, check_names, summary, write
+    from accelbench.submission.plan import plan
 
     ident = Identity(ns.org, ns.system, ns.status, ns.system_toml)
     check_names(ident)  # bad names are one line before any store is read

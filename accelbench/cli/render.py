@@ -268,7 +268,8 @@ def _details(r: Result) -> str:
     its verdict where it has one."""
     shown = [escape(text) for text in metric_texts(r)]
     if r.valid is not None:
-        shown.insert(0, "VALID" if r.valid else "[red]INVALID[/]")
+        word = fmt.verdict_word(r)
+        shown.insert(0, word if r.valid else f"[red]{word}[/]")
     elif withheld := not_judged(r):
         shown.insert(0, f"[yellow]not judged: {escape(withheld[0])}[/]")
     return ", ".join(shown)

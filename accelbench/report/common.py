@@ -121,10 +121,12 @@ def efficiency_columns(records: Iterable[Result]) -> list[tuple[str, Callable[[R
     return cols
 
 
-def verdict(valid: bool | None) -> Cell:
+def verdict(valid: bool | None, r: Result | None = None) -> Cell:
+    """The verdict's cell; given the record, in its words (an FP32 agreement is not MLPerf's VALID)."""
     if valid is None:
         return Cell("")
-    return Cell("VALID", "good") if valid else Cell("INVALID", "bad")
+    word = fmt.verdict_word(r) if r is not None else ("VALID" if valid else "INVALID")
+    return Cell(word, "good") if valid else Cell(word, "bad")
 
 
 def status_cell(r: Result) -> Cell:

@@ -32,7 +32,7 @@ def section(inp: ReportInput, family: Family) -> Section | None:
             family.short(r.benchmark),
             inp.name(r),
             status_cell(r),
-            verdict(r.valid),
+            verdict(r.valid, r),
             figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
             ", ".join(metric_texts(r)) if r.status == "ok" else "",
             *(cell(r) for _, cell in extra),

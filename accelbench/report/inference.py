@@ -122,7 +122,7 @@ def scenario_tables(inp: ReportInput, recs: list[Result], labels: dict[str, str]
                 + [
                     inp.name(r),
                     status_cell(r),
-                    verdict(r.valid),
+                    verdict(r.valid, r),
                     figure(r.primary) if r.status == "ok" else (r.error or r.reason or ""),
                     (r.primary_metric or "").replace("_", " ") if r.status == "ok" else "",
                 ]

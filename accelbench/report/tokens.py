@@ -155,7 +155,7 @@ def section(inp: ReportInput, recs: list[Result], labels: dict[str, str]) -> Sec
             system_cells(labels, r, multi)
             + [
                 Labelled(label, title=name),
-                verdict(r.valid) if ok else status_cell(r),
+                verdict(r.valid, r) if ok else status_cell(r),
                 _rate(r, "tokens_per_second"),
             ]
             + ([_rate(r, "tokens_per_second_per_device")] if per_device else [])

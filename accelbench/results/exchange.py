@@ -107,7 +107,7 @@ def to_markdown(results: list[Result], describe: Describe = plain) -> str:
             describe(r.benchmark, r.params),
             str(r.params.get("device", "")),
             r.status,
-            {True: "VALID", False: "INVALID", None: ""}[r.valid],
+            fmt.verdict_word(r),
             result,
             ci,
             system,

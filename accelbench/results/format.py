@@ -107,3 +107,13 @@ def bytes_(value: float) -> str:
         if value >= scale:
             return f"{number(value / scale, 3)} {unit}"
     return f"{value:.0f} B"
+
+
+def verdict_word(r: Result) -> str:
+    """A record's verdict in words: LoadGen's VALID or INVALID, except an accuracy run scored against FP32's own
+    answers on synthetic samples, which agrees with FP32 or not and is never MLPerf's accuracy ("" where none)."""
+    if r.valid is None:
+        return ""
+    if r.details.get("accuracy_verified") is False:
+        return "agrees with FP32 (not MLPerf's accuracy)" if r.valid else "disagrees with FP32"
+    return "VALID" if r.valid else "INVALID"
