@@ -248,7 +248,7 @@ def system_description(plan_: Plan, ident: Identity) -> dict[str, Any]:
 def summary(plan_: Plan, written: Sequence[Written], root: Path) -> list[str]:
     """What the command prints: each result, whether it is for submission, what it is missing."""
     lines = [
-        f"MLPerf Inference {plan_.round} {plan_.division} tree for a {plan_.system_type} system: {redact(str(root))}"
+        f"MLPerf Inference {plan_.round} {plan_.division} tree, system type {plan_.system_type}: {redact(str(root))}"
     ]
     lines += [f"  note: {n}" for n in plan_.notes]
     for w in written:
