@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.infer.specs import InferParams
 from accelbench.loadgen import settings as lgset
+from accelbench.loadgen.mlcommons import CONF_NAMES
 from accelbench.loadgen.settings import MAX_PLANNED_RATE, OFFLINE_HEADROOM, Probe, offline_samples
 
 if TYPE_CHECKING:
@@ -18,16 +19,6 @@ if TYPE_CHECKING:
 SERVER_FRACTION, SERVER_DEFAULT_MAX = 0.25, 20_000.0
 #: SingleStream planning for a backend that does no work: below this LoadGen schedules millions of idle queries
 HARNESS_LATENCY = 1e-5
-#: accelbench model -> the name mlperf.conf (LoadGen 6.0.17's) gives it; the others get mlperf.conf's "*" rules
-MLPERF_NAMES = {
-    "resnet50": "resnet50",
-    "bert": "bert",
-    "bert-large": "bert",
-    "dlrm": "dlrm-v2",
-    "rnnt": "rnnt",
-    "unet3d": "3d-unet",
-}
-
 #: The probe times up to this many full batches and single samples, each shape stopping after this many seconds
 #: and at least ``PROBE_MIN_CALLS`` calls (one, if one call takes the whole second); the per-call median counts,
 #: so one call disturbed by another process does not plan the run 10x off.
@@ -77,7 +68,7 @@ def server_qps(params: InferParams, rate: float) -> float:
 
 def base(params: InferParams, mode: str = "performance") -> Any:
     """LoadGen's settings for the profile, under mlperf.conf's name for the model."""
-    return lgset.base(params, mode, MLPERF_NAMES.get(params.model, params.model))
+    return lgset.base(params, mode, CONF_NAMES.get(params.model, params.model))
 
 
 def performance_settings(

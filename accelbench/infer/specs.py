@@ -152,7 +152,7 @@ class InferParams(LoadGenParams):
     def model_bound_ms(self) -> float:
         """The model's MLPerf Server bound: mlperf.conf's (LoadGen's own copy) where it names the model, else its
         domain's serving adapter's (a harness-only backend has none)."""
-        from accelbench.infer.settings import MLPERF_NAMES
+        from accelbench.loadgen.mlcommons import CONF_NAMES
         from accelbench.loadgen.settings import conf_server_bound_ms
 
         try:
@@ -160,8 +160,8 @@ class InferParams(LoadGenParams):
         except Exception:  # noqa: BLE001 - a harness-only backend may name no servable model
             return 0.0
         own = adapter.server_bound_ms if adapter else None
-        if own and self.model in MLPERF_NAMES:  # a model MLPerf serves in Server: mlperf.conf says its bound
-            return conf_server_bound_ms(MLPERF_NAMES[self.model]) or own
+        if own and self.model in CONF_NAMES:  # a model MLPerf serves in Server: mlperf.conf says its bound
+            return conf_server_bound_ms(CONF_NAMES[self.model]) or own
         return own or 0.0
 
     @property

@@ -131,6 +131,16 @@ ROUNDS = {
     "v6.0": Round("v6.0", _SEEDS_V60, {m.name: m for m in (_RESNET, _LLAMA31_8B, _BERT, _UNET)}),
     "v6.1": Round("v6.1", _SEEDS_V61, {m.name: m for m in (_RESNET, _LLAMA31_8B, _BERT, _UNET)}),
 }
+#: accelbench's model names -> the names mlperf.conf (LoadGen's own copy) gives them, retired benchmarks included;
+#: the other models get mlperf.conf's "*" rules
+CONF_NAMES = {
+    "resnet50": "resnet50",
+    "bert": "bert",
+    "bert-large": "bert",
+    "dlrm": "dlrm-v2",
+    "rnnt": "rnnt",
+    "unet3d": "3d-unet",
+}
 #: accelbench's model names -> the checker's (the models accelbench serves that MLPerf Inference has)
 ACCELBENCH = {
     "resnet50": "resnet",
