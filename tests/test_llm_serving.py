@@ -398,22 +398,24 @@ class Paced(NullEngine):
 """
 
 
-def paced_run(tmp_path: Path, probe: float, run: float, duration: str) -> dict[str, Any]:
-    """An Offline token run of an engine that sleeps ``probe`` s a batch while probed and ``run`` s after."""
+def paced_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, probe: float, run: float, duration: str) -> Any:
+    """An Offline token run of an engine that sleeps ``probe`` s a batch while probed and ``run`` s after.
+
+    In this process's CLI: the worker (forked by the runner's server) takes this process's ``sys.path``, the test's
+    folder first, and imports its own ``paced`` module (this process's copy of another test's is dropped)."""
     (tmp_path / "paced.py").write_text(PACED.format(probe=probe, run=run))
-    env = dict(os.environ) | {
-        "ACCELBENCH_HOME": str(tmp_path / "home"),
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
-    }
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "paced", raising=False)
+    env = dict(os.environ) | {"ACCELBENCH_HOME": str(tmp_path / "home")}
     args = [MODEL, *TINY, "--scenario", "offline", "--duration", duration, "--engine", "paced:Paced"]
-    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
+    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path)
     return json.loads(p.stdout)["results"][0]
 
 
-def test_a_token_run_that_disagrees_with_its_plan_is_rerun_from_what_it_measured(tmp_path):
+def test_a_token_run_that_disagrees_with_its_plan_is_rerun_from_what_it_measured(tmp_path, monkeypatch):
     """Planned from a slow probe, Offline runs out of requests before its minimum duration; the run is repeated
     from its own measurement, reported VALID, with the first run's reason in the record."""
-    r = paced_run(tmp_path, 0.2, 0.02, "1")  # the probe at a tenth of the run's speed
+    r = paced_run(tmp_path, monkeypatch, 0.2, 0.02, "1")  # the probe at a tenth of the run's speed
     assert r["valid"] is True, r["warnings"]
     reruns = r["details"]["reruns"]
     assert reruns and "the probe planned" in reruns[0]["why"]
@@ -588,10 +590,10 @@ def test_a_server_run_that_fell_behind_shows_what_it_completed_and_names_the_sch
     assert "scheduled_requests_per_second" not in kept  # within 1%: one figure, not two
 
 
-def test_an_offline_run_far_under_its_probe_is_rerun_from_what_it_measured(tmp_path):
+def test_an_offline_run_far_under_its_probe_is_rerun_from_what_it_measured(tmp_path, monkeypatch):
     """LoadGen calls the first run VALID, but it measured a tenth of its probe: it is rerun after a repeated probe,
     and the record keeps why (the trial's 452.7 tokens/s after a probe of 3,952 was reported VALID)."""
-    r = paced_run(tmp_path, 0.005, 0.05, "0.2")  # the probe at ten times the run's speed
+    r = paced_run(tmp_path, monkeypatch, 0.005, 0.05, "0.2")  # the probe at ten times the run's speed
     reruns = r["details"]["reruns"]
     assert reruns and "its probe measured: the system's speed changed during the run" in reruns[0]["why"]
     assert reruns[0]["probe_repeated"]["samples_per_second"] < 0.5 * reruns[0]["probe"]["samples_per_second"]
@@ -616,7 +618,7 @@ def test_a_tpot_limit_no_rate_can_meet_is_skipped_after_the_probe(tmp_path):
     probe measured, in seconds, not a Server test of minutes that ends INVALID."""
     env = dict(os.environ) | {"ACCELBENCH_HOME": str(tmp_path / "home")}
     args = [MODEL, *TINY, "--scenario", "server", "--engine", "static", "--ttft-ms", "10000", "--tpot-ms", "0.0001"]
-    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
+    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path)
     r = json.loads(p.stdout)["results"][0]
     assert r["status"] == "skipped", r
     assert r["reason"].startswith("the TPOT limit (0.0001 ms, --ttft-ms and --tpot-ms) is out of reach: one request")
@@ -624,12 +626,13 @@ def test_a_tpot_limit_no_rate_can_meet_is_skipped_after_the_probe(tmp_path):
 
 def test_a_cpu_engine_leaves_a_core_to_loadgen_when_no_threads_are_asked(tmp_path):
     """On a CPU the engine computes on every usable core but one (two threads on two cores ran the tiny model at
-    a third of one thread's speed, LoadGen and the SUT's threads fighting for the cores); --threads overrides."""
+    a third of one thread's speed, LoadGen and the SUT's threads fighting for the cores); --threads overrides.
+    The threads are chosen before LoadGen starts, so the module's short Offline plan (OFFLINE) shows it as well."""
     from accelbench.system.cpu import usable_cores
 
     env = dict(os.environ) | {"ACCELBENCH_HOME": str(tmp_path / "home")}
-    args = [MODEL, "--scale", "tiny", "--input-tokens", "16", "--output-tokens", str(OUT), "--engine", "static"]
-    p = run_cli(["infer", *args, "--json", "--db", str(tmp_path / "r.db")], env, tmp_path, process=True)
+    args = [MODEL, "--scale", "tiny", "--input-tokens", "16", "--output-tokens", str(OUT), *OFFLINE]
+    p = run_cli(["infer", *args, "--engine", "static", "--json", "--db", str(tmp_path / "r.db")], env, tmp_path)
     r = json.loads(p.stdout)["results"][0]
     assert r["status"] == "ok", r.get("error")
     assert r["params"]["threads"] == max(1, usable_cores() - 1)
