@@ -333,3 +333,14 @@ def test_truncation_is_mlcommons(tmp_path: Path) -> None:
     assert digest == hashlib.sha256(data).hexdigest()
     assert big.read_bytes() == data[:4096] + b"\n\n...\n\n" + data[-4096:] and big.stat().st_size <= MAX_LOG_BYTES
     assert truncate(big, txt) == digest and txt.read_text().count("hash=") == 1  # done once, as MLCommons' tool
+
+
+def test_redaction_takes_the_host_name_standing_alone_not_inside_a_given_name(monkeypatch) -> None:
+    """A host called ``vm`` is written HOST where it stands alone, but a system the user named ``cpu2-vm`` keeps
+    its name (systems/cpu2-vm.json must say system_name cpu2-vm)."""
+    import socket
+
+    from accelbench.submission.output import redact
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+    assert redact("cpu2-vm on vm, vm.local, user@vm: kvm") == "cpu2-vm on HOST, HOST.local, user@HOST: kvm"

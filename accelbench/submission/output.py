@@ -35,7 +35,8 @@ def _secrets() -> list[tuple[re.Pattern[str], str]]:
     if host:
         for name in {host, host.split(".")[0]}:
             if name:
-                out.append((re.compile(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?![A-Za-z0-9])"), "HOST"))
+                # a name standing alone: not a part of another name ("vm" in a system called cpu2-vm)
+                out.append((re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])"), "HOST"))
     return out
 
 
