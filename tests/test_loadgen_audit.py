@@ -69,3 +69,17 @@ def test_test04_catches_a_system_that_caches_answers(run_isolated, backend: str,
     checked = verify.test04(log_dir(reference), log_dir(audit))
     assert checked.passed is passes, checked.files
     assert ("TEST PASS" in checked.files["verify_performance.txt"]) is passes
+
+
+def test_a_discarded_reruns_logs_move_apart_named_as_discarded(tmp_path: Path) -> None:
+    from accelbench.loadgen.replan import DISCARDED, discard
+
+    run = tmp_path / "logs" / "loadgen-offline-performance-0a1b2c3d"
+    run.mkdir(parents=True)
+    (run / "mlperf_log_detail.txt").write_text("x")
+    moved = discard(run)
+    assert moved == tmp_path / "logs" / DISCARDED / run.name and not run.exists()
+    assert (moved / "mlperf_log_detail.txt").is_file() and "not the reported result" in (
+        moved / "DISCARDED.txt"
+    ).read_text()
+    assert discard(tmp_path / "gone") == tmp_path / "gone"  # nothing to move

@@ -140,7 +140,10 @@ DISCARDED = "discarded"
 
 
 def discard(log_dir: Path) -> Path:
-    """Move a discarded run's LoadGen logs into ``discarded/`` of its parent; the new path."""
+    """Move a discarded run's LoadGen logs into ``discarded/`` of its parent; the new path (the same path where
+    there is no folder to move)."""
+    if not log_dir.is_dir():
+        return log_dir
     target = log_dir.parent / DISCARDED / log_dir.name
     target.parent.mkdir(exist_ok=True)
     log_dir.rename(target)
