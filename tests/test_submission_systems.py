@@ -12,6 +12,7 @@ import pytest
 
 from accelbench.errors import UsageError
 from accelbench.results.runfolder import RunFolder
+from accelbench.submission import system_rules as rules
 from accelbench.submission import systems
 from accelbench.system import cpu, disks
 
@@ -87,17 +88,17 @@ def user(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_required_is_the_inference_checkers_list() -> None:
-    assert list(systems.REQUIRED) == CHECKER_REQUIRED and len(systems.REQUIRED) == 35
-    assert systems.MEANINGFUL <= set(systems.REQUIRED)
+    assert list(rules.REQUIRED) == CHECKER_REQUIRED and len(rules.REQUIRED) == 35
+    assert rules.MEANINGFUL <= set(rules.REQUIRED)
     # Training (mlperf-logging's system_desc_checker) asks for the vCPU count and not for three of Inference's
-    training = set(systems.TRAINING_REQUIRED)
-    assert training - set(systems.REQUIRED) == {"host_processor_vcpu_count"}
-    assert set(systems.REQUIRED) - training == {"system_type", "system_type_detail", "host_network_card_count"}
+    training = set(rules.TRAINING_REQUIRED)
+    assert training - set(rules.REQUIRED) == {"host_processor_vcpu_count"}
+    assert set(rules.REQUIRED) - training == {"system_type", "system_type_detail", "host_network_card_count"}
 
 
 def test_describe_fills_what_the_profile_captured(system_json: dict[str, Any], profile: dict[str, Any]) -> None:
     desc = systems.describe(system_json, **ARGS, loadgen_version="6.0.17 @ d6147c7eb7")
-    assert list(desc)[: len(systems.REQUIRED)] == list(systems.REQUIRED)
+    assert list(desc)[: len(rules.REQUIRED)] == list(rules.REQUIRED)
     assert all(isinstance(v, str) for v in desc.values())
     assert desc["submitter"] == "Acme" and desc["division"] == "closed" and desc["system_name"] == "acme_vm"
     assert desc["status"] == "available" and desc["system_type"] == "datacenter" and "is_network" not in desc
@@ -119,7 +120,7 @@ def test_describe_fills_what_the_profile_captured(system_json: dict[str, Any], p
     assert "MLPerf LoadGen 6.0.17 @ d6147c7eb7" in desc["other_software_stack"]
     if not profile["accelerators"]:  # as MLCommons' published CPU-only systems write them
         assert desc["accelerators_per_node"] == "0"
-        assert all(desc[f] == "N/A" for f in systems.REQUIRED if f.startswith("accelerator_"))
+        assert all(desc[f] == "N/A" for f in rules.REQUIRED if f.startswith("accelerator_"))
     else:
         assert desc["accelerators_per_node"] == str(len(profile["accelerators"]))
     if profile["storage"]:
@@ -134,13 +135,13 @@ def test_the_user_toml_overrides_and_supplies_the_rest(system_json: dict[str, An
     assert desc["host_processor_model_name"] == "AMD EPYC 9R14"  # the TOML wins over the profile
     assert desc["host_network_card_count"] == "1"  # a TOML number is written as a string
     assert desc["cooling"] == "air" and desc["hw_notes"] == "a cloud VM"
-    assert systems.problems(desc) == []
-    systems.check(desc)
+    assert rules.problems(desc) == []
+    rules.check(desc)
 
 
 def test_problems_name_each_missing_and_invalid_field(system_json: dict[str, Any]) -> None:
     desc = systems.describe(system_json, **ARGS)
-    found = systems.problems(desc)
+    found = rules.problems(desc)
     named = {p.split()[0] for p in found}
     for field in ("cooling", "host_memory_configuration", "host_networking", "host_networking_topology"):
         assert field in named
@@ -150,19 +151,19 @@ def test_problems_name_each_missing_and_invalid_field(system_json: dict[str, Any
 
     bad = desc | {"status": "beta", "system_type": "cloud", "number_of_nodes": "two"}
     del bad["sw_notes"]
-    found = systems.problems(bad)
+    found = rules.problems(bad)
     assert "status 'beta' is not one of available, preview, rdi" in found
     assert "system_type 'cloud' is not one of datacenter, edge, datacenter,edge, edge,datacenter" in found
     assert any(p.startswith("number_of_nodes 'two' is not a whole number") for p in found)
     assert any(p.startswith("sw_notes is missing") for p in found)  # may be empty, but must be there
-    assert systems.problems(desc | {"status": "Preview", "division": "open"}) == systems.problems(desc)
-    assert any(p.startswith("division 'beta'") for p in systems.problems(desc | {"division": "beta"}))
+    assert rules.problems(desc | {"status": "Preview", "division": "open"}) == rules.problems(desc)
+    assert any(p.startswith("division 'beta'") for p in rules.problems(desc | {"division": "beta"}))
 
 
 def test_check_raises_one_line_naming_every_field(system_json: dict[str, Any]) -> None:
     desc = systems.describe(system_json, **ARGS) | {"status": "beta"}
     with pytest.raises(UsageError) as caught:
-        systems.check(desc)
+        rules.check(desc)
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith("systems/acme_vm.json needs: ")
@@ -201,7 +202,7 @@ def test_load_user_names_the_file_and_the_problem(tmp_path: Path) -> None:
 
 def test_a_near_miss_in_the_toml_is_pointed_out(system_json: dict[str, Any]) -> None:
     desc = systems.describe(system_json, **ARGS, user={"coolng": "air"})
-    assert any(p.startswith("cooling is empty") and "'coolng': a typo?" in p for p in systems.problems(desc))
+    assert any(p.startswith("cooling is empty") and "'coolng': a typo?" in p for p in rules.problems(desc))
 
 
 def test_the_toml_cannot_contradict_the_tree(system_json: dict[str, Any]) -> None:
@@ -213,30 +214,30 @@ def test_the_toml_cannot_contradict_the_tree(system_json: dict[str, Any]) -> Non
 
 def test_training_needs_its_own_fields_and_status(system_json: dict[str, Any], user: dict[str, Any]) -> None:
     desc = systems.describe(system_json, **ARGS, user=user, benchmark="training")
-    assert set(desc) - set(systems.TRAINING_REQUIRED) == {"host_network_card_count"}  # the TOML's own is kept
-    assert set(systems.TRAINING_REQUIRED) <= set(desc) and "system_type" not in desc
+    assert set(desc) - set(rules.TRAINING_REQUIRED) == {"host_network_card_count"}  # the TOML's own is kept
+    assert set(rules.TRAINING_REQUIRED) <= set(desc) and "system_type" not in desc
     assert desc["host_processor_vcpu_count"] == str(system_json["cpu"]["logical_cores"])
     assert desc["status"] == "Available on-premise"
     if not system_json["accelerators"]:
-        assert systems.problems(desc, "training") == []
+        assert rules.problems(desc, "training") == []
     cloud = systems.describe(system_json, **ARGS, status="cloud", benchmark="training")
     assert cloud["status"] == "Available cloud"
-    found = systems.problems(desc | {"status": "beta", "host_processors_per_node": "2 sockets"}, "training")
+    found = rules.problems(desc | {"status": "beta", "host_processors_per_node": "2 sockets"}, "training")
     assert any(p.startswith("status 'beta' is not one of 'Available on-premise'") for p in found)
     assert any(p.startswith("host_processors_per_node '2 sockets' is not a whole number") for p in found)
     with pytest.raises(UsageError, match="network"):
-        systems.check(desc | {"division": "network"}, "training")
+        rules.check(desc | {"division": "network"}, "training")
 
 
 def test_the_network_division_asks_for_the_network_fields(system_json: dict[str, Any], user: dict[str, Any]) -> None:
     desc = systems.describe(system_json, **(ARGS | {"division": "network"}), user=user)
     assert desc["is_network"] == "true"
-    named = {p.split()[0] for p in systems.problems(desc)}
-    assert set(systems.NETWORK_FIELDS) - {"is_network"} <= named
+    named = {p.split()[0] for p in rules.problems(desc)}
+    assert set(rules.NETWORK_FIELDS) - {"is_network"} <= named
     # is_network = false elsewhere is dropped: the checker would require the network fields for any non-empty value
     closed = systems.describe(system_json, **ARGS, user=user | {"is_network": False})
     assert "is_network" not in closed
-    assert any(p.startswith("is_network") for p in systems.problems(closed | {"is_network": "true"}))
+    assert any(p.startswith("is_network") for p in rules.problems(closed | {"is_network": "true"}))
 
 
 def test_a_gpu_host_from_its_profile(system_json: dict[str, Any]) -> None:
@@ -254,7 +255,7 @@ def test_a_gpu_host_from_its_profile(system_json: dict[str, Any]) -> None:
     assert desc["accelerator_frequency"] == "1980 MHz"
     assert desc["accelerator_interconnect"] == "NVLink"
     assert "CUDA 12.4, cuDNN 9.1.0, driver 550.54.15" in desc["other_software_stack"]
-    named = {p.split()[0] for p in systems.problems(desc)}
+    named = {p.split()[0] for p in rules.problems(desc)}
     assert "accelerator_host_interconnect" in named  # NVML's current PCIe link idles down: the user says it
 
 
@@ -266,7 +267,7 @@ def test_an_older_profile_from_another_machine_leaves_the_new_facts_to_the_user(
     desc = systems.describe(old, **ARGS)
     assert desc["host_processors_per_node"] == "" and desc["host_processor_caches"] == ""
     assert desc["host_storage_capacity"] == ""
-    named = {p.split()[0] for p in systems.problems(desc)}
+    named = {p.split()[0] for p in rules.problems(desc)}
     assert {"host_processors_per_node", "host_processor_core_count", "host_storage_capacity"} <= named
     record = {"fingerprint": "f00d", "profile": system_json}  # a record's system section reads the same
     assert systems.describe(record, **ARGS) == systems.describe(system_json, **ARGS)

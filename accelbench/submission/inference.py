@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from accelbench import __version__
 from accelbench.errors import UsageError
 from accelbench.loadgen.mlcommons import round_of
-from accelbench.submission import systems
+from accelbench.submission import system_rules, systems
 from accelbench.submission.accuracy import write_accuracy
 from accelbench.submission.audits import write_audits
 from accelbench.submission.describe import command_of, measurements, user_conf, weights_of, write_calibration, write_src
@@ -241,7 +241,7 @@ def system_description(plan_: Plan, ident: Identity) -> dict[str, Any]:
         user=user,
         loadgen_version=str(version).split(" @ ")[0] if version else None,
     )
-    systems.check(desc)
+    system_rules.check(desc)
     return desc
 
 

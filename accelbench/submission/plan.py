@@ -247,7 +247,7 @@ def _scenarios(picks: Sequence[Pick], models: Mapping[str, Model], stype: str, d
         missing = needed(model, stype, have)
         if missing:
             raise UsageError(
-                f"{model.name} ({name}) on a {stype} system needs {', '.join(model.needs(stype))} in MLPerf "
+                f"{model.name} ({name}) on a system of type {stype} needs {', '.join(model.needs(stype))} in MLPerf "
                 f"Inference {rnd}'s closed division; missing {', '.join(missing)}: run accelbench infer {name} "
                 "--scenario ... for it, or write the open division"
             )
@@ -255,6 +255,6 @@ def _scenarios(picks: Sequence[Pick], models: Mapping[str, Model], stype: str, d
         extra = sorted(have - allowed)
         if extra:
             raise UsageError(
-                f"{model.name} ({name}) has no {', '.join(extra)} result in the closed division on a {stype} "
-                f"system (it takes {', '.join(sorted(allowed))}): leave that run out"
+                f"{model.name} ({name}) has no {', '.join(extra)} result in the closed division on a system of type "
+                f"{stype} (it takes {', '.join(sorted(allowed))}): leave that run out"
             )
