@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
@@ -26,6 +27,29 @@ def _threads() -> None:
     import torch
 
     torch.set_num_threads(2)
+
+
+def _burn(stop: Any) -> None:
+    while not stop.is_set():
+        pass
+
+
+@pytest.fixture
+def burner() -> Iterator[None]:
+    """A CPU-bound process beside the test for its whole length (a core of this 2-core host)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    proc = ctx.Process(target=_burn, args=(stop,), daemon=True)
+    proc.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
 
 
 @pytest.fixture(scope="session")

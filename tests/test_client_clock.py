@@ -6,7 +6,6 @@ the front), and the server's own TTFT histogram is read beside the client's.
 
 from __future__ import annotations
 
-import multiprocessing
 import sys
 import threading
 import time
@@ -48,27 +47,6 @@ def closed_loop(url: str, checkpoint: Path, tmp: Path, users: int = 2, **kw: Any
     (record,) = list(token_run.run(p, RunContext(log_dir=tmp)))
     assert record.status == "ok", record.error
     return record
-
-
-def _burn(stop: Any) -> None:
-    while not stop.is_set():
-        pass
-
-
-@pytest.fixture
-def burner() -> Iterator[None]:
-    """A CPU-bound process beside the run for its whole length (a core of this 2-core host)."""
-    ctx = multiprocessing.get_context("spawn")
-    stop = ctx.Event()
-    proc = ctx.Process(target=_burn, args=(stop,), daemon=True)
-    proc.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        proc.join(10)
-        if proc.is_alive():
-            proc.kill()
 
 
 def test_a_stream_spread_over_time_is_measured_as_sent_beside_a_cpu_burner(

@@ -40,12 +40,17 @@ def screen_passed(d: dict[str, Any], utilization: float | None = None) -> bool:
 
 
 def search_server(
-    trial: Callable[..., tuple[bool, Any]], start: float, capacity: float, margin: Callable[[float], float]
+    trial: Callable[..., tuple[bool, Any]],
+    start: float,
+    capacity: float,
+    margin: Callable[[float], float],
+    halvings: int = MAX_HALVINGS,
 ) -> tuple[float, Any, bool]:
-    """(the confirmed peak, its run, True), or where no confirmation held (the highest confirmed, its run, False)."""
+    """(the confirmed peak, its run, True), or where no confirmation held (the highest confirmed, its run, False).
+    ``halvings``: screens tried, each at half the rate of the last, before no rate is said to hold."""
     lo, hi = 0.0, max(capacity * 1.1, start * 1.05)
     q = min(start, hi / 1.05)
-    for _ in range(MAX_HALVINGS):
+    for _ in range(halvings):
         if trial(q, after=screens_left(q, hi))[0]:
             lo = q
             break
