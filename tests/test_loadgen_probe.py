@@ -257,9 +257,7 @@ def test_find_peak_climbs_above_a_probe_that_read_low(monkeypatch, tmp_path):
     assert r.status == "ok" and 80.0 < r.details["find_peak"]["peak"] < 90.0, r.details["find_peak"]["trials"]
 
 
-def test_find_peak_probes_again_and_lets_loadgen_decide_before_saying_no_load_can_meet_the_bound(
-    monkeypatch, tmp_path
-):
+def test_find_peak_probes_again_and_lets_loadgen_decide_whether_any_load_can_meet_the_bound(monkeypatch, tmp_path):
     """A first probe disturbed by load timed one sample over the bound: find-peak probes again, as a performance run
     replans, and searches from the second probe. Where the second is as slow, one LoadGen screen at a light load
     decides: the system met the bound there (the probes read slow beside other load), so the search goes on; where
